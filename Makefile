@@ -1,0 +1,46 @@
+# Convenience targets; the build itself is CMake (CMakeLists.txt).
+#   make demo   install what is missing, build, run memsnap on a bundled real trace
+#   make test   install what is missing, build (warnings as errors), run the tests,
+#               then build again with ASan+UBSan and run them there too
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+BUILD ?= build
+ASAN_BUILD ?= build-asan
+DEMO_TRACE ?= testdata/snapshots/dynamic_oom.pickle
+
+.PHONY: all deps build demo test test-fast test-asan clean
+
+all: build
+
+deps:
+	@bash scripts/install-deps.sh
+
+build: deps
+	@cmake -S . -B $(BUILD) -DMEMSNAP_WERROR=ON >$(BUILD).configure.log 2>&1 || (cat $(BUILD).configure.log; exit 1)
+	@grep -A14 "feature summary" $(BUILD).configure.log | sed 's/^-- //'
+	@cmake --build $(BUILD) -j $(JOBS)
+
+demo: build
+	@echo "== memsnap info $(DEMO_TRACE)"
+	@./$(BUILD)/cli/memsnap info $(DEMO_TRACE)
+	@echo
+	@echo "== memsnap stats $(DEMO_TRACE)"
+	@./$(BUILD)/cli/memsnap stats $(DEMO_TRACE)
+	@echo
+	@echo "== memsnap convert $(DEMO_TRACE) -o $(BUILD)/demo.zst"
+	@./$(BUILD)/cli/memsnap convert $(DEMO_TRACE) -o $(BUILD)/demo.zst
+	@./$(BUILD)/cli/memsnap info $(BUILD)/demo.zst | grep -E 'format|bytes/event'
+
+test-fast: build
+	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+test-asan: deps
+	@cmake -S . -B $(ASAN_BUILD) -DMEMSNAP_WERROR=ON -DCMAKE_BUILD_TYPE=Debug \
+		-DMEMSNAP_SANITIZE=address,undefined >$(ASAN_BUILD).configure.log 2>&1 || (cat $(ASAN_BUILD).configure.log; exit 1)
+	@cmake --build $(ASAN_BUILD) -j $(JOBS)
+	@cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+		UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest --output-on-failure -j $(JOBS)
+
+test: test-fast test-asan
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD) $(BUILD).configure.log $(ASAN_BUILD).configure.log

@@ -1,0 +1,119 @@
+/* memsnap convert IN -o OUT: PyTorch snapshot (pickle/JSON) or trace to .zst, or to JSON. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cmds.h"
+#include "cli/opts.h"
+#include "cli/out.h"
+#include "format/trace_write.h"
+#include "parse/torch_json_write.h"
+#include "parse/trace.h"
+
+static const char *const usage[] = {
+	"memsnap convert [--format zst|json] [--level N] [--from N] [--to N] <in> -o <out>",
+	"",
+	"Convert a PyTorch memory snapshot (.pickle, .pickle.zst, .pickle.gz, .json)",
+	"or a memsnap trace into a memsnap trace (.zst), or into PyTorch's snapshot",
+	"layout as JSON. The output format follows --format, else the extension of",
+	"<out> (.json is JSON, anything else .zst). '-o -' writes to standard output.",
+	NULL,
+};
+
+static int ends_with(const char *s, const char *suf)
+{
+	size_t a = strlen(s), b = strlen(suf);
+	return a >= b && strcmp(s + a - b, suf) == 0;
+}
+
+int cmd_convert(int argc, const char **argv)
+{
+	const char *out = NULL, *format = NULL;
+	int level = 3, n, json;
+	uint64_t frame_kib = 0;
+	struct ms_read_opts ro = MS_READ_OPTS_INIT;
+	const struct ms_opt opts[] = {
+		MS_OPT_STRING('o', "output", &out, "file", "where to write ('-' for stdout)"),
+		MS_OPT_STRING('f', "format", &format, "zst|json", "output format"),
+		MS_OPT_INT(0, "level", &level, "N", "zstd level for .zst output (default 3)"),
+		MS_OPT_U64(0, "frame-kib", &frame_kib, "N",
+			   "uncompressed KiB per zstd frame (default 1024): the seek granularity"),
+		MS_OPT_U64(0, "from", &ro.from, "N", "first event index to keep"),
+		MS_OPT_U64(0, "to", &ro.to, "N", "stop before this event index"),
+		MS_OPT_END(),
+	};
+	struct ms_diag d = MS_DIAG_INIT;
+	FILE *f;
+	ms_status s;
+	int tty_json = 0;
+
+	n = ms_parse_options(argc, argv, opts, usage);
+	if (n != 1)
+		ms_usage_error(opts, usage, n ? "one input at a time" : "no input given");
+	if (!out)
+		ms_usage_error(opts, usage, "no output given (-o <out>)");
+	if (format && strcmp(format, "zst") != 0 && strcmp(format, "json") != 0)
+		ms_usage_error(opts, usage, "--format must be zst or json");
+	if (level < 1 || level > 22)
+		ms_usage_error(opts, usage, "--level must be 1 to 22");
+	json = format ? strcmp(format, "json") == 0 : ends_with(out, ".json");
+	if (strcmp(out, "-") == 0) {
+		f = stdout;
+		tty_json = 1;
+	} else {
+		f = fopen(out, "wb");
+		if (!f)
+			ms_die(MS_EXIT_ERROR, "cannot open '%s' for writing: %s", out, strerror(errno));
+	}
+	(void)tty_json;
+	if (json) {
+		struct ms_trace *t;
+		s = ms_trace_load(argv[0], &ro, &t, NULL, &d);
+		if (s) {
+			ms_report(argv[0], s, &d);
+		} else {
+			ms_report_warnings(argv[0], &d);
+			s = ms_torch_json_write(t, f, 0);
+			if (s)
+				ms_error("%s: write error", out);
+			ms_trace_free(t);
+		}
+	} else {
+		struct ms_writer_opts wo = MS_WRITER_OPTS_INIT;
+		struct ms_writer *w = NULL;
+		struct ms_symtab syms;
+		struct ms_sink sink;
+		struct ms_diag wd = MS_DIAG_INIT;
+
+		wo.level = level;
+		wo.frame_bytes = (size_t)frame_kib * 1024;
+		wo.producer = "memsnap";
+		if (ms_symtab_init(&syms))
+			ms_die(MS_EXIT_ERROR, "out of memory");
+		s = ms_writer_open(f, &wo, &syms, &w, &wd);
+		if (s) {
+			ms_report(out, s, &wd);
+		} else {
+			ms_writer_sink(w, &sink);
+			s = ms_source_read(argv[0], &ro, &syms, &sink, NULL, &d);
+			if (s == MS_ERR_IO && !d.msg[0])
+				ms_error("%s: write error", out);
+			else if (s)
+				ms_report(argv[0], s, &d);
+			else {
+				ms_report_warnings(argv[0], &d);
+				if ((s = ms_writer_close(w, &wd)))
+					ms_report(out, s, &wd);
+			}
+		}
+		ms_writer_free(w);
+		ms_symtab_release(&syms);
+	}
+	if (f != stdout && fclose(f) != 0 && !s) {
+		ms_error("%s: %s", out, strerror(errno));
+		s = MS_ERR_IO;
+	}
+	if (s && f != stdout)
+		remove(out); /* no half-written output */
+	return s ? MS_EXIT_ERROR : MS_EXIT_OK;
+}

@@ -1,0 +1,280 @@
+/* memsnap info FILE [--json]: what a trace or snapshot holds. */
+#include <cjson/cJSON.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cmds.h"
+#include "cli/opts.h"
+#include "cli/out.h"
+#include "common/alloc.h"
+#include "common/hash.h"
+#include "parse/trace.h"
+
+static const char *const usage[] = {
+	"memsnap info [--json] [--from N] [--to N] <file>",
+	"",
+	"Describe a memsnap trace (.zst) or a PyTorch memory snapshot (.pickle,",
+	".pickle.zst, .pickle.gz, .json): format and version, producer, devices,",
+	"event counts by action, streams, time span, stacks, bytes per event.",
+	NULL,
+};
+
+struct info {
+	struct ms_meta meta;
+	const struct ms_symtab *syms;
+	uint64_t n, by_action[MS_ACT_COUNT], with_stack, anns, segs, reserved;
+	int64_t t_first, t_last;
+	struct ms_u64map streams;
+	uint64_t *stream_list;
+	size_t n_streams, cap_streams;
+	int oom;
+	struct ms_arena arena;
+};
+
+static ms_status i_begin(void *ctx, const struct ms_meta *m, const struct ms_symtab *syms)
+{
+	struct info *x = ctx;
+
+	x->meta = *m;
+	x->syms = syms;
+	/* copy what outlives the callback */
+	x->meta.producer = ms_arena_strndup(&x->arena, m->producer, strlen(m->producer));
+	x->meta.producer_version =
+		ms_arena_strndup(&x->arena, m->producer_version, strlen(m->producer_version));
+	x->meta.torch_version = ms_arena_strndup(&x->arena, m->torch_version, strlen(m->torch_version));
+	x->meta.settings.alloc_conf = ms_arena_strndup(&x->arena, m->settings.alloc_conf,
+						       strlen(m->settings.alloc_conf));
+	if (m->n_devices) {
+		struct ms_device *d = ms_arena_alloc(&x->arena, sizeof(*d) * m->n_devices);
+		if (!d)
+			return MS_ERR_NOMEM;
+		for (uint32_t i = 0; i < m->n_devices; i++) {
+			d[i] = m->devices[i];
+			d[i].name = ms_arena_strndup(&x->arena, m->devices[i].name,
+						     strlen(m->devices[i].name));
+		}
+		x->meta.devices = d;
+	}
+	if (!x->meta.producer || !x->meta.producer_version || !x->meta.torch_version ||
+	    !x->meta.settings.alloc_conf)
+		return MS_ERR_NOMEM;
+	return MS_OK;
+}
+
+static ms_status i_event(void *ctx, const struct ms_event *e)
+{
+	struct info *x = ctx;
+
+	if (x->n == 0)
+		x->t_first = e->t_ns;
+	x->t_last = e->t_ns;
+	x->n++;
+	x->by_action[e->action]++;
+	if (e->stack)
+		x->with_stack++;
+	if (!ms_u64map_get(&x->streams, e->stream)) {
+		if (ms_u64map_put(&x->streams, e->stream, 1) ||
+		    ms_grow(&x->stream_list, &x->cap_streams, x->n_streams + 1, sizeof(uint64_t)))
+			return MS_ERR_NOMEM;
+		x->stream_list[x->n_streams++] = e->stream;
+	}
+	return MS_OK;
+}
+
+static ms_status i_ann(void *ctx, const struct ms_annotation *a)
+{
+	(void)a;
+	((struct info *)ctx)->anns++;
+	return MS_OK;
+}
+
+static ms_status i_seg(void *ctx, const struct ms_segment *s, const struct ms_block *b)
+{
+	struct info *x = ctx;
+
+	(void)b;
+	x->segs++;
+	x->reserved += s->total_size;
+	return MS_OK;
+}
+
+static const char *kind_name(const struct ms_source_info *si)
+{
+	switch (si->kind) {
+	case MS_FILE_TRACE:
+		return "memsnap-trace";
+	case MS_FILE_PICKLE:
+		return "torch-snapshot-pickle";
+	case MS_FILE_JSON:
+		return "torch-snapshot-json";
+	default:
+		return "unknown";
+	}
+}
+
+static const char *comp_name(enum ms_compression c)
+{
+	return c == MS_COMP_ZSTD ? "zstd" : c == MS_COMP_GZIP ? "gzip" : "none";
+}
+
+static void print_json(const char *path, const struct info *x, const struct ms_source_info *si,
+		       const struct ms_diag *d)
+{
+	cJSON *o = cJSON_CreateObject(), *a, *dev;
+	char *s;
+
+	cJSON_AddStringToObject(o, "file", path);
+	cJSON_AddStringToObject(o, "kind", kind_name(si));
+	cJSON_AddStringToObject(o, "compression", comp_name(si->compression));
+	if (si->kind == MS_FILE_TRACE) {
+		char v[16];
+		snprintf(v, sizeof(v), "%u.%u", si->zst.major, si->zst.minor);
+		cJSON_AddStringToObject(o, "format_version", v);
+		cJSON_AddBoolToObject(o, "has_end", si->zst.has_end);
+		cJSON_AddBoolToObject(o, "seekable", si->zst.has_footer);
+		ms_json_u64(o, "frames", (uint64_t)(si->zst.n_frames));
+	} else {
+		cJSON_AddNumberToObject(o, "pickle_protocol", si->snap.pickle_protocol);
+	}
+	cJSON_AddStringToObject(o, "producer", x->meta.producer ? x->meta.producer : "");
+	cJSON_AddStringToObject(o, "producer_version",
+				x->meta.producer_version ? x->meta.producer_version : "");
+	cJSON_AddStringToObject(o, "torch_version", x->meta.torch_version ? x->meta.torch_version : "");
+	a = cJSON_AddArrayToObject(o, "devices");
+	for (uint32_t i = 0; i < x->meta.n_devices; i++) {
+		dev = cJSON_CreateObject();
+		cJSON_AddNumberToObject(dev, "index", x->meta.devices[i].index);
+		cJSON_AddStringToObject(dev, "name", x->meta.devices[i].name);
+		ms_json_u64(dev, "total_memory", (uint64_t)(x->meta.devices[i].total_memory));
+		cJSON_AddItemToArray(a, dev);
+	}
+	ms_json_u64(o, "events_total", (uint64_t)(x->n));
+	a = cJSON_AddObjectToObject(o, "events_by_action");
+	for (int i = 0; i < MS_ACT_COUNT; i++)
+		ms_json_u64(a, ms_action_name((unsigned)i), x->by_action[i]);
+	a = cJSON_AddArrayToObject(o, "streams");
+	for (size_t i = 0; i < x->n_streams; i++)
+		cJSON_AddItemToArray(a, cJSON_CreateNumber((double)x->stream_list[i])); /* < 2^53 in practice */
+	ms_json_i64(o, "time_first_ns", x->t_first);
+	ms_json_i64(o, "time_last_ns", x->t_last);
+	cJSON_AddNumberToObject(o, "duration_s", (double)(x->t_last - x->t_first) / 1e9);
+	ms_json_u64(o, "events_with_stack", (uint64_t)(x->with_stack));
+	cJSON_AddNumberToObject(o, "distinct_stacks", x->syms ? ms_symtab_nstacks(x->syms) - 1 : 0);
+	ms_json_u64(o, "annotations", (uint64_t)(x->anns));
+	ms_json_u64(o, "segments", (uint64_t)(x->segs));
+	ms_json_u64(o, "segments_reserved_bytes", (uint64_t)(x->reserved));
+	cJSON_AddStringToObject(o, "alloc_conf",
+				x->meta.settings.alloc_conf ? x->meta.settings.alloc_conf : "");
+	ms_json_u64(o, "file_bytes", (uint64_t)(si->file_bytes));
+	cJSON_AddNumberToObject(o, "bytes_per_event",
+				x->n ? (double)si->file_bytes / (double)x->n : 0);
+	a = cJSON_AddArrayToObject(o, "warnings");
+	if (d->warnings)
+		cJSON_AddItemToArray(a, cJSON_CreateString(d->warning));
+	s = cJSON_Print(o);
+	if (s)
+		puts(s);
+	cJSON_free(s);
+	cJSON_Delete(o);
+}
+
+static void print_text(const char *path, const struct info *x, const struct ms_source_info *si)
+{
+	char b1[32];
+
+	printf("file:         %s (%s)\n", path, ms_fmt_bytes(b1, sizeof(b1), si->file_bytes));
+	if (si->kind == MS_FILE_TRACE)
+		printf("format:       memsnap trace %u.%u, %llu frames%s%s\n", si->zst.major,
+		       si->zst.minor, (unsigned long long)si->zst.n_frames,
+		       si->zst.has_footer ? ", seekable" : "",
+		       si->zst.has_end ? "" : ", no END record");
+	else
+		printf("format:       PyTorch snapshot, %s%s%s%s\n",
+		       si->kind == MS_FILE_JSON ? "JSON" : "pickle",
+		       si->kind == MS_FILE_PICKLE ? " protocol " : "",
+		       si->kind == MS_FILE_PICKLE ? (char[]){(char)('0' + si->snap.pickle_protocol), 0} : "",
+		       si->compression == MS_COMP_NONE ? ""
+		       : si->compression == MS_COMP_ZSTD ? ", zstd-compressed"
+							 : ", gzip-compressed");
+	printf("producer:     %s%s%s\n", x->meta.producer, x->meta.producer_version[0] ? " " : "",
+	       x->meta.producer_version);
+	if (x->meta.torch_version[0])
+		printf("torch:        %s\n", x->meta.torch_version);
+	printf("devices:      %u", x->meta.n_devices);
+	for (uint32_t i = 0; i < x->meta.n_devices; i++) {
+		const struct ms_device *d = &x->meta.devices[i];
+		printf("%s%u", i ? ", " : " (", d->index);
+		if (d->name[0])
+			printf(" %s", d->name);
+		if (d->total_memory)
+			printf(" %s", ms_fmt_bytes(b1, sizeof(b1), d->total_memory));
+		if (i + 1 == x->meta.n_devices)
+			printf(")");
+	}
+	printf("\nevents:       %llu\n", (unsigned long long)x->n);
+	for (int i = 0; i < MS_ACT_COUNT; i++)
+		if (x->by_action[i])
+			printf("  %-15s %llu\n", ms_action_name((unsigned)i),
+			       (unsigned long long)x->by_action[i]);
+	printf("streams:      %zu (", x->n_streams);
+	for (size_t i = 0; i < x->n_streams; i++)
+		printf("%s0x%" PRIx64, i ? ", " : "", x->stream_list[i]);
+	printf(")\n");
+	if (x->n)
+		printf("time span:    %.3f s\n", (double)(x->t_last - x->t_first) / 1e9);
+	printf("stacks:       %llu events with a stack, %u distinct stacks\n",
+	       (unsigned long long)x->with_stack, x->syms ? ms_symtab_nstacks(x->syms) - 1 : 0);
+	printf("annotations:  %llu\n", (unsigned long long)x->anns);
+	printf("segments:     %llu at the end (%s reserved)\n", (unsigned long long)x->segs,
+	       ms_fmt_bytes(b1, sizeof(b1), x->reserved));
+	if (x->meta.settings.present)
+		printf("alloc conf:   \"%s\"\n", x->meta.settings.alloc_conf);
+	if (x->n)
+		printf("bytes/event:  %.2f\n", (double)si->file_bytes / (double)x->n);
+}
+
+int cmd_info(int argc, const char **argv)
+{
+	int json = 0, n;
+	struct ms_read_opts ro = MS_READ_OPTS_INIT;
+	const struct ms_opt opts[] = {
+		MS_OPT_BOOL(0, "json", &json, "print one JSON object"),
+		MS_OPT_U64(0, "from", &ro.from, "N", "first event index to count"),
+		MS_OPT_U64(0, "to", &ro.to, "N", "stop before this event index"),
+		MS_OPT_END(),
+	};
+	struct info x;
+	struct ms_sink sink = {0};
+	struct ms_symtab syms;
+	struct ms_source_info si;
+	struct ms_diag d = MS_DIAG_INIT;
+	ms_status s;
+
+	n = ms_parse_options(argc, argv, opts, usage);
+	if (n != 1)
+		ms_usage_error(opts, usage, n ? "one file at a time" : "no file given");
+	memset(&x, 0, sizeof(x));
+	sink.ctx = &x;
+	sink.begin = i_begin;
+	sink.event = i_event;
+	sink.annotation = i_ann;
+	sink.segment = i_seg;
+	if (ms_symtab_init(&syms))
+		ms_die(MS_EXIT_ERROR, "out of memory");
+	s = ms_source_read(argv[0], &ro, &syms, &sink, &si, &d);
+	if (s) {
+		ms_report(argv[0], s, &d);
+	} else {
+		ms_report_warnings(argv[0], &d);
+		if (json)
+			print_json(argv[0], &x, &si, &d);
+		else
+			print_text(argv[0], &x, &si);
+	}
+	ms_symtab_release(&syms);
+	ms_u64map_release(&x.streams);
+	ms_free(x.stream_list);
+	ms_arena_release(&x.arena);
+	return s ? MS_EXIT_ERROR : MS_EXIT_OK;
+}

@@ -1,0 +1,48 @@
+/* memsnap version [--build-options] */
+#include <cjson/cJSON.h>
+#include <msgpack.h>
+#include <stdio.h>
+#include <zlib.h>
+#include <zstd.h>
+
+#include "cli/cmds.h"
+#include "cli/opts.h"
+#include "cli/out.h"
+#include "memsnap/format.h"
+#include "memsnap/memsnap.h"
+#include "ms_config.h"
+
+static const char *const usage[] = {"memsnap version [--build-options]", NULL};
+
+static void feature(const char *name, int on, const char *detail)
+{
+	printf("  %-10s: [%s] %s\n", name, on ? " on  " : " OFF ", detail);
+}
+
+int cmd_version(int argc, const char **argv)
+{
+	int build = 0;
+	const struct ms_opt opts[] = {
+		MS_OPT_BOOL(0, "build-options", &build, "also list what this build contains"),
+		MS_OPT_END(),
+	};
+
+	if (ms_parse_options(argc, argv, opts, usage) != 0)
+		ms_usage_error(opts, usage, "too many arguments");
+	printf("memsnap %s (trace format %d.%d)\n", MS_VERSION_STRING, MS_FORMAT_MAJOR,
+	       MS_FORMAT_MINOR);
+	if (!build)
+		return MS_EXIT_OK;
+	printf("build type: %s%s%s\n", MS_BUILD_TYPE, MS_SANITIZE[0] ? ", sanitizers " : "",
+	       MS_SANITIZE);
+	feature("cuda", MS_HAVE_CUDA, MS_HAVE_CUDA ? "GPU replay backends can be built"
+						   : "built without CUDA (MEMSNAP_CUDA=OFF or not found)");
+	feature("graphviz", MS_HAVE_GRAPHVIZ,
+		MS_HAVE_GRAPHVIZ ? "in-process SVG layout (libgvc)"
+				 : "built without libgvc (MEMSNAP_GRAPHVIZ=OFF or not found)");
+	printf("  %-10s: %s\n", "zstd", ZSTD_versionString());
+	printf("  %-10s: %s\n", "msgpack-c", msgpack_version());
+	printf("  %-10s: %s\n", "cJSON", cJSON_Version());
+	printf("  %-10s: %s\n", "zlib", zlibVersion());
+	return MS_EXIT_OK;
+}

@@ -1,0 +1,180 @@
+/* Declarative option tables: parsing and the generated help text. */
+#include <stdio.h>
+
+#include "cli/opts.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/out.h"
+
+int ms_parse_size(const char *s, uint64_t *out)
+{
+	char *end;
+	double v, mul = 1;
+
+	errno = 0;
+	if (!s || !*s || *s == '-')
+		return -1;
+	v = strtod(s, &end);
+	if (errno || end == s || v < 0)
+		return -1;
+	if (*end) {
+		static const struct {
+			const char *suf;
+			double mul;
+		} sufs[] = {
+			{"B", 1},          {"K", 1024.0},    {"KB", 1e3},       {"KiB", 1024.0},
+			{"M", 1048576.0},  {"MB", 1e6},      {"MiB", 1048576.0}, {"G", 1073741824.0},
+			{"GB", 1e9},       {"GiB", 1073741824.0}, {"T", 1099511627776.0}, {"TB", 1e12},
+			{"TiB", 1099511627776.0},
+		};
+		size_t i;
+		for (i = 0; i < sizeof(sufs) / sizeof(sufs[0]); i++)
+			if (strcmp(end, sufs[i].suf) == 0)
+				break;
+		if (i == sizeof(sufs) / sizeof(sufs[0]))
+			return -1;
+		mul = sufs[i].mul;
+	}
+	v *= mul;
+	if (v >= 18446744073709551615.0 || v != v)
+		return -1;
+	*out = (uint64_t)floor(v + 0.5);
+	return 0;
+}
+
+void ms_print_help(FILE *f, const struct ms_opt *opts, const char *const *usage)
+{
+	const struct ms_opt *o;
+
+	for (int i = 0; usage && usage[i]; i++)
+		fprintf(f, "%s%s\n", i == 0 ? "usage: " : (usage[i][0] ? "       " : ""), usage[i]);
+	fputc('\n', f);
+	for (o = opts; o && o->type != MS_OPT_T_END; o++) {
+		char left[64];
+		int n = 0;
+		if (o->short_name)
+			n += snprintf(left + n, sizeof(left) - (size_t)n, "-%c%s", o->short_name,
+				      o->long_name ? ", " : "");
+		else
+			n += snprintf(left + n, sizeof(left) - (size_t)n, "    ");
+		if (o->long_name)
+			n += snprintf(left + n, sizeof(left) - (size_t)n, "--%s", o->long_name);
+		if (o->argh)
+			snprintf(left + n, sizeof(left) - (size_t)n, " <%s>", o->argh);
+		fprintf(f, "    %-28s %s\n", left, o->help);
+	}
+}
+
+void ms_usage_error(const struct ms_opt *opts, const char *const *usage, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "memsnap: error: ");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	ms_print_help(stderr, opts, usage);
+	exit(MS_EXIT_USAGE);
+}
+
+static void set_value(const struct ms_opt *o, const char *arg, const struct ms_opt *opts,
+		      const char *const *usage)
+{
+	char *end;
+
+	switch (o->type) {
+	case MS_OPT_T_BOOL:
+		*(int *)o->value = 1;
+		break;
+	case MS_OPT_T_STRING:
+		*(const char **)o->value = arg;
+		break;
+	case MS_OPT_T_SIZE:
+		if (ms_parse_size(arg, o->value))
+			ms_usage_error(opts, usage, "--%s: '%s' is not a size (e.g. 80GiB, 512MiB)",
+				       o->long_name, arg);
+		break;
+	case MS_OPT_T_U64:
+		errno = 0;
+		*(uint64_t *)o->value = strtoull(arg, &end, 10);
+		if (errno || !*arg || *end || *arg == '-')
+			ms_usage_error(opts, usage, "--%s: '%s' is not a number", o->long_name, arg);
+		break;
+	case MS_OPT_T_INT: {
+		long v;
+		errno = 0;
+		v = strtol(arg, &end, 10);
+		if (errno || !*arg || *end || v < -2147483647L || v > 2147483647L)
+			ms_usage_error(opts, usage, "--%s: '%s' is not a number", o->long_name, arg);
+		*(int *)o->value = (int)v;
+		break;
+	}
+	case MS_OPT_T_END:
+		break;
+	}
+}
+
+int ms_parse_options(int argc, const char **argv, const struct ms_opt *opts,
+		     const char *const *usage)
+{
+	int npos = 0, i, only_pos = 0;
+	const char **pos = argv; /* positional args compacted in place (never ahead of i) */
+
+	for (i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		const struct ms_opt *o = NULL;
+		const char *val = NULL;
+
+		if (only_pos || a[0] != '-' || a[1] == 0) {
+			pos[npos++] = a;
+			continue;
+		}
+		if (strcmp(a, "--") == 0) {
+			only_pos = 1;
+			continue;
+		}
+		if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+			ms_print_help(stdout, opts, usage);
+			exit(MS_EXIT_OK);
+		}
+		if (a[1] == '-') {
+			const char *name = a + 2, *eq = strchr(name, '=');
+			size_t len = eq ? (size_t)(eq - name) : strlen(name);
+			for (o = opts; o->type != MS_OPT_T_END; o++)
+				if (o->long_name && strlen(o->long_name) == len &&
+				    strncmp(o->long_name, name, len) == 0)
+					break;
+			if (o->type == MS_OPT_T_END)
+				ms_usage_error(opts, usage, "unknown option '%s'", a);
+			if (eq)
+				val = eq + 1;
+		} else {
+			for (o = opts; o->type != MS_OPT_T_END; o++)
+				if (o->short_name == a[1])
+					break;
+			if (o->type == MS_OPT_T_END)
+				ms_usage_error(opts, usage, "unknown option '%s'", a);
+			if (a[2])
+				val = a + 2;
+		}
+		if (o->type == MS_OPT_T_BOOL) {
+			if (val)
+				ms_usage_error(opts, usage, "option '%s' takes no value", a);
+			set_value(o, NULL, opts, usage);
+			continue;
+		}
+		if (!val) {
+			if (i + 1 >= argc)
+				ms_usage_error(opts, usage, "option '%s' needs a value", a);
+			val = argv[++i];
+		}
+		set_value(o, val, opts, usage);
+	}
+	return npos;
+}

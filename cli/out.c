@@ -1,0 +1,89 @@
+/* Diagnostics on stderr (git's message rules: lower case, no full stop) and size formatting. */
+#include "cli/out.h"
+
+#include <stdarg.h>
+#include <stdlib.h>
+
+#include <cjson/cJSON.h>
+
+int ms_quiet;
+
+static void vmsg(const char *prefix, const char *fmt, va_list ap)
+{
+	fprintf(stderr, "memsnap: %s", prefix);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+}
+
+void ms_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vmsg("error: ", fmt, ap);
+	va_end(ap);
+}
+
+void ms_warning(const char *fmt, ...)
+{
+	va_list ap;
+
+	if (ms_quiet)
+		return;
+	va_start(ap, fmt);
+	vmsg("warning: ", fmt, ap);
+	va_end(ap);
+}
+
+void ms_die(int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vmsg("error: ", fmt, ap);
+	va_end(ap);
+	exit(code);
+}
+
+void ms_report(const char *path, ms_status s, const struct ms_diag *d)
+{
+	if (d && d->msg[0])
+		ms_error("%s: %s", path, d->msg);
+	else
+		ms_error("%s: %s", path, ms_strerror(s));
+}
+
+void ms_report_warnings(const char *path, const struct ms_diag *d)
+{
+	if (d && d->warnings)
+		ms_warning("%s: %s", path, d->warning);
+}
+
+const char *ms_fmt_bytes(char *buf, size_t cap, uint64_t n)
+{
+	if (n <= 1024)
+		snprintf(buf, cap, "%llu bytes", (unsigned long long)n);
+	else if (n <= 1048576)
+		snprintf(buf, cap, "%.2f KiB", (double)n / 1024.0);
+	else if (n <= 1073741824)
+		snprintf(buf, cap, "%.2f MiB", (double)n / 1048576.0);
+	else
+		snprintf(buf, cap, "%.2f GiB", (double)n / 1073741824.0);
+	return buf;
+}
+
+void ms_json_u64(struct cJSON *o, const char *key, uint64_t v)
+{
+	char buf[24];
+
+	snprintf(buf, sizeof(buf), "%llu", (unsigned long long)v);
+	cJSON_AddRawToObject(o, key, buf);
+}
+
+void ms_json_i64(struct cJSON *o, const char *key, int64_t v)
+{
+	char buf[24];
+
+	snprintf(buf, sizeof(buf), "%lld", (long long)v);
+	cJSON_AddRawToObject(o, key, buf);
+}

@@ -1,0 +1,39 @@
+/* The only code that writes diagnostics to stderr or picks exit codes. */
+#ifndef MEMSNAP_CLI_OUT_H
+#define MEMSNAP_CLI_OUT_H
+
+#include <stdio.h>
+
+#include "memsnap/memsnap.h"
+
+/* Exit codes (README: Exit codes). */
+enum {
+	MS_EXIT_OK = 0,
+	MS_EXIT_ERROR = 1,
+	MS_EXIT_USAGE = 2,
+	MS_EXIT_OOM = 3,       /* replay ended in an OOM (later issues) */
+	MS_EXIT_DIVERGED = 4,  /* verify found a difference (later issues) */
+	MS_EXIT_BUDGET = 5,    /* check: a budget was exceeded (later issues) */
+};
+
+extern int ms_quiet;
+
+void ms_error(const char *fmt, ...) MS_PRINTF(1, 2);
+void ms_warning(const char *fmt, ...) MS_PRINTF(1, 2);
+/* Print "error: what" and exit with code. */
+_Noreturn void ms_die(int code, const char *fmt, ...) MS_PRINTF(2, 3);
+/* One line for a failed library call on file path: "error: path: detail". */
+void ms_report(const char *path, ms_status s, const struct ms_diag *d);
+/* Print the warnings a successful call left in d. */
+void ms_report_warnings(const char *path, const struct ms_diag *d);
+
+/* Human-readable bytes, PyTorch's format_size ("2.93 GiB"); buf >= 32. */
+const char *ms_fmt_bytes(char *buf, size_t cap, uint64_t n);
+
+
+
+/* Exact integers in cJSON output (cJSON's doubles are exact only below 2^53). */
+struct cJSON;
+void ms_json_u64(struct cJSON *o, const char *key, uint64_t v);
+void ms_json_i64(struct cJSON *o, const char *key, int64_t v);
+#endif

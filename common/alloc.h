@@ -1,0 +1,23 @@
+/*
+ * The only allocation entry points of library code. A test build can make the
+ * Nth allocation fail (MS_TEST_FAIL_ALLOC_AT=N) to exercise out-of-memory paths.
+ */
+#ifndef MEMSNAP_COMMON_ALLOC_H
+#define MEMSNAP_COMMON_ALLOC_H
+
+#include <stddef.h>
+
+void *ms_malloc(size_t n);
+void *ms_calloc(size_t count, size_t size);
+void *ms_realloc(void *p, size_t n);
+void ms_free(void *p);
+char *ms_strndup(const char *s, size_t n);
+
+/*
+ * Grow *arr (element size elem) so that it holds at least need elements;
+ * *cap is updated. Returns 0 on success, -1 on overflow or out of memory
+ * (then *arr is unchanged).
+ */
+int ms_grow(void *arr, size_t *cap, size_t need, size_t elem);
+
+#endif

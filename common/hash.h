@@ -1,0 +1,59 @@
+/*
+ * Hashing and two small open-addressing tables:
+ * - struct ms_idset: a set of dense ids (1..n) found by hash with a caller's
+ *   equality test; the interning tables of symtab.c use it;
+ * - struct ms_u64map: uint64 -> uint64 with deletion (backward shift), for
+ *   live allocations keyed by address.
+ */
+#ifndef MEMSNAP_COMMON_HASH_H
+#define MEMSNAP_COMMON_HASH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "memsnap/memsnap.h"
+
+uint64_t ms_hash_bytes(const void *p, size_t n, uint64_t seed);
+static inline uint64_t ms_hash_u64(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdULL;
+	x ^= x >> 33;
+	x *= 0xc4ceb9fe1a85ec53ULL;
+	x ^= x >> 33;
+	return x;
+}
+
+struct ms_idset {
+	uint32_t *slots; /* 0 = empty, else id */
+	uint32_t *hashes;
+	size_t cap, n;
+};
+#define MS_IDSET_INIT {NULL, NULL, 0, 0}
+
+/* Equality test: does id match the key being looked up? */
+typedef int (*ms_idset_eq_fn)(const void *ctx, uint32_t id, const void *key);
+
+/* The id matching key (hash h), or 0. */
+uint32_t ms_idset_find(const struct ms_idset *s, uint32_t h, ms_idset_eq_fn eq, const void *ctx,
+		       const void *key);
+/* Insert id with hash h (caller checked it is absent). */
+ms_status ms_idset_insert(struct ms_idset *s, uint32_t h, uint32_t id);
+void ms_idset_release(struct ms_idset *s);
+
+struct ms_u64map {
+	uint64_t *keys; /* key + 1 (0 = empty), so key UINT64_MAX is not storable */
+	uint64_t *vals;
+	size_t cap, n;
+};
+#define MS_U64MAP_INIT {NULL, NULL, 0, 0}
+
+/* Pointer to the value of key, or NULL. Valid until the next insert. */
+uint64_t *ms_u64map_get(const struct ms_u64map *m, uint64_t key);
+/* Insert or overwrite. */
+ms_status ms_u64map_put(struct ms_u64map *m, uint64_t key, uint64_t val);
+/* Remove key; returns 1 if it was present (and its value in *val when val). */
+int ms_u64map_del(struct ms_u64map *m, uint64_t key, uint64_t *val);
+void ms_u64map_release(struct ms_u64map *m);
+
+#endif

@@ -1,0 +1,164 @@
+/*
+ * The data model every layer shares: events, annotations, end-state segments
+ * and blocks, trace metadata, and the sink through which readers hand them out.
+ *
+ * Sizes and addresses are uint64_t (a trace may come from another machine);
+ * times are nanoseconds since the Unix epoch (0 = unknown). Stack and string
+ * fields are ids in the reader's struct ms_symtab (0 = none).
+ */
+#ifndef MEMSNAP_COMMON_MODEL_H
+#define MEMSNAP_COMMON_MODEL_H
+
+#include <stdint.h>
+
+#include "common/symtab.h"
+#include "memsnap/memsnap.h"
+
+/* PyTorch's TraceEntry actions, same order and names (torch-allocator.md §9.1). */
+#define MS_ACTION_MAP(XX)                                                        \
+	XX(ALLOC, 0, "alloc")                                                    \
+	XX(FREE_REQUESTED, 1, "free_requested")                                  \
+	XX(FREE_COMPLETED, 2, "free_completed")                                  \
+	XX(SEGMENT_ALLOC, 3, "segment_alloc")                                    \
+	XX(SEGMENT_FREE, 4, "segment_free")                                      \
+	XX(SEGMENT_MAP, 5, "segment_map")                                        \
+	XX(SEGMENT_UNMAP, 6, "segment_unmap")                                    \
+	XX(SNAPSHOT, 7, "snapshot")                                              \
+	XX(OOM, 8, "oom")
+
+enum ms_action {
+#define XX(name, val, str) MS_ACT_##name = val,
+	MS_ACTION_MAP(XX)
+#undef XX
+	MS_ACT_COUNT
+};
+
+/* "alloc" etc.; NULL for an invalid action. */
+const char *ms_action_name(unsigned action);
+/* The action named s[0..n), or -1. */
+int ms_action_parse(const char *s, size_t n);
+
+/* Who produced an event. */
+enum ms_source {
+	MS_SRC_TORCH = 0, /* PyTorch's caching allocator */
+	MS_SRC_CUDA = 1,  /* raw CUDA calls seen by the interposer */
+};
+
+struct ms_event {
+	uint64_t addr;   /* block or segment address; for MS_ACT_OOM: device free bytes */
+	uint64_t size;   /* bytes; meaning depends on the action (torch-allocator.md §8.4) */
+	uint64_t stream; /* cudaStream_t value as an integer (0 = legacy default) */
+	int64_t t_ns;
+	uint32_t stack;           /* stack id, 0 = none */
+	uint32_t user_metadata;   /* string id, 0 = "" */
+	uint32_t compile_context; /* string id, 0 = "N/A" (PyTorch's default) */
+	uint16_t device;
+	uint8_t action; /* enum ms_action */
+	uint8_t source; /* enum ms_source */
+};
+
+enum ms_ann_stage { MS_ANN_START = 0, MS_ANN_END = 1, MS_ANN_MARK = 2 };
+enum ms_ann_kind {
+	MS_ANN_TORCH = 0, /* PyTorch external_annotations (record_function) */
+	MS_ANN_PHASE = 1, /* user phase (recorder) */
+	MS_ANN_STEP = 2,  /* training step (recorder) */
+};
+
+struct ms_annotation {
+	int64_t t_ns;
+	uint64_t event_index; /* number of events before it in the trace */
+	uint32_t name;        /* string id */
+	uint16_t device;
+	uint8_t stage; /* enum ms_ann_stage */
+	uint8_t kind;  /* enum ms_ann_kind */
+};
+
+enum ms_block_state {
+	MS_BLOCK_INACTIVE = 0,
+	MS_BLOCK_ACTIVE_ALLOCATED = 1,
+	MS_BLOCK_ACTIVE_PENDING_FREE = 2,
+};
+
+struct ms_block {
+	uint64_t addr;
+	uint64_t size;
+	uint64_t requested_size; /* stale for inactive blocks (torch-allocator.md §8.3) */
+	uint32_t stack;
+	uint8_t state; /* enum ms_block_state */
+};
+
+struct ms_segment {
+	uint64_t addr;
+	uint64_t total_size;
+	uint64_t allocated_size;
+	uint64_t active_size;
+	uint64_t requested_size;
+	uint64_t stream;
+	uint64_t pool_id[2]; /* segment_pool_id; (0, 0) = default pool */
+	uint32_t stack;
+	uint32_t n_blocks;
+	uint16_t device;
+	uint8_t is_small; /* segment_type "small" */
+	uint8_t is_expandable;
+};
+
+struct ms_device {
+	uint32_t index;
+	uint64_t total_memory; /* 0 = unknown */
+	const char *name;      /* may be "" */
+};
+
+/* Allocator settings as PyTorch reports them (allocator_settings, §8.6). */
+struct ms_settings {
+	uint8_t present; /* 0: the source had none */
+	const char *alloc_conf; /* PYTORCH_CUDA_ALLOC_CONF string */
+	int64_t max_split_size; /* -1 = unlimited */
+	double garbage_collection_threshold;
+	uint8_t expandable_segments;
+	uint8_t release_lock_on_cudamalloc;
+	uint8_t pinned_use_cuda_host_register;
+	uint8_t graph_capture_record_stream_reuse;
+	int64_t pinned_num_register_threads;
+	uint32_t roundup_power2_divisions[16]; /* entry k: sizes in [2^(20+k), 2^(21+k)) */
+};
+
+enum ms_input_kind {
+	MS_INPUT_ZST = 0,
+	MS_INPUT_PICKLE = 1,
+	MS_INPUT_JSON = 2,
+};
+
+struct ms_meta {
+	uint8_t input_kind; /* enum ms_input_kind, filled by the reader */
+	uint16_t format_major, format_minor; /* of a .zst input; 0 otherwise */
+	const char *producer;         /* e.g. "memsnap-convert", "torch-snapshot" */
+	const char *producer_version;
+	const char *torch_version; /* "" when unknown */
+	const char *hostname;
+	int64_t start_t_ns;
+	uint32_t time_unit_ns; /* natural tick of the source: 1, or 1000 for PyTorch's µs */
+	int64_t limit_bytes;   /* per-process limit if known, else -1 */
+	uint32_t n_devices;
+	const struct ms_device *devices;
+	struct ms_settings settings;
+};
+
+/*
+ * A consumer of a trace (perf's struct perf_tool). Readers call, in order:
+ * begin once; then events and annotations interleaved in trace order (an
+ * annotation with event_index k arrives before event k); then segment for
+ * each end-state segment; then end. Any callback may be NULL. A callback
+ * returning other than MS_OK stops the reader, which returns that status.
+ * Pointers passed to callbacks are borrowed for the duration of the call;
+ * the symtab outlives the reading.
+ */
+struct ms_sink {
+	void *ctx;
+	ms_status (*begin)(void *ctx, const struct ms_meta *m, const struct ms_symtab *syms);
+	ms_status (*event)(void *ctx, const struct ms_event *e);
+	ms_status (*annotation)(void *ctx, const struct ms_annotation *a);
+	ms_status (*segment)(void *ctx, const struct ms_segment *s, const struct ms_block *blocks);
+	ms_status (*end)(void *ctx, uint64_t n_events);
+};
+
+#endif

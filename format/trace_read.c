@@ -1,0 +1,718 @@
+/*
+ * Decodes .zst traces: header and version gate, frame walk (or index seek),
+ * msgpack records to sink callbacks; unknown optional records are skipped.
+ */
+#include "format/trace_read.h"
+
+#include <msgpack.h>
+#include <string.h>
+#include <zstd.h>
+#include <zstd_errors.h>
+
+#include "common/alloc.h"
+#include "common/arena.h"
+#include "common/mpk.h"
+#include "common/status.h"
+#include "memsnap/format.h"
+
+#define MAX_FRAME_CONTENT (256u << 20) /* refuse frames that claim more (bounded memory) */
+
+struct rd {
+	const unsigned char *data;
+	size_t len;
+	struct ms_read_opts o;
+	struct ms_symtab *syms;
+	const struct ms_sink *sink;
+	struct ms_zst_info info;
+	struct ms_diag *diag;
+	ZSTD_DCtx *dctx;
+	unsigned char *frame;
+	size_t frame_cap;
+	msgpack_unpacked up;
+	int64_t frame_off; /* offset of the frame being decoded */
+	/* file id -> symtab id */
+	uint32_t *map_str, *map_frame, *map_stack;
+	size_t n_str, cap_str, n_frame, cap_frame, n_stack, cap_stack;
+	uint64_t *streams;
+	size_t n_streams, cap_streams;
+	uint32_t *tmp;
+	size_t cap_tmp;
+	/* META */
+	struct ms_arena arena;
+	struct ms_meta meta;
+	struct ms_device *devices;
+	int have_meta, begun, in_trailer;
+	uint64_t time_unit;
+	/* delta state */
+	int64_t t;
+	uint64_t addr, size, stream_idx;
+	uint16_t device;
+	/* segment being assembled */
+	struct ms_segment seg;
+	struct ms_block *blocks;
+	size_t n_blocks, cap_blocks;
+	int in_segment;
+	uint64_t blk_addr;
+	/* index from the trailer */
+	uint64_t *index;
+	size_t n_index;
+};
+
+static uint32_t rd32(const unsigned char *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static uint64_t rd64(const unsigned char *p)
+{
+	return (uint64_t)rd32(p) | (uint64_t)rd32(p + 4) << 32;
+}
+
+int ms_zst_sniff(const void *data, size_t len)
+{
+	const unsigned char *p = data;
+
+	return len >= 12 && rd32(p) == MS_HEADER_FRAME_MAGIC && memcmp(p + 8, MS_HEADER_MAGIC, 4) == 0;
+}
+
+#define BADREC(r, what)                                                          \
+	ms__diag_set((r)->diag, MS_ERR_FORMAT, (r)->frame_off, (int64_t)(r)->info.n_events, \
+		     "corrupt %s record in frame at offset %lld (event %llu)", what,        \
+		     (long long)(r)->frame_off, (unsigned long long)(r)->info.n_events)
+
+static ms_status parse_meta(struct rd *r, const msgpack_object *map)
+{
+	struct ms_meta *m = &r->meta;
+	const msgpack_object *v, *st;
+	int b = 0;
+	uint32_t n;
+	const char *s;
+
+	if (!map || map->type != MSGPACK_OBJECT_MAP)
+		return BADREC(r, "META");
+#define STRKEY(field, key)                                                       \
+	s = ms_mpk_str(ms_mpk_map_get(map, key), &n, &b);                        \
+	if (!(m->field = ms_arena_strndup(&r->arena, s, n)))                     \
+		return MS_ERR_NOMEM;
+	STRKEY(producer, "producer");
+	STRKEY(producer_version, "producer_version");
+	STRKEY(torch_version, "torch_version");
+	STRKEY(hostname, "hostname");
+	m->start_t_ns = ms_mpk_i64(ms_mpk_map_get(map, "start_time_ns"), 0, &b);
+	m->limit_bytes = ms_mpk_i64(ms_mpk_map_get(map, "limit_bytes"), -1, &b);
+	r->time_unit = ms_mpk_u64(ms_mpk_map_get(map, "time_unit_ns"), 1, &b);
+	if (r->time_unit == 0 || r->time_unit > 1000000000ULL)
+		b = 1;
+	v = ms_mpk_map_get(map, "devices");
+	if (v) {
+		if (v->type != MSGPACK_OBJECT_ARRAY || v->via.array.size > 65536)
+			return BADREC(r, "META");
+		m->n_devices = v->via.array.size;
+		r->devices = ms_arena_alloc(&r->arena, sizeof(*r->devices) * (m->n_devices + 1));
+		if (!r->devices)
+			return MS_ERR_NOMEM;
+		for (uint32_t i = 0; i < m->n_devices; i++) {
+			const msgpack_object *d = &v->via.array.ptr[i];
+			r->devices[i].index =
+				(uint32_t)ms_mpk_u64(ms_mpk_map_get(d, "index"), i, &b);
+			r->devices[i].total_memory =
+				ms_mpk_u64(ms_mpk_map_get(d, "total_memory"), 0, &b);
+			s = ms_mpk_str(ms_mpk_map_get(d, "name"), &n, &b);
+			if (!(r->devices[i].name = ms_arena_strndup(&r->arena, s, n)))
+				return MS_ERR_NOMEM;
+		}
+		m->devices = r->devices;
+	}
+	st = ms_mpk_map_get(map, "settings");
+	if (st) {
+		struct ms_settings *x = &m->settings;
+		x->present = 1;
+		s = ms_mpk_str(ms_mpk_map_get(st, "alloc_conf"), &n, &b);
+		if (!(x->alloc_conf = ms_arena_strndup(&r->arena, s, n)))
+			return MS_ERR_NOMEM;
+		x->max_split_size = ms_mpk_i64(ms_mpk_map_get(st, "max_split_size"), -1, &b);
+		x->garbage_collection_threshold =
+			ms_mpk_f64(ms_mpk_map_get(st, "garbage_collection_threshold"), 0, &b);
+		x->expandable_segments =
+			(uint8_t)ms_mpk_bool(ms_mpk_map_get(st, "expandable_segments"), 0, &b);
+		x->release_lock_on_cudamalloc =
+			(uint8_t)ms_mpk_bool(ms_mpk_map_get(st, "release_lock_on_cudamalloc"), 0, &b);
+		x->pinned_use_cuda_host_register = (uint8_t)ms_mpk_bool(
+			ms_mpk_map_get(st, "pinned_use_cuda_host_register"), 0, &b);
+		x->graph_capture_record_stream_reuse = (uint8_t)ms_mpk_bool(
+			ms_mpk_map_get(st, "graph_capture_record_stream_reuse"), 0, &b);
+		x->pinned_num_register_threads =
+			ms_mpk_i64(ms_mpk_map_get(st, "pinned_num_register_threads"), 1, &b);
+		v = ms_mpk_map_get(st, "roundup_power2_divisions");
+		if (v) {
+			if (v->type != MSGPACK_OBJECT_ARRAY)
+				b = 1;
+			else
+				for (uint32_t i = 0; i < v->via.array.size && i < 16; i++)
+					x->roundup_power2_divisions[i] = (uint32_t)ms_mpk_u64(
+						&v->via.array.ptr[i], 0, &b);
+		}
+	} else {
+		m->settings.alloc_conf = "";
+		m->settings.max_split_size = -1;
+	}
+	if (b)
+		return BADREC(r, "META");
+	m->input_kind = MS_INPUT_ZST;
+	m->time_unit_ns = (uint32_t)r->time_unit;
+	m->format_major = r->info.major;
+	m->format_minor = r->info.minor;
+	r->have_meta = 1;
+	return MS_OK;
+}
+
+/* Map a file id (kind: a table) to the symtab id; 0 maps to 0. */
+static int map_id(const uint32_t *map, size_t n, uint64_t id, uint32_t *out)
+{
+	if (id == 0) {
+		*out = 0;
+		return 0;
+	}
+	if (id >= n)
+		return -1;
+	*out = map[id];
+	return 0;
+}
+
+static ms_status def_record(struct rd *r, unsigned type, const msgpack_object *a)
+{
+	int b = 0;
+	uint64_t id = ms_mpk_u64(ms_mpk_field(a, 1), 0, &b);
+	uint32_t sid;
+	ms_status s;
+
+	if (b || id == 0)
+		return BADREC(r, "definition");
+	switch (type) {
+	case MS_REC_STRING: {
+		uint32_t n;
+		const char *p = ms_mpk_str(ms_mpk_field(a, 2), &n, &b);
+		if (b)
+			return BADREC(r, "STRING");
+		if (id < r->n_str)
+			return MS_OK; /* repeated in the trailer */
+		if (id != r->n_str)
+			return BADREC(r, "STRING (id out of order)");
+		if ((s = ms_symtab_str(r->syms, p, n, &sid)))
+			return s;
+		if (ms_grow(&r->map_str, &r->cap_str, r->n_str + 1, sizeof(uint32_t)))
+			return MS_ERR_NOMEM;
+		r->map_str[r->n_str++] = sid;
+		return MS_OK;
+	}
+	case MS_REC_FRAMEDEF: {
+		struct ms_frame f;
+		uint64_t name = ms_mpk_u64(ms_mpk_field(a, 2), 0, &b);
+		uint64_t file = ms_mpk_u64(ms_mpk_field(a, 3), 0, &b);
+		uint64_t line = ms_mpk_u64(ms_mpk_field(a, 4), 0, &b);
+		if (b || line > UINT32_MAX || map_id(r->map_str, r->n_str, name, &f.name) ||
+		    map_id(r->map_str, r->n_str, file, &f.file))
+			return BADREC(r, "FRAMEDEF");
+		f.line = (uint32_t)line;
+		if (id < r->n_frame)
+			return MS_OK;
+		if (id != r->n_frame)
+			return BADREC(r, "FRAMEDEF (id out of order)");
+		if ((s = ms_symtab_frame(r->syms, &f, &sid)))
+			return s;
+		if (ms_grow(&r->map_frame, &r->cap_frame, r->n_frame + 1, sizeof(uint32_t)))
+			return MS_ERR_NOMEM;
+		r->map_frame[r->n_frame++] = sid;
+		return MS_OK;
+	}
+	case MS_REC_STACK: {
+		const msgpack_object *fr = ms_mpk_field(a, 2);
+		uint32_t n;
+		if (!fr || fr->type != MSGPACK_OBJECT_ARRAY)
+			return BADREC(r, "STACK");
+		if (id < r->n_stack)
+			return MS_OK;
+		if (id != r->n_stack)
+			return BADREC(r, "STACK (id out of order)");
+		n = fr->via.array.size;
+		if (ms_grow(&r->tmp, &r->cap_tmp, n + 1, sizeof(uint32_t)))
+			return MS_ERR_NOMEM;
+		for (uint32_t i = 0; i < n; i++) {
+			uint64_t fid = ms_mpk_u64(&fr->via.array.ptr[i], 0, &b);
+			if (b || fid == 0 || map_id(r->map_frame, r->n_frame, fid, &r->tmp[i]))
+				return BADREC(r, "STACK");
+		}
+		if ((s = ms_symtab_stack(r->syms, r->tmp, n, &sid)))
+			return s;
+		if (ms_grow(&r->map_stack, &r->cap_stack, r->n_stack + 1, sizeof(uint32_t)))
+			return MS_ERR_NOMEM;
+		r->map_stack[r->n_stack++] = sid;
+		return MS_OK;
+	}
+	case MS_REC_STREAM: {
+		uint64_t h = ms_mpk_u64(ms_mpk_field(a, 2), 0, &b);
+		if (b)
+			return BADREC(r, "STREAM");
+		if (id < r->n_streams)
+			return MS_OK;
+		if (id != r->n_streams)
+			return BADREC(r, "STREAM (index out of order)");
+		if (ms_grow(&r->streams, &r->cap_streams, r->n_streams + 1, sizeof(uint64_t)))
+			return MS_ERR_NOMEM;
+		r->streams[r->n_streams++] = h;
+		return MS_OK;
+	}
+	}
+	return MS_OK;
+}
+
+static ms_status begin(struct rd *r)
+{
+	if (r->begun)
+		return MS_OK;
+	if (!r->have_meta)
+		return ms__diag_set(r->diag, MS_ERR_FORMAT, r->frame_off, (int64_t)r->info.n_events,
+				    "record before META in frame at offset %lld",
+				    (long long)r->frame_off);
+	r->begun = 1;
+	return r->sink->begin ? r->sink->begin(r->sink->ctx, &r->meta, r->syms) : MS_OK;
+}
+
+static int in_window(const struct rd *r)
+{
+	return r->info.n_events >= r->o.from && r->info.n_events < r->o.to;
+}
+
+static ms_status event_record(struct rd *r, unsigned type, const msgpack_object *a)
+{
+	struct ms_event e;
+	const msgpack_object *f;
+	int b = 0;
+	uint64_t v;
+
+	MS_TRY(begin(r));
+	e.action = (uint8_t)(type - MS_REC_EVENT);
+	r->t += ms_mpk_i64(ms_mpk_field(a, 1), 0, &b);
+	r->addr += (uint64_t)ms_mpk_i64(ms_mpk_field(a, 2), 0, &b);
+	f = ms_mpk_field(a, 3);
+	if (f)
+		r->size = ms_mpk_u64(f, 0, &b);
+	r->stream_idx = ms_mpk_u64(ms_mpk_field(a, 4), r->stream_idx, &b);
+	if (b || r->stream_idx >= r->n_streams)
+		return BADREC(r, "EVENT");
+	v = ms_mpk_u64(ms_mpk_field(a, 5), 0, &b);
+	if (map_id(r->map_stack, r->n_stack, v, &e.stack))
+		return BADREC(r, "EVENT (unknown stack)");
+	v = ms_mpk_u64(ms_mpk_field(a, 6), r->device, &b);
+	if (v > UINT16_MAX)
+		b = 1;
+	r->device = (uint16_t)v;
+	v = ms_mpk_u64(ms_mpk_field(a, 7), 0, &b);
+	if (map_id(r->map_str, r->n_str, v, &e.user_metadata))
+		b = 1;
+	v = ms_mpk_u64(ms_mpk_field(a, 8), 0, &b);
+	if (map_id(r->map_str, r->n_str, v, &e.compile_context))
+		b = 1;
+	v = ms_mpk_u64(ms_mpk_field(a, 9), 0, &b);
+	if (b || v > 255)
+		return BADREC(r, "EVENT");
+	e.source = (uint8_t)v;
+	e.addr = r->addr;
+	e.size = r->size;
+	e.stream = r->streams[r->stream_idx];
+	e.t_ns = r->t * (int64_t)r->time_unit;
+	e.device = r->device;
+	if (in_window(r) && r->sink->event) {
+		ms_status s = r->sink->event(r->sink->ctx, &e);
+		if (s)
+			return s;
+	}
+	r->info.n_events++;
+	return MS_OK;
+}
+
+static ms_status annotation_record(struct rd *r, const msgpack_object *a)
+{
+	struct ms_annotation x;
+	int b = 0;
+	uint64_t name, dev;
+
+	MS_TRY(begin(r));
+	r->t += ms_mpk_i64(ms_mpk_field(a, 1), 0, &b);
+	x.stage = (uint8_t)ms_mpk_u64(ms_mpk_field(a, 2), 0, &b);
+	x.kind = (uint8_t)ms_mpk_u64(ms_mpk_field(a, 3), 0, &b);
+	name = ms_mpk_u64(ms_mpk_field(a, 4), 0, &b);
+	dev = ms_mpk_u64(ms_mpk_field(a, 5), 0, &b);
+	if (b || dev > UINT16_MAX || map_id(r->map_str, r->n_str, name, &x.name))
+		return BADREC(r, "ANNOTATION");
+	x.device = (uint16_t)dev;
+	x.t_ns = r->t * (int64_t)r->time_unit;
+	x.event_index = r->info.n_events;
+	if (in_window(r) && r->sink->annotation)
+		return r->sink->annotation(r->sink->ctx, &x);
+	return MS_OK;
+}
+
+static ms_status finish_segment(struct rd *r)
+{
+	ms_status s = MS_OK;
+
+	r->in_segment = 0;
+	if (r->sink->segment)
+		s = r->sink->segment(r->sink->ctx, &r->seg, r->blocks);
+	return s;
+}
+
+static ms_status segment_record(struct rd *r, const msgpack_object *a)
+{
+	struct ms_segment *g = &r->seg;
+	int b = 0;
+	uint64_t v, flags;
+
+	MS_TRY(begin(r));
+	if (r->in_segment)
+		return BADREC(r, "SEGMENT (previous one lacks blocks)");
+	memset(g, 0, sizeof(*g));
+	v = ms_mpk_u64(ms_mpk_field(a, 1), 0, &b);
+	g->addr = ms_mpk_u64(ms_mpk_field(a, 2), 0, &b);
+	g->total_size = ms_mpk_u64(ms_mpk_field(a, 3), 0, &b);
+	g->stream = ms_mpk_u64(ms_mpk_field(a, 4), 0, &b);
+	flags = ms_mpk_u64(ms_mpk_field(a, 5), 0, &b);
+	g->device = (uint16_t)ms_mpk_u64(ms_mpk_field(a, 6), 0, &b);
+	if (map_id(r->map_stack, r->n_stack, ms_mpk_u64(ms_mpk_field(a, 7), 0, &b), &g->stack))
+		b = 1;
+	g->pool_id[0] = ms_mpk_u64(ms_mpk_field(a, 8), 0, &b);
+	g->pool_id[1] = ms_mpk_u64(ms_mpk_field(a, 9), 0, &b);
+	g->allocated_size = ms_mpk_u64(ms_mpk_field(a, 10), 0, &b);
+	g->active_size = ms_mpk_u64(ms_mpk_field(a, 11), 0, &b);
+	g->requested_size = ms_mpk_u64(ms_mpk_field(a, 12), 0, &b);
+	if (b || v > UINT32_MAX)
+		return BADREC(r, "SEGMENT");
+	g->n_blocks = (uint32_t)v;
+	g->is_small = (flags & MS_SEGF_SMALL) != 0;
+	g->is_expandable = (flags & MS_SEGF_EXPANDABLE) != 0;
+	r->n_blocks = 0;
+	r->blk_addr = g->addr;
+	r->in_segment = 1;
+	if (g->n_blocks == 0)
+		return finish_segment(r);
+	return MS_OK;
+}
+
+static ms_status block_record(struct rd *r, const msgpack_object *a)
+{
+	struct ms_block *k;
+	int b = 0;
+	uint64_t st;
+
+	if (!r->in_segment)
+		return BADREC(r, "BLOCK (outside a segment)");
+	/* grown as blocks arrive, never from the declared count: bounded by the input */
+	if (ms_grow(&r->blocks, &r->cap_blocks, r->n_blocks + 1, sizeof(*r->blocks)))
+		return MS_ERR_NOMEM;
+	k = &r->blocks[r->n_blocks];
+	k->addr = r->blk_addr;
+	k->size = ms_mpk_u64(ms_mpk_field(a, 1), 0, &b);
+	k->requested_size = ms_mpk_u64(ms_mpk_field(a, 2), 0, &b);
+	st = ms_mpk_u64(ms_mpk_field(a, 3), 0, &b);
+	if (map_id(r->map_stack, r->n_stack, ms_mpk_u64(ms_mpk_field(a, 4), 0, &b), &k->stack))
+		b = 1;
+	if (b || st > MS_BLOCK_ACTIVE_PENDING_FREE)
+		return BADREC(r, "BLOCK");
+	k->state = (uint8_t)st;
+	r->blk_addr += k->size;
+	if (++r->n_blocks == r->seg.n_blocks)
+		return finish_segment(r);
+	return MS_OK;
+}
+
+static ms_status end_record(struct rd *r, const msgpack_object *a)
+{
+	int b = 0;
+	uint64_t n = ms_mpk_u64(ms_mpk_field(a, 1), 0, &b);
+	const msgpack_object *by = ms_mpk_field(a, 2);
+
+	if (b)
+		return BADREC(r, "END");
+	if (by && by->type == MSGPACK_OBJECT_ARRAY)
+		for (uint32_t i = 0; i < by->via.array.size && i < MS_ACT_COUNT; i++)
+			r->info.end_by_action[i] = ms_mpk_u64(&by->via.array.ptr[i], 0, &b);
+	if (b)
+		return BADREC(r, "END");
+	if (n != r->info.n_events)
+		return ms__diag_set(r->diag, MS_ERR_FORMAT, r->frame_off, (int64_t)r->info.n_events,
+				    "END record counts %llu events but %llu were read",
+				    (unsigned long long)n, (unsigned long long)r->info.n_events);
+	r->info.has_end = 1;
+	return MS_OK;
+}
+
+static ms_status record(struct rd *r, const msgpack_object *a)
+{
+	int b = 0;
+	uint64_t type;
+
+	if (a->type != MSGPACK_OBJECT_ARRAY || a->via.array.size == 0)
+		return BADREC(r, "non-array");
+	type = ms_mpk_u64(ms_mpk_field(a, 0), 0, &b);
+	if (b || type > MS_REC_OPTIONAL_MAX)
+		return BADREC(r, "untyped");
+	if (r->in_segment && type != MS_REC_BLOCK)
+		return BADREC(r, "SEGMENT (missing blocks)");
+	if (type >= MS_REC_EVENT && type <= MS_REC_EVENT_LAST)
+		return r->in_trailer ? BADREC(r, "EVENT in trailer") : event_record(r, (unsigned)type, a);
+	switch (type) {
+	case MS_REC_META:
+		if (r->in_trailer && r->have_meta)
+			return MS_OK;
+		if (r->have_meta)
+			return BADREC(r, "META (repeated)");
+		return parse_meta(r, ms_mpk_field(a, 1));
+	case MS_REC_FRAME: {
+		uint64_t first = ms_mpk_u64(ms_mpk_field(a, 1), 0, &b);
+		int64_t t = ms_mpk_i64(ms_mpk_field(a, 2), 0, &b);
+		uint64_t addr = ms_mpk_u64(ms_mpk_field(a, 3), 0, &b);
+		if (b)
+			return BADREC(r, "FRAME");
+		if (first != r->info.n_events)
+			return ms__diag_set(r->diag, MS_ERR_FORMAT, r->frame_off,
+					    (int64_t)r->info.n_events,
+					    "frame at offset %lld starts at event %llu, expected %llu",
+					    (long long)r->frame_off, (unsigned long long)first,
+					    (unsigned long long)r->info.n_events);
+		r->t = t;
+		r->addr = addr;
+		r->size = 0;
+		r->stream_idx = 0;
+		r->device = 0;
+		return MS_OK;
+	}
+	case MS_REC_STRING:
+	case MS_REC_FRAMEDEF:
+	case MS_REC_STACK:
+	case MS_REC_STREAM:
+		return def_record(r, (unsigned)type, a);
+	case MS_REC_SEGMENT:
+		return segment_record(r, a);
+	case MS_REC_BLOCK:
+		return block_record(r, a);
+	case MS_REC_END:
+		return end_record(r, a);
+	case MS_REC_INDEX:
+	case MS_REC_TRAILER:
+		return MS_OK;
+	case MS_REC_ANNOTATION:
+		return annotation_record(r, a);
+	}
+	if (type <= MS_REC_MANDATORY_MAX)
+		return ms__diag_set(r->diag, MS_ERR_VERSION, r->frame_off, (int64_t)r->info.n_events,
+				    "record type %u in frame at offset %lld needs a newer memsnap",
+				    (unsigned)type, (long long)r->frame_off);
+	r->info.skipped_optional++;
+	return MS_OK;
+}
+
+/* Decode one complete zstd frame at r->data + off of compressed size csize. */
+static ms_status decode_frame(struct rd *r, size_t off, size_t csize)
+{
+	unsigned long long content = ZSTD_getFrameContentSize(r->data + off, csize);
+	size_t n, pos = 0;
+	int first = 1;
+
+	r->frame_off = (int64_t)off;
+	if (content == ZSTD_CONTENTSIZE_ERROR || content == ZSTD_CONTENTSIZE_UNKNOWN)
+		return ms__diag_set(r->diag, MS_ERR_FORMAT, (int64_t)off, (int64_t)r->info.n_events,
+				    "zstd frame at offset %zu has no content size", off);
+	if (content > MAX_FRAME_CONTENT)
+		return ms__diag_set(r->diag, MS_ERR_LIMIT, (int64_t)off, (int64_t)r->info.n_events,
+				    "frame at offset %zu claims %llu bytes (limit %u)", off, content,
+				    MAX_FRAME_CONTENT);
+	if (ms_grow(&r->frame, &r->frame_cap, (size_t)content + 1, 1))
+		return MS_ERR_NOMEM;
+	n = ZSTD_decompressDCtx(r->dctx, r->frame, r->frame_cap, r->data + off, csize);
+	if (ZSTD_isError(n) || n != content)
+		return ms__diag_set(r->diag, MS_ERR_COMPRESSION, (int64_t)off,
+				    (int64_t)r->info.n_events,
+				    "corrupt frame at offset %zu (event %llu): %s", off,
+				    (unsigned long long)r->info.n_events,
+				    ZSTD_isError(n) ? ZSTD_getErrorName(n) : "size mismatch");
+	while (pos < n) {
+		msgpack_unpack_return ret =
+			msgpack_unpack_next(&r->up, (const char *)r->frame, n, &pos);
+		ms_status s;
+		if (ret != MSGPACK_UNPACK_SUCCESS && ret != MSGPACK_UNPACK_EXTRA_BYTES)
+			return ms__diag_set(r->diag, MS_ERR_FORMAT, (int64_t)off,
+					    (int64_t)r->info.n_events,
+					    "corrupt record in frame at offset %zu (event %llu)", off,
+					    (unsigned long long)r->info.n_events);
+		if (first) {
+			/* a frame starts with FRAME (data) or TRAILER */
+			const msgpack_object *a = &r->up.data;
+			int b = 0;
+			uint64_t t = a->type == MSGPACK_OBJECT_ARRAY
+					     ? ms_mpk_u64(ms_mpk_field(a, 0), 999, &b)
+					     : 999;
+			if (t == MS_REC_TRAILER)
+				r->in_trailer = 1;
+			else if (t != MS_REC_FRAME)
+				return BADREC(r, "frame start");
+			first = 0;
+		}
+		if ((s = record(r, &r->up.data)))
+			return s;
+	}
+	if (!r->in_trailer)
+		r->info.n_frames++;
+	return MS_OK;
+}
+
+static ms_status walk(struct rd *r, size_t off)
+{
+	while (off < r->len) {
+		size_t rem = r->len - off;
+		uint32_t magic;
+		size_t csize;
+
+		if (rem < 8) {
+			r->info.truncated = 1;
+			break;
+		}
+		magic = rd32(r->data + off);
+		if ((magic & 0xFFFFFFF0U) == 0x184D2A50U) {
+			uint64_t sz = rd32(r->data + off + 4);
+			if (sz > rem - 8) {
+				r->info.truncated = 1;
+				break;
+			}
+			if (magic == MS_FOOTER_FRAME_MAGIC && sz >= MS_FOOTER_SIZE &&
+			    memcmp(r->data + off + 8, MS_FOOTER_MAGIC, 4) == 0)
+				r->info.has_footer = 1;
+			off += 8 + (size_t)sz;
+			continue;
+		}
+		csize = ZSTD_findFrameCompressedSize(r->data + off, rem);
+		if (ZSTD_isError(csize)) {
+			if (ZSTD_getErrorCode(csize) == ZSTD_error_srcSize_wrong) {
+				r->info.truncated = 1;
+				r->frame_off = (int64_t)off;
+				break;
+			}
+			return ms__diag_set(r->diag, MS_ERR_FORMAT, (int64_t)off,
+					    (int64_t)r->info.n_events,
+					    "not a zstd frame at offset %zu (event %llu): %s", off,
+					    (unsigned long long)r->info.n_events,
+					    ZSTD_getErrorName(csize));
+		}
+		MS_TRY(decode_frame(r, off, csize));
+		off += csize;
+		if (r->info.n_events >= r->o.to && !r->in_trailer && r->o.to != UINT64_MAX)
+			return MS_OK; /* window done: the rest is not needed */
+	}
+	return MS_OK;
+}
+
+static ms_status read_header(struct rd *r, size_t *off)
+{
+	const unsigned char *p = r->data;
+	uint32_t psize, hsize;
+	uint64_t flags;
+
+	if (r->len < 8 + MS_HEADER_SIZE || !ms_zst_sniff(p, r->len))
+		return ms__diag_set(r->diag, MS_ERR_FORMAT, 0, -1,
+				    r->len == 0 ? "empty file" : "not a memsnap trace (bad magic)");
+	psize = rd32(p + 4);
+	r->info.major = (uint16_t)(p[12] | p[13] << 8);
+	r->info.minor = (uint16_t)(p[14] | p[15] << 8);
+	hsize = rd32(p + 16);
+	flags = rd64(p + 20);
+	r->info.producer_version = rd32(p + 28);
+	if (r->info.major > MS_FORMAT_MAJOR)
+		return ms__diag_set(r->diag, MS_ERR_VERSION, 12, -1,
+				    "trace format %u.%u needs a newer memsnap (this one reads %u.x)",
+				    r->info.major, r->info.minor, MS_FORMAT_MAJOR);
+	if (r->info.major == 0 || psize < MS_HEADER_SIZE || hsize != psize ||
+	    psize > r->len - 8)
+		return ms__diag_set(r->diag, MS_ERR_FORMAT, 4, -1, "corrupt trace header");
+	if (flags & MS_FLAGS_MUST_UNDERSTAND & ~MS_FLAGS_KNOWN)
+		return ms__diag_set(r->diag, MS_ERR_VERSION, 20, -1,
+				    "trace uses features this memsnap does not know (flags 0x%llx)",
+				    (unsigned long long)flags);
+	*off = 8 + psize;
+	return MS_OK;
+}
+
+static void rd_release(struct rd *r)
+{
+	ZSTD_freeDCtx(r->dctx);
+	msgpack_unpacked_destroy(&r->up);
+	ms_free(r->frame);
+	ms_free(r->map_str);
+	ms_free(r->map_frame);
+	ms_free(r->map_stack);
+	ms_free(r->streams);
+	ms_free(r->tmp);
+	ms_free(r->blocks);
+	ms_free(r->index);
+	ms_arena_release(&r->arena);
+}
+
+ms_status ms_zst_read(const void *data, size_t len, const struct ms_read_opts *opts,
+		      struct ms_symtab *syms, const struct ms_sink *sink, struct ms_zst_info *info,
+		      struct ms_diag *diag)
+{
+	struct rd r;
+	size_t off = 0;
+	ms_status s;
+
+	memset(&r, 0, sizeof(r));
+	r.data = data;
+	r.len = len;
+	r.o.to = UINT64_MAX;
+	if (opts)
+		r.o = *opts;
+	r.syms = syms;
+	r.sink = sink;
+	r.diag = diag;
+	r.time_unit = 1;
+	msgpack_unpacked_init(&r.up);
+	if ((s = read_header(&r, &off)))
+		goto out;
+	r.dctx = ZSTD_createDCtx();
+	if (!r.dctx || ms_grow(&r.map_str, &r.cap_str, 1, sizeof(uint32_t)) ||
+	    ms_grow(&r.map_frame, &r.cap_frame, 1, sizeof(uint32_t)) ||
+	    ms_grow(&r.map_stack, &r.cap_stack, 1, sizeof(uint32_t)) ||
+	    ms_grow(&r.streams, &r.cap_streams, 1, sizeof(uint64_t))) {
+		s = MS_ERR_NOMEM;
+		goto out;
+	}
+	r.map_str[0] = r.map_frame[0] = r.map_stack[0] = 0;
+	r.n_str = r.n_frame = r.n_stack = 1;
+	r.streams[0] = 0;
+	r.n_streams = 1;
+	if ((s = walk(&r, off)))
+		goto out;
+	if ((s = begin(&r)))
+		goto out;
+	if (r.in_segment) {
+		r.info.truncated = 1;
+		r.seg.n_blocks = (uint32_t)r.n_blocks;
+		if ((s = finish_segment(&r)))
+			goto out;
+	}
+	if (r.info.truncated)
+		ms__diag_warn(diag, "truncated frame at offset %lld (event %llu); %llu events readable",
+			      (long long)r.frame_off, (unsigned long long)r.info.n_events,
+			      (unsigned long long)r.info.n_events);
+	else if (!r.info.has_end)
+		ms__diag_warn(diag, "no END record: trace may be truncated; %llu events readable",
+			      (unsigned long long)r.info.n_events);
+	if (sink->end)
+		s = sink->end(sink->ctx, r.info.n_events);
+out:
+	if (s == MS_ERR_NOMEM && diag && !diag->msg[0])
+		ms__diag_set(diag, s, -1, -1, "out of memory");
+	if (info)
+		*info = r.info;
+	rd_release(&r);
+	return s;
+}

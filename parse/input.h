@@ -1,0 +1,53 @@
+/*
+ * Input files: opening, sniffing and streaming decompression (zstd, gzip) of
+ * snapshot files, and whole-file mapping of .zst traces. "-" is stdin.
+ */
+#ifndef MEMSNAP_PARSE_INPUT_H
+#define MEMSNAP_PARSE_INPUT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "memsnap/memsnap.h"
+
+enum ms_file_kind {
+	MS_FILE_UNKNOWN = 0,
+	MS_FILE_TRACE,  /* memsnap .zst trace */
+	MS_FILE_PICKLE, /* PyTorch snapshot pickle (possibly compressed) */
+	MS_FILE_JSON,   /* snapshot as JSON (possibly compressed) */
+};
+
+enum ms_compression { MS_COMP_NONE = 0, MS_COMP_ZSTD, MS_COMP_GZIP };
+
+struct ms_input;
+
+/*
+ * Open path for streaming reads of its decompressed content.
+ * @return MS_OK, MS_ERR_IO, MS_ERR_NOMEM
+ */
+ms_status ms_input_open(const char *path, struct ms_input **out, struct ms_diag *diag);
+/* Read up to cap decompressed bytes; *got == 0 means end of input. */
+ms_status ms_input_read(struct ms_input *in, void *buf, size_t cap, size_t *got,
+			struct ms_diag *diag);
+/* What the file holds, from its first bytes (after decompression). */
+enum ms_file_kind ms_input_kind(struct ms_input *in);
+enum ms_compression ms_input_compression(const struct ms_input *in);
+/* Size of the file on disk (0 for pipes). */
+uint64_t ms_input_file_size(const struct ms_input *in);
+/* Close and free; NULL-safe. */
+void ms_input_close(struct ms_input *in);
+
+/*
+ * The whole raw file as bytes: mmap for regular files, read into memory for
+ * pipes. Release with ms_input_unmap().
+ */
+struct ms_mapped {
+	const void *data;
+	size_t len;
+	int is_mmap;
+};
+ms_status ms_input_map(const char *path, struct ms_mapped *m, struct ms_diag *diag);
+/* NULL-safe; m is zeroed. */
+void ms_input_unmap(struct ms_mapped *m);
+
+#endif

@@ -1,0 +1,674 @@
+/*
+ * Maps PyTorch snapshot values ('segments', 'device_traces', 'allocator_settings',
+ * 'external_annotations') onto memsnap's model. Layout and quirks: torch-allocator.md §8.
+ */
+#include "parse/torch_snapshot.h"
+
+#include <string.h>
+
+#include "common/alloc.h"
+#include "common/status.h"
+
+enum key_id {
+	K_ACTION, K_ADDR, K_DEVICE_FREE, K_SIZE, K_STREAM, K_TIME_US, K_COMPILE_CONTEXT,
+	K_USER_METADATA, K_FRAMES, K_NAME, K_FILENAME, K_LINE, K_TIME_NS, K_SOURCE, K_COUNT
+};
+static const char *const key_names[K_COUNT] = {
+	"action", "addr", "device_free", "size", "stream", "time_us", "compile_context",
+	"user_metadata", "frames", "name", "filename", "line", "time_ns", "source",
+};
+
+struct ms_snapmap {
+	struct ms_pickle *vm;
+	struct ms_symtab *syms;
+	struct ms_diag *diag;
+	uint32_t key[K_COUNT];    /* vm string ids of the keys */
+	uint32_t act_str[MS_ACT_COUNT]; /* vm string ids of the action names */
+	uint32_t id_na;           /* vm string id of "N/A" */
+	uint32_t *str_map;        /* vm string id -> syms id + 1 */
+	size_t str_map_cap;
+	uint32_t *tmp;
+	size_t tmp_cap;
+	struct ms_event *events;
+	size_t n_events, cap_events;
+	uint32_t n_devices_seen;
+};
+
+ms_status ms__snapmap_new(struct ms_pickle *vm, struct ms_symtab *syms, struct ms_diag *diag,
+			  struct ms_snapmap **out)
+{
+	struct ms_snapmap *m = ms_calloc(1, sizeof(*m));
+	struct ms_pk_val v;
+	int i;
+
+	if (!m)
+		return MS_ERR_NOMEM;
+	m->vm = vm;
+	m->syms = syms;
+	m->diag = diag;
+	for (i = 0; i < K_COUNT; i++) {
+		if (ms__pk_str(vm, key_names[i], strlen(key_names[i]), &v))
+			goto nomem;
+		m->key[i] = v.v.str;
+	}
+	for (i = 0; i < MS_ACT_COUNT; i++) {
+		const char *a = ms_action_name((unsigned)i);
+		if (ms__pk_str(vm, a, strlen(a), &v))
+			goto nomem;
+		m->act_str[i] = v.v.str;
+	}
+	if (ms__pk_str(vm, "N/A", 3, &v))
+		goto nomem;
+	m->id_na = v.v.str;
+	*out = m;
+	return MS_OK;
+nomem:
+	ms_free(m);
+	return MS_ERR_NOMEM;
+}
+
+void ms__snapmap_free(struct ms_snapmap *m)
+{
+	if (!m)
+		return;
+	ms_free(m->str_map);
+	ms_free(m->tmp);
+	ms_free(m->events);
+	ms_free(m);
+}
+
+static ms_status entry_err(struct ms_snapmap *m, uint64_t index, int64_t off, const char *what)
+{
+	return ms__diag_set(m->diag, MS_ERR_FORMAT, off, (int64_t)index,
+			    "trace entry %llu (near offset %lld): %s", (unsigned long long)index,
+			    (long long)off, what);
+}
+
+/* Trace-symtab id of a vm string. */
+static ms_status map_str(struct ms_snapmap *m, uint32_t vid, uint32_t *out)
+{
+	const struct ms_str *s;
+	uint32_t id;
+
+	if (vid == 0) {
+		*out = 0;
+		return MS_OK;
+	}
+	if (vid >= m->str_map_cap) {
+		size_t old = m->str_map_cap;
+		if (ms_grow(&m->str_map, &m->str_map_cap, (size_t)vid + 1, sizeof(uint32_t)))
+			return MS_ERR_NOMEM;
+		memset(m->str_map + old, 0, (m->str_map_cap - old) * sizeof(uint32_t));
+	}
+	if (m->str_map[vid]) {
+		*out = m->str_map[vid] - 1;
+		return MS_OK;
+	}
+	s = ms_symtab_get_str(ms_pickle_strings(m->vm), vid);
+	MS_TRY(ms_symtab_str(m->syms, s->s, s->len, &id));
+	m->str_map[vid] = id + 1;
+	*out = id;
+	return MS_OK;
+}
+
+static const struct ms_pk_val *get(const struct ms_snapmap *m, const struct ms_pk_val *d, int key)
+{
+	const struct ms_pk_obj *o;
+
+	if (!d || d->type != MS_PK_DICT)
+		return NULL;
+	o = d->v.o;
+	for (uint32_t i = o->n; i >= 2; i -= 2)
+		if (o->items[i - 2].type == MS_PK_STR && o->items[i - 2].v.str == m->key[key])
+			return &o->items[i - 1];
+	return NULL;
+}
+
+static int as_i64(const struct ms_pk_val *v, int64_t *out)
+{
+	if (!v)
+		return -1;
+	if (v->type == MS_PK_INT) {
+		*out = v->v.i;
+		return 0;
+	}
+	if (v->type == MS_PK_BOOL) {
+		*out = v->v.i;
+		return 0;
+	}
+	return -1;
+}
+
+/* Frames list -> stack id; frame dicts are shared, so their ids are cached in aux. */
+static ms_status map_frames(struct ms_snapmap *m, const struct ms_pk_val *fr, uint32_t *stack)
+{
+	const struct ms_pk_obj *l;
+
+	*stack = 0;
+	if (!fr || fr->type == MS_PK_NONE)
+		return MS_OK;
+	if (fr->type != MS_PK_LIST && fr->type != MS_PK_TUPLE)
+		return MS_ERR_FORMAT;
+	l = fr->v.o;
+	if (l->n == 0)
+		return MS_OK;
+	if (ms_grow(&m->tmp, &m->tmp_cap, l->n, sizeof(uint32_t)))
+		return MS_ERR_NOMEM;
+	for (uint32_t i = 0; i < l->n; i++) {
+		const struct ms_pk_val *f = &l->items[i];
+		struct ms_frame fd;
+		const struct ms_pk_val *x;
+		int64_t line = 0;
+
+		if (f->type != MS_PK_DICT)
+			return MS_ERR_FORMAT;
+		if (f->v.o->aux) {
+			m->tmp[i] = f->v.o->aux - 1;
+			continue;
+		}
+		x = get(m, f, K_NAME);
+		if (x && x->type != MS_PK_STR)
+			return MS_ERR_FORMAT;
+		MS_TRY(map_str(m, x ? x->v.str : 0, &fd.name));
+		x = get(m, f, K_FILENAME);
+		if (x && x->type != MS_PK_STR)
+			return MS_ERR_FORMAT;
+		MS_TRY(map_str(m, x ? x->v.str : 0, &fd.file));
+		x = get(m, f, K_LINE);
+		if (x && as_i64(x, &line))
+			return MS_ERR_FORMAT;
+		fd.line = line < 0 || line > UINT32_MAX ? 0 : (uint32_t)line;
+		MS_TRY(ms_symtab_frame(m->syms, &fd, &m->tmp[i]));
+		f->v.o->aux = m->tmp[i] + 1;
+	}
+	return ms_symtab_stack(m->syms, m->tmp, l->n, stack);
+}
+
+ms_status ms__snapmap_entry(void *ctx, uint32_t device, uint64_t index,
+			    const struct ms_pk_val *item, int64_t offset)
+{
+	struct ms_snapmap *m = ctx;
+	struct ms_event e;
+	const struct ms_pk_val *v;
+	int64_t x;
+	int a;
+	ms_status s;
+	uint64_t gidx = m->n_events;
+
+	(void)index;
+	if (item->type != MS_PK_DICT)
+		return entry_err(m, gidx, offset, "not a dict");
+	memset(&e, 0, sizeof(e));
+	v = get(m, item, K_ACTION);
+	if (!v || v->type != MS_PK_STR)
+		return entry_err(m, gidx, offset, "missing 'action'");
+	for (a = 0; a < MS_ACT_COUNT; a++)
+		if (m->act_str[a] == v->v.str)
+			break;
+	if (a == MS_ACT_COUNT) {
+		const struct ms_str *n = ms_symtab_get_str(ms_pickle_strings(m->vm), v->v.str);
+		char msg[96];
+		snprintf(msg, sizeof(msg), "unknown action '%.40s'", n->s);
+		return entry_err(m, gidx, offset, msg);
+	}
+	e.action = (uint8_t)a;
+	v = get(m, item, a == MS_ACT_OOM ? K_DEVICE_FREE : K_ADDR);
+	if (!v && a == MS_ACT_OOM)
+		v = get(m, item, K_ADDR);
+	if (v && as_i64(v, &x) == 0)
+		e.addr = (uint64_t)x;
+	else if (v || a != MS_ACT_SNAPSHOT)
+		return entry_err(m, gidx, offset, a == MS_ACT_OOM ? "bad 'device_free'" : "bad 'addr'");
+	v = get(m, item, K_SIZE);
+	if (as_i64(v, &x) || x < 0)
+		return entry_err(m, gidx, offset, "bad 'size'");
+	e.size = (uint64_t)x;
+	v = get(m, item, K_STREAM);
+	if (v && as_i64(v, &x))
+		return entry_err(m, gidx, offset, "bad 'stream'");
+	e.stream = v ? (uint64_t)x : 0;
+	v = get(m, item, K_TIME_US);
+	if (v && (as_i64(v, &x) || x > INT64_MAX / 1000 || x < INT64_MIN / 1000))
+		return entry_err(m, gidx, offset, "bad 'time_us'");
+	e.t_ns = v ? x * 1000 : 0;
+	v = get(m, item, K_TIME_NS); /* memsnap's own JSON keeps nanoseconds */
+	if (v && as_i64(v, &x) == 0)
+		e.t_ns = x;
+	v = get(m, item, K_COMPILE_CONTEXT);
+	if (v && v->type == MS_PK_STR && v->v.str != m->id_na)
+		MS_TRY(map_str(m, v->v.str, &e.compile_context));
+	v = get(m, item, K_USER_METADATA);
+	if (v && v->type == MS_PK_STR)
+		MS_TRY(map_str(m, v->v.str, &e.user_metadata));
+	s = map_frames(m, get(m, item, K_FRAMES), &e.stack);
+	if (s == MS_ERR_FORMAT)
+		return entry_err(m, gidx, offset, "bad 'frames'");
+	if (s)
+		return s;
+	if (device > UINT16_MAX)
+		return entry_err(m, gidx, offset, "device index too large");
+	e.device = (uint16_t)device;
+	e.source = MS_SRC_TORCH;
+	v = get(m, item, K_SOURCE);
+	if (v && as_i64(v, &x) == 0 && x >= 0 && x <= 255)
+		e.source = (uint8_t)x;
+	if (device + 1 > m->n_devices_seen)
+		m->n_devices_seen = device + 1;
+	if (ms_grow(&m->events, &m->cap_events, m->n_events + 1, sizeof(e)))
+		return MS_ERR_NOMEM;
+	m->events[m->n_events++] = e;
+	return MS_OK;
+}
+
+/* --- everything but the trace entries ----------------------------------- */
+
+static const struct ms_pk_val *dget(const struct ms_snapmap *m, const struct ms_pk_val *d,
+				    const char *key)
+{
+	return ms_pk_dict_get(m->vm, d, key);
+}
+
+static int64_t dint(const struct ms_snapmap *m, const struct ms_pk_val *d, const char *key,
+		    int64_t def, int *bad)
+{
+	const struct ms_pk_val *v = dget(m, d, key);
+	int64_t x;
+
+	if (!v || v->type == MS_PK_NONE)
+		return def;
+	if (as_i64(v, &x)) {
+		*bad = 1;
+		return def;
+	}
+	return x;
+}
+
+static const char *dstr(const struct ms_snapmap *m, const struct ms_pk_val *d, const char *key,
+			const char *def)
+{
+	const struct ms_pk_val *v = dget(m, d, key);
+
+	if (!v || v->type != MS_PK_STR)
+		return def;
+	return ms_symtab_get_str(ms_pickle_strings(m->vm), v->v.str)->s;
+}
+
+static ms_status map_settings(struct ms_snapmap *m, const struct ms_pk_val *d,
+			      struct ms_settings *st)
+{
+	const struct ms_pk_val *v;
+	int bad = 0;
+
+	memset(st, 0, sizeof(*st));
+	st->alloc_conf = "";
+	st->max_split_size = -1;
+	st->pinned_num_register_threads = 1;
+	if (!d || d->type != MS_PK_DICT)
+		return MS_OK;
+	st->present = 1;
+	st->alloc_conf = dstr(m, d, "PYTORCH_CUDA_ALLOC_CONF", "");
+	st->max_split_size = dint(m, d, "max_split_size", -1, &bad);
+	v = dget(m, d, "garbage_collection_threshold");
+	if (v && v->type == MS_PK_FLOAT)
+		st->garbage_collection_threshold = v->v.f;
+	else if (v && v->type == MS_PK_INT)
+		st->garbage_collection_threshold = (double)v->v.i;
+	st->expandable_segments = dint(m, d, "expandable_segments", 0, &bad) != 0;
+	st->release_lock_on_cudamalloc = dint(m, d, "release_lock_on_cudamalloc", 0, &bad) != 0;
+	st->pinned_use_cuda_host_register =
+		dint(m, d, "pinned_use_cuda_host_register", 0, &bad) != 0;
+	st->graph_capture_record_stream_reuse =
+		dint(m, d, "graph_capture_record_stream_reuse", 0, &bad) != 0;
+	st->pinned_num_register_threads = dint(m, d, "pinned_num_register_threads", 1, &bad);
+	v = dget(m, d, "roundup_power2_divisions");
+	if (v && v->type == MS_PK_DICT) {
+		/* keys "1".."32768": the interval's lower bound in MiB; entry = log2(key) */
+		for (uint32_t i = 0; i + 1 < v->v.o->n; i += 2) {
+			const struct ms_pk_val *k = &v->v.o->items[i];
+			int64_t val;
+			if (k->type != MS_PK_STR || as_i64(&v->v.o->items[i + 1], &val))
+				continue;
+			long mb = atol(ms_symtab_get_str(ms_pickle_strings(m->vm), k->v.str)->s);
+			int e = 0;
+			while (e < 15 && (1L << (e + 1)) <= mb)
+				e++;
+			if (mb >= 1 && val >= 0 && val <= UINT32_MAX)
+				st->roundup_power2_divisions[e] = (uint32_t)val;
+		}
+	} else if (v && v->type == MS_PK_INT) {
+		for (int i = 0; i < 16; i++)
+			st->roundup_power2_divisions[i] = (uint32_t)v->v.i;
+	}
+	return bad ? ms__diag_set(m->diag, MS_ERR_FORMAT, -1, -1, "bad allocator_settings")
+		   : MS_OK;
+}
+
+static int block_state(const char *s)
+{
+	if (strcmp(s, "active_allocated") == 0)
+		return MS_BLOCK_ACTIVE_ALLOCATED;
+	if (strcmp(s, "active_pending_free") == 0 || strcmp(s, "active_awaiting_free") == 0)
+		return MS_BLOCK_ACTIVE_PENDING_FREE;
+	if (strcmp(s, "inactive") == 0)
+		return MS_BLOCK_INACTIVE;
+	return -1;
+}
+
+static ms_status map_segment(struct ms_snapmap *m, uint64_t idx, const struct ms_pk_val *d,
+			     struct ms_segment *g, struct ms_block **blocks, size_t *cap,
+			     struct ms_snapshot_info *info)
+{
+	const struct ms_pk_val *bl, *v;
+	int bad = 0;
+	const char *type;
+	uint64_t addr;
+
+	if (d->type != MS_PK_DICT)
+		return ms__diag_set(m->diag, MS_ERR_FORMAT, -1, (int64_t)idx,
+				    "segment %llu: not a dict", (unsigned long long)idx);
+	memset(g, 0, sizeof(*g));
+	g->device = (uint16_t)dint(m, d, "device", 0, &bad);
+	g->addr = (uint64_t)dint(m, d, "address", 0, &bad);
+	g->total_size = (uint64_t)dint(m, d, "total_size", 0, &bad);
+	g->allocated_size = (uint64_t)dint(m, d, "allocated_size", 0, &bad);
+	g->active_size = (uint64_t)dint(m, d, "active_size", 0, &bad);
+	g->requested_size = (uint64_t)dint(m, d, "requested_size", 0, &bad);
+	g->stream = (uint64_t)dint(m, d, "stream", 0, &bad);
+	type = dstr(m, d, "segment_type", "large");
+	g->is_small = strcmp(type, "small") == 0;
+	g->is_expandable = dint(m, d, "is_expandable", 0, &bad) != 0;
+	v = dget(m, d, "segment_pool_id");
+	if (v && (v->type == MS_PK_TUPLE || v->type == MS_PK_LIST) && v->v.o->n == 2) {
+		int64_t a, b;
+		if (as_i64(&v->v.o->items[0], &a) || as_i64(&v->v.o->items[1], &b))
+			bad = 1;
+		else
+			g->pool_id[0] = (uint64_t)a, g->pool_id[1] = (uint64_t)b;
+	}
+	if (map_frames(m, dget(m, d, "frames"), &g->stack))
+		bad = 1;
+	bl = dget(m, d, "blocks");
+	if (bl && bl->type != MS_PK_LIST)
+		bad = 1;
+	if (bad)
+		return ms__diag_set(m->diag, MS_ERR_FORMAT, -1, (int64_t)idx,
+				    "segment %llu: malformed field", (unsigned long long)idx);
+	addr = g->addr;
+	for (uint32_t i = 0; bl && i < bl->v.o->n; i++) {
+		const struct ms_pk_val *b = &bl->v.o->items[i];
+		struct ms_block *k;
+		int st;
+		if (ms_grow(blocks, cap, g->n_blocks + 1, sizeof(**blocks)))
+			return MS_ERR_NOMEM;
+		k = &(*blocks)[g->n_blocks];
+		memset(k, 0, sizeof(*k));
+		if (b->type != MS_PK_DICT)
+			bad = 1;
+		k->size = (uint64_t)dint(m, b, "size", 0, &bad);
+		k->addr = (uint64_t)dint(m, b, "address", (int64_t)addr, &bad);
+		st = block_state(dstr(m, b, "state", "inactive"));
+		if (st < 0)
+			bad = 1;
+		k->state = (uint8_t)(st < 0 ? 0 : st);
+		v = dget(m, b, "requested_size");
+		if (v) {
+			int64_t r;
+			if (as_i64(v, &r))
+				bad = 1;
+			else
+				k->requested_size = (uint64_t)r;
+			if (map_frames(m, dget(m, b, "frames"), &k->stack))
+				bad = 1;
+		} else {
+			/* legacy snapshots (~2.0): history[0] holds real_size and frames */
+			const struct ms_pk_val *h = dget(m, b, "history");
+			info->legacy = 1;
+			k->requested_size = k->size;
+			if (h && h->type == MS_PK_LIST && h->v.o->n > 0) {
+				const struct ms_pk_val *h0 = &h->v.o->items[0];
+				k->requested_size = (uint64_t)dint(m, h0, "real_size",
+								   (int64_t)k->size, &bad);
+				if (map_frames(m, dget(m, h0, "frames"), &k->stack))
+					bad = 1;
+			}
+		}
+		if (bad)
+			return ms__diag_set(m->diag, MS_ERR_FORMAT, -1, (int64_t)idx,
+					    "segment %llu block %u: malformed field",
+					    (unsigned long long)idx, i);
+		addr = k->addr + k->size;
+		g->n_blocks++;
+	}
+	if (g->device + 1u > m->n_devices_seen)
+		m->n_devices_seen = g->device + 1u;
+	return MS_OK;
+}
+
+struct ann_vec {
+	struct ms_annotation *a;
+	size_t n, cap;
+};
+
+static ms_status map_annotations(struct ms_snapmap *m, const struct ms_pk_val *l,
+				 struct ann_vec *out)
+{
+	if (!l || l->type != MS_PK_LIST)
+		return MS_OK;
+	for (uint32_t i = 0; i < l->v.o->n; i++) {
+		const struct ms_pk_val *d = &l->v.o->items[i];
+		const struct ms_pk_val *name = dget(m, d, "name");
+		struct ms_annotation a;
+		const char *stage = dstr(m, d, "stage", "");
+		int bad = 0;
+
+		memset(&a, 0, sizeof(a));
+		const char *kind = dstr(m, d, "kind", "");
+		a.kind = strcmp(kind, "step") == 0    ? MS_ANN_STEP
+			 : strcmp(kind, "phase") == 0 ? MS_ANN_PHASE
+						      : MS_ANN_TORCH;
+		a.stage = strcmp(stage, "START") == 0 ? MS_ANN_START
+			  : strcmp(stage, "END") == 0 ? MS_ANN_END
+						      : MS_ANN_MARK;
+		a.device = (uint16_t)dint(m, d, "device", 0, &bad);
+		a.t_ns = dint(m, d, "time_us", 0, &bad) * 1000;
+		if (bad || d->type != MS_PK_DICT)
+			return ms__diag_set(m->diag, MS_ERR_FORMAT, -1, (int64_t)i,
+					    "external_annotations[%u]: malformed", i);
+		if (name && name->type == MS_PK_STR)
+			MS_TRY(map_str(m, name->v.str, &a.name));
+		if (ms_grow(&out->a, &out->cap, out->n + 1, sizeof(a)))
+			return MS_ERR_NOMEM;
+		out->a[out->n++] = a;
+	}
+	return MS_OK;
+}
+
+/* Annotations go before the first event of their device that is later than them. */
+static int ann_cmp(const void *x, const void *y)
+{
+	const struct ms_annotation *a = x, *b = y;
+
+	if (a->device != b->device)
+		return a->device < b->device ? -1 : 1;
+	if (a->t_ns != b->t_ns)
+		return a->t_ns < b->t_ns ? -1 : 1;
+	return 0;
+}
+
+ms_status ms__snapmap_finish(struct ms_snapmap *m, const struct ms_pk_val *root,
+			     enum ms_input_kind kind, const struct ms_sink *sink,
+			     struct ms_snapshot_info *info)
+{
+	const struct ms_pk_val *segs, *traces, *extra_devs = NULL;
+	struct ms_meta meta;
+	struct ms_device *devs = NULL;
+	struct ann_vec anns = {NULL, 0, 0};
+	struct ms_block *blocks = NULL;
+	size_t bcap = 0, ai = 0;
+	ms_status s = MS_OK;
+
+	if (root->type == MS_PK_LIST) {
+		segs = root; /* oldest form: a bare list of segments */
+		traces = NULL;
+		info->legacy = 1;
+	} else if (root->type == MS_PK_DICT) {
+		segs = dget(m, root, "segments");
+		traces = dget(m, root, "device_traces");
+		if (!segs && !traces)
+			return ms__diag_set(m->diag, MS_ERR_FORMAT, -1, -1,
+					    "not a PyTorch memory snapshot (no 'segments' or 'device_traces')");
+	} else {
+		return ms__diag_set(m->diag, MS_ERR_FORMAT, -1, -1,
+				    "not a PyTorch memory snapshot (top level is not a dict)");
+	}
+	if (segs && segs->type != MS_PK_LIST)
+		return ms__diag_set(m->diag, MS_ERR_FORMAT, -1, -1, "'segments' is not a list");
+	if (traces && traces->type != MS_PK_LIST)
+		return ms__diag_set(m->diag, MS_ERR_FORMAT, -1, -1, "'device_traces' is not a list");
+	/* traces the stream hook did not see (another layout, JSON): map them now */
+	for (uint32_t d = 0; traces && d < traces->v.o->n; d++) {
+		const struct ms_pk_val *l = &traces->v.o->items[d];
+		if (l->type != MS_PK_LIST)
+			return ms__diag_set(m->diag, MS_ERR_FORMAT, -1, -1,
+					    "device_traces[%u] is not a list", d);
+		if (l->v.o->role)
+			continue;
+		for (uint32_t i = 0; i < l->v.o->n; i++)
+			MS_TRY(ms__snapmap_entry(m, d, i, &l->v.o->items[i], -1));
+	}
+	if (traces && traces->v.o->n > m->n_devices_seen)
+		m->n_devices_seen = traces->v.o->n;
+
+	memset(&meta, 0, sizeof(meta));
+	meta.input_kind = (uint8_t)kind;
+	meta.producer = "torch";
+	meta.producer_version = "";
+	meta.torch_version = "";
+	meta.hostname = "";
+	meta.limit_bytes = -1;
+	meta.time_unit_ns = 1000;
+	if (root->type == MS_PK_DICT) {
+		const struct ms_pk_val *x = dget(m, root, "memsnap"); /* our own JSON's extras */
+		MS_TRY(map_settings(m, dget(m, root, "allocator_settings"), &meta.settings));
+		if (x && x->type == MS_PK_DICT) {
+			const struct ms_pk_val *dl = dget(m, x, "devices");
+			int bad = 0;
+			meta.producer = dstr(m, x, "producer", meta.producer);
+			meta.producer_version = dstr(m, x, "producer_version", "");
+			meta.torch_version = dstr(m, x, "torch_version", "");
+			meta.hostname = dstr(m, x, "hostname", "");
+			meta.limit_bytes = dint(m, x, "limit_bytes", -1, &bad);
+			meta.start_t_ns = dint(m, x, "start_time_ns", 0, &bad);
+			if (dl && dl->type == MS_PK_LIST && dl->v.o->n > m->n_devices_seen)
+				m->n_devices_seen = dl->v.o->n;
+			extra_devs = dl && dl->type == MS_PK_LIST ? dl : NULL;
+		}
+		if ((s = map_annotations(m, dget(m, root, "external_annotations"), &anns)))
+			goto out;
+	} else {
+		MS_TRY(map_settings(m, NULL, &meta.settings));
+	}
+	if (m->n_devices_seen) {
+		devs = ms_calloc(m->n_devices_seen, sizeof(*devs));
+		if (!devs) {
+			s = MS_ERR_NOMEM;
+			goto out;
+		}
+		for (uint32_t i = 0; i < m->n_devices_seen; i++) {
+			int bad = 0;
+			devs[i].index = i;
+			devs[i].name = "";
+			if (extra_devs && i < extra_devs->v.o->n) {
+				const struct ms_pk_val *dd = &extra_devs->v.o->items[i];
+				devs[i].index = (uint32_t)dint(m, dd, "index", i, &bad);
+				devs[i].name = dstr(m, dd, "name", "");
+				devs[i].total_memory = (uint64_t)dint(m, dd, "total_memory", 0, &bad);
+			}
+		}
+	}
+	meta.n_devices = m->n_devices_seen;
+	meta.devices = devs;
+	if (m->n_events && !meta.start_t_ns)
+		meta.start_t_ns = m->events[0].t_ns;
+	qsort(anns.a, anns.n, sizeof(*anns.a), ann_cmp);
+
+	if (sink->begin && (s = sink->begin(sink->ctx, &meta, m->syms)))
+		goto out;
+	for (size_t i = 0; i < m->n_events; i++) {
+		const struct ms_event *e = &m->events[i];
+		while (ai < anns.n && (anns.a[ai].device < e->device ||
+				       (anns.a[ai].device == e->device && anns.a[ai].t_ns <= e->t_ns))) {
+			anns.a[ai].event_index = i;
+			if (sink->annotation && (s = sink->annotation(sink->ctx, &anns.a[ai])))
+				goto out;
+			ai++;
+		}
+		if (sink->event && (s = sink->event(sink->ctx, e)))
+			goto out;
+	}
+	for (; ai < anns.n; ai++) {
+		anns.a[ai].event_index = m->n_events;
+		if (sink->annotation && (s = sink->annotation(sink->ctx, &anns.a[ai])))
+			goto out;
+	}
+	for (uint32_t i = 0; segs && i < segs->v.o->n; i++) {
+		struct ms_segment g;
+		if ((s = map_segment(m, i, &segs->v.o->items[i], &g, &blocks, &bcap, info)))
+			goto out;
+		if (sink->segment && (s = sink->segment(sink->ctx, &g, blocks)))
+			goto out;
+		info->n_segments++;
+	}
+	info->n_entries = m->n_events;
+	info->n_annotations = anns.n;
+	if (sink->end)
+		s = sink->end(sink->ctx, m->n_events);
+out:
+	ms_free(devs);
+	ms_free(anns.a);
+	ms_free(blocks);
+	return s;
+}
+
+static ms_status input_read(void *ctx, void *buf, size_t cap, size_t *got, struct ms_diag *diag)
+{
+	return ms_input_read(ctx, buf, cap, got, diag);
+}
+
+ms_status ms_torch_snapshot_read(struct ms_input *in, struct ms_symtab *syms,
+				 const struct ms_sink *sink, struct ms_snapshot_info *info,
+				 struct ms_diag *diag)
+{
+	struct ms_pickle *vm = NULL;
+	struct ms_snapmap *m = NULL;
+	struct ms_pk_val root;
+	struct ms_snapshot_info tmp;
+	enum ms_file_kind kind = ms_input_kind(in);
+	ms_status s;
+
+	if (!info)
+		info = &tmp;
+	memset(info, 0, sizeof(*info));
+	if (kind != MS_FILE_PICKLE && kind != MS_FILE_JSON)
+		return ms__diag_set(diag, MS_ERR_FORMAT, 0, -1,
+				    "not a PyTorch snapshot (neither a pickle nor JSON)");
+	if ((s = ms_pickle_new(&vm)) || (s = ms__snapmap_new(vm, syms, diag, &m)))
+		goto out;
+	if (kind == MS_FILE_PICKLE) {
+		ms_pickle_stream_traces(vm, ms__snapmap_entry, m);
+		s = ms_pickle_run(vm, input_read, in, &root, diag);
+		info->pickle_protocol = ms_pickle_protocol(vm);
+	} else {
+		s = ms__json_snapshot_build(in, vm, m, &root, diag);
+	}
+	if (s)
+		goto out;
+	s = ms__snapmap_finish(m, &root, kind == MS_FILE_PICKLE ? MS_INPUT_PICKLE : MS_INPUT_JSON,
+			       sink, info);
+out:
+	if (s == MS_ERR_NOMEM && diag && !diag->msg[0])
+		ms__diag_set(diag, s, -1, -1, "out of memory");
+	ms__snapmap_free(m);
+	ms_pickle_free(vm);
+	return s;
+}

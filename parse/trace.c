@@ -1,0 +1,244 @@
+/* struct ms_trace (a trace in memory), its builder sink, and the reader dispatcher. */
+#include "parse/trace.h"
+
+#include <string.h>
+
+#include "common/alloc.h"
+#include "common/status.h"
+
+ms_status ms_trace_new(struct ms_trace **out)
+{
+	struct ms_trace *t = ms_calloc(1, sizeof(*t));
+
+	if (!t)
+		return MS_ERR_NOMEM;
+	if (ms_symtab_init(&t->syms)) {
+		ms_free(t);
+		return MS_ERR_NOMEM;
+	}
+	t->meta.limit_bytes = -1;
+	*out = t;
+	return MS_OK;
+}
+
+void ms_trace_free(struct ms_trace *t)
+{
+	if (!t)
+		return;
+	ms_symtab_release(&t->syms);
+	ms_arena_release(&t->arena);
+	ms_free(t->events);
+	ms_free(t->anns);
+	ms_free(t->segs);
+	ms_free(t->blocks);
+	ms_free(t->seg_block0);
+	ms_free(t);
+}
+
+static const char *dup(struct ms_trace *t, const char *s)
+{
+	return ms_arena_strndup(&t->arena, s ? s : "", s ? strlen(s) : 0);
+}
+
+static ms_status b_begin(void *ctx, const struct ms_meta *m, const struct ms_symtab *syms)
+{
+	struct ms_trace *t = ctx;
+	struct ms_device *d = NULL;
+
+	(void)syms;
+	t->meta = *m;
+	if (!(t->meta.producer = dup(t, m->producer)) ||
+	    !(t->meta.producer_version = dup(t, m->producer_version)) ||
+	    !(t->meta.torch_version = dup(t, m->torch_version)) ||
+	    !(t->meta.hostname = dup(t, m->hostname)) ||
+	    !(t->meta.settings.alloc_conf = dup(t, m->settings.alloc_conf)))
+		return MS_ERR_NOMEM;
+	if (m->n_devices) {
+		d = ms_arena_alloc(&t->arena, sizeof(*d) * m->n_devices);
+		if (!d)
+			return MS_ERR_NOMEM;
+		for (uint32_t i = 0; i < m->n_devices; i++) {
+			d[i] = m->devices[i];
+			if (!(d[i].name = dup(t, m->devices[i].name)))
+				return MS_ERR_NOMEM;
+		}
+	}
+	t->meta.devices = d;
+	return MS_OK;
+}
+
+static ms_status b_event(void *ctx, const struct ms_event *e)
+{
+	struct ms_trace *t = ctx;
+
+	if (t->n_events == t->cap_events &&
+	    ms_grow(&t->events, &t->cap_events, t->n_events + 1, sizeof(*e)))
+		return MS_ERR_NOMEM;
+	t->events[t->n_events++] = *e;
+	return MS_OK;
+}
+
+static ms_status b_ann(void *ctx, const struct ms_annotation *a)
+{
+	struct ms_trace *t = ctx;
+
+	if (ms_grow(&t->anns, &t->cap_anns, t->n_anns + 1, sizeof(*a)))
+		return MS_ERR_NOMEM;
+	t->anns[t->n_anns] = *a;
+	/* indexes are relative to the events this trace holds (a window starts at 0) */
+	t->anns[t->n_anns++].event_index = t->n_events;
+	return MS_OK;
+}
+
+static ms_status b_seg(void *ctx, const struct ms_segment *s, const struct ms_block *b)
+{
+	struct ms_trace *t = ctx;
+
+	if (ms_grow(&t->segs, &t->cap_segs, t->n_segs + 1, sizeof(*s)) ||
+	    ms_grow(&t->seg_block0, &t->cap_seg_block0, t->n_segs + 1, sizeof(size_t)) ||
+	    ms_grow(&t->blocks, &t->cap_blocks, t->n_blocks + s->n_blocks, sizeof(*b)))
+		return MS_ERR_NOMEM;
+	t->segs[t->n_segs] = *s;
+	t->seg_block0[t->n_segs++] = t->n_blocks;
+	if (s->n_blocks)
+		memcpy(t->blocks + t->n_blocks, b, s->n_blocks * sizeof(*b));
+	t->n_blocks += s->n_blocks;
+	return MS_OK;
+}
+
+void ms_trace_sink(struct ms_trace *t, struct ms_sink *sink)
+{
+	memset(sink, 0, sizeof(*sink));
+	sink->ctx = t;
+	sink->begin = b_begin;
+	sink->event = b_event;
+	sink->annotation = b_ann;
+	sink->segment = b_seg;
+}
+
+ms_status ms_trace_emit(const struct ms_trace *t, const struct ms_sink *sink)
+{
+	size_t ai = 0;
+
+	if (sink->begin)
+		MS_TRY(sink->begin(sink->ctx, &t->meta, &t->syms));
+	for (size_t i = 0; i <= t->n_events; i++) {
+		for (; ai < t->n_anns && t->anns[ai].event_index <= i; ai++)
+			if (sink->annotation)
+				MS_TRY(sink->annotation(sink->ctx, &t->anns[ai]));
+		if (i < t->n_events && sink->event)
+			MS_TRY(sink->event(sink->ctx, &t->events[i]));
+	}
+	for (size_t i = 0; i < t->n_segs; i++)
+		if (sink->segment)
+			MS_TRY(sink->segment(sink->ctx, &t->segs[i], t->blocks + t->seg_block0[i]));
+	if (sink->end)
+		MS_TRY(sink->end(sink->ctx, t->n_events));
+	return MS_OK;
+}
+
+/* Keep only events in [from, to) for sources without an index (snapshots). */
+struct window {
+	const struct ms_sink *next;
+	struct ms_read_opts o;
+	uint64_t n;
+};
+
+static ms_status w_begin(void *ctx, const struct ms_meta *m, const struct ms_symtab *y)
+{
+	struct window *w = ctx;
+	return w->next->begin ? w->next->begin(w->next->ctx, m, y) : MS_OK;
+}
+
+static ms_status w_event(void *ctx, const struct ms_event *e)
+{
+	struct window *w = ctx;
+	uint64_t i = w->n++;
+	if (i < w->o.from || i >= w->o.to || !w->next->event)
+		return MS_OK;
+	return w->next->event(w->next->ctx, e);
+}
+
+static ms_status w_ann(void *ctx, const struct ms_annotation *a)
+{
+	struct window *w = ctx;
+	if (w->n < w->o.from || w->n >= w->o.to || !w->next->annotation)
+		return MS_OK;
+	return w->next->annotation(w->next->ctx, a);
+}
+
+static ms_status w_seg(void *ctx, const struct ms_segment *s, const struct ms_block *b)
+{
+	struct window *w = ctx;
+	return w->next->segment ? w->next->segment(w->next->ctx, s, b) : MS_OK;
+}
+
+ms_status ms_source_read(const char *path, const struct ms_read_opts *opts,
+			 struct ms_symtab *syms, const struct ms_sink *sink,
+			 struct ms_source_info *info, struct ms_diag *diag)
+{
+	struct ms_input *in = NULL;
+	struct ms_source_info tmp;
+	ms_status s;
+
+	if (!info)
+		info = &tmp;
+	memset(info, 0, sizeof(*info));
+	if ((s = ms_input_open(path, &in, diag)))
+		return s;
+	info->kind = ms_input_kind(in);
+	info->compression = ms_input_compression(in);
+	info->file_bytes = ms_input_file_size(in);
+	switch (info->kind) {
+	case MS_FILE_TRACE: {
+		struct ms_mapped mp;
+		ms_input_close(in);
+		if ((s = ms_input_map(path, &mp, diag)))
+			return s;
+		info->file_bytes = mp.len;
+		s = ms_zst_read(mp.data, mp.len, opts, syms, sink, &info->zst, diag);
+		ms_input_unmap(&mp);
+		return s;
+	}
+	case MS_FILE_PICKLE:
+	case MS_FILE_JSON:
+		if (opts && (opts->from > 0 || opts->to != UINT64_MAX)) {
+			struct window w = {sink, *opts, 0};
+			struct ms_sink ws = {&w, w_begin, w_event, w_ann, w_seg, sink->end};
+			ws.end = NULL;
+			s = ms_torch_snapshot_read(in, syms, &ws, &info->snap, diag);
+			if (!s && sink->end)
+				s = sink->end(sink->ctx, w.n);
+		} else {
+			s = ms_torch_snapshot_read(in, syms, sink, &info->snap, diag);
+		}
+		break;
+	default:
+		s = ms__diag_set(diag, MS_ERR_FORMAT, 0, -1,
+				 ms_input_file_size(in) == 0 && info->compression == MS_COMP_NONE
+					 ? "empty file"
+					 : "unknown file type (not a memsnap trace, PyTorch snapshot pickle or JSON)");
+	}
+	ms_input_close(in);
+	return s;
+}
+
+ms_status ms_trace_load(const char *path, const struct ms_read_opts *opts,
+			struct ms_trace **out, struct ms_source_info *info,
+			struct ms_diag *diag)
+{
+	struct ms_trace *t;
+	struct ms_sink sink;
+	ms_status s;
+
+	if ((s = ms_trace_new(&t)))
+		return ms__diag_set(diag, s, -1, -1, "out of memory");
+	ms_trace_sink(t, &sink);
+	s = ms_source_read(path, opts, &t->syms, &sink, info, diag);
+	if (s) {
+		ms_trace_free(t);
+		return s;
+	}
+	*out = t;
+	return MS_OK;
+}

@@ -1,0 +1,66 @@
+/*
+ * struct ms_trace: a whole trace in memory (events, annotations, end-state
+ * segments, symbols), and ms_source_read(): any supported file to a sink.
+ * Loading a whole trace is for small traces and tests; commands that can
+ * stream use ms_source_read() with a sink of their own.
+ */
+#ifndef MEMSNAP_PARSE_TRACE_H
+#define MEMSNAP_PARSE_TRACE_H
+
+#include "common/arena.h"
+#include "common/model.h"
+#include "format/trace_read.h"
+#include "parse/input.h"
+#include "parse/torch_snapshot.h"
+
+struct ms_trace {
+	struct ms_meta meta; /* strings owned by arena */
+	struct ms_symtab syms;
+	struct ms_arena arena;
+	struct ms_event *events;
+	size_t n_events, cap_events;
+	struct ms_annotation *anns;
+	size_t n_anns, cap_anns;
+	struct ms_segment *segs;
+	size_t n_segs, cap_segs;
+	struct ms_block *blocks; /* segment i's blocks: blocks[seg_block0[i] ..] */
+	size_t n_blocks, cap_blocks;
+	size_t *seg_block0;
+	size_t cap_seg_block0;
+};
+
+/* What ms_source_read() found besides the records. */
+struct ms_source_info {
+	enum ms_file_kind kind;
+	enum ms_compression compression;
+	uint64_t file_bytes;
+	struct ms_zst_info zst;       /* kind == MS_FILE_TRACE */
+	struct ms_snapshot_info snap; /* pickle or JSON */
+};
+
+/*
+ * Read path ("-" = stdin) whatever its kind into sink; ids refer to syms
+ * (initialised and owned by the caller). opts (may be NULL) selects a window
+ * of events for .zst traces. info may be NULL. Warnings are left in diag.
+ */
+ms_status ms_source_read(const char *path, const struct ms_read_opts *opts,
+			 struct ms_symtab *syms, const struct ms_sink *sink,
+			 struct ms_source_info *info, struct ms_diag *diag);
+
+/*
+ * Load a whole trace. On success *out is a new trace the caller frees with
+ * ms_trace_free().
+ */
+ms_status ms_trace_load(const char *path, const struct ms_read_opts *opts,
+			struct ms_trace **out, struct ms_source_info *info,
+			struct ms_diag *diag);
+void ms_trace_free(struct ms_trace *t);
+
+/* A sink that appends to t (created with ms_trace_new()). */
+ms_status ms_trace_new(struct ms_trace **out);
+void ms_trace_sink(struct ms_trace *t, struct ms_sink *sink);
+
+/* Replay t into sink in the order ms_source_read() would have. */
+ms_status ms_trace_emit(const struct ms_trace *t, const struct ms_sink *sink);
+
+#endif

@@ -1,0 +1,360 @@
+/* One streaming pass of trace statistics (see trace_stats.h). */
+#include "replay/trace_stats.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/alloc.h"
+#include "common/hash.h"
+
+struct slot {
+	struct ms_stats_alloc a;
+	uint8_t state; /* 0 free slot, 1 live, 2 free requested */
+	uint32_t next_free;
+};
+
+struct ms_stats_builder {
+	struct ms_trace_stats r;
+	size_t top_n;
+	int done;
+	struct ms_u64map live; /* addr -> slot index */
+	struct slot *slots;
+	size_t n_slots, cap_slots;
+	uint32_t free_head; /* 1-based, 0 none */
+	uint64_t cur_total;
+	uint64_t *cur_dev;
+	size_t cap_dev;
+	/* bytes live per stack now, and at the last peak; stacks changed since */
+	uint64_t *by_stack, *cnt_stack, *snap_bytes, *snap_cnt;
+	uint8_t *dirty;
+	size_t cap_stack, cap_snap, cap_dirty, cap_cnt, cap_snapcnt;
+	uint32_t *dirty_list;
+	size_t n_dirty, cap_dirty_list;
+	size_t max_stack;
+	/* open annotations, innermost last */
+	uint32_t *ann;
+	size_t n_ann, cap_ann;
+	uint64_t index;
+};
+
+ms_status ms_stats_builder_new(size_t top_n, struct ms_stats_builder **out)
+{
+	struct ms_stats_builder *b = ms_calloc(1, sizeof(*b));
+
+	if (!b)
+		return MS_ERR_NOMEM;
+	b->top_n = top_n ? top_n : 10;
+	b->r.live_top = ms_calloc(b->top_n, sizeof(struct ms_stats_alloc));
+	b->r.largest = ms_calloc(b->top_n, sizeof(struct ms_stats_alloc));
+	b->r.sites = ms_calloc(b->top_n, sizeof(struct ms_stats_site));
+	if (!b->r.live_top || !b->r.largest || !b->r.sites) {
+		ms_stats_builder_free(b);
+		return MS_ERR_NOMEM;
+	}
+	*out = b;
+	return MS_OK;
+}
+
+void ms_stats_builder_free(struct ms_stats_builder *b)
+{
+	if (!b)
+		return;
+	ms_u64map_release(&b->live);
+	ms_free(b->slots);
+	ms_free(b->cur_dev);
+	ms_free(b->by_stack);
+	ms_free(b->cnt_stack);
+	ms_free(b->snap_bytes);
+	ms_free(b->snap_cnt);
+	ms_free(b->dirty);
+	ms_free(b->dirty_list);
+	ms_free(b->ann);
+	ms_free(b->r.live_top);
+	ms_free(b->r.largest);
+	ms_free(b->r.sites);
+	ms_free(b->r.devices);
+	ms_free(b);
+}
+
+/* Keep the top_n largest in arr (unsorted until the end): replace the smallest. */
+static void top_insert(struct ms_stats_alloc *arr, size_t *n, size_t cap,
+		       const struct ms_stats_alloc *a)
+{
+	size_t i, min = 0;
+
+	if (*n < cap) {
+		arr[(*n)++] = *a;
+		return;
+	}
+	for (i = 1; i < cap; i++)
+		if (arr[i].size < arr[min].size)
+			min = i;
+	if (a->size > arr[min].size)
+		arr[min] = *a;
+}
+
+static int grow_zero(void *arr, size_t *cap, size_t need, size_t elem)
+{
+	size_t old = *cap;
+	char **p = arr;
+
+	if (need <= old)
+		return 0;
+	if (ms_grow(arr, cap, need, elem))
+		return -1;
+	memset(*p + old * elem, 0, (*cap - old) * elem);
+	return 0;
+}
+
+static ms_status stack_add(struct ms_stats_builder *b, uint32_t stack, int64_t bytes, int cnt)
+{
+	if (grow_zero(&b->by_stack, &b->cap_stack, (size_t)stack + 1, sizeof(uint64_t)) ||
+	    grow_zero(&b->cnt_stack, &b->cap_cnt, (size_t)stack + 1, sizeof(uint64_t)) ||
+	    grow_zero(&b->dirty, &b->cap_dirty, (size_t)stack + 1, 1))
+		return MS_ERR_NOMEM;
+	b->by_stack[stack] += (uint64_t)bytes;
+	b->cnt_stack[stack] += (uint64_t)(int64_t)cnt;
+	if (stack + 1u > b->max_stack)
+		b->max_stack = stack + 1u;
+	if (!b->dirty[stack]) {
+		if (ms_grow(&b->dirty_list, &b->cap_dirty_list, b->n_dirty + 1, sizeof(uint32_t)))
+			return MS_ERR_NOMEM;
+		b->dirty[stack] = 1;
+		b->dirty_list[b->n_dirty++] = stack;
+	}
+	return MS_OK;
+}
+
+/* A new peak: bring the per-stack snapshot up to date with what changed since the last one. */
+static ms_status snapshot_peak(struct ms_stats_builder *b)
+{
+	if (grow_zero(&b->snap_bytes, &b->cap_snap, b->max_stack, sizeof(uint64_t)) ||
+	    grow_zero(&b->snap_cnt, &b->cap_snapcnt, b->max_stack, sizeof(uint64_t)))
+		return MS_ERR_NOMEM;
+	for (size_t i = 0; i < b->n_dirty; i++) {
+		uint32_t s = b->dirty_list[i];
+		b->snap_bytes[s] = b->by_stack[s];
+		b->snap_cnt[s] = b->cnt_stack[s];
+		b->dirty[s] = 0;
+	}
+	b->n_dirty = 0;
+	return MS_OK;
+}
+
+static ms_status s_event(void *ctx, const struct ms_event *e)
+{
+	struct ms_stats_builder *b = ctx;
+	uint64_t idx = b->index++;
+	uint64_t *sp;
+	ms_status s;
+
+	b->r.n_events++;
+	if (e->device >= b->cap_dev &&
+	    grow_zero(&b->cur_dev, &b->cap_dev, (size_t)e->device + 1, sizeof(uint64_t)))
+		return MS_ERR_NOMEM;
+	if (e->device + 1u > b->r.n_devices) {
+		struct ms_stats_device *d = ms_realloc(b->r.devices, sizeof(*d) * (e->device + 1u));
+		if (!d)
+			return MS_ERR_NOMEM;
+		memset(d + b->r.n_devices, 0, sizeof(*d) * (e->device + 1u - b->r.n_devices));
+		b->r.devices = d;
+		b->r.n_devices = e->device + 1u;
+	}
+	switch (e->action) {
+	case MS_ACT_ALLOC: {
+		struct slot *sl;
+		uint32_t k;
+		b->r.n_allocs++;
+		if (b->free_head) {
+			k = b->free_head - 1;
+			b->free_head = b->slots[k].next_free;
+		} else {
+			if (ms_grow(&b->slots, &b->cap_slots, b->n_slots + 1, sizeof(*b->slots)))
+				return MS_ERR_NOMEM;
+			k = (uint32_t)b->n_slots++;
+		}
+		sl = &b->slots[k];
+		sl->state = 1;
+		sl->a.addr = e->addr;
+		sl->a.size = e->size;
+		sl->a.stream = e->stream;
+		sl->a.index = idx;
+		sl->a.t_ns = e->t_ns;
+		sl->a.stack = e->stack;
+		sl->a.device = e->device;
+		/* a reused address whose free was never recorded: forget the old block */
+		if ((sp = ms_u64map_get(&b->live, e->addr ^ ((uint64_t)e->device << 56)))) {
+			struct slot *old = &b->slots[*sp];
+			b->cur_total -= old->a.size;
+			b->cur_dev[old->a.device] -= old->a.size;
+			if ((s = stack_add(b, old->a.stack, -(int64_t)old->a.size, -1)))
+				return s;
+			old->state = 0;
+			old->next_free = b->free_head;
+			b->free_head = (uint32_t)*sp + 1;
+		}
+		if (ms_u64map_put(&b->live, e->addr ^ ((uint64_t)e->device << 56), k))
+			return MS_ERR_NOMEM;
+		top_insert(b->r.largest, &b->r.n_largest, b->top_n, &sl->a);
+		b->cur_total += e->size;
+		b->cur_dev[e->device] += e->size;
+		if ((s = stack_add(b, e->stack, (int64_t)e->size, 1)))
+			return s;
+		if (b->cur_dev[e->device] > b->r.devices[e->device].peak_requested) {
+			b->r.devices[e->device].peak_requested = b->cur_dev[e->device];
+			b->r.devices[e->device].peak_index = idx;
+		}
+		if (b->cur_total > b->r.peak_requested) {
+			b->r.peak_requested = b->cur_total;
+			b->r.peak_index = idx;
+			b->r.peak_t_ns = e->t_ns;
+			b->r.peak_annotation = b->n_ann ? b->ann[b->n_ann - 1] : 0;
+			if ((s = snapshot_peak(b)))
+				return s;
+		}
+		break;
+	}
+	case MS_ACT_FREE_REQUESTED:
+		sp = ms_u64map_get(&b->live, e->addr ^ ((uint64_t)e->device << 56));
+		if (sp)
+			b->slots[*sp].state = 2;
+		break;
+	case MS_ACT_FREE_COMPLETED: {
+		uint64_t k;
+		if (!ms_u64map_del(&b->live, e->addr ^ ((uint64_t)e->device << 56), &k)) {
+			b->r.unmatched_frees++;
+			break;
+		}
+		b->cur_total -= b->slots[k].a.size;
+		b->cur_dev[e->device] -= b->slots[k].a.size;
+		if ((s = stack_add(b, b->slots[k].a.stack, -(int64_t)b->slots[k].a.size, -1)))
+			return s;
+		b->slots[k].state = 0;
+		b->slots[k].next_free = b->free_head;
+		b->free_head = (uint32_t)k + 1;
+		break;
+	}
+	default:
+		break;
+	}
+	return MS_OK;
+}
+
+static ms_status s_ann(void *ctx, const struct ms_annotation *a)
+{
+	struct ms_stats_builder *b = ctx;
+
+	if (a->stage == MS_ANN_START) {
+		if (ms_grow(&b->ann, &b->cap_ann, b->n_ann + 1, sizeof(uint32_t)))
+			return MS_ERR_NOMEM;
+		b->ann[b->n_ann++] = a->name;
+	} else if (a->stage == MS_ANN_END) {
+		for (size_t i = b->n_ann; i-- > 0;)
+			if (b->ann[i] == a->name) {
+				memmove(b->ann + i, b->ann + i + 1, (b->n_ann - i - 1) * sizeof(uint32_t));
+				b->n_ann--;
+				break;
+			}
+	}
+	return MS_OK;
+}
+
+static ms_status s_seg(void *ctx, const struct ms_segment *g, const struct ms_block *bl)
+{
+	struct ms_stats_builder *b = ctx;
+	struct ms_trace_stats *r = &b->r;
+
+	r->has_segments = 1;
+	r->n_segments++;
+	r->reserved += g->total_size;
+	if (g->is_expandable)
+		r->n_expandable++;
+	for (uint32_t i = 0; i < g->n_blocks; i++) {
+		const struct ms_block *k = &bl[i];
+		switch (k->state) {
+		case MS_BLOCK_ACTIVE_ALLOCATED:
+			r->allocated += k->size;
+			r->active += k->size;
+			r->requested += k->requested_size;
+			if (k->size > k->requested_size)
+				r->internal += k->size - k->requested_size;
+			break;
+		case MS_BLOCK_ACTIVE_PENDING_FREE:
+			r->active += k->size;
+			r->pending_free_bytes += k->size;
+			break;
+		default:
+			r->external_free += k->size;
+			if (k->size > r->largest_free)
+				r->largest_free = k->size;
+		}
+	}
+	return MS_OK;
+}
+
+void ms_stats_builder_sink(struct ms_stats_builder *b, struct ms_sink *sink)
+{
+	memset(sink, 0, sizeof(*sink));
+	sink->ctx = b;
+	sink->event = s_event;
+	sink->annotation = s_ann;
+	sink->segment = s_seg;
+}
+
+static int by_size_desc(const void *x, const void *y)
+{
+	const struct ms_stats_alloc *a = x, *b = y;
+
+	if (a->size != b->size)
+		return a->size < b->size ? 1 : -1;
+	return a->index < b->index ? -1 : a->index > b->index;
+}
+
+static int site_desc(const void *x, const void *y)
+{
+	const struct ms_stats_site *a = x, *b = y;
+
+	if (a->bytes != b->bytes)
+		return a->bytes < b->bytes ? 1 : -1;
+	return a->stack < b->stack ? -1 : a->stack > b->stack;
+}
+
+const struct ms_trace_stats *ms_stats_builder_result(struct ms_stats_builder *b)
+{
+	struct ms_trace_stats *r = &b->r;
+
+	if (b->done)
+		return r;
+	b->done = 1;
+	r->end_requested = b->cur_total;
+	for (size_t i = 0; i < b->n_slots; i++) {
+		if (b->slots[i].state == 1) {
+			r->live_count++;
+			r->live_bytes += b->slots[i].a.size;
+			top_insert(r->live_top, &r->n_live_top, b->top_n, &b->slots[i].a);
+		} else if (b->slots[i].state == 2) {
+			r->pending_count++;
+		}
+	}
+	qsort(r->live_top, r->n_live_top, sizeof(*r->live_top), by_size_desc);
+	qsort(r->largest, r->n_largest, sizeof(*r->largest), by_size_desc);
+	/* sites at the peak: snapshot values, kept top_n by bytes */
+	for (size_t s = 0; s < b->cap_snap && s < b->max_stack; s++) {
+		struct ms_stats_site x = {(uint32_t)s, b->snap_bytes[s], b->snap_cnt ? b->snap_cnt[s] : 0};
+		if (!x.bytes)
+			continue;
+		r->sites_total++;
+		if (r->n_sites < b->top_n) {
+			r->sites[r->n_sites++] = x;
+		} else {
+			size_t min = 0;
+			for (size_t i = 1; i < r->n_sites; i++)
+				if (r->sites[i].bytes < r->sites[min].bytes)
+					min = i;
+			if (x.bytes > r->sites[min].bytes)
+				r->sites[min] = x;
+		}
+	}
+	qsort(r->sites, r->n_sites, sizeof(*r->sites), site_desc);
+	return r;
+}

@@ -1,0 +1,61 @@
+/*
+ * Statistics from a trace alone (no allocator model), computed in one
+ * streaming pass through a sink: peak requested bytes (PyTorch's
+ * requested_bytes.all.peak), allocations live at the end, the largest
+ * allocations, top allocation sites at the peak, and the end-state segments.
+ * Memory is bounded by the live set and the number of distinct stacks.
+ */
+#ifndef MEMSNAP_REPLAY_TRACE_STATS_H
+#define MEMSNAP_REPLAY_TRACE_STATS_H
+
+#include "common/model.h"
+
+struct ms_stats_alloc {
+	uint64_t addr, size, stream, index;
+	int64_t t_ns;
+	uint32_t stack;
+	uint16_t device;
+};
+
+struct ms_stats_site {
+	uint32_t stack; /* 0 = allocations without a stack */
+	uint64_t bytes, count;
+};
+
+struct ms_stats_device {
+	uint64_t peak_requested, peak_index;
+};
+
+struct ms_trace_stats {
+	uint64_t n_events, n_allocs;
+	/* requested bytes: + at alloc, - at free_completed, summed over devices */
+	uint64_t peak_requested, peak_index;
+	int64_t peak_t_ns;
+	uint32_t peak_annotation; /* string id of the innermost open annotation, 0 none */
+	uint64_t end_requested;
+	struct ms_stats_device *devices; /* per device, n_devices entries */
+	uint32_t n_devices;
+	uint64_t live_count, live_bytes; /* allocated and never freed */
+	uint64_t pending_count;          /* free requested, not completed */
+	struct ms_stats_alloc *live_top, *largest;
+	size_t n_live_top, n_largest;
+	struct ms_stats_site *sites; /* at the peak, by bytes */
+	size_t n_sites;
+	uint64_t sites_total; /* distinct stacks live at the peak */
+	uint64_t unmatched_frees; /* frees of addresses never allocated in the trace */
+	/* end state (segments) */
+	int has_segments;
+	uint64_t n_segments, reserved, allocated, active, requested, internal, external_free,
+		largest_free, pending_free_bytes, n_expandable;
+};
+
+struct ms_stats_builder;
+
+/* top_n: length of the top lists (live_top, largest, sites). */
+ms_status ms_stats_builder_new(size_t top_n, struct ms_stats_builder **out);
+void ms_stats_builder_sink(struct ms_stats_builder *b, struct ms_sink *sink);
+/* The result, owned by b (valid until ms_stats_builder_free). Call after the read. */
+const struct ms_trace_stats *ms_stats_builder_result(struct ms_stats_builder *b);
+void ms_stats_builder_free(struct ms_stats_builder *b);
+
+#endif
