@@ -1,0 +1,120 @@
+/* Shared helpers of the unit tests. */
+#include "helpers.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+const char *th_snapshot_path(const char *name)
+{
+	static char buf[1024];
+	static const char *const exts[] = {".pickle", ".pickle.zst", ".pickle.gz", ".json"};
+
+	for (size_t i = 0; i < sizeof(exts) / sizeof(exts[0]); i++) {
+		snprintf(buf, sizeof(buf), "%s/snapshots/%s%s", MS_TESTDATA, name, exts[i]);
+		if (access(buf, R_OK) == 0)
+			return buf;
+	}
+	snprintf(buf, sizeof(buf), "%s/%s.pickle", MS_SHARED_TESTDATA, name);
+	if (access(buf, R_OK) == 0)
+		return buf;
+	return NULL;
+}
+
+char *th_read_file(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	char *buf;
+	long n;
+
+	if (!f)
+		return NULL;
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	buf = malloc((size_t)n + 1);
+	if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
+		free(buf);
+		buf = NULL;
+	}
+	fclose(f);
+	if (buf) {
+		buf[n] = 0;
+		*len = (size_t)n;
+	}
+	return buf;
+}
+
+const char *th_write_temp(const void *data, size_t len, const char *suffix)
+{
+	static char path[256];
+	static int seq;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/tmp/memsnap-test-%d-%d%s", (int)getpid(), seq++, suffix);
+	f = fopen(path, "wb");
+	if (!f)
+		return NULL;
+	if (len)
+		fwrite(data, 1, len, f);
+	fclose(f);
+	return path;
+}
+
+uint64_t th_rand(uint64_t *s)
+{
+	uint64_t x = (*s += 0x9e3779b97f4a7c15ULL);
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+	return x ^ (x >> 31);
+}
+
+static int stack_eq(const struct ms_trace *a, uint32_t sa, const struct ms_trace *b, uint32_t sb)
+{
+	size_t na, nb;
+	const uint32_t *fa = ms_symtab_get_stack(&a->syms, sa, &na);
+	const uint32_t *fb = ms_symtab_get_stack(&b->syms, sb, &nb);
+
+	if (na != nb)
+		return 0;
+	for (size_t i = 0; i < na; i++) {
+		const struct ms_frame *x = &a->syms.frames[fa[i]], *y = &b->syms.frames[fb[i]];
+		if (x->line != y->line ||
+		    strcmp(ms_symtab_get_str(&a->syms, x->name)->s, ms_symtab_get_str(&b->syms, y->name)->s) ||
+		    strcmp(ms_symtab_get_str(&a->syms, x->file)->s, ms_symtab_get_str(&b->syms, y->file)->s))
+			return 0;
+	}
+	return 1;
+}
+
+static int str_eq(const struct ms_trace *a, uint32_t x, const struct ms_trace *b, uint32_t y)
+{
+	return strcmp(ms_symtab_get_str(&a->syms, x)->s, ms_symtab_get_str(&b->syms, y)->s) == 0;
+}
+
+long th_events_diff(const struct ms_trace *a, const struct ms_trace *b)
+{
+	size_t n = a->n_events < b->n_events ? a->n_events : b->n_events;
+
+	for (size_t i = 0; i < n; i++) {
+		const struct ms_event *x = &a->events[i], *y = &b->events[i];
+		if (x->addr != y->addr || x->size != y->size || x->stream != y->stream ||
+		    x->t_ns != y->t_ns || x->device != y->device || x->action != y->action ||
+		    x->source != y->source || !stack_eq(a, x->stack, b, y->stack) ||
+		    !str_eq(a, x->user_metadata, b, y->user_metadata) ||
+		    !str_eq(a, x->compile_context, b, y->compile_context))
+			return (long)i;
+	}
+	if (a->n_events != b->n_events)
+		return (long)n;
+	if (a->n_anns != b->n_anns)
+		return 1000000000L;
+	for (size_t i = 0; i < a->n_anns; i++) {
+		const struct ms_annotation *x = &a->anns[i], *y = &b->anns[i];
+		if (x->t_ns != y->t_ns || x->event_index != y->event_index || x->stage != y->stage ||
+		    x->kind != y->kind || x->device != y->device || !str_eq(a, x->name, b, y->name))
+			return 1000000000L + (long)i;
+	}
+	return -1;
+}

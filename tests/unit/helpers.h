@@ -1,0 +1,22 @@
+/* Shared helpers of the unit tests. */
+#ifndef MEMSNAP_TESTS_HELPERS_H
+#define MEMSNAP_TESTS_HELPERS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "parse/trace.h"
+
+/* Path of a test snapshot NAME: testdata/snapshots/NAME.pickle[.zst|.gz], else the shared
+ * set; NULL if absent. Returns a static buffer. */
+const char *th_snapshot_path(const char *name);
+/* Read a whole file; caller frees. NULL if it cannot. */
+char *th_read_file(const char *path, size_t *len);
+/* Write bytes to a new temporary file; returns its path (static buffer). */
+const char *th_write_temp(const void *data, size_t len, const char *suffix);
+/* Deterministic pseudo-random numbers. */
+uint64_t th_rand(uint64_t *state);
+/* Compare two traces' events and annotations; returns the first differing index or -1. */
+long th_events_diff(const struct ms_trace *a, const struct ms_trace *b);
+
+#endif

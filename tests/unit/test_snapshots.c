@@ -1,0 +1,235 @@
+/*
+ * Real PyTorch 2.11 snapshots against what PyTorch reported (*.truth.json) and against values
+ * computed by Python's own pickle module (testdata/snapshots/expected.json, made by
+ * scripts/gen_expected.py), never against memsnap's own output. Also the round trips
+ * pickle -> .zst -> JSON -> .zst.
+ */
+#include <cjson/cJSON.h>
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "format/trace_write.h"
+#include "helpers.h"
+#include "parse/torch_json_write.h"
+#include "parse/trace.h"
+#include "replay/trace_stats.h"
+
+static cJSON *load_json(const char *path)
+{
+	size_t n;
+	char *s = th_read_file(path, &n);
+	cJSON *j;
+
+	if (!s)
+		return NULL;
+	j = cJSON_Parse(s);
+	free(s);
+	return j;
+}
+
+static uint64_t jnum(const cJSON *o, const char *k)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+	cr_assert(cJSON_IsNumber(v), "missing key %s", k);
+	return (uint64_t)v->valuedouble;
+}
+
+static const struct ms_trace_stats *stats_of(struct ms_trace *t, struct ms_stats_builder **b)
+{
+	struct ms_sink sink;
+
+	cr_assert_eq(ms_stats_builder_new(10, b), MS_OK);
+	ms_stats_builder_sink(*b, &sink);
+	cr_assert_eq(ms_trace_emit(t, &sink), MS_OK);
+	return ms_stats_builder_result(*b);
+}
+
+static struct ms_trace *convert_and_load(const struct ms_trace *t, const char *suffix)
+{
+	char path[256];
+	FILE *f;
+	struct ms_trace *u = NULL;
+	struct ms_diag d = MS_DIAG_INIT;
+	ms_status s;
+
+	snprintf(path, sizeof(path), "/tmp/memsnap-rt-%d%s", (int)getpid(), suffix);
+	f = fopen(path, "wb");
+	cr_assert(f);
+	if (strcmp(suffix, ".json") == 0) {
+		cr_assert_eq(ms_torch_json_write(t, f, 0), MS_OK);
+	} else {
+		struct ms_writer *w;
+		struct ms_sink sink;
+		struct ms_writer_opts o = MS_WRITER_OPTS_INIT;
+		o.frame_bytes = 64 * 1024; /* several frames even for small traces */
+		cr_assert_eq(ms_writer_open(f, &o, &t->syms, &w, &d), MS_OK);
+		ms_writer_sink(w, &sink);
+		cr_assert_eq(ms_trace_emit(t, &sink), MS_OK);
+		cr_assert_eq(ms_writer_close(w, &d), MS_OK);
+		ms_writer_free(w);
+	}
+	fclose(f);
+	s = ms_trace_load(path, NULL, &u, NULL, &d);
+	cr_assert_eq(s, MS_OK, "reload %s: %s", suffix, d.msg);
+	cr_assert_eq(d.warnings, 0, "reload %s warned: %s", suffix, d.warning);
+	remove(path);
+	return u;
+}
+
+static void same_segments(const struct ms_trace *a, const struct ms_trace *b)
+{
+	cr_assert_eq(a->n_segs, b->n_segs);
+	cr_assert_eq(a->n_blocks, b->n_blocks);
+	for (size_t i = 0; i < a->n_segs; i++) {
+		const struct ms_segment *x = &a->segs[i], *y = &b->segs[i];
+		cr_assert(x->addr == y->addr && x->total_size == y->total_size &&
+			  x->allocated_size == y->allocated_size && x->active_size == y->active_size &&
+			  x->requested_size == y->requested_size && x->stream == y->stream &&
+			  x->is_small == y->is_small && x->is_expandable == y->is_expandable &&
+			  x->n_blocks == y->n_blocks && x->device == y->device &&
+			  x->pool_id[0] == y->pool_id[0] && x->pool_id[1] == y->pool_id[1],
+			  "segment %zu differs", i);
+	}
+	for (size_t i = 0; i < a->n_blocks; i++)
+		cr_assert(a->blocks[i].addr == b->blocks[i].addr && a->blocks[i].size == b->blocks[i].size &&
+			  a->blocks[i].requested_size == b->blocks[i].requested_size &&
+			  a->blocks[i].state == b->blocks[i].state,
+			  "block %zu differs", i);
+	cr_assert_str_eq(a->meta.settings.alloc_conf, b->meta.settings.alloc_conf);
+	cr_assert_eq(a->meta.settings.expandable_segments, b->meta.settings.expandable_segments);
+	cr_assert_eq(a->meta.settings.max_split_size, b->meta.settings.max_split_size);
+}
+
+static void check(const char *name)
+{
+	const char *path = th_snapshot_path(name);
+	char tpath[1024];
+	cJSON *expected, *e, *truth, *ts, *v;
+	struct ms_trace *t = NULL, *z, *j, *z2;
+	struct ms_diag d = MS_DIAG_INIT;
+	struct ms_stats_builder *b;
+	const struct ms_trace_stats *st;
+	uint64_t by[MS_ACT_COUNT] = {0}, sum[MS_ACT_COUNT] = {0};
+
+	if (!path)
+		cr_skip_test("snapshot %s not found (testdata/snapshots or ../shared/testdata)", name);
+	expected = load_json(MS_TESTDATA "/snapshots/expected.json");
+	cr_assert(expected);
+	e = cJSON_GetObjectItemCaseSensitive(expected, name);
+	cr_assert(e, "no expectations for %s", name);
+	snprintf(tpath, sizeof(tpath), "%s/snapshots/%s.truth.json", MS_TESTDATA, name);
+	truth = load_json(tpath);
+	if (!truth) {
+		snprintf(tpath, sizeof(tpath), "%s/%s.truth.json", MS_SHARED_TESTDATA, name);
+		truth = load_json(tpath);
+	}
+	cr_assert(truth, "no truth file for %s", name);
+	ts = cJSON_GetObjectItemCaseSensitive(truth, "stats");
+
+	cr_assert_eq(ms_trace_load(path, NULL, &t, NULL, &d), MS_OK, "%s: %s", path, d.msg);
+	/* what PyTorch reported */
+	cr_assert_eq(t->n_events, jnum(truth, "trace_entries"));
+	st = stats_of(t, &b);
+	cr_assert_eq(st->peak_requested, jnum(ts, "requested_bytes.all.peak"));
+	cr_assert_eq(st->reserved, jnum(ts, "reserved_bytes.all.current"));
+	cr_assert_eq(st->allocated, jnum(ts, "allocated_bytes.all.current"));
+	v = cJSON_GetObjectItemCaseSensitive(truth, "oom_entry_index");
+	if (cJSON_IsNumber(v))
+		cr_assert_eq(t->events[(size_t)v->valuedouble].action, MS_ACT_OOM);
+	/* what Python's pickle module read */
+	cr_assert_eq(t->n_events, jnum(e, "entries"));
+	cr_assert_eq(st->peak_index, jnum(e, "peak_requested_index"));
+	cr_assert_eq(st->internal, jnum(e, "internal_free"));
+	cr_assert_eq(st->external_free, jnum(e, "external_free"));
+	cr_assert_eq(st->largest_free, jnum(e, "largest_free"));
+	cr_assert_eq(t->n_segs, jnum(e, "segments"));
+	cr_assert_eq(t->n_blocks, jnum(e, "blocks"));
+	cr_assert_eq(t->n_anns, jnum(e, "annotations"));
+	cr_assert_eq(ms_symtab_nstacks(&t->syms) - 1, jnum(e, "distinct_stacks"));
+	for (size_t i = 0; i < t->n_events; i++) {
+		by[t->events[i].action]++;
+		sum[t->events[i].action] += t->events[i].size;
+	}
+	for (int a = 0; a < MS_ACT_COUNT; a++) {
+		const cJSON *c = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(e, "by_action"),
+								  ms_action_name((unsigned)a));
+		const cJSON *s = cJSON_GetObjectItemCaseSensitive(
+			cJSON_GetObjectItemCaseSensitive(e, "size_sum_by_action"), ms_action_name((unsigned)a));
+		cr_assert_eq(by[a], c ? (uint64_t)c->valuedouble : 0, "count of %s", ms_action_name((unsigned)a));
+		cr_assert_eq(sum[a], s ? (uint64_t)s->valuedouble : 0, "sizes of %s", ms_action_name((unsigned)a));
+	}
+	v = cJSON_GetObjectItemCaseSensitive(e, "first");
+	cr_assert_eq(t->events[0].addr, jnum(v, "addr"));
+	cr_assert_eq(t->events[0].t_ns, (int64_t)jnum(v, "time_us") * 1000);
+	v = cJSON_GetObjectItemCaseSensitive(e, "last");
+	cr_assert_eq(t->events[t->n_events - 1].addr, jnum(v, "addr"));
+	cr_assert_str_eq(t->meta.settings.alloc_conf,
+			 cJSON_GetObjectItemCaseSensitive(e, "alloc_conf")->valuestring);
+
+	/* round trips keep every event, annotation and segment */
+	z = convert_and_load(t, ".zst");
+	cr_assert_eq(th_events_diff(t, z), -1, "pickle -> zst differs at %ld", th_events_diff(t, z));
+	same_segments(t, z);
+	j = convert_and_load(z, ".json");
+	cr_assert_eq(th_events_diff(z, j), -1, "zst -> json differs at %ld", th_events_diff(z, j));
+	same_segments(z, j);
+	z2 = convert_and_load(j, ".zst");
+	cr_assert_eq(th_events_diff(j, z2), -1, "json -> zst differs at %ld", th_events_diff(j, z2));
+	same_segments(j, z2);
+
+	ms_stats_builder_free(b);
+	ms_trace_free(t);
+	ms_trace_free(z);
+	ms_trace_free(j);
+	ms_trace_free(z2);
+	cJSON_Delete(expected);
+	cJSON_Delete(truth);
+}
+
+Test(snapshots, dynamic_oom) { check("dynamic_oom"); }
+Test(snapshots, gpt_train) { check("gpt_train"); }
+Test(snapshots, multistream) { check("multistream"); }
+Test(snapshots, resnet50) { check("resnet50"); }
+Test(snapshots, dynamic_seq) { check("dynamic_seq"); }
+Test(snapshots, dynamic_expandable) { check("dynamic_expandable"); }
+Test(snapshots, dynamic_empty_cache) { check("dynamic_empty_cache"); }
+
+/* A window of events: --from/--to select exactly those events, from a pickle and from a .zst. */
+Test(snapshots, window)
+{
+	const char *path = th_snapshot_path("gpt_train");
+	struct ms_trace *all, *w, *z;
+	struct ms_diag d = MS_DIAG_INIT;
+	struct ms_read_opts o = {1000, 1500};
+	const char *zpath;
+	FILE *f;
+	struct ms_writer *wr;
+	struct ms_sink sink;
+	struct ms_writer_opts wo = MS_WRITER_OPTS_INIT;
+
+	cr_assert(path);
+	cr_assert_eq(ms_trace_load(path, NULL, &all, NULL, &d), MS_OK);
+	cr_assert_eq(ms_trace_load(path, &o, &w, NULL, &d), MS_OK);
+	cr_assert_eq(w->n_events, 500);
+	for (size_t i = 0; i < 500; i++)
+		cr_assert_eq(memcmp(&w->events[i].addr, &all->events[1000 + i].addr, 32), 0);
+	zpath = th_write_temp("", 0, ".zst");
+	f = fopen(zpath, "wb");
+	wo.frame_bytes = 4096;
+	cr_assert_eq(ms_writer_open(f, &wo, &all->syms, &wr, &d), MS_OK);
+	ms_writer_sink(wr, &sink);
+	cr_assert_eq(ms_trace_emit(all, &sink), MS_OK);
+	cr_assert_eq(ms_writer_close(wr, &d), MS_OK);
+	ms_writer_free(wr);
+	fclose(f);
+	cr_assert_eq(ms_trace_load(zpath, &o, &z, NULL, &d), MS_OK);
+	cr_assert_eq(z->n_events, 500);
+	for (size_t i = 0; i < 500; i++)
+		cr_assert_eq(memcmp(&z->events[i].addr, &all->events[1000 + i].addr, 32), 0);
+	remove(zpath);
+	ms_trace_free(all);
+	ms_trace_free(w);
+	ms_trace_free(z);
+}
