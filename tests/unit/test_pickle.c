@@ -1,2 +1,285 @@
+/* The restricted unpickler: every supported opcode, every refusal, limits and malformed input. */
 #include <criterion/criterion.h>
-Test(placeholder, none) {}
+#include <stdio.h>
+#include <string.h>
+
+#include "helpers.h"
+#include "parse/pickle.h"
+
+struct mem {
+	const unsigned char *p;
+	size_t n, pos, chunk;
+};
+
+/* Hands out at most chunk bytes per call, to exercise refills across opcode boundaries. */
+static ms_status mem_read(void *ctx, void *buf, size_t cap, size_t *got, struct ms_diag *d)
+{
+	struct mem *m = ctx;
+	size_t k = m->n - m->pos;
+
+	(void)d;
+	if (k > cap)
+		k = cap;
+	if (m->chunk && k > m->chunk)
+		k = m->chunk;
+	memcpy(buf, m->p + m->pos, k);
+	m->pos += k;
+	*got = k;
+	return MS_OK;
+}
+
+static ms_status run(const void *data, size_t n, struct ms_pickle **vm, struct ms_pk_val *root,
+		     struct ms_diag *d)
+{
+	struct mem m = {data, n, 0, 3};
+
+	cr_assert_eq(ms_pickle_new(vm), MS_OK);
+	return ms_pickle_run(*vm, mem_read, &m, root, d);
+}
+
+#define RUN_OK(bytes, vm, root)                                                          \
+	do {                                                                             \
+		struct ms_diag d_ = MS_DIAG_INIT;                                        \
+		ms_status s_ = run(bytes, sizeof(bytes) - 1, &vm, &root, &d_);           \
+		cr_assert_eq(s_, MS_OK, "%s", d_.msg);                                  \
+	} while (0)
+
+static ms_status run_fail(const void *bytes, size_t n, struct ms_diag *d)
+{
+	struct ms_pickle *vm;
+	struct ms_pk_val root;
+	ms_status s = run(bytes, n, &vm, &root, d);
+
+	ms_pickle_free(vm);
+	return s;
+}
+
+static const char *str(struct ms_pickle *vm, const struct ms_pk_val *v)
+{
+	cr_assert_eq(v->type, MS_PK_STR);
+	return ms_symtab_get_str(ms_pickle_strings(vm), v->v.str)->s;
+}
+
+Test(pickle, ints_of_every_width)
+{
+	/* [0, 255, 65535, -1, -2147483648, 2^40, -2^40, 2^64-1 (big), -2^63, LONG4 5] */
+	static const char b[] = "\x80\x04]\x94(K\x00K\xffM\xff\xffJ\xff\xff\xff\xffJ\x00\x00\x00\x80"
+				"\x8a\x06\x00\x00\x00\x00\x00\x01\x8a\x06\x00\x00\x00\x00\x00\xff"
+				"\x8a\x09\xff\xff\xff\xff\xff\xff\xff\xff\x00"
+				"\x8a\x08\x00\x00\x00\x00\x00\x00\x00\x80"
+				"\x8b\x01\x00\x00\x00\x05" "e.";
+	struct ms_pickle *vm;
+	struct ms_pk_val r;
+	int64_t want[] = {0, 255, 65535, -1, INT32_MIN, 1LL << 40, -(1LL << 40), 0, INT64_MIN, 5};
+
+	RUN_OK(b, vm, r);
+	cr_assert_eq(r.type, MS_PK_LIST);
+	cr_assert_eq(r.v.o->n, 10);
+	for (int i = 0; i < 10; i++) {
+		if (i == 7) {
+			cr_assert_eq(r.v.o->items[i].type, MS_PK_BIGINT);
+			continue;
+		}
+		cr_assert_eq(r.v.o->items[i].type, MS_PK_INT, "item %d", i);
+		cr_assert_eq(r.v.o->items[i].v.i, want[i], "item %d", i);
+	}
+	ms_pickle_free(vm);
+}
+
+Test(pickle, strings_floats_bools_none_tuples_memo)
+{
+	/* {'a': (1.5, True, False, None), 'bb': 'a'(memo get), 'c': b'xy', 'd': ()} */
+	static const char b[] = "\x80\x05\x95\x00\x00\x00\x00\x00\x00\x00\x00}\x94(\x8c\x01\x61\x94"
+				"(G\x3f\xf8\x00\x00\x00\x00\x00\x00\x88\x89Nt\x94"
+				"X\x02\x00\x00\x00\x62\x62h\x01" "\x8c\x01\x63" "C\x02xy"
+				"\x8d\x01\x00\x00\x00\x00\x00\x00\x00\x64)u.";
+	struct ms_pickle *vm;
+	struct ms_pk_val r;
+	const struct ms_pk_val *v;
+
+	RUN_OK(b, vm, r);
+	cr_assert_eq(ms_pickle_protocol(vm), 5);
+	v = ms_pk_dict_get(vm, &r, "a");
+	cr_assert(v && v->type == MS_PK_TUPLE && v->v.o->n == 4);
+	cr_assert_eq(v->v.o->items[0].type, MS_PK_FLOAT);
+	cr_assert_eq(v->v.o->items[3].type, MS_PK_NONE);
+	cr_assert(v->v.o->items[0].v.f == 1.5);
+	cr_assert_eq(v->v.o->items[1].type, MS_PK_BOOL);
+	cr_assert_eq(v->v.o->items[1].v.i, 1);
+	cr_assert_eq(v->v.o->items[2].v.i, 0);
+	v = ms_pk_dict_get(vm, &r, "bb");
+	cr_assert_str_eq(str(vm, v), "a");
+	v = ms_pk_dict_get(vm, &r, "c");
+	cr_assert_eq(v->type, MS_PK_BYTES);
+	v = ms_pk_dict_get(vm, &r, "d");
+	cr_assert(v && v->type == MS_PK_TUPLE && v->v.o->n == 0);
+	ms_pickle_free(vm);
+}
+
+Test(pickle, protocol_2_memo_and_dict_list_opcodes)
+{
+	/* protocol 2: BINPUT/LONG_BINPUT/LONG_BINGET, DICT and LIST from a mark, SETITEM, APPEND, POP, DUP */
+	static const char b[] = "\x80\x02(K\x07l" "\x8c\x01z" "K\x01" "s."; /* SETITEM on [7] */
+	struct ms_diag d = MS_DIAG_INIT;
+
+	/* SETITEM onto a list is malformed: refused, not crashed */
+	cr_assert_eq(run_fail(b, sizeof(b) - 1, &d), MS_ERR_FORMAT);
+	{
+		static const char ok[] = "\x80\x02(\x8c\x01kq\x00K\x01" "dr\x05\x00\x00\x00"
+					 "j\x05\x00\x00\x00" "h\x00" "K\x02s" "0" ".";
+		struct ms_pickle *vm;
+		struct ms_pk_val r;
+		const struct ms_pk_val *v;
+		RUN_OK(ok, vm, r);
+		v = ms_pk_dict_get(vm, &r, "k");
+		cr_assert_eq(v->v.i, 2); /* the later SETITEM of the same key wins */
+		ms_pickle_free(vm);
+	}
+}
+
+Test(pickle, refuses_code_execution)
+{
+	static const struct {
+		const char *file, *needle;
+	} cases[] = {
+		{"reduce_os_system_p4.pickle", "STACK_GLOBAL at offset 43"},
+		{"reduce_os_system_p2.pickle", "GLOBAL at offset 2"},
+		{"global_p0.pickle", "GLOBAL at offset 0"},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char path[512];
+		size_t n;
+		char *data;
+		struct ms_diag d = MS_DIAG_INIT;
+		snprintf(path, sizeof(path), "%s/bad/%s", MS_TESTDATA, cases[i].file);
+		data = th_read_file(path, &n);
+		cr_assert(data, "%s", path);
+		cr_assert_eq(run_fail(data, n, &d), MS_ERR_UNSAFE, "%s", cases[i].file);
+		cr_assert(strstr(d.msg, cases[i].needle), "%s: '%s'", cases[i].file, d.msg);
+		cr_assert(strstr(d.msg, "never executes"), "%s", d.msg);
+		free(data);
+	}
+	/* every code-running opcode is refused wherever it appears */
+	static const unsigned char ops[] = {'c', 0x93, 'R', 'b', 'i', 'o', 0x81, 0x92, 'P', 'Q',
+					    0x82, 0x83, 0x84};
+	for (size_t i = 0; i < sizeof(ops); i++) {
+		unsigned char b[] = {0x80, 4, 'N', ops[i], '.'};
+		struct ms_diag d = MS_DIAG_INIT;
+		cr_assert_eq(run_fail(b, sizeof(b), &d), MS_ERR_UNSAFE, "opcode 0x%02x", ops[i]);
+		cr_assert(strstr(d.msg, "at offset 3"), "%s", d.msg);
+	}
+}
+
+Test(pickle, malformed_inputs_fail_cleanly)
+{
+	static const struct {
+		const char *b;
+		size_t n;
+		ms_status want;
+	} cases[] = {
+		{"", 0, MS_ERR_TRUNCATED},                                  /* empty */
+		{"\x80\x04}", 3, MS_ERR_TRUNCATED},                         /* no STOP */
+		{"\x80\x06}.", 4, MS_ERR_UNSUPPORTED},                      /* protocol 6 */
+		{"\x80\x01}.", 4, MS_ERR_UNSUPPORTED},                      /* protocol 1 */
+		{"\x80\x04\xff.", 4, MS_ERR_UNSUPPORTED},                   /* unknown opcode */
+		{"\x80\x04I1\n.", 6, MS_ERR_UNSUPPORTED},                   /* text opcode */
+		{"\x80\x04" "a.", 4, MS_ERR_FORMAT},                        /* APPEND, empty stack */
+		{"\x80\x04" "e.", 4, MS_ERR_FORMAT},                        /* APPENDS, no mark */
+		{"\x80\x04" "h\x07.", 5, MS_ERR_FORMAT},                    /* BINGET of nothing */
+		{"\x80\x04" "N" "r\xff\xff\xff\xff.", 9, MS_ERR_LIMIT},     /* LONG_BINPUT 2^32-1 */
+		{"\x80\x04X\xf0\xff\xff\xff", 7, MS_ERR_LIMIT},             /* 4 GiB string: over the limit */
+		{"\x80\x04X\x00\x00\x00\x01", 7, MS_ERR_TRUNCATED},         /* 16 MiB string, file ends */
+		{"\x80\x04\x8d\xff\xff\xff\xff\xff\xff\xff\x7f", 11, MS_ERR_LIMIT}, /* 2^63 string */
+		{"\x80\x04\x8b\x00\x00\x00\x80", 7, MS_ERR_FORMAT},         /* negative LONG4 length */
+		{"\x80\x04NN.", 5, MS_ERR_FORMAT},                          /* two values at STOP */
+		{"\x80\x04(.", 4, MS_ERR_FORMAT},                           /* mark left at STOP */
+		{"\x80\x04}K\x01u.", 6, MS_ERR_FORMAT},                     /* SETITEMS, no mark */
+		{"\x80\x04}(K\x01u.", 7, MS_ERR_FORMAT},                    /* odd SETITEMS */
+		{"\x80\x04\x85.", 4, MS_ERR_FORMAT},                        /* TUPLE1 underflow */
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct ms_diag d = MS_DIAG_INIT;
+		ms_status s = run_fail(cases[i].b, cases[i].n, &d);
+		cr_assert_eq(s, cases[i].want, "case %zu: got %s (%s)", i, ms_status_name(s), d.msg);
+		cr_assert(d.msg[0], "case %zu: no message", i);
+		cr_assert(d.offset >= 0, "case %zu: no offset", i);
+	}
+}
+
+Test(pickle, deep_nesting_is_not_recursion)
+{
+	/* 200000 nested lists: no recursion anywhere, so no stack overflow */
+	size_t depth = 200000, n = 0;
+	unsigned char *b = malloc(depth * 2 + 8);
+	struct ms_pickle *vm;
+	struct ms_pk_val r;
+	struct ms_diag d = MS_DIAG_INIT;
+
+	b[n++] = 0x80;
+	b[n++] = 4;
+	for (size_t i = 0; i < depth; i++)
+		b[n++] = ']';
+	for (size_t i = 1; i < depth; i++)
+		b[n++] = 'a';
+	b[n++] = '.';
+	cr_assert_eq(run(b, n, &vm, &r, &d), MS_OK, "%s", d.msg);
+	cr_assert_eq(r.type, MS_PK_LIST);
+	ms_pickle_free(vm);
+	free(b);
+}
+
+Test(pickle, object_limit)
+{
+	static const char b[] = "\x80\x04]]]]]]]]]]aaaaaaaaa.";
+	struct ms_pickle *vm;
+	struct ms_pk_val r;
+	struct ms_diag d = MS_DIAG_INIT;
+	struct ms_pickle_limits l = {0, 0, 4};
+	struct mem m = {(const unsigned char *)b, sizeof(b) - 1, 0, 0};
+
+	cr_assert_eq(ms_pickle_new(&vm), MS_OK);
+	ms_pickle_set_limits(vm, &l);
+	cr_assert_eq(ms_pickle_run(vm, mem_read, &m, &r, &d), MS_ERR_LIMIT);
+	ms_pickle_free(vm);
+}
+
+/* Every protocol of the same snapshot, and its JSON form, give the same trace. */
+Test(pickle, protocols_2_to_5_and_json_agree)
+{
+	struct ms_trace *ref, *t;
+	struct ms_diag d = MS_DIAG_INIT;
+	struct ms_source_info si;
+
+	cr_assert_eq(ms_trace_load(MS_TESTDATA "/snapshots/proto/small.json", NULL, &ref, &si, &d),
+		     MS_OK, "%s", d.msg);
+	cr_assert_eq(si.kind, MS_FILE_JSON);
+	cr_assert_eq(ref->n_events, 300);
+	for (int p = 2; p <= 5; p++) {
+		char path[512];
+		snprintf(path, sizeof(path), "%s/snapshots/proto/small_p%d.pickle", MS_TESTDATA, p);
+		cr_assert_eq(ms_trace_load(path, NULL, &t, &si, &d), MS_OK, "%s: %s", path, d.msg);
+		cr_assert_eq(si.snap.pickle_protocol, p);
+		cr_assert_eq(th_events_diff(ref, t), -1, "protocol %d differs at %ld", p,
+			     th_events_diff(ref, t));
+		cr_assert_eq(t->n_segs, ref->n_segs);
+		cr_assert_eq(t->n_blocks, ref->n_blocks);
+		ms_trace_free(t);
+	}
+	ms_trace_free(ref);
+}
+
+/* A shared trace-entry object (legal pickle, never written by PyTorch) is reported, not misread. */
+Test(pickle, shared_trace_entry_is_refused)
+{
+	/* {'device_traces': [[e]]} then e fetched again from the memo after it was streamed */
+	static const char b[] = "\x80\x04}\x94(\x8c\x0d" "device_traces\x94]\x94]\x94("
+				"}\x94(\x8c\x06" "action\x94\x8c\x05" "alloc\x94\x8c\x04" "addr\x94K\x01"
+				"\x8c\x04" "size\x94K\x02" "ue" "h\x04" "aau.";
+	struct ms_trace *t;
+	struct ms_diag d = MS_DIAG_INIT;
+	const char *path = th_write_temp(b, sizeof(b) - 1, ".pickle");
+	ms_status s = ms_trace_load(path, NULL, &t, NULL, &d);
+
+	cr_assert_eq(s, MS_ERR_UNSUPPORTED, "%s: %s", ms_status_name(s), d.msg);
+	remove(path);
+}
