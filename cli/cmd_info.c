@@ -188,7 +188,7 @@ static void print_text(const char *path, const struct info *x, const struct ms_s
 		printf("format:       memsnap trace %u.%u, %llu frames%s%s\n", si->zst.major,
 		       si->zst.minor, (unsigned long long)si->zst.n_frames,
 		       si->zst.has_footer ? ", seekable" : "",
-		       si->zst.has_end ? "" : ", no END record");
+		       si->zst.has_end || si->zst.stopped ? "" : ", no END record");
 	else
 		printf("format:       PyTorch snapshot, %s%s%s%s\n",
 		       si->kind == MS_FILE_JSON ? "JSON" : "pickle",

@@ -41,7 +41,7 @@ struct rd {
 	struct ms_arena arena;
 	struct ms_meta meta;
 	struct ms_device *devices;
-	int have_meta, begun, in_trailer;
+	int have_meta, begun, in_trailer, preread;
 	uint64_t time_unit;
 	/* delta state */
 	int64_t t;
@@ -439,6 +439,8 @@ static ms_status end_record(struct rd *r, const msgpack_object *a)
 			r->info.end_by_action[i] = ms_mpk_u64(&by->via.array.ptr[i], 0, &b);
 	if (b)
 		return BADREC(r, "END");
+	if (r->preread)
+		return MS_OK; /* the trailer read ahead of the events: checked when reached */
 	if (n != r->info.n_events)
 		return ms__diag_set(r->diag, MS_ERR_FORMAT, r->frame_off, (int64_t)r->info.n_events,
 				    "END record counts %llu events but %llu were read",
@@ -498,7 +500,22 @@ static ms_status record(struct rd *r, const msgpack_object *a)
 		return block_record(r, a);
 	case MS_REC_END:
 		return end_record(r, a);
-	case MS_REC_INDEX:
+	case MS_REC_INDEX: {
+		const msgpack_object *e = ms_mpk_field(a, 1);
+		if (!e || e->type != MSGPACK_OBJECT_ARRAY || e->via.array.size % 2)
+			return BADREC(r, "INDEX");
+		ms_free(r->index);
+		r->n_index = 0;
+		r->index = ms_malloc(sizeof(uint64_t) * (e->via.array.size + 1));
+		if (!r->index)
+			return MS_ERR_NOMEM;
+		for (uint32_t i = 0; i < e->via.array.size; i++)
+			r->index[i] = ms_mpk_u64(&e->via.array.ptr[i], 0, &b);
+		if (b)
+			return BADREC(r, "INDEX");
+		r->n_index = e->via.array.size;
+		return MS_OK;
+	}
 	case MS_REC_TRAILER:
 		return MS_OK;
 	case MS_REC_ANNOTATION:
@@ -605,8 +622,10 @@ static ms_status walk(struct rd *r, size_t off)
 		}
 		MS_TRY(decode_frame(r, off, csize));
 		off += csize;
-		if (r->info.n_events >= r->o.to && !r->in_trailer && r->o.to != UINT64_MAX)
-			return MS_OK; /* window done: the rest is not needed */
+		if (r->info.n_events >= r->o.to && !r->in_trailer && r->o.to != UINT64_MAX) {
+			r->info.stopped = 1; /* window done: the rest is not needed */
+			return MS_OK;
+		}
 	}
 	return MS_OK;
 }
@@ -638,6 +657,53 @@ static ms_status read_header(struct rd *r, size_t *off)
 				    "trace uses features this memsnap does not know (flags 0x%llx)",
 				    (unsigned long long)flags);
 	*off = 8 + psize;
+	return MS_OK;
+}
+
+/*
+ * With a footer, start at the frame holding event `from`: decode the trailer first (META,
+ * every definition, the index), then jump. *off is left unchanged when it cannot seek.
+ */
+static ms_status seek(struct rd *r, size_t *off)
+{
+	const unsigned char *f;
+	uint64_t toff, nev, start_ev = 0, start_off = 0;
+	size_t csize;
+	ms_status s;
+
+	if (r->o.from == 0 || r->len < *off + 8 + MS_FOOTER_SIZE)
+		return MS_OK;
+	f = r->data + r->len - (8 + MS_FOOTER_SIZE);
+	if (rd32(f) != MS_FOOTER_FRAME_MAGIC || rd32(f + 4) != MS_FOOTER_SIZE ||
+	    memcmp(f + 8, MS_FOOTER_MAGIC, 4) != 0)
+		return MS_OK;
+	toff = rd64(f + 12);
+	nev = rd64(f + 20);
+	if (toff < *off || toff >= r->len - (8 + MS_FOOTER_SIZE))
+		return MS_OK; /* a bad footer: fall back to walking every frame */
+	csize = ZSTD_findFrameCompressedSize(r->data + toff, r->len - (8 + MS_FOOTER_SIZE) - toff);
+	if (ZSTD_isError(csize))
+		return MS_OK;
+	r->preread = 1;
+	s = decode_frame(r, (size_t)toff, csize);
+	r->preread = 0;
+	r->in_trailer = 0;
+	if (s)
+		return s;
+	r->info.has_footer = 1;
+	for (size_t i = 0; i + 1 < r->n_index; i += 2) {
+		if (r->index[i] > r->o.from || r->index[i] > nev || r->index[i + 1] >= toff)
+			break;
+		if (i && (r->index[i] < r->index[i - 2] || r->index[i + 1] <= r->index[i - 1]))
+			break; /* not increasing: ignore the rest */
+		start_ev = r->index[i];
+		start_off = r->index[i + 1];
+	}
+	if (start_off > *off) {
+		r->info.n_events = start_ev;
+		r->info.used_index = 1;
+		*off = (size_t)start_off;
+	}
 	return MS_OK;
 }
 
@@ -689,11 +755,13 @@ ms_status ms_zst_read(const void *data, size_t len, const struct ms_read_opts *o
 	r.n_str = r.n_frame = r.n_stack = 1;
 	r.streams[0] = 0;
 	r.n_streams = 1;
+	if ((s = seek(&r, &off)))
+		goto out;
 	if ((s = walk(&r, off)))
 		goto out;
 	if ((s = begin(&r)))
 		goto out;
-	if (r.in_segment) {
+	if (r.in_segment && !r.info.stopped) {
 		r.info.truncated = 1;
 		r.seg.n_blocks = (uint32_t)r.n_blocks;
 		if ((s = finish_segment(&r)))
@@ -703,7 +771,7 @@ ms_status ms_zst_read(const void *data, size_t len, const struct ms_read_opts *o
 		ms__diag_warn(diag, "truncated frame at offset %lld (event %llu); %llu events readable",
 			      (long long)r.frame_off, (unsigned long long)r.info.n_events,
 			      (unsigned long long)r.info.n_events);
-	else if (!r.info.has_end)
+	else if (!r.info.has_end && !r.info.stopped)
 		ms__diag_warn(diag, "no END record: trace may be truncated; %llu events readable",
 			      (unsigned long long)r.info.n_events);
 	if (sink->end)

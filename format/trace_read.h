@@ -27,6 +27,7 @@ struct ms_zst_info {
 	int has_footer;            /* footer found (seekable) */
 	int truncated;             /* data ended inside a frame */
 	int used_index;            /* the window was found through the index */
+	int stopped;               /* reading stopped at the end of the window */
 	uint64_t skipped_optional; /* optional records of unknown type */
 	uint64_t end_by_action[MS_ACT_COUNT];
 };
