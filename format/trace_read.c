@@ -41,7 +41,7 @@ struct rd {
 	struct ms_arena arena;
 	struct ms_meta meta;
 	struct ms_device *devices;
-	int have_meta, begun, in_trailer, preread;
+	int have_meta, begun, in_trailer, preread, meta_from_trailer;
 	uint64_t time_unit;
 	/* delta state */
 	int64_t t;
@@ -465,10 +465,11 @@ static ms_status record(struct rd *r, const msgpack_object *a)
 		return r->in_trailer ? BADREC(r, "EVENT in trailer") : event_record(r, (unsigned)type, a);
 	switch (type) {
 	case MS_REC_META:
-		if (r->in_trailer && r->have_meta)
-			return MS_OK;
+		if (r->have_meta && (r->in_trailer || r->meta_from_trailer))
+			return MS_OK; /* the trailer's copy, or the first frame's after a seek */
 		if (r->have_meta)
 			return BADREC(r, "META (repeated)");
+		r->meta_from_trailer = r->preread;
 		return parse_meta(r, ms_mpk_field(a, 1));
 	case MS_REC_FRAME: {
 		uint64_t first = ms_mpk_u64(ms_mpk_field(a, 1), 0, &b);
