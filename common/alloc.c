@@ -26,6 +26,12 @@ static int should_fail(void)
 	return atomic_fetch_add(&count, 1) + 1 >= f;
 }
 
+void ms__alloc_fail_at(long n)
+{
+	atomic_store(&count, 0);
+	atomic_store(&fail_at, n < 0 ? 0 : n);
+}
+
 void *ms_malloc(size_t n)
 {
 	if (should_fail())

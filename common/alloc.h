@@ -13,6 +13,9 @@ void *ms_realloc(void *p, size_t n);
 void ms_free(void *p);
 char *ms_strndup(const char *s, size_t n);
 
+/* Tests: make the nth allocation from now on fail (0 = never), as MS_TEST_FAIL_ALLOC_AT does. */
+void ms__alloc_fail_at(long n);
+
 /*
  * Grow *arr (element size elem) so that it holds at least need elements;
  * *cap is updated. Returns 0 on success, -1 on overflow or out of memory

@@ -760,6 +760,16 @@ ms_status ms_zst_read(const void *data, size_t len, const struct ms_read_opts *o
 		goto out;
 	if ((s = walk(&r, off)))
 		goto out;
+	if (!r.have_meta && r.info.n_events == 0 && (r.info.truncated || r.info.n_frames == 0)) {
+		/* cut off before the first frame was complete: an empty trace, with a warning */
+		r.meta.producer = r.meta.producer_version = r.meta.torch_version = r.meta.hostname = "";
+		r.meta.settings.alloc_conf = "";
+		r.meta.settings.max_split_size = -1;
+		r.meta.limit_bytes = -1;
+		r.meta.format_major = r.info.major;
+		r.meta.format_minor = r.info.minor;
+		r.have_meta = 1;
+	}
 	if ((s = begin(&r)))
 		goto out;
 	if (r.in_segment && !r.info.stopped) {

@@ -89,8 +89,9 @@ ms_status ms_input_open(const char *path, struct ms_input **out, struct ms_diag 
 		return s;
 	}
 	/* compression from the magic bytes, never from the file name */
-	if (in->in_len >= 12 && memcmp(in->in, "\x5d\x2a\x4d\x18", 4) == 0 &&
-	    memcmp(in->in + 8, MS_HEADER_MAGIC, 4) == 0) {
+	if (in->in_len >= 4 && (in->in[0] & 0xf0) == 0x50 &&
+	    memcmp(in->in + 1, "\x2a\x4d\x18", 3) == 0) {
+		/* starts with a zstd skippable frame: a trace, or the reader says why not */
 		in->is_trace = 1;
 	} else if (in->in_len >= 4 && memcmp(in->in, "\x28\xb5\x2f\xfd", 4) == 0) {
 		in->comp = MS_COMP_ZSTD;
@@ -184,6 +185,9 @@ enum ms_file_kind ms_input_kind(struct ms_input *in)
 		}
 	}
 	if (in->peek_len >= 2 && in->peek[0] == 0x80)
+		return MS_FILE_PICKLE;
+	/* protocol 0/1 pickles have no PROTO: the unpickler refuses them with a precise reason */
+	if (in->peek_len >= 1 && strchr("c(}])", in->peek[0]) && in->peek[0])
 		return MS_FILE_PICKLE;
 	for (i = 0; i < in->peek_len; i++) {
 		unsigned char c = in->peek[i];
