@@ -51,8 +51,19 @@ void ms_print_help(FILE *f, const struct ms_opt *opts, const char *const *usage)
 {
 	const struct ms_opt *o;
 
-	for (int i = 0; usage && usage[i]; i++)
-		fprintf(f, "%s%s\n", i == 0 ? "usage: " : (usage[i][0] ? "       " : ""), usage[i]);
+	int desc = 0;
+
+	/* usage[0] and further "memsnap ..." lines are usages; after an empty line, prose */
+	for (int i = 0; usage && usage[i]; i++) {
+		if (!usage[i][0])
+			desc = 1;
+		if (i == 0)
+			fprintf(f, "usage: %s\n", usage[i]);
+		else if (!desc)
+			fprintf(f, "   or: %s\n", usage[i]);
+		else
+			fprintf(f, "%s\n", usage[i]);
+	}
 	fputc('\n', f);
 	for (o = opts; o && o->type != MS_OPT_T_END; o++) {
 		char left[64];

@@ -1,6 +1,7 @@
 /* A trace as PyTorch's snapshot layout in JSON (torch-allocator.md §8), plus a "memsnap" key. */
 #include "parse/torch_json_write.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "common/jsonw.h"
@@ -71,6 +72,15 @@ static void settings(struct ms_jsonw *w, const struct ms_settings *s)
 	ms_jsonw_obj_end(w);
 }
 
+/* Nanosecond times exceed 2^53, where JSON readers that use doubles (cJSON) round: a string. */
+static void i64_str(struct ms_jsonw *w, int64_t v)
+{
+	char b[24];
+
+	snprintf(b, sizeof(b), "%lld", (long long)v);
+	ms_jsonw_cstr(w, b);
+}
+
 static void event(struct ms_jsonw *w, const struct ms_symtab *y, const struct ms_event *e)
 {
 	ms_jsonw_obj_begin(w);
@@ -86,7 +96,7 @@ static void event(struct ms_jsonw *w, const struct ms_symtab *y, const struct ms
 	ms_jsonw_i64(w, e->t_ns / 1000);
 	if (e->t_ns % 1000) {
 		ms_jsonw_key(w, "time_ns");
-		ms_jsonw_i64(w, e->t_ns);
+		i64_str(w, e->t_ns);
 	}
 	ms_jsonw_key(w, "compile_context");
 	if (e->compile_context)
@@ -222,7 +232,7 @@ ms_status ms_torch_json_write(const struct ms_trace *t, FILE *f, int pretty)
 	ms_jsonw_key(&w, "hostname");
 	ms_jsonw_cstr(&w, t->meta.hostname ? t->meta.hostname : "");
 	ms_jsonw_key(&w, "start_time_ns");
-	ms_jsonw_i64(&w, t->meta.start_t_ns);
+	i64_str(&w, t->meta.start_t_ns);
 	ms_jsonw_key(&w, "limit_bytes");
 	ms_jsonw_i64(&w, t->meta.limit_bytes);
 	ms_jsonw_key(&w, "devices");

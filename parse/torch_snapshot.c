@@ -4,6 +4,8 @@
  */
 #include "parse/torch_snapshot.h"
 
+#include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/alloc.h"
@@ -124,6 +126,22 @@ static const struct ms_pk_val *get(const struct ms_snapmap *m, const struct ms_p
 	return NULL;
 }
 
+/* An int; bools count as ints, and so do decimal strings (memsnap's JSON writes ns times so). */
+static int as_i64_str(const struct ms_snapmap *m, const struct ms_pk_val *v, int64_t *out)
+{
+	const struct ms_str *s;
+	char *end;
+
+	if (!v || v->type != MS_PK_STR)
+		return -1;
+	s = ms_symtab_get_str(ms_pickle_strings(m->vm), v->v.str);
+	if (s->len == 0 || s->len > 20)
+		return -1;
+	errno = 0;
+	*out = strtoll(s->s, &end, 10);
+	return errno || *end ? -1 : 0;
+}
+
 static int as_i64(const struct ms_pk_val *v, int64_t *out)
 {
 	if (!v)
@@ -232,7 +250,7 @@ ms_status ms__snapmap_entry(void *ctx, uint32_t device, uint64_t index,
 		return entry_err(m, gidx, offset, "bad 'time_us'");
 	e.t_ns = v ? x * 1000 : 0;
 	v = get(m, item, K_TIME_NS); /* memsnap's own JSON keeps nanoseconds */
-	if (v && as_i64(v, &x) == 0)
+	if (v && (as_i64(v, &x) == 0 || as_i64_str(m, v, &x) == 0))
 		e.t_ns = x;
 	v = get(m, item, K_COMPILE_CONTEXT);
 	if (v && v->type == MS_PK_STR && v->v.str != m->id_na)
@@ -276,7 +294,7 @@ static int64_t dint(const struct ms_snapmap *m, const struct ms_pk_val *d, const
 
 	if (!v || v->type == MS_PK_NONE)
 		return def;
-	if (as_i64(v, &x)) {
+	if (as_i64(v, &x) && as_i64_str(m, v, &x)) {
 		*bad = 1;
 		return def;
 	}

@@ -1,2 +1,126 @@
+/* common/: the u64 map against a plain array, interning, arena, buffers, status names. */
 #include <criterion/criterion.h>
-Test(placeholder, none) {}
+#include <stdio.h>
+#include <string.h>
+
+#include "common/arena.h"
+#include "common/buf.h"
+#include "common/hash.h"
+#include "common/model.h"
+#include "common/symtab.h"
+#include "helpers.h"
+
+Test(common, u64map_matches_a_plain_table)
+{
+	enum { N = 4096 };
+	static uint64_t want[N];
+	static int present[N];
+	struct ms_u64map m = MS_U64MAP_INIT;
+	uint64_t rs = 7;
+
+	for (int step = 0; step < 200000; step++) {
+		uint64_t r = th_rand(&rs);
+		size_t k = r % N;
+		uint64_t key = k * 0x10000ULL + 0x7f0000000000ULL; /* address-like keys collide in low bits */
+		if (r & 0x100000) {
+			cr_assert_eq(ms_u64map_put(&m, key, r), MS_OK);
+			want[k] = r;
+			present[k] = 1;
+		} else {
+			uint64_t v = 0;
+			int had = ms_u64map_del(&m, key, &v);
+			cr_assert_eq(had, present[k]);
+			if (had)
+				cr_assert_eq(v, want[k]);
+			present[k] = 0;
+		}
+		if (step % 1000 == 0) {
+			size_t n = 0;
+			for (size_t i = 0; i < N; i++) {
+				uint64_t *v = ms_u64map_get(&m, i * 0x10000ULL + 0x7f0000000000ULL);
+				cr_assert_eq(v != NULL, present[i]);
+				if (v)
+					cr_assert_eq(*v, want[i]);
+				n += present[i];
+			}
+			cr_assert_eq(m.n, n);
+		}
+	}
+	ms_u64map_release(&m);
+}
+
+Test(common, symtab_interns)
+{
+	struct ms_symtab t;
+	uint32_t a, b, c, f1, f2, s1, s2, s3;
+	struct ms_frame fr;
+	uint32_t frames[2];
+	size_t n;
+
+	cr_assert_eq(ms_symtab_init(&t), MS_OK);
+	cr_assert_eq(ms_symtab_str(&t, "", 0, &a), MS_OK);
+	cr_assert_eq(a, 0);
+	cr_assert_eq(ms_symtab_str(&t, "forward", 7, &a), MS_OK);
+	cr_assert_eq(ms_symtab_str(&t, "model.py", 8, &b), MS_OK);
+	cr_assert_eq(ms_symtab_str(&t, "forward", 7, &c), MS_OK);
+	cr_assert_eq(a, c);
+	cr_assert_neq(a, b);
+	cr_assert_str_eq(ms_symtab_get_str(&t, b)->s, "model.py");
+	fr = (struct ms_frame){a, b, 10};
+	cr_assert_eq(ms_symtab_frame(&t, &fr, &f1), MS_OK);
+	fr.line = 11;
+	cr_assert_eq(ms_symtab_frame(&t, &fr, &f2), MS_OK);
+	cr_assert_neq(f1, f2);
+	frames[0] = f1;
+	frames[1] = f2;
+	cr_assert_eq(ms_symtab_stack(&t, frames, 2, &s1), MS_OK);
+	cr_assert_eq(ms_symtab_stack(&t, frames, 1, &s2), MS_OK);
+	cr_assert_eq(ms_symtab_stack(&t, frames, 2, &s3), MS_OK);
+	cr_assert_eq(s1, s3);
+	cr_assert_neq(s1, s2);
+	cr_assert_eq(ms_symtab_get_stack(&t, s1, &n)[1], f2);
+	cr_assert_eq(n, 2);
+	/* many strings: ids stay dense and lookups stable across growth */
+	for (int i = 0; i < 20000; i++) {
+		char buf[32];
+		uint32_t id, id2;
+		snprintf(buf, sizeof(buf), "s%d", i);
+		cr_assert_eq(ms_symtab_str(&t, buf, strlen(buf), &id), MS_OK);
+		cr_assert_eq(ms_symtab_str(&t, buf, strlen(buf), &id2), MS_OK);
+		cr_assert_eq(id, id2);
+		cr_assert_eq(id, ms_symtab_nstrs(&t) - 1);
+	}
+	ms_symtab_release(&t);
+}
+
+Test(common, arena_and_buf)
+{
+	struct ms_arena a = MS_ARENA_INIT;
+	struct ms_buf b = MS_BUF_INIT;
+	char *big;
+
+	for (int i = 0; i < 1000; i++) {
+		char *p = ms_arena_alloc(&a, (size_t)i * 7 + 1);
+		cr_assert(p);
+		cr_assert_eq(((uintptr_t)p) % 16, 0);
+		memset(p, 1, (size_t)i * 7 + 1);
+	}
+	big = ms_arena_alloc(&a, 1 << 20);
+	cr_assert(big);
+	cr_assert_str_eq(ms_arena_strndup(&a, "abcdef", 3), "abc");
+	ms_arena_release(&a);
+	cr_assert_eq(ms_buf_printf(&b, "%d-%s", 42, "x"), MS_OK);
+	cr_assert_eq(ms_buf_append(&b, "yz", 2), MS_OK);
+	cr_assert_str_eq(b.data, "42-xyz");
+	ms_buf_release(&b);
+}
+
+Test(common, names)
+{
+	cr_assert_str_eq(ms_action_name(MS_ACT_SEGMENT_UNMAP), "segment_unmap");
+	cr_assert_eq(ms_action_parse("oom", 3), MS_ACT_OOM);
+	cr_assert_eq(ms_action_parse("nope", 4), -1);
+	cr_assert_null(ms_action_name(99));
+	cr_assert_str_eq(ms_status_name(MS_ERR_TRUNCATED), "ERR_TRUNCATED");
+	cr_assert_str_eq(ms_strerror(MS_ERR_UNSAFE), "refused to execute code in input");
+}

@@ -1,0 +1,1 @@
+"$MEMSNAP" convert testdata/snapshots/dynamic_oom.pickle

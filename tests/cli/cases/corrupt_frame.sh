@@ -1,0 +1,1 @@
+"$MEMSNAP" info testdata/bad/flipped_frame.zst

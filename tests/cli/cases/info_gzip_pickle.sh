@@ -1,0 +1,1 @@
+"$MEMSNAP" info testdata/snapshots/resnet50.pickle.gz

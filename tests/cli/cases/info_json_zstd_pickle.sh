@@ -1,0 +1,1 @@
+"$MEMSNAP" info --json testdata/snapshots/gpt_train.pickle.zst

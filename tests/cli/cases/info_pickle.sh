@@ -1,0 +1,1 @@
+"$MEMSNAP" info testdata/snapshots/dynamic_oom.pickle

@@ -1,0 +1,1 @@
+"$MEMSNAP" info no/such/file.pickle

@@ -1,0 +1,1 @@
+"$MEMSNAP" info testdata/bad/newer_major.zst

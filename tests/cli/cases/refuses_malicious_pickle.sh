@@ -1,0 +1,1 @@
+"$MEMSNAP" info testdata/bad/reduce_os_system_p4.pickle

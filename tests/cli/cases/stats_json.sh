@@ -1,0 +1,1 @@
+"$MEMSNAP" stats --json --top 3 testdata/snapshots/multistream.pickle.zst

@@ -1,0 +1,1 @@
+"$MEMSNAP" stats testdata/snapshots/dynamic_oom.pickle

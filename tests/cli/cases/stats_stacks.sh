@@ -1,0 +1,1 @@
+"$MEMSNAP" stats testdata/snapshots/gpt_train.pickle.zst

@@ -1,0 +1,1 @@
+"$MEMSNAP" stats --bogus x

@@ -1,0 +1,37 @@
+/* libFuzzer target: the .zst trace reader on arbitrary bytes, whole and through a window. */
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "format/trace_read.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static ms_status seg(void *ctx, const struct ms_segment *s, const struct ms_block *b)
+{
+	uint64_t *sum = ctx;
+
+	/* touch every block the reader claims to hand over */
+	for (uint32_t i = 0; i < s->n_blocks; i++)
+		*sum += b[i].size;
+	return MS_OK;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct ms_symtab syms;
+	struct ms_sink sink = {0};
+	uint64_t sum = 0;
+	struct ms_read_opts win = {3, 50};
+
+	sink.ctx = &sum;
+	sink.segment = seg;
+	for (int pass = 0; pass < 2; pass++) {
+		struct ms_diag d = MS_DIAG_INIT;
+		if (ms_symtab_init(&syms))
+			return 0;
+		(void)ms_zst_read(data, size, pass ? &win : NULL, &syms, &sink, NULL, &d);
+		ms_symtab_release(&syms);
+	}
+	return 0;
+}
