@@ -9,6 +9,7 @@
 /* -1: not read yet; 0: off; N: fail the Nth call (1-based) and every later one. */
 static atomic_long fail_at = -1;
 static atomic_long count;
+static atomic_long live; /* blocks obtained and not yet freed: tests check it returns to zero */
 
 static int should_fail(void)
 {
@@ -32,29 +33,51 @@ void ms__alloc_fail_at(long n)
 	atomic_store(&fail_at, n < 0 ? 0 : n);
 }
 
+long ms__alloc_live(void)
+{
+	return atomic_load(&live);
+}
+
 void *ms_malloc(size_t n)
 {
+	void *p;
+
 	if (should_fail())
 		return NULL;
-	return malloc(n ? n : 1);
+	p = malloc(n ? n : 1);
+	if (p)
+		atomic_fetch_add_explicit(&live, 1, memory_order_relaxed);
+	return p;
 }
 
 void *ms_calloc(size_t count_, size_t size)
 {
+	void *p;
+
 	if (should_fail())
 		return NULL;
-	return calloc(count_ ? count_ : 1, size ? size : 1);
+	p = calloc(count_ ? count_ : 1, size ? size : 1);
+	if (p)
+		atomic_fetch_add_explicit(&live, 1, memory_order_relaxed);
+	return p;
 }
 
 void *ms_realloc(void *p, size_t n)
 {
+	void *q;
+
 	if (should_fail())
 		return NULL;
-	return realloc(p, n ? n : 1);
+	q = realloc(p, n ? n : 1);
+	if (q && !p)
+		atomic_fetch_add_explicit(&live, 1, memory_order_relaxed);
+	return q;
 }
 
 void ms_free(void *p)
 {
+	if (p)
+		atomic_fetch_sub_explicit(&live, 1, memory_order_relaxed);
 	free(p);
 }
 

@@ -15,6 +15,8 @@ char *ms_strndup(const char *s, size_t n);
 
 /* Tests: make the nth allocation from now on fail (0 = never), as MS_TEST_FAIL_ALLOC_AT does. */
 void ms__alloc_fail_at(long n);
+/* Tests: blocks allocated through ms_malloc and friends and not yet freed. */
+long ms__alloc_live(void);
 
 /*
  * Grow *arr (element size elem) so that it holds at least need elements;

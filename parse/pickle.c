@@ -245,6 +245,8 @@ static ms_status obj_add(struct ms_pk_obj *o, const struct ms_pk_val *v, size_t 
 {
 	size_t cap = o->cap;
 
+	if (n == 0)
+		return MS_OK;
 	if ((uint64_t)o->n + n > UINT32_MAX)
 		return MS_ERR_LIMIT;
 	if (ms_grow(&o->items, &cap, o->n + n, sizeof(*v)))

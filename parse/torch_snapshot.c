@@ -608,7 +608,8 @@ ms_status ms__snapmap_finish(struct ms_snapmap *m, const struct ms_pk_val *root,
 	meta.devices = devs;
 	if (m->n_events && !meta.start_t_ns)
 		meta.start_t_ns = m->events[0].t_ns;
-	qsort(anns.a, anns.n, sizeof(*anns.a), ann_cmp);
+	if (anns.n)
+		qsort(anns.a, anns.n, sizeof(*anns.a), ann_cmp);
 
 	if (sink->begin && (s = sink->begin(sink->ctx, &meta, m->syms)))
 		goto out;

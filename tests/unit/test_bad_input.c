@@ -224,13 +224,17 @@ Test(bad_input, every_allocation_failing, .timeout = 600)
 			struct ms_trace *t = NULL;
 			struct ms_diag d = MS_DIAG_INIT;
 			ms_status s;
+			long live = ms__alloc_live();
 			ms__alloc_fail_at(n);
 			s = ms_trace_load(files[k], NULL, &t, NULL, &d);
 			ms__alloc_fail_at(0);
 			if (s == MS_OK) {
 				ms_trace_free(t);
+				cr_assert_eq(ms__alloc_live(), live, "%s: leak after a successful load", files[k]);
 				break;
 			}
+			cr_assert_eq(ms__alloc_live(), live, "%s, allocation %ld failing: %ld blocks leaked",
+				     files[k], n, ms__alloc_live() - live);
 			cr_assert_eq(s, MS_ERR_NOMEM, "%s, allocation %ld: %s (%s)", files[k], n,
 				     ms_status_name(s), d.msg);
 			cr_assert(n < 100000);
