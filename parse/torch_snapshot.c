@@ -20,19 +20,24 @@ static const char *const key_names[K_COUNT] = {
 	"user_metadata", "frames", "name", "filename", "line", "time_ns", "source",
 };
 
+#define EV_SHIFT 14
+#define EV_AT(m, i) (&(m)->ev[(i) >> EV_SHIFT][(i) & (((size_t)1 << EV_SHIFT) - 1)])
+
 struct ms_snapmap {
 	struct ms_pickle *vm;
 	struct ms_symtab *syms;
 	struct ms_diag *diag;
 	uint32_t key[K_COUNT];    /* vm string ids of the keys */
+	int8_t key_of[64];        /* vm string id (< 64) -> enum key_id, or -1 */
 	uint32_t act_str[MS_ACT_COUNT]; /* vm string ids of the action names */
 	uint32_t id_na;           /* vm string id of "N/A" */
 	uint32_t *str_map;        /* vm string id -> syms id + 1 */
 	size_t str_map_cap;
 	uint32_t *tmp;
 	size_t tmp_cap;
-	struct ms_event *events;
-	size_t n_events, cap_events;
+	/* events in chunks of EV_CHUNK: buffered until the end without copying */
+	struct ms_event **ev;
+	size_t n_events, n_ev_chunks, cap_ev_chunks;
 	uint32_t n_devices_seen;
 };
 
@@ -48,10 +53,13 @@ ms_status ms__snapmap_new(struct ms_pickle *vm, struct ms_symtab *syms, struct m
 	m->vm = vm;
 	m->syms = syms;
 	m->diag = diag;
+	memset(m->key_of, -1, sizeof(m->key_of));
 	for (i = 0; i < K_COUNT; i++) {
 		if (ms__pk_str(vm, key_names[i], strlen(key_names[i]), &v))
 			goto nomem;
 		m->key[i] = v.v.str;
+		if (v.v.str < sizeof(m->key_of))
+			m->key_of[v.v.str] = (int8_t)i;
 	}
 	for (i = 0; i < MS_ACT_COUNT; i++) {
 		const char *a = ms_action_name((unsigned)i);
@@ -75,7 +83,9 @@ void ms__snapmap_free(struct ms_snapmap *m)
 		return;
 	ms_free(m->str_map);
 	ms_free(m->tmp);
-	ms_free(m->events);
+	for (size_t i = 0; i < m->n_ev_chunks; i++)
+		ms_free(m->ev[i]);
+	ms_free(m->ev);
 	ms_free(m);
 }
 
@@ -214,10 +224,27 @@ ms_status ms__snapmap_entry(void *ctx, uint32_t device, uint64_t index,
 	uint64_t gidx = m->n_events;
 
 	(void)index;
+	const struct ms_pk_val *f[K_COUNT] = {0};
+
 	if (item->type != MS_PK_DICT)
 		return entry_err(m, gidx, offset, "not a dict");
+	/* one pass over the dict: a later duplicate key wins, as in Python */
+	for (uint32_t i = 0; i + 1 < item->v.o->n; i += 2) {
+		const struct ms_pk_val *k = &item->v.o->items[i];
+		int key = -1;
+		if (k->type != MS_PK_STR)
+			continue;
+		if (k->v.str < sizeof(m->key_of))
+			key = m->key_of[k->v.str];
+		else
+			for (int q = 0; q < K_COUNT; q++)
+				if (m->key[q] == k->v.str)
+					key = q;
+		if (key >= 0)
+			f[key] = &item->v.o->items[i + 1];
+	}
 	memset(&e, 0, sizeof(e));
-	v = get(m, item, K_ACTION);
+	v = f[K_ACTION];
 	if (!v || v->type != MS_PK_STR)
 		return entry_err(m, gidx, offset, "missing 'action'");
 	for (a = 0; a < MS_ACT_COUNT; a++)
@@ -230,35 +257,35 @@ ms_status ms__snapmap_entry(void *ctx, uint32_t device, uint64_t index,
 		return entry_err(m, gidx, offset, msg);
 	}
 	e.action = (uint8_t)a;
-	v = get(m, item, a == MS_ACT_OOM ? K_DEVICE_FREE : K_ADDR);
+	v = f[a == MS_ACT_OOM ? K_DEVICE_FREE : K_ADDR];
 	if (!v && a == MS_ACT_OOM)
-		v = get(m, item, K_ADDR);
+		v = f[K_ADDR];
 	if (v && as_i64(v, &x) == 0)
 		e.addr = (uint64_t)x;
 	else if (v || a != MS_ACT_SNAPSHOT)
 		return entry_err(m, gidx, offset, a == MS_ACT_OOM ? "bad 'device_free'" : "bad 'addr'");
-	v = get(m, item, K_SIZE);
+	v = f[K_SIZE];
 	if (as_i64(v, &x) || x < 0)
 		return entry_err(m, gidx, offset, "bad 'size'");
 	e.size = (uint64_t)x;
-	v = get(m, item, K_STREAM);
+	v = f[K_STREAM];
 	if (v && as_i64(v, &x))
 		return entry_err(m, gidx, offset, "bad 'stream'");
 	e.stream = v ? (uint64_t)x : 0;
-	v = get(m, item, K_TIME_US);
+	v = f[K_TIME_US];
 	if (v && (as_i64(v, &x) || x > INT64_MAX / 1000 || x < INT64_MIN / 1000))
 		return entry_err(m, gidx, offset, "bad 'time_us'");
 	e.t_ns = v ? x * 1000 : 0;
-	v = get(m, item, K_TIME_NS); /* memsnap's own JSON keeps nanoseconds */
+	v = f[K_TIME_NS]; /* memsnap's own JSON keeps nanoseconds */
 	if (v && (as_i64(v, &x) == 0 || as_i64_str(m, v, &x) == 0))
 		e.t_ns = x;
-	v = get(m, item, K_COMPILE_CONTEXT);
+	v = f[K_COMPILE_CONTEXT];
 	if (v && v->type == MS_PK_STR && v->v.str != m->id_na)
 		MS_TRY(map_str(m, v->v.str, &e.compile_context));
-	v = get(m, item, K_USER_METADATA);
+	v = f[K_USER_METADATA];
 	if (v && v->type == MS_PK_STR)
 		MS_TRY(map_str(m, v->v.str, &e.user_metadata));
-	s = map_frames(m, get(m, item, K_FRAMES), &e.stack);
+	s = map_frames(m, f[K_FRAMES], &e.stack);
 	if (s == MS_ERR_FORMAT)
 		return entry_err(m, gidx, offset, "bad 'frames'");
 	if (s)
@@ -267,14 +294,20 @@ ms_status ms__snapmap_entry(void *ctx, uint32_t device, uint64_t index,
 		return entry_err(m, gidx, offset, "device index too large");
 	e.device = (uint16_t)device;
 	e.source = MS_SRC_TORCH;
-	v = get(m, item, K_SOURCE);
+	v = f[K_SOURCE];
 	if (v && as_i64(v, &x) == 0 && x >= 0 && x <= 255)
 		e.source = (uint8_t)x;
 	if (device + 1 > m->n_devices_seen)
 		m->n_devices_seen = device + 1;
-	if (ms_grow(&m->events, &m->cap_events, m->n_events + 1, sizeof(e)))
-		return MS_ERR_NOMEM;
-	m->events[m->n_events++] = e;
+	if ((m->n_events >> EV_SHIFT) >= m->n_ev_chunks) {
+		struct ms_event *c;
+		if (ms_grow(&m->ev, &m->cap_ev_chunks, m->n_ev_chunks + 1, sizeof(*m->ev)) ||
+		    !(c = ms_malloc(sizeof(*c) << EV_SHIFT)))
+			return MS_ERR_NOMEM;
+		m->ev[m->n_ev_chunks++] = c;
+	}
+	*EV_AT(m, m->n_events) = e;
+	m->n_events++;
 	return MS_OK;
 }
 
@@ -607,14 +640,14 @@ ms_status ms__snapmap_finish(struct ms_snapmap *m, const struct ms_pk_val *root,
 	meta.n_devices = m->n_devices_seen;
 	meta.devices = devs;
 	if (m->n_events && !meta.start_t_ns)
-		meta.start_t_ns = m->events[0].t_ns;
+		meta.start_t_ns = EV_AT(m, 0)->t_ns;
 	if (anns.n)
 		qsort(anns.a, anns.n, sizeof(*anns.a), ann_cmp);
 
 	if (sink->begin && (s = sink->begin(sink->ctx, &meta, m->syms)))
 		goto out;
 	for (size_t i = 0; i < m->n_events; i++) {
-		const struct ms_event *e = &m->events[i];
+		const struct ms_event *e = EV_AT(m, i);
 		while (ai < anns.n && (anns.a[ai].device < e->device ||
 				       (anns.a[ai].device == e->device && anns.a[ai].t_ns <= e->t_ns))) {
 			anns.a[ai].event_index = i;

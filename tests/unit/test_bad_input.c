@@ -217,6 +217,7 @@ Test(bad_input, every_allocation_failing, .timeout = 600)
 		MS_TESTDATA "/snapshots/proto/small_p4.pickle",
 		MS_TESTDATA "/snapshots/proto/small.json",
 		MS_TESTDATA "/traces/v1.0/random.zst",
+		MS_TESTDATA "/corpus/pickle/stacks_p4.pickle",
 	};
 	for (size_t k = 0; k < sizeof(files) / sizeof(files[0]); k++) {
 		long n;

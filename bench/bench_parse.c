@@ -1,0 +1,122 @@
+/*
+ * Parse benchmarks, in one process so that only the parsing is timed:
+ *   bench_parse import FILE...       PyTorch snapshot import: entries/s (best of --runs)
+ *   bench_parse decode FILE.zst      .zst decode to a counting sink: events/s on one core
+ *   bench_parse long SRC OUT.zst N   write a long trace: N copies of SRC's events, times shifted
+ * Results are one line each, "key value" pairs, for bench/run.sh to collect.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "format/trace_write.h"
+#include "parse/trace.h"
+
+static double now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+struct count {
+	uint64_t n, sum;
+};
+
+static ms_status c_event(void *ctx, const struct ms_event *e)
+{
+	struct count *c = ctx;
+	c->n++;
+	c->sum += e->size ^ e->addr; /* touch the fields so nothing is optimised away */
+	return MS_OK;
+}
+
+static double time_read(const char *path, const struct ms_read_opts *o, uint64_t *events, int runs)
+{
+	double best = 1e30, total = 0;
+
+	/* at least `runs` runs and half a second in all; the best run counts */
+	for (int r = 0; r < runs || total < 0.5; r++) {
+		struct ms_symtab syms;
+		struct count c = {0, 0};
+		struct ms_sink sink = {0};
+		struct ms_diag d = MS_DIAG_INIT;
+		double t0;
+		ms_status s;
+		sink.ctx = &c;
+		sink.event = c_event;
+		ms_symtab_init(&syms);
+		t0 = now();
+		s = ms_source_read(path, o, &syms, &sink, NULL, &d);
+		t0 = now() - t0;
+		ms_symtab_release(&syms);
+		if (s) {
+			fprintf(stderr, "%s: %s\n", path, d.msg);
+			exit(1);
+		}
+		total += t0;
+		if (t0 < best)
+			best = t0;
+		*events = c.n;
+	}
+	return best;
+}
+
+static int cmd_long(const char *src, const char *out, int copies)
+{
+	struct ms_trace *t;
+	struct ms_diag d = MS_DIAG_INIT;
+	FILE *f = fopen(out, "wb");
+	struct ms_writer *w;
+	struct ms_writer_opts o = MS_WRITER_OPTS_INIT;
+	int64_t span;
+
+	if (!f || ms_trace_load(src, NULL, &t, NULL, &d) || t->n_events < 2)
+		return 1;
+	if (ms_writer_open(f, &o, &t->syms, &w, &d) || ms_writer_meta(w, &t->meta))
+		return 1;
+	span = t->events[t->n_events - 1].t_ns - t->events[0].t_ns + 1000;
+	for (int c = 0; c < copies; c++)
+		for (size_t i = 0; i < t->n_events; i++) {
+			struct ms_event e = t->events[i];
+			e.t_ns += span * c;
+			if (ms_writer_event(w, &e))
+				return 1;
+		}
+	if (ms_writer_close(w, &d))
+		return 1;
+	printf("events %llu bytes %llu bytes_per_event %.3f\n", (unsigned long long)ms_writer_events(w),
+	       (unsigned long long)ms_writer_bytes(w),
+	       (double)ms_writer_bytes(w) / (double)ms_writer_events(w));
+	ms_writer_free(w);
+	fclose(f);
+	ms_trace_free(t);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	int runs = 5;
+
+	if (argc >= 3 && strcmp(argv[1], "import") == 0) {
+		for (int i = 2; i < argc; i++) {
+			uint64_t n;
+			double t = time_read(argv[i], NULL, &n, runs);
+			printf("file %s entries %llu seconds %.6f entries_per_s %.0f\n", argv[i],
+			       (unsigned long long)n, t, (double)n / t);
+		}
+		return 0;
+	}
+	if (argc == 3 && strcmp(argv[1], "decode") == 0) {
+		uint64_t n;
+		double t = time_read(argv[2], NULL, &n, 3);
+		printf("file %s events %llu seconds %.4f events_per_s %.0f\n", argv[2],
+		       (unsigned long long)n, t, (double)n / t);
+		return 0;
+	}
+	if (argc == 5 && strcmp(argv[1], "long") == 0)
+		return cmd_long(argv[2], argv[3], atoi(argv[4]));
+	fprintf(stderr, "usage: bench_parse import FILE... | decode FILE.zst | long SRC OUT.zst N\n");
+	return 2;
+}
