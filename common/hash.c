@@ -172,6 +172,13 @@ int ms_u64map_del(struct ms_u64map *m, uint64_t key, uint64_t *val)
 	return 1;
 }
 
+void ms_u64map_clear(struct ms_u64map *m)
+{
+	if (m->cap)
+		memset(m->keys, 0, m->cap * sizeof(*m->keys));
+	m->n = 0;
+}
+
 void ms_u64map_release(struct ms_u64map *m)
 {
 	ms_free(m->keys);

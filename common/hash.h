@@ -54,6 +54,8 @@ uint64_t *ms_u64map_get(const struct ms_u64map *m, uint64_t key);
 ms_status ms_u64map_put(struct ms_u64map *m, uint64_t key, uint64_t val);
 /* Remove key; returns 1 if it was present (and its value in *val when val). */
 int ms_u64map_del(struct ms_u64map *m, uint64_t key, uint64_t *val);
+/* Remove every key, keeping the storage. */
+void ms_u64map_clear(struct ms_u64map *m);
 void ms_u64map_release(struct ms_u64map *m);
 
 #endif

@@ -50,6 +50,9 @@ struct rd {
 	int64_t t;
 	uint64_t addr, size, stream_idx;
 	uint16_t device;
+	struct ms_u64map live; /* this frame's allocs: addr -> size, for sizes given as true */
+	uint64_t ring[MS_ADDR_RING]; /* addresses of this frame's last events */
+	uint64_t frame_seq;
 	/* segment being assembled */
 	struct ms_segment seg;
 	struct ms_block *blocks;
@@ -288,7 +291,8 @@ static int in_window(const struct rd *r)
 
 /*
  * The fields of an EVENT record, however decoded: kind 0 missing or nil, 1 an integer >= 0,
- * 2 a negative integer, 3 anything else (a malformed field).
+ * 2 a negative integer, 3 anything else (a malformed field), 4 true (size field only),
+ * 5 a one-integer array [k] (daddr field only).
  */
 #define EVF_MAX 10
 struct evf {
@@ -325,6 +329,11 @@ static void evf_from_object(const msgpack_object *a, struct evf *f)
 			f->kind[i] = 1, f->u[i] = o->via.u64;
 		else if (o->type == MSGPACK_OBJECT_NEGATIVE_INTEGER)
 			f->kind[i] = 2, f->u[i] = (uint64_t)o->via.i64;
+		else if (o->type == MSGPACK_OBJECT_BOOLEAN && o->via.boolean)
+			f->kind[i] = 4;
+		else if (o->type == MSGPACK_OBJECT_ARRAY && o->via.array.size == 1 &&
+			 o->via.array.ptr[0].type == MSGPACK_OBJECT_POSITIVE_INTEGER)
+			f->kind[i] = 5, f->u[i] = o->via.array.ptr[0].via.u64;
 		else
 			f->kind[i] = 3;
 	}
@@ -360,6 +369,12 @@ static int evf_fast(const unsigned char *p, size_t len, size_t *pos, unsigned *t
 			k = 2;
 		} else if (c == 0xc0) {
 			k = 0;
+		} else if (c == 0xc3) {
+			k = 4;
+		} else if (c == 0x91 && q < len && (p[q] <= 0x7f || (p[q] == 0xcc && q + 1 < len))) {
+			k = 5; /* [k]: an address by age */
+			v = p[q] <= 0x7f ? p[q] : p[q + 1];
+			q += p[q] <= 0x7f ? 1 : 2;
 		} else if (c >= 0xcc && c <= 0xcf) {
 			w = 1 << (c - 0xcc);
 		} else if (c >= 0xd0 && c <= 0xd3) {
@@ -400,10 +415,27 @@ static ms_status event_record(struct rd *r, unsigned type, const struct evf *f)
 
 	MS_TRY(begin(r));
 	e.action = (uint8_t)(type - MS_REC_EVENT);
+	for (int i = 1; i < EVF_MAX; i++)
+		if ((f->kind[i] == 4 && i != 3) || (f->kind[i] == 5 && i != 2))
+			b = 1;
 	r->t += evf_i64(f, 1, &b);
-	r->addr += (uint64_t)evf_i64(f, 2, &b);
-	if (f->kind[3])
+	if (f->kind[2] == 5) {
+		if (f->u[2] >= MS_ADDR_RING || f->u[2] >= r->frame_seq)
+			return BADREC(r, "EVENT (address age out of range)");
+		r->addr = r->ring[(r->frame_seq - 1 - f->u[2]) % MS_ADDR_RING];
+	} else {
+		r->addr += (uint64_t)evf_i64(f, 2, &b);
+	}
+	r->ring[r->frame_seq++ % MS_ADDR_RING] = r->addr;
+	if (f->kind[3] == 4) {
+		/* the size this address was allocated with earlier in the frame */
+		uint64_t *bs = ms_u64map_get(&r->live, r->addr);
+		if (!bs)
+			return BADREC(r, "EVENT (size of an unknown block)");
+		r->size = *bs;
+	} else if (f->kind[3]) {
 		r->size = evf_u64(f, 3, 0, &b);
+	}
 	r->stream_idx = evf_u64(f, 4, r->stream_idx, &b);
 	if (b || r->stream_idx >= r->n_streams)
 		return BADREC(r, "EVENT");
@@ -424,6 +456,9 @@ static ms_status event_record(struct rd *r, unsigned type, const struct evf *f)
 	if (b || v > 255)
 		return BADREC(r, "EVENT");
 	e.source = (uint8_t)v;
+	if (e.action == MS_ACT_ALLOC && r->addr != UINT64_MAX &&
+	    ms_u64map_put(&r->live, r->addr, r->size))
+		return MS_ERR_NOMEM;
 	e.addr = r->addr;
 	e.size = r->size;
 	e.stream = r->streams[r->stream_idx];
@@ -600,6 +635,8 @@ static ms_status record(struct rd *r, const msgpack_object *a)
 		r->size = 0;
 		r->stream_idx = 0;
 		r->device = 0;
+		r->frame_seq = 0;
+		ms_u64map_clear(&r->live);
 		return MS_OK;
 	}
 	case MS_REC_STRING:
@@ -846,6 +883,7 @@ static void rd_release(struct rd *r)
 	ms_free(r->tmp);
 	ms_free(r->blocks);
 	ms_free(r->index);
+	ms_u64map_release(&r->live);
 	ms_arena_release(&r->arena);
 }
 

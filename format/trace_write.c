@@ -24,6 +24,9 @@ struct ms_writer {
 	uint64_t n_events, by_action[MS_ACT_COUNT];
 	uint32_t strs_out, frames_out, stacks_out; /* definitions written: ids below these */
 	struct ms_u64map streams;                  /* handle -> index */
+	struct ms_u64map blocks;                   /* this frame's allocs: addr -> size */
+	struct ms_u64map seen;                     /* this frame's addresses: addr -> last event */
+	uint64_t frame_seq;                        /* events written in this frame */
 	uint64_t *stream_handles;                  /* index -> handle; [0] = 0 */
 	size_t n_streams, cap_streams;
 	uint64_t *index; /* first_event, offset pairs */
@@ -245,6 +248,9 @@ static ms_status open_frame(struct ms_writer *w)
 	w->stream_idx = 0;
 	w->device = 0;
 	w->size = 0;
+	w->frame_seq = 0;
+	ms_u64map_clear(&w->blocks);
+	ms_u64map_clear(&w->seen);
 	PK(msgpack_pack_array(&w->pk, 4));
 	PK(msgpack_pack_uint8(&w->pk, MS_REC_FRAME));
 	PK(msgpack_pack_uint64(&w->pk, w->n_events));
@@ -360,7 +366,7 @@ static ms_status check_open(struct ms_writer *w)
 ms_status ms_writer_event(struct ms_writer *w, const struct ms_event *e)
 {
 	msgpack_packer *pk = &w->pk;
-	uint64_t sidx;
+	uint64_t sidx, *sp;
 	int64_t tk;
 	int nf;
 
@@ -388,11 +394,32 @@ ms_status ms_writer_event(struct ms_writer *w, const struct ms_event *e)
 	PK(msgpack_pack_array(pk, nf));
 	PK(msgpack_pack_uint8(pk, MS_REC_EVENT + e->action));
 	PK(msgpack_pack_int64(pk, tk - w->t));
-	PK(msgpack_pack_int64(pk, (int64_t)(e->addr - w->addr)));
-	if (e->size == w->size)
+	/* an address seen in the last MS_ADDR_RING events of this frame: its age, [k] */
+	sp = e->addr != UINT64_MAX ? ms_u64map_get(&w->seen, e->addr) : NULL;
+	if (sp && w->frame_seq - *sp - 1 < MS_ADDR_RING && e->addr != w->addr) {
+		PK(msgpack_pack_array(pk, 1));
+		PK(msgpack_pack_uint64(pk, w->frame_seq - *sp - 1));
+	} else {
+		PK(msgpack_pack_int64(pk, (int64_t)(e->addr - w->addr)));
+	}
+	if (e->addr != UINT64_MAX && ms_u64map_put(&w->seen, e->addr, w->frame_seq))
+		return MS_ERR_NOMEM;
+	w->frame_seq++;
+	if (e->size == w->size) {
 		PK(msgpack_pack_nil(pk));
-	else
+	} else if (e->action == MS_ACT_FREE_REQUESTED || e->action == MS_ACT_FREE_COMPLETED) {
+		/* a free usually names the size its block was allocated with in this frame */
+		uint64_t *bs = ms_u64map_get(&w->blocks, e->addr);
+		if (bs && *bs == e->size)
+			PK(msgpack_pack_true(pk));
+		else
+			PK(msgpack_pack_uint64(pk, e->size));
+	} else {
 		PK(msgpack_pack_uint64(pk, e->size));
+	}
+	if (e->action == MS_ACT_ALLOC && e->addr != UINT64_MAX &&
+	    ms_u64map_put(&w->blocks, e->addr, e->size))
+		return MS_ERR_NOMEM;
 	if (nf > 4)
 		PK(msgpack_pack_uint64(pk, sidx));
 	if (nf > 5)
@@ -564,6 +591,8 @@ void ms_writer_free(struct ms_writer *w)
 	ms_buf_release(&w->comp);
 	ms_buf_release(&w->meta_rec);
 	ms_u64map_release(&w->streams);
+	ms_u64map_release(&w->blocks);
+	ms_u64map_release(&w->seen);
 	ms_free(w->stream_handles);
 	ms_free(w->index);
 	ms_free(w);

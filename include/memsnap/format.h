@@ -40,6 +40,9 @@ enum ms_record_type {
 #define MS_REC_MANDATORY_MAX 63
 #define MS_REC_OPTIONAL_MAX 127
 
+/* EVENT daddr given as [k]: the address of the event k+1 events back in the frame, k < this */
+#define MS_ADDR_RING 256
+
 /* SEGMENT flags */
 #define MS_SEGF_SMALL 1u
 #define MS_SEGF_EXPANDABLE 2u
