@@ -15,7 +15,11 @@
 #include "common/status.h"
 #include "memsnap/format.h"
 
-#define MAX_FRAME_CONTENT (256u << 20) /* refuse frames that claim more (bounded memory) */
+/*
+ * Frames that claim more content are refused. msgpack-c turns each input byte into at most one
+ * 24-byte object, so this also bounds the zone a hostile frame can make it allocate.
+ */
+#define MAX_FRAME_CONTENT (32u << 20)
 
 struct rd {
 	const unsigned char *data;
@@ -679,6 +683,78 @@ static ms_status record(struct rd *r, const msgpack_object *a)
 	return MS_OK;
 }
 
+/*
+ * Walk one msgpack value at p[pos..len) without building it, checking that every array and map
+ * fits in the bytes that remain: msgpack-c allocates a container's slots from its declared
+ * length before reading them, so a forged length would otherwise ask for gigabytes.
+ * Sets *end and returns 0, or -1 when the value is malformed or truncated.
+ */
+static int mpk_check(const unsigned char *p, size_t len, size_t pos, size_t *end)
+{
+	uint64_t todo = 1; /* values still to read */
+
+	while (todo) {
+		unsigned char c;
+		uint64_t n = 0, skip = 0;
+		if (pos >= len)
+			return -1;
+		c = p[pos++];
+		todo--;
+		if (c <= 0x7f || c >= 0xe0 || (c >= 0xc0 && c <= 0xc3)) {
+			/* fixint, nil, (never used), false, true */
+		} else if (c >= 0x80 && c <= 0x8f) {
+			n = 2ull * (c & 0x0f);
+		} else if (c >= 0x90 && c <= 0x9f) {
+			n = c & 0x0f;
+		} else if (c >= 0xa0 && c <= 0xbf) {
+			skip = c & 0x1f;
+		} else {
+			static const signed char w[] = {
+				/* c4 bin8 */ -1, /* c5 bin16 */ -2, /* c6 bin32 */ -4,
+				/* c7 ext8 */ -11, /* c8 ext16 */ -12, /* c9 ext32 */ -14,
+				/* ca f32 */ 4, /* cb f64 */ 8, /* cc-cf uint */ 1, 2, 4, 8,
+				/* d0-d3 int */ 1, 2, 4, 8, /* d4-d8 fixext */ 2, 3, 5, 9, 17,
+				/* d9 str8 */ -1, /* da str16 */ -2, /* db str32 */ -4,
+				/* dc array16 */ -32, /* dd array32 */ -34, /* de map16 */ -64, /* df map32 */ -66,
+			};
+			int k = w[c - 0xc4], lw;
+			if (k > 0) {
+				skip = (uint64_t)k;
+			} else {
+				int ext = 0, arr = 0, map = 0;
+				k = -k;
+				if (k >= 64)
+					map = 1, k -= 62;
+				else if (k >= 32)
+					arr = 1, k -= 30;
+				else if (k >= 10)
+					ext = 1, k -= 10;
+				lw = k;
+				if (pos + (size_t)lw > len)
+					return -1;
+				for (int i = 0; i < lw; i++)
+					n = n << 8 | p[pos + (size_t)i];
+				pos += (size_t)lw;
+				if (ext)
+					skip = n + 1, n = 0; /* type byte + data */
+				else if (!arr && !map)
+					skip = n, n = 0;
+				else if (map)
+					n *= 2;
+			}
+		}
+		if (skip > len - pos)
+			return -1;
+		pos += (size_t)skip;
+		/* each value takes at least one byte: more than what is left cannot be */
+		if (n > len - pos || todo + n > len - pos)
+			return -1;
+		todo += n;
+	}
+	*end = pos;
+	return 0;
+}
+
 /* Decode one complete zstd frame at r->data + off of compressed size csize. */
 static ms_status decode_frame(struct rd *r, size_t off, size_t csize)
 {
@@ -707,6 +783,7 @@ static ms_status decode_frame(struct rd *r, size_t off, size_t csize)
 	while (pos < n) {
 		struct evf f;
 		unsigned et;
+		size_t rec_end;
 		msgpack_unpack_return ret;
 		if (!first && !r->in_segment && !r->in_trailer &&
 		    evf_fast(r->frame, n, &pos, &et, &f)) {
@@ -715,8 +792,10 @@ static ms_status decode_frame(struct rd *r, size_t off, size_t csize)
 				return s;
 			continue;
 		}
-		ret =
-			msgpack_unpack((const char *)r->frame, n, &pos, &r->zone, &r->obj);
+		if (mpk_check(r->frame, n, pos, &rec_end))
+			ret = MSGPACK_UNPACK_PARSE_ERROR;
+		else
+			ret = msgpack_unpack((const char *)r->frame, rec_end, &pos, &r->zone, &r->obj);
 		ms_status s;
 		if (ret == MSGPACK_UNPACK_NOMEM_ERROR)
 			return MS_ERR_NOMEM;

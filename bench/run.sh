@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# Parse benchmarks, all in one run on one machine (see bench/README.md):
+#  1. PyTorch snapshot import: memsnap (bench_parse, in-process, best run) against Python's
+#     pickle.load on the same files (best run), entries/s and the ratio;
+#  2. .zst decode speed on one core, on a long trace (N copies of a real training run);
+#  3. bytes per event of each real trace converted at zstd level 3.
+# Usage: bench/run.sh [BUILD_DIR] [SNAPSHOT_DIR]   (defaults: build, ../shared/testdata/torch-2.11)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${1:-build}
+snaps=${2:-../shared/testdata/torch-2.11}
+bp=$build/bench/bench_parse
+ms=$build/cli/memsnap
+[ -x "$bp" ] || { echo "build first: make build" >&2; exit 1; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+echo "# memsnap parse benchmarks"
+echo
+echo "machine: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores; $(uname -sr)"
+echo "python: $(python3 --version 2>&1); memsnap $($ms version | head -1 | cut -d' ' -f2)"
+echo "date: $(date -u +%Y-%m-%d)"
+echo
+echo "## 1. Snapshot import (entries/s, best of >= 5 runs and >= 0.5 s)"
+echo
+echo "| snapshot | entries | Python pickle.load | memsnap | ratio |"
+echo "|---|---|---|---|---|"
+for f in "$snaps"/*.pickle; do
+	py=$(python3 - "$f" <<'PY'
+import pickle, sys, time
+f = sys.argv[1]
+best, total, n, runs = 1e9, 0.0, 0, 0
+while runs < 5 or total < 0.5:
+    t = time.perf_counter()
+    with open(f, "rb") as fh:
+        d = pickle.load(fh)   # the benchmark's own trusted test files
+    t = time.perf_counter() - t
+    best, total, runs = min(best, t), total + t, runs + 1
+    n = sum(len(x) for x in d["device_traces"])
+print(n, n / best)
+PY
+)
+	read -r n pyr <<<"$py"
+	msr=$($bp import "$f" | awk '{print $8}')
+	printf "| %s | %d | %.2f M/s | %.2f M/s | %.1fx |\n" "$(basename "$f")" "$n" \
+		"$(echo "$pyr / 1000000" | bc -l)" "$(echo "$msr / 1000000" | bc -l)" "$(echo "$msr / $pyr" | bc -l)"
+done
+echo
+echo "## 2. .zst decode (one core)"
+echo
+src=$snaps/dynamic_seq.pickle
+$bp long "$src" "$tmp/long.zst" 150 >"$tmp/long.txt"
+read -r _ ev _ bytes _ bpe <"$tmp/long.txt"
+dec=$($bp decode "$tmp/long.zst" | awk '{print $8}')
+ztime=$( { /usr/bin/time -f %e zstd -qdc "$tmp/long.zst" >/dev/null; } 2>&1 )
+printf "long trace: 150 x dynamic_seq = %d events, %d bytes (%.2f B/event)\n\n" "$ev" "$bytes" "$bpe"
+printf "| decoder | events/s |\n|---|---|\n"
+printf "| memsnap (decode + every event to a sink) | %.1f M/s |\n" "$(echo "$dec / 1000000" | bc -l)"
+printf "| zstd -dc alone (decompression only, for scale) | %.1f M/s |\n" "$(echo "$ev / $ztime / 1000000" | bc -l)"
+echo
+echo "## 3. Bytes per event (zstd level 3, 1 MiB frames, whole file: header, segments, trailer)"
+echo
+echo "| trace | events | pickle B/entry | .zst B/event |"
+echo "|---|---|---|---|"
+for f in "$snaps"/*.pickle; do
+	$ms convert "$f" -o "$tmp/t.zst"
+	n=$($ms info --json "$tmp/t.zst" | sed -n 's/.*"events_total":\s*\([0-9]*\).*/\1/p')
+	printf "| %s | %d | %.1f | %.2f |\n" "$(basename "$f" .pickle)" "$n" \
+		"$(echo "$(stat -c%s "$f") / $n" | bc -l)" "$(echo "$(stat -c%s "$tmp/t.zst") / $n" | bc -l)"
+done
