@@ -226,7 +226,7 @@ static uint64_t le(const unsigned char *b, int n)
 	return v;
 }
 
-static ms_status push(struct ms_pickle *p, struct ms_pk_val v)
+static inline ms_status push(struct ms_pickle *p, struct ms_pk_val v)
 {
 	if (p->sp == p->stack_cap && ms_grow(&p->stack, &p->stack_cap, p->sp + 1, sizeof(v)))
 		return MS_ERR_NOMEM;
@@ -440,7 +440,7 @@ static ms_status push_str(struct ms_pickle *p, size_t n, uint8_t type)
 	return MS_OK;
 }
 
-static ms_status push_long(struct ms_pickle *p, size_t n)
+static inline ms_status push_long(struct ms_pickle *p, size_t n)
 {
 	const unsigned char *b;
 	struct ms_pk_val v;
@@ -478,7 +478,7 @@ static ms_status push_long(struct ms_pickle *p, size_t n)
 	return push(p, v);
 }
 
-static ms_status memo_put(struct ms_pickle *p, uint64_t idx)
+static inline ms_status memo_put(struct ms_pickle *p, uint64_t idx)
 {
 	if (p->sp == 0 || (p->n_marks && p->sp == mark_top(p)))
 		return fail(p, MS_ERR_FORMAT, "memo store with an empty stack");
@@ -501,7 +501,7 @@ static ms_status memo_put(struct ms_pickle *p, uint64_t idx)
 	return MS_OK;
 }
 
-static ms_status memo_get(struct ms_pickle *p, uint64_t idx)
+static inline ms_status memo_get(struct ms_pickle *p, uint64_t idx)
 {
 	struct ms_pk_val v;
 
