@@ -3,6 +3,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -35,6 +36,7 @@ struct job {
 	struct ms_diag d;
 	ms_status s;
 	int64_t t0;
+	size_t top;
 };
 
 struct pool {
@@ -136,6 +138,48 @@ static void site_label(const struct ms_symtab *y, uint32_t stack, char *buf, siz
 	}
 	snprintf(buf, cap, "%s (%s:%u)", ms_symtab_get_str(y, y->frames[fr[pick]].name)->s,
 		 ms_symtab_get_str(y, y->frames[fr[pick]].file)->s, y->frames[fr[pick]].line);
+}
+
+/* Sites at the peak grouped by the frame shown for them, largest first; caller frees. */
+struct site_row {
+	char label[512];
+	uint64_t bytes, count;
+	uint32_t stacks;
+};
+
+static int row_desc(const void *x, const void *y)
+{
+	const struct site_row *a = x, *b = y;
+
+	if (a->bytes != b->bytes)
+		return a->bytes < b->bytes ? 1 : -1;
+	return strcmp(a->label, b->label);
+}
+
+static struct site_row *group_sites(const struct job *j, size_t *n)
+{
+	const struct ms_trace_stats *r = j->r;
+	struct site_row *rows = ms_calloc(r->n_sites ? r->n_sites : 1, sizeof(*rows));
+	size_t k = 0;
+
+	if (!rows)
+		ms_die(MS_EXIT_ERROR, "out of memory");
+	for (size_t i = 0; i < r->n_sites; i++) {
+		char label[512];
+		size_t q;
+		site_label(&j->syms, r->sites[i].stack, label, sizeof(label));
+		for (q = 0; q < k; q++)
+			if (strcmp(rows[q].label, label) == 0)
+				break;
+		if (q == k)
+			memcpy(rows[k++].label, label, sizeof(label));
+		rows[q].bytes += r->sites[i].bytes;
+		rows[q].count += r->sites[i].count;
+		rows[q].stacks++;
+	}
+	qsort(rows, k, sizeof(*rows), row_desc);
+	*n = k;
+	return rows;
 }
 
 static cJSON *alloc_json(const struct job *j, const struct ms_stats_alloc *a)
@@ -260,12 +304,16 @@ static void print_one(const struct job *j)
 	printf("  largest allocations:\n");
 	for (size_t i = 0; i < r->n_largest; i++)
 		print_alloc(j, &r->largest[i]);
-	printf("  top sites at the peak (bytes live, count):\n");
-	for (size_t i = 0; i < r->n_sites; i++) {
-		site_label(&j->syms, r->sites[i].stack, site, sizeof(site));
-		printf("    %12s %7llu  %s\n", ms_fmt_bytes(b1, sizeof(b1), r->sites[i].bytes),
-		       (unsigned long long)r->sites[i].count, site);
+	printf("  top sites at the peak (bytes live, allocations):\n");
+	{
+		size_t nrows;
+		struct site_row *rows = group_sites(j, &nrows);
+		for (size_t i = 0; i < nrows && i < j->top; i++)
+			printf("    %12s %7llu  %s\n", ms_fmt_bytes(b1, sizeof(b1), rows[i].bytes),
+			       (unsigned long long)rows[i].count, rows[i].label);
+		ms_free(rows);
 	}
+	(void)site;
 	if (r->has_segments) {
 		printf("  end state:        %llu segments, %s reserved, %s allocated\n",
 		       (unsigned long long)r->n_segments, ms_fmt_bytes(b1, sizeof(b1), r->reserved),
@@ -305,8 +353,10 @@ int cmd_stats(int argc, const char **argv)
 	p.jobs = ms_calloc(p.n, sizeof(*p.jobs));
 	if (!p.jobs)
 		ms_die(MS_EXIT_ERROR, "out of memory");
-	for (size_t i = 0; i < p.n; i++)
+	for (size_t i = 0; i < p.n; i++) {
 		p.jobs[i].path = argv[i];
+		p.jobs[i].top = (size_t)top;
+	}
 	nth = jobs ? (size_t)jobs : (size_t)sysconf(_SC_NPROCESSORS_ONLN);
 	if (nth < 1)
 		nth = 1;

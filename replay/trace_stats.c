@@ -46,8 +46,7 @@ ms_status ms_stats_builder_new(size_t top_n, struct ms_stats_builder **out)
 	b->top_n = top_n ? top_n : 10;
 	b->r.live_top = ms_calloc(b->top_n, sizeof(struct ms_stats_alloc));
 	b->r.largest = ms_calloc(b->top_n, sizeof(struct ms_stats_alloc));
-	b->r.sites = ms_calloc(b->top_n, sizeof(struct ms_stats_site));
-	if (!b->r.live_top || !b->r.largest || !b->r.sites) {
+	if (!b->r.live_top || !b->r.largest) {
 		ms_stats_builder_free(b);
 		return MS_ERR_NOMEM;
 	}
@@ -338,23 +337,22 @@ const struct ms_trace_stats *ms_stats_builder_result(struct ms_stats_builder *b)
 	}
 	qsort(r->live_top, r->n_live_top, sizeof(*r->live_top), by_size_desc);
 	qsort(r->largest, r->n_largest, sizeof(*r->largest), by_size_desc);
-	/* sites at the peak: snapshot values, kept top_n by bytes */
-	for (size_t s = 0; s < b->cap_snap && s < b->max_stack; s++) {
-		struct ms_stats_site x = {(uint32_t)s, b->snap_bytes[s], b->snap_cnt ? b->snap_cnt[s] : 0};
-		if (!x.bytes)
-			continue;
-		r->sites_total++;
-		if (r->n_sites < b->top_n) {
-			r->sites[r->n_sites++] = x;
-		} else {
-			size_t min = 0;
-			for (size_t i = 1; i < r->n_sites; i++)
-				if (r->sites[i].bytes < r->sites[min].bytes)
-					min = i;
-			if (x.bytes > r->sites[min].bytes)
-				r->sites[min] = x;
+	/* sites at the peak: every stack with bytes live then */
+	for (size_t st = 0; st < b->cap_snap && st < b->max_stack; st++)
+		r->n_sites += b->snap_bytes[st] != 0;
+	if (r->n_sites) {
+		r->sites = ms_calloc(r->n_sites, sizeof(*r->sites));
+		if (!r->sites) {
+			r->n_sites = 0; /* reported as no sites rather than failing the whole pass */
+			return r;
 		}
+		r->n_sites = 0;
+		for (size_t st = 0; st < b->cap_snap && st < b->max_stack; st++)
+			if (b->snap_bytes[st])
+				r->sites[r->n_sites++] = (struct ms_stats_site){
+					(uint32_t)st, b->snap_bytes[st], b->snap_cnt[st]};
 	}
-	qsort(r->sites, r->n_sites, sizeof(*r->sites), site_desc);
+	if (r->n_sites)
+		qsort(r->sites, r->n_sites, sizeof(*r->sites), site_desc);
 	return r;
 }

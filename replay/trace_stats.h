@@ -39,9 +39,8 @@ struct ms_trace_stats {
 	uint64_t pending_count;          /* free requested, not completed */
 	struct ms_stats_alloc *live_top, *largest;
 	size_t n_live_top, n_largest;
-	struct ms_stats_site *sites; /* at the peak, by bytes */
+	struct ms_stats_site *sites; /* every stack live at the peak, by bytes, largest first */
 	size_t n_sites;
-	uint64_t sites_total; /* distinct stacks live at the peak */
 	uint64_t unmatched_frees; /* frees of addresses never allocated in the trace */
 	/* end state (segments) */
 	int has_segments;

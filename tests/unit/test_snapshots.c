@@ -168,6 +168,35 @@ static void check(const char *name)
 	cr_assert_str_eq(t->meta.settings.alloc_conf,
 			 cJSON_GetObjectItemCaseSensitive(e, "alloc_conf")->valuestring);
 
+	/* sites at the peak: recomputed here by walking the events up to the peak */
+	{
+		uint64_t *live_size = calloc(t->n_events, sizeof(uint64_t)), total = 0, sites = 0;
+		for (size_t i = 0; i <= st->peak_index; i++) {
+			const struct ms_event *x = &t->events[i];
+			if (x->action == MS_ACT_ALLOC)
+				live_size[i] = x->size;
+			else if (x->action == MS_ACT_FREE_COMPLETED)
+				for (size_t k = i; k-- > 0;) /* the latest live alloc at this address */
+					if (live_size[k] && t->events[k].addr == x->addr) {
+						live_size[k] = 0;
+						break;
+					}
+		}
+		for (size_t i = 0; i <= st->peak_index; i++)
+			total += live_size[i];
+		for (size_t i = 0; i < st->n_sites; i++) {
+			uint64_t want = 0;
+			for (size_t k = 0; k <= st->peak_index; k++)
+				if (live_size[k] && t->events[k].stack == st->sites[i].stack)
+					want += live_size[k];
+			cr_assert_eq(st->sites[i].bytes, want, "site %zu", i);
+			sites += st->sites[i].bytes;
+		}
+		cr_assert_eq(total, st->peak_requested);
+		cr_assert_eq(sites, st->peak_requested);
+		free(live_size);
+	}
+
 	/* round trips keep every event, annotation and segment */
 	z = convert_and_load(t, ".zst");
 	cr_assert_eq(th_events_diff(t, z), -1, "pickle -> zst differs at %ld", th_events_diff(t, z));
