@@ -7,7 +7,7 @@ BUILD ?= build
 ASAN_BUILD ?= build-asan
 DEMO_TRACE ?= testdata/snapshots/dynamic_oom.pickle
 
-.PHONY: all deps build demo test test-fast test-asan clean
+.PHONY: all deps build demo test test-fast test-asan format format-check clean
 
 all: build
 
@@ -39,7 +39,15 @@ test-asan: deps
 	@cmake --build $(ASAN_BUILD) -j $(JOBS)
 	@cd $(ASAN_BUILD) && ctest --output-on-failure -j $(JOBS)
 
-test: test-fast test-asan
+format:
+	clang-format -i $$(git ls-files '*.c' '*.h')
+
+format-check:
+	@if command -v clang-format >/dev/null; then \
+		clang-format --dry-run -Werror $$(git ls-files '*.c' '*.h') && echo "format: clean"; \
+	else echo "format: clang-format not installed, check skipped"; fi
+
+test: format-check test-fast test-asan
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(BUILD).configure.log $(ASAN_BUILD).configure.log

@@ -86,8 +86,8 @@ static int cmd_long(const char *src, const char *out, int copies)
 		}
 	if (ms_writer_close(w, &d))
 		return 1;
-	printf("events %llu bytes %llu bytes_per_event %.3f\n", (unsigned long long)ms_writer_events(w),
-	       (unsigned long long)ms_writer_bytes(w),
+	printf("events %llu bytes %llu bytes_per_event %.3f\n",
+	       (unsigned long long)ms_writer_events(w), (unsigned long long)ms_writer_bytes(w),
 	       (double)ms_writer_bytes(w) / (double)ms_writer_events(w));
 	ms_writer_free(w);
 	fclose(f);
@@ -117,6 +117,7 @@ int main(int argc, char **argv)
 	}
 	if (argc == 5 && strcmp(argv[1], "long") == 0)
 		return cmd_long(argv[2], argv[3], atoi(argv[4]));
-	fprintf(stderr, "usage: bench_parse import FILE... | decode FILE.zst | long SRC OUT.zst N\n");
+	fprintf(stderr,
+	        "usage: bench_parse import FILE... | decode FILE.zst | long SRC OUT.zst N\n");
 	return 2;
 }

@@ -11,13 +11,13 @@
 #include "parse/trace.h"
 
 static const char *const usage[] = {
-	"memsnap convert [--format zst|json] [--level N] [--from N] [--to N] <in> -o <out>",
-	"",
-	"Convert a PyTorch memory snapshot (.pickle, .pickle.zst, .pickle.gz, .json)",
-	"or a memsnap trace into a memsnap trace (.zst), or into PyTorch's snapshot",
-	"layout as JSON. The output format follows --format, else the extension of",
-	"<out> (.json is JSON, anything else .zst). '-o -' writes to standard output.",
-	NULL,
+        "memsnap convert [--format zst|json] [--level N] [--from N] [--to N] <in> -o <out>",
+        "",
+        "Convert a PyTorch memory snapshot (.pickle, .pickle.zst, .pickle.gz, .json)",
+        "or a memsnap trace into a memsnap trace (.zst), or into PyTorch's snapshot",
+        "layout as JSON. The output format follows --format, else the extension of",
+        "<out> (.json is JSON, anything else .zst). '-o -' writes to standard output.",
+        NULL,
 };
 
 static int ends_with(const char *s, const char *suf)
@@ -33,14 +33,14 @@ int cmd_convert(int argc, const char **argv)
 	uint64_t frame_kib = 0;
 	struct ms_read_opts ro = MS_READ_OPTS_INIT;
 	const struct ms_opt opts[] = {
-		MS_OPT_STRING('o', "output", &out, "file", "where to write ('-' for stdout)"),
-		MS_OPT_STRING('f', "format", &format, "zst|json", "output format"),
-		MS_OPT_INT(0, "level", &level, "N", "zstd level for .zst output (default 3)"),
-		MS_OPT_U64(0, "frame-kib", &frame_kib, "N",
-			   "uncompressed KiB per zstd frame (default 1024): the seek granularity"),
-		MS_OPT_U64(0, "from", &ro.from, "N", "first event index to keep"),
-		MS_OPT_U64(0, "to", &ro.to, "N", "stop before this event index"),
-		MS_OPT_END(),
+	        MS_OPT_STRING('o', "output", &out, "file", "where to write ('-' for stdout)"),
+	        MS_OPT_STRING('f', "format", &format, "zst|json", "output format"),
+	        MS_OPT_INT(0, "level", &level, "N", "zstd level for .zst output (default 3)"),
+	        MS_OPT_U64(0, "frame-kib", &frame_kib, "N",
+	                   "uncompressed KiB per zstd frame (default 1024): the seek granularity"),
+	        MS_OPT_U64(0, "from", &ro.from, "N", "first event index to keep"),
+	        MS_OPT_U64(0, "to", &ro.to, "N", "stop before this event index"),
+	        MS_OPT_END(),
 	};
 	struct ms_diag d = MS_DIAG_INIT;
 	FILE *f;
@@ -63,7 +63,8 @@ int cmd_convert(int argc, const char **argv)
 	} else {
 		f = fopen(out, "wb");
 		if (!f)
-			ms_die(MS_EXIT_ERROR, "cannot open '%s' for writing: %s", out, strerror(errno));
+			ms_die(MS_EXIT_ERROR, "cannot open '%s' for writing: %s", out,
+			       strerror(errno));
 	}
 	(void)tty_json;
 	if (json) {

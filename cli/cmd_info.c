@@ -12,12 +12,12 @@
 #include "parse/trace.h"
 
 static const char *const usage[] = {
-	"memsnap info [--json] [--from N] [--to N] <file>",
-	"",
-	"Describe a memsnap trace (.zst) or a PyTorch memory snapshot (.pickle,",
-	".pickle.zst, .pickle.gz, .json): format and version, producer, devices,",
-	"event counts by action, streams, time span, stacks, bytes per event.",
-	NULL,
+        "memsnap info [--json] [--from N] [--to N] <file>",
+        "",
+        "Describe a memsnap trace (.zst) or a PyTorch memory snapshot (.pickle,",
+        ".pickle.zst, .pickle.gz, .json): format and version, producer, devices,",
+        "event counts by action, streams, time span, stacks, bytes per event.",
+        NULL,
 };
 
 struct info {
@@ -41,10 +41,11 @@ static ms_status i_begin(void *ctx, const struct ms_meta *m, const struct ms_sym
 	/* copy what outlives the callback */
 	x->meta.producer = ms_arena_strndup(&x->arena, m->producer, strlen(m->producer));
 	x->meta.producer_version =
-		ms_arena_strndup(&x->arena, m->producer_version, strlen(m->producer_version));
-	x->meta.torch_version = ms_arena_strndup(&x->arena, m->torch_version, strlen(m->torch_version));
-	x->meta.settings.alloc_conf = ms_arena_strndup(&x->arena, m->settings.alloc_conf,
-						       strlen(m->settings.alloc_conf));
+	        ms_arena_strndup(&x->arena, m->producer_version, strlen(m->producer_version));
+	x->meta.torch_version =
+	        ms_arena_strndup(&x->arena, m->torch_version, strlen(m->torch_version));
+	x->meta.settings.alloc_conf =
+	        ms_arena_strndup(&x->arena, m->settings.alloc_conf, strlen(m->settings.alloc_conf));
 	if (m->n_devices) {
 		struct ms_device *d = ms_arena_alloc(&x->arena, sizeof(*d) * m->n_devices);
 		if (!d)
@@ -52,7 +53,7 @@ static ms_status i_begin(void *ctx, const struct ms_meta *m, const struct ms_sym
 		for (uint32_t i = 0; i < m->n_devices; i++) {
 			d[i] = m->devices[i];
 			d[i].name = ms_arena_strndup(&x->arena, m->devices[i].name,
-						     strlen(m->devices[i].name));
+			                             strlen(m->devices[i].name));
 		}
 		x->meta.devices = d;
 	}
@@ -119,7 +120,7 @@ static const char *comp_name(enum ms_compression c)
 }
 
 static void print_json(const char *path, const struct info *x, const struct ms_source_info *si,
-		       const struct ms_diag *d)
+                       const struct ms_diag *d)
 {
 	cJSON *o = cJSON_CreateObject(), *a, *dev;
 	char *s;
@@ -139,8 +140,9 @@ static void print_json(const char *path, const struct info *x, const struct ms_s
 	}
 	cJSON_AddStringToObject(o, "producer", x->meta.producer ? x->meta.producer : "");
 	cJSON_AddStringToObject(o, "producer_version",
-				x->meta.producer_version ? x->meta.producer_version : "");
-	cJSON_AddStringToObject(o, "torch_version", x->meta.torch_version ? x->meta.torch_version : "");
+	                        x->meta.producer_version ? x->meta.producer_version : "");
+	cJSON_AddStringToObject(o, "torch_version",
+	                        x->meta.torch_version ? x->meta.torch_version : "");
 	a = cJSON_AddArrayToObject(o, "devices");
 	for (uint32_t i = 0; i < x->meta.n_devices; i++) {
 		dev = cJSON_CreateObject();
@@ -155,7 +157,8 @@ static void print_json(const char *path, const struct info *x, const struct ms_s
 		ms_json_u64(a, ms_action_name((unsigned)i), x->by_action[i]);
 	a = cJSON_AddArrayToObject(o, "streams");
 	for (size_t i = 0; i < x->n_streams; i++)
-		cJSON_AddItemToArray(a, cJSON_CreateNumber((double)x->stream_list[i])); /* < 2^53 in practice */
+		cJSON_AddItemToArray(
+		        a, cJSON_CreateNumber((double)x->stream_list[i])); /* < 2^53 in practice */
 	ms_json_i64(o, "time_first_ns", x->t_first);
 	ms_json_i64(o, "time_last_ns", x->t_last);
 	cJSON_AddNumberToObject(o, "duration_s", (double)(x->t_last - x->t_first) / 1e9);
@@ -165,10 +168,10 @@ static void print_json(const char *path, const struct info *x, const struct ms_s
 	ms_json_u64(o, "segments", (uint64_t)(x->segs));
 	ms_json_u64(o, "segments_reserved_bytes", (uint64_t)(x->reserved));
 	cJSON_AddStringToObject(o, "alloc_conf",
-				x->meta.settings.alloc_conf ? x->meta.settings.alloc_conf : "");
+	                        x->meta.settings.alloc_conf ? x->meta.settings.alloc_conf : "");
 	ms_json_u64(o, "file_bytes", (uint64_t)(si->file_bytes));
 	cJSON_AddNumberToObject(o, "bytes_per_event",
-				x->n ? (double)si->file_bytes / (double)x->n : 0);
+	                        x->n ? (double)si->file_bytes / (double)x->n : 0);
 	a = cJSON_AddArrayToObject(o, "warnings");
 	if (d->warnings)
 		cJSON_AddItemToArray(a, cJSON_CreateString(d->warning));
@@ -193,10 +196,12 @@ static void print_text(const char *path, const struct info *x, const struct ms_s
 		printf("format:       PyTorch snapshot, %s%s%s%s\n",
 		       si->kind == MS_FILE_JSON ? "JSON" : "pickle",
 		       si->kind == MS_FILE_PICKLE ? " protocol " : "",
-		       si->kind == MS_FILE_PICKLE ? (char[]){(char)('0' + si->snap.pickle_protocol), 0} : "",
-		       si->compression == MS_COMP_NONE ? ""
+		       si->kind == MS_FILE_PICKLE
+		               ? (char[]){(char)('0' + si->snap.pickle_protocol), 0}
+		               : "",
+		       si->compression == MS_COMP_NONE   ? ""
 		       : si->compression == MS_COMP_ZSTD ? ", zstd-compressed"
-							 : ", gzip-compressed");
+		                                         : ", gzip-compressed");
 	printf("producer:     %s%s%s\n", x->meta.producer, x->meta.producer_version[0] ? " " : "",
 	       x->meta.producer_version);
 	if (x->meta.torch_version[0])
@@ -239,10 +244,10 @@ int cmd_info(int argc, const char **argv)
 	int json = 0, n;
 	struct ms_read_opts ro = MS_READ_OPTS_INIT;
 	const struct ms_opt opts[] = {
-		MS_OPT_BOOL(0, "json", &json, "print one JSON object"),
-		MS_OPT_U64(0, "from", &ro.from, "N", "first event index to count"),
-		MS_OPT_U64(0, "to", &ro.to, "N", "stop before this event index"),
-		MS_OPT_END(),
+	        MS_OPT_BOOL(0, "json", &json, "print one JSON object"),
+	        MS_OPT_U64(0, "from", &ro.from, "N", "first event index to count"),
+	        MS_OPT_U64(0, "to", &ro.to, "N", "stop before this event index"),
+	        MS_OPT_END(),
 	};
 	struct info x;
 	struct ms_sink sink = {0};

@@ -15,16 +15,16 @@
 #include "replay/trace_stats.h"
 
 static const char *const usage[] = {
-	"memsnap stats [--json] [--top N] [--jobs N] <file>...",
-	"",
-	"From the trace alone: peak requested bytes (PyTorch's requested_bytes.all.peak)",
-	"with the event, time and annotation where it happened; allocations still live",
-	"at the end (possible leaks); the largest allocations; the top allocation sites",
-	"by bytes live at the peak; and, from the end-state segments when present,",
-	"reserved, allocated, internal (rounding) and external free bytes, the largest",
-	"free block and the number of segments. Several files (one per rank) give one",
-	"table with a row per file, read in parallel.",
-	NULL,
+        "memsnap stats [--json] [--top N] [--jobs N] <file>...",
+        "",
+        "From the trace alone: peak requested bytes (PyTorch's requested_bytes.all.peak)",
+        "with the event, time and annotation where it happened; allocations still live",
+        "at the end (possible leaks); the largest allocations; the top allocation sites",
+        "by bytes live at the peak; and, from the end-state segments when present,",
+        "reserved, allocated, internal (rounding) and external free bytes, the largest",
+        "free block and the number of segments. Several files (one per rank) give one",
+        "table with a row per file, read in parallel.",
+        NULL,
 };
 
 struct job {
@@ -137,7 +137,7 @@ static void site_label(const struct ms_symtab *y, uint32_t stack, char *buf, siz
 		}
 	}
 	snprintf(buf, cap, "%s (%s:%u)", ms_symtab_get_str(y, y->frames[fr[pick]].name)->s,
-		 ms_symtab_get_str(y, y->frames[fr[pick]].file)->s, y->frames[fr[pick]].line);
+	         ms_symtab_get_str(y, y->frames[fr[pick]].file)->s, y->frames[fr[pick]].line);
 }
 
 /* Sites at the peak grouped by the frame shown for them, largest first; caller frees. */
@@ -217,7 +217,7 @@ static cJSON *job_json(const struct job *j)
 	ms_json_i64(o, "peak_requested_time_ns", r->peak_t_ns);
 	if (r->peak_annotation)
 		cJSON_AddStringToObject(o, "peak_annotation",
-					ms_symtab_get_str(&j->syms, r->peak_annotation)->s);
+		                        ms_symtab_get_str(&j->syms, r->peak_annotation)->s);
 	else
 		cJSON_AddNullToObject(o, "peak_annotation");
 	ms_json_u64(o, "end_requested_bytes", (uint64_t)(r->end_requested));
@@ -287,7 +287,8 @@ static void print_one(const struct job *j)
 	printf("%s\n", j->path);
 	printf("  events:           %llu (%llu allocations)\n", (unsigned long long)r->n_events,
 	       (unsigned long long)r->n_allocs);
-	printf("  peak requested:   %s (%llu bytes) at event %llu, +%.3f s", ms_fmt_bytes(b1, sizeof(b1), r->peak_requested),
+	printf("  peak requested:   %s (%llu bytes) at event %llu, +%.3f s",
+	       ms_fmt_bytes(b1, sizeof(b1), r->peak_requested),
 	       (unsigned long long)r->peak_requested, (unsigned long long)r->peak_index,
 	       (double)(r->peak_t_ns - j->t0) / 1e9);
 	if (r->peak_annotation)
@@ -297,9 +298,11 @@ static void print_one(const struct job *j)
 	for (size_t i = 0; i < r->n_live_top; i++)
 		print_alloc(j, &r->live_top[i]);
 	if (r->pending_count)
-		printf("  pending frees:    %llu at the end\n", (unsigned long long)r->pending_count);
+		printf("  pending frees:    %llu at the end\n",
+		       (unsigned long long)r->pending_count);
 	if (r->unmatched_frees)
-		printf("  unmatched frees:  %llu (the trace starts after these blocks were allocated)\n",
+		printf("  unmatched frees:  %llu (the trace starts after these blocks were "
+		       "allocated)\n",
 		       (unsigned long long)r->unmatched_frees);
 	printf("  largest allocations:\n");
 	for (size_t i = 0; i < r->n_largest; i++)
@@ -324,7 +327,8 @@ static void print_one(const struct job *j)
 		       ms_fmt_bytes(b1, sizeof(b1), r->external_free),
 		       ms_fmt_bytes(b2, sizeof(b2), r->largest_free));
 		if (r->pending_free_bytes)
-			printf("    pending free:   %s\n", ms_fmt_bytes(b1, sizeof(b1), r->pending_free_bytes));
+			printf("    pending free:   %s\n",
+			       ms_fmt_bytes(b1, sizeof(b1), r->pending_free_bytes));
 	}
 }
 
@@ -333,10 +337,11 @@ int cmd_stats(int argc, const char **argv)
 	int json = 0, n, rc = MS_EXIT_OK;
 	uint64_t top = 10, jobs = 0;
 	const struct ms_opt opts[] = {
-		MS_OPT_BOOL(0, "json", &json, "print JSON (an object; an array for several files)"),
-		MS_OPT_U64(0, "top", &top, "N", "length of the top lists (default 10)"),
-		MS_OPT_U64('j', "jobs", &jobs, "N", "files read at once (default: the number of CPUs)"),
-		MS_OPT_END(),
+	        MS_OPT_BOOL(0, "json", &json, "print JSON (an object; an array for several files)"),
+	        MS_OPT_U64(0, "top", &top, "N", "length of the top lists (default 10)"),
+	        MS_OPT_U64('j', "jobs", &jobs, "N",
+	                   "files read at once (default: the number of CPUs)"),
+	        MS_OPT_END(),
 	};
 	struct pool p;
 	pthread_t *th;
@@ -405,8 +410,8 @@ int cmd_stats(int argc, const char **argv)
 			print_one(&p.jobs[0]);
 	} else {
 		char b1[32], b2[32], b3[32];
-		printf("%-40s %10s %14s %10s %12s %14s %12s\n", "file", "events", "peak req.", "at event",
-		       "live at end", "reserved(end)", "segments");
+		printf("%-40s %10s %14s %10s %12s %14s %12s\n", "file", "events", "peak req.",
+		       "at event", "live at end", "reserved(end)", "segments");
 		for (size_t i = 0; i < p.n; i++) {
 			const struct job *j = &p.jobs[i];
 			if (j->s)
@@ -416,7 +421,8 @@ int cmd_stats(int argc, const char **argv)
 			       ms_fmt_bytes(b1, sizeof(b1), j->r->peak_requested),
 			       (unsigned long long)j->r->peak_index,
 			       ms_fmt_bytes(b2, sizeof(b2), j->r->live_bytes),
-			       j->r->has_segments ? ms_fmt_bytes(b3, sizeof(b3), j->r->reserved) : "-",
+			       j->r->has_segments ? ms_fmt_bytes(b3, sizeof(b3), j->r->reserved)
+			                          : "-",
 			       (unsigned long long)j->r->n_segments);
 		}
 	}

@@ -23,8 +23,8 @@ int cmd_version(int argc, const char **argv)
 {
 	int build = 0;
 	const struct ms_opt opts[] = {
-		MS_OPT_BOOL(0, "build-options", &build, "also list what this build contains"),
-		MS_OPT_END(),
+	        MS_OPT_BOOL(0, "build-options", &build, "also list what this build contains"),
+	        MS_OPT_END(),
 	};
 
 	if (ms_parse_options(argc, argv, opts, usage) != 0)
@@ -35,11 +35,12 @@ int cmd_version(int argc, const char **argv)
 		return MS_EXIT_OK;
 	printf("build type: %s%s%s\n", MS_BUILD_TYPE, MS_SANITIZE[0] ? ", sanitizers " : "",
 	       MS_SANITIZE);
-	feature("cuda", MS_HAVE_CUDA, MS_HAVE_CUDA ? "GPU replay backends can be built"
-						   : "built without CUDA (MEMSNAP_CUDA=OFF or not found)");
+	feature("cuda", MS_HAVE_CUDA,
+	        MS_HAVE_CUDA ? "GPU replay backends can be built"
+	                     : "built without CUDA (MEMSNAP_CUDA=OFF or not found)");
 	feature("graphviz", MS_HAVE_GRAPHVIZ,
-		MS_HAVE_GRAPHVIZ ? "in-process SVG layout (libgvc)"
-				 : "built without libgvc (MEMSNAP_GRAPHVIZ=OFF or not found)");
+	        MS_HAVE_GRAPHVIZ ? "in-process SVG layout (libgvc)"
+	                         : "built without libgvc (MEMSNAP_GRAPHVIZ=OFF or not found)");
 	printf("  %-10s: %s\n", "zstd", ZSTD_versionString());
 	printf("  %-10s: %s\n", "msgpack-c", msgpack_version());
 	printf("  %-10s: %s\n", "cJSON", cJSON_Version());

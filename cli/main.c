@@ -13,23 +13,24 @@ struct cmd {
 };
 
 static const struct cmd commands[] = {
-	{"info", cmd_info, "what a trace or snapshot holds: format, devices, events, streams"},
-	{"stats", cmd_stats, "peaks, live allocations at the end, top sites; one row per file"},
-	{"convert", cmd_convert, "PyTorch snapshot (pickle/JSON) to .zst, .zst to JSON"},
-	{"version", cmd_version, "version and build options"},
-	{"help", cmd_help, "help on a command"},
+        {"info", cmd_info, "what a trace or snapshot holds: format, devices, events, streams"},
+        {"stats", cmd_stats, "peaks, live allocations at the end, top sites; one row per file"},
+        {"convert", cmd_convert, "PyTorch snapshot (pickle/JSON) to .zst, .zst to JSON"},
+        {"version", cmd_version, "version and build options"},
+        {"help", cmd_help, "help on a command"},
 };
 #define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))
 
 static void main_usage(FILE *f)
 {
 	fprintf(f, "usage: memsnap [-q] <command> [<args>]\n\n"
-		   "memsnap records, reads, replays and renders GPU memory traces.\n\n"
-		   "commands:\n");
+	           "memsnap records, reads, replays and renders GPU memory traces.\n\n"
+	           "commands:\n");
 	for (size_t i = 0; i < N_COMMANDS; i++)
 		fprintf(f, "    %-10s %s\n", commands[i].name, commands[i].summary);
-	fprintf(f, "\n'memsnap help <command>' describes a command and its options.\n"
-		   "Exit codes: 0 ok, 1 error, 2 usage; docs/FORMAT.md describes the .zst format.\n");
+	fprintf(f,
+	        "\n'memsnap help <command>' describes a command and its options.\n"
+	        "Exit codes: 0 ok, 1 error, 2 usage; docs/FORMAT.md describes the .zst format.\n");
 }
 
 static const struct cmd *find(const char *name)

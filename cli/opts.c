@@ -27,10 +27,19 @@ int ms_parse_size(const char *s, uint64_t *out)
 			const char *suf;
 			double mul;
 		} sufs[] = {
-			{"B", 1},          {"K", 1024.0},    {"KB", 1e3},       {"KiB", 1024.0},
-			{"M", 1048576.0},  {"MB", 1e6},      {"MiB", 1048576.0}, {"G", 1073741824.0},
-			{"GB", 1e9},       {"GiB", 1073741824.0}, {"T", 1099511627776.0}, {"TB", 1e12},
-			{"TiB", 1099511627776.0},
+		        {"B", 1},
+		        {"K", 1024.0},
+		        {"KB", 1e3},
+		        {"KiB", 1024.0},
+		        {"M", 1048576.0},
+		        {"MB", 1e6},
+		        {"MiB", 1048576.0},
+		        {"G", 1073741824.0},
+		        {"GB", 1e9},
+		        {"GiB", 1073741824.0},
+		        {"T", 1099511627776.0},
+		        {"TB", 1e12},
+		        {"TiB", 1099511627776.0},
 		};
 		size_t i;
 		for (i = 0; i < sizeof(sufs) / sizeof(sufs[0]); i++)
@@ -70,7 +79,7 @@ void ms_print_help(FILE *f, const struct ms_opt *opts, const char *const *usage)
 		int n = 0;
 		if (o->short_name)
 			n += snprintf(left + n, sizeof(left) - (size_t)n, "-%c%s", o->short_name,
-				      o->long_name ? ", " : "");
+			              o->long_name ? ", " : "");
 		else
 			n += snprintf(left + n, sizeof(left) - (size_t)n, "    ");
 		if (o->long_name)
@@ -95,7 +104,7 @@ void ms_usage_error(const struct ms_opt *opts, const char *const *usage, const c
 }
 
 static void set_value(const struct ms_opt *o, const char *arg, const struct ms_opt *opts,
-		      const char *const *usage)
+                      const char *const *usage)
 {
 	char *end;
 
@@ -109,20 +118,22 @@ static void set_value(const struct ms_opt *o, const char *arg, const struct ms_o
 	case MS_OPT_T_SIZE:
 		if (ms_parse_size(arg, o->value))
 			ms_usage_error(opts, usage, "--%s: '%s' is not a size (e.g. 80GiB, 512MiB)",
-				       o->long_name, arg);
+			               o->long_name, arg);
 		break;
 	case MS_OPT_T_U64:
 		errno = 0;
 		*(uint64_t *)o->value = strtoull(arg, &end, 10);
 		if (errno || !*arg || *end || *arg == '-')
-			ms_usage_error(opts, usage, "--%s: '%s' is not a number", o->long_name, arg);
+			ms_usage_error(opts, usage, "--%s: '%s' is not a number", o->long_name,
+			               arg);
 		break;
 	case MS_OPT_T_INT: {
 		long v;
 		errno = 0;
 		v = strtol(arg, &end, 10);
 		if (errno || !*arg || *end || v < -2147483647L || v > 2147483647L)
-			ms_usage_error(opts, usage, "--%s: '%s' is not a number", o->long_name, arg);
+			ms_usage_error(opts, usage, "--%s: '%s' is not a number", o->long_name,
+			               arg);
 		*(int *)o->value = (int)v;
 		break;
 	}
@@ -132,7 +143,7 @@ static void set_value(const struct ms_opt *o, const char *arg, const struct ms_o
 }
 
 int ms_parse_options(int argc, const char **argv, const struct ms_opt *opts,
-		     const char *const *usage)
+                     const char *const *usage)
 {
 	int npos = 0, i, only_pos = 0;
 	const char **pos = argv; /* positional args compacted in place (never ahead of i) */

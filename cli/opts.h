@@ -7,25 +7,49 @@
 
 #include <stdint.h>
 
-enum ms_opt_type { MS_OPT_T_END = 0, MS_OPT_T_BOOL, MS_OPT_T_STRING, MS_OPT_T_SIZE, MS_OPT_T_U64,
-		   MS_OPT_T_INT };
+enum ms_opt_type {
+	MS_OPT_T_END = 0,
+	MS_OPT_T_BOOL,
+	MS_OPT_T_STRING,
+	MS_OPT_T_SIZE,
+	MS_OPT_T_U64,
+	MS_OPT_T_INT
+};
 
 struct ms_opt {
 	enum ms_opt_type type;
-	char short_name;        /* 0 for none */
-	const char *long_name;  /* NULL for none */
-	void *value;            /* int*, const char**, uint64_t*, uint64_t*, int* */
-	const char *argh;       /* argument name in the help */
+	char short_name;       /* 0 for none */
+	const char *long_name; /* NULL for none */
+	void *value;           /* int*, const char**, uint64_t*, uint64_t*, int* */
+	const char *argh;      /* argument name in the help */
 	const char *help;
 };
 
-#define MS_OPT_BOOL(s, l, v, h) {MS_OPT_T_BOOL, s, l, v, NULL, h}
-#define MS_OPT_STRING(s, l, v, a, h) {MS_OPT_T_STRING, s, l, v, a, h}
+#define MS_OPT_BOOL(s, l, v, h)                 \
+	{                                       \
+		MS_OPT_T_BOOL, s, l, v, NULL, h \
+	}
+#define MS_OPT_STRING(s, l, v, a, h)           \
+	{                                      \
+		MS_OPT_T_STRING, s, l, v, a, h \
+	}
 /* a size in bytes with optional KiB/MiB/GiB/TiB (or K/M/G/T) suffix */
-#define MS_OPT_SIZE(s, l, v, a, h) {MS_OPT_T_SIZE, s, l, v, a, h}
-#define MS_OPT_U64(s, l, v, a, h) {MS_OPT_T_U64, s, l, v, a, h}
-#define MS_OPT_INT(s, l, v, a, h) {MS_OPT_T_INT, s, l, v, a, h}
-#define MS_OPT_END() {MS_OPT_T_END, 0, NULL, NULL, NULL, NULL}
+#define MS_OPT_SIZE(s, l, v, a, h)           \
+	{                                    \
+		MS_OPT_T_SIZE, s, l, v, a, h \
+	}
+#define MS_OPT_U64(s, l, v, a, h)           \
+	{                                   \
+		MS_OPT_T_U64, s, l, v, a, h \
+	}
+#define MS_OPT_INT(s, l, v, a, h)           \
+	{                                   \
+		MS_OPT_T_INT, s, l, v, a, h \
+	}
+#define MS_OPT_END()                                    \
+	{                                               \
+		MS_OPT_T_END, 0, NULL, NULL, NULL, NULL \
+	}
 
 /*
  * Parse argv[1..argc) (argv[0] is the command name). Options may come
@@ -34,13 +58,13 @@ struct ms_opt {
  * bad option prints the error and the usage and exits 2.
  */
 int ms_parse_options(int argc, const char **argv, const struct ms_opt *opts,
-		     const char *const *usage);
+                     const char *const *usage);
 /* Print usage lines and the option table. */
 void ms_print_help(FILE *f, const struct ms_opt *opts, const char *const *usage);
 /* Parse "12", "1.5GiB", "512M"; returns 0 on success. */
 int ms_parse_size(const char *s, uint64_t *out);
 /* Usage error: message, then usage lines; exits 2. */
-_Noreturn void ms_usage_error(const struct ms_opt *opts, const char *const *usage,
-			      const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+_Noreturn void ms_usage_error(const struct ms_opt *opts, const char *const *usage, const char *fmt,
+                              ...) __attribute__((format(printf, 3, 4)));
 
 #endif

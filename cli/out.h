@@ -11,9 +11,9 @@ enum {
 	MS_EXIT_OK = 0,
 	MS_EXIT_ERROR = 1,
 	MS_EXIT_USAGE = 2,
-	MS_EXIT_OOM = 3,       /* replay ended in an OOM (later issues) */
-	MS_EXIT_DIVERGED = 4,  /* verify found a difference (later issues) */
-	MS_EXIT_BUDGET = 5,    /* check: a budget was exceeded (later issues) */
+	MS_EXIT_OOM = 3,      /* replay ended in an OOM (later issues) */
+	MS_EXIT_DIVERGED = 4, /* verify found a difference (later issues) */
+	MS_EXIT_BUDGET = 5,   /* check: a budget was exceeded (later issues) */
 };
 
 extern int ms_quiet;
@@ -29,8 +29,6 @@ void ms_report_warnings(const char *path, const struct ms_diag *d);
 
 /* Human-readable bytes, PyTorch's format_size ("2.93 GiB"); buf >= 32. */
 const char *ms_fmt_bytes(char *buf, size_t cap, uint64_t n);
-
-
 
 /* Exact integers in cJSON output (cJSON's doubles are exact only below 2^53). */
 struct cJSON;

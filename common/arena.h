@@ -13,7 +13,10 @@ struct ms_arena {
 	char *cur, *end;
 	size_t total; /* bytes obtained from ms_malloc */
 };
-#define MS_ARENA_INIT {NULL, NULL, NULL, 0}
+#define MS_ARENA_INIT               \
+	{                           \
+		NULL, NULL, NULL, 0 \
+	}
 
 /* n bytes, or NULL when out of memory. */
 void *ms_arena_alloc(struct ms_arena *a, size_t n);

@@ -10,7 +10,10 @@ struct ms_buf {
 	char *data;
 	size_t len, cap;
 };
-#define MS_BUF_INIT {NULL, 0, 0}
+#define MS_BUF_INIT        \
+	{                  \
+		NULL, 0, 0 \
+	}
 
 ms_status ms_buf_reserve(struct ms_buf *b, size_t extra);
 ms_status ms_buf_append(struct ms_buf *b, const void *p, size_t n);

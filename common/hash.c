@@ -23,7 +23,7 @@ uint64_t ms_hash_bytes(const void *p, size_t n, uint64_t seed)
 }
 
 uint32_t ms_idset_find(const struct ms_idset *s, uint32_t h, ms_idset_eq_fn eq, const void *ctx,
-		       const void *key)
+                       const void *key)
 {
 	size_t mask, i;
 

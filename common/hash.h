@@ -29,14 +29,17 @@ struct ms_idset {
 	uint32_t *hashes;
 	size_t cap, n;
 };
-#define MS_IDSET_INIT {NULL, NULL, 0, 0}
+#define MS_IDSET_INIT            \
+	{                        \
+		NULL, NULL, 0, 0 \
+	}
 
 /* Equality test: does id match the key being looked up? */
 typedef int (*ms_idset_eq_fn)(const void *ctx, uint32_t id, const void *key);
 
 /* The id matching key (hash h), or 0. */
 uint32_t ms_idset_find(const struct ms_idset *s, uint32_t h, ms_idset_eq_fn eq, const void *ctx,
-		       const void *key);
+                       const void *key);
 /* Insert id with hash h (caller checked it is absent). */
 ms_status ms_idset_insert(struct ms_idset *s, uint32_t h, uint32_t id);
 void ms_idset_release(struct ms_idset *s);
@@ -46,7 +49,10 @@ struct ms_u64map {
 	uint64_t *vals;
 	size_t cap, n;
 };
-#define MS_U64MAP_INIT {NULL, NULL, 0, 0}
+#define MS_U64MAP_INIT           \
+	{                        \
+		NULL, NULL, 0, 0 \
+	}
 
 /* Pointer to the value of key, or NULL. Valid until the next insert. */
 uint64_t *ms_u64map_get(const struct ms_u64map *m, uint64_t key);

@@ -82,12 +82,24 @@ static void raw_str(struct ms_jsonw *w, const char *s, size_t n)
 	for (size_t i = 0; i < n; i++) {
 		unsigned char c = (unsigned char)s[i];
 		switch (c) {
-		case '"': fputs("\\\"", w->f); break;
-		case '\\': fputs("\\\\", w->f); break;
-		case '\n': fputs("\\n", w->f); break;
-		case '\r': fputs("\\r", w->f); break;
-		case '\t': fputs("\\t", w->f); break;
-		case '<': fputs("\\u003c", w->f); break; /* safe inside <script> */
+		case '"':
+			fputs("\\\"", w->f);
+			break;
+		case '\\':
+			fputs("\\\\", w->f);
+			break;
+		case '\n':
+			fputs("\\n", w->f);
+			break;
+		case '\r':
+			fputs("\\r", w->f);
+			break;
+		case '\t':
+			fputs("\\t", w->f);
+			break;
+		case '<':
+			fputs("\\u003c", w->f);
+			break; /* safe inside <script> */
 		default:
 			if (c < 0x20)
 				fprintf(w->f, "\\u%04x", c);

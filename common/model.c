@@ -5,7 +5,7 @@
 
 static const char *const action_names[MS_ACT_COUNT] = {
 #define XX(name, val, str) [val] = str,
-	MS_ACTION_MAP(XX)
+        MS_ACTION_MAP(XX)
 #undef XX
 };
 

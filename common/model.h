@@ -15,22 +15,22 @@
 #include "memsnap/memsnap.h"
 
 /* PyTorch's TraceEntry actions, same order and names (torch-allocator.md §9.1). */
-#define MS_ACTION_MAP(XX)                                                        \
-	XX(ALLOC, 0, "alloc")                                                    \
-	XX(FREE_REQUESTED, 1, "free_requested")                                  \
-	XX(FREE_COMPLETED, 2, "free_completed")                                  \
-	XX(SEGMENT_ALLOC, 3, "segment_alloc")                                    \
-	XX(SEGMENT_FREE, 4, "segment_free")                                      \
-	XX(SEGMENT_MAP, 5, "segment_map")                                        \
-	XX(SEGMENT_UNMAP, 6, "segment_unmap")                                    \
-	XX(SNAPSHOT, 7, "snapshot")                                              \
+#define MS_ACTION_MAP(XX)                       \
+	XX(ALLOC, 0, "alloc")                   \
+	XX(FREE_REQUESTED, 1, "free_requested") \
+	XX(FREE_COMPLETED, 2, "free_completed") \
+	XX(SEGMENT_ALLOC, 3, "segment_alloc")   \
+	XX(SEGMENT_FREE, 4, "segment_free")     \
+	XX(SEGMENT_MAP, 5, "segment_map")       \
+	XX(SEGMENT_UNMAP, 6, "segment_unmap")   \
+	XX(SNAPSHOT, 7, "snapshot")             \
 	XX(OOM, 8, "oom")
 
 enum ms_action {
 #define XX(name, val, str) MS_ACT_##name = val,
 	MS_ACTION_MAP(XX)
 #undef XX
-	MS_ACT_COUNT
+	        MS_ACT_COUNT
 };
 
 /* "alloc" etc.; NULL for an invalid action. */
@@ -110,7 +110,7 @@ struct ms_device {
 
 /* Allocator settings as PyTorch reports them (allocator_settings, §8.6). */
 struct ms_settings {
-	uint8_t present; /* 0: the source had none */
+	uint8_t present;        /* 0: the source had none */
 	const char *alloc_conf; /* PYTORCH_CUDA_ALLOC_CONF string */
 	int64_t max_split_size; /* -1 = unlimited */
 	double garbage_collection_threshold;
@@ -129,9 +129,9 @@ enum ms_input_kind {
 };
 
 struct ms_meta {
-	uint8_t input_kind; /* enum ms_input_kind, filled by the reader */
+	uint8_t input_kind;                  /* enum ms_input_kind, filled by the reader */
 	uint16_t format_major, format_minor; /* of a .zst input; 0 otherwise */
-	const char *producer;         /* e.g. "memsnap-convert", "torch-snapshot" */
+	const char *producer;                /* e.g. "memsnap-convert", "torch-snapshot" */
 	const char *producer_version;
 	const char *torch_version; /* "" when unknown */
 	const char *hostname;

@@ -8,8 +8,8 @@
 const char *ms_strerror(ms_status s)
 {
 	switch (s) {
-#define XX(name, val, str)                                                       \
-	case MS_##name:                                                          \
+#define XX(name, val, str) \
+	case MS_##name:    \
 		return str;
 		MS_STATUS_MAP(XX)
 #undef XX
@@ -20,8 +20,8 @@ const char *ms_strerror(ms_status s)
 const char *ms_status_name(ms_status s)
 {
 	switch (s) {
-#define XX(name, val, str)                                                       \
-	case MS_##name:                                                          \
+#define XX(name, val, str) \
+	case MS_##name:    \
 		return #name;
 		MS_STATUS_MAP(XX)
 #undef XX
@@ -35,7 +35,7 @@ unsigned ms_version_number(void)
 }
 
 ms_status ms__diag_set(struct ms_diag *d, ms_status s, int64_t offset, int64_t record,
-		       const char *fmt, ...)
+                       const char *fmt, ...)
 {
 	va_list ap;
 

@@ -144,7 +144,7 @@ ms_status ms_symtab_stack(struct ms_symtab *t, const uint32_t *frames, size_t n,
 		return MS_OK;
 	}
 	if (ms_grow(&t->stack_frames, &t->cap_stack_frames, t->n_stack_frames + n,
-		    sizeof(*t->stack_frames)) ||
+	            sizeof(*t->stack_frames)) ||
 	    ms_grow(&t->stack_off, &t->cap_stacks, t->n_stacks + 2, sizeof(*t->stack_off)))
 		return MS_ERR_NOMEM;
 	if (ms_idset_insert(&t->stack_idx, h, (uint32_t)t->n_stacks))

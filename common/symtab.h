@@ -34,7 +34,7 @@ struct ms_symtab {
 	size_t n_frames, cap_frames;
 	uint32_t *stack_frames; /* frame ids of all stacks, innermost first */
 	size_t n_stack_frames, cap_stack_frames;
-	uint64_t *stack_off; /* stack i: stack_frames[stack_off[i] .. stack_off[i+1]) */
+	uint64_t *stack_off;         /* stack i: stack_frames[stack_off[i] .. stack_off[i+1]) */
 	size_t n_stacks, cap_stacks; /* n_stacks counts the unused [0] */
 	struct ms_idset str_idx, frame_idx, stack_idx;
 };
@@ -66,8 +66,7 @@ static inline const struct ms_str *ms_symtab_get_str(const struct ms_symtab *t, 
 {
 	return &t->strs[id];
 }
-static inline const uint32_t *ms_symtab_get_stack(const struct ms_symtab *t, uint32_t id,
-						   size_t *n)
+static inline const uint32_t *ms_symtab_get_stack(const struct ms_symtab *t, uint32_t id, size_t *n)
 {
 	*n = (size_t)(t->stack_off[id + 1] - t->stack_off[id]);
 	return t->stack_frames + t->stack_off[id];

@@ -82,13 +82,14 @@ int ms_zst_sniff(const void *data, size_t len)
 {
 	const unsigned char *p = data;
 
-	return len >= 12 && rd32(p) == MS_HEADER_FRAME_MAGIC && memcmp(p + 8, MS_HEADER_MAGIC, 4) == 0;
+	return len >= 12 && rd32(p) == MS_HEADER_FRAME_MAGIC &&
+	       memcmp(p + 8, MS_HEADER_MAGIC, 4) == 0;
 }
 
-#define BADREC(r, what)                                                          \
+#define BADREC(r, what)                                                                     \
 	ms__diag_set((r)->diag, MS_ERR_FORMAT, (r)->frame_off, (int64_t)(r)->info.n_events, \
-		     "corrupt %s record in frame at offset %lld (event %llu)", what,        \
-		     (long long)(r)->frame_off, (unsigned long long)(r)->info.n_events)
+	             "corrupt %s record in frame at offset %lld (event %llu)", what,        \
+	             (long long)(r)->frame_off, (unsigned long long)(r)->info.n_events)
 
 static ms_status parse_meta(struct rd *r, const msgpack_object *map)
 {
@@ -100,9 +101,9 @@ static ms_status parse_meta(struct rd *r, const msgpack_object *map)
 
 	if (!map || map->type != MSGPACK_OBJECT_MAP)
 		return BADREC(r, "META");
-#define STRKEY(field, key)                                                       \
-	s = ms_mpk_str(ms_mpk_map_get(map, key), &n, &b);                        \
-	if (!(m->field = ms_arena_strndup(&r->arena, s, n)))                     \
+#define STRKEY(field, key)                                   \
+	s = ms_mpk_str(ms_mpk_map_get(map, key), &n, &b);    \
+	if (!(m->field = ms_arena_strndup(&r->arena, s, n))) \
 		return MS_ERR_NOMEM;
 	STRKEY(producer, "producer");
 	STRKEY(producer_version, "producer_version");
@@ -124,9 +125,9 @@ static ms_status parse_meta(struct rd *r, const msgpack_object *map)
 		for (uint32_t i = 0; i < m->n_devices; i++) {
 			const msgpack_object *d = &v->via.array.ptr[i];
 			r->devices[i].index =
-				(uint32_t)ms_mpk_u64(ms_mpk_map_get(d, "index"), i, &b);
+			        (uint32_t)ms_mpk_u64(ms_mpk_map_get(d, "index"), i, &b);
 			r->devices[i].total_memory =
-				ms_mpk_u64(ms_mpk_map_get(d, "total_memory"), 0, &b);
+			        ms_mpk_u64(ms_mpk_map_get(d, "total_memory"), 0, &b);
 			s = ms_mpk_str(ms_mpk_map_get(d, "name"), &n, &b);
 			if (!(r->devices[i].name = ms_arena_strndup(&r->arena, s, n)))
 				return MS_ERR_NOMEM;
@@ -142,25 +143,25 @@ static ms_status parse_meta(struct rd *r, const msgpack_object *map)
 			return MS_ERR_NOMEM;
 		x->max_split_size = ms_mpk_i64(ms_mpk_map_get(st, "max_split_size"), -1, &b);
 		x->garbage_collection_threshold =
-			ms_mpk_f64(ms_mpk_map_get(st, "garbage_collection_threshold"), 0, &b);
+		        ms_mpk_f64(ms_mpk_map_get(st, "garbage_collection_threshold"), 0, &b);
 		x->expandable_segments =
-			(uint8_t)ms_mpk_bool(ms_mpk_map_get(st, "expandable_segments"), 0, &b);
-		x->release_lock_on_cudamalloc =
-			(uint8_t)ms_mpk_bool(ms_mpk_map_get(st, "release_lock_on_cudamalloc"), 0, &b);
+		        (uint8_t)ms_mpk_bool(ms_mpk_map_get(st, "expandable_segments"), 0, &b);
+		x->release_lock_on_cudamalloc = (uint8_t)ms_mpk_bool(
+		        ms_mpk_map_get(st, "release_lock_on_cudamalloc"), 0, &b);
 		x->pinned_use_cuda_host_register = (uint8_t)ms_mpk_bool(
-			ms_mpk_map_get(st, "pinned_use_cuda_host_register"), 0, &b);
+		        ms_mpk_map_get(st, "pinned_use_cuda_host_register"), 0, &b);
 		x->graph_capture_record_stream_reuse = (uint8_t)ms_mpk_bool(
-			ms_mpk_map_get(st, "graph_capture_record_stream_reuse"), 0, &b);
+		        ms_mpk_map_get(st, "graph_capture_record_stream_reuse"), 0, &b);
 		x->pinned_num_register_threads =
-			ms_mpk_i64(ms_mpk_map_get(st, "pinned_num_register_threads"), 1, &b);
+		        ms_mpk_i64(ms_mpk_map_get(st, "pinned_num_register_threads"), 1, &b);
 		v = ms_mpk_map_get(st, "roundup_power2_divisions");
 		if (v) {
 			if (v->type != MSGPACK_OBJECT_ARRAY)
 				b = 1;
 			else
 				for (uint32_t i = 0; i < v->via.array.size && i < 16; i++)
-					x->roundup_power2_divisions[i] = (uint32_t)ms_mpk_u64(
-						&v->via.array.ptr[i], 0, &b);
+					x->roundup_power2_divisions[i] =
+					        (uint32_t)ms_mpk_u64(&v->via.array.ptr[i], 0, &b);
 		}
 	} else {
 		m->settings.alloc_conf = "";
@@ -282,8 +283,8 @@ static ms_status begin(struct rd *r)
 		return MS_OK;
 	if (!r->have_meta)
 		return ms__diag_set(r->diag, MS_ERR_FORMAT, r->frame_off, (int64_t)r->info.n_events,
-				    "record before META in frame at offset %lld",
-				    (long long)r->frame_off);
+		                    "record before META in frame at offset %lld",
+		                    (long long)r->frame_off);
 	r->begun = 1;
 	return r->sink->begin ? r->sink->begin(r->sink->ctx, &r->meta, r->syms) : MS_OK;
 }
@@ -336,7 +337,7 @@ static void evf_from_object(const msgpack_object *a, struct evf *f)
 		else if (o->type == MSGPACK_OBJECT_BOOLEAN && o->via.boolean)
 			f->kind[i] = 4;
 		else if (o->type == MSGPACK_OBJECT_ARRAY && o->via.array.size == 1 &&
-			 o->via.array.ptr[0].type == MSGPACK_OBJECT_POSITIVE_INTEGER)
+		         o->via.array.ptr[0].type == MSGPACK_OBJECT_POSITIVE_INTEGER)
 			f->kind[i] = 5, f->u[i] = o->via.array.ptr[0].via.u64;
 		else
 			f->kind[i] = 3;
@@ -354,7 +355,8 @@ static int evf_fast(const unsigned char *p, size_t len, size_t *pos, unsigned *t
 	size_t q = *pos;
 	unsigned n, i;
 
-	if (q + 2 > len || (p[q] & 0xf0) != 0x90 || p[q + 1] < MS_REC_EVENT || p[q + 1] > MS_REC_EVENT_LAST)
+	if (q + 2 > len || (p[q] & 0xf0) != 0x90 || p[q + 1] < MS_REC_EVENT ||
+	    p[q + 1] > MS_REC_EVENT_LAST)
 		return 0;
 	n = p[q] & 0x0f;
 	*type = p[q + 1];
@@ -375,7 +377,8 @@ static int evf_fast(const unsigned char *p, size_t len, size_t *pos, unsigned *t
 			k = 0;
 		} else if (c == 0xc3) {
 			k = 4;
-		} else if (c == 0x91 && q < len && (p[q] <= 0x7f || (p[q] == 0xcc && q + 1 < len))) {
+		} else if (c == 0x91 && q < len &&
+		           (p[q] <= 0x7f || (p[q] == 0xcc && q + 1 < len))) {
 			k = 5; /* [k]: an address by age */
 			v = p[q] <= 0x7f ? p[q] : p[q + 1];
 			q += p[q] <= 0x7f ? 1 : 2;
@@ -589,8 +592,8 @@ static ms_status end_record(struct rd *r, const msgpack_object *a)
 		return MS_OK; /* the trailer read ahead of the events: checked when reached */
 	if (n != r->info.n_events)
 		return ms__diag_set(r->diag, MS_ERR_FORMAT, r->frame_off, (int64_t)r->info.n_events,
-				    "END record counts %llu events but %llu were read",
-				    (unsigned long long)n, (unsigned long long)r->info.n_events);
+		                    "END record counts %llu events but %llu were read",
+		                    (unsigned long long)n, (unsigned long long)r->info.n_events);
 	r->info.has_end = 1;
 	return MS_OK;
 }
@@ -629,11 +632,11 @@ static ms_status record(struct rd *r, const msgpack_object *a)
 		if (b)
 			return BADREC(r, "FRAME");
 		if (first != r->info.n_events)
-			return ms__diag_set(r->diag, MS_ERR_FORMAT, r->frame_off,
-					    (int64_t)r->info.n_events,
-					    "frame at offset %lld starts at event %llu, expected %llu",
-					    (long long)r->frame_off, (unsigned long long)first,
-					    (unsigned long long)r->info.n_events);
+			return ms__diag_set(
+			        r->diag, MS_ERR_FORMAT, r->frame_off, (int64_t)r->info.n_events,
+			        "frame at offset %lld starts at event %llu, expected %llu",
+			        (long long)r->frame_off, (unsigned long long)first,
+			        (unsigned long long)r->info.n_events);
 		r->t = t;
 		r->addr = addr;
 		r->size = 0;
@@ -676,9 +679,10 @@ static ms_status record(struct rd *r, const msgpack_object *a)
 		return annotation_record(r, a);
 	}
 	if (type <= MS_REC_MANDATORY_MAX)
-		return ms__diag_set(r->diag, MS_ERR_VERSION, r->frame_off, (int64_t)r->info.n_events,
-				    "record type %u in frame at offset %lld needs a newer memsnap",
-				    (unsigned)type, (long long)r->frame_off);
+		return ms__diag_set(r->diag, MS_ERR_VERSION, r->frame_off,
+		                    (int64_t)r->info.n_events,
+		                    "record type %u in frame at offset %lld needs a newer memsnap",
+		                    (unsigned)type, (long long)r->frame_off);
 	r->info.skipped_optional++;
 	return MS_OK;
 }
@@ -710,12 +714,34 @@ static int mpk_check(const unsigned char *p, size_t len, size_t pos, size_t *end
 			skip = c & 0x1f;
 		} else {
 			static const signed char w[] = {
-				/* c4 bin8 */ -1, /* c5 bin16 */ -2, /* c6 bin32 */ -4,
-				/* c7 ext8 */ -11, /* c8 ext16 */ -12, /* c9 ext32 */ -14,
-				/* ca f32 */ 4, /* cb f64 */ 8, /* cc-cf uint */ 1, 2, 4, 8,
-				/* d0-d3 int */ 1, 2, 4, 8, /* d4-d8 fixext */ 2, 3, 5, 9, 17,
-				/* d9 str8 */ -1, /* da str16 */ -2, /* db str32 */ -4,
-				/* dc array16 */ -32, /* dd array32 */ -34, /* de map16 */ -64, /* df map32 */ -66,
+			        /* c4 bin8 */ -1,
+			        /* c5 bin16 */ -2,
+			        /* c6 bin32 */ -4,
+			        /* c7 ext8 */ -11,
+			        /* c8 ext16 */ -12,
+			        /* c9 ext32 */ -14,
+			        /* ca f32 */ 4,
+			        /* cb f64 */ 8,
+			        /* cc-cf uint */ 1,
+			        2,
+			        4,
+			        8,
+			        /* d0-d3 int */ 1,
+			        2,
+			        4,
+			        8,
+			        /* d4-d8 fixext */ 2,
+			        3,
+			        5,
+			        9,
+			        17,
+			        /* d9 str8 */ -1,
+			        /* da str16 */ -2,
+			        /* db str32 */ -4,
+			        /* dc array16 */ -32,
+			        /* dd array32 */ -34,
+			        /* de map16 */ -64,
+			        /* df map32 */ -66,
 			};
 			int k = w[c - 0xc4], lw;
 			if (k > 0) {
@@ -765,20 +791,20 @@ static ms_status decode_frame(struct rd *r, size_t off, size_t csize)
 	r->frame_off = (int64_t)off;
 	if (content == ZSTD_CONTENTSIZE_ERROR || content == ZSTD_CONTENTSIZE_UNKNOWN)
 		return ms__diag_set(r->diag, MS_ERR_FORMAT, (int64_t)off, (int64_t)r->info.n_events,
-				    "zstd frame at offset %zu has no content size", off);
+		                    "zstd frame at offset %zu has no content size", off);
 	if (content > MAX_FRAME_CONTENT)
 		return ms__diag_set(r->diag, MS_ERR_LIMIT, (int64_t)off, (int64_t)r->info.n_events,
-				    "frame at offset %zu claims %llu bytes (limit %u)", off, content,
-				    MAX_FRAME_CONTENT);
+		                    "frame at offset %zu claims %llu bytes (limit %u)", off,
+		                    content, MAX_FRAME_CONTENT);
 	if (ms_grow(&r->frame, &r->frame_cap, (size_t)content + 1, 1))
 		return MS_ERR_NOMEM;
 	n = ZSTD_decompressDCtx(r->dctx, r->frame, r->frame_cap, r->data + off, csize);
 	if (ZSTD_isError(n) || n != content)
 		return ms__diag_set(r->diag, MS_ERR_COMPRESSION, (int64_t)off,
-				    (int64_t)r->info.n_events,
-				    "corrupt frame at offset %zu (event %llu): %s", off,
-				    (unsigned long long)r->info.n_events,
-				    ZSTD_isError(n) ? ZSTD_getErrorName(n) : "size mismatch");
+		                    (int64_t)r->info.n_events,
+		                    "corrupt frame at offset %zu (event %llu): %s", off,
+		                    (unsigned long long)r->info.n_events,
+		                    ZSTD_isError(n) ? ZSTD_getErrorName(n) : "size mismatch");
 	msgpack_zone_clear(&r->zone);
 	while (pos < n) {
 		struct evf f;
@@ -795,22 +821,23 @@ static ms_status decode_frame(struct rd *r, size_t off, size_t csize)
 		if (mpk_check(r->frame, n, pos, &rec_end))
 			ret = MSGPACK_UNPACK_PARSE_ERROR;
 		else
-			ret = msgpack_unpack((const char *)r->frame, rec_end, &pos, &r->zone, &r->obj);
+			ret = msgpack_unpack((const char *)r->frame, rec_end, &pos, &r->zone,
+			                     &r->obj);
 		ms_status s;
 		if (ret == MSGPACK_UNPACK_NOMEM_ERROR)
 			return MS_ERR_NOMEM;
 		if (ret != MSGPACK_UNPACK_SUCCESS && ret != MSGPACK_UNPACK_EXTRA_BYTES)
 			return ms__diag_set(r->diag, MS_ERR_FORMAT, (int64_t)off,
-					    (int64_t)r->info.n_events,
-					    "corrupt record in frame at offset %zu (event %llu)", off,
-					    (unsigned long long)r->info.n_events);
+			                    (int64_t)r->info.n_events,
+			                    "corrupt record in frame at offset %zu (event %llu)",
+			                    off, (unsigned long long)r->info.n_events);
 		if (first) {
 			/* a frame starts with FRAME (data) or TRAILER */
 			const msgpack_object *a = &r->obj;
 			int b = 0;
 			uint64_t t = a->type == MSGPACK_OBJECT_ARRAY
-					     ? ms_mpk_u64(ms_mpk_field(a, 0), 999, &b)
-					     : 999;
+			                     ? ms_mpk_u64(ms_mpk_field(a, 0), 999, &b)
+			                     : 999;
 			if (t == MS_REC_TRAILER)
 				r->in_trailer = 1;
 			else if (t != MS_REC_FRAME)
@@ -856,11 +883,10 @@ static ms_status walk(struct rd *r, size_t off)
 				r->frame_off = (int64_t)off;
 				break;
 			}
-			return ms__diag_set(r->diag, MS_ERR_FORMAT, (int64_t)off,
-					    (int64_t)r->info.n_events,
-					    "not a zstd frame at offset %zu (event %llu): %s", off,
-					    (unsigned long long)r->info.n_events,
-					    ZSTD_getErrorName(csize));
+			return ms__diag_set(
+			        r->diag, MS_ERR_FORMAT, (int64_t)off, (int64_t)r->info.n_events,
+			        "not a zstd frame at offset %zu (event %llu): %s", off,
+			        (unsigned long long)r->info.n_events, ZSTD_getErrorName(csize));
 		}
 		MS_TRY(decode_frame(r, off, csize));
 		off += csize;
@@ -880,7 +906,7 @@ static ms_status read_header(struct rd *r, size_t *off)
 
 	if (r->len < 8 + MS_HEADER_SIZE || !ms_zst_sniff(p, r->len))
 		return ms__diag_set(r->diag, MS_ERR_FORMAT, 0, -1,
-				    r->len == 0 ? "empty file" : "not a memsnap trace (bad magic)");
+		                    r->len == 0 ? "empty file" : "not a memsnap trace (bad magic)");
 	psize = rd32(p + 4);
 	r->info.major = (uint16_t)(p[12] | p[13] << 8);
 	r->info.minor = (uint16_t)(p[14] | p[15] << 8);
@@ -888,16 +914,16 @@ static ms_status read_header(struct rd *r, size_t *off)
 	flags = rd64(p + 20);
 	r->info.producer_version = rd32(p + 28);
 	if (r->info.major > MS_FORMAT_MAJOR)
-		return ms__diag_set(r->diag, MS_ERR_VERSION, 12, -1,
-				    "trace format %u.%u needs a newer memsnap (this one reads %u.x)",
-				    r->info.major, r->info.minor, MS_FORMAT_MAJOR);
-	if (r->info.major == 0 || psize < MS_HEADER_SIZE || hsize != psize ||
-	    psize > r->len - 8)
+		return ms__diag_set(
+		        r->diag, MS_ERR_VERSION, 12, -1,
+		        "trace format %u.%u needs a newer memsnap (this one reads %u.x)",
+		        r->info.major, r->info.minor, MS_FORMAT_MAJOR);
+	if (r->info.major == 0 || psize < MS_HEADER_SIZE || hsize != psize || psize > r->len - 8)
 		return ms__diag_set(r->diag, MS_ERR_FORMAT, 4, -1, "corrupt trace header");
 	if (flags & MS_FLAGS_MUST_UNDERSTAND & ~MS_FLAGS_KNOWN)
 		return ms__diag_set(r->diag, MS_ERR_VERSION, 20, -1,
-				    "trace uses features this memsnap does not know (flags 0x%llx)",
-				    (unsigned long long)flags);
+		                    "trace uses features this memsnap does not know (flags 0x%llx)",
+		                    (unsigned long long)flags);
 	*off = 8 + psize;
 	return MS_OK;
 }
@@ -967,8 +993,8 @@ static void rd_release(struct rd *r)
 }
 
 ms_status ms_zst_read(const void *data, size_t len, const struct ms_read_opts *opts,
-		      struct ms_symtab *syms, const struct ms_sink *sink, struct ms_zst_info *info,
-		      struct ms_diag *diag)
+                      struct ms_symtab *syms, const struct ms_sink *sink, struct ms_zst_info *info,
+                      struct ms_diag *diag)
 {
 	struct rd r;
 	size_t off = 0;
@@ -1007,7 +1033,8 @@ ms_status ms_zst_read(const void *data, size_t len, const struct ms_read_opts *o
 		goto out;
 	if (!r.have_meta && r.info.n_events == 0 && (r.info.truncated || r.info.n_frames == 0)) {
 		/* cut off before the first frame was complete: an empty trace, with a warning */
-		r.meta.producer = r.meta.producer_version = r.meta.torch_version = r.meta.hostname = "";
+		r.meta.producer = r.meta.producer_version = r.meta.torch_version = r.meta.hostname =
+		        "";
 		r.meta.settings.alloc_conf = "";
 		r.meta.settings.max_split_size = -1;
 		r.meta.limit_bytes = -1;
@@ -1024,12 +1051,13 @@ ms_status ms_zst_read(const void *data, size_t len, const struct ms_read_opts *o
 			goto out;
 	}
 	if (r.info.truncated)
-		ms__diag_warn(diag, "truncated frame at offset %lld (event %llu); %llu events readable",
-			      (long long)r.frame_off, (unsigned long long)r.info.n_events,
-			      (unsigned long long)r.info.n_events);
+		ms__diag_warn(diag,
+		              "truncated frame at offset %lld (event %llu); %llu events readable",
+		              (long long)r.frame_off, (unsigned long long)r.info.n_events,
+		              (unsigned long long)r.info.n_events);
 	else if (!r.info.has_end && !r.info.stopped)
 		ms__diag_warn(diag, "no END record: trace may be truncated; %llu events readable",
-			      (unsigned long long)r.info.n_events);
+		              (unsigned long long)r.info.n_events);
 	if (sink->end)
 		s = sink->end(sink->ctx, r.info.n_events);
 out:

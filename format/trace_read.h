@@ -15,7 +15,10 @@ struct ms_read_opts {
 	uint64_t from; /* first event index delivered */
 	uint64_t to;   /* one past the last delivered; UINT64_MAX = all */
 };
-#define MS_READ_OPTS_INIT {0, UINT64_MAX}
+#define MS_READ_OPTS_INIT     \
+	{                     \
+		0, UINT64_MAX \
+	}
 
 /* What the reader learned about the file besides its records. */
 struct ms_zst_info {
@@ -46,7 +49,7 @@ int ms_zst_sniff(const void *data, size_t len);
  *   a sink callback returned.
  */
 ms_status ms_zst_read(const void *data, size_t len, const struct ms_read_opts *opts,
-		      struct ms_symtab *syms, const struct ms_sink *sink, struct ms_zst_info *info,
-		      struct ms_diag *diag);
+                      struct ms_symtab *syms, const struct ms_sink *sink, struct ms_zst_info *info,
+                      struct ms_diag *diag);
 
 #endif

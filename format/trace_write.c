@@ -19,7 +19,7 @@ struct ms_writer {
 	struct ms_buf raw;  /* records of the current frame */
 	struct ms_buf comp; /* compressed output */
 	msgpack_packer pk;
-	int ok; /* 0 after a write error: later calls fail fast */
+	int ok;          /* 0 after a write error: later calls fail fast */
 	uint64_t offset; /* bytes written to f */
 	uint64_t n_events, by_action[MS_ACT_COUNT];
 	uint32_t strs_out, frames_out, stacks_out; /* definitions written: ids below these */
@@ -36,7 +36,7 @@ struct ms_writer {
 	int64_t t;
 	uint64_t addr, size, stream_idx;
 	uint16_t device;
-	struct ms_buf meta_rec;    /* packed META record, repeated in the trailer */
+	struct ms_buf meta_rec; /* packed META record, repeated in the trailer */
 };
 
 static int pk_write(void *data, const char *buf, size_t len)
@@ -69,7 +69,7 @@ static void le64(unsigned char *p, uint64_t v)
 }
 
 ms_status ms_writer_open(FILE *f, const struct ms_writer_opts *o, const struct ms_symtab *syms,
-			 struct ms_writer **out, struct ms_diag *diag)
+                         struct ms_writer **out, struct ms_diag *diag)
 {
 	struct ms_writer *w = ms_calloc(1, sizeof(*w));
 	unsigned char hdr[8 + MS_HEADER_SIZE];
@@ -103,7 +103,7 @@ ms_status ms_writer_open(FILE *f, const struct ms_writer_opts *o, const struct m
 	    ZSTD_isError(ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_checksumFlag, 1))) {
 		ms_writer_free(w);
 		return ms__diag_set(diag, MS_ERR_COMPRESSION, -1, -1, "bad zstd level %d",
-				    w->o.level);
+		                    w->o.level);
 	}
 	msgpack_packer_init(&w->pk, w, pk_write);
 
@@ -126,10 +126,10 @@ ms_status ms_writer_open(FILE *f, const struct ms_writer_opts *o, const struct m
 	return MS_OK;
 }
 
-#define PK(call)                                                                 \
-	do {                                                                     \
-		if ((call) != 0)                                                 \
-			return MS_ERR_NOMEM;                                     \
+#define PK(call)                             \
+	do {                                 \
+		if ((call) != 0)             \
+			return MS_ERR_NOMEM; \
 	} while (0)
 
 static ms_status pk_str(msgpack_packer *pk, const char *s)
@@ -199,10 +199,10 @@ static ms_status pack_meta(struct ms_writer *w, const struct ms_meta *m)
 		PK(st->release_lock_on_cudamalloc ? msgpack_pack_true(pk) : msgpack_pack_false(pk));
 		MS_TRY(pk_key(pk, "pinned_use_cuda_host_register"));
 		PK(st->pinned_use_cuda_host_register ? msgpack_pack_true(pk)
-						     : msgpack_pack_false(pk));
+		                                     : msgpack_pack_false(pk));
 		MS_TRY(pk_key(pk, "graph_capture_record_stream_reuse"));
 		PK(st->graph_capture_record_stream_reuse ? msgpack_pack_true(pk)
-							 : msgpack_pack_false(pk));
+		                                         : msgpack_pack_false(pk));
 		MS_TRY(pk_key(pk, "pinned_num_register_threads"));
 		PK(msgpack_pack_int64(pk, st->pinned_num_register_threads));
 		MS_TRY(pk_key(pk, "roundup_power2_divisions"));
@@ -460,10 +460,11 @@ ms_status ms_writer_annotation(struct ms_writer *w, const struct ms_annotation *
 }
 
 ms_status ms_writer_segment(struct ms_writer *w, const struct ms_segment *s,
-			    const struct ms_block *blocks)
+                            const struct ms_block *blocks)
 {
 	msgpack_packer *pk = &w->pk;
-	unsigned flags = (s->is_small ? MS_SEGF_SMALL : 0) | (s->is_expandable ? MS_SEGF_EXPANDABLE : 0);
+	unsigned flags =
+	        (s->is_small ? MS_SEGF_SMALL : 0) | (s->is_expandable ? MS_SEGF_EXPANDABLE : 0);
 
 	MS_TRY(check_open(w));
 	MS_TRY(sync_defs(w));
@@ -551,8 +552,7 @@ ms_status ms_writer_close(struct ms_writer *w, struct ms_diag *diag)
 			goto fail;
 		}
 	if (msgpack_pack_array(&w->pk, 3) || msgpack_pack_uint8(&w->pk, MS_REC_END) ||
-	    msgpack_pack_uint64(&w->pk, w->n_events) ||
-	    msgpack_pack_array(&w->pk, MS_ACT_COUNT)) {
+	    msgpack_pack_uint64(&w->pk, w->n_events) || msgpack_pack_array(&w->pk, MS_ACT_COUNT)) {
 		s = MS_ERR_NOMEM;
 		goto fail;
 	}
@@ -579,7 +579,7 @@ ms_status ms_writer_close(struct ms_writer *w, struct ms_diag *diag)
 fail:
 	w->ok = 0;
 	return ms__diag_set(diag, s, (int64_t)w->offset, -1, "cannot finish trace: %s",
-			    ms_strerror(s));
+	                    ms_strerror(s));
 }
 
 void ms_writer_free(struct ms_writer *w)

@@ -19,7 +19,10 @@ struct ms_writer_opts {
 	const char *producer;  /* NULL = "memsnap" */
 	const char *source;    /* NULL = "" */
 };
-#define MS_WRITER_OPTS_INIT {0, 0, 0, NULL, NULL}
+#define MS_WRITER_OPTS_INIT         \
+	{                           \
+		0, 0, 0, NULL, NULL \
+	}
 
 struct ms_writer;
 
@@ -29,13 +32,13 @@ struct ms_writer;
  * @return MS_OK, MS_ERR_NOMEM, MS_ERR_IO, MS_ERR_COMPRESSION
  */
 ms_status ms_writer_open(FILE *f, const struct ms_writer_opts *o, const struct ms_symtab *syms,
-			 struct ms_writer **out, struct ms_diag *diag);
+                         struct ms_writer **out, struct ms_diag *diag);
 /* Write META; required once before the first event. */
 ms_status ms_writer_meta(struct ms_writer *w, const struct ms_meta *m);
 ms_status ms_writer_event(struct ms_writer *w, const struct ms_event *e);
 ms_status ms_writer_annotation(struct ms_writer *w, const struct ms_annotation *a);
 ms_status ms_writer_segment(struct ms_writer *w, const struct ms_segment *s,
-			    const struct ms_block *blocks);
+                            const struct ms_block *blocks);
 /* Compress what is buffered into a frame and write it (the recorder's periodic flush). */
 ms_status ms_writer_flush(struct ms_writer *w);
 /* Flush, then write the trailer (META, definitions, INDEX, END) and the footer. */

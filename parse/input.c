@@ -105,7 +105,8 @@ ms_status ms_input_open(const char *path, struct ms_input **out, struct ms_diag 
 		memset(&in->gz, 0, sizeof(in->gz));
 		if (inflateInit2(&in->gz, 15 + 32) != Z_OK) {
 			ms_input_close(in);
-			return ms__diag_set(diag, MS_ERR_NOMEM, -1, -1, "cannot start gzip decoder");
+			return ms__diag_set(diag, MS_ERR_NOMEM, -1, -1,
+			                    "cannot start gzip decoder");
 		}
 		in->gz_init = 1;
 	}
@@ -114,7 +115,7 @@ ms_status ms_input_open(const char *path, struct ms_input **out, struct ms_diag 
 }
 
 static ms_status read_decomp(struct ms_input *in, void *buf, size_t cap, size_t *got,
-			     struct ms_diag *diag)
+                             struct ms_diag *diag)
 {
 	*got = 0;
 	while (*got == 0 && !in->done) {
@@ -138,8 +139,8 @@ static ms_status read_decomp(struct ms_input *in, void *buf, size_t cap, size_t 
 			}
 			r = ZSTD_decompressStream(in->zd, &ob, &ib);
 			if (ZSTD_isError(r))
-				return ms__diag_set(diag, MS_ERR_COMPRESSION, -1, -1,
-						    "zstd: %s", ZSTD_getErrorName(r));
+				return ms__diag_set(diag, MS_ERR_COMPRESSION, -1, -1, "zstd: %s",
+				                    ZSTD_getErrorName(r));
 			in->in_pos = ib.pos;
 			*got = ob.pos;
 		} else {
@@ -155,7 +156,7 @@ static ms_status read_decomp(struct ms_input *in, void *buf, size_t cap, size_t 
 			r = inflate(&in->gz, Z_NO_FLUSH);
 			if (r != Z_OK && r != Z_STREAM_END && r != Z_BUF_ERROR)
 				return ms__diag_set(diag, MS_ERR_COMPRESSION, -1, -1, "gzip: %s",
-						    in->gz.msg ? in->gz.msg : "corrupt data");
+				                    in->gz.msg ? in->gz.msg : "corrupt data");
 			*got = (size_t)((unsigned char *)in->gz.next_out - (unsigned char *)buf);
 			in->in_pos = in->in_len - in->gz.avail_in;
 			if (r == Z_STREAM_END) {
@@ -178,8 +179,9 @@ enum ms_file_kind ms_input_kind(struct ms_input *in)
 		in->peeked = 1;
 		while (in->peek_len < sizeof(in->peek)) {
 			size_t got;
-			if (read_decomp(in, in->peek + in->peek_len, sizeof(in->peek) - in->peek_len,
-					&got, NULL) || got == 0)
+			if (read_decomp(in, in->peek + in->peek_len,
+			                sizeof(in->peek) - in->peek_len, &got, NULL) ||
+			    got == 0)
 				break;
 			in->peek_len += got;
 		}
@@ -201,7 +203,7 @@ enum ms_file_kind ms_input_kind(struct ms_input *in)
 }
 
 ms_status ms_input_read(struct ms_input *in, void *buf, size_t cap, size_t *got,
-			struct ms_diag *diag)
+                        struct ms_diag *diag)
 {
 	if (in->peek_pos < in->peek_len) {
 		size_t n = in->peek_len - in->peek_pos;
@@ -249,7 +251,7 @@ ms_status ms_input_map(const char *path, struct ms_mapped *m, struct ms_diag *di
 		fd = open(path, O_RDONLY);
 		if (fd < 0)
 			return ms__diag_set(diag, MS_ERR_IO, -1, -1, "cannot open: %s",
-					    strerror(errno));
+			                    strerror(errno));
 	}
 	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
 		void *p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
@@ -257,7 +259,7 @@ ms_status ms_input_map(const char *path, struct ms_mapped *m, struct ms_diag *di
 			close(fd);
 		if (p == MAP_FAILED)
 			return ms__diag_set(diag, MS_ERR_IO, -1, -1, "cannot map: %s",
-					    strerror(errno));
+			                    strerror(errno));
 		madvise(p, (size_t)st.st_size, MADV_SEQUENTIAL);
 		m->data = p;
 		m->len = (size_t)st.st_size;
@@ -280,7 +282,7 @@ ms_status ms_input_map(const char *path, struct ms_mapped *m, struct ms_diag *di
 			if (fd)
 				close(fd);
 			return ms__diag_set(diag, MS_ERR_IO, -1, -1, "read error: %s",
-					    strerror(errno));
+			                    strerror(errno));
 		}
 		if (r == 0)
 			break;

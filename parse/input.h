@@ -28,7 +28,7 @@ struct ms_input;
 ms_status ms_input_open(const char *path, struct ms_input **out, struct ms_diag *diag);
 /* Read up to cap decompressed bytes; *got == 0 means end of input. */
 ms_status ms_input_read(struct ms_input *in, void *buf, size_t cap, size_t *got,
-			struct ms_diag *diag);
+                        struct ms_diag *diag);
 /* What the file holds, from its first bytes (after decompression). */
 enum ms_file_kind ms_input_kind(struct ms_input *in);
 enum ms_compression ms_input_compression(const struct ms_input *in);

@@ -57,9 +57,8 @@ static ms_status conv(struct ms_pickle *vm, const cJSON *j, struct ms_pk_val *ou
 	return MS_OK;
 }
 
-ms_status ms__json_snapshot_build(struct ms_input *in, struct ms_pickle *vm,
-				  struct ms_snapmap *m, struct ms_pk_val *root,
-				  struct ms_diag *diag)
+ms_status ms__json_snapshot_build(struct ms_input *in, struct ms_pickle *vm, struct ms_snapmap *m,
+                                  struct ms_pk_val *root, struct ms_diag *diag)
 {
 	struct ms_buf b = MS_BUF_INIT;
 	cJSON *j;
@@ -84,9 +83,11 @@ ms_status ms__json_snapshot_build(struct ms_input *in, struct ms_pickle *vm,
 	j = cJSON_ParseWithLength(b.data, b.len);
 	if (!j) {
 		const char *e = cJSON_GetErrorPtr();
-		long long off = e && e >= b.data && e <= b.data + b.len ? (long long)(e - b.data) : -1;
+		long long off =
+		        e && e >= b.data && e <= b.data + b.len ? (long long)(e - b.data) : -1;
 		ms_buf_release(&b);
-		return ms__diag_set(diag, MS_ERR_FORMAT, off, -1, "invalid JSON at offset %lld", off);
+		return ms__diag_set(diag, MS_ERR_FORMAT, off, -1, "invalid JSON at offset %lld",
+		                    off);
 	}
 	ms_buf_release(&b);
 	s = conv(vm, j, root);

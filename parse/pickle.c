@@ -12,12 +12,12 @@
 #include "common/status.h"
 
 enum { ROLE_NONE = 0, ROLE_OUTER = 1, ROLE_DEVICE = 2 };
-#define PK_CONSUMED 255 /* memo slot of a streamed object */
-#define SLAB_OBJS 1024
-#define MEMO_SHIFT 16
-#define MEMO_CHUNK ((size_t)1 << MEMO_SHIFT)
+#define PK_CONSUMED   255 /* memo slot of a streamed object */
+#define SLAB_OBJS     1024
+#define MEMO_SHIFT    16
+#define MEMO_CHUNK    ((size_t)1 << MEMO_SHIFT)
 #define MEMO_AT(p, i) (&(p)->memo[(i) >> MEMO_SHIFT][(i) & (MEMO_CHUNK - 1)])
-#define SPARE_CAP 32 /* items arrays of this capacity are recycled */
+#define SPARE_CAP     32 /* items arrays of this capacity are recycled */
 
 struct slab {
 	struct slab *next;
@@ -139,30 +139,54 @@ uint64_t ms_pickle_offset(const struct ms_pickle *p)
 static const char *op_name(uint8_t op)
 {
 	switch (op) {
-	case 'c': return "GLOBAL";
-	case 0x93: return "STACK_GLOBAL";
-	case 'R': return "REDUCE";
-	case 'b': return "BUILD";
-	case 'i': return "INST";
-	case 'o': return "OBJ";
-	case 0x81: return "NEWOBJ";
-	case 0x92: return "NEWOBJ_EX";
-	case 'P': return "PERSID";
-	case 'Q': return "BINPERSID";
-	case 0x82: return "EXT1";
-	case 0x83: return "EXT2";
-	case 0x84: return "EXT4";
-	case 0x97: return "NEXT_BUFFER";
-	case 0x98: return "READONLY_BUFFER";
-	case 'I': return "INT";
-	case 'L': return "LONG";
-	case 'S': return "STRING";
-	case 'T': return "BINSTRING";
-	case 'U': return "SHORT_BINSTRING";
-	case 'V': return "UNICODE";
-	case 'F': return "FLOAT";
-	case 'p': return "PUT";
-	case 'g': return "GET";
+	case 'c':
+		return "GLOBAL";
+	case 0x93:
+		return "STACK_GLOBAL";
+	case 'R':
+		return "REDUCE";
+	case 'b':
+		return "BUILD";
+	case 'i':
+		return "INST";
+	case 'o':
+		return "OBJ";
+	case 0x81:
+		return "NEWOBJ";
+	case 0x92:
+		return "NEWOBJ_EX";
+	case 'P':
+		return "PERSID";
+	case 'Q':
+		return "BINPERSID";
+	case 0x82:
+		return "EXT1";
+	case 0x83:
+		return "EXT2";
+	case 0x84:
+		return "EXT4";
+	case 0x97:
+		return "NEXT_BUFFER";
+	case 0x98:
+		return "READONLY_BUFFER";
+	case 'I':
+		return "INT";
+	case 'L':
+		return "LONG";
+	case 'S':
+		return "STRING";
+	case 'T':
+		return "BINSTRING";
+	case 'U':
+		return "SHORT_BINSTRING";
+	case 'V':
+		return "UNICODE";
+	case 'F':
+		return "FLOAT";
+	case 'p':
+		return "PUT";
+	case 'g':
+		return "GET";
 	}
 	return NULL;
 }
@@ -170,7 +194,7 @@ static const char *op_name(uint8_t op)
 static ms_status fail(struct ms_pickle *p, ms_status s, const char *what)
 {
 	return ms__diag_set(p->diag, s, p->op_off, -1, "%s at offset %lld", what,
-			    (long long)p->op_off);
+	                    (long long)p->op_off);
 }
 
 /* Make n bytes available at buf + pos (slow path: refill). */
@@ -180,9 +204,10 @@ static ms_status need_slow(struct ms_pickle *p, size_t n)
 		size_t got;
 		ms_status s;
 		if (p->eof)
-			return ms__diag_set(p->diag, MS_ERR_TRUNCATED, p->op_off, -1,
-					    "pickle ends early at offset %lld (inside opcode at %lld)",
-					    (long long)(p->base + p->len), (long long)p->op_off);
+			return ms__diag_set(
+			        p->diag, MS_ERR_TRUNCATED, p->op_off, -1,
+			        "pickle ends early at offset %lld (inside opcode at %lld)",
+			        (long long)(p->base + p->len), (long long)p->op_off);
 		if (p->pos > 0) {
 			memmove(p->buf, p->buf + p->pos, p->len - p->pos);
 			p->base += p->pos;
@@ -307,16 +332,17 @@ static void assign_role(struct ms_pickle *p, struct ms_pk_obj *o)
 	if (!p->item_fn || p->sp == 0)
 		return;
 	top = &p->stack[p->sp - 1];
-	if (top->type == MS_PK_STR && top->v.str == p->id_device_traces && p->stack[0].type == MS_PK_DICT &&
-	    p->n_marks <= 1 && (p->n_marks == 0 || p->marks[0] == 1)) {
+	if (top->type == MS_PK_STR && top->v.str == p->id_device_traces &&
+	    p->stack[0].type == MS_PK_DICT && p->n_marks <= 1 &&
+	    (p->n_marks == 0 || p->marks[0] == 1)) {
 		o->role = ROLE_OUTER;
 	} else if (top->type == MS_PK_LIST && top->v.o->role == ROLE_OUTER) {
 		o->role = ROLE_DEVICE;
 		o->tag = top->v.o->n;
 	} else if (top->type == MS_PK_LIST && top->v.o->role == ROLE_DEVICE && p->sp >= 2 &&
-		   mark_top(p) <= p->sp - 1 && p->n_marks &&
-		   p->stack[mark_top(p) - 1].type == MS_PK_LIST &&
-		   p->stack[mark_top(p) - 1].v.o->role == ROLE_OUTER) {
+	           mark_top(p) <= p->sp - 1 && p->n_marks &&
+	           p->stack[mark_top(p) - 1].type == MS_PK_LIST &&
+	           p->stack[mark_top(p) - 1].v.o->role == ROLE_OUTER) {
 		o->role = ROLE_DEVICE;
 		o->tag = top->v.o->tag + 1;
 	}
@@ -341,14 +367,15 @@ static void consume(struct ms_pickle *p, struct ms_pk_obj *o)
 
 /* Hand items[0..n) appended to a streamed list to the hook, then release them. */
 static ms_status stream_items(struct ms_pickle *p, struct ms_pk_obj *list,
-			      const struct ms_pk_val *items, size_t n)
+                              const struct ms_pk_val *items, size_t n)
 {
 	size_t i;
 	ms_status s;
 
 	for (i = 0; i < n; i++) {
 		if ((items[i].type == MS_PK_LIST || items[i].type == MS_PK_DICT ||
-		     items[i].type == MS_PK_TUPLE) && items[i].v.o->consumed)
+		     items[i].type == MS_PK_TUPLE) &&
+		    items[i].v.o->consumed)
 			return fail(p, MS_ERR_UNSUPPORTED, "trace entry object used twice");
 		s = p->item_fn(p->item_ctx, list->tag, list->n, &items[i], p->op_off);
 		if (s)
@@ -366,7 +393,7 @@ static ms_status stream_items(struct ms_pickle *p, struct ms_pk_obj *list,
 }
 
 static ms_status append_to(struct ms_pickle *p, struct ms_pk_val *target, struct ms_pk_val *items,
-			   size_t n, int set)
+                           size_t n, int set)
 {
 	struct ms_pk_obj *o;
 
@@ -389,7 +416,7 @@ static ms_status append_to(struct ms_pickle *p, struct ms_pk_val *target, struct
  * read back whole at once (MEMOIZE right after) defeat store forwarding and cost ~15 cycles.
  */
 _Static_assert(offsetof(struct ms_pk_val, v) == 8 && sizeof(struct ms_pk_val) == 16,
-	       "ms_pk_val layout");
+               "ms_pk_val layout");
 static inline void store_val(struct ms_pk_val *dst, uint8_t type, uint32_t str)
 {
 	union {
@@ -421,7 +448,8 @@ static ms_status push_str(struct ms_pickle *p, size_t n, uint8_t type)
 	for (size_t i = n < 8 ? n : 8; i-- > 0;)
 		head = head << 8 | b[i];
 	slot = (unsigned)((head * 0x9e3779b97f4a7c15ULL) >> 58) ^ (unsigned)(n & 63);
-	if (n <= 8 && p->scache[slot].len == n && p->scache[slot].head == head && p->scache[slot].id) {
+	if (n <= 8 && p->scache[slot].len == n && p->scache[slot].head == head &&
+	    p->scache[slot].id) {
 		id = p->scache[slot].id; /* a short string seen last time in this slot */
 	} else {
 		if ((s = ms_symtab_str(&p->strs, (const char *)b, n, &id)))
@@ -488,7 +516,7 @@ static inline ms_status memo_put(struct ms_pickle *p, uint64_t idx)
 		while ((idx >> MEMO_SHIFT) >= p->n_memo_chunks) {
 			struct ms_pk_val *c;
 			if (ms_grow(&p->memo, &p->memo_chunks_cap, p->n_memo_chunks + 1,
-				    sizeof(*p->memo)) ||
+			            sizeof(*p->memo)) ||
 			    !(c = ms_malloc(MEMO_CHUNK * sizeof(*c))))
 				return MS_ERR_NOMEM;
 			p->memo[p->n_memo_chunks++] = c;
@@ -560,8 +588,8 @@ static ms_status batch(struct ms_pickle *p, int set)
 	return s;
 }
 
-ms_status ms_pickle_run(struct ms_pickle *p, ms_pk_read_fn rd, void *rd_ctx,
-			struct ms_pk_val *root, struct ms_diag *diag)
+ms_status ms_pickle_run(struct ms_pickle *p, ms_pk_read_fn rd, void *rd_ctx, struct ms_pk_val *root,
+                        struct ms_diag *diag)
 {
 	struct ms_pk_val v;
 	struct ms_pk_obj *o;
@@ -575,10 +603,11 @@ ms_status ms_pickle_run(struct ms_pickle *p, ms_pk_read_fn rd, void *rd_ctx,
 		p->op_off = (int64_t)(p->base + p->pos);
 		if (p->len == p->pos && (s = need(p, 1))) {
 			if (s == MS_ERR_TRUNCATED)
-				return ms__diag_set(diag, s, p->op_off, -1,
-						    p->op_off == 0 ? "empty file"
-								   : "pickle ends at offset %lld without STOP",
-						    (long long)p->op_off);
+				return ms__diag_set(
+				        diag, s, p->op_off, -1,
+				        p->op_off == 0 ? "empty file"
+				                       : "pickle ends at offset %lld without STOP",
+				        (long long)p->op_off);
 			return s;
 		}
 		p->op = *take(p, 1);
@@ -588,8 +617,9 @@ ms_status ms_pickle_run(struct ms_pickle *p, ms_pk_read_fn rd, void *rd_ctx,
 			p->proto = *take(p, 1);
 			if (p->proto < 2 || p->proto > 5)
 				return ms__diag_set(diag, MS_ERR_UNSUPPORTED, p->op_off, -1,
-						    "pickle protocol %d at offset %lld is not supported (2 to 5 are)",
-						    p->proto, (long long)p->op_off);
+				                    "pickle protocol %d at offset %lld is not "
+				                    "supported (2 to 5 are)",
+				                    p->proto, (long long)p->op_off);
 			break;
 		case 0x95: /* FRAME: an 8-byte length; framing needs no action */
 			MS_TRY(need(p, 8));
@@ -609,7 +639,7 @@ ms_status ms_pickle_run(struct ms_pickle *p, ms_pk_read_fn rd, void *rd_ctx,
 			MS_TRY(new_obj(p, MS_PK_DICT, &o));
 			MS_TRY(push_obj(p, o));
 			break;
-		case ']': /* EMPTY_LIST */
+		case ']':  /* EMPTY_LIST */
 		case 0x8f: /* EMPTY_SET: read as a list */
 			MS_TRY(new_obj(p, MS_PK_LIST, &o));
 			if (p->op == ']')
@@ -627,7 +657,7 @@ ms_status ms_pickle_run(struct ms_pickle *p, ms_pk_read_fn rd, void *rd_ctx,
 		case 'd': /* DICT */
 			MS_TRY(from_mark(p, MS_PK_DICT));
 			break;
-		case 'l': /* LIST */
+		case 'l':  /* LIST */
 		case 0x91: /* FROZENSET */
 			MS_TRY(from_mark(p, MS_PK_LIST));
 			break;
@@ -649,7 +679,7 @@ ms_status ms_pickle_run(struct ms_pickle *p, ms_pk_read_fn rd, void *rd_ctx,
 			MS_TRY(append_to(p, &p->stack[p->sp - 2], p->stack + p->sp - 1, 1, 0));
 			p->sp -= 1;
 			break;
-		case 'e': /* APPENDS */
+		case 'e':  /* APPENDS */
 		case 0x90: /* ADDITEMS */
 			MS_TRY(batch(p, 0));
 			break;
@@ -768,27 +798,30 @@ ms_status ms_pickle_run(struct ms_pickle *p, ms_pk_read_fn rd, void *rd_ctx,
 			break;
 		default: {
 			const char *name = op_name(p->op);
-			if (name && (p->op == 'c' || p->op == 0x93 || p->op == 'R' || p->op == 'b' ||
-				     p->op == 'i' || p->op == 'o' || p->op == 0x81 || p->op == 0x92 ||
-				     p->op == 'P' || p->op == 'Q' || p->op == 0x82 || p->op == 0x83 ||
-				     p->op == 0x84))
-				return ms__diag_set(diag, MS_ERR_UNSAFE, p->op_off, -1,
-						    "refusing pickle opcode %s at offset %lld: it would run code (memsnap never executes pickles)",
-						    name, (long long)p->op_off);
+			if (name &&
+			    (p->op == 'c' || p->op == 0x93 || p->op == 'R' || p->op == 'b' ||
+			     p->op == 'i' || p->op == 'o' || p->op == 0x81 || p->op == 0x92 ||
+			     p->op == 'P' || p->op == 'Q' || p->op == 0x82 || p->op == 0x83 ||
+			     p->op == 0x84))
+				return ms__diag_set(
+				        diag, MS_ERR_UNSAFE, p->op_off, -1,
+				        "refusing pickle opcode %s at offset %lld: it would run "
+				        "code (memsnap never executes pickles)",
+				        name, (long long)p->op_off);
 			if (name)
 				return ms__diag_set(diag, MS_ERR_UNSUPPORTED, p->op_off, -1,
-						    "unsupported pickle opcode %s at offset %lld",
-						    name, (long long)p->op_off);
+				                    "unsupported pickle opcode %s at offset %lld",
+				                    name, (long long)p->op_off);
 			return ms__diag_set(diag, MS_ERR_UNSUPPORTED, p->op_off, -1,
-					    "unknown pickle opcode 0x%02x at offset %lld", p->op,
-					    (long long)p->op_off);
+			                    "unknown pickle opcode 0x%02x at offset %lld", p->op,
+			                    (long long)p->op_off);
 		}
 		}
 	}
 }
 
 const struct ms_pk_val *ms_pk_dict_get(const struct ms_pickle *p, const struct ms_pk_val *d,
-				       const char *key)
+                                       const char *key)
 {
 	size_t kl = strlen(key);
 	const struct ms_pk_obj *o;

@@ -62,7 +62,7 @@ struct ms_pk_obj {
 
 /* Pulls up to cap bytes of (decompressed) input; *got == 0 at the end. */
 typedef ms_status (*ms_pk_read_fn)(void *ctx, void *buf, size_t cap, size_t *got,
-				   struct ms_diag *diag);
+                                   struct ms_diag *diag);
 
 /*
  * Called for each item appended to a streamed list: PyTorch's
@@ -70,7 +70,7 @@ typedef ms_status (*ms_pk_read_fn)(void *ctx, void *buf, size_t cap, size_t *got
  * the byte offset of the APPEND(S) opcode and index the item's position.
  */
 typedef ms_status (*ms_pk_item_fn)(void *ctx, uint32_t device, uint64_t index,
-				   const struct ms_pk_val *item, int64_t offset);
+                                   const struct ms_pk_val *item, int64_t offset);
 
 struct ms_pickle;
 
@@ -98,8 +98,8 @@ void ms_pickle_stream_traces(struct ms_pickle *p, ms_pk_item_fn fn, void *ctx);
  *   reference, ...), MS_ERR_TRUNCATED, MS_ERR_LIMIT, MS_ERR_NOMEM, or what the
  *   read or item callback returned.
  */
-ms_status ms_pickle_run(struct ms_pickle *p, ms_pk_read_fn rd, void *rd_ctx,
-			struct ms_pk_val *root, struct ms_diag *diag);
+ms_status ms_pickle_run(struct ms_pickle *p, ms_pk_read_fn rd, void *rd_ctx, struct ms_pk_val *root,
+                        struct ms_diag *diag);
 
 /* The strings of str/bytes values. */
 const struct ms_symtab *ms_pickle_strings(const struct ms_pickle *p);
@@ -110,9 +110,7 @@ uint64_t ms_pickle_offset(const struct ms_pickle *p);
 
 /* Convenience: dict lookup by key string (linear); NULL if absent or not a dict. */
 const struct ms_pk_val *ms_pk_dict_get(const struct ms_pickle *p, const struct ms_pk_val *d,
-				       const char *key);
-
-
+                                       const char *key);
 
 /*
  * For other front ends that build the same values (the JSON reader):

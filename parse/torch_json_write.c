@@ -9,9 +9,9 @@
 
 static const char *state_name(unsigned s)
 {
-	return s == MS_BLOCK_ACTIVE_ALLOCATED	 ? "active_allocated"
+	return s == MS_BLOCK_ACTIVE_ALLOCATED      ? "active_allocated"
 	       : s == MS_BLOCK_ACTIVE_PENDING_FREE ? "active_pending_free"
-						   : "inactive";
+	                                           : "inactive";
 }
 
 static void str_id(struct ms_jsonw *w, const struct ms_symtab *y, uint32_t id)
@@ -42,8 +42,9 @@ static void frames(struct ms_jsonw *w, const struct ms_symtab *y, uint32_t stack
 
 static void settings(struct ms_jsonw *w, const struct ms_settings *s)
 {
-	static const char *const keys[16] = {"1", "2", "4", "8", "16", "32", "64", "128", "256",
-					     "512", "1024", "2048", "4096", "8192", "16384", "32768"};
+	static const char *const keys[16] = {"1",    "2",    "4",     "8",    "16",   "32",
+	                                     "64",   "128",  "256",   "512",  "1024", "2048",
+	                                     "4096", "8192", "16384", "32768"};
 
 	ms_jsonw_obj_begin(w);
 	ms_jsonw_key(w, "PYTORCH_CUDA_ALLOC_CONF");
@@ -203,8 +204,8 @@ ms_status ms_torch_json_write(const struct ms_trace *t, FILE *f, int pretty)
 		ms_jsonw_obj_begin(&w);
 		ms_jsonw_key(&w, "stage");
 		ms_jsonw_cstr(&w, a->stage == MS_ANN_START ? "START"
-				  : a->stage == MS_ANN_END ? "END"
-							   : "MARK");
+		                  : a->stage == MS_ANN_END ? "END"
+		                                           : "MARK");
 		ms_jsonw_key(&w, "name");
 		str_id(&w, y, a->name);
 		ms_jsonw_key(&w, "device");

@@ -12,26 +12,40 @@
 #include "common/status.h"
 
 enum key_id {
-	K_ACTION, K_ADDR, K_DEVICE_FREE, K_SIZE, K_STREAM, K_TIME_US, K_COMPILE_CONTEXT,
-	K_USER_METADATA, K_FRAMES, K_NAME, K_FILENAME, K_LINE, K_TIME_NS, K_SOURCE, K_COUNT
+	K_ACTION,
+	K_ADDR,
+	K_DEVICE_FREE,
+	K_SIZE,
+	K_STREAM,
+	K_TIME_US,
+	K_COMPILE_CONTEXT,
+	K_USER_METADATA,
+	K_FRAMES,
+	K_NAME,
+	K_FILENAME,
+	K_LINE,
+	K_TIME_NS,
+	K_SOURCE,
+	K_COUNT
 };
 static const char *const key_names[K_COUNT] = {
-	"action", "addr", "device_free", "size", "stream", "time_us", "compile_context",
-	"user_metadata", "frames", "name", "filename", "line", "time_ns", "source",
+        "action",          "addr",          "device_free", "size", "stream",   "time_us",
+        "compile_context", "user_metadata", "frames",      "name", "filename", "line",
+        "time_ns",         "source",
 };
 
-#define EV_SHIFT 14
+#define EV_SHIFT    14
 #define EV_AT(m, i) (&(m)->ev[(i) >> EV_SHIFT][(i) & (((size_t)1 << EV_SHIFT) - 1)])
 
 struct ms_snapmap {
 	struct ms_pickle *vm;
 	struct ms_symtab *syms;
 	struct ms_diag *diag;
-	uint32_t key[K_COUNT];    /* vm string ids of the keys */
-	int8_t key_of[64];        /* vm string id (< 64) -> enum key_id, or -1 */
+	uint32_t key[K_COUNT];          /* vm string ids of the keys */
+	int8_t key_of[64];              /* vm string id (< 64) -> enum key_id, or -1 */
 	uint32_t act_str[MS_ACT_COUNT]; /* vm string ids of the action names */
-	uint32_t id_na;           /* vm string id of "N/A" */
-	uint32_t *str_map;        /* vm string id -> syms id + 1 */
+	uint32_t id_na;                 /* vm string id of "N/A" */
+	uint32_t *str_map;              /* vm string id -> syms id + 1 */
 	size_t str_map_cap;
 	uint32_t *tmp;
 	size_t tmp_cap;
@@ -42,7 +56,7 @@ struct ms_snapmap {
 };
 
 ms_status ms__snapmap_new(struct ms_pickle *vm, struct ms_symtab *syms, struct ms_diag *diag,
-			  struct ms_snapmap **out)
+                          struct ms_snapmap **out)
 {
 	struct ms_snapmap *m = ms_calloc(1, sizeof(*m));
 	struct ms_pk_val v;
@@ -92,8 +106,8 @@ void ms__snapmap_free(struct ms_snapmap *m)
 static ms_status entry_err(struct ms_snapmap *m, uint64_t index, int64_t off, const char *what)
 {
 	return ms__diag_set(m->diag, MS_ERR_FORMAT, off, (int64_t)index,
-			    "trace entry %llu (near offset %lld): %s", (unsigned long long)index,
-			    (long long)off, what);
+	                    "trace entry %llu (near offset %lld): %s", (unsigned long long)index,
+	                    (long long)off, what);
 }
 
 /* Trace-symtab id of a vm string. */
@@ -213,7 +227,7 @@ static ms_status map_frames(struct ms_snapmap *m, const struct ms_pk_val *fr, ui
 }
 
 ms_status ms__snapmap_entry(void *ctx, uint32_t device, uint64_t index,
-			    const struct ms_pk_val *item, int64_t offset)
+                            const struct ms_pk_val *item, int64_t offset)
 {
 	struct ms_snapmap *m = ctx;
 	struct ms_event e;
@@ -263,7 +277,8 @@ ms_status ms__snapmap_entry(void *ctx, uint32_t device, uint64_t index,
 	if (v && as_i64(v, &x) == 0)
 		e.addr = (uint64_t)x;
 	else if (v || a != MS_ACT_SNAPSHOT)
-		return entry_err(m, gidx, offset, a == MS_ACT_OOM ? "bad 'device_free'" : "bad 'addr'");
+		return entry_err(m, gidx, offset,
+		                 a == MS_ACT_OOM ? "bad 'device_free'" : "bad 'addr'");
 	v = f[K_SIZE];
 	if (as_i64(v, &x) || x < 0)
 		return entry_err(m, gidx, offset, "bad 'size'");
@@ -314,13 +329,13 @@ ms_status ms__snapmap_entry(void *ctx, uint32_t device, uint64_t index,
 /* --- everything but the trace entries ----------------------------------- */
 
 static const struct ms_pk_val *dget(const struct ms_snapmap *m, const struct ms_pk_val *d,
-				    const char *key)
+                                    const char *key)
 {
 	return ms_pk_dict_get(m->vm, d, key);
 }
 
 static int64_t dint(const struct ms_snapmap *m, const struct ms_pk_val *d, const char *key,
-		    int64_t def, int *bad)
+                    int64_t def, int *bad)
 {
 	const struct ms_pk_val *v = dget(m, d, key);
 	int64_t x;
@@ -335,7 +350,7 @@ static int64_t dint(const struct ms_snapmap *m, const struct ms_pk_val *d, const
 }
 
 static const char *dstr(const struct ms_snapmap *m, const struct ms_pk_val *d, const char *key,
-			const char *def)
+                        const char *def)
 {
 	const struct ms_pk_val *v = dget(m, d, key);
 
@@ -345,7 +360,7 @@ static const char *dstr(const struct ms_snapmap *m, const struct ms_pk_val *d, c
 }
 
 static ms_status map_settings(struct ms_snapmap *m, const struct ms_pk_val *d,
-			      struct ms_settings *st)
+                              struct ms_settings *st)
 {
 	const struct ms_pk_val *v;
 	int bad = 0;
@@ -367,9 +382,9 @@ static ms_status map_settings(struct ms_snapmap *m, const struct ms_pk_val *d,
 	st->expandable_segments = dint(m, d, "expandable_segments", 0, &bad) != 0;
 	st->release_lock_on_cudamalloc = dint(m, d, "release_lock_on_cudamalloc", 0, &bad) != 0;
 	st->pinned_use_cuda_host_register =
-		dint(m, d, "pinned_use_cuda_host_register", 0, &bad) != 0;
+	        dint(m, d, "pinned_use_cuda_host_register", 0, &bad) != 0;
 	st->graph_capture_record_stream_reuse =
-		dint(m, d, "graph_capture_record_stream_reuse", 0, &bad) != 0;
+	        dint(m, d, "graph_capture_record_stream_reuse", 0, &bad) != 0;
 	st->pinned_num_register_threads = dint(m, d, "pinned_num_register_threads", 1, &bad);
 	v = dget(m, d, "roundup_power2_divisions");
 	if (v && v->type == MS_PK_DICT) {
@@ -390,8 +405,7 @@ static ms_status map_settings(struct ms_snapmap *m, const struct ms_pk_val *d,
 		for (int i = 0; i < 16; i++)
 			st->roundup_power2_divisions[i] = (uint32_t)v->v.i;
 	}
-	return bad ? ms__diag_set(m->diag, MS_ERR_FORMAT, -1, -1, "bad allocator_settings")
-		   : MS_OK;
+	return bad ? ms__diag_set(m->diag, MS_ERR_FORMAT, -1, -1, "bad allocator_settings") : MS_OK;
 }
 
 static int block_state(const char *s)
@@ -406,8 +420,8 @@ static int block_state(const char *s)
 }
 
 static ms_status map_segment(struct ms_snapmap *m, uint64_t idx, const struct ms_pk_val *d,
-			     struct ms_segment *g, struct ms_block **blocks, size_t *cap,
-			     struct ms_snapshot_info *info)
+                             struct ms_segment *g, struct ms_block **blocks, size_t *cap,
+                             struct ms_snapshot_info *info)
 {
 	const struct ms_pk_val *bl, *v;
 	int bad = 0;
@@ -416,7 +430,7 @@ static ms_status map_segment(struct ms_snapmap *m, uint64_t idx, const struct ms
 
 	if (d->type != MS_PK_DICT)
 		return ms__diag_set(m->diag, MS_ERR_FORMAT, -1, (int64_t)idx,
-				    "segment %llu: not a dict", (unsigned long long)idx);
+		                    "segment %llu: not a dict", (unsigned long long)idx);
 	memset(g, 0, sizeof(*g));
 	g->device = (uint16_t)dint(m, d, "device", 0, &bad);
 	g->addr = (uint64_t)dint(m, d, "address", 0, &bad);
@@ -443,7 +457,7 @@ static ms_status map_segment(struct ms_snapmap *m, uint64_t idx, const struct ms
 		bad = 1;
 	if (bad)
 		return ms__diag_set(m->diag, MS_ERR_FORMAT, -1, (int64_t)idx,
-				    "segment %llu: malformed field", (unsigned long long)idx);
+		                    "segment %llu: malformed field", (unsigned long long)idx);
 	addr = g->addr;
 	for (uint32_t i = 0; bl && i < bl->v.o->n; i++) {
 		const struct ms_pk_val *b = &bl->v.o->items[i];
@@ -477,16 +491,16 @@ static ms_status map_segment(struct ms_snapmap *m, uint64_t idx, const struct ms
 			k->requested_size = k->size;
 			if (h && h->type == MS_PK_LIST && h->v.o->n > 0) {
 				const struct ms_pk_val *h0 = &h->v.o->items[0];
-				k->requested_size = (uint64_t)dint(m, h0, "real_size",
-								   (int64_t)k->size, &bad);
+				k->requested_size =
+				        (uint64_t)dint(m, h0, "real_size", (int64_t)k->size, &bad);
 				if (map_frames(m, dget(m, h0, "frames"), &k->stack))
 					bad = 1;
 			}
 		}
 		if (bad)
 			return ms__diag_set(m->diag, MS_ERR_FORMAT, -1, (int64_t)idx,
-					    "segment %llu block %u: malformed field",
-					    (unsigned long long)idx, i);
+			                    "segment %llu block %u: malformed field",
+			                    (unsigned long long)idx, i);
 		addr = k->addr + k->size;
 		g->n_blocks++;
 	}
@@ -501,7 +515,7 @@ struct ann_vec {
 };
 
 static ms_status map_annotations(struct ms_snapmap *m, const struct ms_pk_val *l,
-				 struct ann_vec *out)
+                                 struct ann_vec *out)
 {
 	if (!l || l->type != MS_PK_LIST)
 		return MS_OK;
@@ -515,16 +529,16 @@ static ms_status map_annotations(struct ms_snapmap *m, const struct ms_pk_val *l
 		memset(&a, 0, sizeof(a));
 		const char *kind = dstr(m, d, "kind", "");
 		a.kind = strcmp(kind, "step") == 0    ? MS_ANN_STEP
-			 : strcmp(kind, "phase") == 0 ? MS_ANN_PHASE
-						      : MS_ANN_TORCH;
+		         : strcmp(kind, "phase") == 0 ? MS_ANN_PHASE
+		                                      : MS_ANN_TORCH;
 		a.stage = strcmp(stage, "START") == 0 ? MS_ANN_START
-			  : strcmp(stage, "END") == 0 ? MS_ANN_END
-						      : MS_ANN_MARK;
+		          : strcmp(stage, "END") == 0 ? MS_ANN_END
+		                                      : MS_ANN_MARK;
 		a.device = (uint16_t)dint(m, d, "device", 0, &bad);
 		a.t_ns = dint(m, d, "time_us", 0, &bad) * 1000;
 		if (bad || d->type != MS_PK_DICT)
 			return ms__diag_set(m->diag, MS_ERR_FORMAT, -1, (int64_t)i,
-					    "external_annotations[%u]: malformed", i);
+			                    "external_annotations[%u]: malformed", i);
 		if (name && name->type == MS_PK_STR)
 			MS_TRY(map_str(m, name->v.str, &a.name));
 		if (ms_grow(&out->a, &out->cap, out->n + 1, sizeof(a)))
@@ -547,8 +561,8 @@ static int ann_cmp(const void *x, const void *y)
 }
 
 ms_status ms__snapmap_finish(struct ms_snapmap *m, const struct ms_pk_val *root,
-			     enum ms_input_kind kind, const struct ms_sink *sink,
-			     struct ms_snapshot_info *info)
+                             enum ms_input_kind kind, const struct ms_sink *sink,
+                             struct ms_snapshot_info *info)
 {
 	const struct ms_pk_val *segs, *traces, *extra_devs = NULL;
 	struct ms_meta meta;
@@ -566,22 +580,24 @@ ms_status ms__snapmap_finish(struct ms_snapmap *m, const struct ms_pk_val *root,
 		segs = dget(m, root, "segments");
 		traces = dget(m, root, "device_traces");
 		if (!segs && !traces)
-			return ms__diag_set(m->diag, MS_ERR_FORMAT, -1, -1,
-					    "not a PyTorch memory snapshot (no 'segments' or 'device_traces')");
+			return ms__diag_set(
+			        m->diag, MS_ERR_FORMAT, -1, -1,
+			        "not a PyTorch memory snapshot (no 'segments' or 'device_traces')");
 	} else {
 		return ms__diag_set(m->diag, MS_ERR_FORMAT, -1, -1,
-				    "not a PyTorch memory snapshot (top level is not a dict)");
+		                    "not a PyTorch memory snapshot (top level is not a dict)");
 	}
 	if (segs && segs->type != MS_PK_LIST)
 		return ms__diag_set(m->diag, MS_ERR_FORMAT, -1, -1, "'segments' is not a list");
 	if (traces && traces->type != MS_PK_LIST)
-		return ms__diag_set(m->diag, MS_ERR_FORMAT, -1, -1, "'device_traces' is not a list");
+		return ms__diag_set(m->diag, MS_ERR_FORMAT, -1, -1,
+		                    "'device_traces' is not a list");
 	/* traces the stream hook did not see (another layout, JSON): map them now */
 	for (uint32_t d = 0; traces && d < traces->v.o->n; d++) {
 		const struct ms_pk_val *l = &traces->v.o->items[d];
 		if (l->type != MS_PK_LIST)
 			return ms__diag_set(m->diag, MS_ERR_FORMAT, -1, -1,
-					    "device_traces[%u] is not a list", d);
+			                    "device_traces[%u] is not a list", d);
 		if (l->v.o->role)
 			continue;
 		for (uint32_t i = 0; i < l->v.o->n; i++)
@@ -633,7 +649,8 @@ ms_status ms__snapmap_finish(struct ms_snapmap *m, const struct ms_pk_val *root,
 				const struct ms_pk_val *dd = &extra_devs->v.o->items[i];
 				devs[i].index = (uint32_t)dint(m, dd, "index", i, &bad);
 				devs[i].name = dstr(m, dd, "name", "");
-				devs[i].total_memory = (uint64_t)dint(m, dd, "total_memory", 0, &bad);
+				devs[i].total_memory =
+				        (uint64_t)dint(m, dd, "total_memory", 0, &bad);
 			}
 		}
 	}
@@ -648,8 +665,9 @@ ms_status ms__snapmap_finish(struct ms_snapmap *m, const struct ms_pk_val *root,
 		goto out;
 	for (size_t i = 0; i < m->n_events; i++) {
 		const struct ms_event *e = EV_AT(m, i);
-		while (ai < anns.n && (anns.a[ai].device < e->device ||
-				       (anns.a[ai].device == e->device && anns.a[ai].t_ns <= e->t_ns))) {
+		while (ai < anns.n &&
+		       (anns.a[ai].device < e->device ||
+		        (anns.a[ai].device == e->device && anns.a[ai].t_ns <= e->t_ns))) {
 			anns.a[ai].event_index = i;
 			if (sink->annotation && (s = sink->annotation(sink->ctx, &anns.a[ai])))
 				goto out;
@@ -688,8 +706,8 @@ static ms_status input_read(void *ctx, void *buf, size_t cap, size_t *got, struc
 }
 
 ms_status ms_torch_snapshot_read(struct ms_input *in, struct ms_symtab *syms,
-				 const struct ms_sink *sink, struct ms_snapshot_info *info,
-				 struct ms_diag *diag)
+                                 const struct ms_sink *sink, struct ms_snapshot_info *info,
+                                 struct ms_diag *diag)
 {
 	struct ms_pickle *vm = NULL;
 	struct ms_snapmap *m = NULL;
@@ -703,7 +721,7 @@ ms_status ms_torch_snapshot_read(struct ms_input *in, struct ms_symtab *syms,
 	memset(info, 0, sizeof(*info));
 	if (kind != MS_FILE_PICKLE && kind != MS_FILE_JSON)
 		return ms__diag_set(diag, MS_ERR_FORMAT, 0, -1,
-				    "not a PyTorch snapshot (neither a pickle nor JSON)");
+		                    "not a PyTorch snapshot (neither a pickle nor JSON)");
 	if ((s = ms_pickle_new(&vm)) || (s = ms__snapmap_new(vm, syms, diag, &m)))
 		goto out;
 	if (kind == MS_FILE_PICKLE) {
@@ -716,7 +734,7 @@ ms_status ms_torch_snapshot_read(struct ms_input *in, struct ms_symtab *syms,
 	if (s)
 		goto out;
 	s = ms__snapmap_finish(m, &root, kind == MS_FILE_PICKLE ? MS_INPUT_PICKLE : MS_INPUT_JSON,
-			       sink, info);
+	                       sink, info);
 out:
 	if (s == MS_ERR_NOMEM && diag && !diag->msg[0])
 		ms__diag_set(diag, s, -1, -1, "out of memory");

@@ -15,7 +15,7 @@ struct ms_snapshot_info {
 	uint64_t n_entries;  /* trace entries over all devices */
 	uint64_t n_segments;
 	uint64_t n_annotations;
-	int legacy;          /* bare list of segments, or blocks with 'history' */
+	int legacy; /* bare list of segments, or blocks with 'history' */
 };
 
 /*
@@ -27,21 +27,20 @@ struct ms_snapshot_info {
  *   number), the unpickler's errors, MS_ERR_NOMEM, or a sink's status.
  */
 ms_status ms_torch_snapshot_read(struct ms_input *in, struct ms_symtab *syms,
-				 const struct ms_sink *sink, struct ms_snapshot_info *info,
-				 struct ms_diag *diag);
+                                 const struct ms_sink *sink, struct ms_snapshot_info *info,
+                                 struct ms_diag *diag);
 
 /* Internal: map an already built snapshot value (the JSON front end). */
 struct ms_snapmap;
 ms_status ms__snapmap_new(struct ms_pickle *vm, struct ms_symtab *syms, struct ms_diag *diag,
-			  struct ms_snapmap **out);
+                          struct ms_snapmap **out);
 ms_status ms__snapmap_entry(void *ctx, uint32_t device, uint64_t index,
-			    const struct ms_pk_val *item, int64_t offset);
+                            const struct ms_pk_val *item, int64_t offset);
 ms_status ms__snapmap_finish(struct ms_snapmap *m, const struct ms_pk_val *root,
-			     enum ms_input_kind kind, const struct ms_sink *sink,
-			     struct ms_snapshot_info *info);
+                             enum ms_input_kind kind, const struct ms_sink *sink,
+                             struct ms_snapshot_info *info);
 void ms__snapmap_free(struct ms_snapmap *m);
-ms_status ms__json_snapshot_build(struct ms_input *in, struct ms_pickle *vm,
-				  struct ms_snapmap *m, struct ms_pk_val *root,
-				  struct ms_diag *diag);
+ms_status ms__json_snapshot_build(struct ms_input *in, struct ms_pickle *vm, struct ms_snapmap *m,
+                                  struct ms_pk_val *root, struct ms_diag *diag);
 
 #endif

@@ -173,9 +173,9 @@ static ms_status w_seg(void *ctx, const struct ms_segment *s, const struct ms_bl
 	return w->next->segment ? w->next->segment(w->next->ctx, s, b) : MS_OK;
 }
 
-ms_status ms_source_read(const char *path, const struct ms_read_opts *opts,
-			 struct ms_symtab *syms, const struct ms_sink *sink,
-			 struct ms_source_info *info, struct ms_diag *diag)
+ms_status ms_source_read(const char *path, const struct ms_read_opts *opts, struct ms_symtab *syms,
+                         const struct ms_sink *sink, struct ms_source_info *info,
+                         struct ms_diag *diag)
 {
 	struct ms_input *in = NULL;
 	struct ms_source_info tmp;
@@ -215,17 +215,17 @@ ms_status ms_source_read(const char *path, const struct ms_read_opts *opts,
 		break;
 	default:
 		s = ms__diag_set(diag, MS_ERR_FORMAT, 0, -1,
-				 ms_input_file_size(in) == 0 && info->compression == MS_COMP_NONE
-					 ? "empty file"
-					 : "unknown file type (not a memsnap trace, PyTorch snapshot pickle or JSON)");
+		                 ms_input_file_size(in) == 0 && info->compression == MS_COMP_NONE
+		                         ? "empty file"
+		                         : "unknown file type (not a memsnap trace, PyTorch "
+		                           "snapshot pickle or JSON)");
 	}
 	ms_input_close(in);
 	return s;
 }
 
-ms_status ms_trace_load(const char *path, const struct ms_read_opts *opts,
-			struct ms_trace **out, struct ms_source_info *info,
-			struct ms_diag *diag)
+ms_status ms_trace_load(const char *path, const struct ms_read_opts *opts, struct ms_trace **out,
+                        struct ms_source_info *info, struct ms_diag *diag)
 {
 	struct ms_trace *t;
 	struct ms_sink sink;

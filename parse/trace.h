@@ -43,17 +43,16 @@ struct ms_source_info {
  * (initialised and owned by the caller). opts (may be NULL) selects a window
  * of events for .zst traces. info may be NULL. Warnings are left in diag.
  */
-ms_status ms_source_read(const char *path, const struct ms_read_opts *opts,
-			 struct ms_symtab *syms, const struct ms_sink *sink,
-			 struct ms_source_info *info, struct ms_diag *diag);
+ms_status ms_source_read(const char *path, const struct ms_read_opts *opts, struct ms_symtab *syms,
+                         const struct ms_sink *sink, struct ms_source_info *info,
+                         struct ms_diag *diag);
 
 /*
  * Load a whole trace. On success *out is a new trace the caller frees with
  * ms_trace_free().
  */
-ms_status ms_trace_load(const char *path, const struct ms_read_opts *opts,
-			struct ms_trace **out, struct ms_source_info *info,
-			struct ms_diag *diag);
+ms_status ms_trace_load(const char *path, const struct ms_read_opts *opts, struct ms_trace **out,
+                        struct ms_source_info *info, struct ms_diag *diag);
 void ms_trace_free(struct ms_trace *t);
 
 /* A sink that appends to t (created with ms_trace_new()). */

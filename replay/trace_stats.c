@@ -77,7 +77,7 @@ void ms_stats_builder_free(struct ms_stats_builder *b)
 
 /* Keep the top_n largest in arr (unsorted until the end): replace the smallest. */
 static void top_insert(struct ms_stats_alloc *arr, size_t *n, size_t cap,
-		       const struct ms_stats_alloc *a)
+                       const struct ms_stats_alloc *a)
 {
 	size_t i, min = 0;
 
@@ -250,7 +250,8 @@ static ms_status s_ann(void *ctx, const struct ms_annotation *a)
 	} else if (a->stage == MS_ANN_END) {
 		for (size_t i = b->n_ann; i-- > 0;)
 			if (b->ann[i] == a->name) {
-				memmove(b->ann + i, b->ann + i + 1, (b->n_ann - i - 1) * sizeof(uint32_t));
+				memmove(b->ann + i, b->ann + i + 1,
+				        (b->n_ann - i - 1) * sizeof(uint32_t));
 				b->n_ann--;
 				break;
 			}
@@ -343,14 +344,15 @@ const struct ms_trace_stats *ms_stats_builder_result(struct ms_stats_builder *b)
 	if (r->n_sites) {
 		r->sites = ms_calloc(r->n_sites, sizeof(*r->sites));
 		if (!r->sites) {
-			r->n_sites = 0; /* reported as no sites rather than failing the whole pass */
+			r->n_sites =
+			        0; /* reported as no sites rather than failing the whole pass */
 			return r;
 		}
 		r->n_sites = 0;
 		for (size_t st = 0; st < b->cap_snap && st < b->max_stack; st++)
 			if (b->snap_bytes[st])
 				r->sites[r->n_sites++] = (struct ms_stats_site){
-					(uint32_t)st, b->snap_bytes[st], b->snap_cnt[st]};
+				        (uint32_t)st, b->snap_bytes[st], b->snap_cnt[st]};
 	}
 	if (r->n_sites)
 		qsort(r->sites, r->n_sites, sizeof(*r->sites), site_desc);

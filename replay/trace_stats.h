@@ -45,7 +45,7 @@ struct ms_trace_stats {
 	/* end state (segments) */
 	int has_segments;
 	uint64_t n_segments, reserved, allocated, active, requested, internal, external_free,
-		largest_free, pending_free_bytes, n_expandable;
+	        largest_free, pending_free_bytes, n_expandable;
 };
 
 struct ms_stats_builder;

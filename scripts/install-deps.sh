@@ -5,8 +5,8 @@ set -euo pipefail
 
 pkgs=(build-essential cmake pkg-config libmsgpack-dev libzstd-dev zstd libcjson-dev
       libgraphviz-dev graphviz libcriterion-dev zlib1g-dev python3)
-# clang builds the libFuzzer targets when present; not required
-optional=(clang)
+# clang builds the libFuzzer targets and clang-format checks the layout, when present
+optional=(clang clang-format)
 
 missing=()
 for p in "${pkgs[@]}"; do

@@ -10,13 +10,13 @@
 
 #define MS_HEADER_FRAME_MAGIC 0x184D2A5DU /* zstd skippable frame holding the header */
 #define MS_FOOTER_FRAME_MAGIC 0x184D2A5EU /* zstd skippable frame holding the footer */
-#define MS_HEADER_MAGIC "MSNP"
-#define MS_FOOTER_MAGIC "MSIX"
-#define MS_HEADER_SIZE 24 /* payload bytes of the 1.0 header */
-#define MS_FOOTER_SIZE 20 /* payload bytes of the footer */
+#define MS_HEADER_MAGIC       "MSNP"
+#define MS_FOOTER_MAGIC       "MSIX"
+#define MS_HEADER_SIZE        24 /* payload bytes of the 1.0 header */
+#define MS_FOOTER_SIZE        20 /* payload bytes of the footer */
 
 /* Header flag bits: low 32 must-understand, high 32 may-ignore. None defined in 1.0. */
-#define MS_FLAGS_KNOWN 0ULL
+#define MS_FLAGS_KNOWN           0ULL
 #define MS_FLAGS_MUST_UNDERSTAND 0xffffffffULL
 
 /* Mandatory records (0-63): an unknown one is an error. */
@@ -38,13 +38,13 @@ enum ms_record_type {
 	MS_REC_ANNOTATION = 64,
 };
 #define MS_REC_MANDATORY_MAX 63
-#define MS_REC_OPTIONAL_MAX 127
+#define MS_REC_OPTIONAL_MAX  127
 
 /* EVENT daddr given as [k]: the address of the event k+1 events back in the frame, k < this */
 #define MS_ADDR_RING 256
 
 /* SEGMENT flags */
-#define MS_SEGF_SMALL 1u
+#define MS_SEGF_SMALL      1u
 #define MS_SEGF_EXPANDABLE 2u
 
 #endif

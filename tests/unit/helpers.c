@@ -81,8 +81,10 @@ static int stack_eq(const struct ms_trace *a, uint32_t sa, const struct ms_trace
 	for (size_t i = 0; i < na; i++) {
 		const struct ms_frame *x = &a->syms.frames[fa[i]], *y = &b->syms.frames[fb[i]];
 		if (x->line != y->line ||
-		    strcmp(ms_symtab_get_str(&a->syms, x->name)->s, ms_symtab_get_str(&b->syms, y->name)->s) ||
-		    strcmp(ms_symtab_get_str(&a->syms, x->file)->s, ms_symtab_get_str(&b->syms, y->file)->s))
+		    strcmp(ms_symtab_get_str(&a->syms, x->name)->s,
+		           ms_symtab_get_str(&b->syms, y->name)->s) ||
+		    strcmp(ms_symtab_get_str(&a->syms, x->file)->s,
+		           ms_symtab_get_str(&b->syms, y->file)->s))
 			return 0;
 	}
 	return 1;
@@ -112,8 +114,9 @@ long th_events_diff(const struct ms_trace *a, const struct ms_trace *b)
 		return 1000000000L;
 	for (size_t i = 0; i < a->n_anns; i++) {
 		const struct ms_annotation *x = &a->anns[i], *y = &b->anns[i];
-		if (x->t_ns != y->t_ns || x->event_index != y->event_index || x->stage != y->stage ||
-		    x->kind != y->kind || x->device != y->device || !str_eq(a, x->name, b, y->name))
+		if (x->t_ns != y->t_ns || x->event_index != y->event_index ||
+		    x->stage != y->stage || x->kind != y->kind || x->device != y->device ||
+		    !str_eq(a, x->name, b, y->name))
 			return 1000000000L + (long)i;
 	}
 	return -1;

@@ -35,7 +35,8 @@ Test(bad_input, expected_statuses)
 			continue;
 		snprintf(path, sizeof(path), "%s/bad/%s", MS_TESTDATA, file);
 		s = ms_trace_load(path, NULL, &t, NULL, &d);
-		cr_assert_str_eq(status_name_of(s), want, "%s: got %s (%s)", file, status_name_of(s), d.msg);
+		cr_assert_str_eq(status_name_of(s), want, "%s: got %s (%s)", file,
+		                 status_name_of(s), d.msg);
 		cr_assert(d.msg[0], "%s: no message", file);
 		ms_trace_free(t);
 		count++;
@@ -57,8 +58,8 @@ static void count_frames(const unsigned char *p, size_t len, struct frames *f)
 
 	f->n = 0;
 	while (off + 8 <= len) {
-		uint32_t magic = (uint32_t)p[off] | (uint32_t)p[off + 1] << 8 | (uint32_t)p[off + 2] << 16 |
-				 (uint32_t)p[off + 3] << 24;
+		uint32_t magic = (uint32_t)p[off] | (uint32_t)p[off + 1] << 8 |
+		                 (uint32_t)p[off + 2] << 16 | (uint32_t)p[off + 3] << 24;
 		size_t c, dn, pos = 0;
 		unsigned long long cs;
 		char *buf;
@@ -93,7 +94,7 @@ static void count_frames(const unsigned char *p, size_t len, struct frames *f)
 }
 
 static const char *make_trace(const char *snapshot, size_t frame_bytes, struct frames *f,
-			      unsigned char **data, size_t *len)
+                              unsigned char **data, size_t *len)
 {
 	struct ms_trace *t;
 	struct ms_diag d = MS_DIAG_INIT;
@@ -124,7 +125,8 @@ Test(bad_input, truncated_traces_keep_their_complete_frames, .timeout = 300)
 	static struct frames f;
 	unsigned char *data;
 	size_t len;
-	const char *src = make_trace(MS_TESTDATA "/snapshots/dynamic_oom.pickle", 2048, &f, &data, &len);
+	const char *src =
+	        make_trace(MS_TESTDATA "/snapshots/dynamic_oom.pickle", 2048, &f, &data, &len);
 	uint64_t before = 0;
 
 	(void)src;
@@ -136,8 +138,9 @@ Test(bad_input, truncated_traces_keep_their_complete_frames, .timeout = 300)
 			struct ms_diag d = MS_DIAG_INIT;
 			ms_status s = ms_trace_load(p, NULL, &t, NULL, &d);
 			cr_assert_eq(s, MS_OK, "cut at %zu: %s", cuts[c], d.msg);
-			cr_assert_eq(t->n_events, before, "cut at %zu (frame %zu): %zu events, want %llu", cuts[c],
-				     k, t->n_events, (unsigned long long)before);
+			cr_assert_eq(t->n_events, before,
+			             "cut at %zu (frame %zu): %zu events, want %llu", cuts[c], k,
+			             t->n_events, (unsigned long long)before);
 			cr_assert_eq(d.warnings, 1, "cut at %zu: no warning", cuts[c]);
 			cr_assert(strstr(d.warning, "events readable"), "%s", d.warning);
 			ms_trace_free(t);
@@ -172,7 +175,8 @@ static void flip_all(const unsigned char *data, size_t len, size_t step, const c
 		s = ms_trace_load(p, NULL, &t, NULL, &d);
 		if (s) {
 			errors++;
-			cr_assert(d.msg[0], "flip at %zu: %s without a message", i, ms_status_name(s));
+			cr_assert(d.msg[0], "flip at %zu: %s without a message", i,
+			          ms_status_name(s));
 		}
 		ms_trace_free(t);
 		remove(p);
@@ -195,7 +199,8 @@ Test(bad_input, flipped_bytes_in_traces, .timeout = 600)
 Test(bad_input, flipped_and_truncated_pickles, .timeout = 600)
 {
 	size_t len;
-	unsigned char *data = (unsigned char *)th_read_file(MS_TESTDATA "/snapshots/proto/small_p4.pickle", &len);
+	unsigned char *data =
+	        (unsigned char *)th_read_file(MS_TESTDATA "/snapshots/proto/small_p4.pickle", &len);
 
 	cr_assert(data);
 	flip_all(data, len, 23, ".pickle");
@@ -214,10 +219,10 @@ Test(bad_input, flipped_and_truncated_pickles, .timeout = 600)
 Test(bad_input, every_allocation_failing, .timeout = 600)
 {
 	static const char *const files[] = {
-		MS_TESTDATA "/snapshots/proto/small_p4.pickle",
-		MS_TESTDATA "/snapshots/proto/small.json",
-		MS_TESTDATA "/traces/v1.0/random.zst",
-		MS_TESTDATA "/corpus/pickle/stacks_p4.pickle",
+	        MS_TESTDATA "/snapshots/proto/small_p4.pickle",
+	        MS_TESTDATA "/snapshots/proto/small.json",
+	        MS_TESTDATA "/traces/v1.0/random.zst",
+	        MS_TESTDATA "/corpus/pickle/stacks_p4.pickle",
 	};
 	for (size_t k = 0; k < sizeof(files) / sizeof(files[0]); k++) {
 		long n;
@@ -231,13 +236,15 @@ Test(bad_input, every_allocation_failing, .timeout = 600)
 			ms__alloc_fail_at(0);
 			if (s == MS_OK) {
 				ms_trace_free(t);
-				cr_assert_eq(ms__alloc_live(), live, "%s: leak after a successful load", files[k]);
+				cr_assert_eq(ms__alloc_live(), live,
+				             "%s: leak after a successful load", files[k]);
 				break;
 			}
-			cr_assert_eq(ms__alloc_live(), live, "%s, allocation %ld failing: %ld blocks leaked",
-				     files[k], n, ms__alloc_live() - live);
+			cr_assert_eq(ms__alloc_live(), live,
+			             "%s, allocation %ld failing: %ld blocks leaked", files[k], n,
+			             ms__alloc_live() - live);
 			cr_assert_eq(s, MS_ERR_NOMEM, "%s, allocation %ld: %s (%s)", files[k], n,
-				     ms_status_name(s), d.msg);
+			             ms_status_name(s), d.msg);
 			cr_assert(n < 100000);
 		}
 		cr_assert_gt(n, 5);

@@ -21,7 +21,8 @@ Test(common, u64map_matches_a_plain_table)
 	for (int step = 0; step < 200000; step++) {
 		uint64_t r = th_rand(&rs);
 		size_t k = r % N;
-		uint64_t key = k * 0x10000ULL + 0x7f0000000000ULL; /* address-like keys collide in low bits */
+		uint64_t key = k * 0x10000ULL +
+		               0x7f0000000000ULL; /* address-like keys collide in low bits */
 		if (r & 0x100000) {
 			cr_assert_eq(ms_u64map_put(&m, key, r), MS_OK);
 			want[k] = r;

@@ -18,7 +18,8 @@ static struct ms_trace *random_trace(uint64_t seed, size_t n)
 	struct ms_trace *t;
 	uint64_t rs = seed;
 	uint32_t stacks[8] = {0}, strs[4] = {0};
-	static struct ms_device devs[2] = {{0, 150109880320ULL, "NVIDIA H200"}, {1, 80ULL << 30, ""}};
+	static struct ms_device devs[2] = {{0, 150109880320ULL, "NVIDIA H200"},
+	                                   {1, 80ULL << 30, ""}};
 
 	cr_assert_eq(ms_trace_new(&t), MS_OK);
 	t->meta.producer = "test";
@@ -53,8 +54,10 @@ static struct ms_trace *random_trace(uint64_t seed, size_t n)
 		struct ms_event *e = &t->events[i];
 		uint64_t r = th_rand(&rs);
 		e->action = (uint8_t)(r % MS_ACT_COUNT);
-		e->addr = (r & 7) == 0 ? th_rand(&rs) : 0x7f0000000000ULL + (th_rand(&rs) % (1u << 30)) * 512;
-		e->size = (r >> 8) & 1 ? (th_rand(&rs) % (1ULL << 34)) : (i ? t->events[i - 1].size : 0);
+		e->addr = (r & 7) == 0 ? th_rand(&rs)
+		                       : 0x7f0000000000ULL + (th_rand(&rs) % (1u << 30)) * 512;
+		e->size = (r >> 8) & 1 ? (th_rand(&rs) % (1ULL << 34))
+		                       : (i ? t->events[i - 1].size : 0);
 		e->stream = (r >> 9) & 3 ? 0 : 0x7f3a00000000ULL + ((r >> 11) & 3);
 		tm += (int64_t)(th_rand(&rs) % 100000) - ((r >> 13) & 1 ? 50 : 0);
 		e->t_ns = tm;
@@ -64,7 +67,8 @@ static struct ms_trace *random_trace(uint64_t seed, size_t n)
 		e->compile_context = (r >> 19) & 1 ? strs[2] : 0;
 		e->source = (uint8_t)((r >> 20) & 1);
 		if (i % 97 == 0) {
-			struct ms_annotation a = {tm, i, strs[3], e->device, (uint8_t)(i % 3), (uint8_t)(i % 2)};
+			struct ms_annotation a = {
+			        tm, i, strs[3], e->device, (uint8_t)(i % 3), (uint8_t)(i % 2)};
 			cr_assert_eq(ms_grow(&t->anns, &t->cap_anns, t->n_anns + 1, sizeof(a)), 0);
 			t->anns[t->n_anns++] = a;
 		}
@@ -105,7 +109,7 @@ Test(format, random_round_trips)
 		cr_assert_eq(d.warnings, 0, "%s", d.warning);
 		cr_assert(si.zst.has_end && si.zst.has_footer);
 		cr_assert_eq(th_events_diff(t, u), -1, "seed %llu differs at %ld",
-			     (unsigned long long)seed, th_events_diff(t, u));
+		             (unsigned long long)seed, th_events_diff(t, u));
 		cr_assert_str_eq(u->meta.torch_version, "2.11.0");
 		cr_assert_str_eq(u->meta.devices[0].name, "NVIDIA H200");
 		cr_assert_eq(u->meta.devices[0].total_memory, 150109880320ULL);
@@ -133,8 +137,9 @@ Test(format, seek_window)
 	const char *path = write_trace(t, 1024, 3);
 	struct ms_diag d = MS_DIAG_INIT;
 	struct ms_source_info si;
-	static const uint64_t win[][2] = {{0, 10}, {7777, 7800}, {19990, 20000}, {5, UINT64_MAX},
-					  {19999, UINT64_MAX}, {20000, UINT64_MAX}};
+	static const uint64_t win[][2] = {
+	        {0, 10},         {7777, 7800},        {19990, 20000},
+	        {5, UINT64_MAX}, {19999, UINT64_MAX}, {20000, UINT64_MAX}};
 
 	for (size_t k = 0; k < sizeof(win) / sizeof(win[0]); k++) {
 		struct ms_read_opts o = {win[k][0], win[k][1]};
@@ -144,8 +149,9 @@ Test(format, seek_window)
 		for (size_t i = 0; i < u->n_events; i++)
 			cr_assert_eq(memcmp(&u->events[i], &t->events[win[k][0] + i], 32), 0);
 		if (win[k][0] > 2000)
-			cr_assert(si.zst.used_index && si.zst.n_frames < 40, "window %zu read %llu frames",
-				  k, (unsigned long long)si.zst.n_frames);
+			cr_assert(si.zst.used_index && si.zst.n_frames < 40,
+			          "window %zu read %llu frames", k,
+			          (unsigned long long)si.zst.n_frames);
 		cr_assert_eq(d.warnings, 0, "%s", d.warning);
 		ms_trace_free(u);
 	}
@@ -174,7 +180,9 @@ static const char *handmade(uint16_t major, uint64_t flags, const char *records,
 }
 
 /* FRAME [1,0,0,0], META [0,{}] */
-#define PRE "\x94\x01\x00\x00\x00" "\x92\x00\x80"
+#define PRE                    \
+	"\x94\x01\x00\x00\x00" \
+	"\x92\x00\x80"
 
 Test(format, version_gates_and_record_classes)
 {
@@ -202,10 +210,13 @@ Test(format, version_gates_and_record_classes)
 	cr_assert_eq(ms_trace_load(p, NULL, &t, NULL, &d), MS_ERR_VERSION);
 	cr_assert(strstr(d.msg, "record type 50"), "%s", d.msg);
 
-	/* unknown optional type 100 with extra fields, then an alloc event with extra trailing fields */
+	/* unknown optional type 100 with extra fields, then an alloc event with extra trailing
+	 * fields */
 	d = (struct ms_diag)MS_DIAG_INIT;
-	p = handmade(1, 0, PRE "\x93\x64\x01\x02" "\x9c\x10\x00\x05\x07\x00\x00\x00\x00\x00\x00\x09\x09",
-		     sizeof(PRE) - 1 + 4 + 13);
+	p = handmade(1, 0,
+	             PRE "\x93\x64\x01\x02"
+	                 "\x9c\x10\x00\x05\x07\x00\x00\x00\x00\x00\x00\x09\x09",
+	             sizeof(PRE) - 1 + 4 + 13);
 	cr_assert_eq(ms_trace_load(p, NULL, &t, &si, &d), MS_OK, "%s", d.msg);
 	cr_assert_eq(si.zst.skipped_optional, 1);
 	cr_assert_eq(t->n_events, 1);
@@ -218,7 +229,8 @@ Test(format, version_gates_and_record_classes)
 	cr_assert_eq(ms_trace_load(p, NULL, &t, NULL, &d), MS_ERR_FORMAT);
 
 	d = (struct ms_diag)MS_DIAG_INIT;
-	p = handmade(1, 0, PRE "\x95\x10\x00\x00\x00\x05", sizeof(PRE) + 5); /* unknown stream index 5 */
+	p = handmade(1, 0, PRE "\x95\x10\x00\x00\x00\x05",
+	             sizeof(PRE) + 5); /* unknown stream index 5 */
 	cr_assert_eq(ms_trace_load(p, NULL, &t, NULL, &d), MS_ERR_FORMAT);
 	cr_assert(strstr(d.msg, "EVENT"), "%s", d.msg);
 }
@@ -254,8 +266,10 @@ Test(format, golden_matches_source)
 	struct ms_trace *a, *b;
 	struct ms_diag d = MS_DIAG_INIT;
 
-	cr_assert_eq(ms_trace_load(MS_TESTDATA "/traces/v1.0/dynamic_oom.zst", NULL, &a, NULL, &d), MS_OK);
-	cr_assert_eq(ms_trace_load(MS_TESTDATA "/snapshots/dynamic_oom.pickle", NULL, &b, NULL, &d), MS_OK);
+	cr_assert_eq(ms_trace_load(MS_TESTDATA "/traces/v1.0/dynamic_oom.zst", NULL, &a, NULL, &d),
+	             MS_OK);
+	cr_assert_eq(ms_trace_load(MS_TESTDATA "/snapshots/dynamic_oom.pickle", NULL, &b, NULL, &d),
+	             MS_OK);
 	cr_assert_eq(th_events_diff(a, b), -1);
 	ms_trace_free(a);
 	ms_trace_free(b);

@@ -29,7 +29,7 @@ static ms_status mem_read(void *ctx, void *buf, size_t cap, size_t *got, struct 
 }
 
 static ms_status run(const void *data, size_t n, struct ms_pickle **vm, struct ms_pk_val *root,
-		     struct ms_diag *d)
+                     struct ms_diag *d)
 {
 	struct mem m = {data, n, 0, 3};
 
@@ -37,11 +37,11 @@ static ms_status run(const void *data, size_t n, struct ms_pickle **vm, struct m
 	return ms_pickle_run(*vm, mem_read, &m, root, d);
 }
 
-#define RUN_OK(bytes, vm, root)                                                          \
-	do {                                                                             \
-		struct ms_diag d_ = MS_DIAG_INIT;                                        \
-		ms_status s_ = run(bytes, sizeof(bytes) - 1, &vm, &root, &d_);           \
-		cr_assert_eq(s_, MS_OK, "%s", d_.msg);                                  \
+#define RUN_OK(bytes, vm, root)                                                \
+	do {                                                                   \
+		struct ms_diag d_ = MS_DIAG_INIT;                              \
+		ms_status s_ = run(bytes, sizeof(bytes) - 1, &vm, &root, &d_); \
+		cr_assert_eq(s_, MS_OK, "%s", d_.msg);                         \
 	} while (0)
 
 static ms_status run_fail(const void *bytes, size_t n, struct ms_diag *d)
@@ -63,11 +63,13 @@ static const char *str(struct ms_pickle *vm, const struct ms_pk_val *v)
 Test(pickle, ints_of_every_width)
 {
 	/* [0, 255, 65535, -1, -2147483648, 2^40, -2^40, 2^64-1 (big), -2^63, LONG4 5] */
-	static const char b[] = "\x80\x04]\x94(K\x00K\xffM\xff\xffJ\xff\xff\xff\xffJ\x00\x00\x00\x80"
-				"\x8a\x06\x00\x00\x00\x00\x00\x01\x8a\x06\x00\x00\x00\x00\x00\xff"
-				"\x8a\x09\xff\xff\xff\xff\xff\xff\xff\xff\x00"
-				"\x8a\x08\x00\x00\x00\x00\x00\x00\x00\x80"
-				"\x8b\x01\x00\x00\x00\x05" "e.";
+	static const char b[] =
+	        "\x80\x04]\x94(K\x00K\xffM\xff\xffJ\xff\xff\xff\xffJ\x00\x00\x00\x80"
+	        "\x8a\x06\x00\x00\x00\x00\x00\x01\x8a\x06\x00\x00\x00\x00\x00\xff"
+	        "\x8a\x09\xff\xff\xff\xff\xff\xff\xff\xff\x00"
+	        "\x8a\x08\x00\x00\x00\x00\x00\x00\x00\x80"
+	        "\x8b\x01\x00\x00\x00\x05"
+	        "e.";
 	struct ms_pickle *vm;
 	struct ms_pk_val r;
 	int64_t want[] = {0, 255, 65535, -1, INT32_MIN, 1LL << 40, -(1LL << 40), 0, INT64_MIN, 5};
@@ -90,9 +92,11 @@ Test(pickle, strings_floats_bools_none_tuples_memo)
 {
 	/* {'a': (1.5, True, False, None), 'bb': 'a'(memo get), 'c': b'xy', 'd': ()} */
 	static const char b[] = "\x80\x05\x95\x00\x00\x00\x00\x00\x00\x00\x00}\x94(\x8c\x01\x61\x94"
-				"(G\x3f\xf8\x00\x00\x00\x00\x00\x00\x88\x89Nt\x94"
-				"X\x02\x00\x00\x00\x62\x62h\x01" "\x8c\x01\x63" "C\x02xy"
-				"\x8d\x01\x00\x00\x00\x00\x00\x00\x00\x64)u.";
+	                        "(G\x3f\xf8\x00\x00\x00\x00\x00\x00\x88\x89Nt\x94"
+	                        "X\x02\x00\x00\x00\x62\x62h\x01"
+	                        "\x8c\x01\x63"
+	                        "C\x02xy"
+	                        "\x8d\x01\x00\x00\x00\x00\x00\x00\x00\x64)u.";
 	struct ms_pickle *vm;
 	struct ms_pk_val r;
 	const struct ms_pk_val *v;
@@ -118,15 +122,24 @@ Test(pickle, strings_floats_bools_none_tuples_memo)
 
 Test(pickle, protocol_2_memo_and_dict_list_opcodes)
 {
-	/* protocol 2: BINPUT/LONG_BINPUT/LONG_BINGET, DICT and LIST from a mark, SETITEM, APPEND, POP, DUP */
-	static const char b[] = "\x80\x02(K\x07l" "\x8c\x01z" "K\x01" "s."; /* SETITEM on [7] */
+	/* protocol 2: BINPUT/LONG_BINPUT/LONG_BINGET, DICT and LIST from a mark, SETITEM, APPEND,
+	 * POP, DUP */
+	static const char b[] = "\x80\x02(K\x07l"
+	                        "\x8c\x01z"
+	                        "K\x01"
+	                        "s."; /* SETITEM on [7] */
 	struct ms_diag d = MS_DIAG_INIT;
 
 	/* SETITEM onto a list is malformed: refused, not crashed */
 	cr_assert_eq(run_fail(b, sizeof(b) - 1, &d), MS_ERR_FORMAT);
 	{
-		static const char ok[] = "\x80\x02(\x8c\x01kq\x00K\x01" "dr\x05\x00\x00\x00"
-					 "j\x05\x00\x00\x00" "h\x00" "K\x02s" "0" ".";
+		static const char ok[] = "\x80\x02(\x8c\x01kq\x00K\x01"
+		                         "dr\x05\x00\x00\x00"
+		                         "j\x05\x00\x00\x00"
+		                         "h\x00"
+		                         "K\x02s"
+		                         "0"
+		                         ".";
 		struct ms_pickle *vm;
 		struct ms_pk_val r;
 		const struct ms_pk_val *v;
@@ -142,9 +155,9 @@ Test(pickle, refuses_code_execution)
 	static const struct {
 		const char *file, *needle;
 	} cases[] = {
-		{"reduce_os_system_p4.pickle", "STACK_GLOBAL at offset 43"},
-		{"reduce_os_system_p2.pickle", "GLOBAL at offset 2"},
-		{"global_p0.pickle", "GLOBAL at offset 0"},
+	        {"reduce_os_system_p4.pickle", "STACK_GLOBAL at offset 43"},
+	        {"reduce_os_system_p2.pickle", "GLOBAL at offset 2"},
+	        {"global_p0.pickle", "GLOBAL at offset 0"},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		char path[512];
@@ -160,8 +173,8 @@ Test(pickle, refuses_code_execution)
 		free(data);
 	}
 	/* every code-running opcode is refused wherever it appears */
-	static const unsigned char ops[] = {'c', 0x93, 'R', 'b', 'i', 'o', 0x81, 0x92, 'P', 'Q',
-					    0x82, 0x83, 0x84};
+	static const unsigned char ops[] = {'c',  0x93, 'R', 'b',  'i',  'o', 0x81,
+	                                    0x92, 'P',  'Q', 0x82, 0x83, 0x84};
 	for (size_t i = 0; i < sizeof(ops); i++) {
 		unsigned char b[] = {0x80, 4, 'N', ops[i], '.'};
 		struct ms_diag d = MS_DIAG_INIT;
@@ -177,30 +190,41 @@ Test(pickle, malformed_inputs_fail_cleanly)
 		size_t n;
 		ms_status want;
 	} cases[] = {
-		{"", 0, MS_ERR_TRUNCATED},                                  /* empty */
-		{"\x80\x04}", 3, MS_ERR_TRUNCATED},                         /* no STOP */
-		{"\x80\x06}.", 4, MS_ERR_UNSUPPORTED},                      /* protocol 6 */
-		{"\x80\x01}.", 4, MS_ERR_UNSUPPORTED},                      /* protocol 1 */
-		{"\x80\x04\xff.", 4, MS_ERR_UNSUPPORTED},                   /* unknown opcode */
-		{"\x80\x04I1\n.", 6, MS_ERR_UNSUPPORTED},                   /* text opcode */
-		{"\x80\x04" "a.", 4, MS_ERR_FORMAT},                        /* APPEND, empty stack */
-		{"\x80\x04" "e.", 4, MS_ERR_FORMAT},                        /* APPENDS, no mark */
-		{"\x80\x04" "h\x07.", 5, MS_ERR_FORMAT},                    /* BINGET of nothing */
-		{"\x80\x04" "N" "r\xff\xff\xff\xff.", 9, MS_ERR_LIMIT},     /* LONG_BINPUT 2^32-1 */
-		{"\x80\x04X\xf0\xff\xff\xff", 7, MS_ERR_LIMIT},             /* 4 GiB string: over the limit */
-		{"\x80\x04X\x00\x00\x00\x01", 7, MS_ERR_TRUNCATED},         /* 16 MiB string, file ends */
-		{"\x80\x04\x8d\xff\xff\xff\xff\xff\xff\xff\x7f", 11, MS_ERR_LIMIT}, /* 2^63 string */
-		{"\x80\x04\x8b\x00\x00\x00\x80", 7, MS_ERR_FORMAT},         /* negative LONG4 length */
-		{"\x80\x04NN.", 5, MS_ERR_FORMAT},                          /* two values at STOP */
-		{"\x80\x04(.", 4, MS_ERR_FORMAT},                           /* mark left at STOP */
-		{"\x80\x04}K\x01u.", 6, MS_ERR_FORMAT},                     /* SETITEMS, no mark */
-		{"\x80\x04}(K\x01u.", 7, MS_ERR_FORMAT},                    /* odd SETITEMS */
-		{"\x80\x04\x85.", 4, MS_ERR_FORMAT},                        /* TUPLE1 underflow */
+	        {"", 0, MS_ERR_TRUNCATED},                /* empty */
+	        {"\x80\x04}", 3, MS_ERR_TRUNCATED},       /* no STOP */
+	        {"\x80\x06}.", 4, MS_ERR_UNSUPPORTED},    /* protocol 6 */
+	        {"\x80\x01}.", 4, MS_ERR_UNSUPPORTED},    /* protocol 1 */
+	        {"\x80\x04\xff.", 4, MS_ERR_UNSUPPORTED}, /* unknown opcode */
+	        {"\x80\x04I1\n.", 6, MS_ERR_UNSUPPORTED}, /* text opcode */
+	        {"\x80\x04"
+	         "a.",
+	         4, MS_ERR_FORMAT}, /* APPEND, empty stack */
+	        {"\x80\x04"
+	         "e.",
+	         4, MS_ERR_FORMAT}, /* APPENDS, no mark */
+	        {"\x80\x04"
+	         "h\x07.",
+	         5, MS_ERR_FORMAT}, /* BINGET of nothing */
+	        {"\x80\x04"
+	         "N"
+	         "r\xff\xff\xff\xff.",
+	         9, MS_ERR_LIMIT},                              /* LONG_BINPUT 2^32-1 */
+	        {"\x80\x04X\xf0\xff\xff\xff", 7, MS_ERR_LIMIT}, /* 4 GiB string: over the limit */
+	        {"\x80\x04X\x00\x00\x00\x01", 7, MS_ERR_TRUNCATED}, /* 16 MiB string, file ends */
+	        {"\x80\x04\x8d\xff\xff\xff\xff\xff\xff\xff\x7f", 11,
+	         MS_ERR_LIMIT},                                     /* 2^63 string */
+	        {"\x80\x04\x8b\x00\x00\x00\x80", 7, MS_ERR_FORMAT}, /* negative LONG4 length */
+	        {"\x80\x04NN.", 5, MS_ERR_FORMAT},                  /* two values at STOP */
+	        {"\x80\x04(.", 4, MS_ERR_FORMAT},                   /* mark left at STOP */
+	        {"\x80\x04}K\x01u.", 6, MS_ERR_FORMAT},             /* SETITEMS, no mark */
+	        {"\x80\x04}(K\x01u.", 7, MS_ERR_FORMAT},            /* odd SETITEMS */
+	        {"\x80\x04\x85.", 4, MS_ERR_FORMAT},                /* TUPLE1 underflow */
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct ms_diag d = MS_DIAG_INIT;
 		ms_status s = run_fail(cases[i].b, cases[i].n, &d);
-		cr_assert_eq(s, cases[i].want, "case %zu: got %s (%s)", i, ms_status_name(s), d.msg);
+		cr_assert_eq(s, cases[i].want, "case %zu: got %s (%s)", i, ms_status_name(s),
+		             d.msg);
 		cr_assert(d.msg[0], "case %zu: no message", i);
 		cr_assert(d.offset >= 0, "case %zu: no offset", i);
 	}
@@ -251,7 +275,7 @@ Test(pickle, protocols_2_to_5_and_json_agree)
 	struct ms_source_info si;
 
 	cr_assert_eq(ms_trace_load(MS_TESTDATA "/snapshots/proto/small.json", NULL, &ref, &si, &d),
-		     MS_OK, "%s", d.msg);
+	             MS_OK, "%s", d.msg);
 	cr_assert_eq(si.kind, MS_FILE_JSON);
 	cr_assert_eq(ref->n_events, 300);
 	for (int p = 2; p <= 5; p++) {
@@ -260,7 +284,7 @@ Test(pickle, protocols_2_to_5_and_json_agree)
 		cr_assert_eq(ms_trace_load(path, NULL, &t, &si, &d), MS_OK, "%s: %s", path, d.msg);
 		cr_assert_eq(si.snap.pickle_protocol, p);
 		cr_assert_eq(th_events_diff(ref, t), -1, "protocol %d differs at %ld", p,
-			     th_events_diff(ref, t));
+		             th_events_diff(ref, t));
 		cr_assert_eq(t->n_segs, ref->n_segs);
 		cr_assert_eq(t->n_blocks, ref->n_blocks);
 		ms_trace_free(t);
@@ -272,9 +296,17 @@ Test(pickle, protocols_2_to_5_and_json_agree)
 Test(pickle, shared_trace_entry_is_refused)
 {
 	/* {'device_traces': [[e]]} then e fetched again from the memo after it was streamed */
-	static const char b[] = "\x80\x04}\x94(\x8c\x0d" "device_traces\x94]\x94]\x94("
-				"}\x94(\x8c\x06" "action\x94\x8c\x05" "alloc\x94\x8c\x04" "addr\x94K\x01"
-				"\x8c\x04" "size\x94K\x02" "ue" "h\x04" "aau.";
+	static const char b[] = "\x80\x04}\x94(\x8c\x0d"
+	                        "device_traces\x94]\x94]\x94("
+	                        "}\x94(\x8c\x06"
+	                        "action\x94\x8c\x05"
+	                        "alloc\x94\x8c\x04"
+	                        "addr\x94K\x01"
+	                        "\x8c\x04"
+	                        "size\x94K\x02"
+	                        "ue"
+	                        "h\x04"
+	                        "aau.";
 	struct ms_trace *t;
 	struct ms_diag d = MS_DIAG_INIT;
 	const char *path = th_write_temp(b, sizeof(b) - 1, ".pickle");

@@ -85,18 +85,21 @@ static void same_segments(const struct ms_trace *a, const struct ms_trace *b)
 	for (size_t i = 0; i < a->n_segs; i++) {
 		const struct ms_segment *x = &a->segs[i], *y = &b->segs[i];
 		cr_assert(x->addr == y->addr && x->total_size == y->total_size &&
-			  x->allocated_size == y->allocated_size && x->active_size == y->active_size &&
-			  x->requested_size == y->requested_size && x->stream == y->stream &&
-			  x->is_small == y->is_small && x->is_expandable == y->is_expandable &&
-			  x->n_blocks == y->n_blocks && x->device == y->device &&
-			  x->pool_id[0] == y->pool_id[0] && x->pool_id[1] == y->pool_id[1],
-			  "segment %zu differs", i);
+		                  x->allocated_size == y->allocated_size &&
+		                  x->active_size == y->active_size &&
+		                  x->requested_size == y->requested_size &&
+		                  x->stream == y->stream && x->is_small == y->is_small &&
+		                  x->is_expandable == y->is_expandable &&
+		                  x->n_blocks == y->n_blocks && x->device == y->device &&
+		                  x->pool_id[0] == y->pool_id[0] && x->pool_id[1] == y->pool_id[1],
+		          "segment %zu differs", i);
 	}
 	for (size_t i = 0; i < a->n_blocks; i++)
-		cr_assert(a->blocks[i].addr == b->blocks[i].addr && a->blocks[i].size == b->blocks[i].size &&
-			  a->blocks[i].requested_size == b->blocks[i].requested_size &&
-			  a->blocks[i].state == b->blocks[i].state,
-			  "block %zu differs", i);
+		cr_assert(a->blocks[i].addr == b->blocks[i].addr &&
+		                  a->blocks[i].size == b->blocks[i].size &&
+		                  a->blocks[i].requested_size == b->blocks[i].requested_size &&
+		                  a->blocks[i].state == b->blocks[i].state,
+		          "block %zu differs", i);
 	cr_assert_str_eq(a->meta.settings.alloc_conf, b->meta.settings.alloc_conf);
 	cr_assert_eq(a->meta.settings.expandable_segments, b->meta.settings.expandable_segments);
 	cr_assert_eq(a->meta.settings.max_split_size, b->meta.settings.max_split_size);
@@ -114,7 +117,8 @@ static void check(const char *name)
 	uint64_t by[MS_ACT_COUNT] = {0}, sum[MS_ACT_COUNT] = {0};
 
 	if (!path)
-		cr_skip_test("snapshot %s not found (testdata/snapshots or ../shared/testdata)", name);
+		cr_skip_test("snapshot %s not found (testdata/snapshots or ../shared/testdata)",
+		             name);
 	expected = load_json(MS_TESTDATA "/snapshots/expected.json");
 	cr_assert(expected);
 	e = cJSON_GetObjectItemCaseSensitive(expected, name);
@@ -153,12 +157,16 @@ static void check(const char *name)
 		sum[t->events[i].action] += t->events[i].size;
 	}
 	for (int a = 0; a < MS_ACT_COUNT; a++) {
-		const cJSON *c = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(e, "by_action"),
-								  ms_action_name((unsigned)a));
+		const cJSON *c = cJSON_GetObjectItemCaseSensitive(
+		        cJSON_GetObjectItemCaseSensitive(e, "by_action"),
+		        ms_action_name((unsigned)a));
 		const cJSON *s = cJSON_GetObjectItemCaseSensitive(
-			cJSON_GetObjectItemCaseSensitive(e, "size_sum_by_action"), ms_action_name((unsigned)a));
-		cr_assert_eq(by[a], c ? (uint64_t)c->valuedouble : 0, "count of %s", ms_action_name((unsigned)a));
-		cr_assert_eq(sum[a], s ? (uint64_t)s->valuedouble : 0, "sizes of %s", ms_action_name((unsigned)a));
+		        cJSON_GetObjectItemCaseSensitive(e, "size_sum_by_action"),
+		        ms_action_name((unsigned)a));
+		cr_assert_eq(by[a], c ? (uint64_t)c->valuedouble : 0, "count of %s",
+		             ms_action_name((unsigned)a));
+		cr_assert_eq(sum[a], s ? (uint64_t)s->valuedouble : 0, "sizes of %s",
+		             ms_action_name((unsigned)a));
 	}
 	v = cJSON_GetObjectItemCaseSensitive(e, "first");
 	cr_assert_eq(t->events[0].addr, jnum(v, "addr"));
@@ -166,7 +174,7 @@ static void check(const char *name)
 	v = cJSON_GetObjectItemCaseSensitive(e, "last");
 	cr_assert_eq(t->events[t->n_events - 1].addr, jnum(v, "addr"));
 	cr_assert_str_eq(t->meta.settings.alloc_conf,
-			 cJSON_GetObjectItemCaseSensitive(e, "alloc_conf")->valuestring);
+	                 cJSON_GetObjectItemCaseSensitive(e, "alloc_conf")->valuestring);
 
 	/* sites at the peak: recomputed here by walking the events up to the peak */
 	{
@@ -176,7 +184,8 @@ static void check(const char *name)
 			if (x->action == MS_ACT_ALLOC)
 				live_size[i] = x->size;
 			else if (x->action == MS_ACT_FREE_COMPLETED)
-				for (size_t k = i; k-- > 0;) /* the latest live alloc at this address */
+				for (size_t k = i;
+				     k-- > 0;) /* the latest live alloc at this address */
 					if (live_size[k] && t->events[k].addr == x->addr) {
 						live_size[k] = 0;
 						break;
@@ -199,13 +208,15 @@ static void check(const char *name)
 
 	/* round trips keep every event, annotation and segment */
 	z = convert_and_load(t, ".zst");
-	cr_assert_eq(th_events_diff(t, z), -1, "pickle -> zst differs at %ld", th_events_diff(t, z));
+	cr_assert_eq(th_events_diff(t, z), -1, "pickle -> zst differs at %ld",
+	             th_events_diff(t, z));
 	same_segments(t, z);
 	j = convert_and_load(z, ".json");
 	cr_assert_eq(th_events_diff(z, j), -1, "zst -> json differs at %ld", th_events_diff(z, j));
 	same_segments(z, j);
 	z2 = convert_and_load(j, ".zst");
-	cr_assert_eq(th_events_diff(j, z2), -1, "json -> zst differs at %ld", th_events_diff(j, z2));
+	cr_assert_eq(th_events_diff(j, z2), -1, "json -> zst differs at %ld",
+	             th_events_diff(j, z2));
 	same_segments(j, z2);
 
 	ms_stats_builder_free(b);
@@ -217,13 +228,34 @@ static void check(const char *name)
 	cJSON_Delete(truth);
 }
 
-Test(snapshots, dynamic_oom) { check("dynamic_oom"); }
-Test(snapshots, gpt_train) { check("gpt_train"); }
-Test(snapshots, multistream) { check("multistream"); }
-Test(snapshots, resnet50) { check("resnet50"); }
-Test(snapshots, dynamic_seq) { check("dynamic_seq"); }
-Test(snapshots, dynamic_expandable) { check("dynamic_expandable"); }
-Test(snapshots, dynamic_empty_cache) { check("dynamic_empty_cache"); }
+Test(snapshots, dynamic_oom)
+{
+	check("dynamic_oom");
+}
+Test(snapshots, gpt_train)
+{
+	check("gpt_train");
+}
+Test(snapshots, multistream)
+{
+	check("multistream");
+}
+Test(snapshots, resnet50)
+{
+	check("resnet50");
+}
+Test(snapshots, dynamic_seq)
+{
+	check("dynamic_seq");
+}
+Test(snapshots, dynamic_expandable)
+{
+	check("dynamic_expandable");
+}
+Test(snapshots, dynamic_empty_cache)
+{
+	check("dynamic_empty_cache");
+}
 
 /* A window of events: --from/--to select exactly those events, from a pickle and from a .zst. */
 Test(snapshots, window)
