@@ -713,36 +713,18 @@ static int mpk_check(const unsigned char *p, size_t len, size_t pos, size_t *end
 		} else if (c >= 0xa0 && c <= 0xbf) {
 			skip = c & 0x1f;
 		} else {
+			/* clang-format off */
 			static const signed char w[] = {
-			        /* c4 bin8 */ -1,
-			        /* c5 bin16 */ -2,
-			        /* c6 bin32 */ -4,
-			        /* c7 ext8 */ -11,
-			        /* c8 ext16 */ -12,
-			        /* c9 ext32 */ -14,
-			        /* ca f32 */ 4,
-			        /* cb f64 */ 8,
-			        /* cc-cf uint */ 1,
-			        2,
-			        4,
-			        8,
-			        /* d0-d3 int */ 1,
-			        2,
-			        4,
-			        8,
-			        /* d4-d8 fixext */ 2,
-			        3,
-			        5,
-			        9,
-			        17,
-			        /* d9 str8 */ -1,
-			        /* da str16 */ -2,
-			        /* db str32 */ -4,
-			        /* dc array16 */ -32,
-			        /* dd array32 */ -34,
-			        /* de map16 */ -64,
-			        /* df map32 */ -66,
+				-1, -2, -4,          /* c4-c6 bin8/16/32: length bytes */
+				-11, -12, -14,       /* c7-c9 ext8/16/32 */
+				4, 8,                /* ca-cb float32/64 */
+				1, 2, 4, 8,          /* cc-cf uint8..64 */
+				1, 2, 4, 8,          /* d0-d3 int8..64 */
+				2, 3, 5, 9, 17,      /* d4-d8 fixext1..16 (type byte + data) */
+				-1, -2, -4,          /* d9-db str8/16/32 */
+				-32, -34, -64, -66,  /* dc-dd array16/32, de-df map16/32 */
 			};
+			/* clang-format on */
 			int k = w[c - 0xc4], lw;
 			if (k > 0) {
 				skip = (uint64_t)k;
