@@ -224,6 +224,14 @@ Test(format, version_gates_and_record_classes)
 	cr_assert_eq(t->events[0].size, 7);
 	ms_trace_free(t);
 
+	/* a record declaring 2^30 elements in 5 bytes: refused before msgpack-c allocates 24 GiB */
+	d = (struct ms_diag)MS_DIAG_INIT;
+	p = handmade(1, 0, PRE "\xdd\x40\x00\x00\x00\x01", sizeof(PRE) + 5);
+	cr_assert_eq(ms_trace_load(p, NULL, &t, NULL, &d), MS_ERR_FORMAT);
+	d = (struct ms_diag)MS_DIAG_INIT;
+	p = handmade(1, 0, PRE "\x92\x40\xdf\x7f\xff\xff\xff", sizeof(PRE) + 6); /* map32 */
+	cr_assert_eq(ms_trace_load(p, NULL, &t, NULL, &d), MS_ERR_FORMAT);
+
 	d = (struct ms_diag)MS_DIAG_INIT;
 	p = handmade(1, 0, "\x92\x00\x80", 3); /* a frame must start with FRAME */
 	cr_assert_eq(ms_trace_load(p, NULL, &t, NULL, &d), MS_ERR_FORMAT);
