@@ -230,7 +230,7 @@ ms_status ms__snapmap_entry(void *ctx, uint32_t device, uint64_t index,
                             const struct ms_pk_val *item, int64_t offset)
 {
 	struct ms_snapmap *m = ctx;
-	struct ms_event e;
+	struct ms_event *ep;
 	const struct ms_pk_val *v;
 	int64_t x;
 	int a;
@@ -257,7 +257,19 @@ ms_status ms__snapmap_entry(void *ctx, uint32_t device, uint64_t index,
 		if (key >= 0)
 			f[key] = &item->v.o->items[i + 1];
 	}
-	memset(&e, 0, sizeof(e));
+	/*
+	 * The event is written in place in its chunk, field by field: a local copied in whole
+	 * right after being written waits on store forwarding. Counted only once complete.
+	 */
+	if ((m->n_events >> EV_SHIFT) >= m->n_ev_chunks) {
+		struct ms_event *c;
+		if (ms_grow(&m->ev, &m->cap_ev_chunks, m->n_ev_chunks + 1, sizeof(*m->ev)) ||
+		    !(c = ms_malloc(sizeof(*c) << EV_SHIFT)))
+			return MS_ERR_NOMEM;
+		m->ev[m->n_ev_chunks++] = c;
+	}
+	ep = EV_AT(m, m->n_events);
+	ep->user_metadata = ep->compile_context = ep->stack = 0;
 	v = f[K_ACTION];
 	if (!v || v->type != MS_PK_STR)
 		return entry_err(m, gidx, offset, "missing 'action'");
@@ -270,58 +282,50 @@ ms_status ms__snapmap_entry(void *ctx, uint32_t device, uint64_t index,
 		snprintf(msg, sizeof(msg), "unknown action '%.40s'", n->s);
 		return entry_err(m, gidx, offset, msg);
 	}
-	e.action = (uint8_t)a;
+	ep->action = (uint8_t)a;
 	v = f[a == MS_ACT_OOM ? K_DEVICE_FREE : K_ADDR];
 	if (!v && a == MS_ACT_OOM)
 		v = f[K_ADDR];
 	if (v && as_i64(v, &x) == 0)
-		e.addr = (uint64_t)x;
+		ep->addr = (uint64_t)x;
 	else if (v || a != MS_ACT_SNAPSHOT)
 		return entry_err(m, gidx, offset,
 		                 a == MS_ACT_OOM ? "bad 'device_free'" : "bad 'addr'");
 	v = f[K_SIZE];
 	if (as_i64(v, &x) || x < 0)
 		return entry_err(m, gidx, offset, "bad 'size'");
-	e.size = (uint64_t)x;
+	ep->size = (uint64_t)x;
 	v = f[K_STREAM];
 	if (v && as_i64(v, &x))
 		return entry_err(m, gidx, offset, "bad 'stream'");
-	e.stream = v ? (uint64_t)x : 0;
+	ep->stream = v ? (uint64_t)x : 0;
 	v = f[K_TIME_US];
 	if (v && (as_i64(v, &x) || x > INT64_MAX / 1000 || x < INT64_MIN / 1000))
 		return entry_err(m, gidx, offset, "bad 'time_us'");
-	e.t_ns = v ? x * 1000 : 0;
+	ep->t_ns = v ? x * 1000 : 0;
 	v = f[K_TIME_NS]; /* memsnap's own JSON keeps nanoseconds */
 	if (v && (as_i64(v, &x) == 0 || as_i64_str(m, v, &x) == 0))
-		e.t_ns = x;
+		ep->t_ns = x;
 	v = f[K_COMPILE_CONTEXT];
 	if (v && v->type == MS_PK_STR && v->v.str != m->id_na)
-		MS_TRY(map_str(m, v->v.str, &e.compile_context));
+		MS_TRY(map_str(m, v->v.str, &ep->compile_context));
 	v = f[K_USER_METADATA];
 	if (v && v->type == MS_PK_STR)
-		MS_TRY(map_str(m, v->v.str, &e.user_metadata));
-	s = map_frames(m, f[K_FRAMES], &e.stack);
+		MS_TRY(map_str(m, v->v.str, &ep->user_metadata));
+	s = map_frames(m, f[K_FRAMES], &ep->stack);
 	if (s == MS_ERR_FORMAT)
 		return entry_err(m, gidx, offset, "bad 'frames'");
 	if (s)
 		return s;
 	if (device > UINT16_MAX)
 		return entry_err(m, gidx, offset, "device index too large");
-	e.device = (uint16_t)device;
-	e.source = MS_SRC_TORCH;
+	ep->device = (uint16_t)device;
+	ep->source = MS_SRC_TORCH;
 	v = f[K_SOURCE];
 	if (v && as_i64(v, &x) == 0 && x >= 0 && x <= 255)
-		e.source = (uint8_t)x;
+		ep->source = (uint8_t)x;
 	if (device + 1 > m->n_devices_seen)
 		m->n_devices_seen = device + 1;
-	if ((m->n_events >> EV_SHIFT) >= m->n_ev_chunks) {
-		struct ms_event *c;
-		if (ms_grow(&m->ev, &m->cap_ev_chunks, m->n_ev_chunks + 1, sizeof(*m->ev)) ||
-		    !(c = ms_malloc(sizeof(*c) << EV_SHIFT)))
-			return MS_ERR_NOMEM;
-		m->ev[m->n_ev_chunks++] = c;
-	}
-	*EV_AT(m, m->n_events) = e;
 	m->n_events++;
 	return MS_OK;
 }
