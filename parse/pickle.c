@@ -12,8 +12,7 @@
 #include "common/status.h"
 
 enum { ROLE_NONE = 0, ROLE_OUTER = 1, ROLE_DEVICE = 2 };
-#define PK_CONSUMED   255 /* memo slot never written (a hole) */
-#define PK_STREAMED   254 /* memo slot of a trace entry decoded by fast_entry() */
+#define PK_CONSUMED   255 /* memo slot of a streamed object */
 #define SLAB_OBJS     1024
 #define MEMO_SHIFT    16
 #define MEMO_CHUNK    ((size_t)1 << MEMO_SHIFT)
@@ -46,7 +45,6 @@ struct ms_pickle {
 	ms_pk_read_fn rd;
 	void *rd_ctx;
 	int proto;
-	int slow_only; /* tests: never take fast_entry() */
 	struct ms_pickle_limits lim;
 	ms_pk_item_fn item_fn;
 	void *item_ctx;
@@ -115,11 +113,6 @@ void ms_pickle_set_limits(struct ms_pickle *p, const struct ms_pickle_limits *l)
 		p->lim.max_memo = l->max_memo;
 	if (l->max_objects)
 		p->lim.max_objects = l->max_objects;
-}
-
-void ms__pickle_slow_only(struct ms_pickle *p, int on)
-{
-	p->slow_only = on;
 }
 
 void ms_pickle_stream_traces(struct ms_pickle *p, ms_pk_item_fn fn, void *ctx)
@@ -438,12 +431,35 @@ static inline void store_val(struct ms_pk_val *dst, uint8_t type, uint32_t str)
 	memcpy((char *)dst + 8, &pay.u, 8);
 }
 
+/* Intern b[0..n): strings of up to 8 bytes seen recently skip the hash table. */
+static inline ms_status intern(struct ms_pickle *p, const unsigned char *b, size_t n, uint32_t *id)
+{
+	uint64_t head = 0;
+	unsigned slot;
+	ms_status s;
+
+	if (n > 8)
+		return ms_symtab_str(&p->strs, (const char *)b, n, id);
+	/* built byte by byte: a short memcpy into a u64 stalls on store forwarding */
+	for (size_t i = n; i-- > 0;)
+		head = head << 8 | b[i];
+	slot = (unsigned)((head * 0x9e3779b97f4a7c15ULL) >> 58) ^ (unsigned)(n & 63);
+	if (p->scache[slot].len == n && p->scache[slot].head == head && p->scache[slot].id) {
+		*id = p->scache[slot].id;
+		return MS_OK;
+	}
+	if ((s = ms_symtab_str(&p->strs, (const char *)b, n, id)))
+		return s;
+	p->scache[slot].len = (uint32_t)n;
+	p->scache[slot].head = head;
+	p->scache[slot].id = *id;
+	return MS_OK;
+}
+
 static ms_status push_str(struct ms_pickle *p, size_t n, uint8_t type)
 {
 	const unsigned char *b;
-	uint64_t head = 0;
 	uint32_t id;
-	unsigned slot;
 	struct ms_pk_val *top;
 	ms_status s;
 
@@ -451,22 +467,8 @@ static ms_status push_str(struct ms_pickle *p, size_t n, uint8_t type)
 		return fail(p, MS_ERR_LIMIT, "string longer than the limit");
 	MS_TRY(need(p, n));
 	b = take(p, n);
-	/* built byte by byte: a short memcpy into a u64 stalls on store forwarding */
-	for (size_t i = n < 8 ? n : 8; i-- > 0;)
-		head = head << 8 | b[i];
-	slot = (unsigned)((head * 0x9e3779b97f4a7c15ULL) >> 58) ^ (unsigned)(n & 63);
-	if (n <= 8 && p->scache[slot].len == n && p->scache[slot].head == head &&
-	    p->scache[slot].id) {
-		id = p->scache[slot].id; /* a short string seen last time in this slot */
-	} else {
-		if ((s = ms_symtab_str(&p->strs, (const char *)b, n, &id)))
-			return s;
-		if (n <= 8) {
-			p->scache[slot].len = (uint32_t)n;
-			p->scache[slot].head = head;
-			p->scache[slot].id = id;
-		}
-	}
+	if ((s = intern(p, b, n, &id)))
+		return s;
 	if (p->sp == p->stack_cap &&
 	    ms_grow(&p->stack, &p->stack_cap, p->sp + 1, sizeof(*p->stack)))
 		return MS_ERR_NOMEM;
@@ -542,8 +544,6 @@ static inline ms_status memo_get(struct ms_pickle *p, uint64_t idx)
 
 	if (idx >= p->n_memo || MEMO_AT(p, idx)->type == PK_CONSUMED)
 		return fail(p, MS_ERR_FORMAT, "memo reference to an unknown slot");
-	if (MEMO_AT(p, idx)->type == PK_STREAMED)
-		return fail(p, MS_ERR_UNSUPPORTED, "reference to a streamed trace entry");
 	v = *MEMO_AT(p, idx);
 	if ((v.type == MS_PK_LIST || v.type == MS_PK_DICT || v.type == MS_PK_TUPLE) &&
 	    v.v.o->consumed)
@@ -597,286 +597,6 @@ static ms_status batch(struct ms_pickle *p, int set)
 	return s;
 }
 
-/*
- * The fast path for PyTorch's trace entries. Inside an APPENDS batch of a device_traces list,
- * an entry is EMPTY_DICT, a memo store, MARK, key/value pairs and SETITEMS, where keys are memo
- * references or short strings and values are ints, strings, memo references or a frames list
- * of memo references. fast_entry() reads such an entry straight from the input window and hands
- * it to the stream hook without building the dict. It plans every memo store and commits them
- * only at SETITEMS: on anything else (an opcode outside this subset, a new frame dict, the end of
- * the window) it returns 0 having changed nothing but the string table, and the opcode machine
- * decodes the entry the ordinary way. Called with the EMPTY_DICT opcode already taken.
- */
-#define FAST_PAIRS  32
-#define FAST_MEMO   48
-#define FAST_FRAMES 128
-#define FAST_DICT   (-1)
-#define FAST_LIST   (-2)
-
-struct fast {
-	struct ms_pk_val kv[2 * FAST_PAIRS];
-	uint32_t n_kv;
-	/* planned memo stores, slots n_memo, n_memo + 1, ...: the kv index of the value stored,
-	 * or FAST_DICT (the entry) or FAST_LIST (its frames list). Indexes, not copies: a value
-	 * copied right after it was written stalls on store forwarding. */
-	int memo[FAST_MEMO];
-	uint32_t n_memo;
-	struct ms_pk_val frames[FAST_FRAMES];
-	uint32_t n_frames;
-	int frames_at; /* kv index of the frames list value, or -1 */
-};
-
-/* A planned memo store of the value just read (src: see struct fast); 0 if it cannot be planned. */
-static int fast_store(struct ms_pickle *p, struct fast *f, const unsigned char *b, size_t *q,
-                      size_t end, int src, int *is_store)
-{
-	uint64_t idx;
-
-	*is_store = 1;
-	if (b[*q] == 0x94) { /* MEMOIZE */
-		idx = p->n_memo + f->n_memo;
-		*q += 1;
-	} else if (b[*q] == 'q' && *q + 2 <= end) {
-		idx = b[*q + 1];
-		*q += 2;
-	} else if (b[*q] == 'r' && *q + 5 <= end) {
-		idx = le(b + *q + 1, 4);
-		*q += 5;
-	} else {
-		*is_store = 0;
-		return 1;
-	}
-	if (idx != p->n_memo + f->n_memo || f->n_memo >= FAST_MEMO || idx > p->lim.max_memo)
-		return 0; /* only the sequential stores protocols 2 to 5 write; limits: the slow
-		             path */
-	f->memo[f->n_memo++] = src;
-	return 1;
-}
-
-/* A memo reference; 0 if it is not one, or names a slot planned in this entry. */
-static int fast_get(struct ms_pickle *p, const unsigned char *b, size_t *q, size_t end,
-                    struct ms_pk_val *v)
-{
-	uint64_t idx;
-
-	if (b[*q] == 'h' && *q + 2 <= end) {
-		idx = b[*q + 1];
-		*q += 2;
-	} else if (b[*q] == 'j' && *q + 5 <= end) {
-		idx = le(b + *q + 1, 4);
-		*q += 5;
-	} else {
-		return 0;
-	}
-	if (idx >= p->n_memo)
-		return 0;
-	*v = *MEMO_AT(p, idx);
-	if (v->type >= PK_STREAMED)
-		return 0;
-	if ((v->type == MS_PK_LIST || v->type == MS_PK_DICT || v->type == MS_PK_TUPLE) &&
-	    v->v.o->consumed)
-		return 0;
-	return 1;
-}
-
-/*
- * Values stored as two 8-byte words straight into their slot: a value built field by field in a
- * temporary and then copied whole makes the copy wait on store forwarding, which dominated here.
- */
-static inline void put_int(struct ms_pk_val *dst, uint8_t type, int64_t i)
-{
-	uint64_t w0 = type, w1 = (uint64_t)i;
-
-	memcpy(dst, &w0, 8);
-	memcpy((char *)dst + 8, &w1, 8);
-}
-
-/* A scalar value; 0 if the opcode is not one. Strings are interned (no other effect). */
-static int fast_scalar(struct ms_pickle *p, const unsigned char *b, size_t *q, size_t end,
-                       struct ms_pk_val *v)
-{
-	unsigned char op = b[*q];
-	size_t n;
-	uint32_t id;
-
-	switch (op) {
-	case 'K':
-		if (*q + 2 > end)
-			return 0;
-		put_int(v, MS_PK_INT, b[*q + 1]);
-		*q += 2;
-		return 1;
-	case 'M':
-		if (*q + 3 > end)
-			return 0;
-		put_int(v, MS_PK_INT, (int64_t)le(b + *q + 1, 2));
-		*q += 3;
-		return 1;
-	case 'J':
-		if (*q + 5 > end)
-			return 0;
-		put_int(v, MS_PK_INT, (int32_t)(uint32_t)le(b + *q + 1, 4));
-		*q += 5;
-		return 1;
-	case 0x8a: { /* LONG1 of at most 8 bytes */
-		uint64_t u;
-		if (*q + 2 > end || b[*q + 1] > 8 || *q + 2 + b[*q + 1] > end)
-			return 0;
-		n = b[*q + 1];
-		u = le(b + *q + 2, (int)n);
-		if (n && n < 8 && (b[*q + 1 + n] & 0x80))
-			u |= ~(uint64_t)0 << (8 * n);
-		put_int(v, MS_PK_INT, (int64_t)u);
-		*q += 2 + n;
-		return 1;
-	}
-	case 0x88:
-	case 0x89:
-		put_int(v, MS_PK_BOOL, op == 0x88);
-		*q += 1;
-		return 1;
-	case 'N':
-		put_int(v, MS_PK_NONE, 0);
-		*q += 1;
-		return 1;
-	case 0x8c: /* SHORT_BINUNICODE */
-	case 'X':  /* BINUNICODE */
-		if (op == 0x8c) {
-			if (*q + 2 > end)
-				return 0;
-			n = b[*q + 1];
-			*q += 2;
-		} else {
-			if (*q + 5 > end)
-				return 0;
-			n = le(b + *q + 1, 4);
-			*q += 5;
-		}
-		if (n > end - *q || n > p->lim.max_string)
-			return 0;
-		if (ms_symtab_str(&p->strs, (const char *)b + *q, n, &id))
-			return 0;
-		store_val(v, MS_PK_STR, id);
-		*q += n;
-		return 1;
-	}
-	return 0;
-}
-
-/* 1: the entry was decoded and handed over (*st its status); 0: not taken, nothing changed. */
-static int fast_entry(struct ms_pickle *p, struct ms_pk_obj *list, ms_status *st)
-{
-	const unsigned char *b = p->buf;
-	size_t q = p->pos, end = p->len;
-	struct fast f;
-	struct ms_pk_obj tmp, *lo = NULL;
-	struct ms_pk_val dv;
-	int is_store;
-
-	f.n_kv = f.n_memo = f.n_frames = 0;
-	f.frames_at = -1;
-	if (q >= end || !fast_store(p, &f, b, &q, end, FAST_DICT, &is_store))
-		return 0;
-	if (q >= end || b[q] != '(')
-		return 0;
-	q++;
-	for (;;) {
-		struct ms_pk_val *key, *val;
-		if (q >= end)
-			return 0;
-		if (b[q] == 'u')
-			break;
-		if (f.n_kv >= 2 * FAST_PAIRS)
-			return 0;
-		key = &f.kv[f.n_kv];
-		val = &f.kv[f.n_kv + 1];
-		if (!fast_get(p, b, &q, end, key)) {
-			if (b[q] != 0x8c || !fast_scalar(p, b, &q, end, key) || q >= end ||
-			    !fast_store(p, &f, b, &q, end, (int)f.n_kv, &is_store))
-				return 0;
-		}
-		if (key->type != MS_PK_STR || q >= end)
-			return 0;
-		if (b[q] == ']') { /* a frames list of memo references */
-			q++;
-			if (f.frames_at >= 0 || q >= end ||
-			    !fast_store(p, &f, b, &q, end, FAST_LIST, &is_store))
-				return 0;
-			if (q < end && b[q] == '(') {
-				q++;
-				while (q < end && b[q] != 'e') {
-					if (f.n_frames >= FAST_FRAMES ||
-					    !fast_get(p, b, &q, end, &f.frames[f.n_frames]))
-						return 0;
-					f.n_frames++;
-				}
-				if (q >= end)
-					return 0;
-				q++;
-			} else if (q < end && (b[q] == 'h' || b[q] == 'j')) {
-				if (!fast_get(p, b, &q, end, &f.frames[0]) || q >= end ||
-				    b[q] != 'a')
-					return 0;
-				f.n_frames = 1;
-				q++;
-			}
-			f.frames_at = (int)f.n_kv + 1;
-		} else if (!fast_get(p, b, &q, end, val)) {
-			if (!fast_scalar(p, b, &q, end, val))
-				return 0;
-			if (val->type == MS_PK_STR && q < end &&
-			    !fast_store(p, &f, b, &q, end, (int)f.n_kv + 1, &is_store))
-				return 0;
-		}
-		f.n_kv += 2;
-	}
-	q++; /* SETITEMS */
-
-	/* commit: the frames list, the memo stores, then the entry itself */
-	if (f.frames_at >= 0) {
-		ms_status s;
-		if ((s = new_obj(p, MS_PK_LIST, &lo)) || (s = obj_add(lo, f.frames, f.n_frames))) {
-			*st = s;
-			return 1;
-		}
-		f.kv[f.frames_at].type = MS_PK_LIST;
-		f.kv[f.frames_at].v.o = lo;
-	}
-	for (uint32_t i = 0; i < f.n_memo; i++) {
-		uint64_t idx = p->n_memo;
-		struct ms_pk_val *slot;
-		if ((idx >> MEMO_SHIFT) >= p->n_memo_chunks) {
-			struct ms_pk_val *c;
-			if (ms_grow(&p->memo, &p->memo_chunks_cap, p->n_memo_chunks + 1,
-			            sizeof(*p->memo)) ||
-			    !(c = ms_malloc(MEMO_CHUNK * sizeof(*c)))) {
-				*st = MS_ERR_NOMEM;
-				return 1;
-			}
-			p->memo[p->n_memo_chunks++] = c;
-		}
-		slot = MEMO_AT(p, idx);
-		if (f.memo[i] >= 0) {
-			*slot = f.kv[f.memo[i]];
-		} else {
-			slot->type = f.memo[i] == FAST_DICT ? PK_STREAMED : MS_PK_LIST;
-			slot->v.o = lo;
-		}
-		p->n_memo++;
-	}
-	p->pos = q;
-	memset(&tmp, 0, sizeof(tmp));
-	tmp.kind = MS_PK_DICT;
-	tmp.items = f.kv;
-	tmp.n = tmp.cap = f.n_kv;
-	memset(&dv, 0, sizeof(dv));
-	dv.type = MS_PK_DICT;
-	dv.v.o = &tmp;
-	*st = p->item_fn(p->item_ctx, list->tag, list->n, &dv, p->op_off);
-	list->n++;
-	return 1;
-}
-
 ms_status ms_pickle_run(struct ms_pickle *p, ms_pk_read_fn rd, void *rd_ctx, struct ms_pk_val *root,
                         struct ms_diag *diag)
 {
@@ -925,14 +645,6 @@ ms_status ms_pickle_run(struct ms_pickle *p, ms_pk_read_fn rd, void *rd_ctx, str
 			p->marks[p->n_marks++] = p->sp;
 			break;
 		case '}': /* EMPTY_DICT */
-			if (p->item_fn && !p->slow_only && p->n_marks && mark_top(p) == p->sp &&
-			    p->sp > 0 && p->stack[p->sp - 1].type == MS_PK_LIST &&
-			    p->stack[p->sp - 1].v.o->role == ROLE_DEVICE &&
-			    fast_entry(p, p->stack[p->sp - 1].v.o, &s)) {
-				if (s)
-					return s;
-				break;
-			}
 			MS_TRY(new_obj(p, MS_PK_DICT, &o));
 			MS_TRY(push_obj(p, o));
 			break;

@@ -117,8 +117,6 @@ const struct ms_pk_val *ms_pk_dict_get(const struct ms_pickle *p, const struct m
  * a new empty container owned by p, appending to it, interning a string.
  */
 ms_status ms__pk_new(struct ms_pickle *p, uint8_t kind, struct ms_pk_val *out);
-/* Tests: decode trace entries with the general opcode machine only (no fast path). */
-void ms__pickle_slow_only(struct ms_pickle *p, int on);
 ms_status ms__pk_add(struct ms_pickle *p, struct ms_pk_val *container, const struct ms_pk_val *v);
 ms_status ms__pk_str(struct ms_pickle *p, const char *s, size_t n, struct ms_pk_val *out);
 

@@ -5,7 +5,6 @@
 
 #include "helpers.h"
 #include "parse/pickle.h"
-#include "parse/torch_snapshot.h"
 
 struct mem {
 	const unsigned char *p;
@@ -315,79 +314,4 @@ Test(pickle, shared_trace_entry_is_refused)
 
 	cr_assert_eq(s, MS_ERR_UNSUPPORTED, "%s: %s", ms_status_name(s), d.msg);
 	remove(path);
-}
-
-/* The fast path for trace entries and the general opcode machine give the same trace. */
-static ms_status input_read_cb(void *ctx, void *buf, size_t cap, size_t *got, struct ms_diag *d)
-{
-	return ms_input_read(ctx, buf, cap, got, d);
-}
-
-static struct ms_trace *load_mode(const char *path, int slow, ms_status *st)
-{
-	struct ms_input *in;
-	struct ms_pickle *vm;
-	struct ms_snapmap *m;
-	struct ms_trace *t;
-	struct ms_sink sink;
-	struct ms_pk_val root;
-	struct ms_snapshot_info info = {0};
-	struct ms_diag d = MS_DIAG_INIT;
-
-	cr_assert_eq(ms_trace_new(&t), MS_OK);
-	ms_trace_sink(t, &sink);
-	cr_assert_eq(ms_input_open(path, &in, &d), MS_OK);
-	cr_assert_eq(ms_input_kind(in), MS_FILE_PICKLE);
-	cr_assert_eq(ms_pickle_new(&vm), MS_OK);
-	cr_assert_eq(ms__snapmap_new(vm, &t->syms, &d, &m), MS_OK);
-	ms__pickle_slow_only(vm, slow);
-	ms_pickle_stream_traces(vm, ms__snapmap_entry, m);
-	*st = ms_pickle_run(vm, input_read_cb, in, &root, &d);
-	if (*st == MS_OK)
-		*st = ms__snapmap_finish(m, &root, MS_INPUT_PICKLE, &sink, &info);
-	ms__snapmap_free(m);
-	ms_pickle_free(vm);
-	ms_input_close(in);
-	return t;
-}
-
-Test(pickle, fast_path_equals_opcode_machine)
-{
-	static const char *const names[] = {
-	        "dynamic_oom", "gpt_train",          "multistream",        "resnet50",
-	        "dynamic_seq", "dynamic_expandable", "dynamic_empty_cache"};
-	int compared = 0;
-
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-		const char *path = th_snapshot_path(names[i]);
-		struct ms_trace *a, *b;
-		ms_status sa, sb;
-		if (!path)
-			continue;
-		a = load_mode(path, 0, &sa);
-		b = load_mode(path, 1, &sb);
-		cr_assert_eq(sa, MS_OK);
-		cr_assert_eq(sb, MS_OK);
-		cr_assert_eq(a->n_events, b->n_events, "%s", names[i]);
-		cr_assert_eq(th_events_diff(a, b), -1, "%s differs at %ld", names[i],
-		             th_events_diff(a, b));
-		cr_assert_eq(a->n_segs, b->n_segs);
-		ms_trace_free(a);
-		ms_trace_free(b);
-		compared++;
-	}
-	for (int p = 2; p <= 5; p++) {
-		char path[512];
-		struct ms_trace *a, *b;
-		ms_status sa, sb;
-		snprintf(path, sizeof(path), "%s/snapshots/proto/small_p%d.pickle", MS_TESTDATA, p);
-		a = load_mode(path, 0, &sa);
-		b = load_mode(path, 1, &sb);
-		cr_assert_eq(sa, MS_OK);
-		cr_assert_eq(sb, MS_OK);
-		cr_assert_eq(th_events_diff(a, b), -1, "protocol %d", p);
-		ms_trace_free(a);
-		ms_trace_free(b);
-	}
-	cr_assert_geq(compared, 4);
 }
