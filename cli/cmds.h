@@ -11,7 +11,9 @@
 int cmd_convert(int argc, const char **argv);
 int cmd_help(int argc, const char **argv);
 int cmd_info(int argc, const char **argv);
+int cmd_replay(int argc, const char **argv);
 int cmd_stats(int argc, const char **argv);
+int cmd_verify(int argc, const char **argv);
 int cmd_version(int argc, const char **argv);
 
 #endif

@@ -16,6 +16,9 @@ static const struct cmd commands[] = {
         {"info", cmd_info, "what a trace or snapshot holds: format, devices, events, streams"},
         {"stats", cmd_stats, "peaks, live allocations at the end, top sites; one row per file"},
         {"convert", cmd_convert, "PyTorch snapshot (pickle/JSON) to .zst, .zst to JSON"},
+        {"replay", cmd_replay, "replay a trace against the caching-allocator model: OOMs, peaks"},
+        {"verify", cmd_verify,
+         "compare the model's segment events and peaks with the recorded ones"},
         {"version", cmd_version, "version and build options"},
         {"help", cmd_help, "help on a command"},
 };

@@ -6,6 +6,7 @@
 #define MEMSNAP_CLI_OPTS_H
 
 #include <stdint.h>
+#include <stdio.h>
 
 enum ms_opt_type {
 	MS_OPT_T_END = 0,

@@ -1,0 +1,157 @@
+/* memsnap replay TRACE: the trace against the allocator model on a simulated device. */
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cmds.h"
+#include "cli/opts.h"
+#include "cli/out.h"
+#include "cli/replay_opts.h"
+#include "replay/replay.h"
+
+static const char *const usage[] = {
+        "memsnap replay [--backend sim] [--alloc-conf S] [--limit N | --memory-fraction F]",
+        "               [--device-memory N] [--device D] [--json] <trace>",
+        "",
+        "Replay a trace against memsnap's model of PyTorch's CUDA caching allocator on a",
+        "simulated device, to reproduce an out-of-memory error offline or to try other",
+        "settings. Exit 0 when the replay completes, 3 when it ends in an OOM the recorded",
+        "run did not have, 1 on error, 2 on usage.",
+        NULL,
+};
+
+static void json_report(const char *path, const struct ms_replay_result *r)
+{
+	cJSON *o = cJSON_CreateObject(), *a;
+	char *s;
+
+	cJSON_AddStringToObject(o, "trace", path);
+	cJSON_AddStringToObject(o, "backend", "sim");
+	cJSON_AddStringToObject(o, "alloc_conf", r->alloc_conf);
+	ms_json_u64(o, "limit_bytes", r->limit);
+	if (r->device_memory == UINT64_MAX)
+		cJSON_AddNullToObject(o, "device_memory_bytes");
+	else
+		ms_json_u64(o, "device_memory_bytes", r->device_memory);
+	ms_json_u64(o, "events_total", r->events_total);
+	ms_json_u64(o, "events_replayed", r->events_replayed);
+	ms_json_u64(o, "peak_allocated_bytes", (uint64_t)r->stats.allocated_bytes[0].peak);
+	ms_json_u64(o, "peak_reserved_bytes", (uint64_t)r->stats.reserved_bytes[0].peak);
+	ms_json_u64(o, "peak_requested_bytes", (uint64_t)r->stats.requested_bytes[0].peak);
+	ms_json_u64(o, "peak_active_bytes", (uint64_t)r->stats.active_bytes[0].peak);
+	ms_json_u64(o, "peak_segments", (uint64_t)r->stats.segment[0].peak);
+	ms_json_u64(o, "num_alloc_retries", r->stats.num_alloc_retries);
+	ms_json_u64(o, "num_ooms", r->stats.num_ooms);
+	ms_json_u64(o, "num_device_alloc", r->stats.num_device_alloc);
+	ms_json_u64(o, "num_device_free", r->stats.num_device_free);
+	ms_json_u64(o, "empty_cache_calls", r->empty_cache_calls);
+	ms_json_u64(o, "recorded_ooms", r->recorded_ooms);
+	ms_json_u64(o, "reproduced_ooms", r->reproduced_ooms);
+	cJSON_AddBoolToObject(o, "ended_by_oom", r->ended_by_oom);
+	a = cJSON_AddArrayToObject(o, "segment_events");
+	for (size_t i = 0; i < r->n_produced; i++) {
+		cJSON *e = cJSON_CreateObject();
+		ms_json_u64(e, "index", r->produced[i].index);
+		cJSON_AddStringToObject(e, "action", ms_action_name(r->produced[i].action));
+		ms_json_u64(e, "size", r->produced[i].size);
+		cJSON_AddItemToArray(a, e);
+	}
+	if (r->has_oom) {
+		char msg[1024];
+		cJSON *x = cJSON_AddObjectToObject(o, "oom");
+		ms_replay_oom_message(r, msg, sizeof(msg));
+		ms_json_u64(x, "index", r->first_oom.index);
+		cJSON_AddBoolToObject(x, "recorded", r->first_oom.recorded);
+		ms_json_u64(x, "requested_bytes", r->first_oom.o.requested);
+		ms_json_u64(x, "alloc_size_bytes", r->first_oom.o.alloc_size);
+		ms_json_u64(x, "allocated_bytes", r->first_oom.o.allocated);
+		ms_json_u64(x, "reserved_bytes", r->first_oom.o.reserved);
+		ms_json_u64(x, "free_in_reserved_bytes", r->first_oom.o.free_in_reserved);
+		ms_json_u64(x, "largest_free_block_bytes", r->first_oom.o.largest_free);
+		ms_json_u64(x, "inactive_split_bytes", r->first_oom.o.inactive_split);
+		cJSON_AddStringToObject(x, "message", msg);
+	} else {
+		cJSON_AddNullToObject(o, "oom");
+	}
+	s = cJSON_Print(o);
+	if (s)
+		puts(s);
+	cJSON_free(s);
+	cJSON_Delete(o);
+}
+
+static void text_report(const char *path, const struct ms_replay_result *r)
+{
+	char b1[32], b2[32], b3[32];
+
+	printf("%s: replayed %llu of %llu events (backend sim, alloc conf \"%s\")\n", path,
+	       (unsigned long long)r->events_replayed, (unsigned long long)r->events_total,
+	       r->alloc_conf);
+	printf("  device memory:  %s%s%s\n",
+	       r->device_memory == UINT64_MAX ? "unbounded (unknown)"
+	                                      : ms_format_size(b1, sizeof(b1), r->device_memory),
+	       r->limit ? ", limit " : "",
+	       r->limit ? ms_format_size(b2, sizeof(b2), r->limit) : "");
+	printf("  peaks:          reserved %s, allocated %s, requested %s\n",
+	       ms_format_size(b1, sizeof(b1), (uint64_t)r->stats.reserved_bytes[0].peak),
+	       ms_format_size(b2, sizeof(b2), (uint64_t)r->stats.allocated_bytes[0].peak),
+	       ms_format_size(b3, sizeof(b3), (uint64_t)r->stats.requested_bytes[0].peak));
+	printf("  segments:       %llu cudaMalloc, %llu cudaFree, peak %lld at once; %llu retries, "
+	       "%llu empty_cache calls\n",
+	       (unsigned long long)r->stats.num_device_alloc,
+	       (unsigned long long)r->stats.num_device_free, (long long)r->stats.segment[0].peak,
+	       (unsigned long long)r->stats.num_alloc_retries,
+	       (unsigned long long)r->empty_cache_calls);
+	if (r->recorded_ooms)
+		printf("  recorded OOMs:  %llu, reproduced %llu\n",
+		       (unsigned long long)r->recorded_ooms,
+		       (unsigned long long)r->reproduced_ooms);
+	if (r->has_oom) {
+		const struct ms_model_oom *o = &r->first_oom.o;
+		char msg[1024];
+		ms_replay_oom_message(r, msg, sizeof(msg));
+		printf("\nOOM at event %llu%s: %s requested (%s rounded, a %s segment needed)\n",
+		       (unsigned long long)r->first_oom.index,
+		       r->first_oom.recorded ? " (recorded there too)"
+		                             : " (the recorded run succeeded here)",
+		       ms_format_size(b1, sizeof(b1), o->requested),
+		       ms_format_size(b2, sizeof(b2), o->rounded),
+		       ms_format_size(b3, sizeof(b3), o->alloc_size));
+		printf("  PyTorch would say: %s\n", msg);
+		printf("  what it does not say: %s free inside reserved segments, largest free "
+		       "block %s, %s in inactive split blocks\n",
+		       ms_format_size(b1, sizeof(b1), o->free_in_reserved),
+		       ms_format_size(b2, sizeof(b2), o->largest_free),
+		       ms_format_size(b3, sizeof(b3), o->inactive_split));
+	}
+}
+
+int cmd_replay(int argc, const char **argv)
+{
+	struct ms_replay_cli c;
+	int n, json = 0;
+	struct ms_opt opts[MS_REPLAY_OPTS_MAX];
+	struct ms_replay_result r;
+	struct ms_diag d = MS_DIAG_INIT;
+	ms_status s;
+
+	ms_replay_cli_init(&c, opts, &json);
+	n = ms_parse_options(argc, argv, opts, usage);
+	if (n != 1)
+		ms_usage_error(opts, usage, n ? "one trace at a time" : "no trace given");
+	ms_replay_cli_check(&c, opts, usage);
+	s = ms_replay_run(argv[0], &c.o, &r, &d);
+	if (s) {
+		ms_report(argv[0], s, &d);
+		ms_replay_result_release(&r);
+		return MS_EXIT_ERROR;
+	}
+	ms_report_warnings(argv[0], &d);
+	if (json)
+		json_report(argv[0], &r);
+	else
+		text_report(argv[0], &r);
+	n = r.ended_by_oom ? MS_EXIT_OOM : MS_EXIT_OK;
+	ms_replay_result_release(&r);
+	return n;
+}

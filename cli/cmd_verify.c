@@ -1,0 +1,138 @@
+/* memsnap verify TRACE: the model's segment events, peaks and OOMs against the recorded ones. */
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cmds.h"
+#include "cli/opts.h"
+#include "cli/out.h"
+#include "cli/replay_opts.h"
+#include "replay/replay.h"
+
+static const char *const usage[] = {
+        "memsnap verify [--alloc-conf S] [--limit N | --memory-fraction F] [--device-memory N]",
+        "               [--device D] [--json] <trace>",
+        "",
+        "Replay a trace with the recorded settings and compare what the model does with what",
+        "PyTorch did: the sequence of segment events (action and size), the reserved peak and",
+        "the OOMs. Prints the first divergence with the events around it. Exit 0 if identical,",
+        "4 if not, 1 on error.",
+        NULL,
+};
+
+/* Reserved bytes over the recorded segment events: their peak. */
+static uint64_t recorded_peak(const struct ms_replay_result *r)
+{
+	int64_t cur = 0, peak = 0;
+
+	for (size_t i = 0; i < r->n_recorded; i++) {
+		const struct ms_seg_event *e = &r->recorded[i];
+		if (e->action == MS_ACT_SEGMENT_ALLOC || e->action == MS_ACT_SEGMENT_MAP)
+			cur += (int64_t)e->size;
+		else
+			cur -= (int64_t)e->size;
+		if (cur > peak)
+			peak = cur;
+	}
+	return (uint64_t)peak;
+}
+
+static void show(const char *what, const struct ms_seg_event *a, size_t n, size_t at)
+{
+	size_t from = at > 3 ? at - 3 : 0;
+
+	printf("  %s:\n", what);
+	for (size_t i = from; i < n && i < at + 4; i++)
+		printf("    %s #%zu  event %-8llu %-14s %llu\n", i == at ? ">" : " ", i,
+		       (unsigned long long)a[i].index, ms_action_name(a[i].action),
+		       (unsigned long long)a[i].size);
+}
+
+int cmd_verify(int argc, const char **argv)
+{
+	struct ms_replay_cli c;
+	int n, json = 0, same;
+	struct ms_opt opts[MS_REPLAY_OPTS_MAX];
+	struct ms_replay_result r;
+	struct ms_diag d = MS_DIAG_INIT;
+	size_t i, k;
+	uint64_t rec_peak;
+	ms_status s;
+
+	ms_replay_cli_init(&c, opts, &json);
+	n = ms_parse_options(argc, argv, opts, usage);
+	if (n != 1)
+		ms_usage_error(opts, usage, n ? "one trace at a time" : "no trace given");
+	ms_replay_cli_check(&c, opts, usage);
+	s = ms_replay_run(argv[0], &c.o, &r, &d);
+	if (s) {
+		ms_report(argv[0], s, &d);
+		ms_replay_result_release(&r);
+		return MS_EXIT_ERROR;
+	}
+	ms_report_warnings(argv[0], &d);
+	k = r.n_produced < r.n_recorded ? r.n_produced : r.n_recorded;
+	for (i = 0; i < k; i++)
+		if (r.produced[i].action != r.recorded[i].action ||
+		    r.produced[i].size != r.recorded[i].size)
+			break;
+	rec_peak = recorded_peak(&r);
+	same = i == k && r.n_produced == r.n_recorded &&
+	       (uint64_t)r.stats.reserved_bytes[0].peak == rec_peak &&
+	       r.reproduced_ooms == r.recorded_ooms && !r.ended_by_oom;
+	if (json) {
+		cJSON *o = cJSON_CreateObject();
+		char *str;
+		cJSON_AddStringToObject(o, "trace", argv[0]);
+		cJSON_AddBoolToObject(o, "identical", same);
+		ms_json_u64(o, "segment_events_recorded", r.n_recorded);
+		ms_json_u64(o, "segment_events_replayed", r.n_produced);
+		if (i < k || r.n_produced != r.n_recorded)
+			ms_json_u64(o, "first_divergence", i);
+		else
+			cJSON_AddNullToObject(o, "first_divergence");
+		ms_json_u64(o, "peak_reserved_recorded", rec_peak);
+		ms_json_u64(o, "peak_reserved_replayed", (uint64_t)r.stats.reserved_bytes[0].peak);
+		ms_json_u64(o, "peak_allocated_replayed",
+		            (uint64_t)r.stats.allocated_bytes[0].peak);
+		ms_json_u64(o, "peak_requested_replayed",
+		            (uint64_t)r.stats.requested_bytes[0].peak);
+		ms_json_u64(o, "recorded_ooms", r.recorded_ooms);
+		ms_json_u64(o, "reproduced_ooms", r.reproduced_ooms);
+		cJSON_AddBoolToObject(o, "ended_by_oom", r.ended_by_oom);
+		str = cJSON_Print(o);
+		if (str)
+			puts(str);
+		cJSON_free(str);
+		cJSON_Delete(o);
+	} else if (same) {
+		char b1[32];
+		printf("%s: identical: %zu segment events, reserved peak %s, %llu of %llu recorded "
+		       "OOMs reproduced\n",
+		       argv[0], r.n_recorded, ms_format_size(b1, sizeof(b1), rec_peak),
+		       (unsigned long long)r.reproduced_ooms, (unsigned long long)r.recorded_ooms);
+	} else {
+		printf("%s: DIVERGES\n", argv[0]);
+		if (i < k || r.n_produced != r.n_recorded) {
+			printf("  first different segment event: #%zu (of %zu recorded, %zu "
+			       "replayed)\n",
+			       i, r.n_recorded, r.n_produced);
+			show("recorded", r.recorded, r.n_recorded, i);
+			show("replayed", r.produced, r.n_produced, i);
+		}
+		if ((uint64_t)r.stats.reserved_bytes[0].peak != rec_peak)
+			printf("  reserved peak: recorded %llu, replayed %lld\n",
+			       (unsigned long long)rec_peak,
+			       (long long)r.stats.reserved_bytes[0].peak);
+		if (r.reproduced_ooms != r.recorded_ooms)
+			printf("  OOMs: %llu recorded, %llu reproduced\n",
+			       (unsigned long long)r.recorded_ooms,
+			       (unsigned long long)r.reproduced_ooms);
+		if (r.ended_by_oom)
+			printf("  the replay ran out of memory at event %llu, where the recorded "
+			       "run did not\n",
+			       (unsigned long long)r.first_oom.index);
+	}
+	ms_replay_result_release(&r);
+	return same ? MS_EXIT_OK : MS_EXIT_DIVERGED;
+}

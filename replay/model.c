@@ -1,0 +1,782 @@
+/*
+ * A model of PyTorch's CUDA caching allocator (2.11, native backend) over a simulated device.
+ * Rules and their sources: ../shared/docs/torch-allocator.md §1-7; corrections in docs/.
+ * Expandable segments are not modelled yet: ms_model_new() refuses them (MS_ERR_UNSUPPORTED).
+ */
+#include "replay/model.h"
+
+#include <string.h>
+
+#include "common/alloc.h"
+#include "common/status.h"
+
+#define K_MIN_BLOCK   512ull
+#define K_SMALL_SIZE  (1ull << 20)
+#define K_SMALL_BUF   (2ull << 20)
+#define K_MIN_LARGE   (10ull << 20)
+#define K_ROUND_LARGE (2ull << 20)
+
+struct mseg;
+
+struct ms_model_block {
+	uint64_t addr, size, requested, stream;
+	struct ms_model_block *prev, *next; /* neighbours in the segment, by address */
+	struct mseg *seg;
+	struct ms_model_block *l, *r; /* pool treap */
+	uint32_t prio;
+	uint64_t gc_base;
+	uint8_t allocated; /* handed out, not yet free_requested */
+	uint8_t pending;   /* free requested, not completed */
+	uint8_t in_pool;
+	uint8_t small;
+	struct ms_model_block *free_next; /* recycling list */
+};
+
+struct mseg {
+	uint64_t addr, size, stream;
+	uint8_t small;
+};
+
+struct pool {
+	struct ms_model_block *root;
+	uint64_t gc_clock; /* get_free_blocks_call_count */
+	int small;
+};
+
+struct hint {
+	uint64_t size, addr;
+};
+
+struct ms_model {
+	struct ms_model_conf c;
+	struct ms_model_stats st;
+	struct pool small, large;
+	uint64_t reserved; /* total_allocated_memory: bytes obtained from the device */
+	uint32_t rng;
+	uint64_t next_addr; /* simulated address space: segments without a hint */
+	struct hint *hints;
+	size_t n_hints, hint_head, cap_hints;
+	struct ms_model_block *spare_blocks;
+	struct mseg *spare_segs; /* reused through a cast of the first word (see seg_free) */
+	void **slabs;
+	size_t n_slabs, cap_slabs;
+};
+
+/* ---- statistics (update timing: §7) ------------------------------------------------ */
+
+static void stat_add(struct ms_stat *s, int64_t v)
+{
+	if (v >= 0) {
+		s->current += v;
+		s->allocated += v;
+		if (s->current > s->peak)
+			s->peak = s->current;
+	} else {
+		s->current += v;
+		s->freed -= v;
+	}
+}
+
+/* all and the block's pool */
+static void stat3(struct ms_stat *s, int small, int64_t v)
+{
+	stat_add(&s[MS_POOL_ALL], v);
+	stat_add(&s[small ? MS_POOL_SMALL : MS_POOL_LARGE], v);
+}
+
+/* ---- memory for blocks and segments -------------------------------------------------- */
+
+static void *slab_alloc(struct ms_model *m, size_t sz)
+{
+	void *p = ms_malloc(sz);
+
+	if (!p)
+		return NULL;
+	if (ms_grow(&m->slabs, &m->cap_slabs, m->n_slabs + 1, sizeof(void *))) {
+		ms_free(p);
+		return NULL;
+	}
+	m->slabs[m->n_slabs++] = p;
+	return p;
+}
+
+static struct ms_model_block *blk_new(struct ms_model *m)
+{
+	struct ms_model_block *b = m->spare_blocks;
+
+	if (b) {
+		m->spare_blocks = b->free_next;
+	} else {
+		/* 256 at a time */
+		struct ms_model_block *s = slab_alloc(m, 256 * sizeof(*s));
+		if (!s)
+			return NULL;
+		for (int i = 1; i < 255; i++)
+			s[i].free_next = &s[i + 1];
+		s[255].free_next = NULL;
+		m->spare_blocks = &s[1];
+		b = &s[0];
+	}
+	memset(b, 0, sizeof(*b));
+	m->rng ^= m->rng << 13;
+	m->rng ^= m->rng >> 17;
+	m->rng ^= m->rng << 5;
+	b->prio = m->rng;
+	return b;
+}
+
+static void blk_release(struct ms_model *m, struct ms_model_block *b)
+{
+	b->free_next = m->spare_blocks;
+	m->spare_blocks = b;
+}
+
+static struct mseg *seg_new(struct ms_model *m)
+{
+	struct mseg *s = slab_alloc(m, sizeof(*s));
+
+	if (s)
+		memset(s, 0, sizeof(*s));
+	return s;
+}
+
+/* ---- pools: free blocks ordered by (stream, size, address) (§2.1) -------------------- */
+
+static int key_cmp(uint64_t s1, uint64_t z1, uint64_t a1, const struct ms_model_block *b)
+{
+	if (s1 != b->stream)
+		return s1 < b->stream ? -1 : 1;
+	if (z1 != b->size)
+		return z1 < b->size ? -1 : 1;
+	if (a1 != b->addr)
+		return a1 < b->addr ? -1 : 1;
+	return 0;
+}
+
+static struct ms_model_block *rot_right(struct ms_model_block *t)
+{
+	struct ms_model_block *l = t->l;
+	t->l = l->r;
+	l->r = t;
+	return l;
+}
+
+static struct ms_model_block *rot_left(struct ms_model_block *t)
+{
+	struct ms_model_block *r = t->r;
+	t->r = r->l;
+	r->l = t;
+	return r;
+}
+
+static struct ms_model_block *treap_insert(struct ms_model_block *t, struct ms_model_block *b)
+{
+	if (!t)
+		return b;
+	if (key_cmp(b->stream, b->size, b->addr, t) < 0) {
+		t->l = treap_insert(t->l, b);
+		if (t->l->prio > t->prio)
+			t = rot_right(t);
+	} else {
+		t->r = treap_insert(t->r, b);
+		if (t->r->prio > t->prio)
+			t = rot_left(t);
+	}
+	return t;
+}
+
+static struct ms_model_block *treap_merge(struct ms_model_block *a, struct ms_model_block *b)
+{
+	if (!a)
+		return b;
+	if (!b)
+		return a;
+	if (a->prio > b->prio) {
+		a->r = treap_merge(a->r, b);
+		return a;
+	}
+	b->l = treap_merge(a, b->l);
+	return b;
+}
+
+static struct ms_model_block *treap_erase(struct ms_model_block *t, struct ms_model_block *b)
+{
+	int c;
+
+	if (!t)
+		MS_BUG("block 0x%llx not in its pool", (unsigned long long)b->addr);
+	c = key_cmp(b->stream, b->size, b->addr, t);
+	if (c == 0)
+		return treap_merge(t->l, t->r);
+	if (c < 0)
+		t->l = treap_erase(t->l, b);
+	else
+		t->r = treap_erase(t->r, b);
+	return t;
+}
+
+/* The first block >= (stream, size, addr). */
+static struct ms_model_block *lower_bound(struct ms_model_block *t, uint64_t stream, uint64_t size,
+                                          uint64_t addr)
+{
+	struct ms_model_block *best = NULL;
+
+	while (t) {
+		if (key_cmp(stream, size, addr, t) <= 0) {
+			best = t;
+			t = t->l;
+		} else {
+			t = t->r;
+		}
+	}
+	return best;
+}
+
+static void pool_insert(struct pool *p, struct ms_model_block *b)
+{
+	b->l = b->r = NULL;
+	b->in_pool = 1;
+	p->root = treap_insert(p->root, b);
+}
+
+static void pool_remove(struct pool *p, struct ms_model_block *b)
+{
+	p->root = treap_erase(p->root, b);
+	b->l = b->r = NULL;
+	b->in_pool = 0;
+}
+
+static struct pool *pool_of(struct ms_model *m, int small)
+{
+	return small ? &m->small : &m->large;
+}
+
+/* ---- sizes (§1) --------------------------------------------------------------------- */
+
+static int floor_log2(uint64_t v)
+{
+	int i = 0;
+	while (v >>= 1)
+		i++;
+	return i;
+}
+
+uint64_t ms_model_round_size(const struct ms_model *m, uint64_t n)
+{
+	int idx;
+	uint64_t d;
+
+	if (n < K_MIN_BLOCK)
+		return K_MIN_BLOCK;
+	idx = floor_log2(n) - 20;
+	if (idx < 0)
+		idx = 0;
+	if (idx > 15)
+		idx = 15;
+	d = m->c.ac.roundup_power2_divisions[idx];
+	if (d > 1 && n > K_MIN_BLOCK * d) {
+		uint64_t f, step;
+		if ((n & (n - 1)) == 0)
+			return n;
+		f = 1ull << floor_log2(n);
+		step = f >> floor_log2(d);
+		if (step == 0)
+			return 2 * f;
+		return (n + step - 1) / step * step;
+	}
+	return (n + K_MIN_BLOCK - 1) / K_MIN_BLOCK * K_MIN_BLOCK;
+}
+
+uint64_t ms_model_allocation_size(const struct ms_model *m, uint64_t size)
+{
+	if (size <= K_SMALL_SIZE)
+		return K_SMALL_BUF;
+	if (size < K_MIN_LARGE)
+		return m->c.ac.large_segment_size;
+	return (size + K_ROUND_LARGE - 1) / K_ROUND_LARGE * K_ROUND_LARGE;
+}
+
+/* ---- life cycle ---------------------------------------------------------------------- */
+
+ms_status ms_model_new(const struct ms_model_conf *c, struct ms_model **out)
+{
+	struct ms_model *m;
+
+	if (c->ac.expandable_segments)
+		return MS_ERR_UNSUPPORTED;
+	m = ms_calloc(1, sizeof(*m));
+	if (!m)
+		return MS_ERR_NOMEM;
+	m->c = *c;
+	if (!m->c.device_memory)
+		m->c.device_memory = UINT64_MAX;
+	m->small.small = 1;
+	m->rng = 2463534242u;
+	m->next_addr = 0x7f0000000000ull;
+	*out = m;
+	return MS_OK;
+}
+
+void ms_model_free(struct ms_model *m)
+{
+	if (!m)
+		return;
+	for (size_t i = 0; i < m->n_slabs; i++)
+		ms_free(m->slabs[i]);
+	ms_free(m->slabs);
+	ms_free(m->hints);
+	ms_free(m);
+}
+
+void ms_model_set_device_memory(struct ms_model *m, uint64_t bytes)
+{
+	m->c.device_memory = bytes ? bytes : UINT64_MAX;
+}
+
+void ms_model_hint_segment(struct ms_model *m, uint64_t size, uint64_t addr)
+{
+	if (m->hint_head == m->n_hints)
+		m->hint_head = m->n_hints = 0;
+	if (ms_grow(&m->hints, &m->cap_hints, m->n_hints + 1, sizeof(*m->hints)))
+		return; /* a lost hint only changes addresses, never the policy */
+	m->hints[m->n_hints].size = size;
+	m->hints[m->n_hints++].addr = addr;
+}
+
+/* The address of a new segment: the next hint of this size, else fresh simulated space. */
+static uint64_t segment_addr(struct ms_model *m, uint64_t size)
+{
+	while (m->hint_head < m->n_hints) {
+		struct hint h = m->hints[m->hint_head++];
+		if (h.size == size)
+			return h.addr;
+	}
+	m->next_addr += size + K_SMALL_BUF;
+	return m->next_addr - size - K_SMALL_BUF;
+}
+
+/* ---- the malloc path (§2, §3) --------------------------------------------------------- */
+
+static uint64_t max_split(const struct ms_model *m)
+{
+	return m->c.ac.max_split_size;
+}
+
+static int gc_active(const struct ms_model *m)
+{
+	return m->c.limit && m->c.ac.garbage_collection_threshold > 0;
+}
+
+/* get_free_block (§2.2): best fit on the stream, oversize rules; removed from the pool. */
+static struct ms_model_block *get_free_block(struct ms_model *m, struct pool *p, uint64_t stream,
+                                             uint64_t size, int take)
+{
+	struct ms_model_block *b;
+	uint64_t msz = max_split(m);
+
+	if (take && gc_active(m))
+		p->gc_clock++;
+	b = lower_bound(p->root, stream, size, 0);
+	if (!b || b->stream != stream)
+		return NULL;
+	if (size < msz && b->size >= msz)
+		return NULL;
+	if (size >= msz && b->size >= size + m->c.ac.max_non_split_rounding)
+		return NULL;
+	if (take)
+		pool_remove(p, b);
+	return b;
+}
+
+/* alloc_block (§3.1): a new segment, or NULL when the limit or the device says no. */
+static struct ms_model_block *alloc_block(struct ms_model *m, struct pool *p, uint64_t stream,
+                                          uint64_t alloc_size, int retry, int *nomem)
+{
+	struct ms_model_block *b;
+	struct mseg *s;
+
+	if (retry)
+		m->st.num_alloc_retries++;
+	if (m->c.limit && m->reserved + alloc_size > m->c.limit)
+		return NULL;
+	if (m->c.device_memory != UINT64_MAX && m->reserved + alloc_size > m->c.device_memory)
+		return NULL;
+	b = blk_new(m);
+	s = b ? seg_new(m) : NULL;
+	if (!s) {
+		*nomem = 1;
+		return NULL;
+	}
+	s->addr = segment_addr(m, alloc_size);
+	s->size = alloc_size;
+	s->stream = stream;
+	s->small = (uint8_t)p->small;
+	b->addr = s->addr;
+	b->size = alloc_size;
+	b->stream = stream;
+	b->seg = s;
+	b->small = (uint8_t)p->small;
+	m->reserved += alloc_size;
+	stat3(m->st.segment, p->small, 1);
+	stat3(m->st.reserved_bytes, p->small, (int64_t)alloc_size);
+	m->st.num_device_alloc++;
+	if (alloc_size >= max_split(m))
+		stat_add(&m->st.oversize_segments, 1);
+	if (m->c.on_segment)
+		m->c.on_segment(m->c.ctx, MS_ACT_SEGMENT_ALLOC, s->addr, alloc_size, stream);
+	return b;
+}
+
+/* release_block: a whole free segment goes back to the device (cudaFree). */
+static void release_block(struct ms_model *m, struct pool *p, struct ms_model_block *b)
+{
+	uint64_t addr = b->addr, size = b->size, stream = b->stream;
+
+	pool_remove(p, b);
+	m->reserved -= size;
+	stat3(m->st.segment, p->small, -1);
+	stat3(m->st.reserved_bytes, p->small, -(int64_t)size);
+	m->st.num_device_free++;
+	if (size >= max_split(m))
+		stat_add(&m->st.oversize_segments, -1);
+	blk_release(m, b);
+	if (m->c.on_segment)
+		m->c.on_segment(m->c.ctx, MS_ACT_SEGMENT_FREE, addr, size, stream);
+}
+
+static int whole_segment(const struct ms_model_block *b)
+{
+	return !b->prev && !b->next;
+}
+
+/* release_blocks(pool): every free block that is a whole segment, in pool order (§3.4). */
+static void release_pool(struct ms_model *m, struct pool *p)
+{
+	struct ms_model_block *b = lower_bound(p->root, 0, 0, 0);
+
+	while (b) {
+		struct ms_model_block *nx = lower_bound(p->root, b->stream, b->size, b->addr + 1);
+		if (whole_segment(b))
+			release_block(m, p, b);
+		b = nx;
+	}
+}
+
+void ms_model_empty_cache(struct ms_model *m)
+{
+	/* synchronize_and_free_events: pending frees complete as the trace records them */
+	m->st.num_sync_all_streams++;
+	release_pool(m, &m->large);
+	release_pool(m, &m->small);
+}
+
+/* release_available_cached_blocks (§3.2): only with max_split_size set. */
+static int release_available(struct ms_model *m, struct pool *p, uint64_t stream, uint64_t size)
+{
+	uint64_t msz = max_split(m), key, released = 0;
+	struct ms_model_block *b;
+
+	if (msz == UINT64_MAX)
+		return 0;
+	key = size > msz ? size : msz;
+	b = lower_bound(p->root, stream, key, 0);
+	if (b && b->stream == stream && whole_segment(b)) {
+		release_block(m, p, b);
+		return 1;
+	}
+	/* walk down from this stream's largest block, releasing oversize ones */
+	b = lower_bound(p->root, stream + 1, 0, 0);
+	for (;;) {
+		struct ms_model_block *prev = NULL, *t = p->root;
+		uint64_t bs, bz, ba;
+		/* the greatest block below b (or below the end of this stream) */
+		if (b)
+			bs = b->stream, bz = b->size, ba = b->addr;
+		else
+			bs = stream + 1, bz = 0, ba = 0;
+		while (t) {
+			if (key_cmp(bs, bz, ba, t) > 0) {
+				prev = t;
+				t = t->r;
+			} else {
+				t = t->l;
+			}
+		}
+		if (!prev || prev->stream != stream || prev->size < msz)
+			break;
+		b = prev;
+		if (whole_segment(prev)) {
+			released += prev->size;
+			b = lower_bound(p->root, prev->stream, prev->size, prev->addr + 1);
+			release_block(m, p, prev);
+			if (released >= key)
+				break;
+		}
+	}
+	return released >= key;
+}
+
+/* garbage_collect_cached_blocks (§3.3): only with a limit and a threshold. */
+static void garbage_collect(struct ms_model *m)
+{
+	struct pool *p = &m->large;
+	uint64_t threshold = (uint64_t)(m->c.ac.garbage_collection_threshold * (double)m->c.limit);
+	uint64_t target, reclaimed = 0, total_age = 0, count = 0;
+	struct ms_model_block *b;
+	int freed = 1;
+
+	if (m->reserved <= threshold)
+		return;
+	target = m->reserved - threshold;
+	for (b = lower_bound(p->root, 0, 0, 0); b;
+	     b = lower_bound(p->root, b->stream, b->size, b->addr + 1))
+		if (whole_segment(b)) {
+			total_age += p->gc_clock - b->gc_base;
+			count++;
+		}
+	/* every pass frees all candidates at or above the (integer) average age */
+	while (reclaimed < target && freed && count > 0) {
+		uint64_t threshold_age = total_age / count;
+		freed = 0;
+		for (b = lower_bound(p->root, 0, 0, 0); b;) {
+			struct ms_model_block *nx =
+			        lower_bound(p->root, b->stream, b->size, b->addr + 1);
+			uint64_t age = p->gc_clock - b->gc_base;
+			if (whole_segment(b) && age >= threshold_age) {
+				freed = 1;
+				reclaimed += b->size;
+				total_age -= age;
+				count--;
+				release_block(m, p, b);
+			}
+			b = nx;
+		}
+	}
+}
+
+static int should_split(const struct ms_model *m, const struct ms_model_block *b, uint64_t size)
+{
+	uint64_t remaining = b->size - size;
+
+	if (b->small)
+		return remaining >= K_MIN_BLOCK;
+	return size < max_split(m) && remaining > K_SMALL_SIZE;
+}
+
+/* alloc_found_block (§2.4) with the statistics of §7. */
+static struct ms_model_block *alloc_found(struct ms_model *m, struct pool *p,
+                                          struct ms_model_block *b, uint64_t size, uint64_t orig,
+                                          int *nomem)
+{
+	int already_split = !whole_segment(b);
+
+	if (should_split(m, b, size)) {
+		struct ms_model_block *rest = blk_new(m);
+		if (!rest) {
+			pool_insert(p, b); /* put it back: nothing changed */
+			*nomem = 1;
+			return NULL;
+		}
+		/* the allocation takes the front; the remainder keeps the back */
+		rest->addr = b->addr + size;
+		rest->size = b->size - size;
+		rest->stream = b->stream;
+		rest->seg = b->seg;
+		rest->small = b->small;
+		rest->prev = b;
+		rest->next = b->next;
+		if (b->next)
+			b->next->prev = rest;
+		b->next = rest;
+		b->size = size;
+		rest->gc_base = p->gc_clock;
+		pool_insert(p, rest);
+		if (already_split) {
+			stat3(m->st.inactive_split_bytes, p->small, -(int64_t)size);
+		} else {
+			stat3(m->st.inactive_split_bytes, p->small, (int64_t)rest->size);
+			stat3(m->st.inactive_split, p->small, 1);
+		}
+	} else if (already_split) {
+		stat3(m->st.inactive_split_bytes, p->small, -(int64_t)b->size);
+		stat3(m->st.inactive_split, p->small, -1);
+	}
+	b->allocated = 1;
+	b->pending = 0;
+	b->requested = orig;
+	stat3(m->st.allocation, p->small, 1);
+	stat3(m->st.allocated_bytes, p->small, (int64_t)b->size);
+	stat3(m->st.active, p->small, 1);
+	stat3(m->st.active_bytes, p->small, (int64_t)b->size);
+	stat3(m->st.requested_bytes, p->small, (int64_t)orig);
+	if (b->size >= max_split(m))
+		stat_add(&m->st.oversize_allocations, 1);
+	return b;
+}
+
+void ms_model_free_space(const struct ms_model *m, uint64_t *free_bytes, uint64_t *largest)
+{
+	const struct pool *ps[2] = {&m->large, &m->small};
+
+	*free_bytes = *largest = 0;
+	for (int i = 0; i < 2; i++) {
+		const struct ms_model_block *b = lower_bound(ps[i]->root, 0, 0, 0);
+		for (; b; b = lower_bound(ps[i]->root, b->stream, b->size, b->addr + 1)) {
+			*free_bytes += b->size;
+			if (b->size > *largest)
+				*largest = b->size;
+		}
+	}
+}
+
+static void fill_oom(struct ms_model *m, uint64_t n, uint64_t size, uint64_t alloc_size,
+                     uint64_t stream, struct ms_model_oom *oom)
+{
+	if (!oom)
+		return;
+	oom->requested = n;
+	oom->rounded = size;
+	oom->alloc_size = alloc_size;
+	oom->stream = stream;
+	oom->allocated = (uint64_t)m->st.allocated_bytes[MS_POOL_ALL].current;
+	oom->reserved = m->reserved;
+	oom->inactive_split = (uint64_t)m->st.inactive_split_bytes[MS_POOL_ALL].current;
+	ms_model_free_space(m, &oom->free_in_reserved, &oom->largest_free);
+}
+
+ms_status ms_model_malloc(struct ms_model *m, uint64_t n, uint64_t stream,
+                          struct ms_model_block **out, struct ms_model_oom *oom)
+{
+	uint64_t size = ms_model_round_size(m, n), alloc_size;
+	int small = size <= K_SMALL_SIZE, nomem = 0;
+	struct pool *p = pool_of(m, small);
+	struct ms_model_block *b;
+
+	*out = NULL;
+	if (n >= (1ull << 60)) { /* "Tried to allocate more than 1EB memory" */
+		m->st.num_ooms++;
+		fill_oom(m, n, size, size, stream, oom);
+		return MS_OK;
+	}
+	alloc_size = ms_model_allocation_size(m, size);
+	b = get_free_block(m, p, stream, size, 1);
+	if (!b) {
+		if (gc_active(m))
+			garbage_collect(m);
+		b = alloc_block(m, p, stream, alloc_size, 0, &nomem);
+		if (!b && !nomem && release_available(m, p, stream, size))
+			b = alloc_block(m, p, stream, alloc_size, 0, &nomem);
+		if (!b && !nomem) {
+			ms_model_empty_cache(m);
+			b = alloc_block(m, p, stream, alloc_size, 1, &nomem);
+		}
+	}
+	if (nomem)
+		return MS_ERR_NOMEM;
+	if (!b) {
+		m->st.num_ooms++;
+		fill_oom(m, n, size, alloc_size, stream, oom);
+		return MS_OK;
+	}
+	b = alloc_found(m, p, b, size, n, &nomem);
+	if (!b)
+		return MS_ERR_NOMEM;
+	*out = b;
+	return MS_OK;
+}
+
+int ms_model_fits_without_release(struct ms_model *m, uint64_t n, uint64_t stream)
+{
+	uint64_t size = ms_model_round_size(m, n), alloc_size = ms_model_allocation_size(m, size);
+	struct pool *p = pool_of(m, size <= K_SMALL_SIZE);
+
+	if (get_free_block(m, p, stream, size, 0))
+		return 1;
+	if (m->c.limit && m->reserved + alloc_size > m->c.limit)
+		return 0;
+	if (m->c.device_memory != UINT64_MAX && m->reserved + alloc_size > m->c.device_memory)
+		return 0;
+	return 1;
+}
+
+void ms_model_free_requested(struct ms_model *m, struct ms_model_block *b)
+{
+	if (!b->allocated)
+		return;
+	b->allocated = 0;
+	b->pending = 1;
+	stat3(m->st.allocation, b->small, -1);
+	stat3(m->st.allocated_bytes, b->small, -(int64_t)b->size);
+	if (b->size >= max_split(m))
+		stat_add(&m->st.oversize_allocations, -1);
+}
+
+/* try_merge_blocks: absorb a free neighbour; returns the bytes absorbed. */
+static uint64_t try_merge(struct ms_model *m, struct pool *p, struct ms_model_block *b,
+                          struct ms_model_block *n)
+{
+	uint64_t sz;
+
+	if (!n || n->allocated || n->pending || !n->in_pool)
+		return 0;
+	pool_remove(p, n);
+	sz = n->size;
+	if (n == b->prev) {
+		b->addr = n->addr;
+		b->prev = n->prev;
+		if (b->prev)
+			b->prev->next = b;
+	} else {
+		b->next = n->next;
+		if (b->next)
+			b->next->prev = b;
+	}
+	b->size += sz;
+	blk_release(m, n);
+	return sz;
+}
+
+ms_status ms_model_free_completed(struct ms_model *m, struct ms_model_block *b)
+{
+	struct pool *p = pool_of(m, b->small);
+	uint64_t orig_size = b->size, requested = b->requested, sub;
+	struct ms_model_block *cand[2];
+
+	if (b->allocated)
+		ms_model_free_requested(m, b); /* a completed free implies the request */
+	b->pending = 0;
+	cand[0] = b->prev;
+	cand[1] = b->next;
+	for (int i = 0; i < 2; i++) {
+		sub = try_merge(m, p, b, cand[i]);
+		if (sub) {
+			stat3(m->st.inactive_split, p->small, -1);
+			stat3(m->st.inactive_split_bytes, p->small, -(int64_t)sub);
+		}
+	}
+	b->gc_base = p->gc_clock;
+	pool_insert(p, b);
+	if (!whole_segment(b)) {
+		stat3(m->st.inactive_split, p->small, 1);
+		stat3(m->st.inactive_split_bytes, p->small, (int64_t)b->size);
+	}
+	stat3(m->st.active, p->small, -1);
+	stat3(m->st.active_bytes, p->small, -(int64_t)orig_size);
+	stat3(m->st.requested_bytes, p->small, -(int64_t)requested);
+	return MS_OK;
+}
+
+uint64_t ms_model_block_addr(const struct ms_model_block *b)
+{
+	return b->addr;
+}
+
+uint64_t ms_model_block_size(const struct ms_model_block *b)
+{
+	return b->size;
+}
+
+const struct ms_model_stats *ms_model_stats(const struct ms_model *m)
+{
+	return &m->st;
+}

@@ -1,0 +1,94 @@
+/*
+ * memsnap's model of PyTorch's CUDA caching allocator (2.11, native backend) over a simulated
+ * device: size rounding, small and large pools, best fit by (stream, size, address), splitting
+ * and merging, oversize blocks, pending frees, the release paths and the retry, the per-process
+ * limit, and memory_stats() counters with PyTorch's names (torch-allocator.md §1-7).
+ *
+ * Ownership: ms_model_new() returns a model freed with ms_model_free(); blocks it hands out
+ * belong to it and stay valid until freed through it. Not thread-safe: one model per thread.
+ */
+#ifndef MEMSNAP_REPLAY_MODEL_H
+#define MEMSNAP_REPLAY_MODEL_H
+
+#include <stdint.h>
+
+#include "replay/alloc_conf.h"
+
+/* A memory_stats() statistic: current, peak, allocated (sum of increases), freed. */
+struct ms_stat {
+	int64_t current, peak, allocated, freed;
+};
+
+enum { MS_POOL_ALL = 0, MS_POOL_SMALL = 1, MS_POOL_LARGE = 2 };
+
+struct ms_model_stats {
+	struct ms_stat allocation[3], segment[3], active[3], inactive_split[3];
+	struct ms_stat allocated_bytes[3], reserved_bytes[3], active_bytes[3];
+	struct ms_stat inactive_split_bytes[3], requested_bytes[3];
+	struct ms_stat oversize_allocations, oversize_segments;
+	uint64_t num_alloc_retries, num_ooms, num_sync_all_streams;
+	uint64_t num_device_alloc, num_device_free;
+};
+
+/* A segment event the model produced (a simulated cudaMalloc, cudaFree, map or unmap). */
+typedef void (*ms_model_segment_fn)(void *ctx, unsigned action, uint64_t addr, uint64_t size,
+                                    uint64_t stream);
+
+struct ms_model_conf {
+	struct ms_alloc_conf ac;
+	uint64_t device_memory; /* bytes the process may get from the device; UINT64_MAX = no bound
+	                         */
+	uint64_t limit;         /* per-process limit (set_per_process_memory_fraction); 0 = none */
+	ms_model_segment_fn on_segment;
+	void *ctx;
+};
+
+struct ms_model;
+struct ms_model_block; /* an allocation handed out by the model */
+
+/* What the model knew when an allocation failed. */
+struct ms_model_oom {
+	uint64_t requested;  /* the caller's bytes */
+	uint64_t rounded;    /* round_size() */
+	uint64_t alloc_size; /* the segment it tried to get: PyTorch's "Tried to allocate" */
+	uint64_t stream;
+	uint64_t allocated, reserved, free_in_reserved, largest_free, inactive_split;
+};
+
+ms_status ms_model_new(const struct ms_model_conf *c, struct ms_model **out);
+void ms_model_free(struct ms_model *m);
+
+/* round_size() and get_allocation_size() of PyTorch (§1.2, §1.5). */
+uint64_t ms_model_round_size(const struct ms_model *m, uint64_t n);
+uint64_t ms_model_allocation_size(const struct ms_model *m, uint64_t rounded);
+
+/*
+ * Offer the address of the next segment the model creates, if it has this size (replays use
+ * the addresses the trace recorded, so that ties in best fit break as they did). Queued.
+ */
+void ms_model_hint_segment(struct ms_model *m, uint64_t size, uint64_t addr);
+
+/*
+ * malloc(n) on stream: *out gets the block, or NULL when the allocation fails (an OOM; *oom,
+ * if not NULL, says what the model knew). MS_OK either way; other statuses are errors.
+ */
+ms_status ms_model_malloc(struct ms_model *m, uint64_t n, uint64_t stream,
+                          struct ms_model_block **out, struct ms_model_oom *oom);
+/* Would malloc(n) succeed without releasing anything (no retry, no release path)? */
+int ms_model_fits_without_release(struct ms_model *m, uint64_t n, uint64_t stream);
+/* The tensor is gone (free_requested): allocated bytes drop, the block stays active. */
+void ms_model_free_requested(struct ms_model *m, struct ms_model_block *b);
+/* Its last use finished (free_completed): the block is merged and back in its pool. */
+ms_status ms_model_free_completed(struct ms_model *m, struct ms_model_block *b);
+/* Change the simulated device's size (a trace's OOM entry tells it late). */
+void ms_model_set_device_memory(struct ms_model *m, uint64_t bytes);
+/* torch.cuda.empty_cache(): release every cached segment with nothing allocated in it. */
+void ms_model_empty_cache(struct ms_model *m);
+
+uint64_t ms_model_block_addr(const struct ms_model_block *b);
+uint64_t ms_model_block_size(const struct ms_model_block *b);
+const struct ms_model_stats *ms_model_stats(const struct ms_model *m);
+/* Free bytes in reserved segments and the largest free block, now. */
+void ms_model_free_space(const struct ms_model *m, uint64_t *free_bytes, uint64_t *largest);
+
+#endif

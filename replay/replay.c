@@ -1,0 +1,341 @@
+/* Drives a trace through the allocator model (replay.h) and collects what a report needs. */
+#include "replay/replay.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "common/alloc.h"
+#include "common/hash.h"
+#include "common/status.h"
+#include "parse/trace.h"
+
+struct rp {
+	const struct ms_replay_opts *o;
+	struct ms_replay_result *r;
+	struct ms_diag *diag;
+	struct ms_model *m;
+	struct ms_model_conf mc;
+	int device_known;
+	struct ms_u64map live; /* recorded address -> model block */
+	uint64_t index;        /* trace event being replayed */
+	int stopped;
+	size_t cap_produced, cap_recorded;
+	/* recorded segment frees not yet matched by the model's own */
+	uint64_t pend_free_bytes;
+	size_t pend_frees;
+	uint64_t pend_index;
+	size_t model_frees_unmatched;
+	ms_status err;
+};
+
+static void push_seg(struct ms_seg_event **arr, size_t *n, size_t *cap, uint64_t index,
+                     unsigned action, uint64_t addr, uint64_t size, ms_status *err)
+{
+	if (ms_grow(arr, cap, *n + 1, sizeof(**arr))) {
+		*err = MS_ERR_NOMEM;
+		return;
+	}
+	(*arr)[*n].index = index;
+	(*arr)[*n].action = (uint8_t)action;
+	(*arr)[*n].addr = addr;
+	(*arr)[(*n)++].size = size;
+}
+
+static void on_segment(void *ctx, unsigned action, uint64_t addr, uint64_t size, uint64_t stream)
+{
+	struct rp *p = ctx;
+
+	(void)stream;
+	push_seg(&p->r->produced, &p->r->n_produced, &p->cap_produced,
+	         p->pend_frees ? p->pend_index : p->index, action, addr, size, &p->err);
+	if (action == MS_ACT_SEGMENT_FREE || action == MS_ACT_SEGMENT_UNMAP) {
+		/* matches a recorded free waiting for it, or waits for one */
+		if (p->pend_frees) {
+			p->pend_frees--;
+			p->pend_free_bytes =
+			        p->pend_free_bytes > size ? p->pend_free_bytes - size : 0;
+		} else {
+			p->model_frees_unmatched++;
+		}
+	}
+}
+
+static ms_status r_begin(void *ctx, const struct ms_meta *meta, const struct ms_symtab *syms)
+{
+	struct rp *p = ctx;
+	struct ms_replay_result *r = p->r;
+	ms_status s;
+
+	(void)syms;
+	ms_alloc_conf_from_settings(&p->mc.ac, &meta->settings);
+	snprintf(r->alloc_conf, sizeof(r->alloc_conf), "%s",
+	         meta->settings.present ? meta->settings.alloc_conf : "");
+	if (p->o->alloc_conf) {
+		ms_alloc_conf_init(&p->mc.ac);
+		if ((s = ms_alloc_conf_parse(&p->mc.ac, p->o->alloc_conf, p->diag)))
+			return s;
+		snprintf(r->alloc_conf, sizeof(r->alloc_conf), "%s", p->o->alloc_conf);
+	}
+	if (p->mc.ac.expandable_segments)
+		return ms__diag_set(
+		        p->diag, MS_ERR_UNSUPPORTED, -1, -1,
+		        "expandable_segments is not modelled yet (issue 3 in progress)");
+	if (!p->mc.ac.native_backend)
+		return ms__diag_set(p->diag, MS_ERR_UNSUPPORTED, -1, -1,
+		                    "backend:cudaMallocAsync is not modelled");
+	p->mc.device_memory = UINT64_MAX;
+	if (p->o->device_memory) {
+		p->mc.device_memory = p->o->device_memory;
+		p->device_known = 1;
+	} else {
+		for (uint32_t i = 0; i < meta->n_devices; i++)
+			if (meta->devices[i].index == p->o->device &&
+			    meta->devices[i].total_memory) {
+				p->mc.device_memory = meta->devices[i].total_memory;
+				p->device_known = 1;
+			}
+	}
+	p->mc.limit = p->o->limit;
+	if (!p->mc.limit && meta->limit_bytes > 0)
+		p->mc.limit = (uint64_t)meta->limit_bytes;
+	if (p->o->fraction > 0) {
+		if (!p->device_known)
+			return ms__diag_set(p->diag, MS_ERR_INVALID_ARG, -1, -1,
+			                    "--memory-fraction needs the device's memory: the "
+			                    "trace does not record it, give --device-memory");
+		p->mc.limit = p->o->fraction >= 1.0
+		                      ? 0
+		                      : (uint64_t)(p->o->fraction * (double)p->mc.device_memory);
+	}
+	if (!p->mc.limit && p->mc.ac.per_process_memory_fraction < 1.0 && p->device_known)
+		p->mc.limit = (uint64_t)(p->mc.ac.per_process_memory_fraction *
+		                         (double)p->mc.device_memory);
+	p->mc.on_segment = on_segment;
+	p->mc.ctx = p;
+	if ((s = ms_model_new(&p->mc, &p->m)))
+		return ms__diag_set(p->diag, s, -1, -1, "cannot start the allocator model: %s",
+		                    ms_strerror(s));
+	return MS_OK;
+}
+
+/* Recorded frees the model did not make, before an event that is no malloc: empty_cache(). */
+static void flush_pending(struct rp *p)
+{
+	if (!p->pend_frees)
+		return;
+	p->r->empty_cache_calls++;
+	ms_model_empty_cache(p->m);
+	p->pend_frees = 0;
+	p->pend_free_bytes = 0;
+}
+
+static void record_oom(struct rp *p, const struct ms_model_oom *o, int recorded)
+{
+	if (p->r->has_oom)
+		return;
+	p->r->has_oom = 1;
+	p->r->first_oom.index = p->index;
+	p->r->first_oom.recorded = recorded;
+	p->r->first_oom.o = *o;
+	p->r->first_oom.stats = *ms_model_stats(p->m);
+}
+
+static ms_status do_malloc(struct rp *p, const struct ms_event *e, int recorded_oom)
+{
+	struct ms_model_block *b;
+	struct ms_model_oom o;
+	ms_status s;
+
+	if (p->pend_frees) {
+		/*
+		 * Recorded segment frees just before a malloc: the malloc's own release path
+		 * (the retry) if the model needs one too, else the program's empty_cache().
+		 */
+		if (ms_model_fits_without_release(p->m, e->size, e->stream))
+			flush_pending(p);
+	}
+	if (recorded_oom && !p->device_known) {
+		/* the device is as large as what was reserved after the flush plus what was free */
+		struct ms_model_stats const *st = ms_model_stats(p->m);
+		uint64_t res = (uint64_t)st->reserved_bytes[MS_POOL_ALL].current;
+		p->mc.device_memory =
+		        res - (p->pend_free_bytes < res ? p->pend_free_bytes : res) + e->addr;
+		p->device_known = 1;
+		ms_model_set_device_memory(p->m, p->mc.device_memory);
+	}
+	if ((s = ms_model_malloc(p->m, e->size, e->stream, &b, &o)))
+		return s;
+	if (recorded_oom) {
+		p->r->recorded_ooms++;
+		if (!b) {
+			p->r->reproduced_ooms++;
+			record_oom(p, &o, 1);
+		} else {
+			/* the program got nothing here: give the block straight back */
+			p->r->missed_ooms++;
+			ms_model_free_requested(p->m, b);
+			MS_TRY(ms_model_free_completed(p->m, b));
+		}
+		return MS_OK;
+	}
+	if (!b) {
+		record_oom(p, &o, 0);
+		p->r->ended_by_oom = 1;
+		p->stopped = 1;
+		return MS_OK;
+	}
+	if (ms_u64map_put(&p->live, e->addr, (uint64_t)(uintptr_t)b))
+		return MS_ERR_NOMEM;
+	return MS_OK;
+}
+
+static ms_status r_event(void *ctx, const struct ms_event *e)
+{
+	struct rp *p = ctx;
+	uint64_t *v, bv;
+	ms_status s = MS_OK;
+
+	p->index = p->r->events_total++;
+	if (p->stopped || p->err)
+		return p->err;
+	if (e->device != p->o->device) {
+		p->r->events_other_devices++;
+		return MS_OK;
+	}
+	p->r->events_replayed++;
+	switch (e->action) {
+	case MS_ACT_ALLOC:
+		s = do_malloc(p, e, 0);
+		break;
+	case MS_ACT_OOM:
+		s = do_malloc(p, e, 1);
+		break;
+	case MS_ACT_FREE_REQUESTED:
+		flush_pending(p);
+		v = ms_u64map_get(&p->live, e->addr);
+		if (v)
+			ms_model_free_requested(p->m, (struct ms_model_block *)(uintptr_t)*v);
+		else
+			p->r->unmatched_frees++;
+		break;
+	case MS_ACT_FREE_COMPLETED:
+		flush_pending(p);
+		if (ms_u64map_del(&p->live, e->addr, &bv))
+			s = ms_model_free_completed(p->m, (struct ms_model_block *)(uintptr_t)bv);
+		break;
+	case MS_ACT_SEGMENT_ALLOC:
+	case MS_ACT_SEGMENT_MAP:
+		push_seg(&p->r->recorded, &p->r->n_recorded, &p->cap_recorded, p->index, e->action,
+		         e->addr, e->size, &p->err);
+		if (!p->o->no_hints)
+			ms_model_hint_segment(p->m, e->size, e->addr);
+		break;
+	case MS_ACT_SEGMENT_FREE:
+	case MS_ACT_SEGMENT_UNMAP:
+		push_seg(&p->r->recorded, &p->r->n_recorded, &p->cap_recorded, p->index, e->action,
+		         e->addr, e->size, &p->err);
+		if (p->model_frees_unmatched) {
+			p->model_frees_unmatched--;
+		} else {
+			if (!p->pend_frees)
+				p->pend_index = p->index;
+			p->pend_frees++;
+			p->pend_free_bytes += e->size;
+		}
+		break;
+	default:
+		break;
+	}
+	return s ? s : p->err;
+}
+
+static ms_status r_end(void *ctx, uint64_t n)
+{
+	struct rp *p = ctx;
+
+	(void)n;
+	if (!p->stopped)
+		flush_pending(p);
+	return p->err;
+}
+
+ms_status ms_replay_run(const char *path, const struct ms_replay_opts *o,
+                        struct ms_replay_result *r, struct ms_diag *diag)
+{
+	struct rp p;
+	struct ms_sink sink = {0};
+	struct ms_symtab syms;
+	ms_status s;
+
+	memset(r, 0, sizeof(*r));
+	memset(&p, 0, sizeof(p));
+	r->device = o->device;
+	p.o = o;
+	p.r = r;
+	p.diag = diag;
+	sink.ctx = &p;
+	sink.begin = r_begin;
+	sink.event = r_event;
+	sink.end = r_end;
+	if (ms_symtab_init(&syms))
+		return MS_ERR_NOMEM;
+	s = ms_source_read(path, NULL, &syms, &sink, NULL, diag);
+	if (p.m) {
+		r->stats = *ms_model_stats(p.m);
+		r->device_memory = p.mc.device_memory;
+		r->limit = p.mc.limit;
+	}
+	ms_model_free(p.m);
+	ms_u64map_release(&p.live);
+	ms_symtab_release(&syms);
+	return s;
+}
+
+void ms_replay_result_release(struct ms_replay_result *r)
+{
+	ms_free(r->produced);
+	ms_free(r->recorded);
+	r->produced = r->recorded = NULL;
+	r->n_produced = r->n_recorded = 0;
+}
+
+const char *ms_format_size(char *buf, size_t cap, uint64_t n)
+{
+	/* PyTorch's format_size: the boundaries are inclusive (1 MiB prints as 1024.00 KiB) */
+	if (n <= 1024)
+		snprintf(buf, cap, "%llu bytes", (unsigned long long)n);
+	else if (n <= 1048576)
+		snprintf(buf, cap, "%.2f KiB", (double)n / 1024.0);
+	else if (n <= 1073741824)
+		snprintf(buf, cap, "%.2f MiB", (double)n / 1048576.0);
+	else
+		snprintf(buf, cap, "%.2f GiB", (double)n / 1073741824.0);
+	return buf;
+}
+
+void ms_replay_oom_message(const struct ms_replay_result *r, char *buf, size_t cap)
+{
+	const struct ms_model_oom *o = &r->first_oom.o;
+	char a[32], t[32], f[32], l[32], al[32], un[32], allowed[64] = "";
+	uint64_t total = r->device_memory;
+	uint64_t dev_free = total == UINT64_MAX ? 0 : total - o->reserved;
+
+	if (r->limit)
+		snprintf(allowed, sizeof(allowed), "%s allowed; ",
+		         ms_format_size(l, sizeof(l), r->limit));
+	snprintf(buf, cap,
+	         "CUDA out of memory. Tried to allocate %s. GPU %u has a total capacity of %s of "
+	         "which %s "
+	         "is free. %sOf the allocated memory %s is allocated by PyTorch, and %s is "
+	         "reserved by "
+	         "PyTorch but unallocated. If reserved but unallocated memory is large try setting "
+	         "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.  See "
+	         "documentation for Memory Management  "
+	         "(https://docs.pytorch.org/docs/stable/notes/"
+	         "cuda.html#optimizing-memory-usage-with-pytorch-cuda-alloc-conf)",
+	         ms_format_size(a, sizeof(a), o->alloc_size), r->device,
+	         total == UINT64_MAX ? "(unknown)" : ms_format_size(t, sizeof(t), total),
+	         total == UINT64_MAX ? "(unknown)" : ms_format_size(f, sizeof(f), dev_free),
+	         allowed, ms_format_size(al, sizeof(al), o->allocated),
+	         ms_format_size(un, sizeof(un), o->reserved - o->allocated));
+}

@@ -1,0 +1,67 @@
+/*
+ * Replaying a trace against the allocator model: allocs become mallocs on their stream, frees
+ * are applied as recorded, recorded segment frees the model does not make itself are the
+ * program's empty_cache(), and recorded OOMs are replayed as allocation attempts.
+ */
+#ifndef MEMSNAP_REPLAY_REPLAY_H
+#define MEMSNAP_REPLAY_REPLAY_H
+
+#include "format/trace_read.h"
+#include "replay/model.h"
+
+struct ms_replay_opts {
+	const char *alloc_conf; /* NULL: the settings the trace recorded */
+	uint64_t device_memory; /* 0: the trace's device total, else from its OOM entry, else
+	                           unbounded */
+	uint64_t limit;         /* 0: none (unless fraction) */
+	double fraction;        /* > 0: limit = fraction x device memory */
+	uint32_t device;        /* the device whose events are replayed */
+	int no_hints;           /* do not reuse the recorded segment addresses */
+};
+
+struct ms_seg_event {
+	uint64_t index; /* the trace event that caused (or recorded) it */
+	uint64_t addr, size;
+	uint8_t action;
+};
+
+struct ms_replay_oom {
+	uint64_t index; /* trace event */
+	int recorded;   /* the trace recorded an OOM there too */
+	struct ms_model_oom o;
+	struct ms_model_stats stats; /* at the OOM */
+};
+
+struct ms_replay_result {
+	char alloc_conf[512];
+	uint32_t device;
+	uint64_t device_memory; /* UINT64_MAX: unbounded */
+	uint64_t limit;
+	uint64_t events_total, events_replayed, events_other_devices;
+	int ended_by_oom; /* an OOM where the recorded run succeeded: the replay stopped there */
+	struct ms_model_stats stats;
+	struct ms_seg_event *produced, *recorded;
+	size_t n_produced, n_recorded;
+	struct ms_replay_oom first_oom;
+	int has_oom;
+	uint64_t recorded_ooms, reproduced_ooms;
+	uint64_t missed_ooms; /* recorded OOMs the model satisfied */
+	uint64_t unmatched_frees, empty_cache_calls;
+};
+
+/*
+ * Replay path (any format ms_source_read reads). r is filled and owned by the caller; release
+ * its arrays with ms_replay_result_release().
+ * @return MS_OK (also when the replay ended in an OOM: see r->ended_by_oom), MS_ERR_INVALID_ARG
+ *   for a bad --alloc-conf, MS_ERR_UNSUPPORTED for settings the model lacks, reader errors.
+ */
+ms_status ms_replay_run(const char *path, const struct ms_replay_opts *o,
+                        struct ms_replay_result *r, struct ms_diag *diag);
+void ms_replay_result_release(struct ms_replay_result *r);
+
+/* PyTorch's format_size: "2.93 GiB" (§3.5); buf >= 32 bytes. */
+const char *ms_format_size(char *buf, size_t cap, uint64_t n);
+/* PyTorch's OOM message, with the model's numbers. */
+void ms_replay_oom_message(const struct ms_replay_result *r, char *buf, size_t cap);
+
+#endif
