@@ -29,6 +29,15 @@ demo: build
 	@echo "== memsnap convert $(DEMO_TRACE) -o $(BUILD)/demo.zst"
 	@./$(BUILD)/cli/memsnap convert $(DEMO_TRACE) -o $(BUILD)/demo.zst
 	@./$(BUILD)/cli/memsnap info $(BUILD)/demo.zst | grep -E 'format|bytes/event'
+	@echo
+	@echo "== memsnap verify --limit 13061062656 $(DEMO_TRACE)   (the job ran under a memory fraction)"
+	@./$(BUILD)/cli/memsnap verify --limit 13061062656 $(DEMO_TRACE)
+	@echo
+	@echo "== memsnap replay --limit 13061062656 $(DEMO_TRACE)"
+	@./$(BUILD)/cli/memsnap replay --limit 13061062656 $(DEMO_TRACE)
+	@echo
+	@echo "== memsnap replay --limit 9GiB $(DEMO_TRACE)   (what if the limit had been lower?)"
+	@./$(BUILD)/cli/memsnap replay --limit 9GiB $(DEMO_TRACE) || echo "(exit $$?: the replay ended in an OOM)"
 
 test-fast: build
 	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS)

@@ -1,0 +1,1 @@
+"$MEMSNAP" replay --limit 9GiB testdata/snapshots/dynamic_oom.pickle

@@ -1,0 +1,1 @@
+"$MEMSNAP" verify testdata/snapshots/dynamic_oom.pickle

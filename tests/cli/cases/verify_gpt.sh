@@ -1,0 +1,1 @@
+"$MEMSNAP" verify testdata/snapshots/gpt_train.pickle.zst

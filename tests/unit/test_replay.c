@@ -1,0 +1,387 @@
+/*
+ * The allocator model: each rule of torch-allocator.md with the examples observed on PyTorch
+ * 2.11 (§1.2, §1.3, §1.6, §2.3, §3.5), and the real traces against PyTorch's own numbers
+ * (*.truth.json), never against the model's earlier output.
+ */
+#include <cjson/cJSON.h>
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "helpers.h"
+#include "replay/replay.h"
+
+#define MiB (1024ull * 1024ull)
+
+struct segs {
+	unsigned action[64];
+	uint64_t size[64];
+	int n;
+};
+
+static void on_seg(void *ctx, unsigned action, uint64_t addr, uint64_t size, uint64_t stream)
+{
+	struct segs *s = ctx;
+	(void)addr;
+	(void)stream;
+	if (s->n < 64) {
+		s->action[s->n] = action;
+		s->size[s->n++] = size;
+	}
+}
+
+static struct ms_model *model(const char *conf, uint64_t limit, struct segs *segs)
+{
+	struct ms_model_conf c;
+	struct ms_model *m;
+	struct ms_diag d = MS_DIAG_INIT;
+
+	memset(&c, 0, sizeof(c));
+	ms_alloc_conf_init(&c.ac);
+	if (conf)
+		cr_assert_eq(ms_alloc_conf_parse(&c.ac, conf, &d), MS_OK, "%s", d.msg);
+	c.limit = limit;
+	c.device_memory = 0;
+	c.on_segment = segs ? on_seg : NULL;
+	c.ctx = segs;
+	cr_assert_eq(ms_model_new(&c, &m), MS_OK);
+	return m;
+}
+
+Test(model, round_size_default_and_power2_divisions)
+{
+	struct ms_model *m = model(NULL, 0, NULL);
+	cr_assert_eq(ms_model_round_size(m, 1), 512);
+	cr_assert_eq(ms_model_round_size(m, 513), 1024);
+	cr_assert_eq(ms_model_round_size(m, 1048577), 1049088);
+	ms_model_free(m);
+
+	/* §1.2, observed with roundup_power2_divisions:4 */
+	m = model("roundup_power2_divisions:4", 0, NULL);
+	static const uint64_t in[] = {1200,    2048,    2049,    5000,    70000,
+	                              1048577, 1500000, 3000000, 12000000};
+	static const uint64_t out[] = {1536,    2048,    2560,    5120,    81920,
+	                               1310720, 1572864, 3145728, 12582912};
+	for (size_t i = 0; i < sizeof(in) / sizeof(in[0]); i++)
+		cr_assert_eq(ms_model_round_size(m, in[i]), out[i], "%llu",
+		             (unsigned long long)in[i]);
+	ms_model_free(m);
+
+	/* §1.3, observed with [1:1,2:2,4:4,>:8] */
+	m = model("roundup_power2_divisions:[1:1,2:2,4:4,>:8]", 0, NULL);
+	cr_assert_eq(ms_model_round_size(m, 1500000), 1500160);
+	cr_assert_eq(ms_model_round_size(m, 3 * MiB + 1), 4 * MiB);
+	cr_assert_eq(ms_model_round_size(m, 5 * MiB + 1), 6 * MiB);
+	cr_assert_eq(ms_model_round_size(m, 9 * MiB + 1), 10 * MiB);
+	cr_assert_eq(ms_model_round_size(m, 17 * MiB + 1), 18 * MiB);
+	cr_assert_eq(ms_model_round_size(m, 33 * MiB + 1), 36 * MiB);
+	ms_model_free(m);
+}
+
+Test(model, alloc_conf_grammar)
+{
+	struct ms_alloc_conf c;
+	struct ms_diag d = MS_DIAG_INIT;
+
+	ms_alloc_conf_init(&c);
+	cr_assert_eq(
+	        ms_alloc_conf_parse(&c, "roundup_power2_divisions:[256:1,512:2,1024:4,>:8]", &d),
+	        MS_OK);
+	/* §1.3: key K covers [K, 2K) MiB; the first value fills below; > fills after */
+	cr_assert_eq(c.roundup_power2_divisions[0], 1);
+	cr_assert_eq(c.roundup_power2_divisions[8], 1);
+	cr_assert_eq(c.roundup_power2_divisions[9], 2);
+	cr_assert_eq(c.roundup_power2_divisions[10], 4);
+	cr_assert_eq(c.roundup_power2_divisions[11], 8);
+	cr_assert_eq(c.roundup_power2_divisions[15], 8);
+	cr_assert_eq(
+	        ms_alloc_conf_parse(&c, " expandable_segments : True , max_split_size_mb:128", &d),
+	        MS_OK);
+	cr_assert_eq(c.expandable_segments, 1);
+	cr_assert_eq(c.max_split_size, 128 * MiB);
+	cr_assert_eq(c.roundup_power2_divisions[11], 0); /* reset by the new parse */
+	cr_assert_eq(ms_alloc_conf_parse(&c, "garbage_collection_threshold:0.6", &d), MS_OK);
+	cr_assert_eq(c.max_split_size, UINT64_MAX); /* reset too */
+	cr_assert_eq(c.expandable_segments, 1);     /* kept */
+	cr_assert_eq(ms_alloc_conf_parse(&c, "bogus:1", &d), MS_ERR_INVALID_ARG);
+	cr_assert(strstr(d.msg, "Unrecognized key 'bogus'"), "%s", d.msg);
+	cr_assert_eq(ms_alloc_conf_parse(&c, "expandable_segments:true", &d), MS_ERR_INVALID_ARG);
+	cr_assert_eq(ms_alloc_conf_parse(&c, "max_split_size_mb:10", &d), MS_ERR_INVALID_ARG);
+	cr_assert_eq(ms_alloc_conf_parse(&c, "garbage_collection_threshold:1.5", &d),
+	             MS_ERR_INVALID_ARG);
+	cr_assert_eq(ms_alloc_conf_parse(&c, "roundup_power2_divisions:3", &d), MS_ERR_INVALID_ARG);
+}
+
+/*
+ * §1.6: placement of a sequence of requests on an empty allocator, default settings. The
+ * spec's table omits one request that its own §7 statistics imply: allocated and requested
+ * bytes exceed the table's sums by 10490368 and 10490367, i.e. a 10490367-byte request. Placed
+ * before the 10 MiB request, it takes the 14 MiB free tail of the 20 MiB segment, which is why
+ * the 10 MiB request then needs a segment of its own (docs/DESIGN.md, corrections).
+ */
+Test(model, placement_table)
+{
+	struct segs s = {{0}, {0}, 0};
+	struct ms_model *m = model(NULL, 0, &s);
+	static const struct {
+		uint64_t req, block, new_seg;
+	} t[] = {
+	        {1, 512, 2 * MiB},
+	        {513, 1024, 0},
+	        {1048576, 1048576, 0},
+	        {1048577, 1049088, 20 * MiB},
+	        {5242880, 5242880, 0},
+	        {10490367, 10490368, 0}, /* the row the table omits */
+	        {10485760, 10485760, 10 * MiB},
+	        {10485761, 10486272, 12 * MiB},
+	        {26214403, 27262976,
+	         26 * MiB}, /* remainder 1 MiB - 512 is not > 1 MiB: not split */
+	        {104857607, 104858112, 102 * MiB},
+	};
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		struct ms_model_block *b;
+		int before = s.n;
+		cr_assert_eq(ms_model_malloc(m, t[i].req, 0, &b, NULL), MS_OK);
+		cr_assert(b);
+		cr_assert_eq(ms_model_block_size(b), t[i].block, "request %llu",
+		             (unsigned long long)t[i].req);
+		if (t[i].new_seg) {
+			cr_assert_eq(s.n, before + 1, "request %llu: a new segment",
+			             (unsigned long long)t[i].req);
+			cr_assert_eq(s.size[before], t[i].new_seg);
+		} else {
+			cr_assert_eq(s.n, before, "request %llu: no new segment",
+			             (unsigned long long)t[i].req);
+		}
+	}
+	/* §7: the same sequence's statistics on PyTorch 2.11 */
+	cr_assert_eq(ms_model_stats(m)->allocated_bytes[0].current, 170925568);
+	cr_assert_eq(ms_model_stats(m)->requested_bytes[0].current, 169874445);
+	cr_assert_eq(ms_model_stats(m)->segment[0].current, 6);
+	cr_assert_eq(ms_model_stats(m)->reserved_bytes[0].current, 180355072);
+	ms_model_free(m);
+}
+
+/* §2.6: a free block is reused only by its own stream. */
+Test(model, streams_do_not_share_free_blocks)
+{
+	struct segs s = {{0}, {0}, 0};
+	struct ms_model *m = model(NULL, 0, &s);
+	struct ms_model_block *a, *b, *c;
+
+	cr_assert_eq(ms_model_malloc(m, 4 * MiB, 0, &a, NULL), MS_OK);
+	ms_model_free_requested(m, a);
+	cr_assert_eq(ms_model_free_completed(m, a), MS_OK);
+	cr_assert_eq(ms_model_malloc(m, 4 * MiB, 7, &b, NULL),
+	             MS_OK); /* side stream: new segment */
+	cr_assert_eq(s.n, 2);
+	cr_assert_eq(ms_model_malloc(m, 4 * MiB, 0, &c, NULL), MS_OK); /* default stream: reused */
+	cr_assert_eq(s.n, 2);
+	ms_model_free(m);
+}
+
+/* §2.5/§7: a pending free keeps the block active and unusable; allocated drops at the request. */
+Test(model, pending_free)
+{
+	struct ms_model *m = model(NULL, 0, NULL);
+	struct ms_model_block *a, *b;
+
+	cr_assert_eq(ms_model_malloc(m, 4 * MiB, 0, &a, NULL), MS_OK);
+	ms_model_free_requested(m, a);
+	cr_assert_eq(ms_model_stats(m)->allocated_bytes[0].current, 0);
+	cr_assert_eq(ms_model_stats(m)->active_bytes[0].current, 4 * MiB);
+	cr_assert_eq(ms_model_malloc(m, 16 * MiB, 0, &b, NULL),
+	             MS_OK); /* the 16 MiB tail of the segment */
+	cr_assert_eq(ms_model_block_addr(b), ms_model_block_addr(a) + 4 * MiB);
+	cr_assert_eq(ms_model_free_completed(m, a), MS_OK);
+	cr_assert_eq(ms_model_stats(m)->active_bytes[0].current, 16 * MiB);
+	cr_assert_eq(ms_model_stats(m)->requested_bytes[0].current, 16 * MiB);
+	ms_model_free(m);
+}
+
+/* §3.1/§3.4/§3.5: under a limit, the retry frees whole cached segments; split ones stay. */
+Test(model, limit_retry_and_oom)
+{
+	struct segs s = {{0}, {0}, 0};
+	struct ms_model *m = model(NULL, 60 * MiB, &s);
+	struct ms_model_block *a, *b, *c, *x;
+	struct ms_model_oom o;
+
+	cr_assert_eq(ms_model_malloc(m, 20 * MiB, 0, &a, NULL), MS_OK); /* own 20 MiB segment */
+	cr_assert_eq(ms_model_malloc(m, 3 * MiB, 0, &b, NULL), MS_OK);  /* 20 MiB segment, split */
+	cr_assert_eq(ms_model_malloc(m, 18 * MiB, 0, &c, NULL), MS_OK); /* 18 MiB segment */
+	ms_model_free_requested(m, a);
+	cr_assert_eq(ms_model_free_completed(m, a), MS_OK);
+	/* 58 MiB reserved: 30 MiB more only fits after the cached 20 MiB segment goes */
+	cr_assert_eq(ms_model_malloc(m, 22 * MiB, 0, &x, NULL), MS_OK);
+	cr_assert(x);
+	cr_assert_eq(ms_model_stats(m)->num_alloc_retries, 1);
+	cr_assert_eq(s.action[3], MS_ACT_SEGMENT_FREE);
+	cr_assert_eq(s.size[3], 20 * MiB);
+	/* nothing left to free: an OOM, with PyTorch's numbers */
+	cr_assert_eq(ms_model_malloc(m, 30 * MiB, 0, &x, &o), MS_OK);
+	cr_assert_null(x);
+	cr_assert_eq(o.alloc_size, 30 * MiB);
+	cr_assert_eq(o.reserved, 60 * MiB);
+	cr_assert_eq(ms_model_stats(m)->num_ooms, 1);
+	cr_assert_eq(ms_model_stats(m)->num_alloc_retries, 2);
+	ms_model_free(m);
+}
+
+/* §2.2/§2.3: with max_split_size, small requests never take oversize blocks, which are never split.
+ */
+Test(model, max_split_size)
+{
+	struct segs s = {{0}, {0}, 0};
+	struct ms_model *m = model("max_split_size_mb:64", 0, &s);
+	struct ms_model_block *a, *b, *c;
+
+	cr_assert_eq(ms_model_malloc(m, 100 * MiB, 0, &a, NULL), MS_OK);
+	ms_model_free_requested(m, a);
+	cr_assert_eq(ms_model_free_completed(m, a), MS_OK);
+	cr_assert_eq(ms_model_malloc(m, 30 * MiB, 0, &b, NULL),
+	             MS_OK); /* not from the 100 MiB block */
+	cr_assert_eq(s.n, 2);
+	cr_assert_eq(ms_model_malloc(m, 90 * MiB, 0, &c, NULL),
+	             MS_OK); /* whole, 10 MiB < 20 MiB waste */
+	cr_assert_eq(s.n, 2);
+	cr_assert_eq(ms_model_block_size(c), 100 * MiB);
+	cr_assert_eq(ms_model_stats(m)->oversize_allocations.current, 1);
+	ms_model_free(m);
+}
+
+Test(model, oom_message_format)
+{
+	struct ms_replay_result r;
+	char msg[1024];
+
+	memset(&r, 0, sizeof(r));
+	r.device_memory = 150109880320ull;
+	r.limit = 13061062656ull;
+	r.first_oom.o.alloc_size = 3145728000ull;
+	r.first_oom.o.reserved = 11104419840ull;
+	r.first_oom.o.allocated = 9683379200ull;
+	ms_replay_oom_message(&r, msg, sizeof(msg));
+	cr_assert(strstr(msg, "CUDA out of memory. Tried to allocate 2.93 GiB. GPU 0 has a total "
+	                      "capacity of 139.80 GiB"),
+	          "%s", msg);
+	cr_assert(strstr(msg, "12.16 GiB allowed; Of the allocated memory 9.02 GiB is allocated by "
+	                      "PyTorch, and 1.32 GiB is reserved by PyTorch but unallocated."),
+	          "%s", msg);
+}
+
+/* The real traces: the replay's peaks and counters equal what PyTorch reported. */
+static cJSON *truth(const char *name)
+{
+	char path[1024];
+	size_t n;
+	char *s;
+	cJSON *j;
+
+	snprintf(path, sizeof(path), "%s/snapshots/%s.truth.json", MS_TESTDATA, name);
+	s = th_read_file(path, &n);
+	if (!s) {
+		snprintf(path, sizeof(path), "%s/%s.truth.json", MS_SHARED_TESTDATA, name);
+		s = th_read_file(path, &n);
+	}
+	if (!s)
+		return NULL;
+	j = cJSON_Parse(s);
+	free(s);
+	return j;
+}
+
+static uint64_t tnum(const cJSON *t, const char *k)
+{
+	const cJSON *v =
+	        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(t, "stats"), k);
+	cr_assert(cJSON_IsNumber(v), "%s", k);
+	return (uint64_t)v->valuedouble;
+}
+
+static void check_trace(const char *name)
+{
+	const char *path = th_snapshot_path(name);
+	cJSON *t, *v;
+	struct ms_replay_opts o;
+	struct ms_replay_result r;
+	struct ms_diag d = MS_DIAG_INIT;
+	size_t i;
+
+	if (!path)
+		cr_skip_test("%s not found", name);
+	t = truth(name);
+	cr_assert(t);
+	memset(&o, 0, sizeof(o));
+	v = cJSON_GetObjectItemCaseSensitive(t, "limit_bytes");
+	if (cJSON_IsNumber(v))
+		o.limit = (uint64_t)v->valuedouble;
+	cr_assert_eq(ms_replay_run(path, &o, &r, &d), MS_OK, "%s", d.msg);
+	cr_assert_eq(r.ended_by_oom, 0);
+	cr_assert_eq((uint64_t)r.stats.reserved_bytes[0].peak, tnum(t, "reserved_bytes.all.peak"));
+	cr_assert_eq((uint64_t)r.stats.allocated_bytes[0].peak,
+	             tnum(t, "allocated_bytes.all.peak"));
+	cr_assert_eq((uint64_t)r.stats.requested_bytes[0].peak,
+	             tnum(t, "requested_bytes.all.peak"));
+	cr_assert_eq((uint64_t)r.stats.reserved_bytes[0].current,
+	             tnum(t, "reserved_bytes.all.current"));
+	cr_assert_eq((uint64_t)r.stats.allocated_bytes[0].current,
+	             tnum(t, "allocated_bytes.all.current"));
+	cr_assert_eq((uint64_t)r.stats.segment[0].peak, tnum(t, "segment.all.peak"));
+	cr_assert_eq((uint64_t)r.stats.segment[0].current, tnum(t, "segment.all.current"));
+	cr_assert_eq((uint64_t)r.stats.inactive_split_bytes[0].current,
+	             tnum(t, "inactive_split_bytes.all.current"));
+	cr_assert_eq(r.stats.num_alloc_retries, tnum(t, "num_alloc_retries"));
+	cr_assert_eq(r.stats.num_ooms, tnum(t, "num_ooms"));
+	cr_assert_eq(r.stats.num_device_alloc, tnum(t, "num_device_alloc"));
+	cr_assert_eq(r.stats.num_device_free, tnum(t, "num_device_free"));
+	cr_assert_eq(r.stats.num_sync_all_streams, tnum(t, "num_sync_all_streams"));
+	/* the segment events equal the recorded ones, in order */
+	cr_assert_eq(r.n_produced, r.n_recorded);
+	for (i = 0; i < r.n_produced; i++)
+		cr_assert(r.produced[i].action == r.recorded[i].action &&
+		                  r.produced[i].size == r.recorded[i].size,
+		          "%s: segment event %zu differs", name, i);
+	v = cJSON_GetObjectItemCaseSensitive(t, "oom_entry_index");
+	if (cJSON_IsNumber(v)) {
+		char msg[1024];
+		const char *want = cJSON_GetObjectItemCaseSensitive(t, "oom")->valuestring;
+		cr_assert(r.has_oom);
+		cr_assert_eq(r.first_oom.index, (uint64_t)v->valuedouble);
+		cr_assert(r.first_oom.recorded);
+		ms_replay_oom_message(&r, msg, sizeof(msg));
+		/* PyTorch's text from "Tried to allocate" to the total, and from "allowed;" on */
+		cr_assert(strncmp(strstr(msg, "Tried to allocate"),
+		                  strstr(want, "Tried to allocate"), 30) == 0,
+		          "%s", msg);
+		cr_assert(strstr(want, strstr(msg, "allowed; Of the allocated memory")), "%s\n%s",
+		          msg, want);
+	}
+	ms_replay_result_release(&r);
+	cJSON_Delete(t);
+}
+
+Test(replay, gpt_train)
+{
+	check_trace("gpt_train");
+}
+Test(replay, resnet50)
+{
+	check_trace("resnet50");
+}
+Test(replay, multistream)
+{
+	check_trace("multistream");
+}
+Test(replay, dynamic_oom)
+{
+	check_trace("dynamic_oom");
+}
+Test(replay, dynamic_seq)
+{
+	check_trace("dynamic_seq");
+}
+Test(replay, dynamic_empty_cache)
+{
+	check_trace("dynamic_empty_cache");
+}
