@@ -1,7 +1,7 @@
 /*
  * A model of PyTorch's CUDA caching allocator (2.11, native backend) over a simulated device.
- * Rules and their sources: ../shared/docs/torch-allocator.md §1-7; corrections in docs/.
- * Expandable segments are not modelled yet: ms_model_new() refuses them (MS_ERR_UNSUPPORTED).
+ * Rules and their sources: ../shared/docs/torch-allocator.md §1-7 (expandable segments: §4);
+ * corrections in docs/DESIGN.md.
  */
 #include "replay/model.h"
 
@@ -17,6 +17,7 @@
 #define K_ROUND_LARGE (2ull << 20)
 
 struct mseg;
+struct xseg;
 
 struct ms_model_block {
 	uint64_t addr, size, requested, stream;
@@ -29,7 +30,15 @@ struct ms_model_block {
 	uint8_t pending;   /* free requested, not completed */
 	uint8_t in_pool;
 	uint8_t small;
+	uint8_t mapped;                   /* always 1 outside expandable segments */
+	struct xseg *xs;                  /* the expandable segment it lies in, or NULL */
 	struct ms_model_block *free_next; /* recycling list */
+};
+
+/* An expandable segment: a reservation of address space mapped page by page (§4). */
+struct xseg {
+	uint64_t base, size, page, stream;
+	uint8_t small;
 };
 
 struct mseg {
@@ -38,8 +47,9 @@ struct mseg {
 };
 
 struct pool {
-	struct ms_model_block *root;
-	uint64_t gc_clock; /* get_free_blocks_call_count */
+	struct ms_model_block *root;     /* free mapped blocks by (stream, size, address) */
+	struct ms_model_block *unmapped; /* unmapped expandable blocks by (stream, address) */
+	uint64_t gc_clock;               /* get_free_blocks_call_count */
 	int small;
 };
 
@@ -118,6 +128,7 @@ static struct ms_model_block *blk_new(struct ms_model *m)
 		b = &s[0];
 	}
 	memset(b, 0, sizeof(*b));
+	b->mapped = 1;
 	m->rng ^= m->rng << 13;
 	m->rng ^= m->rng >> 17;
 	m->rng ^= m->rng << 5;
@@ -142,11 +153,15 @@ static struct mseg *seg_new(struct ms_model *m)
 
 /* ---- pools: free blocks ordered by (stream, size, address) (§2.1) -------------------- */
 
+/* by_addr: the unmapped sets, ordered by (stream, address) only; per thread (whatif runs models
+ * in parallel) */
+static _Thread_local int by_addr;
+
 static int key_cmp(uint64_t s1, uint64_t z1, uint64_t a1, const struct ms_model_block *b)
 {
 	if (s1 != b->stream)
 		return s1 < b->stream ? -1 : 1;
-	if (z1 != b->size)
+	if (!by_addr && z1 != b->size)
 		return z1 < b->size ? -1 : 1;
 	if (a1 != b->addr)
 		return a1 < b->addr ? -1 : 1;
@@ -246,6 +261,36 @@ static void pool_remove(struct pool *p, struct ms_model_block *b)
 	b->in_pool = 0;
 }
 
+/*
+ * The unmapped sets use the same treap code with the size left out of the key. by_addr is set
+ * only for the duration of one call.
+ */
+static void unmapped_insert(struct pool *p, struct ms_model_block *b)
+{
+	b->l = b->r = NULL;
+	by_addr = 1;
+	p->unmapped = treap_insert(p->unmapped, b);
+	by_addr = 0;
+}
+
+static void unmapped_remove(struct pool *p, struct ms_model_block *b)
+{
+	by_addr = 1;
+	p->unmapped = treap_erase(p->unmapped, b);
+	by_addr = 0;
+	b->l = b->r = NULL;
+}
+
+static struct ms_model_block *unmapped_lower_bound(struct pool *p, uint64_t stream, uint64_t addr)
+{
+	struct ms_model_block *b;
+
+	by_addr = 1;
+	b = lower_bound(p->unmapped, stream, 0, addr);
+	by_addr = 0;
+	return b;
+}
+
 static struct pool *pool_of(struct ms_model *m, int small)
 {
 	return small ? &m->small : &m->large;
@@ -302,8 +347,6 @@ ms_status ms_model_new(const struct ms_model_conf *c, struct ms_model **out)
 {
 	struct ms_model *m;
 
-	if (c->ac.expandable_segments)
-		return MS_ERR_UNSUPPORTED;
 	m = ms_calloc(1, sizeof(*m));
 	if (!m)
 		return MS_ERR_NOMEM;
@@ -367,6 +410,11 @@ static int gc_active(const struct ms_model *m)
 	return m->c.limit && m->c.ac.garbage_collection_threshold > 0;
 }
 
+static uint64_t expandable_size(const struct ms_model_block *b)
+{
+	return b->size + (b->next && !b->next->mapped ? b->next->size : 0);
+}
+
 /* get_free_block (§2.2): best fit on the stream, oversize rules; removed from the pool. */
 static struct ms_model_block *get_free_block(struct ms_model *m, struct pool *p, uint64_t stream,
                                              uint64_t size, int take)
@@ -379,6 +427,26 @@ static struct ms_model_block *get_free_block(struct ms_model *m, struct pool *p,
 	b = lower_bound(p->root, stream, size, 0);
 	if (!b || b->stream != stream)
 		return NULL;
+	if (b->xs) {
+		if (m->c.ac.expandable_segments) {
+			/* prefer a fitting block that cannot grow over a free tail that can
+			 * (§2.2.3) */
+			for (;;) {
+				struct ms_model_block *nx =
+				        lower_bound(p->root, b->stream, b->size, b->addr + 1);
+				if (!nx || nx->stream != stream || !b->xs ||
+				    expandable_size(nx) >= expandable_size(b))
+					break;
+				b = nx;
+			}
+		} else {
+			/* expandable segments switched off since: skip their blocks */
+			while (b && b->xs && b->stream == stream)
+				b = lower_bound(p->root, b->stream, b->size, b->addr + 1);
+			if (!b || b->stream != stream)
+				return NULL;
+		}
+	}
 	if (size < msz && b->size >= msz)
 		return NULL;
 	if (size >= msz && b->size >= size + m->c.ac.max_non_split_rounding)
@@ -388,9 +456,214 @@ static struct ms_model_block *get_free_block(struct ms_model *m, struct pool *p,
 	return b;
 }
 
+/* ---- expandable segments (§4) ---------------------------------------------------------- */
+
+static uint64_t try_merge(struct ms_model *m, struct pool *p, struct ms_model_block *b,
+                          struct ms_model_block *n);
+
+static uint64_t xs_page(const struct ms_model *m, int small)
+{
+	return small ? K_SMALL_BUF : m->c.ac.large_segment_size;
+}
+
+/* Take the next recorded segment address, if any (each map the model makes uses one). */
+static void hint_pop(struct ms_model *m)
+{
+	if (m->hint_head < m->n_hints)
+		m->hint_head++;
+}
+
+/*
+ * find_expandable_block: the lowest unmapped block of this stream that, with the free mapped
+ * block just before it, offers size bytes; else a new segment whose whole reservation is one
+ * unmapped block.
+ */
+static struct ms_model_block *find_expandable(struct ms_model *m, struct pool *p, uint64_t stream,
+                                              uint64_t size, int *nomem)
+{
+	struct ms_model_block *u, *b;
+	struct xseg *xs;
+	uint64_t page = xs_page(m, p->small), total, space;
+
+	for (u = unmapped_lower_bound(p, stream, 0); u && u->stream == stream;
+	     u = unmapped_lower_bound(p, stream, u->addr + 1)) {
+		struct ms_model_block *c = u, *q;
+		uint64_t bytes = 0;
+		if (u->prev && !u->prev->allocated && !u->prev->pending)
+			c = u->prev;
+		for (q = c; q && bytes < size && !q->allocated && !q->pending; q = q->next)
+			bytes += q->size;
+		if (bytes >= size)
+			return c;
+	}
+	/* address space for 1 1/8 of the device's memory */
+	total = m->c.device_memory != UINT64_MAX ? m->c.device_memory : (1ull << 40);
+	space = (total + total / 8 + page - 1) / page * page;
+	xs = slab_alloc(m, sizeof(*xs));
+	b = xs ? blk_new(m) : NULL;
+	if (!b) {
+		*nomem = 1;
+		return NULL;
+	}
+	/* a new segment starts where the trace's next mapping does, if it recorded one */
+	if (m->hint_head < m->n_hints) {
+		xs->base = m->hints[m->hint_head].addr;
+	} else {
+		xs->base = m->next_addr;
+		m->next_addr += space + page;
+	}
+	xs->size = space;
+	xs->page = page;
+	xs->stream = stream;
+	xs->small = (uint8_t)p->small;
+	b->addr = xs->base;
+	b->size = space;
+	b->stream = stream;
+	b->small = (uint8_t)p->small;
+	b->xs = xs;
+	b->mapped = 0;
+	unmapped_insert(p, b);
+	return b;
+}
+
+/* map_block: map whole pages covering the first size bytes of an unmapped block. */
+static int map_block(struct ms_model *m, struct pool *p, struct ms_model_block *b, uint64_t size,
+                     int *nomem)
+{
+	uint64_t page = b->xs->page;
+	uint64_t mapped = (size + page - 1) / page * page; /* b starts on a page boundary */
+
+	if (mapped > b->size)
+		mapped = b->size;
+	if (m->c.device_memory != UINT64_MAX && m->reserved + mapped > m->c.device_memory)
+		return 0; /* cuMemCreate: out of memory */
+	unmapped_remove(p, b);
+	b->mapped = 1;
+	if (mapped < b->size) {
+		struct ms_model_block *rest = blk_new(m);
+		if (!rest) {
+			*nomem = 1;
+			b->mapped = 0;
+			unmapped_insert(p, b);
+			return 0;
+		}
+		rest->addr = b->addr + mapped;
+		rest->size = b->size - mapped;
+		rest->stream = b->stream;
+		rest->small = b->small;
+		rest->xs = b->xs;
+		rest->mapped = 0;
+		rest->prev = b;
+		rest->next = b->next;
+		if (b->next)
+			b->next->prev = rest;
+		b->next = rest;
+		b->size = mapped;
+		unmapped_insert(p, rest);
+	}
+	try_merge(m, p, b, b->prev);
+	try_merge(m, p, b, b->next);
+	b->gc_base = p->gc_clock;
+	pool_insert(p, b);
+	m->reserved += mapped;
+	stat3(m->st.reserved_bytes, p->small, (int64_t)mapped);
+	m->st.num_device_alloc++;
+	hint_pop(m);
+	if (m->c.on_segment)
+		m->c.on_segment(m->c.ctx, MS_ACT_SEGMENT_MAP, b->addr + b->size - mapped, mapped,
+		                b->stream);
+	return 1;
+}
+
+/* try_allocate_expandable_block: map until a free block of size bytes exists; take it. */
+static struct ms_model_block *try_allocate_expandable(struct ms_model *m, struct pool *p,
+                                                      uint64_t stream, uint64_t size, int *nomem)
+{
+	struct ms_model_block *c = find_expandable(m, p, stream, size, nomem);
+
+	if (!c)
+		return NULL;
+	if (!c->mapped && !map_block(m, p, c, c->size < size ? c->size : size, nomem))
+		return NULL;
+	while (c->size < size) {
+		/* invariant: free -> unmapped -> ...; mapping merges the new pages into c */
+		struct ms_model_block *nx = c->next;
+		uint64_t need = size - c->size;
+		if (!nx || nx->mapped ||
+		    !map_block(m, p, nx, need < nx->size ? need : nx->size, nomem))
+			return NULL;
+		c = nx;
+	}
+	pool_remove(p, c);
+	return c;
+}
+
+/* unmap_block: give back the whole pages inside a free expandable block (§4). */
+static int unmap_block(struct ms_model *m, struct pool *p, struct ms_model_block *b)
+{
+	uint64_t page = b->xs->page, begin, end, before, after, len;
+
+	begin = (b->addr - b->xs->base + page - 1) / page * page + b->xs->base;
+	end = (b->addr + b->size - b->xs->base) / page * page + b->xs->base;
+	if (end <= begin)
+		return 0;
+	len = end - begin;
+	before = begin - b->addr;
+	after = b->addr + b->size - end;
+	pool_remove(p, b);
+	if (before) {
+		struct ms_model_block *f = blk_new(m);
+		if (!f) {
+			pool_insert(p, b);
+			return 0;
+		}
+		f->addr = b->addr;
+		f->size = before;
+		f->stream = b->stream;
+		f->small = b->small;
+		f->xs = b->xs;
+		f->prev = b->prev;
+		f->next = b;
+		if (b->prev)
+			b->prev->next = f;
+		b->prev = f;
+		pool_insert(p, f);
+	}
+	if (after) {
+		struct ms_model_block *f = blk_new(m);
+		if (!f) {
+			pool_insert(p, b); /* the block before stays split off: harmless */
+			return 0;
+		}
+		f->addr = end;
+		f->size = after;
+		f->stream = b->stream;
+		f->small = b->small;
+		f->xs = b->xs;
+		f->prev = b;
+		f->next = b->next;
+		if (b->next)
+			b->next->prev = f;
+		b->next = f;
+		pool_insert(p, f);
+	}
+	b->addr = begin;
+	b->size = len;
+	b->mapped = 0;
+	try_merge(m, p, b, b->prev);
+	try_merge(m, p, b, b->next);
+	unmapped_insert(p, b);
+	m->reserved -= len;
+	stat3(m->st.reserved_bytes, p->small, -(int64_t)len);
+	m->st.num_device_free++;
+	if (m->c.on_segment)
+		m->c.on_segment(m->c.ctx, MS_ACT_SEGMENT_UNMAP, begin, len, b->stream);
+	return 1;
+}
+
 /* alloc_block (§3.1): a new segment, or NULL when the limit or the device says no. */
 static struct ms_model_block *alloc_block(struct ms_model *m, struct pool *p, uint64_t stream,
-                                          uint64_t alloc_size, int retry, int *nomem)
+                                          uint64_t size, uint64_t alloc_size, int retry, int *nomem)
 {
 	struct ms_model_block *b;
 	struct mseg *s;
@@ -399,6 +672,8 @@ static struct ms_model_block *alloc_block(struct ms_model *m, struct pool *p, ui
 		m->st.num_alloc_retries++;
 	if (m->c.limit && m->reserved + alloc_size > m->c.limit)
 		return NULL;
+	if (m->c.ac.expandable_segments)
+		return try_allocate_expandable(m, p, stream, size, nomem);
 	if (m->c.device_memory != UINT64_MAX && m->reserved + alloc_size > m->c.device_memory)
 		return NULL;
 	b = blk_new(m);
@@ -449,17 +724,42 @@ static int whole_segment(const struct ms_model_block *b)
 	return !b->prev && !b->next;
 }
 
-/* release_blocks(pool): every free block that is a whole segment, in pool order (§3.4). */
+/* A cached segment that cudaFree can give back: whole, and not in an expandable segment. */
+static int releasable(const struct ms_model_block *b)
+{
+	return !b->xs && whole_segment(b);
+}
+
+static int unmap_block(struct ms_model *m, struct pool *p, struct ms_model_block *b);
+
+/*
+ * release_blocks(pool) (§3.4): every free block that is a whole segment goes back to the
+ * device, in pool order; then every free block of an expandable segment is unmapped, and an
+ * expandable segment left with nothing mapped is destroyed.
+ */
 static void release_pool(struct ms_model *m, struct pool *p)
 {
-	struct ms_model_block *b = lower_bound(p->root, 0, 0, 0);
+	struct ms_model_block *b = lower_bound(p->root, 0, 0, 0), **xs = NULL;
+	size_t n = 0, cap = 0;
 
 	while (b) {
 		struct ms_model_block *nx = lower_bound(p->root, b->stream, b->size, b->addr + 1);
-		if (whole_segment(b))
+		if (b->xs) {
+			if (!ms_grow(&xs, &cap, n + 1, sizeof(*xs)))
+				xs[n++] = b; /* out of memory: that block stays mapped */
+		} else if (whole_segment(b)) {
 			release_block(m, p, b);
+		}
 		b = nx;
 	}
+	for (size_t i = 0; i < n; i++) {
+		b = xs[i];
+		if (unmap_block(m, p, b) && whole_segment(b)) {
+			unmapped_remove(p, b); /* release_expandable_segment: no trace entry */
+			blk_release(m, b);
+		}
+	}
+	ms_free(xs);
 }
 
 void ms_model_empty_cache(struct ms_model *m)
@@ -480,7 +780,7 @@ static int release_available(struct ms_model *m, struct pool *p, uint64_t stream
 		return 0;
 	key = size > msz ? size : msz;
 	b = lower_bound(p->root, stream, key, 0);
-	if (b && b->stream == stream && whole_segment(b)) {
+	if (b && b->stream == stream && releasable(b)) {
 		release_block(m, p, b);
 		return 1;
 	}
@@ -505,7 +805,7 @@ static int release_available(struct ms_model *m, struct pool *p, uint64_t stream
 		if (!prev || prev->stream != stream || prev->size < msz)
 			break;
 		b = prev;
-		if (whole_segment(prev)) {
+		if (releasable(prev)) {
 			released += prev->size;
 			b = lower_bound(p->root, prev->stream, prev->size, prev->addr + 1);
 			release_block(m, p, prev);
@@ -530,7 +830,7 @@ static void garbage_collect(struct ms_model *m)
 	target = m->reserved - threshold;
 	for (b = lower_bound(p->root, 0, 0, 0); b;
 	     b = lower_bound(p->root, b->stream, b->size, b->addr + 1))
-		if (whole_segment(b)) {
+		if (releasable(b)) {
 			total_age += p->gc_clock - b->gc_base;
 			count++;
 		}
@@ -542,7 +842,7 @@ static void garbage_collect(struct ms_model *m)
 			struct ms_model_block *nx =
 			        lower_bound(p->root, b->stream, b->size, b->addr + 1);
 			uint64_t age = p->gc_clock - b->gc_base;
-			if (whole_segment(b) && age >= threshold_age) {
+			if (releasable(b) && age >= threshold_age) {
 				freed = 1;
 				reclaimed += b->size;
 				total_age -= age;
@@ -558,7 +858,7 @@ static int should_split(const struct ms_model *m, const struct ms_model_block *b
 {
 	uint64_t remaining = b->size - size;
 
-	if (b->small)
+	if (b->small || m->c.ac.expandable_segments)
 		return remaining >= K_MIN_BLOCK;
 	return size < max_split(m) && remaining > K_SMALL_SIZE;
 }
@@ -583,6 +883,7 @@ static struct ms_model_block *alloc_found(struct ms_model *m, struct pool *p,
 		rest->stream = b->stream;
 		rest->seg = b->seg;
 		rest->small = b->small;
+		rest->xs = b->xs;
 		rest->prev = b;
 		rest->next = b->next;
 		if (b->next)
@@ -591,13 +892,15 @@ static struct ms_model_block *alloc_found(struct ms_model *m, struct pool *p,
 		b->size = size;
 		rest->gc_base = p->gc_clock;
 		pool_insert(p, rest);
-		if (already_split) {
+		if (b->xs) {
+			/* expandable segments are left out of inactive_split (§4) */
+		} else if (already_split) {
 			stat3(m->st.inactive_split_bytes, p->small, -(int64_t)size);
 		} else {
 			stat3(m->st.inactive_split_bytes, p->small, (int64_t)rest->size);
 			stat3(m->st.inactive_split, p->small, 1);
 		}
-	} else if (already_split) {
+	} else if (already_split && !b->xs) {
 		stat3(m->st.inactive_split_bytes, p->small, -(int64_t)b->size);
 		stat3(m->st.inactive_split, p->small, -1);
 	}
@@ -663,12 +966,12 @@ ms_status ms_model_malloc(struct ms_model *m, uint64_t n, uint64_t stream,
 	if (!b) {
 		if (gc_active(m))
 			garbage_collect(m);
-		b = alloc_block(m, p, stream, alloc_size, 0, &nomem);
+		b = alloc_block(m, p, stream, size, alloc_size, 0, &nomem);
 		if (!b && !nomem && release_available(m, p, stream, size))
-			b = alloc_block(m, p, stream, alloc_size, 0, &nomem);
+			b = alloc_block(m, p, stream, size, alloc_size, 0, &nomem);
 		if (!b && !nomem) {
 			ms_model_empty_cache(m);
-			b = alloc_block(m, p, stream, alloc_size, 1, &nomem);
+			b = alloc_block(m, p, stream, size, alloc_size, 1, &nomem);
 		}
 	}
 	if (nomem)
@@ -717,9 +1020,15 @@ static uint64_t try_merge(struct ms_model *m, struct pool *p, struct ms_model_bl
 {
 	uint64_t sz;
 
-	if (!n || n->allocated || n->pending || !n->in_pool)
+	if (!n || n->allocated || n->pending || n->mapped != b->mapped)
 		return 0;
-	pool_remove(p, n);
+	if (n->mapped) {
+		if (!n->in_pool)
+			return 0;
+		pool_remove(p, n);
+	} else {
+		unmapped_remove(p, n);
+	}
 	sz = n->size;
 	if (n == b->prev) {
 		b->addr = n->addr;
@@ -749,14 +1058,14 @@ ms_status ms_model_free_completed(struct ms_model *m, struct ms_model_block *b)
 	cand[1] = b->next;
 	for (int i = 0; i < 2; i++) {
 		sub = try_merge(m, p, b, cand[i]);
-		if (sub) {
+		if (sub && !b->xs) {
 			stat3(m->st.inactive_split, p->small, -1);
 			stat3(m->st.inactive_split_bytes, p->small, -(int64_t)sub);
 		}
 	}
 	b->gc_base = p->gc_clock;
 	pool_insert(p, b);
-	if (!whole_segment(b)) {
+	if (!whole_segment(b) && !b->xs) {
 		stat3(m->st.inactive_split, p->small, 1);
 		stat3(m->st.inactive_split_bytes, p->small, (int64_t)b->size);
 	}

@@ -76,10 +76,6 @@ static ms_status r_begin(void *ctx, const struct ms_meta *meta, const struct ms_
 			return s;
 		snprintf(r->alloc_conf, sizeof(r->alloc_conf), "%s", p->o->alloc_conf);
 	}
-	if (p->mc.ac.expandable_segments)
-		return ms__diag_set(
-		        p->diag, MS_ERR_UNSUPPORTED, -1, -1,
-		        "expandable_segments is not modelled yet (issue 3 in progress)");
 	if (!p->mc.ac.native_backend)
 		return ms__diag_set(p->diag, MS_ERR_UNSUPPORTED, -1, -1,
 		                    "backend:cudaMallocAsync is not modelled");

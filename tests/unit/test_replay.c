@@ -250,6 +250,49 @@ Test(model, max_split_size)
 	ms_model_free(m);
 }
 
+/* §4, observed on PyTorch 2.11: one stream, requests 3 MiB, 30 MiB, 1 MiB+1, 100 MiB+3. */
+Test(model, expandable_segments)
+{
+	struct segs s = {{0}, {0}, 0};
+	struct ms_model *m = model("expandable_segments:True", 0, &s);
+	struct ms_model_block *a, *b, *c, *d;
+	uint64_t base;
+
+	cr_assert_eq(ms_model_malloc(m, 3 * MiB, 0, &a, NULL), MS_OK);
+	base = ms_model_block_addr(a);
+	cr_assert_eq(s.n, 1);
+	cr_assert_eq(s.action[0], MS_ACT_SEGMENT_MAP);
+	cr_assert_eq(s.size[0], 20 * MiB);
+	cr_assert_eq(ms_model_malloc(m, 30 * MiB, 0, &b, NULL), MS_OK);
+	cr_assert_eq(s.n, 2);
+	cr_assert_eq(s.size[1], 20 * MiB);
+	cr_assert_eq(ms_model_block_addr(b), base + 3 * MiB);
+	cr_assert_eq(ms_model_malloc(m, MiB + 1, 0, &c, NULL), MS_OK);
+	cr_assert_eq(ms_model_block_addr(c), base + 33 * MiB);
+	cr_assert_eq(ms_model_malloc(m, 100 * MiB + 3, 0, &d, NULL), MS_OK);
+	cr_assert_eq(s.n, 3);
+	cr_assert_eq(s.size[2], 100 * MiB);
+	cr_assert_eq(ms_model_block_addr(d), base + 34 * MiB + 512); /* merged with the free tail */
+	cr_assert_eq(ms_model_stats(m)->reserved_bytes[0].current, 140 * MiB);
+	cr_assert_eq(ms_model_stats(m)->segment[0].current, 0); /* mappings are no segments */
+	/* the 30 MiB block spans [3, 33) MiB: no 20 MiB page lies inside it, nothing is unmapped */
+	ms_model_free_requested(m, b);
+	cr_assert_eq(ms_model_free_completed(m, b), MS_OK);
+	ms_model_empty_cache(m);
+	cr_assert_eq(s.n, 3);
+	/* everything freed: all of it is unmapped */
+	ms_model_free_requested(m, a);
+	cr_assert_eq(ms_model_free_completed(m, a), MS_OK);
+	ms_model_free_requested(m, c);
+	cr_assert_eq(ms_model_free_completed(m, c), MS_OK);
+	ms_model_free_requested(m, d);
+	cr_assert_eq(ms_model_free_completed(m, d), MS_OK);
+	ms_model_empty_cache(m);
+	cr_assert_eq(s.action[s.n - 1], MS_ACT_SEGMENT_UNMAP);
+	cr_assert_eq(ms_model_stats(m)->reserved_bytes[0].current, 0);
+	ms_model_free(m);
+}
+
 Test(model, oom_message_format)
 {
 	struct ms_replay_result r;
@@ -384,4 +427,8 @@ Test(replay, dynamic_seq)
 Test(replay, dynamic_empty_cache)
 {
 	check_trace("dynamic_empty_cache");
+}
+Test(replay, dynamic_expandable)
+{
+	check_trace("dynamic_expandable");
 }
