@@ -57,6 +57,11 @@ struct hint {
 	uint64_t size, addr;
 };
 
+/* An address range in use: a segment, or an expandable segment's reservation. */
+struct range {
+	uint64_t addr, size;
+};
+
 struct ms_model {
 	struct ms_model_conf c;
 	struct ms_model_stats st;
@@ -66,6 +71,8 @@ struct ms_model {
 	uint64_t next_addr; /* simulated address space: segments without a hint */
 	struct hint *hints;
 	size_t n_hints, hint_head, cap_hints;
+	struct range *ranges; /* sorted by address, never overlapping */
+	size_t n_ranges, cap_ranges;
 	struct ms_model_block *spare_blocks;
 	struct mseg *spare_segs; /* reused through a cast of the first word (see seg_free) */
 	void **slabs;
@@ -355,7 +362,7 @@ ms_status ms_model_new(const struct ms_model_conf *c, struct ms_model **out)
 		m->c.device_memory = UINT64_MAX;
 	m->small.small = 1;
 	m->rng = 2463534242u;
-	m->next_addr = 0x7f0000000000ull;
+	m->next_addr = 1ull << 56;
 	*out = m;
 	return MS_OK;
 }
@@ -368,7 +375,56 @@ void ms_model_free(struct ms_model *m)
 		ms_free(m->slabs[i]);
 	ms_free(m->slabs);
 	ms_free(m->hints);
+	ms_free(m->ranges);
 	ms_free(m);
+}
+
+/* Index of the first range ending after addr. */
+static size_t range_find(const struct ms_model *m, uint64_t addr)
+{
+	size_t lo = 0, hi = m->n_ranges;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (m->ranges[mid].addr + m->ranges[mid].size <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static int range_is_free(const struct ms_model *m, uint64_t addr, uint64_t size)
+{
+	size_t i = range_find(m, addr);
+
+	if (addr + size < addr)
+		return 0;
+	return i == m->n_ranges || m->ranges[i].addr >= addr + size;
+}
+
+static int range_add(struct ms_model *m, uint64_t addr, uint64_t size)
+{
+	size_t i = range_find(m, addr);
+
+	if (ms_grow(&m->ranges, &m->cap_ranges, m->n_ranges + 1, sizeof(*m->ranges)))
+		return -1;
+	memmove(m->ranges + i + 1, m->ranges + i, (m->n_ranges - i) * sizeof(*m->ranges));
+	m->ranges[i].addr = addr;
+	m->ranges[i].size = size;
+	m->n_ranges++;
+	return 0;
+}
+
+static void range_del(struct ms_model *m, uint64_t addr)
+{
+	size_t i = range_find(m, addr);
+
+	if (i < m->n_ranges && m->ranges[i].addr == addr) {
+		memmove(m->ranges + i, m->ranges + i + 1,
+		        (m->n_ranges - i - 1) * sizeof(*m->ranges));
+		m->n_ranges--;
+	}
 }
 
 void ms_model_set_device_memory(struct ms_model *m, uint64_t bytes)
@@ -386,13 +442,19 @@ void ms_model_hint_segment(struct ms_model *m, uint64_t size, uint64_t addr)
 	m->hints[m->n_hints++].addr = addr;
 }
 
-/* The address of a new segment: the next hint of this size, else fresh simulated space. */
+/*
+ * The address of a new segment: the next hint of this size if that range is free (a replay
+ * that diverged may be offered a range still in use), else fresh simulated space, kept far
+ * from any address a GPU hands out.
+ */
 static uint64_t segment_addr(struct ms_model *m, uint64_t size)
 {
 	while (m->hint_head < m->n_hints) {
 		struct hint h = m->hints[m->hint_head++];
-		if (h.size == size)
+		if (h.size == size && range_is_free(m, h.addr, size))
 			return h.addr;
+		if (h.size == size)
+			break;
 	}
 	m->next_addr += size + K_SMALL_BUF;
 	return m->next_addr - size - K_SMALL_BUF;
@@ -506,11 +568,16 @@ static struct ms_model_block *find_expandable(struct ms_model *m, struct pool *p
 		return NULL;
 	}
 	/* a new segment starts where the trace's next mapping does, if it recorded one */
-	if (m->hint_head < m->n_hints) {
+	if (m->hint_head < m->n_hints && range_is_free(m, m->hints[m->hint_head].addr, space)) {
 		xs->base = m->hints[m->hint_head].addr;
 	} else {
 		xs->base = m->next_addr;
 		m->next_addr += space + page;
+	}
+	if (range_add(m, xs->base, space)) {
+		blk_release(m, b);
+		*nomem = 1;
+		return NULL;
 	}
 	xs->size = space;
 	xs->page = page;
@@ -683,6 +750,11 @@ static struct ms_model_block *alloc_block(struct ms_model *m, struct pool *p, ui
 		return NULL;
 	}
 	s->addr = segment_addr(m, alloc_size);
+	if (range_add(m, s->addr, alloc_size)) {
+		blk_release(m, b);
+		*nomem = 1;
+		return NULL;
+	}
 	s->size = alloc_size;
 	s->stream = stream;
 	s->small = (uint8_t)p->small;
@@ -708,6 +780,7 @@ static void release_block(struct ms_model *m, struct pool *p, struct ms_model_bl
 	uint64_t addr = b->addr, size = b->size, stream = b->stream;
 
 	pool_remove(p, b);
+	range_del(m, addr);
 	m->reserved -= size;
 	stat3(m->st.segment, p->small, -1);
 	stat3(m->st.reserved_bytes, p->small, -(int64_t)size);
@@ -756,6 +829,7 @@ static void release_pool(struct ms_model *m, struct pool *p)
 		b = xs[i];
 		if (unmap_block(m, p, b) && whole_segment(b)) {
 			unmapped_remove(p, b); /* release_expandable_segment: no trace entry */
+			range_del(m, b->xs->base);
 			blk_release(m, b);
 		}
 	}
