@@ -91,4 +91,13 @@ const struct ms_model_stats *ms_model_stats(const struct ms_model *m);
 /* Free bytes in reserved segments and the largest free block, now. */
 void ms_model_free_space(const struct ms_model *m, uint64_t *free_bytes, uint64_t *largest);
 
+/*
+ * Check the model's invariants: blocks tile their segments, pools hold exactly the free mapped
+ * blocks, no two free neighbours are left unmerged, and the statistics equal the sums over the
+ * blocks. held: every block handed out and not yet free_completed (the model keeps no list of
+ * them). Returns 0, or -1 with the reason in why. For tests and fuzzing: O(blocks).
+ */
+int ms_model_check(const struct ms_model *m, struct ms_model_block *const *held, size_t n_held,
+                   char *why, size_t cap);
+
 #endif
