@@ -20,7 +20,8 @@ static const char *const usage[] = {
         NULL,
 };
 
-static void json_report(const char *path, const struct ms_replay_result *r)
+static void json_report(const char *path, const struct ms_replay_result *r,
+                        const struct ms_limit_range *lim)
 {
 	cJSON *o = cJSON_CreateObject(), *a;
 	char *s;
@@ -29,6 +30,13 @@ static void json_report(const char *path, const struct ms_replay_result *r)
 	cJSON_AddStringToObject(o, "backend", "sim");
 	cJSON_AddStringToObject(o, "alloc_conf", r->alloc_conf);
 	ms_json_u64(o, "limit_bytes", r->limit);
+	if (lim->inferred) {
+		cJSON *x = cJSON_AddObjectToObject(o, "limit_inferred");
+		ms_json_u64(x, "low_bytes", lim->lo);
+		ms_json_u64(x, "high_bytes", lim->hi);
+	} else {
+		cJSON_AddNullToObject(o, "limit_inferred");
+	}
 	if (r->device_memory == UINT64_MAX)
 		cJSON_AddNullToObject(o, "device_memory_bytes");
 	else
@@ -132,6 +140,7 @@ int cmd_replay(int argc, const char **argv)
 	int n, json = 0;
 	struct ms_opt opts[MS_REPLAY_OPTS_MAX];
 	struct ms_replay_result r;
+	struct ms_limit_range lim;
 	struct ms_diag d = MS_DIAG_INIT;
 	ms_status s;
 
@@ -140,7 +149,7 @@ int cmd_replay(int argc, const char **argv)
 	if (n != 1)
 		ms_usage_error(opts, usage, n ? "one trace at a time" : "no trace given");
 	ms_replay_cli_check(&c, opts, usage);
-	s = ms_replay_run(argv[0], &c.o, &r, &d);
+	s = ms_replay_cli_run(&c, argv[0], &r, &lim, &d);
 	if (s) {
 		ms_report(argv[0], s, &d);
 		ms_replay_result_release(&r);
@@ -148,7 +157,7 @@ int cmd_replay(int argc, const char **argv)
 	}
 	ms_report_warnings(argv[0], &d);
 	if (json)
-		json_report(argv[0], &r);
+		json_report(argv[0], &r, &lim);
 	else
 		text_report(argv[0], &r);
 	n = r.ended_by_oom ? MS_EXIT_OOM : MS_EXIT_OK;

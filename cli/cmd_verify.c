@@ -54,6 +54,7 @@ int cmd_verify(int argc, const char **argv)
 	int n, json = 0, same;
 	struct ms_opt opts[MS_REPLAY_OPTS_MAX];
 	struct ms_replay_result r;
+	struct ms_limit_range lim;
 	struct ms_diag d = MS_DIAG_INIT;
 	size_t i, k;
 	uint64_t rec_peak;
@@ -64,7 +65,7 @@ int cmd_verify(int argc, const char **argv)
 	if (n != 1)
 		ms_usage_error(opts, usage, n ? "one trace at a time" : "no trace given");
 	ms_replay_cli_check(&c, opts, usage);
-	s = ms_replay_run(argv[0], &c.o, &r, &d);
+	s = ms_replay_cli_run(&c, argv[0], &r, &lim, &d);
 	if (s) {
 		ms_report(argv[0], s, &d);
 		ms_replay_result_release(&r);

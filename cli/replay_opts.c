@@ -1,6 +1,10 @@
 /* Options shared by the replay commands. */
 #include "cli/replay_opts.h"
 
+#include "cli/out.h"
+#include "parse/trace.h"
+
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -46,4 +50,45 @@ void ms_replay_cli_check(struct ms_replay_cli *c, const struct ms_opt *opts,
 	if (c->device > 65535)
 		ms_usage_error(opts, usage, "--device must be below 65536");
 	c->o.device = (uint32_t)c->device;
+}
+
+ms_status ms_replay_cli_run(struct ms_replay_cli *c, const char *path, struct ms_replay_result *r,
+                            struct ms_limit_range *lim, struct ms_diag *d)
+{
+	struct ms_trace *t;
+	ms_status s;
+	char b1[32], b2[32], b3[32];
+
+	memset(lim, 0, sizeof(*lim));
+	s = ms_replay_run(path, &c->o, r, d);
+	if (s || !r->missed_ooms || c->o.limit || c->o.fraction > 0 || r->limit)
+		return s;
+	/* OOMs with room on the device: the job ran under a per-process limit */
+	if ((s = ms_trace_load(path, NULL, &t, NULL, d)))
+		return s;
+	s = ms_replay_infer_limit(t, &c->o, &lim->lo, &lim->hi, d);
+	if (s == MS_OK) {
+		lim->inferred = 1;
+		lim->used = lim->lo + (lim->hi - lim->lo) / 2;
+		c->o.limit = lim->used;
+		ms_replay_result_release(r);
+		s = ms_replay_trace(t, &c->o, r, d);
+		fprintf(stderr,
+		        "memsnap: note: %s recorded %llu OOM(s) while the device had room: the job "
+		        "ran "
+		        "under a per-process limit; inferred between %s and %s (%llu to %llu "
+		        "bytes), "
+		        "replayed with %s\n",
+		        path, (unsigned long long)r->recorded_ooms,
+		        ms_format_size(b1, sizeof(b1), lim->lo),
+		        ms_format_size(b2, sizeof(b2), lim->hi), (unsigned long long)lim->lo,
+		        (unsigned long long)lim->hi, ms_format_size(b3, sizeof(b3), lim->used));
+	} else if (s == MS_ERR_UNSUPPORTED) {
+		ms_warning("%s: the recorded OOMs are not reproduced by any limit: %s", path,
+		           d->msg);
+		d->msg[0] = 0;
+		s = MS_OK;
+	}
+	ms_trace_free(t);
+	return s;
 }

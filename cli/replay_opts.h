@@ -15,6 +15,18 @@ struct ms_replay_cli {
 
 /* Fill opts (MS_REPLAY_OPTS_MAX entries) with the shared options and --json into *json. */
 void ms_replay_cli_init(struct ms_replay_cli *c, struct ms_opt *opts, int *json);
+/*
+ * Replay path with c's options. When the trace recorded OOMs that the device had room for and
+ * no limit was given, the limit is inferred (a range; the replay uses its middle) and said on
+ * stderr; *inferred is set with the range. Returns the status of the replay.
+ */
+struct ms_limit_range {
+	int inferred;
+	uint64_t lo, hi, used;
+};
+ms_status ms_replay_cli_run(struct ms_replay_cli *c, const char *path, struct ms_replay_result *r,
+                            struct ms_limit_range *lim, struct ms_diag *d);
+
 /* Validate after parsing; usage errors exit 2. */
 void ms_replay_cli_check(struct ms_replay_cli *c, const struct ms_opt *opts,
                          const char *const *usage);

@@ -255,7 +255,8 @@ static ms_status r_end(void *ctx, uint64_t n)
 	return p->err;
 }
 
-ms_status ms_replay_run(const char *path, const struct ms_replay_opts *o,
+/* One replay from a file (path) or from a trace in memory (t). */
+static ms_status replay(const char *path, const struct ms_trace *t, const struct ms_replay_opts *o,
                         struct ms_replay_result *r, struct ms_diag *diag)
 {
 	struct rp p;
@@ -273,18 +274,99 @@ ms_status ms_replay_run(const char *path, const struct ms_replay_opts *o,
 	sink.begin = r_begin;
 	sink.event = r_event;
 	sink.end = r_end;
-	if (ms_symtab_init(&syms))
-		return MS_ERR_NOMEM;
-	s = ms_source_read(path, NULL, &syms, &sink, NULL, diag);
+	if (t) {
+		s = ms_trace_emit(t, &sink);
+	} else {
+		if (ms_symtab_init(&syms))
+			return MS_ERR_NOMEM;
+		s = ms_source_read(path, NULL, &syms, &sink, NULL, diag);
+		ms_symtab_release(&syms);
+	}
 	if (p.m) {
 		r->stats = *ms_model_stats(p.m);
 		r->device_memory = p.mc.device_memory;
 		r->limit = p.mc.limit;
 	}
+	if (s == MS_ERR_NOMEM && diag && !diag->msg[0])
+		ms__diag_set(diag, s, -1, -1, "out of memory");
 	ms_model_free(p.m);
 	ms_u64map_release(&p.live);
-	ms_symtab_release(&syms);
 	return s;
+}
+
+ms_status ms_replay_run(const char *path, const struct ms_replay_opts *o,
+                        struct ms_replay_result *r, struct ms_diag *diag)
+{
+	return replay(path, NULL, o, r, diag);
+}
+
+ms_status ms_replay_trace(const struct ms_trace *t, const struct ms_replay_opts *o,
+                          struct ms_replay_result *r, struct ms_diag *diag)
+{
+	return replay(NULL, t, o, r, diag);
+}
+
+/* 1: with this limit the replay runs out where the recorded run did not; 2: it misses an OOM
+ * the recorded run had; 0: it agrees; < 0: an error. */
+static int limit_outcome(const struct ms_trace *t, const struct ms_replay_opts *o, uint64_t limit,
+                         struct ms_diag *diag)
+{
+	struct ms_replay_opts q = *o;
+	struct ms_replay_result r;
+	ms_status s;
+	int out;
+
+	q.limit = limit;
+	q.fraction = 0;
+	s = replay(NULL, t, &q, &r, diag);
+	out = s ? -1 : r.ended_by_oom ? 1 : r.missed_ooms ? 2 : 0;
+	ms_replay_result_release(&r);
+	return out;
+}
+
+ms_status ms_replay_infer_limit(const struct ms_trace *t, const struct ms_replay_opts *o,
+                                uint64_t *lo, uint64_t *hi, struct ms_diag *diag)
+{
+	uint64_t a = 1, b = 1ull << 52, m;
+	int x;
+
+	/* the least limit that does not run out early (more memory never hurts: monotone) */
+	if (limit_outcome(t, o, b, diag) == 1)
+		return ms__diag_set(
+		        diag, MS_ERR_UNSUPPORTED, -1, -1,
+		        "no limit makes this trace replay: it runs out of memory anyway");
+	while (a < b) {
+		m = a + (b - a) / 2;
+		x = limit_outcome(t, o, m, diag);
+		if (x < 0)
+			return MS_ERR_NOMEM;
+		if (x == 1)
+			a = m + 1;
+		else
+			b = m;
+	}
+	*lo = a;
+	/* the greatest limit that still reproduces every recorded OOM */
+	x = limit_outcome(t, o, a, diag);
+	if (x != 0)
+		return ms__diag_set(
+		        diag, MS_ERR_UNSUPPORTED, -1, -1,
+		        "no limit reproduces the recorded OOMs (from %llu bytes up they are "
+		        "missed)",
+		        (unsigned long long)a);
+	b = 1ull << 52;
+	while (a < b) {
+		m = a + (b - a + 1) / 2;
+		x = limit_outcome(t, o, m, diag);
+		if (x < 0)
+			return MS_ERR_NOMEM;
+		if (x == 0)
+			a = m;
+		else
+			b = m - 1;
+	}
+	*hi = a;
+	return MS_OK;
 }
 
 void ms_replay_result_release(struct ms_replay_result *r)

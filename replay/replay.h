@@ -59,6 +59,19 @@ ms_status ms_replay_run(const char *path, const struct ms_replay_opts *o,
                         struct ms_replay_result *r, struct ms_diag *diag);
 void ms_replay_result_release(struct ms_replay_result *r);
 
+struct ms_trace;
+/* The same from a trace in memory (whatif and the limit search replay it many times). */
+ms_status ms_replay_trace(const struct ms_trace *t, const struct ms_replay_opts *o,
+                          struct ms_replay_result *r, struct ms_diag *diag);
+
+/*
+ * A trace that recorded OOMs the device had room for ran under a per-process limit: find the
+ * limits with which the replay reproduces every recorded OOM and no other, [*lo, *hi] (binary
+ * searches over replays). MS_ERR_UNSUPPORTED when no limit does.
+ */
+ms_status ms_replay_infer_limit(const struct ms_trace *t, const struct ms_replay_opts *o,
+                                uint64_t *lo, uint64_t *hi, struct ms_diag *diag);
+
 /* PyTorch's format_size: "2.93 GiB" (§3.5); buf >= 32 bytes. */
 const char *ms_format_size(char *buf, size_t cap, uint64_t n);
 /* PyTorch's OOM message, with the model's numbers. */

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "helpers.h"
+#include "parse/trace.h"
 #include "replay/replay.h"
 
 #define MiB (1024ull * 1024ull)
@@ -431,4 +432,23 @@ Test(replay, dynamic_empty_cache)
 Test(replay, dynamic_expandable)
 {
 	check_trace("dynamic_expandable");
+}
+
+/* A recorded OOM with room on the device: the limit it ran under is inferred, as a range. */
+Test(replay, infers_the_limit_of_dynamic_oom)
+{
+	const char *path = th_snapshot_path("dynamic_oom");
+	struct ms_trace *t;
+	struct ms_replay_opts o;
+	struct ms_diag d = MS_DIAG_INIT;
+	uint64_t lo, hi, truth_limit = 13061062656ull; /* dynamic_oom.truth.json: limit_bytes */
+
+	cr_assert(path);
+	cr_assert_eq(ms_trace_load(path, NULL, &t, NULL, &d), MS_OK);
+	memset(&o, 0, sizeof(o));
+	cr_assert_eq(ms_replay_infer_limit(t, &o, &lo, &hi, &d), MS_OK, "%s", d.msg);
+	cr_assert(lo <= truth_limit && truth_limit <= hi, "[%llu, %llu]", (unsigned long long)lo,
+	          (unsigned long long)hi);
+	cr_assert_lt(lo, hi);
+	ms_trace_free(t);
 }

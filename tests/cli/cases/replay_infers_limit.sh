@@ -1,0 +1,1 @@
+"$MEMSNAP" replay --json testdata/snapshots/dynamic_oom.pickle | grep -A3 -E "limit_(bytes|inferred)"
