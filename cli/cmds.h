@@ -14,6 +14,7 @@ int cmd_info(int argc, const char **argv);
 int cmd_replay(int argc, const char **argv);
 int cmd_stats(int argc, const char **argv);
 int cmd_verify(int argc, const char **argv);
+int cmd_whatif(int argc, const char **argv);
 int cmd_version(int argc, const char **argv);
 
 #endif

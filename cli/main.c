@@ -19,6 +19,7 @@ static const struct cmd commands[] = {
         {"replay", cmd_replay, "replay a trace against the caching-allocator model: OOMs, peaks"},
         {"verify", cmd_verify,
          "compare the model's segment events and peaks with the recorded ones"},
+        {"whatif", cmd_whatif, "replay under a matrix of allocator settings: which avoids the OOM"},
         {"version", cmd_version, "version and build options"},
         {"help", cmd_help, "help on a command"},
 };

@@ -174,7 +174,8 @@ static ms_status parse_roundup(struct ms_alloc_conf *c, struct toks *k, struct m
 
 ms_status ms_alloc_conf_parse(struct ms_alloc_conf *c, const char *s, struct ms_diag *d)
 {
-	static struct toks k; /* large: not on the stack (and callers are not concurrent) */
+	struct toks
+	        k; /* 16 KiB: fine on any thread's stack; no static state (whatif is threaded) */
 	struct ms_alloc_conf n = *c;
 
 	if (!s)

@@ -162,11 +162,9 @@ static struct mseg *seg_new(struct ms_model *m)
 
 /* ---- pools: free blocks ordered by (stream, size, address) (§2.1) -------------------- */
 
-/* by_addr: the unmapped sets, ordered by (stream, address) only; per thread (whatif runs models
- * in parallel) */
-static _Thread_local int by_addr;
-
-static int key_cmp(uint64_t s1, uint64_t z1, uint64_t a1, const struct ms_model_block *b)
+/* by_addr: the unmapped sets, ordered by (stream, address) only */
+static inline int key_cmp_m(int by_addr, uint64_t s1, uint64_t z1, uint64_t a1,
+                            const struct ms_model_block *b)
 {
 	if (s1 != b->stream)
 		return s1 < b->stream ? -1 : 1;
@@ -175,6 +173,11 @@ static int key_cmp(uint64_t s1, uint64_t z1, uint64_t a1, const struct ms_model_
 	if (a1 != b->addr)
 		return a1 < b->addr ? -1 : 1;
 	return 0;
+}
+
+static inline int key_cmp(uint64_t s1, uint64_t z1, uint64_t a1, const struct ms_model_block *b)
+{
+	return key_cmp_m(0, s1, z1, a1, b);
 }
 
 static struct ms_model_block *rot_right(struct ms_model_block *t)
@@ -193,16 +196,17 @@ static struct ms_model_block *rot_left(struct ms_model_block *t)
 	return r;
 }
 
-static struct ms_model_block *treap_insert(struct ms_model_block *t, struct ms_model_block *b)
+static struct ms_model_block *treap_insert(struct ms_model_block *t, struct ms_model_block *b,
+                                           int by_addr)
 {
 	if (!t)
 		return b;
-	if (key_cmp(b->stream, b->size, b->addr, t) < 0) {
-		t->l = treap_insert(t->l, b);
+	if (key_cmp_m(by_addr, b->stream, b->size, b->addr, t) < 0) {
+		t->l = treap_insert(t->l, b, by_addr);
 		if (t->l->prio > t->prio)
 			t = rot_right(t);
 	} else {
-		t->r = treap_insert(t->r, b);
+		t->r = treap_insert(t->r, b, by_addr);
 		if (t->r->prio > t->prio)
 			t = rot_left(t);
 	}
@@ -223,30 +227,31 @@ static struct ms_model_block *treap_merge(struct ms_model_block *a, struct ms_mo
 	return b;
 }
 
-static struct ms_model_block *treap_erase(struct ms_model_block *t, struct ms_model_block *b)
+static struct ms_model_block *treap_erase(struct ms_model_block *t, struct ms_model_block *b,
+                                          int by_addr)
 {
 	int c;
 
 	if (!t)
 		MS_BUG("block 0x%llx not in its pool", (unsigned long long)b->addr);
-	c = key_cmp(b->stream, b->size, b->addr, t);
+	c = key_cmp_m(by_addr, b->stream, b->size, b->addr, t);
 	if (c == 0)
 		return treap_merge(t->l, t->r);
 	if (c < 0)
-		t->l = treap_erase(t->l, b);
+		t->l = treap_erase(t->l, b, by_addr);
 	else
-		t->r = treap_erase(t->r, b);
+		t->r = treap_erase(t->r, b, by_addr);
 	return t;
 }
 
 /* The first block >= (stream, size, addr). */
-static struct ms_model_block *lower_bound(struct ms_model_block *t, uint64_t stream, uint64_t size,
-                                          uint64_t addr)
+static inline struct ms_model_block *lower_bound_m(int by_addr, struct ms_model_block *t,
+                                                   uint64_t stream, uint64_t size, uint64_t addr)
 {
 	struct ms_model_block *best = NULL;
 
 	while (t) {
-		if (key_cmp(stream, size, addr, t) <= 0) {
+		if (key_cmp_m(by_addr, stream, size, addr, t) <= 0) {
 			best = t;
 			t = t->l;
 		} else {
@@ -256,48 +261,44 @@ static struct ms_model_block *lower_bound(struct ms_model_block *t, uint64_t str
 	return best;
 }
 
+static struct ms_model_block *lower_bound(struct ms_model_block *t, uint64_t stream, uint64_t size,
+                                          uint64_t addr)
+{
+	return lower_bound_m(0, t, stream, size, addr);
+}
+
 static void pool_insert(struct pool *p, struct ms_model_block *b)
 {
 	b->l = b->r = NULL;
 	b->in_pool = 1;
-	p->root = treap_insert(p->root, b);
+	p->root = treap_insert(p->root, b, 0);
 }
 
 static void pool_remove(struct pool *p, struct ms_model_block *b)
 {
-	p->root = treap_erase(p->root, b);
+	p->root = treap_erase(p->root, b, 0);
 	b->l = b->r = NULL;
 	b->in_pool = 0;
 }
 
 /*
- * The unmapped sets use the same treap code with the size left out of the key. by_addr is set
- * only for the duration of one call.
+ * The unmapped sets use the same treap code with the size left out of the key.
  */
 static void unmapped_insert(struct pool *p, struct ms_model_block *b)
 {
 	b->l = b->r = NULL;
-	by_addr = 1;
-	p->unmapped = treap_insert(p->unmapped, b);
-	by_addr = 0;
+	p->unmapped = treap_insert(p->unmapped, b, 1);
 }
 
 static void unmapped_remove(struct pool *p, struct ms_model_block *b)
 {
-	by_addr = 1;
-	p->unmapped = treap_erase(p->unmapped, b);
-	by_addr = 0;
+	p->unmapped = treap_erase(p->unmapped, b, 1);
 	b->l = b->r = NULL;
 }
 
 static struct ms_model_block *unmapped_lower_bound(struct pool *p, uint64_t stream, uint64_t addr)
 {
-	struct ms_model_block *b;
-
-	by_addr = 1;
-	b = lower_bound(p->unmapped, stream, 0, addr);
-	by_addr = 0;
-	return b;
+	return lower_bound_m(1, p->unmapped, stream, 0, addr);
 }
 
 static struct pool *pool_of(struct ms_model *m, int small)

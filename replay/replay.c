@@ -25,6 +25,7 @@ struct rp {
 	size_t pend_frees;
 	uint64_t pend_index;
 	size_t model_frees_unmatched;
+	int64_t peak_seen;
 	ms_status err;
 };
 
@@ -136,6 +137,20 @@ static void record_oom(struct rp *p, const struct ms_model_oom *o, int recorded)
 	p->r->first_oom.stats = *ms_model_stats(p->m);
 }
 
+static void note_peak(struct rp *p)
+{
+	/* the most that was allocated while reserved memory stood at its peak */
+	const struct ms_model_stats *st = ms_model_stats(p->m);
+	uint64_t alloc = (uint64_t)st->allocated_bytes[0].current;
+	if (st->reserved_bytes[0].peak > p->peak_seen) {
+		p->peak_seen = st->reserved_bytes[0].peak;
+		p->r->allocated_at_peak_reserved = alloc;
+	} else if (st->reserved_bytes[0].current == st->reserved_bytes[0].peak &&
+	           alloc > p->r->allocated_at_peak_reserved) {
+		p->r->allocated_at_peak_reserved = alloc;
+	}
+}
+
 static ms_status do_malloc(struct rp *p, const struct ms_event *e, int recorded_oom)
 {
 	struct ms_model_block *b;
@@ -169,6 +184,7 @@ static ms_status do_malloc(struct rp *p, const struct ms_event *e, int recorded_
 		} else {
 			/* the program got nothing here: give the block straight back */
 			p->r->missed_ooms++;
+			note_peak(p);
 			ms_model_free_requested(p->m, b);
 			MS_TRY(ms_model_free_completed(p->m, b));
 		}
@@ -182,6 +198,7 @@ static ms_status do_malloc(struct rp *p, const struct ms_event *e, int recorded_
 	}
 	if (ms_u64map_put(&p->live, e->addr, (uint64_t)(uintptr_t)b))
 		return MS_ERR_NOMEM;
+	note_peak(p);
 	return MS_OK;
 }
 

@@ -47,6 +47,9 @@ struct ms_replay_result {
 	uint64_t recorded_ooms, reproduced_ooms;
 	uint64_t missed_ooms; /* recorded OOMs the model satisfied */
 	uint64_t unmatched_frees, empty_cache_calls;
+	/* the most allocated while reserved bytes stood at their peak: peak reserved minus this is
+	 * the waste at the peak (memory reserved that was never in use at once) */
+	uint64_t allocated_at_peak_reserved;
 };
 
 /*

@@ -1,0 +1,1 @@
+"$MEMSNAP" whatif --limit 13061062656 testdata/snapshots/dynamic_oom.pickle
