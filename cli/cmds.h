@@ -8,6 +8,7 @@
 #ifndef MEMSNAP_CLI_CMDS_H
 #define MEMSNAP_CLI_CMDS_H
 
+int cmd_check(int argc, const char **argv);
 int cmd_convert(int argc, const char **argv);
 int cmd_help(int argc, const char **argv);
 int cmd_info(int argc, const char **argv);

@@ -1,0 +1,174 @@
+/* memsnap check TRACE --max-...: a CI gate on peaks and fragmentation, from a replay. */
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cmds.h"
+#include "cli/opts.h"
+#include "cli/out.h"
+#include "cli/replay_opts.h"
+#include "replay/replay.h"
+
+static const char *const usage[] = {
+        "memsnap check [--max-peak-reserved N] [--max-peak-allocated N] [--max-fragmentation R]",
+        "              [--baseline OTHER --max-growth P%] [replay options] [--json] <trace>",
+        "",
+        "A CI gate: replay the trace (with its recorded settings unless --alloc-conf) and compare",
+        "the peaks with budgets. Exit 0 when every budget holds, 5 with one line per budget",
+        "exceeded, 1 on error. Fragmentation is the waste at the peak over the peak of reserved",
+        "memory (0 to 1): the share of the reservation that was never in use at once. A replay",
+        "that runs out of memory where the recorded run did not also fails the gate.",
+        NULL,
+};
+
+struct figures {
+	uint64_t reserved, allocated;
+	double frag;
+	int oom;
+	uint64_t oom_index;
+};
+
+static ms_status figures_of(struct ms_replay_cli *c, const char *path, struct figures *f)
+{
+	struct ms_replay_result r;
+	struct ms_limit_range lim;
+	struct ms_diag d = MS_DIAG_INIT;
+	ms_status s = ms_replay_cli_run(c, path, &r, &lim, &d);
+
+	if (s) {
+		ms_report(path, s, &d);
+		ms_replay_result_release(&r);
+		return s;
+	}
+	ms_report_warnings(path, &d);
+	f->reserved = (uint64_t)r.stats.reserved_bytes[0].peak;
+	f->allocated = (uint64_t)r.stats.allocated_bytes[0].peak;
+	f->frag = f->reserved ? (double)(f->reserved - r.allocated_at_peak_reserved) /
+	                                (double)f->reserved
+	                      : 0.0;
+	f->oom = r.ended_by_oom;
+	f->oom_index = r.first_oom.index;
+	ms_replay_result_release(&r);
+	return MS_OK;
+}
+
+int cmd_check(int argc, const char **argv)
+{
+	struct ms_replay_cli c;
+	struct ms_opt opts[MS_REPLAY_OPTS_MAX + 6];
+	int n, json = 0, failed = 0;
+	uint64_t max_res = 0, max_alloc = 0;
+	const char *max_frag = NULL, *baseline = NULL, *growth = NULL;
+	double frag_budget = -1, growth_budget = -1;
+	struct figures f, b;
+	cJSON *out = NULL, *fails = NULL;
+	char b1[32], b2[32];
+	size_t k;
+
+	ms_replay_cli_init(&c, opts, &json);
+	for (k = 0; opts[k].type != MS_OPT_T_END; k++)
+		;
+	opts[k++] = (struct ms_opt)MS_OPT_SIZE(0, "max-peak-reserved", &max_res, "N",
+	                                       "budget for peak reserved bytes");
+	opts[k++] = (struct ms_opt)MS_OPT_SIZE(0, "max-peak-allocated", &max_alloc, "N",
+	                                       "budget for peak allocated bytes");
+	opts[k++] = (struct ms_opt)MS_OPT_STRING(0, "max-fragmentation", &max_frag, "R",
+	                                         "budget for fragmentation (0 to 1)");
+	opts[k++] = (struct ms_opt)MS_OPT_STRING(0, "baseline", &baseline, "OTHER",
+	                                         "trace to compare with");
+	opts[k++] = (struct ms_opt)MS_OPT_STRING(0, "max-growth", &growth, "P%",
+	                                         "allowed growth of the peaks over the baseline");
+	opts[k] = (struct ms_opt)MS_OPT_END();
+	n = ms_parse_options(argc, argv, opts, usage);
+	if (n != 1)
+		ms_usage_error(opts, usage, n ? "one trace at a time" : "no trace given");
+	ms_replay_cli_check(&c, opts, usage);
+	if (max_frag) {
+		char *end;
+		frag_budget = strtod(max_frag, &end);
+		if (*end || frag_budget < 0 || frag_budget > 1)
+			ms_usage_error(opts, usage, "--max-fragmentation must be between 0 and 1");
+	}
+	if (!!baseline != !!growth)
+		ms_usage_error(opts, usage, "--baseline and --max-growth go together");
+	if (growth) {
+		char *end;
+		growth_budget = strtod(growth, &end);
+		if ((*end && strcmp(end, "%") != 0) || growth_budget < 0)
+			ms_usage_error(opts, usage, "--max-growth takes a percentage, e.g. 5%%");
+	}
+	if (!max_res && !max_alloc && !max_frag && !baseline)
+		ms_usage_error(opts, usage, "no budget given");
+	{
+		struct ms_replay_cli keep = c;
+		if (figures_of(&c, argv[0], &f))
+			return MS_EXIT_ERROR;
+		c = keep; /* an inferred limit belongs to one trace */
+		if (baseline && figures_of(&c, baseline, &b))
+			return MS_EXIT_ERROR;
+	}
+	if (json) {
+		out = cJSON_CreateObject();
+		cJSON_AddStringToObject(out, "trace", argv[0]);
+		ms_json_u64(out, "peak_reserved_bytes", f.reserved);
+		ms_json_u64(out, "peak_allocated_bytes", f.allocated);
+		cJSON_AddNumberToObject(out, "fragmentation", f.frag);
+		fails = cJSON_AddArrayToObject(out, "exceeded");
+	}
+#define FAIL(...)                                                               \
+	do {                                                                    \
+		char line_[256];                                                \
+		snprintf(line_, sizeof(line_), __VA_ARGS__);                    \
+		failed++;                                                       \
+		if (json)                                                       \
+			cJSON_AddItemToArray(fails, cJSON_CreateString(line_)); \
+		else                                                            \
+			printf("%s: %s\n", argv[0], line_);                     \
+	} while (0)
+	if (f.oom)
+		FAIL("the replay runs out of memory at event %llu",
+		     (unsigned long long)f.oom_index);
+	if (max_res && f.reserved > max_res)
+		FAIL("peak reserved %s exceeds the budget of %s",
+		     ms_format_size(b1, sizeof(b1), f.reserved),
+		     ms_format_size(b2, sizeof(b2), max_res));
+	if (max_alloc && f.allocated > max_alloc)
+		FAIL("peak allocated %s exceeds the budget of %s",
+		     ms_format_size(b1, sizeof(b1), f.allocated),
+		     ms_format_size(b2, sizeof(b2), max_alloc));
+	if (frag_budget >= 0 && f.frag > frag_budget)
+		FAIL("fragmentation %.3f exceeds the budget of %.3f", f.frag, frag_budget);
+	if (baseline) {
+		double gr = b.reserved ? 100.0 * ((double)f.reserved - (double)b.reserved) /
+		                                 (double)b.reserved
+		                       : 0;
+		double ga = b.allocated ? 100.0 * ((double)f.allocated - (double)b.allocated) /
+		                                  (double)b.allocated
+		                        : 0;
+		if (gr > growth_budget)
+			FAIL("peak reserved grew %.1f%% over %s (%s to %s), more than %.1f%%", gr,
+			     baseline, ms_format_size(b1, sizeof(b1), b.reserved),
+			     ms_format_size(b2, sizeof(b2), f.reserved), growth_budget);
+		if (ga > growth_budget)
+			FAIL("peak allocated grew %.1f%% over %s (%s to %s), more than %.1f%%", ga,
+			     baseline, ms_format_size(b1, sizeof(b1), b.allocated),
+			     ms_format_size(b2, sizeof(b2), f.allocated), growth_budget);
+	}
+#undef FAIL
+	if (json) {
+		char *s;
+		cJSON_AddBoolToObject(out, "passed", !failed);
+		s = cJSON_Print(out);
+		if (s)
+			puts(s);
+		cJSON_free(s);
+		cJSON_Delete(out);
+	} else if (!failed) {
+		printf("%s: within budget: peak reserved %s, peak allocated %s, fragmentation "
+		       "%.3f\n",
+		       argv[0], ms_format_size(b1, sizeof(b1), f.reserved),
+		       ms_format_size(b2, sizeof(b2), f.allocated), f.frag);
+	}
+	return failed ? MS_EXIT_BUDGET : MS_EXIT_OK;
+}

@@ -1,0 +1,1 @@
+"$MEMSNAP" check testdata/snapshots/gpt_train.pickle.zst
