@@ -10,6 +10,7 @@
 #include "cli/cmds.h"
 #include "cli/opts.h"
 #include "cli/out.h"
+#include "cli/sites.h"
 #include "common/alloc.h"
 #include "parse/trace.h"
 #include "replay/trace_stats.h"
@@ -118,70 +119,6 @@ static void *worker(void *arg)
 	return NULL;
 }
 
-/* The frame to show for a stack: the first one outside torch's own files, else the innermost. */
-static void site_label(const struct ms_symtab *y, uint32_t stack, char *buf, size_t cap)
-{
-	size_t n, pick = 0;
-	const uint32_t *fr;
-
-	if (!stack) {
-		snprintf(buf, cap, "(no stack recorded)");
-		return;
-	}
-	fr = ms_symtab_get_stack(y, stack, &n);
-	for (size_t i = 0; i < n; i++) {
-		const char *file = ms_symtab_get_str(y, y->frames[fr[i]].file)->s;
-		if (!strstr(file, "/torch/") && !strstr(file, "<frozen")) {
-			pick = i;
-			break;
-		}
-	}
-	snprintf(buf, cap, "%s (%s:%u)", ms_symtab_get_str(y, y->frames[fr[pick]].name)->s,
-	         ms_symtab_get_str(y, y->frames[fr[pick]].file)->s, y->frames[fr[pick]].line);
-}
-
-/* Sites at the peak grouped by the frame shown for them, largest first; caller frees. */
-struct site_row {
-	char label[512];
-	uint64_t bytes, count;
-	uint32_t stacks;
-};
-
-static int row_desc(const void *x, const void *y)
-{
-	const struct site_row *a = x, *b = y;
-
-	if (a->bytes != b->bytes)
-		return a->bytes < b->bytes ? 1 : -1;
-	return strcmp(a->label, b->label);
-}
-
-static struct site_row *group_sites(const struct job *j, size_t *n)
-{
-	const struct ms_trace_stats *r = j->r;
-	struct site_row *rows = ms_calloc(r->n_sites ? r->n_sites : 1, sizeof(*rows));
-	size_t k = 0;
-
-	if (!rows)
-		ms_die(MS_EXIT_ERROR, "out of memory");
-	for (size_t i = 0; i < r->n_sites; i++) {
-		char label[512];
-		size_t q;
-		site_label(&j->syms, r->sites[i].stack, label, sizeof(label));
-		for (q = 0; q < k; q++)
-			if (strcmp(rows[q].label, label) == 0)
-				break;
-		if (q == k)
-			memcpy(rows[k++].label, label, sizeof(label));
-		rows[q].bytes += r->sites[i].bytes;
-		rows[q].count += r->sites[i].count;
-		rows[q].stacks++;
-	}
-	qsort(rows, k, sizeof(*rows), row_desc);
-	*n = k;
-	return rows;
-}
-
 static cJSON *alloc_json(const struct job *j, const struct ms_stats_alloc *a)
 {
 	cJSON *o = cJSON_CreateObject();
@@ -195,7 +132,7 @@ static cJSON *alloc_json(const struct job *j, const struct ms_stats_alloc *a)
 	cJSON_AddNumberToObject(o, "device", a->device);
 	ms_json_i64(o, "time_ns", a->t_ns);
 	if (a->stack) {
-		site_label(&j->syms, a->stack, buf, sizeof(buf));
+		ms_site_label(&j->syms, a->stack, buf, sizeof(buf));
 		cJSON_AddStringToObject(o, "site", buf);
 	} else {
 		cJSON_AddNullToObject(o, "site");
@@ -235,7 +172,7 @@ static cJSON *job_json(const struct job *j)
 	a = cJSON_AddArrayToObject(o, "top_sites_at_peak");
 	for (size_t i = 0; i < r->n_sites; i++) {
 		cJSON *s = cJSON_CreateObject();
-		site_label(&j->syms, r->sites[i].stack, buf, sizeof(buf));
+		ms_site_label(&j->syms, r->sites[i].stack, buf, sizeof(buf));
 		cJSON_AddStringToObject(s, "site", buf);
 		cJSON_AddNumberToObject(s, "stack_id", r->sites[i].stack);
 		ms_json_u64(s, "bytes", (uint64_t)(r->sites[i].bytes));
@@ -274,7 +211,7 @@ static void print_alloc(const struct job *j, const struct ms_stats_alloc *a)
 {
 	char b1[32], site[512];
 
-	site_label(&j->syms, a->stack, site, sizeof(site));
+	ms_site_label(&j->syms, a->stack, site, sizeof(site));
 	printf("    %12s  event %-9llu %s\n", ms_fmt_bytes(b1, sizeof(b1), a->size),
 	       (unsigned long long)a->index, site);
 }
@@ -310,7 +247,7 @@ static void print_one(const struct job *j)
 	printf("  top sites at the peak (bytes live, allocations):\n");
 	{
 		size_t nrows;
-		struct site_row *rows = group_sites(j, &nrows);
+		struct ms_site_row *rows = ms_group_sites(&j->syms, j->r, &nrows);
 		for (size_t i = 0; i < nrows && i < j->top; i++)
 			printf("    %12s %7llu  %s\n", ms_fmt_bytes(b1, sizeof(b1), rows[i].bytes),
 			       (unsigned long long)rows[i].count, rows[i].label);

@@ -10,6 +10,7 @@
 
 int cmd_check(int argc, const char **argv);
 int cmd_convert(int argc, const char **argv);
+int cmd_diff(int argc, const char **argv);
 int cmd_help(int argc, const char **argv);
 int cmd_info(int argc, const char **argv);
 int cmd_replay(int argc, const char **argv);

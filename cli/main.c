@@ -21,6 +21,7 @@ static const struct cmd commands[] = {
          "compare the model's segment events and peaks with the recorded ones"},
         {"whatif", cmd_whatif, "replay under a matrix of allocator settings: which avoids the OOM"},
         {"check", cmd_check, "a CI gate: peaks and fragmentation against budgets (exit 5)"},
+        {"diff", cmd_diff, "what changed between two runs: peaks, sites, annotations"},
         {"version", cmd_version, "version and build options"},
         {"help", cmd_help, "help on a command"},
 };

@@ -34,6 +34,9 @@ struct ms_stats_builder {
 	/* open annotations, innermost last */
 	uint32_t *ann;
 	size_t n_ann, cap_ann;
+	/* name id -> index + 1 in r.anns */
+	uint32_t *ann_slot;
+	size_t cap_ann_slot, cap_anns;
 	uint64_t index;
 };
 
@@ -68,6 +71,8 @@ void ms_stats_builder_free(struct ms_stats_builder *b)
 	ms_free(b->dirty);
 	ms_free(b->dirty_list);
 	ms_free(b->ann);
+	ms_free(b->ann_slot);
+	ms_free(b->r.anns);
 	ms_free(b->r.live_top);
 	ms_free(b->r.largest);
 	ms_free(b->r.sites);
@@ -196,6 +201,13 @@ static ms_status s_event(void *ctx, const struct ms_event *e)
 			return MS_ERR_NOMEM;
 		top_insert(b->r.largest, &b->r.n_largest, b->top_n, &sl->a);
 		b->cur_total += e->size;
+		if (b->n_ann) {
+			struct ms_stats_ann *an = &b->r.anns[b->ann_slot[b->ann[b->n_ann - 1]] - 1];
+			an->allocs++;
+			an->alloc_bytes += e->size;
+			if (b->cur_total > an->peak_requested)
+				an->peak_requested = b->cur_total;
+		}
 		b->cur_dev[e->device] += e->size;
 		if ((s = stack_add(b, e->stack, (int64_t)e->size, 1)))
 			return s;
@@ -247,6 +259,22 @@ static ms_status s_ann(void *ctx, const struct ms_annotation *a)
 		if (ms_grow(&b->ann, &b->cap_ann, b->n_ann + 1, sizeof(uint32_t)))
 			return MS_ERR_NOMEM;
 		b->ann[b->n_ann++] = a->name;
+		if (grow_zero(&b->ann_slot, &b->cap_ann_slot, (size_t)a->name + 1,
+		              sizeof(uint32_t)))
+			return MS_ERR_NOMEM;
+		if (!b->ann_slot[a->name]) {
+			if (ms_grow(&b->r.anns, &b->cap_anns, b->r.n_anns + 1, sizeof(*b->r.anns)))
+				return MS_ERR_NOMEM;
+			memset(&b->r.anns[b->r.n_anns], 0, sizeof(*b->r.anns));
+			b->r.anns[b->r.n_anns].name = a->name;
+			b->ann_slot[a->name] = (uint32_t)++b->r.n_anns;
+		}
+		{
+			/* what is live when it opens counts for its peak too */
+			struct ms_stats_ann *an = &b->r.anns[b->ann_slot[a->name] - 1];
+			if (b->cur_total > an->peak_requested)
+				an->peak_requested = b->cur_total;
+		}
 	} else if (a->stage == MS_ANN_END) {
 		for (size_t i = b->n_ann; i-- > 0;)
 			if (b->ann[i] == a->name) {

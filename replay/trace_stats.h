@@ -22,6 +22,13 @@ struct ms_stats_site {
 	uint64_t bytes, count;
 };
 
+/* Per annotation name: what happened while it was the innermost open annotation. */
+struct ms_stats_ann {
+	uint32_t name;           /* string id */
+	uint64_t peak_requested; /* requested bytes live (all devices) at their highest inside it */
+	uint64_t allocs, alloc_bytes;
+};
+
 struct ms_stats_device {
 	uint64_t peak_requested, peak_index;
 };
@@ -41,7 +48,9 @@ struct ms_trace_stats {
 	size_t n_live_top, n_largest;
 	struct ms_stats_site *sites; /* every stack live at the peak, by bytes, largest first */
 	size_t n_sites;
-	uint64_t unmatched_frees; /* frees of addresses never allocated in the trace */
+	uint64_t unmatched_frees;  /* frees of addresses never allocated in the trace */
+	struct ms_stats_ann *anns; /* by name, in order of first appearance */
+	size_t n_anns;
 	/* end state (segments) */
 	int has_segments;
 	uint64_t n_segments, reserved, allocated, active, requested, internal, external_free,

@@ -11,6 +11,7 @@
 #include "helpers.h"
 #include "parse/trace.h"
 #include "replay/replay.h"
+#include "replay/trace_stats.h"
 
 #define MiB (1024ull * 1024ull)
 
@@ -451,4 +452,39 @@ Test(replay, infers_the_limit_of_dynamic_oom)
 	          (unsigned long long)hi);
 	cr_assert_lt(lo, hi);
 	ms_trace_free(t);
+}
+
+/* Annotation peaks (diff): requested bytes at their highest while each one is innermost. */
+Test(stats, annotation_peaks)
+{
+	struct ms_stats_builder *b;
+	struct ms_sink k;
+	const struct ms_trace_stats *r;
+	struct ms_event e;
+	struct ms_annotation a;
+
+	cr_assert_eq(ms_stats_builder_new(5, &b), MS_OK);
+	ms_stats_builder_sink(b, &k);
+	memset(&e, 0, sizeof(e));
+	memset(&a, 0, sizeof(a));
+	e.action = MS_ACT_ALLOC, e.addr = 0x1000, e.size = 100;
+	cr_assert_eq(k.event(k.ctx, &e), MS_OK);
+	a.stage = MS_ANN_START, a.name = 7;
+	cr_assert_eq(k.annotation(k.ctx, &a), MS_OK);
+	e.addr = 0x2000, e.size = 50;
+	cr_assert_eq(k.event(k.ctx, &e), MS_OK);
+	e.action = MS_ACT_FREE_COMPLETED, e.addr = 0x1000, e.size = 100;
+	cr_assert_eq(k.event(k.ctx, &e), MS_OK);
+	a.stage = MS_ANN_END;
+	cr_assert_eq(k.annotation(k.ctx, &a), MS_OK);
+	e.action = MS_ACT_ALLOC, e.addr = 0x3000, e.size = 500;
+	cr_assert_eq(k.event(k.ctx, &e), MS_OK);
+	r = ms_stats_builder_result(b);
+	cr_assert_eq(r->n_anns, 1);
+	cr_assert_eq(r->anns[0].name, 7);
+	cr_assert_eq(r->anns[0].peak_requested, 150);
+	cr_assert_eq(r->anns[0].allocs, 1);
+	cr_assert_eq(r->anns[0].alloc_bytes, 50);
+	cr_assert_eq(r->peak_requested, 550);
+	ms_stats_builder_free(b);
 }

@@ -1,0 +1,234 @@
+/* memsnap diff A B: what changed between two runs: peaks, sites and annotations. */
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cmds.h"
+#include "cli/opts.h"
+#include "cli/out.h"
+#include "cli/replay_opts.h"
+#include "cli/sites.h"
+#include "common/alloc.h"
+#include "parse/trace.h"
+#include "replay/trace_stats.h"
+
+static const char *const usage[] = {
+        "memsnap diff [--top N] [--json] [replay options] <a> <b>",
+        "",
+        "What changed from run A to run B: the peaks of the allocator replay (reserved,",
+        "allocated, requested, segments, retries), the bytes live at each run's peak by",
+        "allocation site, and the peak requested bytes inside each annotation (PyTorch's",
+        "record_function scopes, phases and steps). Sites and annotations are matched by name.",
+        NULL,
+};
+
+struct side {
+	const char *path;
+	struct ms_replay_result r;
+	struct ms_symtab syms;
+	struct ms_stats_builder *b;
+	const struct ms_trace_stats *st;
+	struct ms_site_row *rows;
+	size_t n_rows;
+};
+
+static int load(struct ms_replay_cli *c, struct side *s)
+{
+	struct ms_limit_range lim;
+	struct ms_diag d = MS_DIAG_INIT;
+	struct ms_sink sink;
+	struct ms_replay_cli keep = *c;
+	ms_status st = ms_replay_cli_run(c, s->path, &s->r, &lim, &d);
+
+	*c = keep;
+	if (!st && !(st = ms_symtab_init(&s->syms)) && !(st = ms_stats_builder_new(10, &s->b))) {
+		ms_stats_builder_sink(s->b, &sink);
+		st = ms_source_read(s->path, NULL, &s->syms, &sink, NULL, &d);
+	}
+	if (st) {
+		ms_report(s->path, st, &d);
+		return -1;
+	}
+	s->st = ms_stats_builder_result(s->b);
+	s->rows = ms_group_sites(&s->syms, s->st, &s->n_rows);
+	return 0;
+}
+
+static void release(struct side *s)
+{
+	ms_replay_result_release(&s->r);
+	ms_stats_builder_free(s->b);
+	ms_symtab_release(&s->syms);
+	ms_free(s->rows);
+}
+
+static const char *signed_size(char *buf, size_t cap, int64_t d)
+{
+	char t[24];
+
+	ms_format_size(t, sizeof(t), (uint64_t)(d < 0 ? -d : d));
+	snprintf(buf, cap, "%s%s", d < 0 ? "-" : d > 0 ? "+" : "", t);
+	return buf;
+}
+
+struct row {
+	char name[512];
+	uint64_t a, b;
+};
+
+static int row_cmp(const void *x, const void *y)
+{
+	const struct row *p = x, *q = y;
+	int64_t dp = (int64_t)p->b - (int64_t)p->a, dq = (int64_t)q->b - (int64_t)q->a;
+	uint64_t ap = (uint64_t)(dp < 0 ? -dp : dp), aq = (uint64_t)(dq < 0 ? -dq : dq);
+
+	if (ap != aq)
+		return ap < aq ? 1 : -1;
+	return strcmp(p->name, q->name);
+}
+
+/* Add (name, value) into rows for side a (which = 0) or b (1). */
+static void put(struct row **rows, size_t *n, size_t *cap, const char *name, uint64_t v, int which)
+{
+	size_t i;
+
+	for (i = 0; i < *n; i++)
+		if (strcmp((*rows)[i].name, name) == 0)
+			break;
+	if (i == *n) {
+		if (ms_grow(rows, cap, *n + 1, sizeof(**rows)))
+			ms_die(MS_EXIT_ERROR, "out of memory");
+		memset(&(*rows)[i], 0, sizeof(**rows));
+		snprintf((*rows)[i].name, sizeof((*rows)[i].name), "%s", name);
+		(*n)++;
+	}
+	if (which)
+		(*rows)[i].b += v;
+	else
+		(*rows)[i].a += v;
+}
+
+static void table(const char *title, struct row *rows, size_t n, size_t top, cJSON *json,
+                  const char *key)
+{
+	char b1[32], b2[32], b3[48];
+	cJSON *arr = json ? cJSON_AddArrayToObject(json, key) : NULL;
+
+	qsort(rows, n, sizeof(*rows), row_cmp);
+	if (!json)
+		printf("\n%s\n    %12s %12s %12s  %s\n", title, "a", "b", "change", "name");
+	for (size_t i = 0; i < n && i < top; i++) {
+		if (json) {
+			cJSON *o = cJSON_CreateObject();
+			cJSON_AddStringToObject(o, "name", rows[i].name);
+			ms_json_u64(o, "a_bytes", rows[i].a);
+			ms_json_u64(o, "b_bytes", rows[i].b);
+			cJSON_AddItemToArray(arr, o);
+			continue;
+		}
+		printf("    %12s %12s %12s  %s\n", ms_format_size(b1, sizeof(b1), rows[i].a),
+		       ms_format_size(b2, sizeof(b2), rows[i].b),
+		       signed_size(b3, sizeof(b3), (int64_t)rows[i].b - (int64_t)rows[i].a),
+		       rows[i].name);
+	}
+	if (!json && n == 0)
+		printf("    (none in either run)\n");
+}
+
+int cmd_diff(int argc, const char **argv)
+{
+	struct ms_replay_cli c;
+	struct ms_opt opts[MS_REPLAY_OPTS_MAX + 2];
+	int n, json = 0;
+	uint64_t top = 10;
+	struct side s[2];
+	struct row *rows = NULL;
+	size_t nrows = 0, cap = 0, k;
+	cJSON *out = NULL;
+	char b1[32], b2[32], b3[48];
+
+	ms_replay_cli_init(&c, opts, &json);
+	for (k = 0; opts[k].type != MS_OPT_T_END; k++)
+		;
+	opts[k++] = (struct ms_opt)MS_OPT_U64(0, "top", &top, "N", "rows per table (default 10)");
+	opts[k] = (struct ms_opt)MS_OPT_END();
+	n = ms_parse_options(argc, argv, opts, usage);
+	if (n != 2)
+		ms_usage_error(opts, usage, "two traces are compared");
+	ms_replay_cli_check(&c, opts, usage);
+	memset(s, 0, sizeof(s));
+	s[0].path = argv[0];
+	s[1].path = argv[1];
+	if (load(&c, &s[0]) || load(&c, &s[1]))
+		return MS_EXIT_ERROR;
+	if (json) {
+		out = cJSON_CreateObject();
+		cJSON_AddStringToObject(out, "a", argv[0]);
+		cJSON_AddStringToObject(out, "b", argv[1]);
+	} else {
+		printf("a: %s\nb: %s\n\n    %12s %12s %12s\n", argv[0], argv[1], "a", "b",
+		       "change");
+	}
+	{
+		static const char *const names[] = {"peak reserved", "peak allocated",
+		                                    "peak requested"};
+		static const char *const keys[] = {"peak_reserved_bytes", "peak_allocated_bytes",
+		                                   "peak_requested_bytes"};
+		cJSON *pk = json ? cJSON_AddObjectToObject(out, "peaks") : NULL;
+		for (int i = 0; i < 3; i++) {
+			uint64_t v[2];
+			for (int w = 0; w < 2; w++)
+				v[w] = (uint64_t)(i == 0   ? s[w].r.stats.reserved_bytes[0].peak
+				                  : i == 1 ? s[w].r.stats.allocated_bytes[0].peak
+				                           : s[w].r.stats.requested_bytes[0].peak);
+			if (json) {
+				cJSON *o = cJSON_AddObjectToObject(pk, keys[i]);
+				ms_json_u64(o, "a", v[0]);
+				ms_json_u64(o, "b", v[1]);
+			} else {
+				printf("    %12s %12s %12s  %s\n",
+				       ms_format_size(b1, sizeof(b1), v[0]),
+				       ms_format_size(b2, sizeof(b2), v[1]),
+				       signed_size(b3, sizeof(b3), (int64_t)v[1] - (int64_t)v[0]),
+				       names[i]);
+			}
+		}
+		if (!json)
+			printf("    %12lld %12lld %+12lld  segments at the peak\n    %12llu %12llu "
+			       "%+12lld  "
+			       "retries\n",
+			       (long long)s[0].r.stats.segment[0].peak,
+			       (long long)s[1].r.stats.segment[0].peak,
+			       (long long)(s[1].r.stats.segment[0].peak -
+			                   s[0].r.stats.segment[0].peak),
+			       (unsigned long long)s[0].r.stats.num_alloc_retries,
+			       (unsigned long long)s[1].r.stats.num_alloc_retries,
+			       (long long)s[1].r.stats.num_alloc_retries -
+			               (long long)s[0].r.stats.num_alloc_retries);
+	}
+	for (int w = 0; w < 2; w++)
+		for (k = 0; k < s[w].n_rows; k++)
+			put(&rows, &nrows, &cap, s[w].rows[k].label, s[w].rows[k].bytes, w);
+	table("bytes live at each run's peak, by allocation site (largest changes first):", rows,
+	      nrows, (size_t)top, out, "sites");
+	nrows = 0;
+	for (int w = 0; w < 2; w++)
+		for (k = 0; k < s[w].st->n_anns; k++)
+			put(&rows, &nrows, &cap,
+			    ms_symtab_get_str(&s[w].syms, s[w].st->anns[k].name)->s,
+			    s[w].st->anns[k].peak_requested, w);
+	table("peak requested bytes inside each annotation (largest changes first):", rows, nrows,
+	      (size_t)top, out, "annotations");
+	if (json) {
+		char *str = cJSON_Print(out);
+		if (str)
+			puts(str);
+		cJSON_free(str);
+		cJSON_Delete(out);
+	}
+	ms_free(rows);
+	release(&s[0]);
+	release(&s[1]);
+	return MS_EXIT_OK;
+}

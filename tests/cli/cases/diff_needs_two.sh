@@ -1,0 +1,1 @@
+"$MEMSNAP" diff testdata/snapshots/gpt_train.pickle.zst

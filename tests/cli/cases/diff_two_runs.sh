@@ -1,0 +1,1 @@
+"$MEMSNAP" diff testdata/snapshots/resnet50.pickle.gz testdata/snapshots/gpt_train.pickle.zst
