@@ -58,7 +58,23 @@ printf "| decoder | events/s |\n|---|---|\n"
 printf "| memsnap (decode + every event to a sink) | %.1f M/s |\n" "$(echo "$dec / 1000000" | bc -l)"
 printf "| zstd -dc alone (decompression only, for scale) | %.1f M/s |\n" "$(echo "$ev / $ztime / 1000000" | bc -l)"
 echo
-echo "## 3. Bytes per event (zstd level 3, 1 MiB frames, whole file: header, segments, trailer)"
+echo "## 3. Replay (one core: decode + allocator model, every event)"
+echo
+t0=$(date +%s.%N)
+$ms replay "$tmp/long.zst" >/dev/null
+t1=$(date +%s.%N)
+printf "| trace | events | seconds | events/s |\n|---|---|---|---|\n"
+printf "| 150 x dynamic_seq | %d | %.2f | %.1f M/s |\n" "$ev" "$(echo "$t1 - $t0" | bc -l)" \
+	"$(echo "$ev / ($t1 - $t0) / 1000000" | bc -l)"
+echo
+$bp long "$src" "$tmp/m1.zst" 15 >/dev/null
+t0=$(date +%s.%N)
+$ms whatif "$tmp/m1.zst" >/dev/null 2>&1
+t1=$(date +%s.%N)
+printf "whatif, 11 settings (each with its least-memory search) over 15 x dynamic_seq (%d events), %d cores: %.1f s\n" \
+	"$(($ev / 10))" "$(nproc)" "$(echo "$t1 - $t0" | bc -l)"
+echo
+echo "## 4. Bytes per event (zstd level 3, 1 MiB frames, whole file: header, segments, trailer)"
 echo
 echo "| trace | events | pickle B/entry | .zst B/event |"
 echo "|---|---|---|---|"

@@ -16,8 +16,11 @@ struct rp {
 	struct ms_model *m;
 	struct ms_model_conf mc;
 	int device_known;
-	struct ms_u64map live; /* recorded address -> model block */
-	uint64_t index;        /* trace event being replayed */
+	struct ms_u64map live;    /* recorded address -> model block, until its free is requested */
+	struct ms_u64map pending; /* free requested, completion not yet seen */
+	int slot_full;            /* the latest free requested (see r_event) */
+	uint64_t slot_addr, slot_block;
+	uint64_t index; /* trace event being replayed */
 	int stopped;
 	size_t cap_produced, cap_recorded;
 	/* recorded segment frees not yet matched by the model's own */
@@ -205,7 +208,7 @@ static ms_status do_malloc(struct rp *p, const struct ms_event *e, int recorded_
 static ms_status r_event(void *ctx, const struct ms_event *e)
 {
 	struct rp *p = ctx;
-	uint64_t *v, bv;
+	uint64_t bv;
 	ms_status s = MS_OK;
 
 	p->index = p->r->events_total++;
@@ -225,16 +228,31 @@ static ms_status r_event(void *ctx, const struct ms_event *e)
 		break;
 	case MS_ACT_FREE_REQUESTED:
 		flush_pending(p);
-		v = ms_u64map_get(&p->live, e->addr);
-		if (v)
-			ms_model_free_requested(p->m, (struct ms_model_block *)(uintptr_t)*v);
-		else
+		if (!ms_u64map_del(&p->live, e->addr, &bv)) {
 			p->r->unmatched_frees++;
+			break;
+		}
+		ms_model_free_requested(p->m, (struct ms_model_block *)(uintptr_t)bv);
+		/*
+		 * The completion nearly always follows at once: keep the block in a slot of one;
+		 * a block still waiting (record_stream) moves to the pending map.
+		 */
+		if (p->slot_full && ms_u64map_put(&p->pending, p->slot_addr, p->slot_block))
+			return MS_ERR_NOMEM;
+		p->slot_full = 1;
+		p->slot_addr = e->addr;
+		p->slot_block = bv;
 		break;
 	case MS_ACT_FREE_COMPLETED:
 		flush_pending(p);
-		if (ms_u64map_del(&p->live, e->addr, &bv))
-			s = ms_model_free_completed(p->m, (struct ms_model_block *)(uintptr_t)bv);
+		if (p->slot_full && p->slot_addr == e->addr) {
+			p->slot_full = 0;
+			bv = p->slot_block;
+		} else if (!ms_u64map_del(&p->pending, e->addr, &bv) &&
+		           !ms_u64map_del(&p->live, e->addr, &bv)) {
+			break; /* a free of a block allocated before the trace began */
+		}
+		s = ms_model_free_completed(p->m, (struct ms_model_block *)(uintptr_t)bv);
 		break;
 	case MS_ACT_SEGMENT_ALLOC:
 	case MS_ACT_SEGMENT_MAP:
@@ -308,6 +326,7 @@ static ms_status replay(const char *path, const struct ms_trace *t, const struct
 		ms__diag_set(diag, s, -1, -1, "out of memory");
 	ms_model_free(p.m);
 	ms_u64map_release(&p.live);
+	ms_u64map_release(&p.pending);
 	return s;
 }
 
