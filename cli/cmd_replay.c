@@ -56,6 +56,14 @@ static void json_report(const char *path, const struct ms_replay_result *r,
 	ms_json_u64(o, "recorded_ooms", r->recorded_ooms);
 	ms_json_u64(o, "reproduced_ooms", r->reproduced_ooms);
 	cJSON_AddBoolToObject(o, "ended_by_oom", r->ended_by_oom);
+	if (r->rebuilt) {
+		cJSON *x = cJSON_AddObjectToObject(o, "mid_run");
+		ms_json_u64(x, "initial_reserved_bytes", r->initial_reserved);
+		ms_json_u64(x, "initial_segments", r->initial_segments);
+		ms_json_u64(x, "initial_live_blocks", r->initial_live_blocks);
+	} else {
+		cJSON_AddNullToObject(o, "mid_run");
+	}
 	a = cJSON_AddArrayToObject(o, "segment_events");
 	for (size_t i = 0; i < r->n_produced; i++) {
 		cJSON *e = cJSON_CreateObject();

@@ -23,7 +23,8 @@ static const char *const usage[] = {
 /* Reserved bytes over the recorded segment events: their peak. */
 static uint64_t recorded_peak(const struct ms_replay_result *r)
 {
-	int64_t cur = 0, peak = 0;
+	/* a mid-run trace starts with what was reserved before its first event */
+	int64_t cur = (int64_t)r->initial_reserved, peak = cur;
 
 	for (size_t i = 0; i < r->n_recorded; i++) {
 		const struct ms_seg_event *e = &r->recorded[i];

@@ -52,6 +52,62 @@ void ms_replay_cli_check(struct ms_replay_cli *c, const struct ms_opt *opts,
 	c->o.device = (uint32_t)c->device;
 }
 
+/*
+ * Frees of blocks the trace never allocated: it starts mid-run. Rebuild the state before its
+ * first event from the end-state segments and replay again from there.
+ */
+static ms_status replay_mid_run(struct ms_replay_cli *c, const char *path,
+                                struct ms_replay_result *r, struct ms_diag *d)
+{
+	struct ms_trace *t;
+	struct ms_model_conf mc;
+	struct ms_model *m = NULL;
+	ms_status s;
+	uint64_t unmatched = r->unmatched_frees;
+
+	if ((s = ms_trace_load(path, NULL, &t, NULL, d)))
+		return s;
+	if (!t->n_segs) {
+		ms_warning(
+		        "%s: %llu frees of blocks allocated before the trace began, and no "
+		        "end-state "
+		        "segments to rebuild them from: the replay starts from an empty allocator",
+		        path, (unsigned long long)unmatched);
+		ms_trace_free(t);
+		return MS_OK;
+	}
+	memset(&mc, 0, sizeof(mc));
+	ms_alloc_conf_from_settings(&mc.ac, &t->meta.settings);
+	if (c->o.alloc_conf && (s = ms_alloc_conf_parse(&mc.ac, c->o.alloc_conf, d)))
+		goto out;
+	if ((s = ms_model_new(&mc, &m)))
+		goto out;
+	s = ms_rebuild_initial_state(t, c->o.device, m, &c->init, d);
+	if (s == MS_ERR_UNSUPPORTED) {
+		ms_warning("%s: the trace starts mid-run and %s; replaying from an empty allocator",
+		           path, d->msg);
+		d->msg[0] = 0;
+		s = MS_OK;
+		goto out;
+	}
+	if (s)
+		goto out;
+	c->o.init = &c->init;
+	ms_replay_result_release(r);
+	s = ms_replay_trace(t, &c->o, r, d);
+	fprintf(stderr,
+	        "memsnap: note: %s starts mid-run (%llu frees of blocks allocated before it): the "
+	        "allocator state at its first event was rebuilt from the end-state segments (%zu "
+	        "segments, %llu blocks live)%s\n",
+	        path, (unsigned long long)unmatched, c->init.n_segs,
+	        (unsigned long long)c->init.live_blocks,
+	        c->init.inconsistent ? "; some recorded events did not fit it" : "");
+out:
+	ms_model_free(m);
+	ms_trace_free(t);
+	return s;
+}
+
 ms_status ms_replay_cli_run(struct ms_replay_cli *c, const char *path, struct ms_replay_result *r,
                             struct ms_limit_range *lim, struct ms_diag *d)
 {
@@ -61,6 +117,8 @@ ms_status ms_replay_cli_run(struct ms_replay_cli *c, const char *path, struct ms
 
 	memset(lim, 0, sizeof(*lim));
 	s = ms_replay_run(path, &c->o, r, d);
+	if (!s && r->unmatched_frees && !c->o.init)
+		s = replay_mid_run(c, path, r, d);
 	if (s || !r->missed_ooms || c->o.limit || c->o.fraction > 0 || r->limit)
 		return s;
 	/* OOMs with room on the device: the job ran under a per-process limit */

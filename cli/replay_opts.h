@@ -9,6 +9,8 @@
 
 struct ms_replay_cli {
 	struct ms_replay_opts o;
+	struct ms_initial_state
+	        init; /* a mid-run trace's rebuilt state (released by the process exit) */
 	const char *backend, *fraction;
 	uint64_t device;
 };

@@ -1295,3 +1295,76 @@ int ms_model_check(const struct ms_model *m, struct ms_model_block *const *held,
 	ms_u64map_release(&c.seen);
 	return c.bad ? -1 : 0;
 }
+
+/* ---- importing the state before a mid-run trace --------------------------------------- */
+
+ms_status ms_model_import_segment(struct ms_model *m, const struct ms_segment *s,
+                                  const struct ms_block *blocks, struct ms_model_block **out)
+{
+	struct mseg *sg;
+	struct ms_model_block *prev = NULL;
+	int small = s->is_small;
+	struct pool *p = pool_of(m, small);
+	uint64_t total = 0;
+
+	if (s->is_expandable)
+		return MS_ERR_UNSUPPORTED;
+	for (uint32_t i = 0; i < s->n_blocks; i++)
+		total += blocks[i].size;
+	if (total != s->total_size || !s->n_blocks || !range_is_free(m, s->addr, s->total_size))
+		return MS_ERR_INVALID_ARG;
+	sg = seg_new(m);
+	if (!sg || range_add(m, s->addr, s->total_size))
+		return MS_ERR_NOMEM;
+	sg->addr = s->addr;
+	sg->size = s->total_size;
+	sg->stream = s->stream;
+	sg->small = (uint8_t)small;
+	m->reserved += s->total_size;
+	stat3(m->st.segment, small, 1);
+	stat3(m->st.reserved_bytes, small, (int64_t)s->total_size);
+	if (s->total_size >= max_split(m))
+		stat_add(&m->st.oversize_segments, 1);
+	for (uint32_t i = 0; i < s->n_blocks; i++) {
+		struct ms_model_block *b = blk_new(m);
+		if (!b)
+			return MS_ERR_NOMEM;
+		b->addr = blocks[i].addr;
+		b->size = blocks[i].size;
+		b->requested = blocks[i].requested_size;
+		b->stream = s->stream;
+		b->seg = sg;
+		b->small = (uint8_t)small;
+		b->prev = prev;
+		if (prev)
+			prev->next = b;
+		prev = b;
+		if (out)
+			out[i] = NULL;
+		if (blocks[i].state == MS_BLOCK_INACTIVE) {
+			b->gc_base = p->gc_clock;
+			pool_insert(p, b);
+			continue;
+		}
+		if (blocks[i].state == MS_BLOCK_ACTIVE_ALLOCATED) {
+			b->allocated = 1;
+			stat3(m->st.allocation, small, 1);
+			stat3(m->st.allocated_bytes, small, (int64_t)b->size);
+		} else {
+			b->pending = 1;
+		}
+		stat3(m->st.active, small, 1);
+		stat3(m->st.active_bytes, small, (int64_t)b->size);
+		stat3(m->st.requested_bytes, small, (int64_t)b->requested);
+		if (out)
+			out[i] = b;
+	}
+	/* split segments count their free blocks as inactive split (§7) */
+	if (s->n_blocks > 1)
+		for (struct ms_model_block *b = prev; b; b = b->prev)
+			if (b->in_pool) {
+				stat3(m->st.inactive_split, small, 1);
+				stat3(m->st.inactive_split_bytes, small, (int64_t)b->size);
+			}
+	return MS_OK;
+}

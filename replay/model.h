@@ -100,4 +100,13 @@ void ms_model_free_space(const struct ms_model *m, uint64_t *free_bytes, uint64_
 int ms_model_check(const struct ms_model *m, struct ms_model_block *const *held, size_t n_held,
                    char *why, size_t cap);
 
+/*
+ * Traces that start mid-run: put a segment that existed before the first event into the model.
+ * blocks (n, in address order, tiling the segment) carry their state (enum ms_block_state),
+ * size and requested size; out (n entries, may be NULL) gets the model block of each
+ * allocated or pending one. Expandable segments cannot be imported (MS_ERR_UNSUPPORTED).
+ */
+ms_status ms_model_import_segment(struct ms_model *m, const struct ms_segment *s,
+                                  const struct ms_block *blocks, struct ms_model_block **out);
+
 #endif

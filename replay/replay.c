@@ -64,6 +64,41 @@ static void on_segment(void *ctx, unsigned action, uint64_t addr, uint64_t size,
 	}
 }
 
+/* A mid-run trace: the segments and live blocks that existed before its first event. */
+static ms_status import_state(struct rp *p, const struct ms_initial_state *st)
+{
+	struct ms_model_block **h = NULL;
+	size_t cap = 0;
+	ms_status s = MS_OK;
+
+	for (size_t i = 0; i < st->n_segs && !s; i++) {
+		const struct ms_segment *g = &st->segs[i];
+		if (ms_grow(&h, &cap, g->n_blocks ? g->n_blocks : 1, sizeof(*h))) {
+			s = MS_ERR_NOMEM;
+			break;
+		}
+		s = ms_model_import_segment(p->m, g, st->blocks[i], h);
+		for (uint32_t k = 0; !s && k < g->n_blocks; k++) {
+			const struct ms_block *b = &st->blocks[i][k];
+			if (!h[k])
+				continue;
+			if (ms_u64map_put(b->state == MS_BLOCK_ACTIVE_ALLOCATED ? &p->live
+			                                                        : &p->pending,
+			                  b->addr, (uint64_t)(uintptr_t)h[k]))
+				s = MS_ERR_NOMEM;
+		}
+	}
+	ms_free(h);
+	if (s)
+		return ms__diag_set(p->diag, s, -1, -1,
+		                    "cannot import the state before the trace: %s", ms_strerror(s));
+	p->r->rebuilt = 1;
+	p->r->initial_reserved = (uint64_t)ms_model_stats(p->m)->reserved_bytes[0].current;
+	p->r->initial_segments = st->n_segs;
+	p->r->initial_live_blocks = st->live_blocks;
+	return MS_OK;
+}
+
 static ms_status r_begin(void *ctx, const struct ms_meta *meta, const struct ms_symtab *syms)
 {
 	struct rp *p = ctx;
@@ -115,6 +150,8 @@ static ms_status r_begin(void *ctx, const struct ms_meta *meta, const struct ms_
 	if ((s = ms_model_new(&p->mc, &p->m)))
 		return ms__diag_set(p->diag, s, -1, -1, "cannot start the allocator model: %s",
 		                    ms_strerror(s));
+	if (p->o->init)
+		return import_state(p, p->o->init);
 	return MS_OK;
 }
 

@@ -7,6 +7,7 @@
 #define MEMSNAP_REPLAY_REPLAY_H
 
 #include "format/trace_read.h"
+#include "replay/rebuild.h"
 #include "replay/model.h"
 
 struct ms_replay_opts {
@@ -17,6 +18,8 @@ struct ms_replay_opts {
 	double fraction;        /* > 0: limit = fraction x device memory */
 	uint32_t device;        /* the device whose events are replayed */
 	int no_hints;           /* do not reuse the recorded segment addresses */
+	/* the state before the first event (mid-run traces: rebuild.h), or NULL */
+	const struct ms_initial_state *init;
 };
 
 struct ms_seg_event {
@@ -50,6 +53,9 @@ struct ms_replay_result {
 	/* the most allocated while reserved bytes stood at their peak: peak reserved minus this is
 	 * the waste at the peak (memory reserved that was never in use at once) */
 	uint64_t allocated_at_peak_reserved;
+	/* a mid-run trace: the state rebuilt before its first event (opts.init) */
+	int rebuilt;
+	uint64_t initial_reserved, initial_segments, initial_live_blocks;
 };
 
 /*

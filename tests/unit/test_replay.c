@@ -488,3 +488,55 @@ Test(stats, annotation_peaks)
 	cr_assert_eq(r->peak_requested, 550);
 	ms_stats_builder_free(b);
 }
+
+/*
+ * A trace that starts mid-run (the window from event 20000 of dynamic_empty_cache, with its
+ * end-state segments): the state at its first event is rebuilt by undoing the events, and the
+ * replay from there makes exactly the recorded segment events and ends with PyTorch's reserved
+ * and allocated bytes.
+ */
+Test(replay, mid_run_trace_is_rebuilt)
+{
+	const char *path = th_snapshot_path("dynamic_empty_cache");
+	struct ms_trace *t;
+	struct ms_read_opts win = {20000, UINT64_MAX};
+	struct ms_diag d = MS_DIAG_INIT;
+	struct ms_model_conf mc;
+	struct ms_model *m;
+	struct ms_initial_state st;
+	struct ms_replay_opts o;
+	struct ms_replay_result r;
+	cJSON *tr;
+
+	if (!path)
+		cr_skip_test("dynamic_empty_cache not found");
+	cr_assert_eq(ms_trace_load(path, &win, &t, NULL, &d), MS_OK, "%s", d.msg);
+	cr_assert_eq(t->n_events, 65487 - 20000);
+	memset(&mc, 0, sizeof(mc));
+	ms_alloc_conf_from_settings(&mc.ac, &t->meta.settings);
+	cr_assert_eq(ms_model_new(&mc, &m), MS_OK);
+	cr_assert_eq(ms_rebuild_initial_state(t, 0, m, &st, &d), MS_OK, "%s", d.msg);
+	cr_assert_eq(st.inconsistent, 0);
+	memset(&o, 0, sizeof(o));
+	o.init = &st;
+	cr_assert_eq(ms_replay_trace(t, &o, &r, &d), MS_OK, "%s", d.msg);
+	cr_assert(r.rebuilt);
+	cr_assert_eq(r.unmatched_frees, 0);
+	cr_assert_gt(r.n_recorded, 100);
+	cr_assert_eq(r.n_produced, r.n_recorded);
+	for (size_t i = 0; i < r.n_produced; i++)
+		cr_assert(r.produced[i].action == r.recorded[i].action &&
+		                  r.produced[i].size == r.recorded[i].size,
+		          "segment event %zu differs", i);
+	tr = truth("dynamic_empty_cache");
+	cr_assert_eq((uint64_t)r.stats.reserved_bytes[0].current,
+	             tnum(tr, "reserved_bytes.all.current"));
+	cr_assert_eq((uint64_t)r.stats.allocated_bytes[0].current,
+	             tnum(tr, "allocated_bytes.all.current"));
+	cr_assert_eq((uint64_t)r.stats.segment[0].current, tnum(tr, "segment.all.current"));
+	cJSON_Delete(tr);
+	ms_replay_result_release(&r);
+	ms_initial_state_release(&st);
+	ms_model_free(m);
+	ms_trace_free(t);
+}

@@ -1,0 +1,311 @@
+/*
+ * The allocator state before the first event of a trace that starts mid-run (a ring buffer that
+ * wrapped, a recording started late): the end-state segments with every recorded event undone,
+ * last to first (what PyTorch's segment view does to draw past states).
+ */
+#include "replay/rebuild.h"
+
+#include <string.h>
+
+#include "common/alloc.h"
+#include "common/status.h"
+
+struct rseg {
+	struct ms_segment s;
+	struct ms_block *b;
+	size_t n, cap;
+};
+
+struct state {
+	struct rseg *segs; /* by address */
+	size_t n, cap;
+	const struct ms_model *m;
+	uint64_t inconsistent;
+};
+
+static struct rseg *seg_at(struct state *st, uint64_t addr)
+{
+	size_t lo = 0, hi = st->n;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (st->segs[mid].s.addr + st->segs[mid].s.total_size <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo < st->n && st->segs[lo].s.addr <= addr)
+		return &st->segs[lo];
+	return NULL;
+}
+
+/* The block covering addr. */
+static size_t block_at(const struct rseg *g, uint64_t addr)
+{
+	for (size_t i = 0; i < g->n; i++)
+		if (g->b[i].addr <= addr && addr < g->b[i].addr + g->b[i].size)
+			return i;
+	return SIZE_MAX;
+}
+
+static ms_status insert_blocks(struct rseg *g, size_t at, const struct ms_block *nb, size_t k)
+{
+	if (ms_grow(&g->b, &g->cap, g->n + k, sizeof(*g->b)))
+		return MS_ERR_NOMEM;
+	memmove(g->b + at + k, g->b + at, (g->n - at) * sizeof(*g->b));
+	memcpy(g->b + at, nb, k * sizeof(*nb));
+	g->n += k;
+	return MS_OK;
+}
+
+/* Merge the free block i with free neighbours. */
+static void merge_free(struct rseg *g, size_t i)
+{
+	if (i + 1 < g->n && g->b[i + 1].state == MS_BLOCK_INACTIVE) {
+		g->b[i].size += g->b[i + 1].size;
+		memmove(g->b + i + 1, g->b + i + 2, (g->n - i - 2) * sizeof(*g->b));
+		g->n--;
+	}
+	if (i > 0 && g->b[i - 1].state == MS_BLOCK_INACTIVE) {
+		g->b[i - 1].size += g->b[i].size;
+		memmove(g->b + i, g->b + i + 1, (g->n - i - 1) * sizeof(*g->b));
+		g->n--;
+	}
+}
+
+static ms_status add_segment(struct state *st, uint64_t addr, uint64_t size, uint64_t stream,
+                             uint16_t device)
+{
+	size_t i = 0;
+	struct rseg g;
+
+	while (i < st->n && st->segs[i].s.addr < addr)
+		i++;
+	if (i < st->n && st->segs[i].s.addr < addr + size) {
+		st->inconsistent++;
+		return MS_OK;
+	}
+	memset(&g, 0, sizeof(g));
+	g.s.addr = addr;
+	g.s.total_size = size;
+	g.s.stream = stream;
+	g.s.device = device;
+	g.s.is_small = size <= (2u << 20); /* small-pool segments are 2 MiB, large ones more */
+	g.s.n_blocks = 1;
+	g.b = ms_malloc(sizeof(*g.b));
+	if (!g.b)
+		return MS_ERR_NOMEM;
+	g.cap = g.n = 1;
+	memset(g.b, 0, sizeof(*g.b));
+	g.b[0].addr = addr;
+	g.b[0].size = size;
+	if (ms_grow(&st->segs, &st->cap, st->n + 1, sizeof(*st->segs))) {
+		ms_free(g.b);
+		return MS_ERR_NOMEM;
+	}
+	memmove(st->segs + i + 1, st->segs + i, (st->n - i) * sizeof(*st->segs));
+	st->segs[i] = g;
+	st->n++;
+	return MS_OK;
+}
+
+/* Undo free_completed: carve the pending block out of the free block around addr. */
+static ms_status undo_free_completed(struct state *st, const struct ms_event *e,
+                                     uint64_t block_size)
+{
+	struct rseg *g = seg_at(st, e->addr);
+	size_t i;
+	struct ms_block f, nb[3];
+	size_t k = 0;
+	uint64_t rest;
+
+	if (!g || (i = block_at(g, e->addr)) == SIZE_MAX || g->b[i].state != MS_BLOCK_INACTIVE) {
+		st->inconsistent++;
+		return MS_OK;
+	}
+	f = g->b[i];
+	if (block_size > f.addr + f.size - e->addr)
+		block_size = f.addr + f.size - e->addr;
+	rest = f.addr + f.size - e->addr - block_size;
+	/* a remainder the allocator would not have split off belonged to the block (§2.3) */
+	if (rest < 512 || (!g->s.is_small && rest <= (1u << 20)))
+		block_size += rest, rest = 0;
+	if (e->addr > f.addr)
+		nb[k++] = (struct ms_block){f.addr, e->addr - f.addr, f.requested_size, 0,
+		                            MS_BLOCK_INACTIVE};
+	nb[k++] = (struct ms_block){e->addr, block_size, e->size, e->stack,
+	                            MS_BLOCK_ACTIVE_PENDING_FREE};
+	if (rest)
+		nb[k++] = (struct ms_block){e->addr + block_size, rest, 0, 0, MS_BLOCK_INACTIVE};
+	memmove(g->b + i, g->b + i + 1, (g->n - i - 1) * sizeof(*g->b));
+	g->n--;
+	return insert_blocks(g, i, nb, k);
+}
+
+static ms_status undo(struct state *st, const struct ms_event *e, uint64_t alloc_size)
+{
+	struct rseg *g;
+	size_t i;
+
+	switch (e->action) {
+	case MS_ACT_ALLOC:
+		g = seg_at(st, e->addr);
+		if (!g || (i = block_at(g, e->addr)) == SIZE_MAX || g->b[i].addr != e->addr ||
+		    g->b[i].state != MS_BLOCK_ACTIVE_ALLOCATED) {
+			st->inconsistent++;
+			return MS_OK;
+		}
+		g->b[i].state = MS_BLOCK_INACTIVE;
+		merge_free(g, i);
+		return MS_OK;
+	case MS_ACT_FREE_REQUESTED:
+		g = seg_at(st, e->addr);
+		if (!g || (i = block_at(g, e->addr)) == SIZE_MAX || g->b[i].addr != e->addr) {
+			st->inconsistent++;
+			return MS_OK;
+		}
+		g->b[i].state = MS_BLOCK_ACTIVE_ALLOCATED;
+		return MS_OK;
+	case MS_ACT_FREE_COMPLETED:
+		return undo_free_completed(st, e, alloc_size);
+	case MS_ACT_SEGMENT_ALLOC:
+		g = seg_at(st, e->addr);
+		if (!g || g->s.addr != e->addr) {
+			st->inconsistent++;
+			return MS_OK;
+		}
+		ms_free(g->b);
+		i = (size_t)(g - st->segs);
+		memmove(st->segs + i, st->segs + i + 1, (st->n - i - 1) * sizeof(*st->segs));
+		st->n--;
+		return MS_OK;
+	case MS_ACT_SEGMENT_FREE:
+		return add_segment(st, e->addr, e->size, e->stream, e->device);
+	case MS_ACT_SEGMENT_MAP:
+	case MS_ACT_SEGMENT_UNMAP:
+		return MS_ERR_UNSUPPORTED;
+	default:
+		return MS_OK;
+	}
+}
+
+ms_status ms_rebuild_initial_state(const struct ms_trace *t, uint32_t device,
+                                   const struct ms_model *m, struct ms_initial_state *out,
+                                   struct ms_diag *diag)
+{
+	struct state st;
+	uint64_t *alloc_size = NULL;
+	ms_status s = MS_OK;
+	size_t i;
+
+	memset(&st, 0, sizeof(st));
+	memset(out, 0, sizeof(*out));
+	st.m = m;
+	/* the end state */
+	for (i = 0; i < t->n_segs; i++) {
+		const struct ms_segment *g = &t->segs[i];
+		if (g->device != device)
+			continue;
+		if (g->is_expandable) {
+			s = ms__diag_set(diag, MS_ERR_UNSUPPORTED, -1, -1,
+			                 "rebuilding expandable segments of a mid-run trace is not "
+			                 "supported");
+			goto out;
+		}
+		if ((s = add_segment(&st, g->addr, g->total_size, g->stream, g->device)))
+			goto out;
+		{
+			struct rseg *r = seg_at(&st, g->addr);
+			if (!r || !g->n_blocks)
+				continue;
+			r->s = *g;
+			r->n = 0;
+			if ((s = insert_blocks(r, 0, t->blocks + t->seg_block0[i], g->n_blocks)))
+				goto out;
+		}
+	}
+	/* block sizes of the allocs seen later, for the frees that are undone */
+	alloc_size = ms_calloc(t->n_events ? t->n_events : 1, sizeof(uint64_t));
+	if (!alloc_size) {
+		s = MS_ERR_NOMEM;
+		goto out;
+	}
+	{
+		struct ms_u64map last = MS_U64MAP_INIT;
+		for (i = 0; i < t->n_events; i++) {
+			const struct ms_event *e = &t->events[i];
+			uint64_t *v;
+			if (e->device != device)
+				continue;
+			if (e->action == MS_ACT_ALLOC && ms_u64map_put(&last, e->addr, e->size)) {
+				s = MS_ERR_NOMEM;
+				break;
+			}
+			if (e->action == MS_ACT_FREE_COMPLETED) {
+				v = ms_u64map_get(&last, e->addr);
+				alloc_size[i] = ms_model_round_size(m, v ? *v : e->size);
+			}
+		}
+		ms_u64map_release(&last);
+		if (s)
+			goto out;
+	}
+	for (i = t->n_events; i-- > 0;) {
+		if (t->events[i].device != device)
+			continue;
+		if ((s = undo(&st, &t->events[i], alloc_size[i]))) {
+			if (s == MS_ERR_UNSUPPORTED)
+				ms__diag_set(diag, s, -1, (int64_t)i,
+				             "rebuilding expandable segments of a mid-run trace is "
+				             "not supported");
+			goto out;
+		}
+	}
+	/* hand it over as segments with their blocks */
+	for (i = 0; i < st.n; i++) {
+		struct rseg *g = &st.segs[i];
+		uint64_t alloc = 0, active = 0, req = 0;
+		for (size_t k = 0; k < g->n; k++) {
+			if (g->b[k].state == MS_BLOCK_ACTIVE_ALLOCATED)
+				alloc += g->b[k].size, out->live_blocks++;
+			if (g->b[k].state != MS_BLOCK_INACTIVE)
+				active += g->b[k].size, req += g->b[k].requested_size;
+		}
+		g->s.n_blocks = (uint32_t)g->n;
+		g->s.allocated_size = alloc;
+		g->s.active_size = active;
+		g->s.requested_size = req;
+	}
+	out->segs = ms_malloc(sizeof(*out->segs) * (st.n ? st.n : 1));
+	out->blocks = ms_malloc(sizeof(**out->blocks) * (st.n ? st.n : 1));
+	if (!out->segs || !out->blocks) {
+		s = MS_ERR_NOMEM;
+		goto out;
+	}
+	for (i = 0; i < st.n; i++) {
+		out->segs[i] = st.segs[i].s;
+		out->blocks[i] = st.segs[i].b;
+		st.segs[i].b = NULL;
+	}
+	out->n_segs = st.n;
+	out->inconsistent = st.inconsistent;
+out:
+	for (i = 0; i < st.n; i++)
+		ms_free(st.segs[i].b);
+	ms_free(st.segs);
+	ms_free(alloc_size);
+	if (s)
+		ms_initial_state_release(out);
+	return s;
+}
+
+void ms_initial_state_release(struct ms_initial_state *st)
+{
+	if (!st)
+		return;
+	for (size_t i = 0; st->blocks && i < st->n_segs; i++)
+		ms_free(st->blocks[i]);
+	ms_free(st->blocks);
+	ms_free(st->segs);
+	memset(st, 0, sizeof(*st));
+}
