@@ -50,6 +50,7 @@ static ms_status figures_of(struct ms_replay_cli *c, const char *path, struct fi
 	f->oom = r.ended_by_oom;
 	f->oom_index = r.first_oom.index;
 	ms_replay_result_release(&r);
+	ms_replay_cli_release(c);
 	return MS_OK;
 }
 

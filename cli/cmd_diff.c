@@ -41,6 +41,7 @@ static int load(struct ms_replay_cli *c, struct side *s)
 	struct ms_replay_cli keep = *c;
 	ms_status st = ms_replay_cli_run(c, s->path, &s->r, &lim, &d);
 
+	ms_replay_cli_release(c);
 	*c = keep;
 	if (!st && !(st = ms_symtab_init(&s->syms)) && !(st = ms_stats_builder_new(10, &s->b))) {
 		ms_stats_builder_sink(s->b, &sink);

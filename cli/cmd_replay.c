@@ -170,5 +170,6 @@ int cmd_replay(int argc, const char **argv)
 		text_report(argv[0], &r);
 	n = r.ended_by_oom ? MS_EXIT_OOM : MS_EXIT_OK;
 	ms_replay_result_release(&r);
+	ms_replay_cli_release(&c);
 	return n;
 }

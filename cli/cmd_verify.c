@@ -136,5 +136,6 @@ int cmd_verify(int argc, const char **argv)
 			       (unsigned long long)r.first_oom.index);
 	}
 	ms_replay_result_release(&r);
+	ms_replay_cli_release(&c);
 	return same ? MS_EXIT_OK : MS_EXIT_DIVERGED;
 }

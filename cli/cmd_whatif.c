@@ -323,5 +323,6 @@ int cmd_whatif(int argc, const char **argv)
 	ms_free(p.jobs);
 	ms_free(th);
 	ms_trace_free(t);
+	ms_replay_cli_release(&c);
 	return MS_EXIT_OK;
 }

@@ -150,3 +150,9 @@ ms_status ms_replay_cli_run(struct ms_replay_cli *c, const char *path, struct ms
 	ms_trace_free(t);
 	return s;
 }
+
+void ms_replay_cli_release(struct ms_replay_cli *c)
+{
+	ms_initial_state_release(&c->init);
+	c->o.init = NULL;
+}

@@ -29,6 +29,9 @@ struct ms_limit_range {
 ms_status ms_replay_cli_run(struct ms_replay_cli *c, const char *path, struct ms_replay_result *r,
                             struct ms_limit_range *lim, struct ms_diag *d);
 
+/* Release what ms_replay_cli_run kept in c (a rebuilt state); c can run again afterwards. */
+void ms_replay_cli_release(struct ms_replay_cli *c);
+
 /* Validate after parsing; usage errors exit 2. */
 void ms_replay_cli_check(struct ms_replay_cli *c, const struct ms_opt *opts,
                          const char *const *usage);
