@@ -20,6 +20,45 @@ static const char *const usage[] = {
         NULL,
 };
 
+static const char *state_name(const struct ms_model_neighbour *n)
+{
+	if (!n->mapped)
+		return "unmapped";
+	return n->state == MS_BLOCK_ACTIVE_ALLOCATED      ? "allocated"
+	       : n->state == MS_BLOCK_ACTIVE_PENDING_FREE ? "pending_free"
+	                                                  : "free";
+}
+
+static void json_neighbour(cJSON *o, const char *key, const struct ms_model_neighbour *n)
+{
+	cJSON *x;
+
+	if (!n->present) {
+		cJSON_AddNullToObject(o, key);
+		return;
+	}
+	x = cJSON_AddObjectToObject(o, key);
+	cJSON_AddStringToObject(x, "state", state_name(n));
+	ms_json_u64(x, "size", n->size);
+	if (n->state != MS_BLOCK_INACTIVE)
+		ms_json_u64(x, "index", n->index);
+}
+
+static void text_neighbour(const struct ms_model_neighbour *n, char *buf, size_t cap)
+{
+	char b[32];
+
+	if (!n->present) {
+		snprintf(buf, cap, "the segment's edge");
+		return;
+	}
+	if (n->state == MS_BLOCK_INACTIVE || !n->mapped)
+		snprintf(buf, cap, "%s %s", state_name(n), ms_format_size(b, sizeof(b), n->size));
+	else
+		snprintf(buf, cap, "%s %s (event %llu)", state_name(n),
+		         ms_format_size(b, sizeof(b), n->size), (unsigned long long)n->index);
+}
+
 static void json_report(const char *path, const struct ms_replay_result *r,
                         const struct ms_limit_range *lim)
 {
@@ -86,6 +125,29 @@ static void json_report(const char *path, const struct ms_replay_result *r,
 		ms_json_u64(x, "largest_free_block_bytes", r->first_oom.o.largest_free);
 		ms_json_u64(x, "inactive_split_bytes", r->first_oom.o.inactive_split);
 		cJSON_AddStringToObject(x, "message", msg);
+		{
+			cJSON *h = cJSON_AddArrayToObject(x, "largest_free_blocks");
+			for (size_t i = 0; i < r->first_oom.n_holes; i++) {
+				const struct ms_model_hole *f = &r->first_oom.holes[i];
+				cJSON *e = cJSON_CreateObject();
+				char hex[24];
+				snprintf(hex, sizeof(hex), "0x%llx", (unsigned long long)f->addr);
+				cJSON_AddStringToObject(e, "addr", hex);
+				ms_json_u64(e, "size", f->size);
+				json_neighbour(e, "before", &f->before);
+				json_neighbour(e, "after", &f->after);
+				cJSON_AddItemToArray(h, e);
+			}
+			h = cJSON_AddArrayToObject(x, "largest_live_allocations");
+			for (size_t i = 0; i < r->first_oom.n_holders; i++) {
+				const struct ms_replay_holder *w = &r->first_oom.holders[i];
+				cJSON *e = cJSON_CreateObject();
+				ms_json_u64(e, "size", w->size);
+				ms_json_u64(e, "index", w->index);
+				cJSON_AddStringToObject(e, "site", w->site);
+				cJSON_AddItemToArray(h, e);
+			}
+		}
 	} else {
 		cJSON_AddNullToObject(o, "oom");
 	}
@@ -139,6 +201,27 @@ static void text_report(const char *path, const struct ms_replay_result *r)
 		       ms_format_size(b1, sizeof(b1), o->free_in_reserved),
 		       ms_format_size(b2, sizeof(b2), o->largest_free),
 		       ms_format_size(b3, sizeof(b3), o->inactive_split));
+		printf("  where it did not fit: the largest free blocks of the %s pool on stream "
+		       "0x%llx:\n",
+		       o->rounded <= (1u << 20) ? "small" : "large", (unsigned long long)o->stream);
+		if (!r->first_oom.n_holes)
+			printf("      (none)\n");
+		for (size_t i = 0; i < r->first_oom.n_holes; i++) {
+			const struct ms_model_hole *f = &r->first_oom.holes[i];
+			char nb[96], na[96];
+			text_neighbour(&f->before, nb, sizeof(nb));
+			text_neighbour(&f->after, na, sizeof(na));
+			printf("    %12s at 0x%llx, between %s and %s\n",
+			       ms_format_size(b1, sizeof(b1), f->size), (unsigned long long)f->addr,
+			       nb, na);
+		}
+		printf("  who holds the memory (the largest live allocations):\n");
+		for (size_t i = 0; i < r->first_oom.n_holders; i++) {
+			const struct ms_replay_holder *w = &r->first_oom.holders[i];
+			printf("    %12s  event %-8llu %s\n",
+			       ms_format_size(b1, sizeof(b1), w->size),
+			       (unsigned long long)w->index, w->site);
+		}
 	}
 }
 

@@ -35,6 +35,8 @@ struct ms_model_block {
 	uint8_t mapped;                   /* always 1 outside expandable segments */
 	struct xseg *xs;                  /* the expandable segment it lies in, or NULL */
 	struct ms_model_block *free_next; /* recycling list */
+	uint64_t tag_index;               /* the caller's: the trace event that allocated it */
+	uint32_t tag_stack;               /* the caller's: its stack id */
 };
 
 /* An expandable segment: a reservation of address space mapped page by page (§4). */
@@ -1367,4 +1369,66 @@ ms_status ms_model_import_segment(struct ms_model *m, const struct ms_segment *s
 				stat3(m->st.inactive_split_bytes, small, (int64_t)b->size);
 			}
 	return MS_OK;
+}
+
+/* ---- what a report says at an OOM ----------------------------------------------------- */
+
+void ms_model_block_set_tag(struct ms_model_block *b, uint64_t index, uint32_t stack)
+{
+	b->tag_index = index;
+	b->tag_stack = stack;
+}
+
+void ms_model_block_tag(const struct ms_model_block *b, uint64_t *index, uint32_t *stack)
+{
+	*index = b->tag_index;
+	*stack = b->tag_stack;
+}
+
+static void describe(const struct ms_model_block *b, struct ms_model_neighbour *n)
+{
+	memset(n, 0, sizeof(*n));
+	if (!b)
+		return;
+	n->present = 1;
+	n->addr = b->addr;
+	n->size = b->size;
+	n->state = b->allocated ? MS_BLOCK_ACTIVE_ALLOCATED
+	           : b->pending ? MS_BLOCK_ACTIVE_PENDING_FREE
+	                        : MS_BLOCK_INACTIVE;
+	n->mapped = b->mapped;
+	n->index = b->tag_index;
+	n->stack = b->tag_stack;
+}
+
+size_t ms_model_largest_free(const struct ms_model *m, uint64_t stream, int small,
+                             struct ms_model_hole *out, size_t max)
+{
+	const struct pool *p = small ? &m->small : &m->large;
+	const struct ms_model_block *b;
+	size_t n = 0;
+
+	/* the pool is ordered by size within the stream: walk it, keep the last max */
+	for (b = lower_bound(p->root, stream, 0, 0); b && b->stream == stream;
+	     b = lower_bound(p->root, b->stream, b->size, b->addr + 1)) {
+		struct ms_model_hole h;
+		h.addr = b->addr;
+		h.size = b->size;
+		h.segment_addr = b->xs ? b->xs->base : b->seg->addr;
+		describe(b->prev, &h.before);
+		describe(b->next, &h.after);
+		if (n < max) {
+			out[n++] = h;
+		} else if (max) {
+			memmove(out, out + 1, (max - 1) * sizeof(*out));
+			out[max - 1] = h;
+		}
+	}
+	/* largest first */
+	for (size_t i = 0; i < n / 2; i++) {
+		struct ms_model_hole t = out[i];
+		out[i] = out[n - 1 - i];
+		out[n - 1 - i] = t;
+	}
+	return n;
 }

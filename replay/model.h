@@ -85,6 +85,29 @@ void ms_model_set_device_memory(struct ms_model *m, uint64_t bytes);
 /* torch.cuda.empty_cache(): release every cached segment with nothing allocated in it. */
 void ms_model_empty_cache(struct ms_model *m);
 
+/* The caller's labels on a block (a replay stores the allocating event and its stack). */
+void ms_model_block_set_tag(struct ms_model_block *b, uint64_t index, uint32_t stack);
+void ms_model_block_tag(const struct ms_model_block *b, uint64_t *index, uint32_t *stack);
+
+/* A block next to a free one, as an OOM report shows it. */
+struct ms_model_neighbour {
+	int present;
+	uint64_t addr, size, index;
+	uint32_t stack;
+	uint8_t state; /* enum ms_block_state */
+	uint8_t mapped;
+};
+
+/* A free block of the pool a request failed in, with its neighbours. */
+struct ms_model_hole {
+	uint64_t addr, size, segment_addr;
+	struct ms_model_neighbour before, after;
+};
+
+/* The max largest free blocks of stream's small or large pool, largest first; returns how many. */
+size_t ms_model_largest_free(const struct ms_model *m, uint64_t stream, int small,
+                             struct ms_model_hole *out, size_t max);
+
 uint64_t ms_model_block_addr(const struct ms_model_block *b);
 uint64_t ms_model_block_size(const struct ms_model_block *b);
 const struct ms_model_stats *ms_model_stats(const struct ms_model *m);

@@ -8,6 +8,7 @@
 #include "common/hash.h"
 #include "common/status.h"
 #include "parse/trace.h"
+#include "replay/trace_stats.h"
 
 struct rp {
 	const struct ms_replay_opts *o;
@@ -29,6 +30,7 @@ struct rp {
 	uint64_t pend_index;
 	size_t model_frees_unmatched;
 	int64_t peak_seen;
+	const struct ms_symtab *syms;
 	ms_status err;
 };
 
@@ -105,7 +107,7 @@ static ms_status r_begin(void *ctx, const struct ms_meta *meta, const struct ms_
 	struct ms_replay_result *r = p->r;
 	ms_status s;
 
-	(void)syms;
+	p->syms = syms;
 	ms_alloc_conf_from_settings(&p->mc.ac, &meta->settings);
 	snprintf(r->alloc_conf, sizeof(r->alloc_conf), "%s",
 	         meta->settings.present ? meta->settings.alloc_conf : "");
@@ -166,15 +168,46 @@ static void flush_pending(struct rp *p)
 	p->pend_free_bytes = 0;
 }
 
+/* Keep the holders largest first, at most MS_OOM_HOLDERS. */
+static void add_holder(struct rp *p, struct ms_replay_oom *x, uint64_t blockv)
+{
+	const struct ms_model_block *b = (const struct ms_model_block *)(uintptr_t)blockv;
+	uint64_t size = ms_model_block_size(b), index;
+	uint32_t stack;
+	size_t i;
+
+	if (x->n_holders == MS_OOM_HOLDERS && size <= x->holders[MS_OOM_HOLDERS - 1].size)
+		return;
+	i = x->n_holders < MS_OOM_HOLDERS ? x->n_holders++ : MS_OOM_HOLDERS - 1;
+	while (i > 0 && x->holders[i - 1].size < size) {
+		x->holders[i] = x->holders[i - 1];
+		i--;
+	}
+	ms_model_block_tag(b, &index, &stack);
+	x->holders[i].size = size;
+	x->holders[i].index = index;
+	if (p->syms && stack < ms_symtab_nstacks(p->syms))
+		ms_stack_label(p->syms, stack, x->holders[i].site, sizeof(x->holders[i].site));
+	else
+		snprintf(x->holders[i].site, sizeof(x->holders[i].site), "(no stack recorded)");
+}
+
 static void record_oom(struct rp *p, const struct ms_model_oom *o, int recorded)
 {
+	struct ms_replay_oom *x = &p->r->first_oom;
+
 	if (p->r->has_oom)
 		return;
 	p->r->has_oom = 1;
-	p->r->first_oom.index = p->index;
-	p->r->first_oom.recorded = recorded;
-	p->r->first_oom.o = *o;
-	p->r->first_oom.stats = *ms_model_stats(p->m);
+	x->index = p->index;
+	x->recorded = recorded;
+	x->o = *o;
+	x->stats = *ms_model_stats(p->m);
+	x->n_holes = ms_model_largest_free(p->m, o->stream, o->rounded <= (1u << 20), x->holes,
+	                                   MS_OOM_HOLES);
+	for (size_t i = 0; i < p->live.cap; i++)
+		if (p->live.keys[i])
+			add_holder(p, x, p->live.vals[i]);
 }
 
 static void note_peak(struct rp *p)
@@ -238,6 +271,7 @@ static ms_status do_malloc(struct rp *p, const struct ms_event *e, int recorded_
 	}
 	if (ms_u64map_put(&p->live, e->addr, (uint64_t)(uintptr_t)b))
 		return MS_ERR_NOMEM;
+	ms_model_block_set_tag(b, p->index, e->stack);
 	note_peak(p);
 	return MS_OK;
 }

@@ -28,11 +28,26 @@ struct ms_seg_event {
 	uint8_t action;
 };
 
+/* A live allocation at the OOM: who holds the memory. */
+struct ms_replay_holder {
+	uint64_t size, index; /* block bytes; the trace event that allocated it */
+	char site[160];       /* where (the stack's first frame outside torch), if recorded */
+};
+
+#define MS_OOM_HOLES   5
+#define MS_OOM_HOLDERS 10
+
 struct ms_replay_oom {
 	uint64_t index; /* trace event */
 	int recorded;   /* the trace recorded an OOM there too */
 	struct ms_model_oom o;
 	struct ms_model_stats stats; /* at the OOM */
+	/* the largest free blocks of the pool and stream the request failed in, with neighbours */
+	struct ms_model_hole holes[MS_OOM_HOLES];
+	size_t n_holes;
+	/* the largest live allocations */
+	struct ms_replay_holder holders[MS_OOM_HOLDERS];
+	size_t n_holders;
 };
 
 struct ms_replay_result {

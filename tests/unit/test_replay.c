@@ -540,3 +540,41 @@ Test(replay, mid_run_trace_is_rebuilt)
 	ms_model_free(m);
 	ms_trace_free(t);
 }
+
+/* The OOM report: the largest free blocks where the request failed, and who holds the memory. */
+Test(replay, oom_report_details)
+{
+	const char *path = th_snapshot_path("gpt_train");
+	struct ms_replay_opts o;
+	struct ms_replay_result r;
+	struct ms_diag d = MS_DIAG_INIT;
+	uint64_t held = 0;
+
+	cr_assert(path);
+	memset(&o, 0, sizeof(o));
+	o.limit = 7ull << 30;
+	cr_assert_eq(ms_replay_run(path, &o, &r, &d), MS_OK, "%s", d.msg);
+	cr_assert(r.ended_by_oom && r.has_oom);
+	cr_assert_gt(r.first_oom.n_holes, 0);
+	cr_assert_eq(r.first_oom.holes[0].size, r.first_oom.o.largest_free);
+	for (size_t i = 1; i < r.first_oom.n_holes; i++)
+		cr_assert_geq(r.first_oom.holes[i - 1].size, r.first_oom.holes[i].size);
+	for (size_t i = 0; i < r.first_oom.n_holes; i++) {
+		const struct ms_model_hole *h = &r.first_oom.holes[i];
+		cr_assert_lt(h->size, r.first_oom.o.alloc_size); /* else it would have fit */
+		cr_assert(!h->before.present || h->before.addr + h->before.size == h->addr);
+		cr_assert(!h->after.present || h->addr + h->size == h->after.addr);
+		cr_assert(!h->before.present ||
+		          h->before.state != MS_BLOCK_INACTIVE); /* merged otherwise */
+	}
+	cr_assert_eq(r.first_oom.n_holders, MS_OOM_HOLDERS);
+	for (size_t i = 0; i < r.first_oom.n_holders; i++) {
+		if (i)
+			cr_assert_geq(r.first_oom.holders[i - 1].size, r.first_oom.holders[i].size);
+		cr_assert_lt(r.first_oom.holders[i].index, r.first_oom.index);
+		held += r.first_oom.holders[i].size;
+	}
+	cr_assert_leq(held, r.first_oom.o.allocated);
+	cr_assert_str_eq(r.first_oom.holders[0].site, "train_steps (workloads/gen_traces.py:38)");
+	ms_replay_result_release(&r);
+}
