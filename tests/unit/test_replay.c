@@ -578,3 +578,57 @@ Test(replay, oom_report_details)
 	cr_assert_str_eq(r.first_oom.holders[0].site, "train_steps (workloads/gen_traces.py:38)");
 	ms_replay_result_release(&r);
 }
+
+/*
+ * §3.3, observed on PyTorch 2.11 with a memory fraction of 0.5 and a threshold of 0.3: six cached
+ * 4 GiB blocks freed at different GC ages, then a 30 GiB request: 4 of the 6 were released in one
+ * pass, num_device_free went to 4, num_alloc_retries stayed 0.
+ */
+Test(model, garbage_collection)
+{
+	struct segs s = {{0}, {0}, 0};
+	struct ms_model *m = model("garbage_collection_threshold:0.3", 75054940160ull, &s);
+	struct ms_model_block *b[6], *x;
+
+	for (int i = 0; i < 6; i++)
+		cr_assert_eq(ms_model_malloc(m, 4ull << 30, 0, &b[i], NULL), MS_OK);
+	for (int i = 0; i < 4; i++) {
+		ms_model_free_requested(m, b[i]);
+		cr_assert_eq(ms_model_free_completed(m, b[i]), MS_OK);
+	}
+	/* large-pool mallocs on another stream move the pool's GC clock without touching the
+	 * cached blocks (which only their own stream could reuse) */
+	for (int i = 0; i < 5; i++)
+		cr_assert_eq(ms_model_malloc(m, MiB + 1, 7, &x, NULL), MS_OK);
+	ms_model_free_requested(m, b[4]);
+	cr_assert_eq(ms_model_free_completed(m, b[4]), MS_OK);
+	cr_assert_eq(ms_model_malloc(m, MiB + 1, 7, &x, NULL), MS_OK);
+	ms_model_free_requested(m, b[5]);
+	cr_assert_eq(ms_model_free_completed(m, b[5]), MS_OK);
+	cr_assert_eq(ms_model_stats(m)->num_device_free, 0);
+	cr_assert_eq(ms_model_malloc(m, 30ull << 30, 0, &x, NULL), MS_OK);
+	cr_assert(x);
+	cr_assert_eq(ms_model_stats(m)->num_device_free, 4);
+	cr_assert_eq(ms_model_stats(m)->num_alloc_retries, 0);
+	ms_model_free(m);
+}
+
+/* §3.2: with max_split_size and a limit, a cached oversize block is released before a retry. */
+Test(model, release_available_cached_blocks)
+{
+	struct segs s = {{0}, {0}, 0};
+	struct ms_model *m = model("max_split_size_mb:64", 150 * MiB, &s);
+	struct ms_model_block *a, *b;
+
+	cr_assert_eq(ms_model_malloc(m, 100 * MiB, 0, &a, NULL), MS_OK);
+	ms_model_free_requested(m, a);
+	cr_assert_eq(ms_model_free_completed(m, a), MS_OK);
+	/* 80 MiB may not take the 100 MiB block (20 MiB or more would be wasted), and 100 + 80
+	 * exceeds the limit: the oversize block goes back, without a full flush */
+	cr_assert_eq(ms_model_malloc(m, 80 * MiB, 0, &b, NULL), MS_OK);
+	cr_assert(b);
+	cr_assert_eq(ms_model_stats(m)->num_device_free, 1);
+	cr_assert_eq(ms_model_stats(m)->num_alloc_retries, 0);
+	cr_assert_eq(ms_model_stats(m)->reserved_bytes[0].current, 80 * MiB);
+	ms_model_free(m);
+}
