@@ -312,10 +312,14 @@ static struct pool *pool_of(struct ms_model *m, int small)
 
 static int floor_log2(uint64_t v)
 {
+#if defined(__GNUC__)
+	return v ? 63 - __builtin_clzll(v) : 0;
+#else
 	int i = 0;
 	while (v >>= 1)
 		i++;
 	return i;
+#endif
 }
 
 uint64_t ms_model_round_size(const struct ms_model *m, uint64_t n)
