@@ -38,6 +38,9 @@ demo: build
 	@echo
 	@echo "== memsnap replay --limit 9GiB $(DEMO_TRACE)   (what if the limit had been lower?)"
 	@./$(BUILD)/cli/memsnap replay --limit 9GiB $(DEMO_TRACE) || echo "(exit $$?: the replay ended in an OOM)"
+	@echo
+	@echo "== memsnap whatif --limit 13061062656 $(DEMO_TRACE)   (which setting avoids the OOM?)"
+	@./$(BUILD)/cli/memsnap whatif --limit 13061062656 $(DEMO_TRACE)
 
 test-fast: build
 	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
