@@ -198,52 +198,74 @@ static struct ms_model_block *rot_left(struct ms_model_block *t)
 	return r;
 }
 
-static struct ms_model_block *treap_insert(struct ms_model_block *t, struct ms_model_block *b,
-                                           int by_addr)
+/*
+ * Iterative treap insert and erase (a recursive version spent most of its time in calls).
+ * Insert: down to a leaf, then rotate up while the priority beats the parent's.
+ */
+#define TREAP_MAX_DEPTH 256
+
+static struct ms_model_block *treap_insert_rec(struct ms_model_block *t, struct ms_model_block *b,
+                                               int by_addr)
 {
 	if (!t)
 		return b;
 	if (key_cmp_m(by_addr, b->stream, b->size, b->addr, t) < 0) {
-		t->l = treap_insert(t->l, b, by_addr);
+		t->l = treap_insert_rec(t->l, b, by_addr);
 		if (t->l->prio > t->prio)
 			t = rot_right(t);
 	} else {
-		t->r = treap_insert(t->r, b, by_addr);
+		t->r = treap_insert_rec(t->r, b, by_addr);
 		if (t->r->prio > t->prio)
 			t = rot_left(t);
 	}
 	return t;
 }
 
-static struct ms_model_block *treap_merge(struct ms_model_block *a, struct ms_model_block *b)
+static struct ms_model_block *treap_insert(struct ms_model_block *root, struct ms_model_block *b,
+                                           int by_addr)
 {
-	if (!a)
-		return b;
-	if (!b)
-		return a;
-	if (a->prio > b->prio) {
-		a->r = treap_merge(a->r, b);
-		return a;
+	struct ms_model_block **path[TREAP_MAX_DEPTH], **link = &root;
+	int d = 0;
+
+	while (*link) {
+		if (d == TREAP_MAX_DEPTH) /* not with random priorities; stay correct anyway */
+			return treap_insert_rec(root, b, by_addr);
+		path[d++] = link;
+		link = key_cmp_m(by_addr, b->stream, b->size, b->addr, *link) < 0 ? &(*link)->l
+		                                                                  : &(*link)->r;
 	}
-	b->l = treap_merge(a, b->l);
-	return b;
+	*link = b;
+	while (d > 0 && (*path[d - 1])->prio < b->prio) {
+		struct ms_model_block *parent = *path[d - 1];
+		*path[d - 1] = parent->l == b ? rot_right(parent) : rot_left(parent);
+		d--;
+	}
+	return root;
 }
 
-static struct ms_model_block *treap_erase(struct ms_model_block *t, struct ms_model_block *b,
+/* Erase: find the link to b, rotate b down to a leaf, unlink it. */
+static struct ms_model_block *treap_erase(struct ms_model_block *root, struct ms_model_block *b,
                                           int by_addr)
 {
-	int c;
+	struct ms_model_block **link = &root;
 
-	if (!t)
-		MS_BUG("block 0x%llx not in its pool", (unsigned long long)b->addr);
-	c = key_cmp_m(by_addr, b->stream, b->size, b->addr, t);
-	if (c == 0)
-		return treap_merge(t->l, t->r);
-	if (c < 0)
-		t->l = treap_erase(t->l, b, by_addr);
-	else
-		t->r = treap_erase(t->r, b, by_addr);
-	return t;
+	while (*link != b) {
+		if (!*link)
+			MS_BUG("block 0x%llx not in its pool", (unsigned long long)b->addr);
+		link = key_cmp_m(by_addr, b->stream, b->size, b->addr, *link) < 0 ? &(*link)->l
+		                                                                  : &(*link)->r;
+	}
+	while (b->l && b->r) {
+		if (b->l->prio > b->r->prio) {
+			*link = rot_right(b);
+			link = &(*link)->r;
+		} else {
+			*link = rot_left(b);
+			link = &(*link)->l;
+		}
+	}
+	*link = b->l ? b->l : b->r;
+	return root;
 }
 
 /* The first block >= (stream, size, addr). */
