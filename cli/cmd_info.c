@@ -186,7 +186,7 @@ static void print_text(const char *path, const struct info *x, const struct ms_s
 {
 	char b1[32];
 
-	printf("file:         %s (%s)\n", path, ms_fmt_bytes(b1, sizeof(b1), si->file_bytes));
+	printf("file:         %s (%s)\n", path, ms_format_size(b1, sizeof(b1), si->file_bytes));
 	if (si->kind == MS_FILE_TRACE)
 		printf("format:       memsnap trace %u.%u, %llu frames%s%s\n", si->zst.major,
 		       si->zst.minor, (unsigned long long)si->zst.n_frames,
@@ -213,7 +213,7 @@ static void print_text(const char *path, const struct info *x, const struct ms_s
 		if (d->name[0])
 			printf(" %s", d->name);
 		if (d->total_memory)
-			printf(" %s", ms_fmt_bytes(b1, sizeof(b1), d->total_memory));
+			printf(" %s", ms_format_size(b1, sizeof(b1), d->total_memory));
 		if (i + 1 == x->meta.n_devices)
 			printf(")");
 	}
@@ -232,7 +232,7 @@ static void print_text(const char *path, const struct info *x, const struct ms_s
 	       (unsigned long long)x->with_stack, x->syms ? ms_symtab_nstacks(x->syms) - 1 : 0);
 	printf("annotations:  %llu\n", (unsigned long long)x->anns);
 	printf("segments:     %llu at the end (%s reserved)\n", (unsigned long long)x->segs,
-	       ms_fmt_bytes(b1, sizeof(b1), x->reserved));
+	       ms_format_size(b1, sizeof(b1), x->reserved));
 	if (x->meta.settings.present)
 		printf("alloc conf:   \"%s\"\n", x->meta.settings.alloc_conf);
 	if (x->n)

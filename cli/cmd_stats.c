@@ -212,7 +212,7 @@ static void print_alloc(const struct job *j, const struct ms_stats_alloc *a)
 	char b1[32], site[512];
 
 	ms_site_label(&j->syms, a->stack, site, sizeof(site));
-	printf("    %12s  event %-9llu %s\n", ms_fmt_bytes(b1, sizeof(b1), a->size),
+	printf("    %12s  event %-9llu %s\n", ms_format_size(b1, sizeof(b1), a->size),
 	       (unsigned long long)a->index, site);
 }
 
@@ -225,13 +225,13 @@ static void print_one(const struct job *j)
 	printf("  events:           %llu (%llu allocations)\n", (unsigned long long)r->n_events,
 	       (unsigned long long)r->n_allocs);
 	printf("  peak requested:   %s (%llu bytes) at event %llu, +%.3f s",
-	       ms_fmt_bytes(b1, sizeof(b1), r->peak_requested),
+	       ms_format_size(b1, sizeof(b1), r->peak_requested),
 	       (unsigned long long)r->peak_requested, (unsigned long long)r->peak_index,
 	       (double)(r->peak_t_ns - j->t0) / 1e9);
 	if (r->peak_annotation)
 		printf(", in \"%s\"", ms_symtab_get_str(&j->syms, r->peak_annotation)->s);
 	printf("\n  live at end:      %llu allocations, %s (possible leaks)\n",
-	       (unsigned long long)r->live_count, ms_fmt_bytes(b1, sizeof(b1), r->live_bytes));
+	       (unsigned long long)r->live_count, ms_format_size(b1, sizeof(b1), r->live_bytes));
 	for (size_t i = 0; i < r->n_live_top; i++)
 		print_alloc(j, &r->live_top[i]);
 	if (r->pending_count)
@@ -249,23 +249,25 @@ static void print_one(const struct job *j)
 		size_t nrows;
 		struct ms_site_row *rows = ms_group_sites(&j->syms, j->r, &nrows);
 		for (size_t i = 0; i < nrows && i < j->top; i++)
-			printf("    %12s %7llu  %s\n", ms_fmt_bytes(b1, sizeof(b1), rows[i].bytes),
+			printf("    %12s %7llu  %s\n",
+			       ms_format_size(b1, sizeof(b1), rows[i].bytes),
 			       (unsigned long long)rows[i].count, rows[i].label);
 		ms_free(rows);
 	}
 	(void)site;
 	if (r->has_segments) {
 		printf("  end state:        %llu segments, %s reserved, %s allocated\n",
-		       (unsigned long long)r->n_segments, ms_fmt_bytes(b1, sizeof(b1), r->reserved),
-		       ms_fmt_bytes(b2, sizeof(b2), r->allocated));
+		       (unsigned long long)r->n_segments,
+		       ms_format_size(b1, sizeof(b1), r->reserved),
+		       ms_format_size(b2, sizeof(b2), r->allocated));
 		printf("    internal free:  %s (rounding inside allocated blocks)\n",
-		       ms_fmt_bytes(b1, sizeof(b1), r->internal));
+		       ms_format_size(b1, sizeof(b1), r->internal));
 		printf("    external free:  %s, largest free block %s\n",
-		       ms_fmt_bytes(b1, sizeof(b1), r->external_free),
-		       ms_fmt_bytes(b2, sizeof(b2), r->largest_free));
+		       ms_format_size(b1, sizeof(b1), r->external_free),
+		       ms_format_size(b2, sizeof(b2), r->largest_free));
 		if (r->pending_free_bytes)
 			printf("    pending free:   %s\n",
-			       ms_fmt_bytes(b1, sizeof(b1), r->pending_free_bytes));
+			       ms_format_size(b1, sizeof(b1), r->pending_free_bytes));
 	}
 }
 
@@ -355,10 +357,10 @@ int cmd_stats(int argc, const char **argv)
 				continue;
 			printf("%-40s %10llu %14s %10llu %12s %14s %12llu\n", j->path,
 			       (unsigned long long)j->r->n_events,
-			       ms_fmt_bytes(b1, sizeof(b1), j->r->peak_requested),
+			       ms_format_size(b1, sizeof(b1), j->r->peak_requested),
 			       (unsigned long long)j->r->peak_index,
-			       ms_fmt_bytes(b2, sizeof(b2), j->r->live_bytes),
-			       j->r->has_segments ? ms_fmt_bytes(b3, sizeof(b3), j->r->reserved)
+			       ms_format_size(b2, sizeof(b2), j->r->live_bytes),
+			       j->r->has_segments ? ms_format_size(b3, sizeof(b3), j->r->reserved)
 			                          : "-",
 			       (unsigned long long)j->r->n_segments);
 		}

@@ -59,19 +59,6 @@ void ms_report_warnings(const char *path, const struct ms_diag *d)
 		ms_warning("%s: %s", path, d->warning);
 }
 
-const char *ms_fmt_bytes(char *buf, size_t cap, uint64_t n)
-{
-	if (n <= 1024)
-		snprintf(buf, cap, "%llu bytes", (unsigned long long)n);
-	else if (n <= 1048576)
-		snprintf(buf, cap, "%.2f KiB", (double)n / 1024.0);
-	else if (n <= 1073741824)
-		snprintf(buf, cap, "%.2f MiB", (double)n / 1048576.0);
-	else
-		snprintf(buf, cap, "%.2f GiB", (double)n / 1073741824.0);
-	return buf;
-}
-
 void ms_json_u64(struct cJSON *o, const char *key, uint64_t v)
 {
 	char buf[24];

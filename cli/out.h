@@ -27,8 +27,8 @@ void ms_report(const char *path, ms_status s, const struct ms_diag *d);
 /* Print the warnings a successful call left in d. */
 void ms_report_warnings(const char *path, const struct ms_diag *d);
 
-/* Human-readable bytes, PyTorch's format_size ("2.93 GiB"); buf >= 32. */
-const char *ms_fmt_bytes(char *buf, size_t cap, uint64_t n);
+/* Human-readable bytes: ms_format_size (common/buf.h), PyTorch's format_size. */
+#include "common/buf.h"
 
 /* Exact integers in cJSON output (cJSON's doubles are exact only below 2^53). */
 struct cJSON;

@@ -3,6 +3,7 @@
 #define MEMSNAP_COMMON_BUF_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "memsnap/memsnap.h"
 
@@ -21,5 +22,8 @@ ms_status ms_buf_printf(struct ms_buf *b, const char *fmt, ...) MS_PRINTF(2, 3);
 /* Ownership of the bytes moves to the caller (free with ms_free); b is empty afterwards. */
 char *ms_buf_detach(struct ms_buf *b, size_t *len);
 void ms_buf_release(struct ms_buf *b);
+
+/* PyTorch's format_size (torch-allocator.md §3.5): "2.93 GiB", "1024.00 KiB"; buf >= 32 bytes. */
+const char *ms_format_size(char *buf, size_t cap, uint64_t n);
 
 #endif

@@ -484,20 +484,6 @@ void ms_replay_result_release(struct ms_replay_result *r)
 	r->n_produced = r->n_recorded = 0;
 }
 
-const char *ms_format_size(char *buf, size_t cap, uint64_t n)
-{
-	/* PyTorch's format_size: the boundaries are inclusive (1 MiB prints as 1024.00 KiB) */
-	if (n <= 1024)
-		snprintf(buf, cap, "%llu bytes", (unsigned long long)n);
-	else if (n <= 1048576)
-		snprintf(buf, cap, "%.2f KiB", (double)n / 1024.0);
-	else if (n <= 1073741824)
-		snprintf(buf, cap, "%.2f MiB", (double)n / 1048576.0);
-	else
-		snprintf(buf, cap, "%.2f GiB", (double)n / 1073741824.0);
-	return buf;
-}
-
 void ms_replay_oom_message(const struct ms_replay_result *r, char *buf, size_t cap)
 {
 	const struct ms_model_oom *o = &r->first_oom.o;

@@ -6,6 +6,7 @@
 #ifndef MEMSNAP_REPLAY_REPLAY_H
 #define MEMSNAP_REPLAY_REPLAY_H
 
+#include "common/buf.h"
 #include "format/trace_read.h"
 #include "replay/rebuild.h"
 #include "replay/model.h"
@@ -96,8 +97,6 @@ ms_status ms_replay_trace(const struct ms_trace *t, const struct ms_replay_opts 
 ms_status ms_replay_infer_limit(const struct ms_trace *t, const struct ms_replay_opts *o,
                                 uint64_t *lo, uint64_t *hi, struct ms_diag *diag);
 
-/* PyTorch's format_size: "2.93 GiB" (§3.5); buf >= 32 bytes. */
-const char *ms_format_size(char *buf, size_t cap, uint64_t n);
 /* PyTorch's OOM message, with the model's numbers. */
 void ms_replay_oom_message(const struct ms_replay_result *r, char *buf, size_t cap);
 
