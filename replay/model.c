@@ -25,7 +25,7 @@ struct ms_model_block {
 	uint64_t addr, size, requested, stream;
 	struct ms_model_block *prev, *next; /* neighbours in the segment, by address */
 	struct mseg *seg;
-	struct ms_model_block *l, *r; /* pool treap */
+	struct ms_model_block *l, *r, *up; /* pool treap: children and parent */
 	uint32_t prio;
 	uint64_t gc_base;
 	uint8_t allocated; /* handed out, not yet free_requested */
@@ -182,79 +182,76 @@ static inline int key_cmp(uint64_t s1, uint64_t z1, uint64_t a1, const struct ms
 	return key_cmp_m(0, s1, z1, a1, b);
 }
 
+/* Rotations keep the parent pointers; the caller stores the returned node in t's old link. */
 static struct ms_model_block *rot_right(struct ms_model_block *t)
 {
 	struct ms_model_block *l = t->l;
+
 	t->l = l->r;
+	if (l->r)
+		l->r->up = t;
 	l->r = t;
+	l->up = t->up;
+	t->up = l;
 	return l;
 }
 
 static struct ms_model_block *rot_left(struct ms_model_block *t)
 {
 	struct ms_model_block *r = t->r;
+
 	t->r = r->l;
+	if (r->l)
+		r->l->up = t;
 	r->l = t;
+	r->up = t->up;
+	t->up = r;
 	return r;
 }
 
-/*
- * Iterative treap insert and erase (a recursive version spent most of its time in calls).
- * Insert: down to a leaf, then rotate up while the priority beats the parent's.
- */
-#define TREAP_MAX_DEPTH 256
-
-static struct ms_model_block *treap_insert_rec(struct ms_model_block *t, struct ms_model_block *b,
-                                               int by_addr)
+/* The link that points at b: its parent's child pointer, or the root. */
+static struct ms_model_block **link_to(struct ms_model_block **root, struct ms_model_block *b)
 {
-	if (!t)
-		return b;
-	if (key_cmp_m(by_addr, b->stream, b->size, b->addr, t) < 0) {
-		t->l = treap_insert_rec(t->l, b, by_addr);
-		if (t->l->prio > t->prio)
-			t = rot_right(t);
-	} else {
-		t->r = treap_insert_rec(t->r, b, by_addr);
-		if (t->r->prio > t->prio)
-			t = rot_left(t);
-	}
-	return t;
+	if (!b->up)
+		return root;
+	return b->up->l == b ? &b->up->l : &b->up->r;
 }
 
+/*
+ * Iterative treap with parent pointers: insert goes down to a leaf and rotates up while its
+ * priority beats the parent's; erase needs no search (a recursive, parentless version spent
+ * most of the replay's time in calls and in walks to find the node again).
+ */
 static struct ms_model_block *treap_insert(struct ms_model_block *root, struct ms_model_block *b,
                                            int by_addr)
 {
-	struct ms_model_block **path[TREAP_MAX_DEPTH], **link = &root;
-	int d = 0;
+	struct ms_model_block **link = &root, *parent = NULL;
 
 	while (*link) {
-		if (d == TREAP_MAX_DEPTH) /* not with random priorities; stay correct anyway */
-			return treap_insert_rec(root, b, by_addr);
-		path[d++] = link;
-		link = key_cmp_m(by_addr, b->stream, b->size, b->addr, *link) < 0 ? &(*link)->l
-		                                                                  : &(*link)->r;
+		parent = *link;
+		link = key_cmp_m(by_addr, b->stream, b->size, b->addr, parent) < 0 ? &parent->l
+		                                                                   : &parent->r;
 	}
+	b->l = b->r = NULL;
+	b->up = parent;
 	*link = b;
-	while (d > 0 && (*path[d - 1])->prio < b->prio) {
-		struct ms_model_block *parent = *path[d - 1];
-		*path[d - 1] = parent->l == b ? rot_right(parent) : rot_left(parent);
-		d--;
+	while (b->up && b->up->prio < b->prio) {
+		struct ms_model_block *p = b->up, **pl = link_to(&root, p);
+		*pl = p->l == b ? rot_right(p) : rot_left(p);
 	}
 	return root;
 }
 
-/* Erase: find the link to b, rotate b down to a leaf, unlink it. */
+/* Erase: rotate b down to a leaf, unlink it. */
 static struct ms_model_block *treap_erase(struct ms_model_block *root, struct ms_model_block *b,
                                           int by_addr)
 {
-	struct ms_model_block **link = &root;
+	struct ms_model_block **link;
 
-	while (*link != b) {
-		if (!*link)
-			MS_BUG("block 0x%llx not in its pool", (unsigned long long)b->addr);
-		link = key_cmp_m(by_addr, b->stream, b->size, b->addr, *link) < 0 ? &(*link)->l
-		                                                                  : &(*link)->r;
-	}
+	(void)by_addr;
+	link = link_to(&root, b);
+	if (*link != b)
+		MS_BUG("block 0x%llx not in its pool", (unsigned long long)b->addr);
 	while (b->l && b->r) {
 		if (b->l->prio > b->r->prio) {
 			*link = rot_right(b);
@@ -265,6 +262,9 @@ static struct ms_model_block *treap_erase(struct ms_model_block *root, struct ms
 		}
 	}
 	*link = b->l ? b->l : b->r;
+	if (*link)
+		(*link)->up = b->up;
+	b->up = NULL;
 	return root;
 }
 
