@@ -250,6 +250,9 @@ int cmd_whatif(int argc, const char **argv)
 				ms_json_u64(o, "waste_at_peak_bytes",
 				            (uint64_t)j->r.stats.reserved_bytes[0].peak -
 				                    j->r.allocated_at_peak_reserved);
+				ms_json_u64(o, "rounding_at_peak_bytes",
+				            j->r.allocated_at_peak_reserved -
+				                    j->r.requested_at_peak_reserved);
 				ms_json_u64(o, "num_alloc_retries", j->r.stats.num_alloc_retries);
 				if (j->r.has_oom)
 					ms_json_u64(o, "first_oom_index", j->r.first_oom.index);
@@ -279,8 +282,8 @@ int cmd_whatif(int argc, const char **argv)
 			if (l > w)
 				w = l < 80 ? l : 80;
 		}
-		printf("%-*s %13s %13s %7s %11s %13s\n", w, "setting", "peak reserved",
-		       "waste at peak", "retries", "first OOM", "min memory");
+		printf("%-*s %13s %13s %12s %7s %11s %13s\n", w, "setting", "peak reserved",
+		       "waste at peak", "rounding", "retries", "first OOM", "min memory");
 		for (k = 0; k < p.n; k++) {
 			struct job *j = &p.jobs[k];
 			char name[600], oom[24];
@@ -297,20 +300,24 @@ int cmd_whatif(int argc, const char **argv)
 				         (unsigned long long)j->r.first_oom.index);
 			else
 				snprintf(oom, sizeof(oom), "-");
-			printf("%-*s %13s %13s %7llu %11s %13s\n", w, name,
+			printf("%-*s %13s %13s %12s %7llu %11s %13s\n", w, name,
 			       ms_format_size(b1, sizeof(b1),
 			                      (uint64_t)j->r.stats.reserved_bytes[0].peak),
 			       ms_format_size(b2, sizeof(b2),
 			                      (uint64_t)j->r.stats.reserved_bytes[0].peak -
 			                              j->r.allocated_at_peak_reserved),
+			       ms_format_size(b4, sizeof(b4),
+			                      j->r.allocated_at_peak_reserved -
+			                              j->r.requested_at_peak_reserved),
 			       (unsigned long long)j->r.stats.num_alloc_retries, oom,
 			       j->min_memory ? ms_format_size(b3, sizeof(b3), j->min_memory)
 			                     : "never");
 		}
-		(void)b4;
 		printf("\nwaste at peak: the peak of reserved memory minus the most allocated "
 		       "while it\n"
-		       "stood there (reserved but never in use at once);\n"
+		       "stood there (reserved but never in use at once); rounding: allocated "
+		       "minus\n"
+		       "requested bytes at that moment (block rounding and unsplit remainders);\n"
 		       "min memory: the least limit with which every allocation succeeds, the "
 		       "recorded\n"
 		       "OOMs included (to 2 MiB or 0.5%%, whichever is coarser).\n");

@@ -215,12 +215,12 @@ static void note_peak(struct rp *p)
 	/* the most that was allocated while reserved memory stood at its peak */
 	const struct ms_model_stats *st = ms_model_stats(p->m);
 	uint64_t alloc = (uint64_t)st->allocated_bytes[0].current;
-	if (st->reserved_bytes[0].peak > p->peak_seen) {
+	if (st->reserved_bytes[0].peak > p->peak_seen ||
+	    (st->reserved_bytes[0].current == st->reserved_bytes[0].peak &&
+	     alloc > p->r->allocated_at_peak_reserved)) {
 		p->peak_seen = st->reserved_bytes[0].peak;
 		p->r->allocated_at_peak_reserved = alloc;
-	} else if (st->reserved_bytes[0].current == st->reserved_bytes[0].peak &&
-	           alloc > p->r->allocated_at_peak_reserved) {
-		p->r->allocated_at_peak_reserved = alloc;
+		p->r->requested_at_peak_reserved = (uint64_t)st->requested_bytes[0].current;
 	}
 }
 

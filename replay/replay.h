@@ -69,6 +69,7 @@ struct ms_replay_result {
 	/* the most allocated while reserved bytes stood at their peak: peak reserved minus this is
 	 * the waste at the peak (memory reserved that was never in use at once) */
 	uint64_t allocated_at_peak_reserved;
+	uint64_t requested_at_peak_reserved; /* requested bytes at that same moment */
 	/* a mid-run trace: the state rebuilt before its first event (opts.init) */
 	int rebuilt;
 	uint64_t initial_reserved, initial_segments, initial_live_blocks;
