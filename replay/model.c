@@ -43,6 +43,7 @@ struct ms_model_block {
 struct xseg {
 	uint64_t base, size, page, stream;
 	uint8_t small;
+	struct ms_model_block *tail; /* import only: the unmapped block after the last range */
 };
 
 struct mseg {
@@ -75,6 +76,8 @@ struct ms_model {
 	uint64_t next_addr; /* simulated address space: segments without a hint */
 	struct hint *hints;
 	size_t n_hints, hint_head, cap_hints;
+	struct xseg **imported; /* expandable segments made by ms_model_import_segment */
+	size_t n_imported, cap_imported;
 	struct range *ranges; /* sorted by address, never overlapping */
 	size_t n_ranges, cap_ranges;
 	struct ms_model_block *spare_blocks;
@@ -407,6 +410,7 @@ void ms_model_free(struct ms_model *m)
 	ms_free(m->slabs);
 	ms_free(m->hints);
 	ms_free(m->ranges);
+	ms_free(m->imported);
 	ms_free(m);
 }
 
@@ -1326,6 +1330,156 @@ int ms_model_check(const struct ms_model *m, struct ms_model_block *const *held,
 
 /* ---- importing the state before a mid-run trace --------------------------------------- */
 
+/*
+ * One mapped range of an expandable segment. Ranges come in address order; the first of a
+ * (stream, pool) opens a reservation at its address, later ones are cut out of its unmapped
+ * tail, and what lies between them stays unmapped.
+ */
+static ms_status import_range(struct ms_model *m, const struct ms_segment *s,
+                              const struct ms_block *blocks, struct ms_model_block **out)
+{
+	struct pool *p = pool_of(m, s->is_small);
+	struct xseg *xs = NULL;
+	struct ms_model_block *tail, *prev;
+	uint64_t end = s->addr + s->total_size, total = 0;
+
+	for (uint32_t i = 0; i < s->n_blocks; i++)
+		total += blocks[i].size;
+	if (total != s->total_size || !s->n_blocks)
+		return MS_ERR_INVALID_ARG;
+	for (size_t i = 0; i < m->n_imported; i++)
+		if (m->imported[i]->stream == s->stream && m->imported[i]->small == s->is_small)
+			xs = m->imported[i];
+	if (!xs) {
+		uint64_t page = xs_page(m, s->is_small), dev;
+		dev = m->c.device_memory != UINT64_MAX ? m->c.device_memory : (1ull << 40);
+		xs = slab_alloc(m, sizeof(*xs));
+		tail = xs ? blk_new(m) : NULL;
+		if (!tail || ms_grow(&m->imported, &m->cap_imported, m->n_imported + 1, sizeof(xs)))
+			return MS_ERR_NOMEM;
+		memset(xs, 0, sizeof(*xs));
+		xs->base = s->addr;
+		xs->page = page;
+		xs->size = (dev + dev / 8 + page - 1) / page * page;
+		xs->stream = s->stream;
+		xs->small = s->is_small;
+		/*
+		 * The device's size may be unknown: a reservation opened earlier may reach over
+		 * this one's start. Reservations are apart in reality, so end that one here.
+		 */
+		for (size_t i = 0; i < m->n_imported; i++) {
+			struct xseg *o = m->imported[i];
+			if (o->base < xs->base && xs->base < o->base + o->size && o->tail &&
+			    o->tail->addr <= xs->base) {
+				struct pool *op = pool_of(m, o->small);
+				range_del(m, o->base);
+				o->size = xs->base - o->base;
+				if (range_add(m, o->base, o->size))
+					return MS_ERR_NOMEM;
+				unmapped_remove(op, o->tail);
+				o->tail->size = o->base + o->size - o->tail->addr;
+				if (o->tail->size) {
+					unmapped_insert(op, o->tail);
+				} else {
+					if (o->tail->prev)
+						o->tail->prev->next = NULL;
+					blk_release(m, o->tail);
+					o->tail = NULL;
+				}
+			}
+		}
+		if (!range_is_free(m, xs->base, xs->size)) {
+			/* up to the next range in use */
+			size_t k = range_find(m, xs->base);
+			if (k < m->n_ranges && m->ranges[k].addr > xs->base)
+				xs->size = (m->ranges[k].addr - xs->base) / page * page;
+		}
+		if (!xs->size || !range_is_free(m, xs->base, xs->size) ||
+		    range_add(m, xs->base, xs->size))
+			return MS_ERR_INVALID_ARG;
+		tail->addr = xs->base;
+		tail->size = xs->size;
+		tail->stream = s->stream;
+		tail->small = s->is_small;
+		tail->xs = xs;
+		tail->mapped = 0;
+		unmapped_insert(p, tail);
+		xs->tail = tail;
+		m->imported[m->n_imported++] = xs;
+	}
+	tail = xs->tail;
+	if (!tail || s->addr < tail->addr || end > tail->addr + tail->size)
+		return MS_ERR_INVALID_ARG; /* not in address order, or beyond the reservation */
+	unmapped_remove(p, tail);
+	prev = tail->prev;
+	if (s->addr > tail->addr) {
+		/* the gap before this range stays unmapped */
+		struct ms_model_block *gap = blk_new(m);
+		if (!gap)
+			return MS_ERR_NOMEM;
+		*gap = *tail;
+		gap->size = s->addr - tail->addr;
+		gap->l = gap->r = gap->up = NULL;
+		gap->prev = prev;
+		if (prev)
+			prev->next = gap;
+		gap->next = NULL;
+		unmapped_insert(p, gap);
+		prev = gap;
+	}
+	for (uint32_t i = 0; i < s->n_blocks; i++) {
+		struct ms_model_block *b = blk_new(m);
+		if (!b)
+			return MS_ERR_NOMEM;
+		b->addr = blocks[i].addr;
+		b->size = blocks[i].size;
+		b->requested = blocks[i].requested_size;
+		b->stream = s->stream;
+		b->small = s->is_small;
+		b->xs = xs;
+		b->prev = prev;
+		if (prev)
+			prev->next = b;
+		prev = b;
+		if (out)
+			out[i] = NULL;
+		if (blocks[i].state == MS_BLOCK_INACTIVE) {
+			b->gc_base = p->gc_clock;
+			pool_insert(p, b);
+			continue;
+		}
+		if (blocks[i].state == MS_BLOCK_ACTIVE_ALLOCATED) {
+			b->allocated = 1;
+			stat3(m->st.allocation, s->is_small, 1);
+			stat3(m->st.allocated_bytes, s->is_small, (int64_t)b->size);
+		} else {
+			b->pending = 1;
+		}
+		stat3(m->st.active, s->is_small, 1);
+		stat3(m->st.active_bytes, s->is_small, (int64_t)b->size);
+		stat3(m->st.requested_bytes, s->is_small, (int64_t)b->requested);
+		if (out)
+			out[i] = b;
+	}
+	m->reserved += s->total_size;
+	stat3(m->st.reserved_bytes, s->is_small, (int64_t)s->total_size);
+	/* what follows stays unmapped */
+	tail->size = tail->addr + tail->size - end;
+	tail->addr = end;
+	tail->prev = prev;
+	prev->next = tail;
+	tail->next = NULL;
+	if (tail->size) {
+		unmapped_insert(p, tail);
+	} else {
+		prev->next = NULL;
+		blk_release(m, tail);
+		tail = NULL;
+	}
+	xs->tail = tail;
+	return MS_OK;
+}
+
 ms_status ms_model_import_segment(struct ms_model *m, const struct ms_segment *s,
                                   const struct ms_block *blocks, struct ms_model_block **out)
 {
@@ -1336,7 +1490,7 @@ ms_status ms_model_import_segment(struct ms_model *m, const struct ms_segment *s
 	uint64_t total = 0;
 
 	if (s->is_expandable)
-		return MS_ERR_UNSUPPORTED;
+		return import_range(m, s, blocks, out);
 	for (uint32_t i = 0; i < s->n_blocks; i++)
 		total += blocks[i].size;
 	if (total != s->total_size || !s->n_blocks || !range_is_free(m, s->addr, s->total_size))

@@ -74,7 +74,7 @@ static void merge_free(struct rseg *g, size_t i)
 }
 
 static ms_status add_segment(struct state *st, uint64_t addr, uint64_t size, uint64_t stream,
-                             uint16_t device)
+                             uint16_t device, int small, int expandable)
 {
 	size_t i = 0;
 	struct rseg g;
@@ -90,7 +90,8 @@ static ms_status add_segment(struct state *st, uint64_t addr, uint64_t size, uin
 	g.s.total_size = size;
 	g.s.stream = stream;
 	g.s.device = device;
-	g.s.is_small = size <= (2u << 20); /* small-pool segments are 2 MiB, large ones more */
+	g.s.is_small = (uint8_t)small;
+	g.s.is_expandable = (uint8_t)expandable;
 	g.s.n_blocks = 1;
 	g.b = ms_malloc(sizeof(*g.b));
 	if (!g.b)
@@ -142,6 +143,121 @@ static ms_status undo_free_completed(struct state *st, const struct ms_event *e,
 	return insert_blocks(g, i, nb, k);
 }
 
+/*
+ * Expandable segments are reported as one segment per contiguous mapped range. Undoing a map
+ * cuts the mapped bytes out of their range (they were free, or merged into a free block); undoing
+ * an unmap puts them back as a free block, joined to the ranges around it.
+ */
+static ms_status undo_map(struct state *st, const struct ms_event *e)
+{
+	struct rseg *g = seg_at(st, e->addr), left, right;
+	uint64_t end = e->addr + e->size;
+	size_t i, gi;
+
+	if (!g || !g->s.is_expandable || end > g->s.addr + g->s.total_size) {
+		st->inconsistent++;
+		return MS_OK;
+	}
+	for (i = 0; i < g->n; i++) /* the mapped bytes must be free */
+		if (g->b[i].addr < end && g->b[i].addr + g->b[i].size > e->addr &&
+		    g->b[i].state != MS_BLOCK_INACTIVE) {
+			st->inconsistent++;
+			return MS_OK;
+		}
+	/* split into what lies before and after [addr, end) */
+	memset(&left, 0, sizeof(left));
+	memset(&right, 0, sizeof(right));
+	left.s = right.s = g->s;
+	left.s.total_size = e->addr - g->s.addr;
+	right.s.addr = end;
+	right.s.total_size = g->s.addr + g->s.total_size - end;
+	for (i = 0; i < g->n; i++) {
+		struct ms_block b = g->b[i];
+		uint64_t bend = b.addr + b.size;
+		if (b.addr < e->addr) {
+			struct ms_block c = b;
+			if (bend > e->addr)
+				c.size = e->addr - b.addr;
+			if (insert_blocks(&left, left.n, &c, 1))
+				return MS_ERR_NOMEM;
+		}
+		if (bend > end) {
+			struct ms_block c = b;
+			if (b.addr < end) {
+				c.addr = end;
+				c.size = bend - end;
+			}
+			if (insert_blocks(&right, right.n, &c, 1))
+				return MS_ERR_NOMEM;
+		}
+	}
+	gi = (size_t)(g - st->segs);
+	ms_free(g->b);
+	memmove(st->segs + gi, st->segs + gi + 1, (st->n - gi - 1) * sizeof(*st->segs));
+	st->n--;
+	for (int k = 0; k < 2; k++) {
+		struct rseg *r = k ? &right : &left;
+		if (!r->s.total_size) {
+			ms_free(r->b);
+			continue;
+		}
+		if (ms_grow(&st->segs, &st->cap, st->n + 1, sizeof(*st->segs)))
+			return MS_ERR_NOMEM;
+		memmove(st->segs + gi + 1, st->segs + gi, (st->n - gi) * sizeof(*st->segs));
+		st->segs[gi++] = *r;
+		st->n++;
+	}
+	return MS_OK;
+}
+
+static ms_status undo_unmap(struct state *st, const struct ms_event *e)
+{
+	struct ms_block fb = {e->addr, e->size, 0, 0, MS_BLOCK_INACTIVE};
+	struct rseg *before = e->addr ? seg_at(st, e->addr - 1) : NULL;
+	struct rseg *after = seg_at(st, e->addr + e->size);
+	int small;
+	ms_status s;
+
+	if (seg_at(st, e->addr)) {
+		st->inconsistent++;
+		return MS_OK;
+	}
+	if (before && (!before->s.is_expandable || before->s.stream != e->stream))
+		before = NULL;
+	if (after && (!after->s.is_expandable || after->s.stream != e->stream ||
+	              after->s.addr != e->addr + e->size))
+		after = NULL;
+	if (before) {
+		before->s.total_size += e->size;
+		if ((s = insert_blocks(before, before->n, &fb, 1)))
+			return s;
+		merge_free(before, before->n - 1);
+		if (after) { /* the three ranges become one */
+			size_t ai = (size_t)(after - st->segs);
+			before->s.total_size += after->s.total_size;
+			if ((s = insert_blocks(before, before->n, after->b, after->n)))
+				return s;
+			merge_free(before, before->n - after->n);
+			ms_free(after->b);
+			memmove(st->segs + ai, st->segs + ai + 1,
+			        (st->n - ai - 1) * sizeof(*st->segs));
+			st->n--;
+		}
+		return MS_OK;
+	}
+	if (after) {
+		after->s.addr = e->addr;
+		after->s.total_size += e->size;
+		if ((s = insert_blocks(after, 0, &fb, 1)))
+			return s;
+		merge_free(after, 0);
+		return MS_OK;
+	}
+	/* 20 MiB pages belong to the large pool, 2 MiB ones to the small pool */
+	small = e->size % (20u << 20) != 0;
+	return add_segment(st, e->addr, e->size, e->stream, e->device, small, 1);
+}
+
 static ms_status undo(struct state *st, const struct ms_event *e, uint64_t alloc_size)
 {
 	struct rseg *g;
@@ -180,10 +296,13 @@ static ms_status undo(struct state *st, const struct ms_event *e, uint64_t alloc
 		st->n--;
 		return MS_OK;
 	case MS_ACT_SEGMENT_FREE:
-		return add_segment(st, e->addr, e->size, e->stream, e->device);
+		/* small-pool segments are 2 MiB, large ones more */
+		return add_segment(st, e->addr, e->size, e->stream, e->device,
+		                   e->size <= (2u << 20), 0);
 	case MS_ACT_SEGMENT_MAP:
+		return undo_map(st, e);
 	case MS_ACT_SEGMENT_UNMAP:
-		return MS_ERR_UNSUPPORTED;
+		return undo_unmap(st, e);
 	default:
 		return MS_OK;
 	}
@@ -206,13 +325,8 @@ ms_status ms_rebuild_initial_state(const struct ms_trace *t, uint32_t device,
 		const struct ms_segment *g = &t->segs[i];
 		if (g->device != device)
 			continue;
-		if (g->is_expandable) {
-			s = ms__diag_set(diag, MS_ERR_UNSUPPORTED, -1, -1,
-			                 "rebuilding expandable segments of a mid-run trace is not "
-			                 "supported");
-			goto out;
-		}
-		if ((s = add_segment(&st, g->addr, g->total_size, g->stream, g->device)))
+		if ((s = add_segment(&st, g->addr, g->total_size, g->stream, g->device, g->is_small,
+		                     g->is_expandable)))
 			goto out;
 		{
 			struct rseg *r = seg_at(&st, g->addr);
@@ -253,13 +367,8 @@ ms_status ms_rebuild_initial_state(const struct ms_trace *t, uint32_t device,
 	for (i = t->n_events; i-- > 0;) {
 		if (t->events[i].device != device)
 			continue;
-		if ((s = undo(&st, &t->events[i], alloc_size[i]))) {
-			if (s == MS_ERR_UNSUPPORTED)
-				ms__diag_set(diag, s, -1, (int64_t)i,
-				             "rebuilding expandable segments of a mid-run trace is "
-				             "not supported");
+		if ((s = undo(&st, &t->events[i], alloc_size[i])))
 			goto out;
-		}
 	}
 	/* hand it over as segments with their blocks */
 	for (i = 0; i < st.n; i++) {
@@ -294,8 +403,11 @@ out:
 		ms_free(st.segs[i].b);
 	ms_free(st.segs);
 	ms_free(alloc_size);
-	if (s)
+	if (s) {
 		ms_initial_state_release(out);
+		ms__diag_set(diag, s, -1, -1, "cannot rebuild the state before the trace: %s",
+		             ms_strerror(s));
+	}
 	return s;
 }
 
