@@ -59,6 +59,62 @@ static void text_neighbour(const struct ms_model_neighbour *n, char *buf, size_t
 		         ms_format_size(b, sizeof(b), n->size), (unsigned long long)n->index);
 }
 
+/* memory_stats() as PyTorch flattens it: "<stat>.<pool>.<metric>" and the plain counters. */
+static void json_memory_stats(cJSON *o, const struct ms_model_stats *st)
+{
+	static const char *const pools[3] = {"all", "small_pool", "large_pool"};
+	const struct {
+		const char *name;
+		const struct ms_stat *s;
+	} arrays[] = {
+	        {"allocation", st->allocation},
+	        {"segment", st->segment},
+	        {"active", st->active},
+	        {"inactive_split", st->inactive_split},
+	        {"allocated_bytes", st->allocated_bytes},
+	        {"reserved_bytes", st->reserved_bytes},
+	        {"active_bytes", st->active_bytes},
+	        {"inactive_split_bytes", st->inactive_split_bytes},
+	        {"requested_bytes", st->requested_bytes},
+	};
+	const struct {
+		const char *name;
+		const struct ms_stat *s;
+	} singles[] = {
+	        {"oversize_allocations", &st->oversize_allocations},
+	        {"oversize_segments", &st->oversize_segments},
+	};
+	cJSON *m = cJSON_AddObjectToObject(o, "memory_stats");
+	char key[96];
+
+	for (size_t a = 0; a < sizeof(arrays) / sizeof(arrays[0]); a++)
+		for (int p = 0; p < 3; p++) {
+			const struct ms_stat *x = &arrays[a].s[p];
+			static const char *const metrics[4] = {"current", "peak", "allocated",
+			                                       "freed"};
+			int64_t v[4] = {x->current, x->peak, x->allocated, x->freed};
+			for (int k = 0; k < 4; k++) {
+				snprintf(key, sizeof(key), "%s.%s.%s", arrays[a].name, pools[p],
+				         metrics[k]);
+				ms_json_i64(m, key, v[k]);
+			}
+		}
+	for (size_t a = 0; a < 2; a++) {
+		static const char *const metrics[4] = {"current", "peak", "allocated", "freed"};
+		int64_t v[4] = {singles[a].s->current, singles[a].s->peak, singles[a].s->allocated,
+		                singles[a].s->freed};
+		for (int k = 0; k < 4; k++) {
+			snprintf(key, sizeof(key), "%s.%s", singles[a].name, metrics[k]);
+			ms_json_i64(m, key, v[k]);
+		}
+	}
+	ms_json_u64(m, "num_alloc_retries", st->num_alloc_retries);
+	ms_json_u64(m, "num_ooms", st->num_ooms);
+	ms_json_u64(m, "num_sync_all_streams", st->num_sync_all_streams);
+	ms_json_u64(m, "num_device_alloc", st->num_device_alloc);
+	ms_json_u64(m, "num_device_free", st->num_device_free);
+}
+
 static void json_report(const char *path, const struct ms_replay_result *r,
                         const struct ms_limit_range *lim)
 {
@@ -103,6 +159,7 @@ static void json_report(const char *path, const struct ms_replay_result *r,
 	} else {
 		cJSON_AddNullToObject(o, "mid_run");
 	}
+	json_memory_stats(o, &r->stats);
 	a = cJSON_AddArrayToObject(o, "segment_events");
 	for (size_t i = 0; i < r->n_produced; i++) {
 		cJSON *e = cJSON_CreateObject();

@@ -1,0 +1,1 @@
+"$MEMSNAP" replay --json testdata/snapshots/resnet50.pickle.gz | grep -E "\"(reserved_bytes.all.peak|allocated_bytes.all.peak|requested_bytes.all.peak|segment.all.current|inactive_split_bytes.all.current|num_device_alloc)\""
