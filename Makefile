@@ -41,6 +41,11 @@ demo: build
 	@echo
 	@echo "== memsnap whatif --limit 13061062656 $(DEMO_TRACE)   (which setting avoids the OOM?)"
 	@./$(BUILD)/cli/memsnap whatif --limit 13061062656 $(DEMO_TRACE)
+	@echo
+	@echo "== memsnap render --limit 13061062656 $(DEMO_TRACE) -o $(BUILD)/demo-oom.svg   (the segments at the OOM)"
+	@./$(BUILD)/cli/memsnap render --limit 13061062656 $(DEMO_TRACE) --format txt | head -12
+	@./$(BUILD)/cli/memsnap render --limit 13061062656 $(DEMO_TRACE) -o $(BUILD)/demo-oom.svg
+	@echo "open $(CURDIR)/$(BUILD)/demo-oom.svg"
 
 test-fast: build
 	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS)

@@ -20,6 +20,7 @@ static const struct cmd commands[] = {
         {"verify", cmd_verify,
          "compare the model's segment events and peaks with the recorded ones"},
         {"whatif", cmd_whatif, "replay under a matrix of allocator settings: which avoids the OOM"},
+        {"render", cmd_render, "draw the segments and blocks at the peak, the OOM or any event"},
         {"check", cmd_check, "a CI gate: peaks and fragmentation against budgets (exit 5)"},
         {"diff", cmd_diff, "what changed between two runs: peaks, sites, annotations"},
         {"version", cmd_version, "version and build options"},

@@ -68,6 +68,8 @@ void ms_print_help(FILE *f, const struct ms_opt *opts, const char *const *usage)
 			desc = 1;
 		if (i == 0)
 			fprintf(f, "usage: %s\n", usage[i]);
+		else if (!desc && usage[i][0] == ' ')
+			fprintf(f, "       %s\n", usage[i]); /* the usage above, continued */
 		else if (!desc)
 			fprintf(f, "   or: %s\n", usage[i]);
 		else

@@ -6,6 +6,7 @@
 #include "replay/model.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/alloc.h"
@@ -60,11 +61,13 @@ struct pool {
 
 struct hint {
 	uint64_t size, addr;
+	int map; /* from a recorded segment_map: an expandable segment's mapping */
 };
 
 /* An address range in use: a segment, or an expandable segment's reservation. */
 struct range {
 	uint64_t addr, size;
+	struct xseg *xs; /* the expandable segment reserving it, or NULL */
 };
 
 struct ms_model {
@@ -438,7 +441,7 @@ static int range_is_free(const struct ms_model *m, uint64_t addr, uint64_t size)
 	return i == m->n_ranges || m->ranges[i].addr >= addr + size;
 }
 
-static int range_add(struct ms_model *m, uint64_t addr, uint64_t size)
+static int range_add(struct ms_model *m, uint64_t addr, uint64_t size, struct xseg *xs)
 {
 	size_t i = range_find(m, addr);
 
@@ -447,6 +450,7 @@ static int range_add(struct ms_model *m, uint64_t addr, uint64_t size)
 	memmove(m->ranges + i + 1, m->ranges + i, (m->n_ranges - i) * sizeof(*m->ranges));
 	m->ranges[i].addr = addr;
 	m->ranges[i].size = size;
+	m->ranges[i].xs = xs;
 	m->n_ranges++;
 	return 0;
 }
@@ -467,13 +471,14 @@ void ms_model_set_device_memory(struct ms_model *m, uint64_t bytes)
 	m->c.device_memory = bytes ? bytes : UINT64_MAX;
 }
 
-void ms_model_hint_segment(struct ms_model *m, uint64_t size, uint64_t addr)
+void ms_model_hint_segment(struct ms_model *m, uint64_t size, uint64_t addr, int map)
 {
 	if (m->hint_head == m->n_hints)
 		m->hint_head = m->n_hints = 0;
 	if (ms_grow(&m->hints, &m->cap_hints, m->n_hints + 1, sizeof(*m->hints)))
 		return; /* a lost hint only changes addresses, never the policy */
 	m->hints[m->n_hints].size = size;
+	m->hints[m->n_hints].map = map;
 	m->hints[m->n_hints++].addr = addr;
 }
 
@@ -571,6 +576,44 @@ static void hint_pop(struct ms_model *m)
 }
 
 /*
+ * With the device's memory unknown a reservation is sized for a 1 TiB device, so it can cover
+ * addresses where PyTorch (reserving 1 1/8 of a device we cannot see) placed the next one. A
+ * recorded mapping that starts inside another reservation's unmapped tail shows where that
+ * reservation ended: cut it at the last page boundary before. Returns 1 if it did.
+ */
+static int xs_cut_at(struct ms_model *m, uint64_t h)
+{
+	size_t i = range_find(m, h);
+	struct range *r;
+	struct pool *p;
+	struct ms_model_block *u;
+
+	if (i == m->n_ranges || !m->ranges[i].xs || m->ranges[i].addr >= h)
+		return 0;
+	r = &m->ranges[i];
+	/* the reservation is whole pages; the next one starts where the driver put it */
+	h = r->addr + (h - r->addr) / r->xs->page * r->xs->page;
+	p = pool_of(m, r->xs->small);
+	for (u = unmapped_lower_bound(p, r->xs->stream, r->addr); u && u->stream == r->xs->stream;
+	     u = unmapped_lower_bound(p, r->xs->stream, u->addr + 1))
+		if (u->xs == r->xs && u->addr <= h && h < u->addr + u->size)
+			break;
+	/* only an unmapped tail after something mapped can go */
+	if (!u || u->stream != r->xs->stream || u->xs != r->xs || u->next || !u->prev)
+		return 0;
+	if (u->addr == h) {
+		unmapped_remove(p, u);
+		u->prev->next = NULL;
+		blk_release(m, u);
+	} else {
+		u->size = h - u->addr;
+	}
+	r->size = h - r->addr;
+	r->xs->size = r->size;
+	return 1;
+}
+
+/*
  * find_expandable_block: the lowest unmapped block of this stream that, with the free mapped
  * block just before it, offers size bytes; else a new segment whose whole reservation is one
  * unmapped block.
@@ -603,13 +646,25 @@ static struct ms_model_block *find_expandable(struct ms_model *m, struct pool *p
 		return NULL;
 	}
 	/* a new segment starts where the trace's next mapping does, if it recorded one */
-	if (m->hint_head < m->n_hints && range_is_free(m, m->hints[m->hint_head].addr, space)) {
+	if (m->hint_head < m->n_hints && m->hints[m->hint_head].map &&
+	    m->c.device_memory == UINT64_MAX) {
+		uint64_t h = m->hints[m->hint_head].addr;
+		size_t i;
+		xs_cut_at(m, h);
+		/* nor can it reach into the next range */
+		i = range_find(m, h);
+		if (i < m->n_ranges && m->ranges[i].addr > h && m->ranges[i].addr - h < space)
+			space = (m->ranges[i].addr - h) / page * page;
+	}
+	if (space && m->hint_head < m->n_hints &&
+	    range_is_free(m, m->hints[m->hint_head].addr, space)) {
 		xs->base = m->hints[m->hint_head].addr;
 	} else {
+		space = (total + total / 8 + page - 1) / page * page;
 		xs->base = m->next_addr;
 		m->next_addr += space + page;
 	}
-	if (range_add(m, xs->base, space)) {
+	if (range_add(m, xs->base, space, xs)) {
 		blk_release(m, b);
 		*nomem = 1;
 		return NULL;
@@ -785,7 +840,7 @@ static struct ms_model_block *alloc_block(struct ms_model *m, struct pool *p, ui
 		return NULL;
 	}
 	s->addr = segment_addr(m, alloc_size);
-	if (range_add(m, s->addr, alloc_size)) {
+	if (range_add(m, s->addr, alloc_size, NULL)) {
 		blk_release(m, b);
 		*nomem = 1;
 		return NULL;
@@ -1374,7 +1429,7 @@ static ms_status import_range(struct ms_model *m, const struct ms_segment *s,
 				struct pool *op = pool_of(m, o->small);
 				range_del(m, o->base);
 				o->size = xs->base - o->base;
-				if (range_add(m, o->base, o->size))
+				if (range_add(m, o->base, o->size, o))
 					return MS_ERR_NOMEM;
 				unmapped_remove(op, o->tail);
 				o->tail->size = o->base + o->size - o->tail->addr;
@@ -1395,7 +1450,7 @@ static ms_status import_range(struct ms_model *m, const struct ms_segment *s,
 				xs->size = (m->ranges[k].addr - xs->base) / page * page;
 		}
 		if (!xs->size || !range_is_free(m, xs->base, xs->size) ||
-		    range_add(m, xs->base, xs->size))
+		    range_add(m, xs->base, xs->size, xs))
 			return MS_ERR_INVALID_ARG;
 		tail->addr = xs->base;
 		tail->size = xs->size;
@@ -1496,7 +1551,7 @@ ms_status ms_model_import_segment(struct ms_model *m, const struct ms_segment *s
 	if (total != s->total_size || !s->n_blocks || !range_is_free(m, s->addr, s->total_size))
 		return MS_ERR_INVALID_ARG;
 	sg = seg_new(m);
-	if (!sg || range_add(m, s->addr, s->total_size))
+	if (!sg || range_add(m, s->addr, s->total_size, NULL))
 		return MS_ERR_NOMEM;
 	sg->addr = s->addr;
 	sg->size = s->total_size;
@@ -1611,4 +1666,166 @@ size_t ms_model_largest_free(const struct ms_model *m, uint64_t stream, int smal
 		out[n - 1 - i] = t;
 	}
 	return n;
+}
+
+/* ---- the state at a moment, as PyTorch's snapshot shows it ---------------------------- */
+
+struct snap {
+	struct ms_segment *segs;
+	size_t n_segs, cap_segs;
+	struct ms_block *blocks;
+	size_t n_blocks, cap_blocks;
+	struct ms_u64map seen;
+};
+
+static ms_status snap_open(struct snap *sn, const struct ms_model_block *h, int expandable)
+{
+	struct ms_segment *g;
+
+	if (ms_grow(&sn->segs, &sn->cap_segs, sn->n_segs + 1, sizeof(*sn->segs)))
+		return MS_ERR_NOMEM;
+	g = &sn->segs[sn->n_segs++];
+	memset(g, 0, sizeof(*g));
+	g->addr = h->addr;
+	g->stream = h->stream;
+	g->is_small = h->small;
+	g->is_expandable = (uint8_t)expandable;
+	return MS_OK;
+}
+
+static ms_status snap_block(struct snap *sn, const struct ms_model_block *q)
+{
+	struct ms_segment *g = &sn->segs[sn->n_segs - 1];
+	struct ms_block *k;
+
+	if (ms_grow(&sn->blocks, &sn->cap_blocks, sn->n_blocks + 1, sizeof(*sn->blocks)))
+		return MS_ERR_NOMEM;
+	k = &sn->blocks[sn->n_blocks++];
+	k->addr = q->addr;
+	k->size = q->size;
+	k->requested_size = q->requested;
+	k->stack = q->tag_stack;
+	k->state = q->allocated ? MS_BLOCK_ACTIVE_ALLOCATED
+	           : q->pending ? MS_BLOCK_ACTIVE_PENDING_FREE
+	                        : MS_BLOCK_INACTIVE;
+	g->total_size += q->size;
+	g->n_blocks++;
+	if (q->allocated)
+		g->allocated_size += q->size;
+	if (q->allocated || q->pending) {
+		g->active_size += q->size;
+		g->requested_size += q->requested;
+	}
+	return MS_OK;
+}
+
+/* One segment, or for an expandable one each mapped range, once. */
+static ms_status snap_segment(struct snap *sn, const struct ms_model_block *b)
+{
+	const struct ms_model_block *h = b, *q;
+	int open = 0;
+	ms_status s;
+
+	while (h->prev)
+		h = h->prev;
+	if (ms_u64map_get(&sn->seen, h->addr))
+		return MS_OK;
+	if (ms_u64map_put(&sn->seen, h->addr, 1))
+		return MS_ERR_NOMEM;
+	for (q = h; q; q = q->next) {
+		if (!q->mapped) {
+			open = 0;
+			continue;
+		}
+		if (!open) {
+			if ((s = snap_open(sn, q, q->xs != NULL)))
+				return s;
+			open = 1;
+		}
+		if ((s = snap_block(sn, q)))
+			return s;
+	}
+	return MS_OK;
+}
+
+static ms_status snap_tree(struct snap *sn, const struct ms_model_block *t)
+{
+	ms_status s;
+
+	if (!t)
+		return MS_OK;
+	if ((s = snap_segment(sn, t)) || (s = snap_tree(sn, t->l)))
+		return s;
+	return snap_tree(sn, t->r);
+}
+
+static int seg_addr_cmp(const void *x, const void *y)
+{
+	const struct ms_segment *a = x, *b = y;
+	return a->addr < b->addr ? -1 : a->addr > b->addr;
+}
+
+ms_status ms_model_snapshot(const struct ms_model *m, struct ms_model_block *const *held,
+                            size_t n_held, struct ms_segment **segs, size_t *n_segs,
+                            struct ms_block **blocks, size_t *n_blocks)
+{
+	struct snap sn;
+	ms_status s = MS_OK;
+
+	memset(&sn, 0, sizeof(sn));
+	s = snap_tree(&sn, m->large.root);
+	if (!s)
+		s = snap_tree(&sn, m->small.root);
+	if (!s)
+		s = snap_tree(&sn, m->large.unmapped);
+	if (!s)
+		s = snap_tree(&sn, m->small.unmapped);
+	for (size_t i = 0; !s && i < n_held; i++)
+		s = snap_segment(&sn, held[i]);
+	ms_u64map_release(&sn.seen);
+	if (s) {
+		ms_free(sn.segs);
+		ms_free(sn.blocks);
+		return s;
+	}
+	/* in address order, blocks following their segment */
+	if (sn.n_segs > 1) {
+		struct ms_block *ordered =
+		        ms_malloc(sizeof(*ordered) * (sn.n_blocks ? sn.n_blocks : 1));
+		size_t *first = ms_malloc(sizeof(*first) * sn.n_segs), k = 0, at = 0;
+		struct ms_segment *copy = ms_malloc(sizeof(*copy) * sn.n_segs);
+		if (!ordered || !first || !copy) {
+			ms_free(ordered);
+			ms_free(first);
+			ms_free(copy);
+			ms_free(sn.segs);
+			ms_free(sn.blocks);
+			return MS_ERR_NOMEM;
+		}
+		for (size_t i = 0; i < sn.n_segs; i++) {
+			first[i] = at;
+			at += sn.segs[i].n_blocks;
+		}
+		memcpy(copy, sn.segs, sizeof(*copy) * sn.n_segs);
+		/* remember where each segment's blocks are through its (unique) address */
+		for (size_t i = 0; i < sn.n_segs; i++)
+			copy[i].pool_id[0] = first[i];
+		qsort(copy, sn.n_segs, sizeof(*copy), seg_addr_cmp);
+		for (size_t i = 0; i < sn.n_segs; i++) {
+			memcpy(ordered + k, sn.blocks + copy[i].pool_id[0],
+			       sizeof(*ordered) * copy[i].n_blocks);
+			k += copy[i].n_blocks;
+			copy[i].pool_id[0] = 0;
+		}
+		ms_free(sn.segs);
+		ms_free(sn.blocks);
+		ms_free(first);
+		sn.segs = copy;
+		sn.blocks = ordered;
+	}
+	*segs = sn.segs;
+	*n_segs = sn.n_segs;
+	*blocks = sn.blocks;
+	*n_blocks = sn.n_blocks;
+	return MS_OK;
 }

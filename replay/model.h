@@ -65,8 +65,10 @@ uint64_t ms_model_allocation_size(const struct ms_model *m, uint64_t rounded);
 /*
  * Offer the address of the next segment the model creates, if it has this size (replays use
  * the addresses the trace recorded, so that ties in best fit break as they did). Queued.
+ * map: it comes from a recorded segment_map (expandable segments); with the device's memory
+ * unknown such a hint also ends a reservation it falls in (model.c: xs_cut_at).
  */
-void ms_model_hint_segment(struct ms_model *m, uint64_t size, uint64_t addr);
+void ms_model_hint_segment(struct ms_model *m, uint64_t size, uint64_t addr, int map);
 
 /*
  * malloc(n) on stream: *out gets the block, or NULL when the allocation fails (an OOM; *oom,
@@ -131,5 +133,15 @@ int ms_model_check(const struct ms_model *m, struct ms_model_block *const *held,
  */
 ms_status ms_model_import_segment(struct ms_model *m, const struct ms_segment *s,
                                   const struct ms_block *blocks, struct ms_model_block **out);
+
+/*
+ * The state now as PyTorch's snapshot reports it: segments in address order (an expandable
+ * segment as one segment per mapped range), each followed in blocks by its blocks in address
+ * order; a block's stack is its tag. held: every block handed out and not free_completed.
+ * The caller frees both arrays with ms_free().
+ */
+ms_status ms_model_snapshot(const struct ms_model *m, struct ms_model_block *const *held,
+                            size_t n_held, struct ms_segment **segs, size_t *n_segs,
+                            struct ms_block **blocks, size_t *n_blocks);
 
 #endif

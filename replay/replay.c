@@ -29,7 +29,7 @@ struct rp {
 	size_t pend_frees;
 	uint64_t pend_index;
 	size_t model_frees_unmatched;
-	int64_t peak_seen;
+	int64_t peak_seen, peak_alloc_seen;
 	const struct ms_symtab *syms;
 	ms_status err;
 };
@@ -210,11 +210,52 @@ static void record_oom(struct rp *p, const struct ms_model_oom *o, int recorded)
 			add_holder(p, x, p->live.vals[i]);
 }
 
+/* The state now into r->snap; the replay stops. */
+static void take_snap(struct rp *p, int at_oom)
+{
+	struct ms_replay_snap *sn = &p->r->snap;
+	struct ms_model_block **held;
+	size_t n = 0, cap = p->live.n + p->pending.n + 1;
+	ms_status s;
+
+	p->stopped = 1;
+	if (sn->taken || p->err)
+		return;
+	if (!(held = ms_malloc(sizeof(*held) * cap))) {
+		p->err = MS_ERR_NOMEM;
+		return;
+	}
+	for (size_t i = 0; i < p->live.cap; i++)
+		if (p->live.keys[i])
+			held[n++] = (struct ms_model_block *)(uintptr_t)p->live.vals[i];
+	for (size_t i = 0; i < p->pending.cap; i++)
+		if (p->pending.keys[i])
+			held[n++] = (struct ms_model_block *)(uintptr_t)p->pending.vals[i];
+	if (p->slot_full)
+		held[n++] = (struct ms_model_block *)(uintptr_t)p->slot_block;
+	s = ms_model_snapshot(p->m, held, n, &sn->segs, &sn->n_segs, &sn->blocks, &sn->n_blocks);
+	ms_free(held);
+	if (s) {
+		p->err = s;
+		return;
+	}
+	sn->taken = 1;
+	sn->index = p->index;
+	sn->at_oom = at_oom;
+	sn->stats = *ms_model_stats(p->m);
+}
+
 static void note_peak(struct rp *p)
 {
 	/* the most that was allocated while reserved memory stood at its peak */
 	const struct ms_model_stats *st = ms_model_stats(p->m);
 	uint64_t alloc = (uint64_t)st->allocated_bytes[0].current;
+	if (st->allocated_bytes[0].peak > p->peak_alloc_seen) {
+		p->peak_alloc_seen = st->allocated_bytes[0].peak;
+		p->r->peak_allocated_index = p->index;
+	}
+	if (st->reserved_bytes[0].peak > p->peak_seen)
+		p->r->peak_reserved_index = p->index;
 	if (st->reserved_bytes[0].peak > p->peak_seen ||
 	    (st->reserved_bytes[0].current == st->reserved_bytes[0].peak &&
 	     alloc > p->r->allocated_at_peak_reserved)) {
@@ -254,6 +295,8 @@ static ms_status do_malloc(struct rp *p, const struct ms_event *e, int recorded_
 		if (!b) {
 			p->r->reproduced_ooms++;
 			record_oom(p, &o, 1);
+			if (p->o->snap && p->o->snap_at_oom)
+				take_snap(p, 1);
 		} else {
 			/* the program got nothing here: give the block straight back */
 			p->r->missed_ooms++;
@@ -267,6 +310,8 @@ static ms_status do_malloc(struct rp *p, const struct ms_event *e, int recorded_
 		record_oom(p, &o, 0);
 		p->r->ended_by_oom = 1;
 		p->stopped = 1;
+		if (p->o->snap)
+			take_snap(p, 1);
 		return MS_OK;
 	}
 	if (ms_u64map_put(&p->live, e->addr, (uint64_t)(uintptr_t)b))
@@ -285,6 +330,13 @@ static ms_status r_event(void *ctx, const struct ms_event *e)
 	p->index = p->r->events_total++;
 	if (p->stopped || p->err)
 		return p->err;
+	if (p->o->snap && p->index > p->o->snap_index) {
+		/* the event asked for was another device's: the state after it is this one's */
+		p->index--;
+		flush_pending(p);
+		take_snap(p, 0);
+		return p->err;
+	}
 	if (e->device != p->o->device) {
 		p->r->events_other_devices++;
 		return MS_OK;
@@ -330,7 +382,8 @@ static ms_status r_event(void *ctx, const struct ms_event *e)
 		push_seg(&p->r->recorded, &p->r->n_recorded, &p->cap_recorded, p->index, e->action,
 		         e->addr, e->size, &p->err);
 		if (!p->o->no_hints)
-			ms_model_hint_segment(p->m, e->size, e->addr);
+			ms_model_hint_segment(p->m, e->size, e->addr,
+			                      e->action == MS_ACT_SEGMENT_MAP);
 		break;
 	case MS_ACT_SEGMENT_FREE:
 	case MS_ACT_SEGMENT_UNMAP:
@@ -348,6 +401,10 @@ static ms_status r_event(void *ctx, const struct ms_event *e)
 	default:
 		break;
 	}
+	if (!s && p->o->snap && !p->stopped && p->index == p->o->snap_index) {
+		flush_pending(p);
+		take_snap(p, 0);
+	}
 	return s ? s : p->err;
 }
 
@@ -358,6 +415,10 @@ static ms_status r_end(void *ctx, uint64_t n)
 	(void)n;
 	if (!p->stopped)
 		flush_pending(p);
+	if (p->m && p->o->snap && !p->r->snap.taken) {
+		p->index = p->r->events_total ? p->r->events_total - 1 : 0;
+		take_snap(p, 0);
+	}
 	return p->err;
 }
 
@@ -480,6 +541,9 @@ void ms_replay_result_release(struct ms_replay_result *r)
 {
 	ms_free(r->produced);
 	ms_free(r->recorded);
+	ms_free(r->snap.segs);
+	ms_free(r->snap.blocks);
+	memset(&r->snap, 0, sizeof(r->snap));
 	r->produced = r->recorded = NULL;
 	r->n_produced = r->n_recorded = 0;
 }

@@ -21,6 +21,26 @@ struct ms_replay_opts {
 	int no_hints;           /* do not reuse the recorded segment addresses */
 	/* the state before the first event (mid-run traces: rebuild.h), or NULL */
 	const struct ms_initial_state *init;
+	/*
+	 * Capture the segments and blocks (result.snap) after trace event snap_index has been
+	 * replayed, and stop there; at the first OOM instead if the replay fails earlier (or
+	 * snap_at_oom asks for it), at the end if the trace is shorter.
+	 */
+	int snap;
+	uint64_t snap_index;
+	int snap_at_oom;
+};
+
+/* The allocator's state at one moment, as a snapshot shows it (ms_model_snapshot). */
+struct ms_replay_snap {
+	int taken;
+	uint64_t index; /* the last trace event replayed */
+	int at_oom;     /* taken at the first OOM: result.first_oom holds the failed request */
+	struct ms_model_stats stats;
+	struct ms_segment *segs;
+	size_t n_segs;
+	struct ms_block *blocks;
+	size_t n_blocks;
 };
 
 struct ms_seg_event {
@@ -70,6 +90,9 @@ struct ms_replay_result {
 	 * the waste at the peak (memory reserved that was never in use at once) */
 	uint64_t allocated_at_peak_reserved;
 	uint64_t requested_at_peak_reserved; /* requested bytes at that same moment */
+	/* the events at which allocated and reserved bytes first reached their peaks */
+	uint64_t peak_allocated_index, peak_reserved_index;
+	struct ms_replay_snap snap; /* when opts.snap asked for it */
 	/* a mid-run trace: the state rebuilt before its first event (opts.init) */
 	int rebuilt;
 	uint64_t initial_reserved, initial_segments, initial_live_blocks;

@@ -1,0 +1,191 @@
+/* memsnap render TRACE: the allocator's state at one moment, drawn (render/render.h). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli/cmds.h"
+#include "cli/opts.h"
+#include "cli/out.h"
+#include "cli/replay_opts.h"
+#include "common/alloc.h"
+#include "parse/trace.h"
+#include "render/render.h"
+
+static const char *const usage[] = {
+        "memsnap render [--format txt|dot|svg] [--at peak|oom|end|EVENT] [-o FILE]",
+        "               [--alloc-conf S] [--limit N | --memory-fraction F] [--device-memory N]",
+        "               [--device D] <trace>",
+        "",
+        "Replay a trace with memsnap's allocator model and draw the segments and their blocks",
+        "at one moment: --at oom (the first OOM), peak (when allocated memory first reached",
+        "its peak), end, or after trace event EVENT (the numbers replay and stats print).",
+        "Without --at: the OOM if the replay has one, else the peak. Formats: txt, a map of",
+        "segments for terminals; dot, Graphviz DOT (segments as table nodes, blocks in address",
+        "order coloured by state, the failed request as a node of its own); svg, that DOT laid",
+        "out in-process by libgvc. Without --format the extension of -o picks it (.txt, .dot,",
+        ".gv, .svg), else txt. The output file appears whole or not at all.",
+        "The HTML report is not built yet.",
+        NULL,
+};
+
+static int ends_with(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), k = strlen(suffix);
+	return n >= k && strcmp(s + n - k, suffix) == 0;
+}
+
+/* data into path through a temporary file in the same directory, renamed into place. */
+static int write_whole(const char *path, const char *data, size_t len)
+{
+	size_t n = strlen(path);
+	char *tmp = ms_malloc(n + 16);
+	FILE *f;
+	int fd, ok;
+
+	if (!tmp)
+		ms_die(MS_EXIT_ERROR, "out of memory");
+	snprintf(tmp, n + 16, "%s.tmp.XXXXXX", path);
+	if ((fd = mkstemp(tmp)) < 0 || !(f = fdopen(fd, "wb"))) {
+		ms_error("cannot write '%s': %s", path, strerror(errno));
+		if (fd >= 0) {
+			close(fd);
+			unlink(tmp);
+		}
+		ms_free(tmp);
+		return 0;
+	}
+	ok = fwrite(data, 1, len, f) == len;
+	ok = (fclose(f) == 0) && ok;
+	if (!ok || rename(tmp, path) != 0) {
+		ms_error("cannot write '%s': %s", path, strerror(errno));
+		unlink(tmp);
+		ok = 0;
+	}
+	ms_free(tmp);
+	return ok;
+}
+
+int cmd_render(int argc, const char **argv)
+{
+	struct ms_replay_cli c;
+	struct ms_opt opts[MS_REPLAY_OPTS_MAX + 3];
+	const char *format = NULL, *at = NULL, *out = NULL, *moment;
+	struct ms_replay_result r;
+	struct ms_limit_range lim;
+	struct ms_diag d = MS_DIAG_INIT;
+	struct ms_render_input in;
+	struct ms_trace *t = NULL;
+	struct ms_buf buf = MS_BUF_INIT;
+	uint64_t event = 0;
+	int n, json = 0, rc = MS_EXIT_OK;
+	ms_status s;
+
+	ms_replay_cli_init(&c, opts, &json);
+	/* no --json here: the replay's JSON is `memsnap replay --json` */
+	for (n = 0; opts[n].type != MS_OPT_T_END; n++)
+		if (opts[n].long_name && !strcmp(opts[n].long_name, "json"))
+			break;
+	opts[n++] = (struct ms_opt)MS_OPT_STRING(0, "format", &format, "F", "txt, dot or svg");
+	opts[n++] = (struct ms_opt)MS_OPT_STRING(0, "at", &at, "WHEN",
+	                                         "peak, oom, end or an event number");
+	opts[n++] = (struct ms_opt)MS_OPT_STRING('o', "output", &out, "FILE",
+	                                         "write here (default: standard output)");
+	opts[n] = (struct ms_opt)MS_OPT_END();
+	n = ms_parse_options(argc, argv, opts, usage);
+	if (n != 1)
+		ms_usage_error(opts, usage, n ? "one trace at a time" : "no trace given");
+	ms_replay_cli_check(&c, opts, usage);
+	if (!format)
+		format = !out                                           ? "txt"
+		         : ends_with(out, ".dot") || ends_with(out, ".gv") ? "dot"
+		         : ends_with(out, ".svg")                         ? "svg"
+		         : ends_with(out, ".html")                        ? "html"
+		                                                          : "txt";
+	if (!strcmp(format, "html"))
+		ms_usage_error(opts, usage,
+		               "the HTML report is not built yet: use --format txt, dot or svg");
+	if (strcmp(format, "txt") && strcmp(format, "dot") && strcmp(format, "svg"))
+		ms_usage_error(opts, usage, "--format must be txt, dot or svg");
+	if (!strcmp(format, "svg") && !ms_render_have_svg())
+		ms_die(MS_EXIT_ERROR, "this memsnap was built without Graphviz (libgvc): use "
+		                      "--format dot and run `dot -Tsvg`");
+	moment = at;
+	if (at && strcmp(at, "peak") && strcmp(at, "oom") && strcmp(at, "end")) {
+		char *end;
+		errno = 0;
+		event = strtoull(at, &end, 10);
+		if (!*at || *end || errno || *at == '-')
+			ms_usage_error(opts, usage,
+			               "--at must be peak, oom, end or an event number, not '%s'", at);
+		moment = "event";
+	}
+
+	/* pass 1: the whole replay (the limit inference and a mid-run rebuild happen here) */
+	s = ms_replay_cli_run(&c, argv[0], &r, &lim, &d);
+	if (s) {
+		ms_report(argv[0], s, &d);
+		ms_replay_result_release(&r);
+		return MS_EXIT_ERROR;
+	}
+	ms_report_warnings(argv[0], &d);
+	if (!moment)
+		moment = r.has_oom ? "oom" : "peak";
+	if (!strcmp(moment, "oom") && !r.has_oom) {
+		ms_error("%s: the replay has no OOM (--at peak, end or an event number)", argv[0]);
+		ms_replay_result_release(&r);
+		return MS_EXIT_ERROR;
+	}
+	if (!strcmp(moment, "event") && event >= r.events_total) {
+		ms_error("%s: --at %llu: the trace has %llu events", argv[0],
+		         (unsigned long long)event, (unsigned long long)r.events_total);
+		ms_replay_result_release(&r);
+		return MS_EXIT_ERROR;
+	}
+	c.o.snap = 1;
+	c.o.snap_at_oom = !strcmp(moment, "oom");
+	c.o.snap_index = !strcmp(moment, "peak")    ? r.peak_allocated_index
+	                 : !strcmp(moment, "event") ? event
+	                                            : UINT64_MAX;
+	ms_replay_result_release(&r);
+
+	/* pass 2: to the moment, from the trace in memory (its stacks label the blocks) */
+	if ((s = ms_trace_load(argv[0], NULL, &t, NULL, &d)) ||
+	    (s = ms_replay_trace(t, &c.o, &r, &d))) {
+		ms_report(argv[0], s, &d);
+		ms_trace_free(t);
+		ms_replay_cli_release(&c);
+		return MS_EXIT_ERROR;
+	}
+	if (r.snap.at_oom && strcmp(moment, "oom"))
+		ms_warning("%s: the replay ran out of memory at event %llu, before the moment asked "
+		           "for: drawing the state at the OOM",
+		           argv[0], (unsigned long long)r.snap.index);
+	in.source = argv[0];
+	in.moment = moment;
+	in.r = &r;
+	in.syms = &t->syms;
+	s = !strcmp(format, "txt")   ? ms_render_text(&in, &buf)
+	    : !strcmp(format, "dot") ? ms_render_dot(&in, &buf)
+	                             : ms_render_svg(&in, &buf, &d);
+	if (s) {
+		ms_report(argv[0], s, &d);
+		rc = MS_EXIT_ERROR;
+	} else if (!out || !strcmp(out, "-")) {
+		if (fwrite(buf.data, 1, buf.len, stdout) != buf.len || fflush(stdout)) {
+			ms_error("write error on standard output");
+			rc = MS_EXIT_ERROR;
+		}
+	} else if (!write_whole(out, buf.data, buf.len)) {
+		rc = MS_EXIT_ERROR;
+	} else {
+		fprintf(stderr, "memsnap: wrote %s (%s, %zu segments, event %llu)\n", out, format,
+		        r.snap.n_segs, (unsigned long long)r.snap.index);
+	}
+	ms_buf_release(&buf);
+	ms_replay_result_release(&r);
+	ms_trace_free(t);
+	ms_replay_cli_release(&c);
+	return rc;
+}

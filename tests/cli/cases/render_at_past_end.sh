@@ -1,0 +1,1 @@
+"$MEMSNAP" render --at 4742 testdata/snapshots/dynamic_oom.pickle

@@ -1,0 +1,1 @@
+"$MEMSNAP" render --at soon testdata/snapshots/dynamic_oom.pickle

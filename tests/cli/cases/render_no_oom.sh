@@ -1,0 +1,1 @@
+"$MEMSNAP" render --at oom testdata/snapshots/proto/small_p4.pickle
