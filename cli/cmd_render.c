@@ -98,11 +98,11 @@ int cmd_render(int argc, const char **argv)
 		ms_usage_error(opts, usage, n ? "one trace at a time" : "no trace given");
 	ms_replay_cli_check(&c, opts, usage);
 	if (!format)
-		format = !out                                           ? "txt"
+		format = !out                                              ? "txt"
 		         : ends_with(out, ".dot") || ends_with(out, ".gv") ? "dot"
-		         : ends_with(out, ".svg")                         ? "svg"
-		         : ends_with(out, ".html")                        ? "html"
-		                                                          : "txt";
+		         : ends_with(out, ".svg")                          ? "svg"
+		         : ends_with(out, ".html")                         ? "html"
+		                                                           : "txt";
 	if (!strcmp(format, "html"))
 		ms_usage_error(opts, usage,
 		               "the HTML report is not built yet: use --format txt, dot or svg");
@@ -118,7 +118,8 @@ int cmd_render(int argc, const char **argv)
 		event = strtoull(at, &end, 10);
 		if (!*at || *end || errno || *at == '-')
 			ms_usage_error(opts, usage,
-			               "--at must be peak, oom, end or an event number, not '%s'", at);
+			               "--at must be peak, oom, end or an event number, not '%s'",
+			               at);
 		moment = "event";
 	}
 
@@ -159,9 +160,10 @@ int cmd_render(int argc, const char **argv)
 		return MS_EXIT_ERROR;
 	}
 	if (r.snap.at_oom && strcmp(moment, "oom"))
-		ms_warning("%s: the replay ran out of memory at event %llu, before the moment asked "
-		           "for: drawing the state at the OOM",
-		           argv[0], (unsigned long long)r.snap.index);
+		ms_warning(
+		        "%s: the replay ran out of memory at event %llu, before the moment asked "
+		        "for: drawing the state at the OOM",
+		        argv[0], (unsigned long long)r.snap.index);
 	in.source = argv[0];
 	in.moment = moment;
 	in.r = &r;

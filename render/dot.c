@@ -130,8 +130,8 @@ static ms_status cell_td(struct ms_buf *o, const struct ms_render_input *in,
 	MS_TRY(ms_buf_printf(o, "<TD BGCOLOR=\"%s\" WIDTH=\"%u\" TOOLTIP=\"", state_color[k], w));
 	if (c->to - c->from == 1) {
 		const struct ms_block *x = &b[c->from];
-		MS_TRY(ms_buf_printf(o, "0x%llx: %s %s", (unsigned long long)x->addr,
-		                     state_word[k], ms_format_size(sz, sizeof(sz), x->size)));
+		MS_TRY(ms_buf_printf(o, "0x%llx: %s %s", (unsigned long long)x->addr, state_word[k],
+		                     ms_format_size(sz, sizeof(sz), x->size)));
 		if (k == 0 && c->bytes[1])
 			MS_TRY(ms_buf_printf(o, " (requested %s)",
 			                     ms_format_size(rq, sizeof(rq), c->bytes[0])));
@@ -141,8 +141,9 @@ static ms_status cell_td(struct ms_buf *o, const struct ms_render_input *in,
 			MS_TRY(put_esc(o, site));
 		}
 	} else {
-		MS_TRY(ms_buf_printf(o, "0x%llx: %zu blocks, %s", (unsigned long long)b[c->from].addr,
-		                     c->to - c->from, ms_format_size(sz, sizeof(sz), total)));
+		MS_TRY(ms_buf_printf(o, "0x%llx: %zu blocks, %s",
+		                     (unsigned long long)b[c->from].addr, c->to - c->from,
+		                     ms_format_size(sz, sizeof(sz), total)));
 		for (int s = 0; s < 4; s++)
 			if (c->bytes[s])
 				MS_TRY(ms_buf_printf(o, "; %s %s", state_word[s],
@@ -152,8 +153,10 @@ static ms_status cell_td(struct ms_buf *o, const struct ms_render_input *in,
 	                     ms_format_size(sz, sizeof(sz), total)));
 	/* rounding slack of a single allocated block, when large enough to see */
 	if (c->to - c->from == 1 && k == 0 && c->bytes[1] && w * c->bytes[1] >= 8 * total)
-		MS_TRY(ms_buf_printf(o, "<TD BGCOLOR=\"" COLOR_SLACK "\" WIDTH=\"8\" TOOLTIP=\"rounding "
-		                        "slack %s\"> </TD>",
+		MS_TRY(ms_buf_printf(o,
+		                     "<TD BGCOLOR=\"" COLOR_SLACK
+		                     "\" WIDTH=\"8\" TOOLTIP=\"rounding "
+		                     "slack %s\"> </TD>",
 		                     ms_format_size(sz, sizeof(sz), c->bytes[1])));
 	return MS_OK;
 }
@@ -234,23 +237,25 @@ ms_status ms_render_dot(const struct ms_render_input *in, struct ms_buf *o)
 	MS_TRY(ms_buf_printf(o, " [style=invis];\n"));
 	if (sn->at_oom) {
 		const struct ms_replay_oom *x = &in->r->first_oom;
-		MS_TRY(ms_buf_printf(
-		        o,
-		        "\toom [shape=box, style=filled, fillcolor=\"" COLOR_OOM "\", fontcolor=white, "
-		        "label=\"failed request: %s (segment %s) on stream %llu\\n%s free in reserved "
-		        "segments, the largest free block %s\"];\n",
-		        ms_format_size(a, sizeof(a), x->o.requested),
-		        ms_format_size(b, sizeof(b), x->o.alloc_size), (unsigned long long)x->o.stream,
-		        ms_format_size(c, sizeof(c), x->o.free_in_reserved),
-		        ms_format_size(t, 32, x->o.largest_free)));
+		MS_TRY(ms_buf_printf(o,
+		                     "\toom [shape=box, style=filled, fillcolor=\"" COLOR_OOM
+		                     "\", fontcolor=white, "
+		                     "label=\"failed request: %s (segment %s) on stream %llu\\n%s "
+		                     "free in reserved "
+		                     "segments, the largest free block %s\"];\n",
+		                     ms_format_size(a, sizeof(a), x->o.requested),
+		                     ms_format_size(b, sizeof(b), x->o.alloc_size),
+		                     (unsigned long long)x->o.stream,
+		                     ms_format_size(c, sizeof(c), x->o.free_in_reserved),
+		                     ms_format_size(t, 32, x->o.largest_free)));
 		if (x->n_holes) {
 			size_t gi = seg_of(sn, x->holes[0].addr);
 			if (gi != SIZE_MAX)
-				MS_TRY(ms_buf_printf(o,
-				                     "\toom -> s%zu [label=\"largest free block %s\", "
-				                     "color=\"" COLOR_OOM "\", constraint=false];\n",
-				                     gi,
-				                     ms_format_size(a, sizeof(a), x->holes[0].size)));
+				MS_TRY(ms_buf_printf(
+				        o,
+				        "\toom -> s%zu [label=\"largest free block %s\", "
+				        "color=\"" COLOR_OOM "\", constraint=false];\n",
+				        gi, ms_format_size(a, sizeof(a), x->holes[0].size)));
 		}
 		MS_TRY(ms_buf_printf(o, "\tlegend -> oom [style=invis];\n"));
 	}

@@ -28,8 +28,7 @@ ms_status ms_render_dot(const struct ms_render_input *in, struct ms_buf *out);
 /* 1 when this build lays out SVG itself (libgvc), else 0. */
 int ms_render_have_svg(void);
 /* DOT laid out by libgvc's dot engine; MS_ERR_UNSUPPORTED without libgvc. */
-ms_status ms_render_svg(const struct ms_render_input *in, struct ms_buf *out,
-                        struct ms_diag *d);
+ms_status ms_render_svg(const struct ms_render_input *in, struct ms_buf *out, struct ms_diag *d);
 
 /* The heading both formats share: "<source>: <moment> (event N): ..." into buf. */
 void ms_render_title(const struct ms_render_input *in, char *buf, size_t cap);

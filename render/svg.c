@@ -35,7 +35,8 @@ ms_status ms_render_svg(const struct ms_render_input *in, struct ms_buf *out, st
 		goto out;
 	}
 	if (!(g = agmemread(dot.data))) {
-		s = ms__diag_set(d, MS_ERR_BACKEND, -1, -1, "graphviz rejected the DOT it was given");
+		s = ms__diag_set(d, MS_ERR_BACKEND, -1, -1,
+		                 "graphviz rejected the DOT it was given");
 		goto out;
 	}
 	if (gvLayout(gvc, g, "dot") != 0) {

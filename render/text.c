@@ -26,8 +26,8 @@ void ms_render_title(const struct ms_render_input *in, char *buf, size_t cap)
 enum { C_ALLOC, C_SLACK, C_PENDING, C_FREE, C_N };
 static const char cell_char[C_N] = {'#', 's', '+', '.'};
 
-static void add_bytes(uint64_t (*cells)[C_N], uint64_t seg_addr, uint64_t seg_size,
-                      uint64_t addr, uint64_t size, int kind)
+static void add_bytes(uint64_t (*cells)[C_N], uint64_t seg_addr, uint64_t seg_size, uint64_t addr,
+                      uint64_t size, int kind)
 {
 	uint64_t lo = addr - seg_addr, hi = lo + size;
 
@@ -37,7 +37,8 @@ static void add_bytes(uint64_t (*cells)[C_N], uint64_t seg_addr, uint64_t seg_si
 	 */
 	while (lo < hi) {
 		size_t i = (size_t)(lo * MS_RENDER_TEXT_WIDTH / seg_size);
-		uint64_t end = ((i + 1) * seg_size + MS_RENDER_TEXT_WIDTH - 1) / MS_RENDER_TEXT_WIDTH;
+		uint64_t end =
+		        ((i + 1) * seg_size + MS_RENDER_TEXT_WIDTH - 1) / MS_RENDER_TEXT_WIDTH;
 		if (i >= MS_RENDER_TEXT_WIDTH)
 			break;
 		if (end > hi || end <= lo)
@@ -77,7 +78,8 @@ static ms_status segment_line(struct ms_buf *out, const struct ms_segment *g,
 	bar[MS_RENDER_TEXT_WIDTH] = 0;
 	pct = g->total_size ? (unsigned)(g->allocated_size * 100 / g->total_size) : 0;
 	return ms_buf_printf(out, "0x%012llx %11s %6llu %-5s%s %3u%% [%s] %u\n",
-	                     (unsigned long long)g->addr, ms_format_size(sz, sizeof(sz), g->total_size),
+	                     (unsigned long long)g->addr,
+	                     ms_format_size(sz, sizeof(sz), g->total_size),
 	                     (unsigned long long)g->stream, g->is_small ? "small" : "large",
 	                     g->is_expandable ? "*" : " ", pct, bar, g->n_blocks);
 }
@@ -105,7 +107,8 @@ ms_status ms_render_text(const struct ms_render_input *in, struct ms_buf *out)
 		        "reserved segments, the largest free block %s\n",
 		        ms_format_size(a, sizeof(a), x->o.requested),
 		        ms_format_size(b, sizeof(b), x->o.rounded),
-		        ms_format_size(c, sizeof(c), x->o.alloc_size), (unsigned long long)x->o.stream,
+		        ms_format_size(c, sizeof(c), x->o.alloc_size),
+		        (unsigned long long)x->o.stream,
 		        ms_format_size(e, sizeof(e), x->o.free_in_reserved),
 		        ms_format_size(f, sizeof(f), x->o.largest_free)));
 	}

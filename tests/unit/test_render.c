@@ -4,6 +4,7 @@
  * when it was dumped, so the replay's state at the end must equal them block for block.
  */
 #include <criterion/criterion.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/alloc.h"
@@ -73,8 +74,9 @@ static void end_state_equals_recorded(const char *name)
 		if (want->device != 0)
 			continue;
 		got = &r.snap.segs[j++];
-		cr_assert_eq(got->addr, want->addr, "%s: segment %zu at 0x%llx, PyTorch 0x%llx", name,
-		             i, (unsigned long long)got->addr, (unsigned long long)want->addr);
+		cr_assert_eq(got->addr, want->addr, "%s: segment %zu at 0x%llx, PyTorch 0x%llx",
+		             name, i, (unsigned long long)got->addr,
+		             (unsigned long long)want->addr);
 		cr_assert_eq(got->total_size, want->total_size, "%s: segment 0x%llx", name,
 		             (unsigned long long)want->addr);
 		cr_assert_eq(got->allocated_size, want->allocated_size, "%s: segment 0x%llx", name,
@@ -83,8 +85,9 @@ static void end_state_equals_recorded(const char *name)
 		cr_assert_eq(got->stream, want->stream);
 		cr_assert_eq(got->is_small, want->is_small);
 		cr_assert_eq(got->is_expandable, want->is_expandable);
-		cr_assert_eq(got->n_blocks, want->n_blocks, "%s: segment 0x%llx: %u blocks, PyTorch %u",
-		             name, (unsigned long long)want->addr, got->n_blocks, want->n_blocks);
+		cr_assert_eq(got->n_blocks, want->n_blocks,
+		             "%s: segment 0x%llx: %u blocks, PyTorch %u", name,
+		             (unsigned long long)want->addr, got->n_blocks, want->n_blocks);
 		for (uint32_t k = 0; k < want->n_blocks; k++) {
 			const struct ms_block *g = &r.snap.blocks[kb + k];
 			cr_assert_eq(g->addr, wb[k].addr);
@@ -128,4 +131,108 @@ Test(snapshot, dynamic_empty_cache_end_state)
 Test(snapshot, dynamic_expandable_end_state)
 {
 	end_state_equals_recorded("dynamic_expandable");
+}
+
+/* A state built by hand: one 48 MiB segment, so each character of the text map is 1 MiB. */
+static void hand_state(struct ms_replay_result *r, struct ms_segment *g, struct ms_block *b)
+{
+	const uint64_t MiB = 1 << 20, base = 0x7f0000000000ull;
+
+	memset(r, 0, sizeof(*r));
+	memset(g, 0, sizeof(*g));
+	memset(b, 0, 3 * sizeof(*b));
+	b[0] = (struct ms_block){base, 12 * MiB, 6 * MiB, 0, MS_BLOCK_ACTIVE_ALLOCATED};
+	b[1] = (struct ms_block){base + 12 * MiB, 12 * MiB, 12 * MiB, 0,
+	                         MS_BLOCK_ACTIVE_PENDING_FREE};
+	b[2] = (struct ms_block){base + 24 * MiB, 24 * MiB, 0, 0, MS_BLOCK_INACTIVE};
+	g->addr = base;
+	g->total_size = 48 * MiB;
+	g->allocated_size = 12 * MiB;
+	g->n_blocks = 3;
+	r->snap.taken = 1;
+	r->snap.index = 7;
+	r->snap.segs = g;
+	r->snap.n_segs = 1;
+	r->snap.blocks = b;
+	r->snap.n_blocks = 3;
+}
+
+Test(render, text_map_draws_each_mebibyte)
+{
+	struct ms_replay_result r;
+	struct ms_segment g;
+	struct ms_block b[3];
+	struct ms_render_input in = {"hand", "event", &r, NULL};
+	struct ms_buf out = MS_BUF_INIT;
+	const char *want = "[######ssssss++++++++++++........................]";
+
+	hand_state(&r, &g, b);
+	cr_assert_eq(ms_render_text(&in, &out), MS_OK);
+	cr_assert_eq(ms_buf_append(&out, "", 1), MS_OK);
+	/* 6 MiB requested, 6 MiB slack, 12 MiB pending, 24 MiB free */
+	cr_assert(strstr(out.data, want), "%s", out.data);
+	cr_assert(strstr(out.data, "0x7f0000000000   48.00 MiB"), "%s", out.data);
+	cr_assert(strstr(out.data, " 25% ["), "%s", out.data);
+	cr_assert(strstr(out.data, "hand: after (event 7)"), "%s", out.data);
+	ms_buf_release(&out);
+}
+
+/* Count non-overlapping occurrences of needle. */
+static size_t count(const char *s, const char *needle)
+{
+	size_t n = 0;
+	for (; (s = strstr(s, needle)); s += strlen(needle))
+		n++;
+	return n;
+}
+
+Test(render, dot_merges_blocks_past_the_cell_limit)
+{
+	enum { N = 1000 };
+	struct ms_replay_result r;
+	struct ms_segment g;
+	struct ms_block *b = calloc(N, sizeof(*b));
+	struct ms_render_input in = {"many", "end", &r, NULL};
+	struct ms_buf out = MS_BUF_INIT;
+	uint64_t alloc = 0;
+
+	cr_assert(b);
+	hand_state(&r, &g, b);
+	/* 1000 blocks of 512 bytes, allocated and free in turn: 1000 runs */
+	for (size_t i = 0; i < N; i++) {
+		b[i] = (struct ms_block){g.addr + 512 * i, 512, 512, 0,
+		                         i % 2 ? MS_BLOCK_INACTIVE : MS_BLOCK_ACTIVE_ALLOCATED};
+		alloc += i % 2 ? 0 : 512;
+	}
+	g.total_size = 512 * N;
+	g.allocated_size = alloc;
+	g.n_blocks = N;
+	r.snap.n_blocks = N;
+	r.snap.blocks = b;
+	cr_assert_eq(ms_render_dot(&in, &out), MS_OK);
+	cr_assert_eq(ms_buf_append(&out, "", 1), MS_OK);
+	/* 4 legend cells, then at most MS_RENDER_DOT_CELLS cells, each holding its share */
+	cr_assert_leq(count(out.data, "<TD BGCOLOR") - 4, MS_RENDER_DOT_CELLS);
+	cr_assert_geq(count(out.data, "<TD BGCOLOR") - 4, MS_RENDER_DOT_CELLS / 2);
+	cr_assert(strstr(out.data, "0x7f0000000000: 16 blocks, 8.00 KiB; allocated 4.00 KiB; "
+	                           "free 4.00 KiB"),
+	          "%.2000s", out.data);
+	ms_buf_release(&out);
+	free(b);
+}
+
+Test(render, dot_escapes_labels)
+{
+	struct ms_replay_result r;
+	struct ms_segment g;
+	struct ms_block b[3];
+	struct ms_render_input in = {"a<b>&\"c\".pickle", "end", &r, NULL};
+	struct ms_buf out = MS_BUF_INIT;
+
+	hand_state(&r, &g, b);
+	cr_assert_eq(ms_render_dot(&in, &out), MS_OK);
+	cr_assert_eq(ms_buf_append(&out, "", 1), MS_OK);
+	cr_assert(strstr(out.data, "a&lt;b&gt;&amp;&quot;c&quot;.pickle"), "%s", out.data);
+	cr_assert_null(strstr(out.data, "a<b>"));
+	ms_buf_release(&out);
 }
