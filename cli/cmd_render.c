@@ -1,8 +1,10 @@
 /* memsnap render TRACE: the allocator's state at one moment, drawn (render/render.h). */
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli/cmds.h"
@@ -18,15 +20,21 @@ static const char *const usage[] = {
         "               [--alloc-conf S] [--limit N | --memory-fraction F] [--device-memory N]",
         "               [--device D] <trace>",
         "",
-        "Replay a trace with memsnap's allocator model and draw the segments and their blocks",
+        "Replay a trace with memsnap's allocator model and draw what happened. --format html",
+        "(the default for -o FILE.html) writes one self-contained page for postmortems: memory",
+        "over the trace (zoom, pan, hover), the segment map at the peak, the OOM, the end or",
+        "any moment clicked, fragmentation over time, the OOM's story and the top allocation",
+        "sites at the peak. It loads nothing from the network. --detail N sets how many",
+        "buckets of events the timeline has (default 4000; each keeps its least and most).",
+        "",
+        "The other formats draw the segments and their blocks",
         "at one moment: --at oom (the first OOM), peak (when allocated memory first reached",
         "its peak), end, or after trace event EVENT (the numbers replay and stats print).",
-        "Without --at: the OOM if the replay has one, else the peak. Formats: txt, a map of",
+        "Without --at: the OOM if the replay has one, else the peak. txt is a map of",
         "segments for terminals; dot, Graphviz DOT (segments as table nodes, blocks in address",
         "order coloured by state, the failed request as a node of its own); svg, that DOT laid",
-        "out in-process by libgvc. Without --format the extension of -o picks it (.txt, .dot,",
-        ".gv, .svg), else txt. The output file appears whole or not at all.",
-        "The HTML report is not built yet.",
+        "out in-process by libgvc. Without --format the extension of -o picks it (.html, .txt,",
+        ".dot, .gv, .svg), else txt. The output file appears whole or not at all.",
         NULL,
 };
 
@@ -56,6 +64,12 @@ static int write_whole(const char *path, const char *data, size_t len)
 		ms_free(tmp);
 		return 0;
 	}
+	{
+		/* mkstemp creates 0600; the output gets the usual 0666 less the umask */
+		mode_t mask = umask(0);
+		umask(mask);
+		fchmod(fd, 0666 & ~mask);
+	}
 	ok = fwrite(data, 1, len, f) == len;
 	ok = (fclose(f) == 0) && ok;
 	if (!ok || rename(tmp, path) != 0) {
@@ -67,10 +81,68 @@ static int write_whole(const char *path, const char *data, size_t len)
 	return ok;
 }
 
+static int emit(const char *out, const struct ms_buf *buf, const char *what, size_t n_segs,
+                uint64_t index)
+{
+	if (!out || !strcmp(out, "-")) {
+		if (fwrite(buf->data, 1, buf->len, stdout) != buf->len || fflush(stdout)) {
+			ms_error("write error on standard output");
+			return MS_EXIT_ERROR;
+		}
+		return MS_EXIT_OK;
+	}
+	if (!write_whole(out, buf->data, buf->len))
+		return MS_EXIT_ERROR;
+	if (n_segs == SIZE_MAX)
+		fprintf(stderr, "memsnap: wrote %s (%s, %.1f MB)\n", out, what,
+		        (double)buf->len / 1e6);
+	else
+		fprintf(stderr, "memsnap: wrote %s (%s, %zu segments, event %llu)\n", out, what,
+		        n_segs, (unsigned long long)index);
+	return MS_EXIT_OK;
+}
+
+/* The HTML report: r is the first pass (released here). */
+static int render_html(struct ms_replay_cli *c, const char *path, const char *out,
+                       struct ms_replay_result *r, size_t detail)
+{
+	struct ms_render_html_input in;
+	struct ms_trace *t = NULL;
+	struct ms_buf buf = MS_BUF_INIT;
+	struct ms_diag d = MS_DIAG_INIT;
+	ms_status s;
+	int rc;
+
+	memset(&in, 0, sizeof(in));
+	if ((s = ms_trace_load(path, NULL, &t, NULL, &d))) {
+		ms_report(path, s, &d);
+		ms_replay_result_release(r);
+		return MS_EXIT_ERROR;
+	}
+	in.source = path;
+	in.trace = t;
+	in.syms = &t->syms;
+	in.opts = &c->o;
+	in.first = r;
+	in.buckets = detail;
+	s = ms_render_html(&in, &buf, &d);
+	if (s) {
+		ms_report(path, s, &d);
+		rc = MS_EXIT_ERROR;
+	} else {
+		rc = emit(out, &buf, "html", SIZE_MAX, 0);
+	}
+	ms_buf_release(&buf);
+	ms_trace_free(t);
+	ms_replay_result_release(r);
+	ms_replay_cli_release(c);
+	return rc;
+}
+
 int cmd_render(int argc, const char **argv)
 {
 	struct ms_replay_cli c;
-	struct ms_opt opts[MS_REPLAY_OPTS_MAX + 3];
+	struct ms_opt opts[MS_REPLAY_OPTS_MAX + 4];
 	const char *format = NULL, *at = NULL, *out = NULL, *moment;
 	struct ms_replay_result r;
 	struct ms_limit_range lim;
@@ -78,7 +150,7 @@ int cmd_render(int argc, const char **argv)
 	struct ms_render_input in;
 	struct ms_trace *t = NULL;
 	struct ms_buf buf = MS_BUF_INIT;
-	uint64_t event = 0;
+	uint64_t event = 0, detail = 4000;
 	int n, json = 0, rc = MS_EXIT_OK;
 	ms_status s;
 
@@ -87,7 +159,10 @@ int cmd_render(int argc, const char **argv)
 	for (n = 0; opts[n].type != MS_OPT_T_END; n++)
 		if (opts[n].long_name && !strcmp(opts[n].long_name, "json"))
 			break;
-	opts[n++] = (struct ms_opt)MS_OPT_STRING(0, "format", &format, "F", "txt, dot or svg");
+	opts[n++] =
+	        (struct ms_opt)MS_OPT_STRING(0, "format", &format, "F", "html, txt, dot or svg");
+	opts[n++] = (struct ms_opt)MS_OPT_U64(0, "detail", &detail, "N",
+	                                      "html: buckets of events in the timeline (4000)");
 	opts[n++] = (struct ms_opt)MS_OPT_STRING(0, "at", &at, "WHEN",
 	                                         "peak, oom, end or an event number");
 	opts[n++] = (struct ms_opt)MS_OPT_STRING('o', "output", &out, "FILE",
@@ -103,11 +178,18 @@ int cmd_render(int argc, const char **argv)
 		         : ends_with(out, ".svg")                          ? "svg"
 		         : ends_with(out, ".html")                         ? "html"
 		                                                           : "txt";
-	if (!strcmp(format, "html"))
+	if (strcmp(format, "html") && strcmp(format, "txt") && strcmp(format, "dot") &&
+	    strcmp(format, "svg"))
+		ms_usage_error(opts, usage, "--format must be html, txt, dot or svg");
+	if (detail < 10 || detail > 1000000)
+		ms_usage_error(opts, usage, "--detail must be 10 to 1000000");
+	if (!strcmp(format, "html") && at)
 		ms_usage_error(opts, usage,
-		               "the HTML report is not built yet: use --format txt, dot or svg");
-	if (strcmp(format, "txt") && strcmp(format, "dot") && strcmp(format, "svg"))
-		ms_usage_error(opts, usage, "--format must be txt, dot or svg");
+		               "--at is for txt, dot and svg: the page shows every moment");
+	if (!strcmp(format, "html") && !ms_render_have_html())
+		ms_die(MS_EXIT_ERROR,
+		       "this memsnap was built without dygraphs (libjs-dygraphs): no "
+		       "HTML report; use --format txt, dot or svg");
 	if (!strcmp(format, "svg") && !ms_render_have_svg())
 		ms_die(MS_EXIT_ERROR, "this memsnap was built without Graphviz (libgvc): use "
 		                      "--format dot and run `dot -Tsvg`");
@@ -131,6 +213,8 @@ int cmd_render(int argc, const char **argv)
 		return MS_EXIT_ERROR;
 	}
 	ms_report_warnings(argv[0], &d);
+	if (!strcmp(format, "html"))
+		return render_html(&c, argv[0], out, &r, (size_t)detail);
 	if (!moment)
 		moment = r.has_oom ? "oom" : "peak";
 	if (!strcmp(moment, "oom") && !r.has_oom) {
@@ -174,16 +258,8 @@ int cmd_render(int argc, const char **argv)
 	if (s) {
 		ms_report(argv[0], s, &d);
 		rc = MS_EXIT_ERROR;
-	} else if (!out || !strcmp(out, "-")) {
-		if (fwrite(buf.data, 1, buf.len, stdout) != buf.len || fflush(stdout)) {
-			ms_error("write error on standard output");
-			rc = MS_EXIT_ERROR;
-		}
-	} else if (!write_whole(out, buf.data, buf.len)) {
-		rc = MS_EXIT_ERROR;
 	} else {
-		fprintf(stderr, "memsnap: wrote %s (%s, %zu segments, event %llu)\n", out, format,
-		        r.snap.n_segs, (unsigned long long)r.snap.index);
+		rc = emit(out, &buf, format, r.snap.n_segs, r.snap.index);
 	}
 	ms_buf_release(&buf);
 	ms_replay_result_release(&r);

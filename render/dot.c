@@ -48,13 +48,9 @@ static ms_status put_esc(struct ms_buf *o, const char *s)
 	return MS_OK;
 }
 
-/* One cell: the blocks [from, to) of a segment, drawn width points wide. */
-struct cell {
-	size_t from, to;
-	uint64_t bytes[4]; /* allocated (requested part), slack, pending, free */
-};
+#define cell ms_render_cell
 
-static int cell_state(const struct cell *c)
+int ms_render_cell_state(const struct cell *c)
 {
 	int best = 3;
 	for (int k = 0; k < 4; k++)
@@ -81,8 +77,7 @@ static int block_kind(const struct ms_block *b)
 	                                                  : 3;
 }
 
-/* Group blocks into at most MS_RENDER_DOT_CELLS cells; returns how many. */
-static size_t make_cells(const struct ms_block *b, size_t n, struct cell *cells)
+size_t ms_render_cells(const struct ms_block *b, size_t n, struct cell *cells)
 {
 	size_t nc = 0, runs = 0, per;
 
@@ -120,7 +115,7 @@ static ms_status cell_td(struct ms_buf *o, const struct ms_render_input *in,
                          const struct ms_block *b, const struct cell *c, uint64_t seg_size)
 {
 	uint64_t total = c->bytes[0] + c->bytes[1] + c->bytes[2] + c->bytes[3];
-	int k = cell_state(c);
+	int k = ms_render_cell_state(c);
 	/* width grows with the share of the segment; every cell stays readable */
 	unsigned w = (unsigned)(seg_size ? 560.0 * (double)total / (double)seg_size : 0);
 	char sz[32], rq[32], site[200];
@@ -207,7 +202,7 @@ ms_status ms_render_dot(const struct ms_render_input *in, struct ms_buf *o)
 	for (size_t i = 0; i < sn->n_segs && !s; i++) {
 		const struct ms_segment *g = &sn->segs[i];
 		const struct ms_block *bl = sn->blocks + k;
-		size_t nc = make_cells(bl, g->n_blocks, cells);
+		size_t nc = ms_render_cells(bl, g->n_blocks, cells);
 
 		s = ms_buf_printf(o,
 		                  "\ts%zu [label=<<TABLE BORDER=\"0\" CELLBORDER=\"1\" "

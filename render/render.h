@@ -9,6 +9,8 @@
 #include "common/symtab.h"
 #include "replay/replay.h"
 
+struct ms_trace;
+
 struct ms_render_input {
 	const char *source; /* the trace's name, for titles */
 	const char *moment; /* how the moment was chosen: "peak", "oom", "end" or "event" */
@@ -21,6 +23,19 @@ struct ms_render_input {
 /* The most cells a segment gets in DOT; beyond, neighbouring blocks share one (see dot.c). */
 #define MS_RENDER_DOT_CELLS 64
 
+/* Blocks [from, to) of a segment drawn as one cell, and the bytes in each state. */
+struct ms_render_cell {
+	size_t from, to;
+	uint64_t bytes[4]; /* allocated (its requested part), rounding slack, pending free, free */
+};
+/*
+ * A segment's n blocks as at most MS_RENDER_DOT_CELLS cells (dot.c says how they merge);
+ * cells has room for that many. Returns how many.
+ */
+size_t ms_render_cells(const struct ms_block *b, size_t n, struct ms_render_cell *cells);
+/* The state a cell is drawn in: 0 allocated, 2 pending free, 3 free (the most bytes). */
+int ms_render_cell_state(const struct ms_render_cell *c);
+
 /* Each appends to out; MS_ERR_NOMEM is the only failure. */
 ms_status ms_render_text(const struct ms_render_input *in, struct ms_buf *out);
 ms_status ms_render_dot(const struct ms_render_input *in, struct ms_buf *out);
@@ -29,6 +44,22 @@ ms_status ms_render_dot(const struct ms_render_input *in, struct ms_buf *out);
 int ms_render_have_svg(void);
 /* DOT laid out by libgvc's dot engine; MS_ERR_UNSUPPORTED without libgvc. */
 ms_status ms_render_svg(const struct ms_render_input *in, struct ms_buf *out, struct ms_diag *d);
+
+/* What the HTML report needs: the trace, the replay's options and its first pass. */
+struct ms_render_html_input {
+	const char *source;
+	const struct ms_trace *trace;
+	const struct ms_symtab *syms;
+	const struct ms_replay_opts *opts;    /* as the first pass ran (limit, mid-run state) */
+	const struct ms_replay_result *first; /* the first pass: events, peak, OOM */
+	size_t buckets;                       /* timeline detail; 0: 4000 */
+	size_t moments;                       /* segment maps besides peak and OOM; 0: 48 */
+};
+/* 1 when this build embeds dygraphs and writes HTML, else 0. */
+int ms_render_have_html(void);
+/* The self-contained HTML report (html.c); replays the trace once more. */
+ms_status ms_render_html(const struct ms_render_html_input *in, struct ms_buf *out,
+                         struct ms_diag *d);
 
 /* The heading both formats share: "<source>: <moment> (event N): ..." into buf. */
 void ms_render_title(const struct ms_render_input *in, char *buf, size_t cap);

@@ -30,6 +30,7 @@ struct rp {
 	uint64_t pend_index;
 	size_t model_frees_unmatched;
 	int64_t peak_seen, peak_alloc_seen;
+	size_t next_snap; /* into o->more_snaps */
 	const struct ms_symtab *syms;
 	ms_status err;
 };
@@ -210,15 +211,13 @@ static void record_oom(struct rp *p, const struct ms_model_oom *o, int recorded)
 			add_holder(p, x, p->live.vals[i]);
 }
 
-/* The state now into r->snap; the replay stops. */
-static void take_snap(struct rp *p, int at_oom)
+/* The state now into sn. */
+static void snap_into(struct rp *p, struct ms_replay_snap *sn, int at_oom)
 {
-	struct ms_replay_snap *sn = &p->r->snap;
 	struct ms_model_block **held;
 	size_t n = 0, cap = p->live.n + p->pending.n + 1;
 	ms_status s;
 
-	p->stopped = 1;
 	if (sn->taken || p->err)
 		return;
 	if (!(held = ms_malloc(sizeof(*held) * cap))) {
@@ -243,6 +242,31 @@ static void take_snap(struct rp *p, int at_oom)
 	sn->index = p->index;
 	sn->at_oom = at_oom;
 	sn->stats = *ms_model_stats(p->m);
+}
+
+/* The state now into r->snap; the replay stops. */
+static void take_snap(struct rp *p, int at_oom)
+{
+	p->stopped = 1;
+	snap_into(p, &p->r->snap, at_oom);
+}
+
+/* The states opts.more_snaps asks for at this event (the replay goes on). */
+static void more_snaps(struct rp *p)
+{
+	const struct ms_replay_opts *o = p->o;
+
+	while (p->next_snap < o->n_more_snaps && o->more_snaps[p->next_snap] <= p->index) {
+		if (!p->r->snaps) {
+			p->r->snaps = ms_calloc(o->n_more_snaps, sizeof(*p->r->snaps));
+			if (!p->r->snaps) {
+				p->err = MS_ERR_NOMEM;
+				return;
+			}
+		}
+		snap_into(p, &p->r->snaps[p->r->n_snaps++], 0);
+		p->next_snap++;
+	}
 }
 
 static void note_peak(struct rp *p)
@@ -401,6 +425,10 @@ static ms_status r_event(void *ctx, const struct ms_event *e)
 	default:
 		break;
 	}
+	if (!s && p->o->on_event)
+		p->o->on_event(p->o->ctx, p->index, e, p->m);
+	if (!s && p->o->n_more_snaps)
+		more_snaps(p);
 	if (!s && p->o->snap && !p->stopped && p->index == p->o->snap_index) {
 		flush_pending(p);
 		take_snap(p, 0);
@@ -544,6 +572,13 @@ void ms_replay_result_release(struct ms_replay_result *r)
 	ms_free(r->snap.segs);
 	ms_free(r->snap.blocks);
 	memset(&r->snap, 0, sizeof(r->snap));
+	for (size_t i = 0; i < r->n_snaps; i++) {
+		ms_free(r->snaps[i].segs);
+		ms_free(r->snaps[i].blocks);
+	}
+	ms_free(r->snaps);
+	r->snaps = NULL;
+	r->n_snaps = 0;
 	r->produced = r->recorded = NULL;
 	r->n_produced = r->n_recorded = 0;
 }

@@ -29,6 +29,17 @@ struct ms_replay_opts {
 	int snap;
 	uint64_t snap_index;
 	int snap_at_oom;
+	/*
+	 * Or, without stopping: the state after each of these events (ascending), into
+	 * result.snaps. Segment frees recorded at such an event are not applied early (that could
+	 * change how the next malloc is read), so a state may still show them.
+	 */
+	const uint64_t *more_snaps;
+	size_t n_more_snaps;
+	/* Called after each replayed event of the device with the statistics then, or NULL. */
+	void (*on_event)(void *ctx, uint64_t index, const struct ms_event *e,
+	                 const struct ms_model *m);
+	void *ctx;
 };
 
 /* The allocator's state at one moment, as a snapshot shows it (ms_model_snapshot). */
@@ -92,7 +103,9 @@ struct ms_replay_result {
 	uint64_t requested_at_peak_reserved; /* requested bytes at that same moment */
 	/* the events at which allocated and reserved bytes first reached their peaks */
 	uint64_t peak_allocated_index, peak_reserved_index;
-	struct ms_replay_snap snap; /* when opts.snap asked for it */
+	struct ms_replay_snap snap;   /* when opts.snap asked for it */
+	struct ms_replay_snap *snaps; /* opts.more_snaps, in order, as far as the replay got */
+	size_t n_snaps;
 	/* a mid-run trace: the state rebuilt before its first event (opts.init) */
 	int rebuilt;
 	uint64_t initial_reserved, initial_segments, initial_live_blocks;

@@ -4,7 +4,7 @@
 set -euo pipefail
 
 pkgs=(build-essential cmake pkg-config libmsgpack-dev libzstd-dev zstd libcjson-dev
-      libgraphviz-dev graphviz libcriterion-dev zlib1g-dev python3)
+      libgraphviz-dev graphviz libjs-dygraphs libcriterion-dev zlib1g-dev python3)
 # clang builds the libFuzzer targets and clang-format checks the layout, when present
 optional=(clang clang-format)
 

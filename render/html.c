@@ -1,0 +1,515 @@
+/*
+ * The HTML report: one self-contained page (dygraphs and the page's own script and styles
+ * inline, a Content-Security-Policy that forbids every request) drawing data that one replay
+ * of the trace collects:
+ *   - the timeline in buckets of consecutive events, each with the minimum and maximum of
+ *     allocated and reserved bytes (so no peak is lost however long the trace), the most
+ *     active bytes, and at its last event the fragmentation figures;
+ *   - the state (segments and blocks) at evenly spaced moments, at the peak and at the OOM,
+ *     which the page draws as the segment map for the moment nearest a click;
+ *   - the OOM, the largest allocations and the top sites at the peak.
+ * The page's size depends on the number of buckets and moments, not on the trace's length.
+ */
+#include "render/render.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/alloc.h"
+#include "common/hash.h"
+#include "common/jsonw.h"
+#include "common/status.h"
+#include "replay/trace_stats.h"
+
+#if MS_HAVE_HTML
+extern const unsigned char ms_asset_report_css[], ms_asset_report_js[], ms_asset_report_body[],
+        ms_asset_dygraphs_js[], ms_asset_dygraphs_css[];
+extern const size_t ms_asset_report_css_len, ms_asset_report_js_len, ms_asset_report_body_len,
+        ms_asset_dygraphs_js_len, ms_asset_dygraphs_css_len;
+
+int ms_render_have_html(void)
+{
+	return 1;
+}
+
+/* One bucket of the timeline. */
+struct bucket {
+	uint64_t first, last; /* trace events */
+	int64_t t_ns;         /* time of the first */
+	uint64_t amin, amax, rmin, rmax, active_max;
+	/* at the last event */
+	uint64_t alloc, reserved, inactive_split, free_in_reserved, largest_free;
+	uint64_t small_reserved, large_reserved;
+	uint32_t ann; /* user_metadata string of the first event, 0 = none */
+};
+
+struct lod {
+	uint64_t width, total;
+	struct bucket *b;
+	size_t n, cap;
+	int nomem;
+};
+
+static void on_event(void *ctx, uint64_t index, const struct ms_event *e,
+                     const struct ms_model *m)
+{
+	struct lod *l = ctx;
+	const struct ms_model_stats *st = ms_model_stats(m);
+	uint64_t a = (uint64_t)st->allocated_bytes[MS_POOL_ALL].current;
+	uint64_t r = (uint64_t)st->reserved_bytes[MS_POOL_ALL].current;
+	uint64_t act = (uint64_t)st->active_bytes[MS_POOL_ALL].current;
+	struct bucket *b;
+
+	if (l->nomem)
+		return;
+	if (!l->n || index / l->width != l->b[l->n - 1].first / l->width) {
+		if (ms_grow(&l->b, &l->cap, l->n + 1, sizeof(*l->b))) {
+			l->nomem = 1;
+			return;
+		}
+		b = &l->b[l->n++];
+		memset(b, 0, sizeof(*b));
+		b->first = index;
+		b->t_ns = e->t_ns;
+		b->amin = b->amax = a;
+		b->rmin = b->rmax = r;
+		b->ann = e->user_metadata;
+	}
+	b = &l->b[l->n - 1];
+	b->last = index;
+	b->amin = a < b->amin ? a : b->amin;
+	b->amax = a > b->amax ? a : b->amax;
+	b->rmin = r < b->rmin ? r : b->rmin;
+	b->rmax = r > b->rmax ? r : b->rmax;
+	b->active_max = act > b->active_max ? act : b->active_max;
+	b->alloc = a;
+	b->reserved = r;
+	/* the costlier figures once per bucket, at its last event */
+	if (index % l->width == l->width - 1 || index + 1 == l->total) {
+		b->inactive_split = (uint64_t)st->inactive_split_bytes[MS_POOL_ALL].current;
+		b->small_reserved = (uint64_t)st->reserved_bytes[MS_POOL_SMALL].current;
+		b->large_reserved = (uint64_t)st->reserved_bytes[MS_POOL_LARGE].current;
+		ms_model_free_space(m, &b->free_in_reserved, &b->largest_free);
+	}
+}
+
+static int u64_cmp(const void *x, const void *y)
+{
+	uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+	return a < b ? -1 : a > b;
+}
+
+/* Site labels, each written once: stack id -> index into "sites". */
+struct sites {
+	const struct ms_symtab *syms;
+	struct ms_u64map ids;
+	uint32_t *stacks;
+	size_t n, cap;
+	int nomem;
+};
+
+static int64_t site_of(struct sites *s, uint32_t stack)
+{
+	const uint64_t *v;
+
+	if (!stack || !s->syms || stack >= ms_symtab_nstacks(s->syms))
+		return -1;
+	if ((v = ms_u64map_get(&s->ids, stack)))
+		return (int64_t)*v;
+	if (ms_grow(&s->stacks, &s->cap, s->n + 1, sizeof(*s->stacks)) ||
+	    ms_u64map_put(&s->ids, stack, s->n)) {
+		s->nomem = 1;
+		return -1;
+	}
+	s->stacks[s->n] = stack;
+	return (int64_t)s->n++;
+}
+
+static void snap_json(struct ms_jsonw *w, const struct ms_replay_snap *sn, const char *label,
+                      struct sites *sites, struct ms_render_cell *cells)
+{
+	size_t k = 0;
+	char hex[24];
+
+	ms_jsonw_obj_begin(w);
+	ms_jsonw_key(w, "index");
+	ms_jsonw_u64(w, sn->index);
+	ms_jsonw_key(w, "label");
+	ms_jsonw_cstr(w, label);
+	ms_jsonw_key(w, "allocated");
+	ms_jsonw_i64(w, sn->stats.allocated_bytes[0].current);
+	ms_jsonw_key(w, "reserved");
+	ms_jsonw_i64(w, sn->stats.reserved_bytes[0].current);
+	/* [address, size, stream, small, expandable, [cells: size, state, requested, site, n]] */
+	ms_jsonw_key(w, "segments");
+	ms_jsonw_arr_begin(w);
+	for (size_t i = 0; i < sn->n_segs; i++) {
+		const struct ms_segment *g = &sn->segs[i];
+		const struct ms_block *b = sn->blocks + k;
+		size_t nc = ms_render_cells(b, g->n_blocks, cells);
+		ms_jsonw_arr_begin(w);
+		snprintf(hex, sizeof(hex), "0x%llx", (unsigned long long)g->addr);
+		ms_jsonw_cstr(w, hex);
+		ms_jsonw_u64(w, g->total_size);
+		ms_jsonw_u64(w, g->stream);
+		ms_jsonw_bool(w, g->is_small);
+		ms_jsonw_bool(w, g->is_expandable);
+		ms_jsonw_arr_begin(w);
+		for (size_t j = 0; j < nc; j++) {
+			const struct ms_render_cell *c = &cells[j];
+			uint64_t total = c->bytes[0] + c->bytes[1] + c->bytes[2] + c->bytes[3];
+			int st = ms_render_cell_state(c);
+			ms_jsonw_u64(w, total);
+			ms_jsonw_i64(w, st);
+			ms_jsonw_u64(w, st == 0 ? c->bytes[0] : 0);
+			ms_jsonw_i64(w, c->to - c->from == 1 && st != 3 ? site_of(sites, b[c->from].stack)
+			                                                : -1);
+			ms_jsonw_u64(w, c->to - c->from);
+		}
+		ms_jsonw_arr_end(w);
+		ms_jsonw_arr_end(w);
+		k += g->n_blocks;
+	}
+	ms_jsonw_arr_end(w);
+	ms_jsonw_obj_end(w);
+}
+
+struct site_bytes {
+	uint32_t stack;
+	uint64_t bytes, count;
+};
+
+static int site_bytes_cmp(const void *x, const void *y)
+{
+	const struct site_bytes *a = x, *b = y;
+	return a->bytes > b->bytes ? -1 : a->bytes < b->bytes;
+}
+
+/* The top allocation sites among the allocated blocks of sn, by bytes. */
+static ms_status top_sites(struct ms_jsonw *w, const struct ms_replay_snap *sn,
+                           struct sites *sites)
+{
+	struct ms_u64map at = MS_U64MAP_INIT;
+	struct site_bytes *v = NULL;
+	size_t n = 0, cap = 0;
+	uint64_t i64;
+
+	for (size_t i = 0; i < sn->n_blocks; i++) {
+		const struct ms_block *b = &sn->blocks[i];
+		const uint64_t *hit;
+		if (b->state != MS_BLOCK_ACTIVE_ALLOCATED)
+			continue;
+		if ((hit = ms_u64map_get(&at, b->stack))) {
+			i64 = *hit;
+		} else {
+			if (ms_grow(&v, &cap, n + 1, sizeof(*v)) || ms_u64map_put(&at, b->stack, n)) {
+				ms_free(v);
+				ms_u64map_release(&at);
+				return MS_ERR_NOMEM;
+			}
+			v[n] = (struct site_bytes){b->stack, 0, 0};
+			i64 = n++;
+		}
+		v[i64].bytes += b->size;
+		v[i64].count++;
+	}
+	if (n)
+		qsort(v, n, sizeof(*v), site_bytes_cmp);
+	ms_jsonw_arr_begin(w);
+	for (size_t i = 0; i < n && i < 25; i++) {
+		ms_jsonw_arr_begin(w);
+		ms_jsonw_u64(w, v[i].bytes);
+		ms_jsonw_u64(w, v[i].count);
+		ms_jsonw_i64(w, site_of(sites, v[i].stack));
+		ms_jsonw_arr_end(w);
+	}
+	ms_jsonw_arr_end(w);
+	ms_free(v);
+	ms_u64map_release(&at);
+	return MS_OK;
+}
+
+static void oom_json(struct ms_jsonw *w, const struct ms_replay_result *r)
+{
+	const struct ms_replay_oom *x = &r->first_oom;
+	char msg[1024];
+
+	if (!r->has_oom) {
+		ms_jsonw_null(w);
+		return;
+	}
+	ms_replay_oom_message(r, msg, sizeof(msg));
+	ms_jsonw_obj_begin(w);
+	ms_jsonw_key(w, "index");
+	ms_jsonw_u64(w, x->index);
+	ms_jsonw_key(w, "recorded");
+	ms_jsonw_bool(w, x->recorded);
+	ms_jsonw_key(w, "message");
+	ms_jsonw_cstr(w, msg);
+	ms_jsonw_key(w, "requested");
+	ms_jsonw_u64(w, x->o.requested);
+	ms_jsonw_key(w, "alloc_size");
+	ms_jsonw_u64(w, x->o.alloc_size);
+	ms_jsonw_key(w, "stream");
+	ms_jsonw_u64(w, x->o.stream);
+	ms_jsonw_key(w, "allocated");
+	ms_jsonw_u64(w, x->o.allocated);
+	ms_jsonw_key(w, "reserved");
+	ms_jsonw_u64(w, x->o.reserved);
+	ms_jsonw_key(w, "free_in_reserved");
+	ms_jsonw_u64(w, x->o.free_in_reserved);
+	ms_jsonw_key(w, "largest_free");
+	ms_jsonw_u64(w, x->o.largest_free);
+	ms_jsonw_key(w, "holes");
+	ms_jsonw_arr_begin(w);
+	for (size_t i = 0; i < x->n_holes; i++) {
+		char hex[24];
+		snprintf(hex, sizeof(hex), "0x%llx", (unsigned long long)x->holes[i].addr);
+		ms_jsonw_arr_begin(w);
+		ms_jsonw_cstr(w, hex);
+		ms_jsonw_u64(w, x->holes[i].size);
+		ms_jsonw_arr_end(w);
+	}
+	ms_jsonw_arr_end(w);
+	ms_jsonw_key(w, "holders");
+	ms_jsonw_arr_begin(w);
+	for (size_t i = 0; i < x->n_holders; i++) {
+		ms_jsonw_arr_begin(w);
+		ms_jsonw_u64(w, x->holders[i].size);
+		ms_jsonw_u64(w, x->holders[i].index);
+		ms_jsonw_cstr(w, x->holders[i].site);
+		ms_jsonw_arr_end(w);
+	}
+	ms_jsonw_arr_end(w);
+	ms_jsonw_obj_end(w);
+}
+
+/* Append data to out with "</" written "<\/", so that no string ends the script element. */
+static ms_status append_script_safe(struct ms_buf *out, const char *data, size_t len)
+{
+	size_t from = 0;
+
+	for (size_t i = 0; i + 1 < len; i++)
+		if (data[i] == '<' && data[i + 1] == '/') {
+			MS_TRY(ms_buf_append(out, data + from, i + 1 - from));
+			MS_TRY(ms_buf_append(out, "\\", 1));
+			from = i + 1;
+		}
+	return ms_buf_append(out, data + from, len - from);
+}
+
+static ms_status put_text(struct ms_buf *o, const char *s)
+{
+	for (; *s; s++) {
+		const char *e = *s == '<' ? "&lt;" : *s == '>' ? "&gt;" : *s == '&' ? "&amp;" : NULL;
+		MS_TRY(e ? ms_buf_append(o, e, strlen(e)) : ms_buf_append(o, s, 1));
+	}
+	return MS_OK;
+}
+
+ms_status ms_render_html(const struct ms_render_html_input *in, struct ms_buf *out,
+                         struct ms_diag *d)
+{
+	struct ms_replay_opts o = *in->opts;
+	struct ms_replay_result r;
+	struct lod lod;
+	struct sites sites;
+	uint64_t *at = NULL;
+	size_t n_at = 0, moments = in->moments ? in->moments : 48;
+	struct ms_render_cell *cells = NULL;
+	struct ms_jsonw w;
+	char *json = NULL;
+	size_t json_len = 0;
+	FILE *f;
+	ms_status s;
+	uint64_t total = in->first->events_total;
+
+	memset(&lod, 0, sizeof(lod));
+	memset(&sites, 0, sizeof(sites));
+	memset(&r, 0, sizeof(r));
+	sites.syms = in->syms;
+	lod.total = total;
+	lod.width = total / (in->buckets ? in->buckets : 4000) + 1;
+	/* the moments the segment map can show: evenly spaced, the peak, the OOM */
+	if (!(at = ms_malloc(sizeof(*at) * (moments + 2))) ||
+	    !(cells = ms_malloc(sizeof(*cells) * MS_RENDER_DOT_CELLS))) {
+		s = MS_ERR_NOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < moments && total; i++)
+		at[n_at++] = (total - 1) * (i + 1) / moments;
+	at[n_at++] = in->first->peak_allocated_index;
+	if (in->first->has_oom)
+		at[n_at++] = in->first->first_oom.index;
+	qsort(at, n_at, sizeof(*at), u64_cmp);
+	{
+		size_t k = 0;
+		for (size_t i = 0; i < n_at; i++)
+			if (!k || at[k - 1] != at[i])
+				at[k++] = at[i];
+		n_at = k;
+	}
+	o.snap = 0;
+	o.more_snaps = at;
+	o.n_more_snaps = n_at;
+	o.on_event = on_event;
+	o.ctx = &lod;
+	if ((s = ms_replay_trace(in->trace, &o, &r, d)))
+		goto out;
+	if (lod.nomem) {
+		s = MS_ERR_NOMEM;
+		goto out;
+	}
+
+	if (!(f = open_memstream(&json, &json_len))) {
+		s = MS_ERR_NOMEM;
+		goto out;
+	}
+	ms_jsonw_init(&w, f, 0);
+	ms_jsonw_obj_begin(&w);
+	ms_jsonw_key(&w, "source");
+	ms_jsonw_cstr(&w, in->source);
+	ms_jsonw_key(&w, "device");
+	ms_jsonw_u64(&w, r.device);
+	ms_jsonw_key(&w, "alloc_conf");
+	ms_jsonw_cstr(&w, r.alloc_conf);
+	ms_jsonw_key(&w, "device_memory");
+	if (r.device_memory == UINT64_MAX)
+		ms_jsonw_null(&w);
+	else
+		ms_jsonw_u64(&w, r.device_memory);
+	ms_jsonw_key(&w, "limit");
+	ms_jsonw_u64(&w, r.limit);
+	ms_jsonw_key(&w, "events");
+	ms_jsonw_u64(&w, r.events_total);
+	ms_jsonw_key(&w, "replayed");
+	ms_jsonw_u64(&w, r.events_replayed);
+	ms_jsonw_key(&w, "ended_by_oom");
+	ms_jsonw_bool(&w, r.ended_by_oom);
+	ms_jsonw_key(&w, "peak");
+	ms_jsonw_obj_begin(&w);
+	ms_jsonw_key(&w, "index");
+	ms_jsonw_u64(&w, r.peak_allocated_index);
+	ms_jsonw_key(&w, "allocated");
+	ms_jsonw_i64(&w, r.stats.allocated_bytes[0].peak);
+	ms_jsonw_key(&w, "reserved");
+	ms_jsonw_i64(&w, r.stats.reserved_bytes[0].peak);
+	ms_jsonw_key(&w, "reserved_index");
+	ms_jsonw_u64(&w, r.peak_reserved_index);
+	ms_jsonw_obj_end(&w);
+	ms_jsonw_key(&w, "bucket_events");
+	ms_jsonw_u64(&w, lod.width);
+	/* columns of the timeline, one entry per bucket */
+	ms_jsonw_key(&w, "timeline");
+	ms_jsonw_obj_begin(&w);
+#define COLUMN(name, expr)                              \
+	do {                                            \
+		ms_jsonw_key(&w, name);                 \
+		ms_jsonw_arr_begin(&w);                 \
+		for (size_t i = 0; i < lod.n; i++) {    \
+			const struct bucket *b = &lod.b[i]; \
+			ms_jsonw_i64(&w, (int64_t)(expr));  \
+		}                                       \
+		ms_jsonw_arr_end(&w);                   \
+	} while (0)
+	COLUMN("first", b->first);
+	COLUMN("last", b->last);
+	COLUMN("t_ms", b->t_ns / 1000000);
+	COLUMN("alloc_min", b->amin);
+	COLUMN("alloc_max", b->amax);
+	COLUMN("alloc", b->alloc);
+	COLUMN("res_min", b->rmin);
+	COLUMN("res_max", b->rmax);
+	COLUMN("res", b->reserved);
+	COLUMN("active_max", b->active_max);
+	COLUMN("inactive_split", b->inactive_split);
+	COLUMN("free_in_reserved", b->free_in_reserved);
+	COLUMN("largest_free", b->largest_free);
+	COLUMN("small_res", b->small_reserved);
+	COLUMN("large_res", b->large_reserved);
+#undef COLUMN
+	ms_jsonw_obj_end(&w);
+	ms_jsonw_key(&w, "moments");
+	ms_jsonw_arr_begin(&w);
+	for (size_t i = 0; i < r.n_snaps; i++) {
+		const struct ms_replay_snap *sn = &r.snaps[i];
+		const char *label = sn->index == in->first->peak_allocated_index ? "peak"
+		                    : in->first->has_oom && sn->index == in->first->first_oom.index
+		                            ? "oom"
+		                            : "";
+		snap_json(&w, sn, label, &sites, cells);
+	}
+	ms_jsonw_arr_end(&w);
+	ms_jsonw_key(&w, "oom");
+	oom_json(&w, in->first);
+	ms_jsonw_key(&w, "top_sites_at_peak");
+	s = MS_OK;
+	for (size_t i = 0; i < r.n_snaps; i++)
+		if (r.snaps[i].index == in->first->peak_allocated_index)
+			s = top_sites(&w, &r.snaps[i], &sites);
+	if (!s && !r.n_snaps)
+		ms_jsonw_null(&w);
+	ms_jsonw_key(&w, "sites");
+	ms_jsonw_arr_begin(&w);
+	for (size_t i = 0; i < sites.n; i++) {
+		char label[256];
+		ms_stack_label(in->syms, sites.stacks[i], label, sizeof(label));
+		ms_jsonw_cstr(&w, label);
+	}
+	ms_jsonw_arr_end(&w);
+	ms_jsonw_obj_end(&w);
+	if (fclose(f) != 0 && !s)
+		s = MS_ERR_NOMEM;
+	if (!s && (sites.nomem || !json))
+		s = MS_ERR_NOMEM;
+	if (s)
+		goto out;
+
+	/* the page */
+	if ((s = ms_buf_printf(out, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+	                            "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src "
+	                            "'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
+	                            "img-src data:\">\n<title>memsnap: ")) ||
+	    (s = put_text(out, in->source)) ||
+	    (s = ms_buf_printf(out, "</title>\n<style>\n")) ||
+	    (s = ms_buf_append(out, ms_asset_dygraphs_css, ms_asset_dygraphs_css_len)) ||
+	    (s = ms_buf_append(out, ms_asset_report_css, ms_asset_report_css_len)) ||
+	    (s = ms_buf_printf(out, "</style>\n</head>\n<body>\n")) ||
+	    (s = ms_buf_append(out, ms_asset_report_body, ms_asset_report_body_len)) ||
+	    (s = ms_buf_printf(out, "<script id=\"memsnap-data\" type=\"application/json\">")) ||
+	    (s = append_script_safe(out, json, json_len)) ||
+	    (s = ms_buf_printf(out, "</script>\n<script>\n")) ||
+	    (s = ms_buf_append(out, ms_asset_dygraphs_js, ms_asset_dygraphs_js_len)) ||
+	    (s = ms_buf_printf(out, "\n</script>\n<script>\n")) ||
+	    (s = ms_buf_append(out, ms_asset_report_js, ms_asset_report_js_len)) ||
+	    (s = ms_buf_printf(out, "</script>\n</body>\n</html>\n")))
+		goto out;
+out:
+	free(json); /* open_memstream's buffer belongs to libc */
+	ms_free(at);
+	ms_free(cells);
+	ms_free(lod.b);
+	ms_free(sites.stacks);
+	ms_u64map_release(&sites.ids);
+	ms_replay_result_release(&r);
+	return s;
+}
+
+#else
+
+int ms_render_have_html(void)
+{
+	return 0;
+}
+
+ms_status ms_render_html(const struct ms_render_html_input *in, struct ms_buf *out,
+                         struct ms_diag *d)
+{
+	(void)in;
+	(void)out;
+	return ms__diag_set(d, MS_ERR_UNSUPPORTED, -1, -1,
+	                    "this memsnap was built without dygraphs (libjs-dygraphs): no HTML "
+	                    "report; use --format txt, dot or svg");
+}
+#endif

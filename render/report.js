@@ -1,0 +1,258 @@
+/* memsnap's HTML report: draws the data memsnap wrote into #memsnap-data (render/html.c). */
+(function () {
+	'use strict';
+	var D = JSON.parse(document.getElementById('memsnap-data').textContent);
+	var T = D.timeline, N = T.first.length;
+	var STATE_COLOR = ['#4e79a7', '#a0cbe8', '#f28e2b', '#e8e8e8'];
+	var STATE_WORD = ['allocated', 'slack', 'pending free', 'free'];
+
+	/* PyTorch's format_size */
+	function fmt(n) {
+		if (n === null || n === undefined) return '-';
+		if (Math.abs(n) < 1024) return n + ' bytes';
+		var u = ['KiB', 'MiB', 'GiB', 'TiB', 'PiB'], i = -1;
+		do { n /= 1024; i++; } while (Math.abs(n) >= 1024 && i < u.length - 1);
+		return n.toFixed(2) + ' ' + u[i];
+	}
+	function $(id) { return document.getElementById(id); }
+	function text(node, s) { node.textContent = s; return node; }
+	function site(i) { return i >= 0 ? D.sites[i] : ''; }
+
+	/* the bucket holding event x */
+	function bucketOf(x) {
+		var lo = 0, hi = N - 1;
+		while (lo < hi) {
+			var mid = (lo + hi + 1) >> 1;
+			if (T.first[mid] <= x) lo = mid; else hi = mid - 1;
+		}
+		return lo;
+	}
+
+	/* ---- header and OOM panel ---- */
+	text($('source'), D.source);
+	var sum = 'device ' + D.device + ' \u00b7 ' + D.events + ' events (' + D.replayed +
+		' replayed) \u00b7 peak allocated ' + fmt(D.peak.allocated) + ' at event ' + D.peak.index +
+		' \u00b7 peak reserved ' + fmt(D.peak.reserved) + ' \u00b7 settings "' + D.alloc_conf + '"';
+	if (D.limit) sum += ' \u00b7 limit ' + fmt(D.limit);
+	if (D.device_memory !== null) sum += ' \u00b7 device ' + fmt(D.device_memory);
+	text($('summary'), sum);
+	if (D.oom) {
+		var o = D.oom, p = $('oom');
+		$('oom-panel').hidden = false;
+		var h = document.createElement('p');
+		text(h, 'At event ' + o.index + (o.recorded ? ' (recorded there too)' :
+			' (the recorded run succeeded here)') + ': ' + fmt(o.requested) +
+			' requested on stream ' + o.stream + ', while ' + fmt(o.free_in_reserved) +
+			' was free inside reserved segments; the largest free block was ' +
+			fmt(o.largest_free) + '.');
+		p.appendChild(h);
+		p.appendChild(text(document.createElement('pre'), o.message));
+		var t = document.createElement('table');
+		t.innerHTML = '<thead><tr><th>bytes</th><th>event</th><th>who holds the memory</th></tr></thead>';
+		var tb = document.createElement('tbody');
+		o.holders.forEach(function (w) {
+			var tr = document.createElement('tr');
+			[fmt(w[0]), String(w[1]), w[2]].forEach(function (c) {
+				tr.appendChild(text(document.createElement('td'), c));
+			});
+			tb.appendChild(tr);
+		});
+		t.appendChild(tb);
+		p.appendChild(t);
+	}
+
+	/* ---- the timeline ---- */
+	var rows = [], frows = [];
+	for (var i = 0; i < N; i++) {
+		rows.push([T.first[i], [T.alloc_min[i], T.alloc[i], T.alloc_max[i]],
+			[T.res_min[i], T.res[i], T.res_max[i]],
+			[T.active_max[i], T.active_max[i], T.active_max[i]],
+			[T.small_res[i], T.small_res[i], T.small_res[i]],
+			[T.large_res[i], T.large_res[i], T.large_res[i]]]);
+		var fr = T.free_in_reserved[i];
+		frows.push([T.first[i], T.res[i] - T.alloc[i], T.inactive_split[i], T.largest_free[i],
+			fr ? 1 - T.largest_free[i] / fr : 0]);
+	}
+	function marks(canvas, area, g) {
+		function line(x, color, label) {
+			var px = g.toDomXCoord(x);
+			if (px < area.x || px > area.x + area.w) return;
+			canvas.fillStyle = color;
+			canvas.fillRect(px - 1, area.y, 2, area.h);
+			canvas.fillText(label, px + 4, area.y + 12);
+		}
+		line(D.peak.index, '#59a14f', 'peak');
+		if (D.oom) line(D.oom.index, '#e15759', 'OOM');
+	}
+	var axes = { y: { valueFormatter: fmt, axisLabelFormatter: fmt, axisLabelWidth: 80 } };
+	var timeline = new Dygraph($('timeline'), rows, {
+		labels: ['event', 'allocated', 'reserved', 'active (most)', 'reserved, small pool',
+			'reserved, large pool'],
+		customBars: true, colors: ['#4e79a7', '#e15759', '#76b7b2', '#b07aa1', '#9c755f'],
+		visibility: [true, true, true, false, false],
+		xlabel: 'event', axes: axes, legend: 'always', labelsSeparateLines: false,
+		underlayCallback: marks,
+		highlightCallback: function (e, x, pts, row) {
+			var b = row, s = 'events ' + T.first[b] + '\u2013' + T.last[b] + ', t = ' +
+				(T.t_ms[b] / 1000).toFixed(3) + ' s\n' +
+				'allocated ' + fmt(T.alloc_min[b]) + ' \u2013 ' + fmt(T.alloc_max[b]) +
+				', reserved ' + fmt(T.res_min[b]) + ' \u2013 ' + fmt(T.res_max[b]);
+			text($('hover'), s);
+		},
+		clickCallback: function (e, x) { showNearest(x); },
+		drawCallback: function () { document.body.dataset.timeline = 'drawn'; }
+	});
+	var frag = new Dygraph($('frag'), frows, {
+		labels: ['event', 'reserved \u2212 allocated', 'inactive split', 'largest free block',
+			'fragmentation'],
+		colors: ['#e15759', '#f28e2b', '#59a14f', '#555'],
+		series: { fragmentation: { axis: 'y2' } },
+		axes: { y: axes.y, y2: { valueRange: [0, 1.05], axisLabelWidth: 40 } },
+		xlabel: 'event', legend: 'always', underlayCallback: marks,
+		clickCallback: function (e, x) { showNearest(x); }
+	});
+	Dygraph.synchronize([timeline, frag], { range: false, selection: true, zoom: true });
+
+	/* ---- the segment map ---- */
+	var M = D.moments, shown = -1, hit = [];
+	var canvas = $('segmap'), tip = $('tip');
+	var ROW = 18, LABEL = 330, WIDTH = 900;
+
+	function momentName(m) {
+		return m.label === 'peak' ? 'at the peak' : m.label === 'oom' ? 'at the OOM' :
+			'after event ' + m.index;
+	}
+	function showNearest(x) {
+		var best = 0;
+		for (var i = 1; i < M.length; i++)
+			if (Math.abs(M[i].index - x) < Math.abs(M[best].index - x)) best = i;
+		show(best);
+	}
+	function show(k) {
+		var m = M[k];
+		if (!m) return;
+		shown = k;
+		text($('moment-label'), momentName(m) + ': ' + m.segments.length + ' segments, ' +
+			fmt(m.allocated) + ' allocated of ' + fmt(m.reserved) + ' reserved');
+		var fail = m.label === 'oom' && D.oom ? D.oom : null;
+		var segs = m.segments, maxSize = 1;
+		segs.forEach(function (g) { maxSize = Math.max(maxSize, g[1]); });
+		if (fail) maxSize = Math.max(maxSize, fail.alloc_size);
+		var rowsN = segs.length + (fail ? 1 : 0);
+		var dpr = window.devicePixelRatio || 1;
+		canvas.width = (LABEL + WIDTH + 10) * dpr;
+		canvas.height = (rowsN * ROW + 4) * dpr;
+		canvas.style.width = (LABEL + WIDTH + 10) + 'px';
+		canvas.style.height = (rowsN * ROW + 4) + 'px';
+		var c = canvas.getContext('2d');
+		c.setTransform(dpr, 0, 0, dpr, 0, 0);
+		c.font = '11px ui-monospace, monospace';
+		c.textBaseline = 'middle';
+		hit = [];
+		var y = 2, holeSeg = -1;
+		if (fail) {
+			var w = Math.max(4, WIDTH * fail.alloc_size / maxSize);
+			c.fillStyle = '#e15759';
+			c.fillRect(LABEL, y + 2, w, ROW - 4);
+			c.fillStyle = '#222';
+			c.fillText('failed request ' + fmt(fail.requested), 4, y + ROW / 2);
+			hit.push({ y: y, x0: LABEL, x1: LABEL + w, text: 'the request that failed: ' +
+				fmt(fail.requested) + ' (a ' + fmt(fail.alloc_size) + ' segment)\nlargest free block ' +
+				fmt(fail.largest_free) });
+			y += ROW;
+			if (fail.holes.length) {
+				var ha = BigInt(fail.holes[0][0]);
+				segs.forEach(function (g, i) {
+					var a = BigInt(g[0]);
+					if (a <= ha && ha < a + BigInt(g[1])) holeSeg = i;
+				});
+			}
+		}
+		segs.forEach(function (g, i) {
+			var w = Math.max(60, WIDTH * g[1] / maxSize), x = LABEL, cells = g[5];
+			c.fillStyle = '#222';
+			c.fillText(g[0] + ' ' + fmt(g[1]) + ' s' + g[2] + (g[3] ? ' small' : ' large') +
+				(g[4] ? ' exp' : ''), 4, y + ROW / 2);
+			for (var j = 0; j < cells.length; j += 5) {
+				var size = cells[j], st = cells[j + 1], req = cells[j + 2], s = cells[j + 3];
+				var n = cells[j + 4], cw = w * size / g[1];
+				c.fillStyle = STATE_COLOR[st];
+				c.fillRect(x, y + 2, cw, ROW - 4);
+				if (st === 0 && req < size && n === 1) {
+					var sw = cw * (size - req) / size;
+					c.fillStyle = STATE_COLOR[1];
+					c.fillRect(x + cw - sw, y + 2, sw, ROW - 4);
+				}
+				hit.push({ y: y, x0: x, x1: x + cw, text: (n > 1 ? n + ' blocks, mostly ' : '') +
+					STATE_WORD[st] + ' ' + fmt(size) + (st === 0 && n === 1 && req < size ?
+					' (requested ' + fmt(req) + ')' : '') + (s >= 0 ? '\n' + site(s) : '') });
+				x += cw;
+			}
+			c.strokeStyle = i === holeSeg ? '#e15759' : '#888';
+			c.lineWidth = i === holeSeg ? 2 : 1;
+			c.strokeRect(LABEL, y + 2, w, ROW - 4);
+			y += ROW;
+		});
+		var bs = $('moment-buttons').children;
+		for (var b = 0; b < bs.length; b++)
+			bs[b].className = Number(bs[b].dataset.k) === k ? 'on' : '';
+		document.body.dataset.segmap = String(m.index);
+	}
+	canvas.addEventListener('mousemove', function (e) {
+		var r = canvas.getBoundingClientRect(), x = e.clientX - r.left, y = e.clientY - r.top;
+		for (var i = 0; i < hit.length; i++) {
+			var h = hit[i];
+			if (y >= h.y && y < h.y + ROW && x >= h.x0 && x < h.x1) {
+				text(tip, h.text);
+				tip.hidden = false;
+				tip.style.left = (e.clientX + 12) + 'px';
+				tip.style.top = (e.clientY + 12) + 'px';
+				return;
+			}
+		}
+		tip.hidden = true;
+	});
+	canvas.addEventListener('mouseleave', function () { tip.hidden = true; });
+
+	/* buttons: the named moments, then the end */
+	M.forEach(function (m, k) {
+		if (m.label || k === M.length - 1) {
+			var b = document.createElement('button');
+			b.dataset.k = String(k);
+			text(b, m.label === 'peak' ? 'peak' : m.label === 'oom' ? 'OOM' : 'end');
+			b.addEventListener('click', function () { show(k); });
+			$('moment-buttons').appendChild(b);
+		}
+	});
+	var first = 0;
+	M.forEach(function (m, k) { if (m.label === 'oom' || (m.label === 'peak' && M[first].label !== 'oom')) first = k; });
+	show(first);
+
+	/* ---- top sites ---- */
+	var tb = document.querySelector('#sites tbody');
+	if (!D.top_sites_at_peak || !D.top_sites_at_peak.length || !D.sites.length) {
+		text($('sites-panel').querySelector('h2'), 'Top allocation sites at the peak: the trace recorded no stacks');
+		$('sites').hidden = true;
+	} else {
+		D.top_sites_at_peak.forEach(function (r) {
+			var tr = document.createElement('tr');
+			[fmt(r[0]), String(r[1]), r[2] >= 0 ? site(r[2]) : '(no stack recorded)'].forEach(function (s) {
+				tr.appendChild(text(document.createElement('td'), s));
+			});
+			tb.appendChild(tr);
+		});
+	}
+
+	/* #selftest: click the middle of the timeline as a person would; say what happened */
+	if (location.hash === '#selftest') {
+		var before = document.body.dataset.segmap;
+		var area = timeline.getArea(), gc = $('timeline').querySelector('canvas:last-of-type');
+		var rect = gc.getBoundingClientRect();
+		var px = rect.left + area.x + area.w * 0.5, py = rect.top + area.y + area.h * 0.5;
+		['mousedown', 'mouseup', 'click'].forEach(function (type) {
+			gc.dispatchEvent(new MouseEvent(type, { bubbles: true, clientX: px, clientY: py, view: window }));
+		});
+		document.body.dataset.selftest = before !== document.body.dataset.segmap ?
+			'click-updated-segmap' : 'click-did-not-update';
+	}
+})();
