@@ -7,12 +7,16 @@ BUILD ?= build
 ASAN_BUILD ?= build-asan
 DEMO_TRACE ?= testdata/snapshots/dynamic_oom.pickle
 
-.PHONY: all deps build demo test test-fast test-asan format format-check clean
+.PHONY: all deps test-deps build demo test test-fast test-asan format format-check clean
 
 all: build
 
 deps:
 	@bash scripts/install-deps.sh
+
+# the tests also open the HTML report in Chromium, where it can be installed
+test-deps:
+	@bash scripts/install-deps.sh --test
 
 build: deps
 	@cmake -S . -B $(BUILD) -DMEMSNAP_WERROR=ON >$(BUILD).configure.log 2>&1 || (cat $(BUILD).configure.log; exit 1)
@@ -45,12 +49,15 @@ demo: build
 	@echo "== memsnap render --limit 13061062656 $(DEMO_TRACE) -o $(BUILD)/demo-oom.svg   (the segments at the OOM)"
 	@./$(BUILD)/cli/memsnap render --limit 13061062656 $(DEMO_TRACE) --format txt | head -12
 	@./$(BUILD)/cli/memsnap render --limit 13061062656 $(DEMO_TRACE) -o $(BUILD)/demo-oom.svg
-	@echo "open $(CURDIR)/$(BUILD)/demo-oom.svg"
+	@echo
+	@echo "== memsnap render --limit 13061062656 $(DEMO_TRACE) -o $(BUILD)/report.html   (the postmortem page)"
+	@./$(BUILD)/cli/memsnap render --limit 13061062656 $(DEMO_TRACE) -o $(BUILD)/report.html
+	@echo "report: $(CURDIR)/$(BUILD)/report.html (and the OOM's segments: $(CURDIR)/$(BUILD)/demo-oom.svg)"
 
-test-fast: build
+test-fast: test-deps build
 	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
-test-asan: deps
+test-asan: test-deps
 	@cmake -S . -B $(ASAN_BUILD) -DMEMSNAP_WERROR=ON -DCMAKE_BUILD_TYPE=Debug \
 		-DMEMSNAP_SANITIZE=address,undefined >$(ASAN_BUILD).configure.log 2>&1 || (cat $(ASAN_BUILD).configure.log; exit 1)
 	@cmake --build $(ASAN_BUILD) -j $(JOBS)

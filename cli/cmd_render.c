@@ -16,9 +16,9 @@
 #include "render/render.h"
 
 static const char *const usage[] = {
-        "memsnap render [--format txt|dot|svg] [--at peak|oom|end|EVENT] [-o FILE]",
+        "memsnap render [--format html|txt|dot|svg] [--at peak|oom|end|EVENT] [-o FILE]",
         "               [--alloc-conf S] [--limit N | --memory-fraction F] [--device-memory N]",
-        "               [--device D] <trace>",
+        "               [--device D] [--detail N] <trace>",
         "",
         "Replay a trace with memsnap's allocator model and draw what happened. --format html",
         "(the default for -o FILE.html) writes one self-contained page for postmortems: memory",
@@ -27,14 +27,15 @@ static const char *const usage[] = {
         "sites at the peak. It loads nothing from the network. --detail N sets how many",
         "buckets of events the timeline has (default 4000; each keeps its least and most).",
         "",
-        "The other formats draw the segments and their blocks",
-        "at one moment: --at oom (the first OOM), peak (when allocated memory first reached",
-        "its peak), end, or after trace event EVENT (the numbers replay and stats print).",
-        "Without --at: the OOM if the replay has one, else the peak. txt is a map of",
-        "segments for terminals; dot, Graphviz DOT (segments as table nodes, blocks in address",
-        "order coloured by state, the failed request as a node of its own); svg, that DOT laid",
-        "out in-process by libgvc. Without --format the extension of -o picks it (.html, .txt,",
-        ".dot, .gv, .svg), else txt. The output file appears whole or not at all.",
+        "The other formats draw the segments and their blocks at one moment: --at oom (the",
+        "first OOM), peak (when allocated memory first reached its peak), end, or after trace",
+        "event EVENT (the numbers replay and stats print); without --at, the OOM if the replay",
+        "has one, else the peak. txt is a map of segments for terminals; dot, Graphviz DOT",
+        "(segments as table nodes, blocks in address order coloured by state, the failed",
+        "request as a node of its own); svg, that DOT laid out in-process by libgvc.",
+        "",
+        "Without --format the extension of -o picks it (.html, .txt, .dot, .gv, .svg), else",
+        "txt. The output file appears whole or not at all.",
         NULL,
 };
 

@@ -51,8 +51,7 @@ struct lod {
 	int nomem;
 };
 
-static void on_event(void *ctx, uint64_t index, const struct ms_event *e,
-                     const struct ms_model *m)
+static void on_event(void *ctx, uint64_t index, const struct ms_event *e, const struct ms_model *m)
 {
 	struct lod *l = ctx;
 	const struct ms_model_stats *st = ms_model_stats(m);
@@ -163,8 +162,9 @@ static void snap_json(struct ms_jsonw *w, const struct ms_replay_snap *sn, const
 			ms_jsonw_u64(w, total);
 			ms_jsonw_i64(w, st);
 			ms_jsonw_u64(w, st == 0 ? c->bytes[0] : 0);
-			ms_jsonw_i64(w, c->to - c->from == 1 && st != 3 ? site_of(sites, b[c->from].stack)
-			                                                : -1);
+			ms_jsonw_i64(w, c->to - c->from == 1 && st != 3
+			                        ? site_of(sites, b[c->from].stack)
+			                        : -1);
 			ms_jsonw_u64(w, c->to - c->from);
 		}
 		ms_jsonw_arr_end(w);
@@ -187,8 +187,7 @@ static int site_bytes_cmp(const void *x, const void *y)
 }
 
 /* The top allocation sites among the allocated blocks of sn, by bytes. */
-static ms_status top_sites(struct ms_jsonw *w, const struct ms_replay_snap *sn,
-                           struct sites *sites)
+static ms_status top_sites(struct ms_jsonw *w, const struct ms_replay_snap *sn, struct sites *sites)
 {
 	struct ms_u64map at = MS_U64MAP_INIT;
 	struct site_bytes *v = NULL;
@@ -203,7 +202,8 @@ static ms_status top_sites(struct ms_jsonw *w, const struct ms_replay_snap *sn,
 		if ((hit = ms_u64map_get(&at, b->stack))) {
 			i64 = *hit;
 		} else {
-			if (ms_grow(&v, &cap, n + 1, sizeof(*v)) || ms_u64map_put(&at, b->stack, n)) {
+			if (ms_grow(&v, &cap, n + 1, sizeof(*v)) ||
+			    ms_u64map_put(&at, b->stack, n)) {
 				ms_free(v);
 				ms_u64map_release(&at);
 				return MS_ERR_NOMEM;
@@ -302,7 +302,10 @@ static ms_status append_script_safe(struct ms_buf *out, const char *data, size_t
 static ms_status put_text(struct ms_buf *o, const char *s)
 {
 	for (; *s; s++) {
-		const char *e = *s == '<' ? "&lt;" : *s == '>' ? "&gt;" : *s == '&' ? "&amp;" : NULL;
+		const char *e = *s == '<'   ? "&lt;"
+		                : *s == '>' ? "&gt;"
+		                : *s == '&' ? "&amp;"
+		                            : NULL;
 		MS_TRY(e ? ms_buf_append(o, e, strlen(e)) : ms_buf_append(o, s, 1));
 	}
 	return MS_OK;
@@ -403,15 +406,15 @@ ms_status ms_render_html(const struct ms_render_html_input *in, struct ms_buf *o
 	/* columns of the timeline, one entry per bucket */
 	ms_jsonw_key(&w, "timeline");
 	ms_jsonw_obj_begin(&w);
-#define COLUMN(name, expr)                              \
-	do {                                            \
-		ms_jsonw_key(&w, name);                 \
-		ms_jsonw_arr_begin(&w);                 \
-		for (size_t i = 0; i < lod.n; i++) {    \
+#define COLUMN(name, expr)                                  \
+	do {                                                \
+		ms_jsonw_key(&w, name);                     \
+		ms_jsonw_arr_begin(&w);                     \
+		for (size_t i = 0; i < lod.n; i++) {        \
 			const struct bucket *b = &lod.b[i]; \
 			ms_jsonw_i64(&w, (int64_t)(expr));  \
-		}                                       \
-		ms_jsonw_arr_end(&w);                   \
+		}                                           \
+		ms_jsonw_arr_end(&w);                       \
 	} while (0)
 	COLUMN("first", b->first);
 	COLUMN("last", b->last);
@@ -467,12 +470,12 @@ ms_status ms_render_html(const struct ms_render_html_input *in, struct ms_buf *o
 		goto out;
 
 	/* the page */
-	if ((s = ms_buf_printf(out, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-	                            "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src "
-	                            "'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
-	                            "img-src data:\">\n<title>memsnap: ")) ||
-	    (s = put_text(out, in->source)) ||
-	    (s = ms_buf_printf(out, "</title>\n<style>\n")) ||
+	if ((s = ms_buf_printf(out,
+	                       "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+	                       "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src "
+	                       "'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
+	                       "img-src data:\">\n<title>memsnap: ")) ||
+	    (s = put_text(out, in->source)) || (s = ms_buf_printf(out, "</title>\n<style>\n")) ||
 	    (s = ms_buf_append(out, ms_asset_dygraphs_css, ms_asset_dygraphs_css_len)) ||
 	    (s = ms_buf_append(out, ms_asset_report_css, ms_asset_report_css_len)) ||
 	    (s = ms_buf_printf(out, "</style>\n</head>\n<body>\n")) ||

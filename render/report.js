@@ -90,7 +90,7 @@
 			'reserved, large pool'],
 		customBars: true, colors: ['#4e79a7', '#e15759', '#76b7b2', '#b07aa1', '#9c755f'],
 		visibility: [true, true, true, false, false],
-		xlabel: 'event', axes: axes, legend: 'always', labelsSeparateLines: false,
+		xlabel: 'event', axes: axes, legend: 'always', labelsDiv: $('timeline-legend'),
 		underlayCallback: marks,
 		highlightCallback: function (e, x, pts, row) {
 			var b = row, s = 'events ' + T.first[b] + '\u2013' + T.last[b] + ', t = ' +
@@ -99,8 +99,7 @@
 				', reserved ' + fmt(T.res_min[b]) + ' \u2013 ' + fmt(T.res_max[b]);
 			text($('hover'), s);
 		},
-		clickCallback: function (e, x) { showNearest(x); },
-		drawCallback: function () { document.body.dataset.timeline = 'drawn'; }
+		clickCallback: function (e, x) { showNearest(x); }
 	});
 	var frag = new Dygraph($('frag'), frows, {
 		labels: ['event', 'reserved \u2212 allocated', 'inactive split', 'largest free block',
@@ -108,10 +107,22 @@
 		colors: ['#e15759', '#f28e2b', '#59a14f', '#555'],
 		series: { fragmentation: { axis: 'y2' } },
 		axes: { y: axes.y, y2: { valueRange: [0, 1.05], axisLabelWidth: 40 } },
-		xlabel: 'event', legend: 'always', underlayCallback: marks,
+		xlabel: 'event', legend: 'always', labelsDiv: $('frag-legend'), underlayCallback: marks,
 		clickCallback: function (e, x) { showNearest(x); }
 	});
-	Dygraph.synchronize([timeline, frag], { range: false, selection: true, zoom: true });
+	/* the two charts zoom and pan together */
+	var syncing = false;
+	function follow(from, to) {
+		from.updateOptions({ drawCallback: function (g, initial) {
+			if (from === timeline) document.body.dataset.timeline = 'drawn';
+			if (initial || syncing) return;
+			syncing = true;
+			to.updateOptions({ dateWindow: g.xAxisRange() });
+			syncing = false;
+		} });
+	}
+	follow(timeline, frag);
+	follow(frag, timeline);
 
 	/* ---- the segment map ---- */
 	var M = D.moments, shown = -1, hit = [];
@@ -246,11 +257,14 @@
 	/* #selftest: click the middle of the timeline as a person would; say what happened */
 	if (location.hash === '#selftest') {
 		var before = document.body.dataset.segmap;
-		var area = timeline.getArea(), gc = $('timeline').querySelector('canvas:last-of-type');
-		var rect = gc.getBoundingClientRect();
+		var area = timeline.getArea(), rect = $('timeline').getBoundingClientRect();
+		$('timeline').scrollIntoView();
+		rect = $('timeline').getBoundingClientRect();
 		var px = rect.left + area.x + area.w * 0.5, py = rect.top + area.y + area.h * 0.5;
-		['mousedown', 'mouseup', 'click'].forEach(function (type) {
-			gc.dispatchEvent(new MouseEvent(type, { bubbles: true, clientX: px, clientY: py, view: window }));
+		var target = document.elementFromPoint(px, py); /* what a person's click would hit */
+		['mousemove', 'mousedown', 'mouseup', 'click'].forEach(function (type) {
+			target.dispatchEvent(new MouseEvent(type, { bubbles: true, cancelable: true,
+				clientX: px, clientY: py, view: window }));
 		});
 		document.body.dataset.selftest = before !== document.body.dataset.segmap ?
 			'click-updated-segmap' : 'click-did-not-update';

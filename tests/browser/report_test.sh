@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# The HTML report in headless Chromium: no console message, no request beyond the file itself,
+# the timeline and the segment map drawn, and a click on the timeline changes the segment map
+# (the page's #selftest clicks through the element a person's click would hit).
+# Keeps the reports and screenshots in ARTIFACTS. Exit 77 (CTest: skipped) without Chromium.
+# Usage: report_test.sh MEMSNAP PROJECT_ROOT ARTIFACTS
+set -u
+memsnap=$1 root=$2 art=$3
+browser=$(command -v chromium || command -v chromium-browser || command -v google-chrome || true)
+if [ -z "$browser" ]; then
+	echo "SKIP: no Chromium (apt-get install chromium) to open the HTML report in"
+	exit 77
+fi
+mkdir -p "$art"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail=0
+here=$(cd "$(dirname "$0")" && pwd)
+chrome() {
+	# root needs --no-sandbox; a private profile keeps runs apart; the browser's own
+	# background traffic (updates, sign-in, dictionaries) is switched off so that the net log
+	# holds only what the page asks for
+	timeout 120 "$browser" --headless --no-sandbox --disable-gpu --no-first-run \
+		--disable-background-networking --disable-component-update --disable-sync \
+		--disable-default-apps --disable-features=OptimizationHints,Translate,MediaRouter \
+		--disable-domain-reliability --disable-client-side-phishing-detection \
+		--disable-spell-checking --no-pings \
+		--user-data-dir="$tmp/profile" --window-size=1400,2400 --hide-scrollbars "$@"
+}
+# the check can fail: a page that asks for two URLs is caught
+printf '<img src="http://example.invalid/a.png"><script>fetch("https://example.invalid/b")</script>' >"$tmp/bad.html"
+chrome --log-net-log="$tmp/net-bad.json" --dump-dom "file://$tmp/bad.html" >/dev/null 2>&1
+if [ "$(python3 "$here/page_requests.py" "$tmp/net-bad.json" | wc -l)" != 2 ]; then
+	echo "FAIL: the request check does not see a page's requests"
+	exit 1
+fi
+for name in dynamic_oom gpt_train multistream; do
+	src=$(ls "$root"/testdata/snapshots/$name.pickle* | head -1)
+	html="$art/$name.html"
+	"$memsnap" render "$src" -o "$html" 2>"$tmp/render.err" || { cat "$tmp/render.err"; exit 1; }
+	size=$(stat -c %s "$html")
+	chrome --enable-logging=stderr --v=0 --log-net-log="$tmp/net.json" \
+		--dump-dom "file://$html#selftest" >"$tmp/dom.html" 2>"$tmp/chrome.err"
+	problems=""
+	grep -q 'data-timeline="drawn"' "$tmp/dom.html" || problems+=" timeline-not-drawn"
+	grep -q 'data-segmap="[0-9]' "$tmp/dom.html" || problems+=" segmap-not-drawn"
+	grep -q 'data-selftest="click-updated-segmap"' "$tmp/dom.html" || problems+=" click-did-not-update-segmap"
+	if grep -q 'CONSOLE' "$tmp/chrome.err"; then
+		problems+=" console-messages"
+		grep 'CONSOLE' "$tmp/chrome.err" | head -5
+	fi
+	# every URL the page asked for besides the file itself
+	python3 "$here/page_requests.py" "$tmp/net.json" >"$tmp/requests" || problems+=" no-net-log"
+	if [ -s "$tmp/requests" ]; then
+		problems+=" network-requests"
+		head -5 "$tmp/requests"
+	fi
+	[ "$size" -le 10000000 ] || problems+=" larger-than-10MB"
+	chrome --screenshot="$art/$name.png" "file://$html" >/dev/null 2>&1 || problems+=" no-screenshot"
+	if [ -n "$problems" ]; then
+		echo "FAIL $name:$problems"
+		fail=1
+	else
+		echo "ok $name ($size bytes; screenshot $art/$name.png)"
+	fi
+done
+exit $fail

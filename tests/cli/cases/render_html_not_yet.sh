@@ -1,1 +1,0 @@
-"$MEMSNAP" render -o "$TMPDIR/report.html" testdata/snapshots/proto/small_p4.pickle
