@@ -1,0 +1,34 @@
+/*
+ * What-if: one trace replayed under several allocator settings, in parallel threads, each
+ * with the least memory limit under which the whole trace completes (a search over replays).
+ */
+#ifndef MEMSNAP_REPLAY_WHATIF_H
+#define MEMSNAP_REPLAY_WHATIF_H
+
+#include "replay/replay.h"
+
+struct ms_trace;
+
+struct ms_whatif_row {
+	const char *conf; /* PYTORCH_CUDA_ALLOC_CONF; NULL: the trace's own */
+	ms_status s;      /* MS_OK, or why this setting could not be replayed (err) */
+	char err[256];
+	struct ms_replay_result r; /* the replay under the base limit */
+	uint64_t min_memory;       /* the least limit that completes; 0: none found */
+};
+
+/* The settings tried when the user names none: the recorded one first (NULL). */
+extern const char *const ms_whatif_default_configs[];
+extern const size_t ms_whatif_n_default_configs;
+
+/*
+ * Fill rows[i].r and .min_memory for each rows[i].conf, replaying t with base (its limit and
+ * device memory) in up to threads threads (0: one per CPU). Per-row failures land in rows[i].s;
+ * the return is MS_ERR_NOMEM or MS_ERR_BACKEND (no thread could start) only.
+ * Release with ms_whatif_release().
+ */
+ms_status ms_whatif_run(const struct ms_trace *t, const struct ms_replay_opts *base,
+                        struct ms_whatif_row *rows, size_t n, unsigned threads);
+void ms_whatif_release(struct ms_whatif_row *rows, size_t n);
+
+#endif
