@@ -26,6 +26,8 @@ static const char *const usage[] = {
         "any moment clicked, fragmentation over time, the OOM's story and the top allocation",
         "sites at the peak. It loads nothing from the network. --detail N sets how many",
         "buckets of events the timeline has (default 4000; each keeps its least and most).",
+        "At an OOM the page also says which allocator settings would have avoided it (as",
+        "`memsnap whatif` does; --no-whatif leaves that out).",
         "",
         "The other formats draw the segments and their blocks at one moment: --at oom (the",
         "first OOM), peak (when allocated memory first reached its peak), end, or after trace",
@@ -105,7 +107,7 @@ static int emit(const char *out, const struct ms_buf *buf, const char *what, siz
 
 /* The HTML report: r is the first pass (released here). */
 static int render_html(struct ms_replay_cli *c, const char *path, const char *out,
-                       struct ms_replay_result *r, size_t detail)
+                       struct ms_replay_result *r, size_t detail, int no_whatif)
 {
 	struct ms_render_html_input in;
 	struct ms_trace *t = NULL;
@@ -126,6 +128,7 @@ static int render_html(struct ms_replay_cli *c, const char *path, const char *ou
 	in.opts = &c->o;
 	in.first = r;
 	in.buckets = detail;
+	in.no_whatif = no_whatif;
 	s = ms_render_html(&in, &buf, &d);
 	if (s) {
 		ms_report(path, s, &d);
@@ -143,7 +146,7 @@ static int render_html(struct ms_replay_cli *c, const char *path, const char *ou
 int cmd_render(int argc, const char **argv)
 {
 	struct ms_replay_cli c;
-	struct ms_opt opts[MS_REPLAY_OPTS_MAX + 4];
+	struct ms_opt opts[MS_REPLAY_OPTS_MAX + 5];
 	const char *format = NULL, *at = NULL, *out = NULL, *moment;
 	struct ms_replay_result r;
 	struct ms_limit_range lim;
@@ -152,7 +155,7 @@ int cmd_render(int argc, const char **argv)
 	struct ms_trace *t = NULL;
 	struct ms_buf buf = MS_BUF_INIT;
 	uint64_t event = 0, detail = 4000;
-	int n, json = 0, rc = MS_EXIT_OK;
+	int n, json = 0, no_whatif = 0, rc = MS_EXIT_OK;
 	ms_status s;
 
 	ms_replay_cli_init(&c, opts, &json);
@@ -164,6 +167,8 @@ int cmd_render(int argc, const char **argv)
 	        (struct ms_opt)MS_OPT_STRING(0, "format", &format, "F", "html, txt, dot or svg");
 	opts[n++] = (struct ms_opt)MS_OPT_U64(0, "detail", &detail, "N",
 	                                      "html: buckets of events in the timeline (4000)");
+	opts[n++] = (struct ms_opt)MS_OPT_BOOL(0, "no-whatif", &no_whatif,
+	                                       "html: no what-if table at an OOM (faster)");
 	opts[n++] = (struct ms_opt)MS_OPT_STRING(0, "at", &at, "WHEN",
 	                                         "peak, oom, end or an event number");
 	opts[n++] = (struct ms_opt)MS_OPT_STRING('o', "output", &out, "FILE",
@@ -215,7 +220,7 @@ int cmd_render(int argc, const char **argv)
 	}
 	ms_report_warnings(argv[0], &d);
 	if (!strcmp(format, "html"))
-		return render_html(&c, argv[0], out, &r, (size_t)detail);
+		return render_html(&c, argv[0], out, &r, (size_t)detail, no_whatif);
 	if (!moment)
 		moment = r.has_oom ? "oom" : "peak";
 	if (!strcmp(moment, "oom") && !r.has_oom) {

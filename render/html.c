@@ -21,6 +21,7 @@
 #include "common/jsonw.h"
 #include "common/status.h"
 #include "replay/trace_stats.h"
+#include "replay/whatif.h"
 
 #if MS_HAVE_HTML
 extern const unsigned char ms_asset_report_css[], ms_asset_report_js[], ms_asset_report_body[],
@@ -285,6 +286,58 @@ static void oom_json(struct ms_jsonw *w, const struct ms_replay_result *r)
 	ms_jsonw_obj_end(w);
 }
 
+/* Which settings would have avoided the OOM: whatif.h's default matrix under the same limit. */
+static ms_status whatif_json(struct ms_jsonw *w, const struct ms_render_html_input *in)
+{
+	size_t n = ms_whatif_n_default_configs;
+	struct ms_whatif_row *rows;
+	ms_status s;
+
+	if (!in->first->has_oom || in->no_whatif) {
+		ms_jsonw_null(w);
+		return MS_OK;
+	}
+	if (!(rows = ms_calloc(n, sizeof(*rows))))
+		return MS_ERR_NOMEM;
+	for (size_t i = 0; i < n; i++)
+		rows[i].conf = ms_whatif_default_configs[i];
+	if ((s = ms_whatif_run(in->trace, in->opts, rows, n, 0))) {
+		ms_free(rows);
+		return s;
+	}
+	/* [setting, recorded, peak reserved, first OOM event or null, least memory or null, error]
+	 */
+	ms_jsonw_arr_begin(w);
+	for (size_t i = 0; i < n; i++) {
+		const struct ms_whatif_row *j = &rows[i];
+		ms_jsonw_arr_begin(w);
+		ms_jsonw_cstr(w, j->conf ? j->conf : j->r.alloc_conf);
+		ms_jsonw_bool(w, !j->conf);
+		if (j->s) {
+			ms_jsonw_null(w);
+			ms_jsonw_null(w);
+			ms_jsonw_null(w);
+			ms_jsonw_cstr(w, j->err);
+		} else {
+			ms_jsonw_i64(w, j->r.stats.reserved_bytes[0].peak);
+			if (j->r.has_oom)
+				ms_jsonw_u64(w, j->r.first_oom.index);
+			else
+				ms_jsonw_null(w);
+			if (j->min_memory)
+				ms_jsonw_u64(w, j->min_memory);
+			else
+				ms_jsonw_null(w);
+			ms_jsonw_null(w);
+		}
+		ms_jsonw_arr_end(w);
+	}
+	ms_jsonw_arr_end(w);
+	ms_whatif_release(rows, n);
+	ms_free(rows);
+	return MS_OK;
+}
+
 /* Append data to out with "</" written "<\/", so that no string ends the script element. */
 static ms_status append_script_safe(struct ms_buf *out, const char *data, size_t len)
 {
@@ -446,13 +499,19 @@ ms_status ms_render_html(const struct ms_render_html_input *in, struct ms_buf *o
 	ms_jsonw_arr_end(&w);
 	ms_jsonw_key(&w, "oom");
 	oom_json(&w, in->first);
+	ms_jsonw_key(&w, "whatif");
+	s = whatif_json(&w, in);
 	ms_jsonw_key(&w, "top_sites_at_peak");
-	s = MS_OK;
-	for (size_t i = 0; i < r.n_snaps; i++)
-		if (r.snaps[i].index == in->first->peak_allocated_index)
-			s = top_sites(&w, &r.snaps[i], &sites);
-	if (!s && !r.n_snaps)
-		ms_jsonw_null(&w);
+	{
+		const struct ms_replay_snap *peak = NULL;
+		for (size_t i = 0; i < r.n_snaps; i++)
+			if (r.snaps[i].index == in->first->peak_allocated_index)
+				peak = &r.snaps[i];
+		if (peak && !s)
+			s = top_sites(&w, peak, &sites);
+		else
+			ms_jsonw_null(&w);
+	}
 	ms_jsonw_key(&w, "sites");
 	ms_jsonw_arr_begin(&w);
 	for (size_t i = 0; i < sites.n; i++) {

@@ -54,6 +54,7 @@ struct ms_render_html_input {
 	const struct ms_replay_result *first; /* the first pass: events, peak, OOM */
 	size_t buckets;                       /* timeline detail; 0: 4000 */
 	size_t moments;                       /* segment maps besides peak and OOM; 0: 48 */
+	int no_whatif; /* leave out the what-if table (it replays the trace many times) */
 };
 /* 1 when this build embeds dygraphs and writes HTML, else 0. */
 int ms_render_have_html(void);

@@ -59,6 +59,26 @@
 		});
 		t.appendChild(tb);
 		p.appendChild(t);
+		if (D.whatif) {
+			p.appendChild(text(document.createElement('h3'),
+				'Would another setting have avoided it? (the same limit, replayed)'));
+			var wt = document.createElement('table');
+			wt.id = 'whatif';
+			wt.innerHTML = '<thead><tr><th>peak reserved</th><th>first OOM</th>' +
+				'<th>least memory that completes</th><th>setting</th></tr></thead>';
+			var wb = document.createElement('tbody');
+			D.whatif.forEach(function (r) {
+				var tr = document.createElement('tr');
+				var cells = r[5] !== null ? ['-', '-', '-', r[0] + ': ' + r[5]] :
+					[fmt(r[2]), r[3] === null ? 'avoided' : 'event ' + r[3],
+						r[4] === null ? 'never' : fmt(r[4]), (r[1] ? '(recorded) ' : '') + r[0]];
+				cells.forEach(function (c) { tr.appendChild(text(document.createElement('td'), c)); });
+				if (r[5] === null && r[3] === null) tr.className = 'avoided';
+				wb.appendChild(tr);
+			});
+			wt.appendChild(wb);
+			p.appendChild(wt);
+		}
 	}
 
 	/* ---- the timeline ---- */
@@ -74,15 +94,15 @@
 			fr ? 1 - T.largest_free[i] / fr : 0]);
 	}
 	function marks(canvas, area, g) {
-		function line(x, color, label) {
+		function line(x, color, label, dy) {
 			var px = g.toDomXCoord(x);
 			if (px < area.x || px > area.x + area.w) return;
 			canvas.fillStyle = color;
 			canvas.fillRect(px - 1, area.y, 2, area.h);
-			canvas.fillText(label, px + 4, area.y + 12);
+			canvas.fillText(label, px + 4, area.y + 12 + dy);
 		}
-		line(D.peak.index, '#59a14f', 'peak');
-		if (D.oom) line(D.oom.index, '#e15759', 'OOM');
+		line(D.peak.index, '#59a14f', 'peak', 0);
+		if (D.oom) line(D.oom.index, '#e15759', 'OOM', 14);
 	}
 	var axes = { y: { valueFormatter: fmt, axisLabelFormatter: fmt, axisLabelWidth: 80 } };
 	var timeline = new Dygraph($('timeline'), rows, {

@@ -14,4 +14,7 @@ print("buckets", len(t["first"]), "of", d["bucket_events"], "events each")
 print("peak allocated", max(t["alloc_max"]), "reserved", max(t["res_max"]))
 print("moments", len(d["moments"]), [m["label"] for m in d["moments"] if m["label"]])
 print("oom at", d["oom"]["index"], "requested", d["oom"]["requested"])
+# the what-if rows are `memsnap whatif`'s (whatif_oom.stdout.exact has the same numbers)
+for r in d["whatif"]:
+    print("whatif", r[0] or "(recorded)", r[2], r[3], r[4])
 PY
