@@ -20,6 +20,7 @@
 #include "common/hash.h"
 #include "common/jsonw.h"
 #include "common/status.h"
+#include "parse/trace.h"
 #include "replay/trace_stats.h"
 #include "replay/whatif.h"
 
@@ -34,19 +35,26 @@ int ms_render_have_html(void)
 	return 1;
 }
 
+/* Streams drawn apart in the timeline; later ones are summed as "other streams". */
+#define MAX_STREAMS 8
+
 /* One bucket of the timeline. */
 struct bucket {
-	uint64_t first, last; /* trace events */
-	int64_t t_ns;         /* time of the first */
+	int64_t stream_alloc[MAX_STREAMS + 1]; /* allocated bytes per stream, at the last event */
+	int64_t ann;                           /* innermost open annotation (string id), or -1 */
+	uint64_t first, last;                  /* trace events */
+	int64_t t_ns;                          /* time of the first */
 	uint64_t amin, amax, rmin, rmax, active_max;
 	/* at the last event */
 	uint64_t alloc, reserved, inactive_split, free_in_reserved, largest_free;
 	uint64_t small_reserved, large_reserved;
-	uint32_t ann; /* user_metadata string of the first event, 0 = none */
 };
 
 struct lod {
 	uint64_t width, total;
+	uint64_t stream_id[MAX_STREAMS];
+	int n_streams;
+	int64_t stream_cur[MAX_STREAMS + 1], prev_alloc;
 	struct bucket *b;
 	size_t n, cap;
 	int nomem;
@@ -61,8 +69,17 @@ static void on_event(void *ctx, uint64_t index, const struct ms_event *e, const 
 	uint64_t act = (uint64_t)st->active_bytes[MS_POOL_ALL].current;
 	struct bucket *b;
 
+	int si;
+
 	if (l->nomem)
 		return;
+	/* allocated bytes change only through allocs and frees, of blocks of the event's stream */
+	for (si = 0; si < l->n_streams && l->stream_id[si] != e->stream; si++)
+		;
+	if (si == l->n_streams && si < MAX_STREAMS && (int64_t)a != l->prev_alloc)
+		l->stream_id[l->n_streams++] = e->stream;
+	l->stream_cur[si] += (int64_t)a - l->prev_alloc;
+	l->prev_alloc = (int64_t)a;
 	if (!l->n || index / l->width != l->b[l->n - 1].first / l->width) {
 		if (ms_grow(&l->b, &l->cap, l->n + 1, sizeof(*l->b))) {
 			l->nomem = 1;
@@ -74,7 +91,6 @@ static void on_event(void *ctx, uint64_t index, const struct ms_event *e, const 
 		b->t_ns = e->t_ns;
 		b->amin = b->amax = a;
 		b->rmin = b->rmax = r;
-		b->ann = e->user_metadata;
 	}
 	b = &l->b[l->n - 1];
 	b->last = index;
@@ -85,12 +101,45 @@ static void on_event(void *ctx, uint64_t index, const struct ms_event *e, const 
 	b->active_max = act > b->active_max ? act : b->active_max;
 	b->alloc = a;
 	b->reserved = r;
+	memcpy(b->stream_alloc, l->stream_cur, sizeof(b->stream_alloc));
 	/* the costlier figures once per bucket, at its last event */
 	if (index % l->width == l->width - 1 || index + 1 == l->total) {
 		b->inactive_split = (uint64_t)st->inactive_split_bytes[MS_POOL_ALL].current;
 		b->small_reserved = (uint64_t)st->reserved_bytes[MS_POOL_SMALL].current;
 		b->large_reserved = (uint64_t)st->reserved_bytes[MS_POOL_LARGE].current;
 		ms_model_free_space(m, &b->free_in_reserved, &b->largest_free);
+	}
+}
+
+/*
+ * Each bucket's innermost open annotation (record_function ranges and phases) at its first
+ * event: a stack of open names, an end closing the latest open one of its name.
+ */
+static void annotate(struct lod *l, const struct ms_trace *t, uint32_t device)
+{
+	enum { DEPTH = 64 };
+	uint32_t open[DEPTH];
+	size_t depth = 0, k = 0;
+
+	for (size_t i = 0; i < l->n; i++) {
+		for (; k < t->n_anns && t->anns[k].event_index <= l->b[i].first; k++) {
+			const struct ms_annotation *a = &t->anns[k];
+			if (a->device != device && a->device != UINT16_MAX)
+				continue;
+			if (a->stage == MS_ANN_START) {
+				if (depth < DEPTH)
+					open[depth] = a->name;
+				depth++;
+			} else if (a->stage == MS_ANN_END && depth) {
+				size_t j = depth < DEPTH ? depth : DEPTH;
+				while (j > 0 && open[j - 1] != a->name)
+					j--;
+				/* an end without its start closes nothing */
+				if (j > 0)
+					depth = j - 1;
+			}
+		}
+		l->b[i].ann = depth && depth <= DEPTH ? (int64_t)open[depth - 1] : -1;
 	}
 }
 
@@ -152,7 +201,9 @@ static void snap_json(struct ms_jsonw *w, const struct ms_replay_snap *sn, const
 		snprintf(hex, sizeof(hex), "0x%llx", (unsigned long long)g->addr);
 		ms_jsonw_cstr(w, hex);
 		ms_jsonw_u64(w, g->total_size);
-		ms_jsonw_u64(w, g->stream);
+		snprintf(hex, sizeof(hex), "0x%llx", (unsigned long long)g->stream);
+		ms_jsonw_cstr(
+		        w, hex); /* pointers can pass 2^53, where JSON numbers stop being exact */
 		ms_jsonw_bool(w, g->is_small);
 		ms_jsonw_bool(w, g->is_expandable);
 		ms_jsonw_arr_begin(w);
@@ -375,6 +426,7 @@ ms_status ms_render_html(const struct ms_render_html_input *in, struct ms_buf *o
 	size_t n_at = 0, moments = in->moments ? in->moments : 48;
 	struct ms_render_cell *cells = NULL;
 	struct ms_jsonw w;
+	struct ms_u64map named = MS_U64MAP_INIT;
 	char *json = NULL;
 	size_t json_len = 0;
 	FILE *f;
@@ -417,6 +469,7 @@ ms_status ms_render_html(const struct ms_render_html_input *in, struct ms_buf *o
 		s = MS_ERR_NOMEM;
 		goto out;
 	}
+	annotate(&lod, in->trace, r.device);
 
 	if (!(f = open_memstream(&json, &json_len))) {
 		s = MS_ERR_NOMEM;
@@ -484,7 +537,42 @@ ms_status ms_render_html(const struct ms_render_html_input *in, struct ms_buf *o
 	COLUMN("largest_free", b->largest_free);
 	COLUMN("small_res", b->small_reserved);
 	COLUMN("large_res", b->large_reserved);
+	COLUMN("ann", b->ann);
+	ms_jsonw_key(&w, "stream_alloc");
+	ms_jsonw_arr_begin(&w);
+	for (int k = 0; k <= lod.n_streams && lod.n_streams > 1; k++) {
+		ms_jsonw_arr_begin(&w);
+		for (size_t i = 0; i < lod.n; i++)
+			ms_jsonw_i64(&w, lod.b[i].stream_alloc[k]);
+		ms_jsonw_arr_end(&w);
+	}
+	ms_jsonw_arr_end(&w);
 #undef COLUMN
+	ms_jsonw_obj_end(&w);
+	ms_jsonw_key(&w, "streams");
+	ms_jsonw_arr_begin(&w);
+	for (int k = 0; k < lod.n_streams && lod.n_streams > 1; k++) {
+		char hex[24];
+		snprintf(hex, sizeof(hex), "0x%llx", (unsigned long long)lod.stream_id[k]);
+		ms_jsonw_cstr(&w, hex);
+	}
+	ms_jsonw_arr_end(&w);
+	/* the annotation names the timeline uses, by string id */
+	ms_jsonw_key(&w, "strings");
+	ms_jsonw_obj_begin(&w);
+	for (size_t i = 0; i < lod.n; i++) {
+		char key[16];
+		const struct ms_str *str;
+		if (lod.b[i].ann < 0 || (uint64_t)lod.b[i].ann >= ms_symtab_nstrs(in->syms) ||
+		    ms_u64map_get(&named, (uint64_t)lod.b[i].ann))
+			continue;
+		if (ms_u64map_put(&named, (uint64_t)lod.b[i].ann, 1))
+			sites.nomem = 1;
+		snprintf(key, sizeof(key), "%lld", (long long)lod.b[i].ann);
+		str = ms_symtab_get_str(in->syms, (uint32_t)lod.b[i].ann);
+		ms_jsonw_key(&w, key);
+		ms_jsonw_str(&w, str->s, str->len);
+	}
 	ms_jsonw_obj_end(&w);
 	ms_jsonw_key(&w, "moments");
 	ms_jsonw_arr_begin(&w);
@@ -554,6 +642,7 @@ out:
 	ms_free(lod.b);
 	ms_free(sites.stacks);
 	ms_u64map_release(&sites.ids);
+	ms_u64map_release(&named);
 	ms_replay_result_release(&r);
 	return s;
 }

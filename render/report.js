@@ -83,12 +83,18 @@
 
 	/* ---- the timeline ---- */
 	var rows = [], frows = [];
+	var SA = T.stream_alloc, streamLabels = [];
+	D.streams.forEach(function (s) { streamLabels.push('allocated, stream ' + s); });
+	if (SA.length > D.streams.length && SA[SA.length - 1].some(function (v) { return v !== 0; }))
+		streamLabels.push('allocated, other streams');
 	for (var i = 0; i < N; i++) {
-		rows.push([T.first[i], [T.alloc_min[i], T.alloc[i], T.alloc_max[i]],
+		var row = [T.first[i], [T.alloc_min[i], T.alloc[i], T.alloc_max[i]],
 			[T.res_min[i], T.res[i], T.res_max[i]],
 			[T.active_max[i], T.active_max[i], T.active_max[i]],
 			[T.small_res[i], T.small_res[i], T.small_res[i]],
-			[T.large_res[i], T.large_res[i], T.large_res[i]]]);
+			[T.large_res[i], T.large_res[i], T.large_res[i]]];
+		for (var k = 0; k < streamLabels.length; k++) row.push([SA[k][i], SA[k][i], SA[k][i]]);
+		rows.push(row);
 		var fr = T.free_in_reserved[i];
 		frows.push([T.first[i], T.res[i] - T.alloc[i], T.inactive_split[i], T.largest_free[i],
 			fr ? 1 - T.largest_free[i] / fr : 0]);
@@ -105,21 +111,35 @@
 		if (D.oom) line(D.oom.index, '#e15759', 'OOM', 14);
 	}
 	var axes = { y: { valueFormatter: fmt, axisLabelFormatter: fmt, axisLabelWidth: 80 } };
+	var seriesLabels = ['allocated', 'reserved', 'active (most)', 'reserved, small pool',
+		'reserved, large pool'].concat(streamLabels);
+	var visible = seriesLabels.map(function (l, k) { return k < 3; });
 	var timeline = new Dygraph($('timeline'), rows, {
-		labels: ['event', 'allocated', 'reserved', 'active (most)', 'reserved, small pool',
-			'reserved, large pool'],
-		customBars: true, colors: ['#4e79a7', '#e15759', '#76b7b2', '#b07aa1', '#9c755f'],
-		visibility: [true, true, true, false, false],
+		labels: ['event'].concat(seriesLabels),
+		customBars: true, visibility: visible,
+		colors: ['#4e79a7', '#e15759', '#76b7b2', '#b07aa1', '#9c755f', '#edc948', '#59a14f',
+			'#ff9da7', '#bab0ac', '#8cd17d', '#f1ce63', '#499894', '#d37295', '#86bcb6'].slice(0, seriesLabels.length),
 		xlabel: 'event', axes: axes, legend: 'always', labelsDiv: $('timeline-legend'),
 		underlayCallback: marks,
 		highlightCallback: function (e, x, pts, row) {
 			var b = row, s = 'events ' + T.first[b] + '\u2013' + T.last[b] + ', t = ' +
 				(T.t_ms[b] / 1000).toFixed(3) + ' s\n' +
 				'allocated ' + fmt(T.alloc_min[b]) + ' \u2013 ' + fmt(T.alloc_max[b]) +
-				', reserved ' + fmt(T.res_min[b]) + ' \u2013 ' + fmt(T.res_max[b]);
+				', reserved ' + fmt(T.res_min[b]) + ' \u2013 ' + fmt(T.res_max[b]) +
+				(T.ann[b] >= 0 && D.strings[T.ann[b]] ? '\nin ' + D.strings[T.ann[b]] : '');
 			text($('hover'), s);
 		},
 		clickCallback: function (e, x) { showNearest(x); }
+	});
+	/* a switch per series */
+	seriesLabels.forEach(function (l, k) {
+		var lab = document.createElement('label'), box = document.createElement('input');
+		box.type = 'checkbox';
+		box.checked = visible[k];
+		box.addEventListener('change', function () { timeline.setVisibility(k, box.checked); });
+		lab.appendChild(box);
+		lab.appendChild(document.createTextNode(l + ' '));
+		$('series').appendChild(lab);
 	});
 	var frag = new Dygraph($('frag'), frows, {
 		labels: ['event', 'reserved \u2212 allocated', 'inactive split', 'largest free block',
@@ -202,7 +222,7 @@
 		segs.forEach(function (g, i) {
 			var w = Math.max(60, WIDTH * g[1] / maxSize), x = LABEL, cells = g[5];
 			c.fillStyle = '#222';
-			c.fillText(g[0] + ' ' + fmt(g[1]) + ' s' + g[2] + (g[3] ? ' small' : ' large') +
+			c.fillText(g[0] + ' ' + fmt(g[1]) + ' stream ' + g[2] + (g[3] ? ' small' : ' large') +
 				(g[4] ? ' exp' : ''), 4, y + ROW / 2);
 			for (var j = 0; j < cells.length; j += 5) {
 				var size = cells[j], st = cells[j + 1], req = cells[j + 2], s = cells[j + 3];
