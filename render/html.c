@@ -150,28 +150,51 @@ static int u64_cmp(const void *x, const void *y)
 }
 
 /* Site labels, each written once: stack id -> index into "sites". */
+/*
+ * Sites: the label of a stack (its first frame outside torch, ms_stack_label), each label once;
+ * stacks that differ deeper down share their site.
+ */
 struct sites {
 	const struct ms_symtab *syms;
-	struct ms_u64map ids;
-	uint32_t *stacks;
+	struct ms_u64map ids;     /* stack -> site */
+	struct ms_u64map bylabel; /* label hash (+ probe) -> site */
+	char **labels;
 	size_t n, cap;
 	int nomem;
 };
 
+static uint64_t fnv1a(const char *s)
+{
+	uint64_t h = 1469598103934665603ull;
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ull;
+	return h >> 1; /* keys below UINT64_MAX, as the map needs */
+}
+
 static int64_t site_of(struct sites *s, uint32_t stack)
 {
 	const uint64_t *v;
+	char label[256];
+	uint64_t h;
 
 	if (!stack || !s->syms || stack >= ms_symtab_nstacks(s->syms))
 		return -1;
 	if ((v = ms_u64map_get(&s->ids, stack)))
 		return (int64_t)*v;
-	if (ms_grow(&s->stacks, &s->cap, s->n + 1, sizeof(*s->stacks)) ||
-	    ms_u64map_put(&s->ids, stack, s->n)) {
+	ms_stack_label(s->syms, stack, label, sizeof(label));
+	/* equal hashes of different labels probe on */
+	for (h = fnv1a(label); (v = ms_u64map_get(&s->bylabel, h)); h = (h + 1) & (UINT64_MAX >> 1))
+		if (!strcmp(s->labels[*v], label)) {
+			if (ms_u64map_put(&s->ids, stack, *v))
+				s->nomem = 1;
+			return (int64_t)*v;
+		}
+	if (ms_grow(&s->labels, &s->cap, s->n + 1, sizeof(*s->labels)) ||
+	    !(s->labels[s->n] = ms_strndup(label, strlen(label))) ||
+	    ms_u64map_put(&s->bylabel, h, s->n) || ms_u64map_put(&s->ids, stack, s->n)) {
 		s->nomem = 1;
 		return -1;
 	}
-	s->stacks[s->n] = stack;
 	return (int64_t)s->n++;
 }
 
@@ -228,7 +251,7 @@ static void snap_json(struct ms_jsonw *w, const struct ms_replay_snap *sn, const
 }
 
 struct site_bytes {
-	uint32_t stack;
+	int64_t site; /* -1: no stack */
 	uint64_t bytes, count;
 };
 
@@ -249,18 +272,20 @@ static ms_status top_sites(struct ms_jsonw *w, const struct ms_replay_snap *sn, 
 	for (size_t i = 0; i < sn->n_blocks; i++) {
 		const struct ms_block *b = &sn->blocks[i];
 		const uint64_t *hit;
+		int64_t site;
 		if (b->state != MS_BLOCK_ACTIVE_ALLOCATED)
 			continue;
-		if ((hit = ms_u64map_get(&at, b->stack))) {
+		site = site_of(sites, b->stack);
+		if ((hit = ms_u64map_get(&at, (uint64_t)(site + 1)))) {
 			i64 = *hit;
 		} else {
 			if (ms_grow(&v, &cap, n + 1, sizeof(*v)) ||
-			    ms_u64map_put(&at, b->stack, n)) {
+			    ms_u64map_put(&at, (uint64_t)(site + 1), n)) {
 				ms_free(v);
 				ms_u64map_release(&at);
 				return MS_ERR_NOMEM;
 			}
-			v[n] = (struct site_bytes){b->stack, 0, 0};
+			v[n] = (struct site_bytes){site, 0, 0};
 			i64 = n++;
 		}
 		v[i64].bytes += b->size;
@@ -273,13 +298,111 @@ static ms_status top_sites(struct ms_jsonw *w, const struct ms_replay_snap *sn, 
 		ms_jsonw_arr_begin(w);
 		ms_jsonw_u64(w, v[i].bytes);
 		ms_jsonw_u64(w, v[i].count);
-		ms_jsonw_i64(w, site_of(sites, v[i].stack));
+		ms_jsonw_i64(w, v[i].site);
 		ms_jsonw_arr_end(w);
 	}
 	ms_jsonw_arr_end(w);
 	ms_free(v);
 	ms_u64map_release(&at);
 	return MS_OK;
+}
+
+/*
+ * The flame graph of the allocated blocks at the peak: a tree of frames from the outermost in,
+ * each node with the bytes allocated below it. Written as nested [label, bytes, [children]];
+ * nodes under 0.1% of the total are left out (their bytes still count in their parent).
+ */
+struct fnode {
+	uint32_t frame;
+	uint64_t bytes;
+	size_t child, next; /* first child and next sibling, 0 = none (node 0 is the root) */
+};
+
+struct flame {
+	const struct ms_symtab *y;
+	struct fnode *n;
+	size_t len, cap;
+	struct ms_u64map at; /* (parent << 32 | frame) -> node */
+	int nomem;
+};
+
+static size_t flame_child(struct flame *f, size_t parent, uint32_t frame)
+{
+	uint64_t key = (uint64_t)parent << 32 | frame;
+	const uint64_t *v = ms_u64map_get(&f->at, key);
+	size_t k;
+
+	if (v)
+		return (size_t)*v;
+	if (f->len >= UINT32_MAX || ms_grow(&f->n, &f->cap, f->len + 1, sizeof(*f->n)) ||
+	    ms_u64map_put(&f->at, key, f->len)) {
+		f->nomem = 1;
+		return 0;
+	}
+	k = f->len++;
+	f->n[k] = (struct fnode){frame, 0, 0, f->n[parent].child};
+	f->n[parent].child = k;
+	return k;
+}
+
+static void flame_write(struct ms_jsonw *w, const struct flame *f, size_t k, uint64_t min,
+                        int depth)
+{
+	const struct fnode *n = &f->n[k];
+	char label[300];
+
+	ms_jsonw_arr_begin(w);
+	if (k == 0) {
+		ms_jsonw_cstr(w, "all");
+	} else {
+		const struct ms_frame *fr = &f->y->frames[n->frame];
+		snprintf(label, sizeof(label), "%s (%s:%u)", ms_symtab_get_str(f->y, fr->name)->s,
+		         ms_symtab_get_str(f->y, fr->file)->s, fr->line);
+		ms_jsonw_cstr(w, label);
+	}
+	ms_jsonw_u64(w, n->bytes);
+	ms_jsonw_arr_begin(w);
+	for (size_t c = n->child; c && depth < 128; c = f->n[c].next)
+		if (f->n[c].bytes >= min)
+			flame_write(w, f, c, min, depth + 1);
+	ms_jsonw_arr_end(w);
+	ms_jsonw_arr_end(w);
+}
+
+static ms_status flame_json(struct ms_jsonw *w, const struct ms_replay_snap *sn,
+                            const struct ms_symtab *y)
+{
+	struct flame f;
+
+	memset(&f, 0, sizeof(f));
+	f.y = y;
+	if (!y || ms_grow(&f.n, &f.cap, 1, sizeof(*f.n)))
+		return y ? MS_ERR_NOMEM : MS_OK;
+	f.n[0] = (struct fnode){0, 0, 0, 0};
+	f.len = 1;
+	for (size_t i = 0; i < sn->n_blocks && !f.nomem; i++) {
+		const struct ms_block *b = &sn->blocks[i];
+		const uint32_t *fr;
+		size_t nf, at = 0;
+		if (b->state != MS_BLOCK_ACTIVE_ALLOCATED || !b->stack ||
+		    b->stack >= ms_symtab_nstacks(y))
+			continue;
+		f.n[0].bytes += b->size;
+		fr = ms_symtab_get_stack(y, b->stack, &nf);
+		for (size_t j = nf; j-- > 0 && !f.nomem;) { /* outermost first */
+			at = flame_child(&f, at, fr[j]);
+			f.n[at].bytes += b->size;
+		}
+	}
+	if (!f.nomem) {
+		if (f.n[0].bytes)
+			flame_write(w, &f, 0, f.n[0].bytes / 1000, 0);
+		else
+			ms_jsonw_null(w);
+	}
+	ms_free(f.n);
+	ms_u64map_release(&f.at);
+	return f.nomem ? MS_ERR_NOMEM : MS_OK;
 }
 
 static void oom_json(struct ms_jsonw *w, const struct ms_replay_result *r)
@@ -599,14 +722,16 @@ ms_status ms_render_html(const struct ms_render_html_input *in, struct ms_buf *o
 			s = top_sites(&w, peak, &sites);
 		else
 			ms_jsonw_null(&w);
+		ms_jsonw_key(&w, "flame_at_peak");
+		if (peak && !s)
+			s = flame_json(&w, peak, in->syms);
+		else
+			ms_jsonw_null(&w);
 	}
 	ms_jsonw_key(&w, "sites");
 	ms_jsonw_arr_begin(&w);
-	for (size_t i = 0; i < sites.n; i++) {
-		char label[256];
-		ms_stack_label(in->syms, sites.stacks[i], label, sizeof(label));
-		ms_jsonw_cstr(&w, label);
-	}
+	for (size_t i = 0; i < sites.n; i++)
+		ms_jsonw_cstr(&w, sites.labels[i]);
 	ms_jsonw_arr_end(&w);
 	ms_jsonw_obj_end(&w);
 	if (fclose(f) != 0 && !s)
@@ -640,8 +765,11 @@ out:
 	ms_free(at);
 	ms_free(cells);
 	ms_free(lod.b);
-	ms_free(sites.stacks);
+	for (size_t i = 0; i < sites.n; i++)
+		ms_free(sites.labels[i]);
+	ms_free(sites.labels);
 	ms_u64map_release(&sites.ids);
+	ms_u64map_release(&sites.bylabel);
 	ms_u64map_release(&named);
 	ms_replay_result_release(&r);
 	return s;

@@ -294,6 +294,79 @@
 		});
 	}
 
+	/* ---- the flame graph of the stacks at the peak (drawn here: a few rows of boxes) ---- */
+	var flame = $('flame'), F = D.flame_at_peak, fhit = [];
+	function drawFlame(root) {
+		var FW = 1300, FH = 17, depth = 0;
+		(function walk(n, d) { depth = Math.max(depth, d); n[2].forEach(function (c) { walk(c, d + 1); }); })(root, 1);
+		var dpr = window.devicePixelRatio || 1;
+		flame.width = FW * dpr;
+		flame.height = depth * FH * dpr;
+		flame.style.width = FW + 'px';
+		flame.style.height = depth * FH + 'px';
+		var c = flame.getContext('2d');
+		c.setTransform(dpr, 0, 0, dpr, 0, 0);
+		c.font = '11px ui-monospace, monospace';
+		c.textBaseline = 'middle';
+		fhit = [];
+		(function draw(n, x, w, d) {
+			var hue = 20 + (n[0].length * 37) % 40;
+			c.fillStyle = 'hsl(' + hue + ', 80%, ' + (62 + (d % 2) * 6) + '%)';
+			c.fillRect(x, d * FH, Math.max(w - 1, 1), FH - 1);
+			if (w > 40) {
+				c.save();
+				c.beginPath();
+				c.rect(x, d * FH, w - 2, FH);
+				c.clip();
+				c.fillStyle = '#222';
+				c.fillText(n[0], x + 3, d * FH + FH / 2);
+				c.restore();
+			}
+			fhit.push({ x0: x, x1: x + w, y: d * FH, node: n });
+			var cx = x;
+			n[2].forEach(function (ch) {
+				var cw = w * ch[1] / n[1];
+				draw(ch, cx, cw, d + 1);
+				cx += cw;
+			});
+		})(root, 0, FW, 0);
+		flame.dataset.root = root[0];
+	}
+	if (F) {
+		var flameTop = F;
+		drawFlame(F);
+		flame.addEventListener('mousemove', function (e) {
+			var r = flame.getBoundingClientRect(), x = e.clientX - r.left, y = e.clientY - r.top;
+			for (var i = 0; i < fhit.length; i++) {
+				var h = fhit[i];
+				if (x >= h.x0 && x < h.x1 && y >= h.y && y < h.y + 17) {
+					text(tip, h.node[0] + '\n' + fmt(h.node[1]) + ' (' +
+						(100 * h.node[1] / F[1]).toFixed(1) + '% of the stacked bytes)');
+					tip.hidden = false;
+					tip.style.left = (e.clientX + 12) + 'px';
+					tip.style.top = (e.clientY + 12) + 'px';
+					return;
+				}
+			}
+			tip.hidden = true;
+		});
+		flame.addEventListener('mouseleave', function () { tip.hidden = true; });
+		flame.addEventListener('click', function (e) {
+			var r = flame.getBoundingClientRect(), x = e.clientX - r.left, y = e.clientY - r.top;
+			for (var i = 0; i < fhit.length; i++) {
+				var h = fhit[i];
+				if (x >= h.x0 && x < h.x1 && y >= h.y && y < h.y + 17) {
+					flameTop = h.y === 0 ? F : h.node;
+					drawFlame(flameTop);
+					return;
+				}
+			}
+		});
+	} else {
+		flame.hidden = true;
+		$('flame-help').hidden = true;
+	}
+
 	/* everything drawn: for the benchmark's time to first paint */
 	document.body.dataset.readyMs = String(Math.round(performance.now()));
 
