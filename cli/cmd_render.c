@@ -18,7 +18,7 @@
 static const char *const usage[] = {
         "memsnap render [--format html|txt|dot|svg] [--at peak|oom|end|EVENT] [-o FILE]",
         "               [--alloc-conf S] [--limit N | --memory-fraction F] [--device-memory N]",
-        "               [--device D] [--detail N] <trace>",
+        "               [--device D] [--from N] [--to N] [--detail N] <trace>",
         "",
         "Replay a trace with memsnap's allocator model and draw what happened. --format html",
         "(the default for -o FILE.html) writes one self-contained page for postmortems: memory",
@@ -27,7 +27,9 @@ static const char *const usage[] = {
         "sites at the peak. It loads nothing from the network. --detail N sets how many",
         "buckets of events the timeline has (default 4000; each keeps its least and most).",
         "At an OOM the page also says which allocator settings would have avoided it (as",
-        "`memsnap whatif` does; --no-whatif leaves that out).",
+        "`memsnap whatif` does; --no-whatif leaves that out). --from/--to draw a window of",
+        "events (the replay still starts at the first event, so the state is exact); peak,",
+        "end and the OOM are then the window's.",
         "",
         "The other formats draw the segments and their blocks at one moment: --at oom (the",
         "first OOM), peak (when allocated memory first reached its peak), end, or after trace",
@@ -107,7 +109,8 @@ static int emit(const char *out, const struct ms_buf *buf, const char *what, siz
 
 /* The HTML report: r is the first pass (released here). */
 static int render_html(struct ms_replay_cli *c, const char *path, const char *out,
-                       struct ms_replay_result *r, size_t detail, int no_whatif)
+                       struct ms_replay_result *r, size_t detail, int no_whatif, uint64_t from,
+                       uint64_t to)
 {
 	struct ms_render_html_input in;
 	struct ms_trace *t = NULL;
@@ -129,6 +132,8 @@ static int render_html(struct ms_replay_cli *c, const char *path, const char *ou
 	in.first = r;
 	in.buckets = detail;
 	in.no_whatif = no_whatif;
+	in.from = from;
+	in.to = to;
 	s = ms_render_html(&in, &buf, &d);
 	if (s) {
 		ms_report(path, s, &d);
@@ -146,7 +151,7 @@ static int render_html(struct ms_replay_cli *c, const char *path, const char *ou
 int cmd_render(int argc, const char **argv)
 {
 	struct ms_replay_cli c;
-	struct ms_opt opts[MS_REPLAY_OPTS_MAX + 5];
+	struct ms_opt opts[MS_REPLAY_OPTS_MAX + 7];
 	const char *format = NULL, *at = NULL, *out = NULL, *moment;
 	struct ms_replay_result r;
 	struct ms_limit_range lim;
@@ -154,7 +159,8 @@ int cmd_render(int argc, const char **argv)
 	struct ms_render_input in;
 	struct ms_trace *t = NULL;
 	struct ms_buf buf = MS_BUF_INIT;
-	uint64_t event = 0, detail = 4000;
+	uint64_t event = 0, detail = 4000, from = 0, to = 0;
+	int windowed, oom_in;
 	int n, json = 0, no_whatif = 0, rc = MS_EXIT_OK;
 	ms_status s;
 
@@ -167,6 +173,9 @@ int cmd_render(int argc, const char **argv)
 	        (struct ms_opt)MS_OPT_STRING(0, "format", &format, "F", "html, txt, dot or svg");
 	opts[n++] = (struct ms_opt)MS_OPT_U64(0, "detail", &detail, "N",
 	                                      "html: buckets of events in the timeline (4000)");
+	opts[n++] = (struct ms_opt)MS_OPT_U64(
+	        0, "from", &from, "N", "draw the window from event N (the replay starts at 0)");
+	opts[n++] = (struct ms_opt)MS_OPT_U64(0, "to", &to, "N", "... up to event N, exclusive");
 	opts[n++] = (struct ms_opt)MS_OPT_BOOL(0, "no-whatif", &no_whatif,
 	                                       "html: no what-if table at an OOM (faster)");
 	opts[n++] = (struct ms_opt)MS_OPT_STRING(0, "at", &at, "WHEN",
@@ -219,18 +228,31 @@ int cmd_render(int argc, const char **argv)
 		return MS_EXIT_ERROR;
 	}
 	ms_report_warnings(argv[0], &d);
-	if (!strcmp(format, "html"))
-		return render_html(&c, argv[0], out, &r, (size_t)detail, no_whatif);
-	if (!moment)
-		moment = r.has_oom ? "oom" : "peak";
-	if (!strcmp(moment, "oom") && !r.has_oom) {
-		ms_error("%s: the replay has no OOM (--at peak, end or an event number)", argv[0]);
+	/* the window: events [from, to) */
+	if (!to || to > r.events_total)
+		to = r.events_total;
+	if (from >= to) {
+		ms_error("%s: --from %llu: the window holds none of the trace's %llu events",
+		         argv[0], (unsigned long long)from, (unsigned long long)r.events_total);
 		ms_replay_result_release(&r);
 		return MS_EXIT_ERROR;
 	}
-	if (!strcmp(moment, "event") && event >= r.events_total) {
-		ms_error("%s: --at %llu: the trace has %llu events", argv[0],
-		         (unsigned long long)event, (unsigned long long)r.events_total);
+	if (!strcmp(format, "html"))
+		return render_html(&c, argv[0], out, &r, (size_t)detail, no_whatif, from, to);
+	windowed = from > 0 || to < r.events_total;
+	oom_in = r.has_oom && r.first_oom.index >= from && r.first_oom.index < to;
+	if (!moment)
+		moment = oom_in ? "oom" : "peak";
+	if (!strcmp(moment, "oom") && !oom_in) {
+		ms_error("%s: the replay has no OOM%s (--at peak, end or an event number)", argv[0],
+		         windowed ? " in the window" : "");
+		ms_replay_result_release(&r);
+		return MS_EXIT_ERROR;
+	}
+	if (!strcmp(moment, "event") && (event < from || event >= to)) {
+		ms_error("%s: --at %llu: the %s has events %llu to %llu", argv[0],
+		         (unsigned long long)event, windowed ? "window" : "trace",
+		         (unsigned long long)from, (unsigned long long)to - 1);
 		ms_replay_result_release(&r);
 		return MS_EXIT_ERROR;
 	}
@@ -238,11 +260,14 @@ int cmd_render(int argc, const char **argv)
 	c.o.snap_at_oom = !strcmp(moment, "oom");
 	c.o.snap_index = !strcmp(moment, "peak")    ? r.peak_allocated_index
 	                 : !strcmp(moment, "event") ? event
+	                 : windowed                 ? to - 1
 	                                            : UINT64_MAX;
 	ms_replay_result_release(&r);
 
 	/* pass 2: to the moment, from the trace in memory (its stacks label the blocks) */
 	if ((s = ms_trace_load(argv[0], NULL, &t, NULL, &d)) ||
+	    (windowed && !strcmp(moment, "peak") &&
+	     (s = ms_render_window_peak(t, &c.o, from, to, &c.o.snap_index, &d))) ||
 	    (s = ms_replay_trace(t, &c.o, &r, &d))) {
 		ms_report(argv[0], s, &d);
 		ms_trace_free(t);

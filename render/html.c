@@ -51,7 +51,7 @@ struct bucket {
 };
 
 struct lod {
-	uint64_t width, total;
+	uint64_t width, from, total; /* buckets cover events [from, total) */
 	uint64_t stream_id[MAX_STREAMS];
 	int n_streams;
 	int64_t stream_cur[MAX_STREAMS + 1], prev_alloc;
@@ -80,7 +80,9 @@ static void on_event(void *ctx, uint64_t index, const struct ms_event *e, const 
 		l->stream_id[l->n_streams++] = e->stream;
 	l->stream_cur[si] += (int64_t)a - l->prev_alloc;
 	l->prev_alloc = (int64_t)a;
-	if (!l->n || index / l->width != l->b[l->n - 1].first / l->width) {
+	if (index < l->from || index >= l->total)
+		return;
+	if (!l->n || (index - l->from) / l->width != (l->b[l->n - 1].first - l->from) / l->width) {
 		if (ms_grow(&l->b, &l->cap, l->n + 1, sizeof(*l->b))) {
 			l->nomem = 1;
 			return;
@@ -103,7 +105,7 @@ static void on_event(void *ctx, uint64_t index, const struct ms_event *e, const 
 	b->reserved = r;
 	memcpy(b->stream_alloc, l->stream_cur, sizeof(b->stream_alloc));
 	/* the costlier figures once per bucket, at its last event */
-	if (index % l->width == l->width - 1 || index + 1 == l->total) {
+	if ((index - l->from) % l->width == l->width - 1 || index + 1 == l->total) {
 		b->inactive_split = (uint64_t)st->inactive_split_bytes[MS_POOL_ALL].current;
 		b->small_reserved = (uint64_t)st->reserved_bytes[MS_POOL_SMALL].current;
 		b->large_reserved = (uint64_t)st->reserved_bytes[MS_POOL_LARGE].current;
@@ -141,6 +143,45 @@ static void annotate(struct lod *l, const struct ms_trace *t, uint32_t device)
 		}
 		l->b[i].ann = depth && depth <= DEPTH ? (int64_t)open[depth - 1] : -1;
 	}
+}
+
+struct wpeak {
+	uint64_t from, to, best, index;
+	int found;
+};
+
+static void on_event_peak(void *ctx, uint64_t index, const struct ms_event *e,
+                          const struct ms_model *m)
+{
+	struct wpeak *w = ctx;
+	uint64_t a = (uint64_t)ms_model_stats(m)->allocated_bytes[MS_POOL_ALL].current;
+
+	(void)e;
+	if (index >= w->from && index < w->to && (!w->found || a > w->best)) {
+		w->found = 1;
+		w->best = a;
+		w->index = index;
+	}
+}
+
+ms_status ms_render_window_peak(const struct ms_trace *t, const struct ms_replay_opts *opts,
+                                uint64_t from, uint64_t to, uint64_t *index, struct ms_diag *d)
+{
+	struct ms_replay_opts o = *opts;
+	struct ms_replay_result r;
+	struct wpeak w = {from, to, 0, from, 0};
+	ms_status s;
+
+	o.on_event = on_event_peak;
+	o.ctx = &w;
+	o.snap = 1; /* stops the replay at the window's end */
+	o.snap_index = to ? to - 1 : 0;
+	o.more_snaps = NULL;
+	o.n_more_snaps = 0;
+	s = ms_replay_trace(t, &o, &r, d);
+	ms_replay_result_release(&r);
+	*index = w.index;
+	return s;
 }
 
 static int u64_cmp(const void *x, const void *y)
@@ -554,24 +595,40 @@ ms_status ms_render_html(const struct ms_render_html_input *in, struct ms_buf *o
 	size_t json_len = 0;
 	FILE *f;
 	ms_status s;
-	uint64_t total = in->first->events_total;
+	uint64_t total = in->first->events_total, lo = in->from, hi = total, peak_index;
+	int oom_shown;
 
 	memset(&lod, 0, sizeof(lod));
 	memset(&sites, 0, sizeof(sites));
 	memset(&r, 0, sizeof(r));
+	if (in->to && in->to < hi)
+		hi = in->to;
+	if (lo >= hi)
+		return ms__diag_set(d, MS_ERR_INVALID_ARG, -1, -1,
+		                    "the window [%llu, %llu) holds none of the trace's %llu events",
+		                    (unsigned long long)lo, (unsigned long long)hi,
+		                    (unsigned long long)total);
+	/* the peak and the OOM shown are the window's */
+	peak_index = in->first->peak_allocated_index;
+	if ((lo > 0 || hi < total) &&
+	    (s = ms_render_window_peak(in->trace, in->opts, lo, hi, &peak_index, d)))
+		return s;
+	oom_shown = in->first->has_oom && in->first->first_oom.index >= lo &&
+	            in->first->first_oom.index < hi;
 	sites.syms = in->syms;
-	lod.total = total;
-	lod.width = total / (in->buckets ? in->buckets : 4000) + 1;
+	lod.from = lo;
+	lod.total = hi;
+	lod.width = (hi - lo) / (in->buckets ? in->buckets : 4000) + 1;
 	/* the moments the segment map can show: evenly spaced, the peak, the OOM */
 	if (!(at = ms_malloc(sizeof(*at) * (moments + 2))) ||
 	    !(cells = ms_malloc(sizeof(*cells) * MS_RENDER_DOT_CELLS))) {
 		s = MS_ERR_NOMEM;
 		goto out;
 	}
-	for (size_t i = 0; i < moments && total; i++)
-		at[n_at++] = (total - 1) * (i + 1) / moments;
-	at[n_at++] = in->first->peak_allocated_index;
-	if (in->first->has_oom)
+	for (size_t i = 0; i < moments; i++)
+		at[n_at++] = lo + (hi - lo - 1) * (i + 1) / moments;
+	at[n_at++] = peak_index;
+	if (oom_shown)
 		at[n_at++] = in->first->first_oom.index;
 	qsort(at, n_at, sizeof(*at), u64_cmp);
 	{
@@ -581,7 +638,8 @@ ms_status ms_render_html(const struct ms_render_html_input *in, struct ms_buf *o
 				at[k++] = at[i];
 		n_at = k;
 	}
-	o.snap = 0;
+	o.snap = hi < total; /* stop at the window's end */
+	o.snap_index = hi - 1;
 	o.more_snaps = at;
 	o.n_more_snaps = n_at;
 	o.on_event = on_event;
@@ -619,17 +677,27 @@ ms_status ms_render_html(const struct ms_render_html_input *in, struct ms_buf *o
 	ms_jsonw_u64(&w, r.events_replayed);
 	ms_jsonw_key(&w, "ended_by_oom");
 	ms_jsonw_bool(&w, r.ended_by_oom);
-	ms_jsonw_key(&w, "peak");
-	ms_jsonw_obj_begin(&w);
-	ms_jsonw_key(&w, "index");
-	ms_jsonw_u64(&w, r.peak_allocated_index);
-	ms_jsonw_key(&w, "allocated");
-	ms_jsonw_i64(&w, r.stats.allocated_bytes[0].peak);
-	ms_jsonw_key(&w, "reserved");
-	ms_jsonw_i64(&w, r.stats.reserved_bytes[0].peak);
-	ms_jsonw_key(&w, "reserved_index");
-	ms_jsonw_u64(&w, r.peak_reserved_index);
-	ms_jsonw_obj_end(&w);
+	ms_jsonw_key(&w, "window");
+	ms_jsonw_arr_begin(&w);
+	ms_jsonw_u64(&w, lo);
+	ms_jsonw_u64(&w, hi);
+	ms_jsonw_arr_end(&w);
+	{
+		uint64_t pa = 0, pr = 0;
+		for (size_t i = 0; i < lod.n; i++) {
+			pa = lod.b[i].amax > pa ? lod.b[i].amax : pa;
+			pr = lod.b[i].rmax > pr ? lod.b[i].rmax : pr;
+		}
+		ms_jsonw_key(&w, "peak");
+		ms_jsonw_obj_begin(&w);
+		ms_jsonw_key(&w, "index");
+		ms_jsonw_u64(&w, peak_index);
+		ms_jsonw_key(&w, "allocated");
+		ms_jsonw_u64(&w, pa);
+		ms_jsonw_key(&w, "reserved");
+		ms_jsonw_u64(&w, pr);
+		ms_jsonw_obj_end(&w);
+	}
 	ms_jsonw_key(&w, "bucket_events");
 	ms_jsonw_u64(&w, lod.width);
 	/* columns of the timeline, one entry per bucket */
@@ -701,22 +769,27 @@ ms_status ms_render_html(const struct ms_render_html_input *in, struct ms_buf *o
 	ms_jsonw_arr_begin(&w);
 	for (size_t i = 0; i < r.n_snaps; i++) {
 		const struct ms_replay_snap *sn = &r.snaps[i];
-		const char *label = sn->index == in->first->peak_allocated_index ? "peak"
-		                    : in->first->has_oom && sn->index == in->first->first_oom.index
-		                            ? "oom"
-		                            : "";
+		const char *label = sn->index == peak_index                                ? "peak"
+		                    : oom_shown && sn->index == in->first->first_oom.index ? "oom"
+		                                                                           : "";
 		snap_json(&w, sn, label, &sites, cells);
 	}
 	ms_jsonw_arr_end(&w);
 	ms_jsonw_key(&w, "oom");
-	oom_json(&w, in->first);
+	if (oom_shown)
+		oom_json(&w, in->first);
+	else
+		ms_jsonw_null(&w);
 	ms_jsonw_key(&w, "whatif");
-	s = whatif_json(&w, in);
+	if (oom_shown)
+		s = whatif_json(&w, in);
+	else
+		ms_jsonw_null(&w);
 	ms_jsonw_key(&w, "top_sites_at_peak");
 	{
 		const struct ms_replay_snap *peak = NULL;
 		for (size_t i = 0; i < r.n_snaps; i++)
-			if (r.snaps[i].index == in->first->peak_allocated_index)
+			if (r.snaps[i].index == peak_index)
 				peak = &r.snaps[i];
 		if (peak && !s)
 			s = top_sites(&w, peak, &sites);

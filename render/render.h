@@ -54,8 +54,15 @@ struct ms_render_html_input {
 	const struct ms_replay_result *first; /* the first pass: events, peak, OOM */
 	size_t buckets;                       /* timeline detail; 0: 4000 */
 	size_t moments;                       /* segment maps besides peak and OOM; 0: 48 */
-	int no_whatif; /* leave out the what-if table (it replays the trace many times) */
+	int no_whatif;     /* leave out the what-if table (it replays the trace many times) */
+	uint64_t from, to; /* the window of events drawn; to = 0: to the end */
 };
+/*
+ * The event in [from, to) after which allocated bytes were highest (the first such), from a
+ * replay of t with opts that stops at to.
+ */
+ms_status ms_render_window_peak(const struct ms_trace *t, const struct ms_replay_opts *opts,
+                                uint64_t from, uint64_t to, uint64_t *index, struct ms_diag *d);
 /* 1 when this build embeds dygraphs and writes HTML, else 0. */
 int ms_render_have_html(void);
 /* The self-contained HTML report (html.c); replays the trace once more. */

@@ -33,6 +33,8 @@
 	var sum = 'device ' + D.device + ' \u00b7 ' + D.events + ' events (' + D.replayed +
 		' replayed) \u00b7 peak allocated ' + fmt(D.peak.allocated) + ' at event ' + D.peak.index +
 		' \u00b7 peak reserved ' + fmt(D.peak.reserved) + ' \u00b7 settings "' + D.alloc_conf + '"';
+	if (D.window[0] > 0 || D.window[1] < D.events)
+		sum += ' \u00b7 showing events ' + D.window[0] + '\u2013' + (D.window[1] - 1);
 	if (D.limit) sum += ' \u00b7 limit ' + fmt(D.limit);
 	if (D.device_memory !== null) sum += ' \u00b7 device ' + fmt(D.device_memory);
 	text($('summary'), sum);
