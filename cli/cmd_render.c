@@ -107,27 +107,20 @@ static int emit(const char *out, const struct ms_buf *buf, const char *what, siz
 	return MS_EXIT_OK;
 }
 
-/* The HTML report: r is the first pass (released here). */
+/* The HTML report: r is the first pass (released here). The trace is streamed from its file. */
 static int render_html(struct ms_replay_cli *c, const char *path, const char *out,
                        struct ms_replay_result *r, size_t detail, int no_whatif, uint64_t from,
                        uint64_t to)
 {
 	struct ms_render_html_input in;
-	struct ms_trace *t = NULL;
 	struct ms_buf buf = MS_BUF_INIT;
 	struct ms_diag d = MS_DIAG_INIT;
 	ms_status s;
 	int rc;
 
 	memset(&in, 0, sizeof(in));
-	if ((s = ms_trace_load(path, NULL, &t, NULL, &d))) {
-		ms_report(path, s, &d);
-		ms_replay_result_release(r);
-		return MS_EXIT_ERROR;
-	}
 	in.source = path;
-	in.trace = t;
-	in.syms = &t->syms;
+	in.path = path;
 	in.opts = &c->o;
 	in.first = r;
 	in.buckets = detail;
@@ -142,7 +135,6 @@ static int render_html(struct ms_replay_cli *c, const char *path, const char *ou
 		rc = emit(out, &buf, "html", SIZE_MAX, 0);
 	}
 	ms_buf_release(&buf);
-	ms_trace_free(t);
 	ms_replay_result_release(r);
 	ms_replay_cli_release(c);
 	return rc;
@@ -157,7 +149,7 @@ int cmd_render(int argc, const char **argv)
 	struct ms_limit_range lim;
 	struct ms_diag d = MS_DIAG_INIT;
 	struct ms_render_input in;
-	struct ms_trace *t = NULL;
+	struct ms_symtab syms;
 	struct ms_buf buf = MS_BUF_INIT;
 	uint64_t event = 0, detail = 4000, from = 0, to = 0;
 	int windowed, oom_in;
@@ -264,13 +256,15 @@ int cmd_render(int argc, const char **argv)
 	                                            : UINT64_MAX;
 	ms_replay_result_release(&r);
 
-	/* pass 2: to the moment, from the trace in memory (its stacks label the blocks) */
-	if ((s = ms_trace_load(argv[0], NULL, &t, NULL, &d)) ||
-	    (windowed && !strcmp(moment, "peak") &&
-	     (s = ms_render_window_peak(t, &c.o, from, to, &c.o.snap_index, &d))) ||
-	    (s = ms_replay_trace(t, &c.o, &r, &d))) {
+	/* pass 2: to the moment, streamed again, keeping the stacks that label the blocks */
+	if (ms_symtab_init(&syms))
+		ms_die(MS_EXIT_ERROR, "out of memory");
+	c.o.syms = &syms;
+	if ((windowed && !strcmp(moment, "peak") &&
+	     (s = ms_render_window_peak(NULL, argv[0], &c.o, from, to, &c.o.snap_index, &d))) ||
+	    (s = ms_replay_run(argv[0], &c.o, &r, &d))) {
 		ms_report(argv[0], s, &d);
-		ms_trace_free(t);
+		ms_symtab_release(&syms);
 		ms_replay_cli_release(&c);
 		return MS_EXIT_ERROR;
 	}
@@ -282,7 +276,7 @@ int cmd_render(int argc, const char **argv)
 	in.source = argv[0];
 	in.moment = moment;
 	in.r = &r;
-	in.syms = &t->syms;
+	in.syms = &syms;
 	s = !strcmp(format, "txt")   ? ms_render_text(&in, &buf)
 	    : !strcmp(format, "dot") ? ms_render_dot(&in, &buf)
 	                             : ms_render_svg(&in, &buf, &d);
@@ -294,7 +288,7 @@ int cmd_render(int argc, const char **argv)
 	}
 	ms_buf_release(&buf);
 	ms_replay_result_release(&r);
-	ms_trace_free(t);
+	ms_symtab_release(&syms);
 	ms_replay_cli_release(&c);
 	return rc;
 }

@@ -52,6 +52,8 @@ struct bucket {
 
 struct lod {
 	uint64_t width, from, total; /* buckets cover events [from, total) */
+	struct ms_annotation *anns;  /* the trace's, collected as the replay reads them */
+	size_t n_anns, cap_anns;
 	uint64_t stream_id[MAX_STREAMS];
 	int n_streams;
 	int64_t stream_cur[MAX_STREAMS + 1], prev_alloc;
@@ -117,15 +119,25 @@ static void on_event(void *ctx, uint64_t index, const struct ms_event *e, const 
  * Each bucket's innermost open annotation (record_function ranges and phases) at its first
  * event: a stack of open names, an end closing the latest open one of its name.
  */
-static void annotate(struct lod *l, const struct ms_trace *t, uint32_t device)
+static ms_status collect_annotation(void *ctx, const struct ms_annotation *a)
+{
+	struct lod *l = ctx;
+
+	if (ms_grow(&l->anns, &l->cap_anns, l->n_anns + 1, sizeof(*l->anns)))
+		return MS_ERR_NOMEM;
+	l->anns[l->n_anns++] = *a;
+	return MS_OK;
+}
+
+static void annotate(struct lod *l, uint32_t device)
 {
 	enum { DEPTH = 64 };
 	uint32_t open[DEPTH];
 	size_t depth = 0, k = 0;
 
 	for (size_t i = 0; i < l->n; i++) {
-		for (; k < t->n_anns && t->anns[k].event_index <= l->b[i].first; k++) {
-			const struct ms_annotation *a = &t->anns[k];
+		for (; k < l->n_anns && l->anns[k].event_index <= l->b[i].first; k++) {
+			const struct ms_annotation *a = &l->anns[k];
 			if (a->device != device && a->device != UINT16_MAX)
 				continue;
 			if (a->stage == MS_ANN_START) {
@@ -164,8 +176,9 @@ static void on_event_peak(void *ctx, uint64_t index, const struct ms_event *e,
 	}
 }
 
-ms_status ms_render_window_peak(const struct ms_trace *t, const struct ms_replay_opts *opts,
-                                uint64_t from, uint64_t to, uint64_t *index, struct ms_diag *d)
+ms_status ms_render_window_peak(const struct ms_trace *t, const char *path,
+                                const struct ms_replay_opts *opts, uint64_t from, uint64_t to,
+                                uint64_t *index, struct ms_diag *d)
 {
 	struct ms_replay_opts o = *opts;
 	struct ms_replay_result r;
@@ -178,7 +191,9 @@ ms_status ms_render_window_peak(const struct ms_trace *t, const struct ms_replay
 	o.snap_index = to ? to - 1 : 0;
 	o.more_snaps = NULL;
 	o.n_more_snaps = 0;
-	s = ms_replay_trace(t, &o, &r, d);
+	o.on_annotation = NULL;
+	o.syms = NULL;
+	s = t ? ms_replay_trace(t, &o, &r, d) : ms_replay_run(path, &o, &r, d);
 	ms_replay_result_release(&r);
 	*index = w.index;
 	return s;
@@ -502,21 +517,33 @@ static void oom_json(struct ms_jsonw *w, const struct ms_replay_result *r)
 }
 
 /* Which settings would have avoided the OOM: whatif.h's default matrix under the same limit. */
-static ms_status whatif_json(struct ms_jsonw *w, const struct ms_render_html_input *in)
+static ms_status whatif_json(struct ms_jsonw *w, const struct ms_render_html_input *in,
+                             struct ms_diag *d)
 {
 	size_t n = ms_whatif_n_default_configs;
 	struct ms_whatif_row *rows;
+	const struct ms_trace *t = in->trace;
+	struct ms_trace *loaded = NULL;
 	ms_status s;
 
 	if (!in->first->has_oom || in->no_whatif) {
 		ms_jsonw_null(w);
 		return MS_OK;
 	}
-	if (!(rows = ms_calloc(n, sizeof(*rows))))
+	/* the searches replay the trace dozens of times: from memory */
+	if (!t && (s = ms_trace_load(in->path, NULL, &loaded, NULL, d)))
+		return s;
+	if (!t)
+		t = loaded;
+	if (!(rows = ms_calloc(n, sizeof(*rows)))) {
+		ms_trace_free(loaded);
 		return MS_ERR_NOMEM;
+	}
 	for (size_t i = 0; i < n; i++)
 		rows[i].conf = ms_whatif_default_configs[i];
-	if ((s = ms_whatif_run(in->trace, in->opts, rows, n, 0))) {
+	s = ms_whatif_run(t, in->opts, rows, n, 0);
+	ms_trace_free(loaded);
+	if (s) {
 		ms_free(rows);
 		return s;
 	}
@@ -591,6 +618,8 @@ ms_status ms_render_html(const struct ms_render_html_input *in, struct ms_buf *o
 	struct ms_render_cell *cells = NULL;
 	struct ms_jsonw w;
 	struct ms_u64map named = MS_U64MAP_INIT;
+	struct ms_symtab own_syms;
+	const struct ms_symtab *syms;
 	char *json = NULL;
 	size_t json_len = 0;
 	FILE *f;
@@ -601,21 +630,29 @@ ms_status ms_render_html(const struct ms_render_html_input *in, struct ms_buf *o
 	memset(&lod, 0, sizeof(lod));
 	memset(&sites, 0, sizeof(sites));
 	memset(&r, 0, sizeof(r));
+	if (ms_symtab_init(&own_syms))
+		return MS_ERR_NOMEM;
+	/* a trace in memory has its table; one streamed from its file fills ours */
+	syms = in->trace ? &in->trace->syms : &own_syms;
 	if (in->to && in->to < hi)
 		hi = in->to;
-	if (lo >= hi)
+	if (lo >= hi) {
+		ms_symtab_release(&own_syms);
 		return ms__diag_set(d, MS_ERR_INVALID_ARG, -1, -1,
 		                    "the window [%llu, %llu) holds none of the trace's %llu events",
 		                    (unsigned long long)lo, (unsigned long long)hi,
 		                    (unsigned long long)total);
+	}
 	/* the peak and the OOM shown are the window's */
 	peak_index = in->first->peak_allocated_index;
 	if ((lo > 0 || hi < total) &&
-	    (s = ms_render_window_peak(in->trace, in->opts, lo, hi, &peak_index, d)))
+	    (s = ms_render_window_peak(in->trace, in->path, in->opts, lo, hi, &peak_index, d))) {
+		ms_symtab_release(&own_syms);
 		return s;
+	}
 	oom_shown = in->first->has_oom && in->first->first_oom.index >= lo &&
 	            in->first->first_oom.index < hi;
-	sites.syms = in->syms;
+	sites.syms = syms;
 	lod.from = lo;
 	lod.total = hi;
 	lod.width = (hi - lo) / (in->buckets ? in->buckets : 4000) + 1;
@@ -643,14 +680,17 @@ ms_status ms_render_html(const struct ms_render_html_input *in, struct ms_buf *o
 	o.more_snaps = at;
 	o.n_more_snaps = n_at;
 	o.on_event = on_event;
+	o.on_annotation = collect_annotation;
 	o.ctx = &lod;
-	if ((s = ms_replay_trace(in->trace, &o, &r, d)))
+	o.syms = &own_syms;
+	if ((s = in->trace ? ms_replay_trace(in->trace, &o, &r, d)
+	                   : ms_replay_run(in->path, &o, &r, d)))
 		goto out;
 	if (lod.nomem) {
 		s = MS_ERR_NOMEM;
 		goto out;
 	}
-	annotate(&lod, in->trace, r.device);
+	annotate(&lod, r.device);
 
 	if (!(f = open_memstream(&json, &json_len))) {
 		s = MS_ERR_NOMEM;
@@ -754,13 +794,13 @@ ms_status ms_render_html(const struct ms_render_html_input *in, struct ms_buf *o
 	for (size_t i = 0; i < lod.n; i++) {
 		char key[16];
 		const struct ms_str *str;
-		if (lod.b[i].ann < 0 || (uint64_t)lod.b[i].ann >= ms_symtab_nstrs(in->syms) ||
+		if (lod.b[i].ann < 0 || (uint64_t)lod.b[i].ann >= ms_symtab_nstrs(syms) ||
 		    ms_u64map_get(&named, (uint64_t)lod.b[i].ann))
 			continue;
 		if (ms_u64map_put(&named, (uint64_t)lod.b[i].ann, 1))
 			sites.nomem = 1;
 		snprintf(key, sizeof(key), "%lld", (long long)lod.b[i].ann);
-		str = ms_symtab_get_str(in->syms, (uint32_t)lod.b[i].ann);
+		str = ms_symtab_get_str(syms, (uint32_t)lod.b[i].ann);
 		ms_jsonw_key(&w, key);
 		ms_jsonw_str(&w, str->s, str->len);
 	}
@@ -782,7 +822,7 @@ ms_status ms_render_html(const struct ms_render_html_input *in, struct ms_buf *o
 		ms_jsonw_null(&w);
 	ms_jsonw_key(&w, "whatif");
 	if (oom_shown)
-		s = whatif_json(&w, in);
+		s = whatif_json(&w, in, d);
 	else
 		ms_jsonw_null(&w);
 	ms_jsonw_key(&w, "top_sites_at_peak");
@@ -797,7 +837,7 @@ ms_status ms_render_html(const struct ms_render_html_input *in, struct ms_buf *o
 			ms_jsonw_null(&w);
 		ms_jsonw_key(&w, "flame_at_peak");
 		if (peak && !s)
-			s = flame_json(&w, peak, in->syms);
+			s = flame_json(&w, peak, syms);
 		else
 			ms_jsonw_null(&w);
 	}
@@ -838,6 +878,7 @@ out:
 	ms_free(at);
 	ms_free(cells);
 	ms_free(lod.b);
+	ms_free(lod.anns);
 	for (size_t i = 0; i < sites.n; i++)
 		ms_free(sites.labels[i]);
 	ms_free(sites.labels);
@@ -845,6 +886,7 @@ out:
 	ms_u64map_release(&sites.bylabel);
 	ms_u64map_release(&named);
 	ms_replay_result_release(&r);
+	ms_symtab_release(&own_syms);
 	return s;
 }
 

@@ -45,11 +45,14 @@ int ms_render_have_svg(void);
 /* DOT laid out by libgvc's dot engine; MS_ERR_UNSUPPORTED without libgvc. */
 ms_status ms_render_svg(const struct ms_render_input *in, struct ms_buf *out, struct ms_diag *d);
 
-/* What the HTML report needs: the trace, the replay's options and its first pass. */
+/*
+ * What the HTML report needs: the trace (in memory, or streamed from path: only the what-if
+ * table at an OOM loads it whole), the replay's options and its first pass.
+ */
 struct ms_render_html_input {
 	const char *source;
-	const struct ms_trace *trace;
-	const struct ms_symtab *syms;
+	const char *path;
+	const struct ms_trace *trace;         /* or NULL */
 	const struct ms_replay_opts *opts;    /* as the first pass ran (limit, mid-run state) */
 	const struct ms_replay_result *first; /* the first pass: events, peak, OOM */
 	size_t buckets;                       /* timeline detail; 0: 4000 */
@@ -59,10 +62,11 @@ struct ms_render_html_input {
 };
 /*
  * The event in [from, to) after which allocated bytes were highest (the first such), from a
- * replay of t with opts that stops at to.
+ * replay with opts of t, or (t NULL) of the file path, that stops at to.
  */
-ms_status ms_render_window_peak(const struct ms_trace *t, const struct ms_replay_opts *opts,
-                                uint64_t from, uint64_t to, uint64_t *index, struct ms_diag *d);
+ms_status ms_render_window_peak(const struct ms_trace *t, const char *path,
+                                const struct ms_replay_opts *opts, uint64_t from, uint64_t to,
+                                uint64_t *index, struct ms_diag *d);
 /* 1 when this build embeds dygraphs and writes HTML, else 0. */
 int ms_render_have_html(void);
 /* The self-contained HTML report (html.c); replays the trace once more. */

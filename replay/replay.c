@@ -436,6 +436,13 @@ static ms_status r_event(void *ctx, const struct ms_event *e)
 	return s ? s : p->err;
 }
 
+static ms_status r_annotation(void *ctx, const struct ms_annotation *a)
+{
+	struct rp *p = ctx;
+
+	return p->o->on_annotation ? p->o->on_annotation(p->o->ctx, a) : MS_OK;
+}
+
 static ms_status r_end(void *ctx, uint64_t n)
 {
 	struct rp *p = ctx;
@@ -469,13 +476,18 @@ static ms_status replay(const char *path, const struct ms_trace *t, const struct
 	sink.begin = r_begin;
 	sink.event = r_event;
 	sink.end = r_end;
+	sink.annotation = r_annotation;
 	if (t) {
 		s = ms_trace_emit(t, &sink);
 	} else {
-		if (ms_symtab_init(&syms))
-			return MS_ERR_NOMEM;
-		s = ms_source_read(path, NULL, &syms, &sink, NULL, diag);
-		ms_symtab_release(&syms);
+		if (o->syms) {
+			s = ms_source_read(path, NULL, o->syms, &sink, NULL, diag);
+		} else {
+			if (ms_symtab_init(&syms))
+				return MS_ERR_NOMEM;
+			s = ms_source_read(path, NULL, &syms, &sink, NULL, diag);
+			ms_symtab_release(&syms);
+		}
 	}
 	if (p.m) {
 		r->stats = *ms_model_stats(p.m);

@@ -39,7 +39,14 @@ struct ms_replay_opts {
 	/* Called after each replayed event of the device with the statistics then, or NULL. */
 	void (*on_event)(void *ctx, uint64_t index, const struct ms_event *e,
 	                 const struct ms_model *m);
+	/* Called with each annotation of the trace, in order, or NULL. */
+	ms_status (*on_annotation)(void *ctx, const struct ms_annotation *a);
 	void *ctx;
+	/*
+	 * ms_replay_run only: intern the file's strings and stacks here (initialised by the
+	 * caller, who keeps them after the replay) instead of in a table of its own.
+	 */
+	struct ms_symtab *syms;
 };
 
 /* The allocator's state at one moment, as a snapshot shows it (ms_model_snapshot). */
