@@ -42,8 +42,10 @@ int ms_render_have_html(void)
 struct bucket {
 	int64_t stream_alloc[MAX_STREAMS + 1]; /* allocated bytes per stream, at the last event */
 	int64_t ann;                           /* innermost open annotation (string id), or -1 */
-	uint64_t first, last;                  /* trace events */
-	int64_t t_ns;                          /* time of the first */
+	uint64_t big_size, big_index;          /* the largest allocation requested in the bucket */
+	uint32_t big_stack;
+	uint64_t first, last; /* trace events */
+	int64_t t_ns;         /* time of the first */
 	uint64_t amin, amax, rmin, rmax, active_max;
 	/* at the last event */
 	uint64_t alloc, reserved, inactive_split, free_in_reserved, largest_free;
@@ -98,6 +100,11 @@ static void on_event(void *ctx, uint64_t index, const struct ms_event *e, const 
 	}
 	b = &l->b[l->n - 1];
 	b->last = index;
+	if (e->action == MS_ACT_ALLOC && e->size > b->big_size) {
+		b->big_size = e->size;
+		b->big_index = index;
+		b->big_stack = e->stack;
+	}
 	b->amin = a < b->amin ? a : b->amin;
 	b->amax = a > b->amax ? a : b->amax;
 	b->rmin = r < b->rmin ? r : b->rmin;
@@ -769,6 +776,9 @@ ms_status ms_render_html(const struct ms_render_html_input *in, struct ms_buf *o
 	COLUMN("small_res", b->small_reserved);
 	COLUMN("large_res", b->large_reserved);
 	COLUMN("ann", b->ann);
+	COLUMN("big_size", b->big_size);
+	COLUMN("big_index", b->big_index);
+	COLUMN("big_site", site_of(&sites, b->big_stack));
 	ms_jsonw_key(&w, "stream_alloc");
 	ms_jsonw_arr_begin(&w);
 	for (int k = 0; k <= lod.n_streams && lod.n_streams > 1; k++) {

@@ -128,7 +128,9 @@
 				(T.t_ms[b] / 1000).toFixed(3) + ' s\n' +
 				'allocated ' + fmt(T.alloc_min[b]) + ' \u2013 ' + fmt(T.alloc_max[b]) +
 				', reserved ' + fmt(T.res_min[b]) + ' \u2013 ' + fmt(T.res_max[b]) +
-				(T.ann[b] >= 0 && D.strings[T.ann[b]] ? '\nin ' + D.strings[T.ann[b]] : '');
+				(T.ann[b] >= 0 && D.strings[T.ann[b]] ? '\nin ' + D.strings[T.ann[b]] : '') +
+				(T.big_size[b] ? '\nlargest allocation: ' + fmt(T.big_size[b]) + ' at event ' +
+					T.big_index[b] + (T.big_site[b] >= 0 ? ', ' + site(T.big_site[b]) : '') : '');
 			text($('hover'), s);
 		},
 		clickCallback: function (e, x) { showNearest(x); }
