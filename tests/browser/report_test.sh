@@ -64,4 +64,11 @@ for name in dynamic_oom gpt_train multistream; do
 		echo "ok $name ($size bytes; screenshot $art/$name.png)"
 	fi
 done
+# names in the trace that try to close the data block and run a script stay text
+"$memsnap" render "$root/testdata/snapshots/hostile/script_in_names.json" -o "$art/hostile.html" 2>/dev/null
+title=$(chrome --dump-dom "file://$art/hostile.html" 2>/dev/null | grep -o '<title>[^<]*</title>')
+case "$title" in
+*pwned*|"") echo "FAIL hostile: the page ran a script from the trace's names ($title)"; fail=1 ;;
+*) echo "ok hostile (title: $title)" ;;
+esac
 exit $fail
