@@ -3,7 +3,9 @@
  * The judge of the state is PyTorch itself: a snapshot's `segments` are the allocator's state
  * when it was dumped, so the replay's state at the end must equal them block for block.
  */
+#include <cjson/cJSON.h>
 #include <criterion/criterion.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -235,4 +237,110 @@ Test(render, dot_escapes_labels)
 	cr_assert(strstr(out.data, "a&lt;b&gt;&amp;&quot;c&quot;.pickle"), "%s", out.data);
 	cr_assert_null(strstr(out.data, "a<b>"));
 	ms_buf_release(&out);
+}
+
+/*
+ * The HTML report's timeline keeps every peak however coarse its buckets: the most of its
+ * per-bucket maxima equals what PyTorch reported (truth files), at 4000 buckets and at 10.
+ */
+static uint64_t truth_stat(const char *name, const char *key)
+{
+	char path[1024];
+	size_t n;
+	char *text;
+	cJSON *j, *v;
+	uint64_t out = 0;
+
+	snprintf(path, sizeof(path), "%s/snapshots/%s.truth.json", MS_TESTDATA, name);
+	if (!(text = th_read_file(path, &n))) {
+		snprintf(path, sizeof(path), "%s/%s.truth.json", MS_SHARED_TESTDATA, name);
+		text = th_read_file(path, &n);
+	}
+	if (!text)
+		return 0;
+	j = cJSON_Parse(text);
+	free(text);
+	v = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(j, "stats"), key);
+	if (cJSON_IsNumber(v))
+		out = (uint64_t)v->valuedouble;
+	cJSON_Delete(j);
+	return out;
+}
+
+static uint64_t column_max(const cJSON *timeline, const char *key)
+{
+	const cJSON *a = cJSON_GetObjectItemCaseSensitive(timeline, key), *x;
+	uint64_t m = 0;
+
+	cr_assert(cJSON_IsArray(a), "%s", key);
+	cJSON_ArrayForEach(x, a)
+	{
+		if ((uint64_t)x->valuedouble > m)
+			m = (uint64_t)x->valuedouble;
+	}
+	return m;
+}
+
+static void timeline_keeps_peaks(const char *name, size_t buckets)
+{
+	const char *path = th_snapshot_path(name);
+	struct ms_replay_opts o;
+	struct ms_replay_result first;
+	struct ms_render_html_input in;
+	struct ms_buf out = MS_BUF_INIT;
+	struct ms_diag d = MS_DIAG_INIT;
+	uint64_t want_alloc = truth_stat(name, "allocated_bytes.all.peak");
+	uint64_t want_res = truth_stat(name, "reserved_bytes.all.peak");
+	char *start, *end;
+	cJSON *data, *timeline;
+
+	if (!path || !want_alloc) {
+		cr_skip_test("%s: not available", name);
+		return;
+	}
+	memset(&o, 0, sizeof(o));
+	cr_assert_eq(ms_replay_run(path, &o, &first, &d), MS_OK, "%s", d.msg);
+	cr_assert_eq(first.unmatched_frees, 0, "%s starts mid-run: not for this test", name);
+	memset(&in, 0, sizeof(in));
+	in.source = name;
+	in.path = path;
+	in.opts = &o;
+	in.first = &first;
+	in.buckets = buckets;
+	in.no_whatif = 1;
+	cr_assert_eq(ms_render_html(&in, &out, &d), MS_OK, "%s", d.msg);
+	cr_assert_eq(ms_buf_append(&out, "", 1), MS_OK);
+	start = strstr(out.data, "<script id=\"memsnap-data\" type=\"application/json\">");
+	cr_assert(start);
+	start = strchr(start, '>') + 1;
+	end = strstr(start, "</script>");
+	cr_assert(end);
+	*end = 0;
+	data = cJSON_Parse(start);
+	cr_assert(data);
+	timeline = cJSON_GetObjectItemCaseSensitive(data, "timeline");
+	cr_assert_leq(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(timeline, "first")),
+	              buckets);
+	cr_assert_eq(column_max(timeline, "alloc_max"), want_alloc, "%s: %zu buckets", name,
+	             buckets);
+	cr_assert_eq(column_max(timeline, "res_max"), want_res, "%s: %zu buckets", name, buckets);
+	cJSON_Delete(data);
+	ms_buf_release(&out);
+	ms_replay_result_release(&first);
+}
+
+Test(render, timeline_keeps_the_peaks_of_resnet50)
+{
+	timeline_keeps_peaks("resnet50", 4000);
+	timeline_keeps_peaks("resnet50", 10);
+}
+Test(render, timeline_keeps_the_peaks_of_multistream)
+{
+	timeline_keeps_peaks("multistream", 4000);
+	timeline_keeps_peaks("multistream", 10);
+}
+Test(render, timeline_keeps_the_peaks_of_dynamic_seq)
+{
+	timeline_keeps_peaks("dynamic_seq", 4000);
+	timeline_keeps_peaks("dynamic_seq", 10);
 }
