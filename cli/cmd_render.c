@@ -25,7 +25,7 @@ static const char *const usage[] = {
         "over the trace (zoom, pan, hover), the segment map at the peak, the OOM, the end or",
         "any moment clicked, fragmentation over time, the OOM's story and the top allocation",
         "sites at the peak. It loads nothing from the network. --detail N sets how many",
-        "buckets of events the timeline has (default 4000; each keeps its least and most).",
+        "buckets of events the timeline has (default 2000; each keeps its least and most).",
         "At an OOM the page also says which allocator settings would have avoided it (as",
         "`memsnap whatif` does; --no-whatif leaves that out). --from/--to draw a window of",
         "events (the replay still starts at the first event, so the state is exact); peak,",
@@ -151,7 +151,7 @@ int cmd_render(int argc, const char **argv)
 	struct ms_render_input in;
 	struct ms_symtab syms;
 	struct ms_buf buf = MS_BUF_INIT;
-	uint64_t event = 0, detail = 4000, from = 0, to = 0;
+	uint64_t event = 0, detail = 2000, from = 0, to = 0;
 	int windowed, oom_in;
 	int n, json = 0, no_whatif = 0, rc = MS_EXIT_OK;
 	ms_status s;
@@ -164,7 +164,7 @@ int cmd_render(int argc, const char **argv)
 	opts[n++] =
 	        (struct ms_opt)MS_OPT_STRING(0, "format", &format, "F", "html, txt, dot or svg");
 	opts[n++] = (struct ms_opt)MS_OPT_U64(0, "detail", &detail, "N",
-	                                      "html: buckets of events in the timeline (4000)");
+	                                      "html: buckets of events in the timeline (2000)");
 	opts[n++] = (struct ms_opt)MS_OPT_U64(
 	        0, "from", &from, "N", "draw the window from event N (the replay starts at 0)");
 	opts[n++] = (struct ms_opt)MS_OPT_U64(0, "to", &to, "N", "... up to event N, exclusive");

@@ -662,7 +662,7 @@ ms_status ms_render_html(const struct ms_render_html_input *in, struct ms_buf *o
 	sites.syms = syms;
 	lod.from = lo;
 	lod.total = hi;
-	lod.width = (hi - lo) / (in->buckets ? in->buckets : 4000) + 1;
+	lod.width = (hi - lo) / (in->buckets ? in->buckets : 2000) + 1;
 	/* the moments the segment map can show: evenly spaced, the peak, the OOM */
 	if (!(at = ms_malloc(sizeof(*at) * (moments + 2))) ||
 	    !(cells = ms_malloc(sizeof(*cells) * MS_RENDER_DOT_CELLS))) {

@@ -55,7 +55,7 @@ struct ms_render_html_input {
 	const struct ms_trace *trace;         /* or NULL */
 	const struct ms_replay_opts *opts;    /* as the first pass ran (limit, mid-run state) */
 	const struct ms_replay_result *first; /* the first pass: events, peak, OOM */
-	size_t buckets;                       /* timeline detail; 0: 4000 */
+	size_t buckets;                       /* timeline detail; 0: 2000 */
 	size_t moments;                       /* segment maps besides peak and OOM; 0: 48 */
 	int no_whatif;     /* leave out the what-if table (it replays the trace many times) */
 	uint64_t from, to; /* the window of events drawn; to = 0: to the end */
