@@ -84,6 +84,19 @@
 	}
 
 	/* ---- the timeline ---- */
+	/* the x axis: trace events, or seconds since the window's first bucket */
+	var byTime = false, hasTime = N > 1 && T.t_ms[N - 1] > T.t_ms[0];
+	function xOf(b) { return byTime ? (T.t_ms[b] - T.t_ms[0]) / 1000 : T.first[b]; }
+	/* the trace event at x */
+	function eventAt(x) {
+		if (!byTime) return x;
+		var lo = 0, hi = N - 1;
+		while (lo < hi) {
+			var mid = (lo + hi + 1) >> 1;
+			if (xOf(mid) <= x) lo = mid; else hi = mid - 1;
+		}
+		return T.first[lo];
+	}
 	var rows = [], frows = [];
 	var SA = T.stream_alloc, streamLabels = [];
 	D.streams.forEach(function (s) { streamLabels.push('allocated, stream ' + s); });
@@ -101,9 +114,15 @@
 		frows.push([T.first[i], T.res[i] - T.alloc[i], T.inactive_split[i], T.largest_free[i],
 			fr ? 1 - T.largest_free[i] / fr : 0]);
 	}
+	function buildRows() {
+		for (var i = 0; i < N; i++) {
+			rows[i][0] = xOf(i);
+			frows[i][0] = xOf(i);
+		}
+	}
 	function marks(canvas, area, g) {
-		function line(x, color, label, dy) {
-			var px = g.toDomXCoord(x);
+		function line(index, color, label, dy) {
+			var px = g.toDomXCoord(xOf(bucketOf(index)));
 			if (px < area.x || px > area.x + area.w) return;
 			canvas.fillStyle = color;
 			canvas.fillRect(px - 1, area.y, 2, area.h);
@@ -133,7 +152,7 @@
 					T.big_index[b] + (T.big_site[b] >= 0 ? ', ' + site(T.big_site[b]) : '') : '');
 			text($('hover'), s);
 		},
-		clickCallback: function (e, x) { showNearest(x); }
+		clickCallback: function (e, x) { showNearest(eventAt(x)); }
 	});
 	/* a switch per series */
 	seriesLabels.forEach(function (l, k) {
@@ -152,8 +171,24 @@
 		series: { fragmentation: { axis: 'y2' } },
 		axes: { y: axes.y, y2: { valueRange: [0, 1.05], axisLabelWidth: 40 } },
 		xlabel: 'event', legend: 'always', labelsDiv: $('frag-legend'), underlayCallback: marks,
-		clickCallback: function (e, x) { showNearest(x); }
+		clickCallback: function (e, x) { showNearest(eventAt(x)); }
 	});
+	/* events or seconds along x */
+	if (hasTime) {
+		var lab = document.createElement('label'), box = document.createElement('input');
+		box.type = 'checkbox';
+		box.id = 'by-time';
+		box.addEventListener('change', function () {
+			byTime = box.checked;
+			buildRows();
+			var name = byTime ? 'seconds' : 'event';
+			timeline.updateOptions({ file: rows, xlabel: name, dateWindow: null });
+			frag.updateOptions({ file: frows, xlabel: name, dateWindow: null });
+		});
+		lab.appendChild(box);
+		lab.appendChild(document.createTextNode('x axis in seconds '));
+		$('series').insertBefore(lab, $('series').firstChild);
+	}
 	/* the two charts zoom and pan together */
 	var syncing = false;
 	function follow(from, to) {
@@ -374,19 +409,30 @@
 	/* everything drawn: for the benchmark's time to first paint */
 	document.body.dataset.readyMs = String(Math.round(performance.now()));
 
-	/* #selftest: click the middle of the timeline as a person would; say what happened */
+	/* #selftest: click the timeline as a person would (at the middle, then with the x axis
+	   in seconds at three quarters); say what happened */
 	if (location.hash === '#selftest') {
+		var clickAt = function (frac) {
+			$('timeline').scrollIntoView();
+			var area = timeline.getArea(), rect = $('timeline').getBoundingClientRect();
+			var px = rect.left + area.x + area.w * frac, py = rect.top + area.y + area.h * 0.5;
+			var target = document.elementFromPoint(px, py); /* what a person's click would hit */
+			['mousemove', 'mousedown', 'mouseup', 'click'].forEach(function (type) {
+				target.dispatchEvent(new MouseEvent(type, { bubbles: true, cancelable: true,
+					clientX: px, clientY: py, view: window }));
+			});
+		};
 		var before = document.body.dataset.segmap;
-		var area = timeline.getArea(), rect = $('timeline').getBoundingClientRect();
-		$('timeline').scrollIntoView();
-		rect = $('timeline').getBoundingClientRect();
-		var px = rect.left + area.x + area.w * 0.5, py = rect.top + area.y + area.h * 0.5;
-		var target = document.elementFromPoint(px, py); /* what a person's click would hit */
-		['mousemove', 'mousedown', 'mouseup', 'click'].forEach(function (type) {
-			target.dispatchEvent(new MouseEvent(type, { bubbles: true, cancelable: true,
-				clientX: px, clientY: py, view: window }));
-		});
-		document.body.dataset.selftest = before !== document.body.dataset.segmap ?
-			'click-updated-segmap' : 'click-did-not-update';
+		clickAt(0.5);
+		var after = document.body.dataset.segmap;
+		document.body.dataset.selftest = before !== after ? 'click-updated-segmap' :
+			'click-did-not-update';
+		if (hasTime) {
+			$('by-time').click();
+			clickAt(0.75);
+			document.body.dataset.selftestTime = document.body.dataset.segmap !== after &&
+				document.querySelector('#timeline .dygraph-xlabel').textContent === 'seconds' ?
+				'time-axis-click-updated-segmap' : 'time-axis-click-did-not-update';
+		}
 	}
 })();
