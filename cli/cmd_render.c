@@ -213,6 +213,7 @@ int cmd_render(int argc, const char **argv)
 	}
 
 	/* pass 1: the whole replay (the limit inference and a mid-run rebuild happen here) */
+	c.o.no_segment_log = 1;
 	s = ms_replay_cli_run(&c, argv[0], &r, &lim, &d);
 	if (s) {
 		ms_report(argv[0], s, &d);

@@ -53,8 +53,9 @@ static void on_segment(void *ctx, unsigned action, uint64_t addr, uint64_t size,
 	struct rp *p = ctx;
 
 	(void)stream;
-	push_seg(&p->r->produced, &p->r->n_produced, &p->cap_produced,
-	         p->pend_frees ? p->pend_index : p->index, action, addr, size, &p->err);
+	if (!p->o->no_segment_log)
+		push_seg(&p->r->produced, &p->r->n_produced, &p->cap_produced,
+		         p->pend_frees ? p->pend_index : p->index, action, addr, size, &p->err);
 	if (action == MS_ACT_SEGMENT_FREE || action == MS_ACT_SEGMENT_UNMAP) {
 		/* matches a recorded free waiting for it, or waits for one */
 		if (p->pend_frees) {
@@ -403,16 +404,18 @@ static ms_status r_event(void *ctx, const struct ms_event *e)
 		break;
 	case MS_ACT_SEGMENT_ALLOC:
 	case MS_ACT_SEGMENT_MAP:
-		push_seg(&p->r->recorded, &p->r->n_recorded, &p->cap_recorded, p->index, e->action,
-		         e->addr, e->size, &p->err);
+		if (!p->o->no_segment_log)
+			push_seg(&p->r->recorded, &p->r->n_recorded, &p->cap_recorded, p->index,
+			         e->action, e->addr, e->size, &p->err);
 		if (!p->o->no_hints)
 			ms_model_hint_segment(p->m, e->size, e->addr,
 			                      e->action == MS_ACT_SEGMENT_MAP);
 		break;
 	case MS_ACT_SEGMENT_FREE:
 	case MS_ACT_SEGMENT_UNMAP:
-		push_seg(&p->r->recorded, &p->r->n_recorded, &p->cap_recorded, p->index, e->action,
-		         e->addr, e->size, &p->err);
+		if (!p->o->no_segment_log)
+			push_seg(&p->r->recorded, &p->r->n_recorded, &p->cap_recorded, p->index,
+			         e->action, e->addr, e->size, &p->err);
 		if (p->model_frees_unmatched) {
 			p->model_frees_unmatched--;
 		} else {

@@ -19,6 +19,8 @@ struct ms_replay_opts {
 	double fraction;        /* > 0: limit = fraction x device memory */
 	uint32_t device;        /* the device whose events are replayed */
 	int no_hints;           /* do not reuse the recorded segment addresses */
+	int no_segment_log;     /* leave result.produced and .recorded empty (they grow with the
+	                           trace; only verify and replay --json read them) */
 	/* the state before the first event (mid-run traces: rebuild.h), or NULL */
 	const struct ms_initial_state *init;
 	/*
