@@ -52,9 +52,24 @@ struct bucket {
 	uint64_t small_reserved, large_reserved;
 };
 
+/*
+ * The finer level the page switches to when zoomed in: FINE times the buckets, with only the
+ * extremes of allocated and reserved bytes (they are what zooming in is for).
+ */
+#define FINE 8
+
+struct fine {
+	uint64_t first;
+	int64_t t_ns;
+	uint64_t amin, amax, rmin, rmax;
+};
+
 struct lod {
 	uint64_t width, from, total; /* buckets cover events [from, total) */
-	struct ms_annotation *anns;  /* the trace's, collected as the replay reads them */
+	uint64_t fine_width;
+	struct fine *f;
+	size_t n_fine, cap_fine;
+	struct ms_annotation *anns; /* the trace's, collected as the replay reads them */
 	size_t n_anns, cap_anns;
 	uint64_t stream_id[MAX_STREAMS];
 	int n_streams;
@@ -86,6 +101,20 @@ static void on_event(void *ctx, uint64_t index, const struct ms_event *e, const 
 	l->prev_alloc = (int64_t)a;
 	if (index < l->from || index >= l->total)
 		return;
+	if (!l->n_fine || (index - l->from) / l->fine_width !=
+	                          (l->f[l->n_fine - 1].first - l->from) / l->fine_width) {
+		if (ms_grow(&l->f, &l->cap_fine, l->n_fine + 1, sizeof(*l->f))) {
+			l->nomem = 1;
+			return;
+		}
+		l->f[l->n_fine++] = (struct fine){index, e->t_ns, a, a, r, r};
+	} else {
+		struct fine *f = &l->f[l->n_fine - 1];
+		f->amin = a < f->amin ? a : f->amin;
+		f->amax = a > f->amax ? a : f->amax;
+		f->rmin = r < f->rmin ? r : f->rmin;
+		f->rmax = r > f->rmax ? r : f->rmax;
+	}
 	if (!l->n || (index - l->from) / l->width != (l->b[l->n - 1].first - l->from) / l->width) {
 		if (ms_grow(&l->b, &l->cap, l->n + 1, sizeof(*l->b))) {
 			l->nomem = 1;
@@ -663,6 +692,7 @@ ms_status ms_render_html(const struct ms_render_html_input *in, struct ms_buf *o
 	lod.from = lo;
 	lod.total = hi;
 	lod.width = (hi - lo) / (in->buckets ? in->buckets : 2000) + 1;
+	lod.fine_width = (hi - lo) / ((in->buckets ? in->buckets : 2000) * FINE) + 1;
 	/* the moments the segment map can show: evenly spaced, the peak, the OOM */
 	if (!(at = ms_malloc(sizeof(*at) * (moments + 2))) ||
 	    !(cells = ms_malloc(sizeof(*cells) * MS_RENDER_DOT_CELLS))) {
@@ -790,6 +820,29 @@ ms_status ms_render_html(const struct ms_render_html_input *in, struct ms_buf *o
 	ms_jsonw_arr_end(&w);
 #undef COLUMN
 	ms_jsonw_obj_end(&w);
+	/* the finer level, for zooming in */
+	ms_jsonw_key(&w, "fine");
+	ms_jsonw_obj_begin(&w);
+	ms_jsonw_key(&w, "bucket_events");
+	ms_jsonw_u64(&w, lod.fine_width);
+#define FCOLUMN(name, expr)                                \
+	do {                                               \
+		ms_jsonw_key(&w, name);                    \
+		ms_jsonw_arr_begin(&w);                    \
+		for (size_t i = 0; i < lod.n_fine; i++) {  \
+			const struct fine *fb = &lod.f[i]; \
+			ms_jsonw_i64(&w, (int64_t)(expr)); \
+		}                                          \
+		ms_jsonw_arr_end(&w);                      \
+	} while (0)
+	FCOLUMN("first", fb->first);
+	FCOLUMN("t_ms", fb->t_ns / 1000000);
+	FCOLUMN("alloc_min", fb->amin);
+	FCOLUMN("alloc_max", fb->amax);
+	FCOLUMN("res_min", fb->rmin);
+	FCOLUMN("res_max", fb->rmax);
+#undef FCOLUMN
+	ms_jsonw_obj_end(&w);
 	ms_jsonw_key(&w, "streams");
 	ms_jsonw_arr_begin(&w);
 	for (int k = 0; k < lod.n_streams && lod.n_streams > 1; k++) {
@@ -888,6 +941,7 @@ out:
 	ms_free(at);
 	ms_free(cells);
 	ms_free(lod.b);
+	ms_free(lod.f);
 	ms_free(lod.anns);
 	for (size_t i = 0; i < sites.n; i++)
 		ms_free(sites.labels[i]);

@@ -142,8 +142,9 @@
 			'#ff9da7', '#bab0ac', '#8cd17d', '#f1ce63', '#499894', '#d37295', '#86bcb6'].slice(0, seriesLabels.length),
 		xlabel: 'event', axes: axes, legend: 'always', labelsDiv: $('timeline-legend'),
 		underlayCallback: marks,
+		zoomCallback: function (x0, x1) { zoomed(x0, x1); },
 		highlightCallback: function (e, x, pts, row) {
-			var b = row, s = 'events ' + T.first[b] + '\u2013' + T.last[b] + ', t = ' +
+			var b = rowBucket ? rowBucket[row] : row, s = 'events ' + T.first[b] + '\u2013' + T.last[b] + ', t = ' +
 				(T.t_ms[b] / 1000).toFixed(3) + ' s\n' +
 				'allocated ' + fmt(T.alloc_min[b]) + ' \u2013 ' + fmt(T.alloc_max[b]) +
 				', reserved ' + fmt(T.res_min[b]) + ' \u2013 ' + fmt(T.res_max[b]) +
@@ -154,6 +155,37 @@
 		},
 		clickCallback: function (e, x) { showNearest(eventAt(x)); }
 	});
+	/*
+	 * Zoomed in to less than half of the window, the timeline draws the finer level (D.fine:
+	 * eight times the buckets, extremes of allocated and reserved), over the visible range and
+	 * as much again on each side for panning; the other series keep their coarse buckets.
+	 */
+	var FD = D.fine, NF = FD.first.length, rowBucket = null;
+	function fineX(j) { return byTime ? (FD.t_ms[j] - T.t_ms[0]) / 1000 : FD.first[j]; }
+	function zoomed(x0, x1) {
+		var full = xOf(N - 1) - xOf(0), w = x1 - x0;
+		if (!(w < full / 2) || NF <= N) {
+			if (rowBucket) {
+				rowBucket = null;
+				timeline.updateOptions({ file: rows, dateWindow: [x0, x1] });
+			}
+			return;
+		}
+		var lo = x0 - w, hi = x1 + w, out = [], map = [];
+		for (var j = 0; j < NF; j++) {
+			var x = fineX(j);
+			if ((j + 1 < NF && fineX(j + 1) < lo) || (x > hi && out.length)) continue;
+			var b = bucketOf(FD.first[j]), row = rows[b].slice();
+			row[0] = x;
+			row[1] = [FD.alloc_min[j], FD.alloc_max[j], FD.alloc_max[j]];
+			row[2] = [FD.res_min[j], FD.res_max[j], FD.res_max[j]];
+			out.push(row);
+			map.push(b);
+		}
+		rowBucket = map;
+		timeline.updateOptions({ file: out, dateWindow: [x0, x1] });
+		document.body.dataset.fineRows = String(out.length);
+	}
 	/* a switch per series */
 	seriesLabels.forEach(function (l, k) {
 		var lab = document.createElement('label'), box = document.createElement('input');
@@ -181,6 +213,7 @@
 		box.addEventListener('change', function () {
 			byTime = box.checked;
 			buildRows();
+			rowBucket = null;
 			var name = byTime ? 'seconds' : 'event';
 			timeline.updateOptions({ file: rows, xlabel: name, dateWindow: null });
 			frag.updateOptions({ file: frows, xlabel: name, dateWindow: null });
@@ -427,6 +460,20 @@
 		var after = document.body.dataset.segmap;
 		document.body.dataset.selftest = before !== after ? 'click-updated-segmap' :
 			'click-did-not-update';
+		/* a drag over a twentieth of the chart zooms in: the finer level is drawn */
+		(function () {
+			$('timeline').scrollIntoView();
+			var area = timeline.getArea(), rect = $('timeline').getBoundingClientRect();
+			var y = rect.top + area.y + area.h * 0.5, xa = rect.left + area.x + area.w * 0.40;
+			var xb = rect.left + area.x + area.w * 0.45, target = document.elementFromPoint(xa, y);
+			target.dispatchEvent(new MouseEvent('mousedown', { bubbles: true, cancelable: true, clientX: xa, clientY: y, view: window }));
+			target.dispatchEvent(new MouseEvent('mousemove', { bubbles: true, cancelable: true, clientX: xb, clientY: y, view: window }));
+			document.dispatchEvent(new MouseEvent('mouseup', { bubbles: true, cancelable: true, clientX: xb, clientY: y, view: window }));
+			document.body.dataset.selftestZoom = NF <= N ? 'no-finer-level' :
+				rowBucket ? 'finer-level-drawn' : 'finer-level-not-drawn';
+			timeline.resetZoom();
+			zoomed(xOf(0), xOf(N - 1));
+		})();
 		if (hasTime) {
 			$('by-time').click();
 			clickAt(0.75);

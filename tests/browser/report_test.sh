@@ -45,6 +45,8 @@ for name in dynamic_oom gpt_train multistream; do
 	grep -q 'data-timeline="drawn"' "$tmp/dom.html" || problems+=" timeline-not-drawn"
 	grep -q 'data-segmap="[0-9]' "$tmp/dom.html" || problems+=" segmap-not-drawn"
 	grep -q 'data-selftest="click-updated-segmap"' "$tmp/dom.html" || problems+=" click-did-not-update-segmap"
+	# a drag-zoom draws the finer level where the trace has more events than buckets
+	grep -qE 'data-selftest-zoom="(finer-level-drawn|no-finer-level)"' "$tmp/dom.html" || problems+=" zoom-did-not-draw-the-finer-level"
 	# traces with times (gpt_train, multistream): the same with the x axis in seconds
 	if [ "$name" != dynamic_oom ] && ! grep -q 'data-selftest-time="time-axis-click-updated-segmap"' "$tmp/dom.html"; then
 		problems+=" time-axis-click-did-not-update-segmap"

@@ -12,6 +12,9 @@ d = json.loads(m.group(1))
 t = d["timeline"]
 print("buckets", len(t["first"]), "of", d["bucket_events"], "events each")
 print("peak allocated", max(t["alloc_max"]), "reserved", max(t["res_max"]))
+f = d["fine"]
+print("finer level: buckets", len(f["first"]), "of", f["bucket_events"], "events each; peak allocated",
+      max(f["alloc_max"]), "reserved", max(f["res_max"]))
 print("moments", len(d["moments"]), [m["label"] for m in d["moments"] if m["label"]])
 print("oom at", d["oom"]["index"], "requested", d["oom"]["requested"])
 # the what-if rows are `memsnap whatif`'s (whatif_oom.stdout.exact has the same numbers)
