@@ -221,6 +221,19 @@ int cmd_render(int argc, const char **argv)
 		return MS_EXIT_ERROR;
 	}
 	ms_report_warnings(argv[0], &d);
+	if (!r.events_replayed) {
+		if (r.events_other_devices)
+			ms_error("%s: no events of device %u to draw; %llu events are on other "
+			         "devices "
+			         "(`memsnap info` lists them; choose one with --device)",
+			         argv[0], (unsigned)c.o.device,
+			         (unsigned long long)r.events_other_devices);
+		else
+			ms_error("%s: the trace has no events to draw", argv[0]);
+		ms_replay_result_release(&r);
+		ms_replay_cli_release(&c);
+		return MS_EXIT_ERROR;
+	}
 	/* the window: events [from, to) */
 	if (!to || to > r.events_total)
 		to = r.events_total;
