@@ -728,6 +728,13 @@ ms_status ms_render_html(const struct ms_render_html_input *in, struct ms_buf *o
 		goto out;
 	}
 	annotate(&lod, r.device);
+	if (!lod.n) {
+		s = ms__diag_set(d, MS_ERR_INVALID_ARG, -1, -1,
+		                 "no events of device %u in events [%llu, %llu): nothing to draw",
+		                 (unsigned)r.device, (unsigned long long)lo,
+		                 (unsigned long long)hi);
+		goto out;
+	}
 
 	if (!(f = open_memstream(&json, &json_len))) {
 		s = MS_ERR_NOMEM;
