@@ -1390,6 +1390,47 @@ int ms_model_check(const struct ms_model *m, struct ms_model_block *const *held,
  * (stream, pool) opens a reservation at its address, later ones are cut out of its unmapped
  * tail, and what lies between them stays unmapped.
  */
+/*
+ * One block of an imported segment (of expandable range xs or segment sg), linked after prev:
+ * a free one goes to its pool, an active one counts in the statistics. NULL: out of memory.
+ */
+static struct ms_model_block *import_block(struct ms_model *m, struct pool *p,
+                                           const struct ms_block *k, uint64_t stream, int small,
+                                           struct xseg *xs, struct mseg *sg,
+                                           struct ms_model_block *prev)
+{
+	struct ms_model_block *b = blk_new(m);
+
+	if (!b)
+		return NULL;
+	b->addr = k->addr;
+	b->size = k->size;
+	b->requested = k->requested_size;
+	b->stream = stream;
+	b->small = (uint8_t)small;
+	b->xs = xs;
+	b->seg = sg;
+	b->prev = prev;
+	if (prev)
+		prev->next = b;
+	if (k->state == MS_BLOCK_INACTIVE) {
+		b->gc_base = p->gc_clock;
+		pool_insert(p, b);
+		return b;
+	}
+	if (k->state == MS_BLOCK_ACTIVE_ALLOCATED) {
+		b->allocated = 1;
+		stat3(m->st.allocation, small, 1);
+		stat3(m->st.allocated_bytes, small, (int64_t)b->size);
+	} else {
+		b->pending = 1;
+	}
+	stat3(m->st.active, small, 1);
+	stat3(m->st.active_bytes, small, (int64_t)b->size);
+	stat3(m->st.requested_bytes, small, (int64_t)b->requested);
+	return b;
+}
+
 static ms_status import_range(struct ms_model *m, const struct ms_segment *s,
                               const struct ms_block *blocks, struct ms_model_block **out)
 {
@@ -1483,38 +1524,11 @@ static ms_status import_range(struct ms_model *m, const struct ms_segment *s,
 		prev = gap;
 	}
 	for (uint32_t i = 0; i < s->n_blocks; i++) {
-		struct ms_model_block *b = blk_new(m);
-		if (!b)
+		if (!(prev = import_block(m, p, &blocks[i], s->stream, s->is_small, xs, NULL,
+		                          prev)))
 			return MS_ERR_NOMEM;
-		b->addr = blocks[i].addr;
-		b->size = blocks[i].size;
-		b->requested = blocks[i].requested_size;
-		b->stream = s->stream;
-		b->small = s->is_small;
-		b->xs = xs;
-		b->prev = prev;
-		if (prev)
-			prev->next = b;
-		prev = b;
 		if (out)
-			out[i] = NULL;
-		if (blocks[i].state == MS_BLOCK_INACTIVE) {
-			b->gc_base = p->gc_clock;
-			pool_insert(p, b);
-			continue;
-		}
-		if (blocks[i].state == MS_BLOCK_ACTIVE_ALLOCATED) {
-			b->allocated = 1;
-			stat3(m->st.allocation, s->is_small, 1);
-			stat3(m->st.allocated_bytes, s->is_small, (int64_t)b->size);
-		} else {
-			b->pending = 1;
-		}
-		stat3(m->st.active, s->is_small, 1);
-		stat3(m->st.active_bytes, s->is_small, (int64_t)b->size);
-		stat3(m->st.requested_bytes, s->is_small, (int64_t)b->requested);
-		if (out)
-			out[i] = b;
+			out[i] = prev->in_pool ? NULL : prev;
 	}
 	m->reserved += s->total_size;
 	stat3(m->st.reserved_bytes, s->is_small, (int64_t)s->total_size);
@@ -1563,38 +1577,10 @@ ms_status ms_model_import_segment(struct ms_model *m, const struct ms_segment *s
 	if (s->total_size >= max_split(m))
 		stat_add(&m->st.oversize_segments, 1);
 	for (uint32_t i = 0; i < s->n_blocks; i++) {
-		struct ms_model_block *b = blk_new(m);
-		if (!b)
+		if (!(prev = import_block(m, p, &blocks[i], s->stream, small, NULL, sg, prev)))
 			return MS_ERR_NOMEM;
-		b->addr = blocks[i].addr;
-		b->size = blocks[i].size;
-		b->requested = blocks[i].requested_size;
-		b->stream = s->stream;
-		b->seg = sg;
-		b->small = (uint8_t)small;
-		b->prev = prev;
-		if (prev)
-			prev->next = b;
-		prev = b;
 		if (out)
-			out[i] = NULL;
-		if (blocks[i].state == MS_BLOCK_INACTIVE) {
-			b->gc_base = p->gc_clock;
-			pool_insert(p, b);
-			continue;
-		}
-		if (blocks[i].state == MS_BLOCK_ACTIVE_ALLOCATED) {
-			b->allocated = 1;
-			stat3(m->st.allocation, small, 1);
-			stat3(m->st.allocated_bytes, small, (int64_t)b->size);
-		} else {
-			b->pending = 1;
-		}
-		stat3(m->st.active, small, 1);
-		stat3(m->st.active_bytes, small, (int64_t)b->size);
-		stat3(m->st.requested_bytes, small, (int64_t)b->requested);
-		if (out)
-			out[i] = b;
+			out[i] = prev->in_pool ? NULL : prev;
 	}
 	/* split segments count their free blocks as inactive split (§7) */
 	if (s->n_blocks > 1)
