@@ -38,36 +38,51 @@ int ms_render_have_html(void)
 /* Streams drawn apart in the timeline; later ones are summed as "other streams". */
 #define MAX_STREAMS 8
 
-/* One bucket of the timeline. */
-struct bucket {
-	int64_t stream_alloc[MAX_STREAMS + 1]; /* allocated bytes per stream, at the last event */
-	int64_t ann;                           /* innermost open annotation (string id), or -1 */
-	uint64_t big_size, big_index;          /* the largest allocation requested in the bucket */
-	uint32_t big_stack;
-	uint64_t first, last; /* trace events */
-	int64_t t_ns;         /* time of the first */
-	uint64_t amin, amax, rmin, rmax, active_max;
-	/* at the last event */
-	uint64_t alloc, reserved, inactive_split, free_in_reserved, largest_free;
-	uint64_t small_reserved, large_reserved;
-};
-
 /*
  * The finer level the page switches to when zoomed in: FINE times the buckets, with only the
  * extremes of allocated and reserved bytes (they are what zooming in is for).
  */
 #define FINE 8
 
-struct fine {
+/* Events [first, ...) of one bucket: when the first began, and the extremes of allocated and
+ * reserved bytes after each. */
+struct span {
 	uint64_t first;
 	int64_t t_ns;
 	uint64_t amin, amax, rmin, rmax;
 };
 
+static void span_start(struct span *s, uint64_t index, int64_t t_ns, uint64_t a, uint64_t r)
+{
+	*s = (struct span){index, t_ns, a, a, r, r};
+}
+
+static void span_extend(struct span *s, uint64_t a, uint64_t r)
+{
+	s->amin = a < s->amin ? a : s->amin;
+	s->amax = a > s->amax ? a : s->amax;
+	s->rmin = r < s->rmin ? r : s->rmin;
+	s->rmax = r > s->rmax ? r : s->rmax;
+}
+
+/* One bucket of the timeline. */
+struct bucket {
+	struct span s;
+	int64_t stream_alloc[MAX_STREAMS + 1]; /* allocated bytes per stream, at the last event */
+	int64_t ann;                           /* innermost open annotation (string id), or -1 */
+	uint64_t big_size, big_index;          /* the largest allocation requested in the bucket */
+	uint32_t big_stack;
+	uint64_t last; /* trace event */
+	uint64_t active_max;
+	/* at the last event */
+	uint64_t alloc, reserved, inactive_split, free_in_reserved, largest_free;
+	uint64_t small_reserved, large_reserved;
+};
+
 struct lod {
 	uint64_t width, from, total; /* buckets cover events [from, total) */
 	uint64_t fine_width;
-	struct fine *f;
+	struct span *f;
 	size_t n_fine, cap_fine;
 	struct ms_annotation *anns; /* the trace's, collected as the replay reads them */
 	size_t n_anns, cap_anns;
@@ -107,25 +122,19 @@ static void on_event(void *ctx, uint64_t index, const struct ms_event *e, const 
 			l->nomem = 1;
 			return;
 		}
-		l->f[l->n_fine++] = (struct fine){index, e->t_ns, a, a, r, r};
+		span_start(&l->f[l->n_fine++], index, e->t_ns, a, r);
 	} else {
-		struct fine *f = &l->f[l->n_fine - 1];
-		f->amin = a < f->amin ? a : f->amin;
-		f->amax = a > f->amax ? a : f->amax;
-		f->rmin = r < f->rmin ? r : f->rmin;
-		f->rmax = r > f->rmax ? r : f->rmax;
+		span_extend(&l->f[l->n_fine - 1], a, r);
 	}
-	if (!l->n || (index - l->from) / l->width != (l->b[l->n - 1].first - l->from) / l->width) {
+	if (!l->n ||
+	    (index - l->from) / l->width != (l->b[l->n - 1].s.first - l->from) / l->width) {
 		if (ms_grow(&l->b, &l->cap, l->n + 1, sizeof(*l->b))) {
 			l->nomem = 1;
 			return;
 		}
 		b = &l->b[l->n++];
 		memset(b, 0, sizeof(*b));
-		b->first = index;
-		b->t_ns = e->t_ns;
-		b->amin = b->amax = a;
-		b->rmin = b->rmax = r;
+		span_start(&b->s, index, e->t_ns, a, r);
 	}
 	b = &l->b[l->n - 1];
 	b->last = index;
@@ -134,10 +143,7 @@ static void on_event(void *ctx, uint64_t index, const struct ms_event *e, const 
 		b->big_index = index;
 		b->big_stack = e->stack;
 	}
-	b->amin = a < b->amin ? a : b->amin;
-	b->amax = a > b->amax ? a : b->amax;
-	b->rmin = r < b->rmin ? r : b->rmin;
-	b->rmax = r > b->rmax ? r : b->rmax;
+	span_extend(&b->s, a, r);
 	b->active_max = act > b->active_max ? act : b->active_max;
 	b->alloc = a;
 	b->reserved = r;
@@ -172,7 +178,7 @@ static void annotate(struct lod *l, uint32_t device)
 	size_t depth = 0, k = 0;
 
 	for (size_t i = 0; i < l->n; i++) {
-		for (; k < l->n_anns && l->anns[k].event_index <= l->b[i].first; k++) {
+		for (; k < l->n_anns && l->anns[k].event_index <= l->b[i].s.first; k++) {
 			const struct ms_annotation *a = &l->anns[k];
 			if (a->device != device && a->device != UINT16_MAX)
 				continue;
@@ -769,8 +775,8 @@ ms_status ms_render_html(const struct ms_render_html_input *in, struct ms_buf *o
 	{
 		uint64_t pa = 0, pr = 0;
 		for (size_t i = 0; i < lod.n; i++) {
-			pa = lod.b[i].amax > pa ? lod.b[i].amax : pa;
-			pr = lod.b[i].rmax > pr ? lod.b[i].rmax : pr;
+			pa = lod.b[i].s.amax > pa ? lod.b[i].s.amax : pa;
+			pr = lod.b[i].s.rmax > pr ? lod.b[i].s.rmax : pr;
 		}
 		ms_jsonw_key(&w, "peak");
 		ms_jsonw_obj_begin(&w);
@@ -787,35 +793,36 @@ ms_status ms_render_html(const struct ms_render_html_input *in, struct ms_buf *o
 	/* columns of the timeline, one entry per bucket */
 	ms_jsonw_key(&w, "timeline");
 	ms_jsonw_obj_begin(&w);
-#define COLUMN(name, expr)                                  \
-	do {                                                \
-		ms_jsonw_key(&w, name);                     \
-		ms_jsonw_arr_begin(&w);                     \
-		for (size_t i = 0; i < lod.n; i++) {        \
-			const struct bucket *b = &lod.b[i]; \
-			ms_jsonw_i64(&w, (int64_t)(expr));  \
-		}                                           \
-		ms_jsonw_arr_end(&w);                       \
+/* one column of a level: rows[0 .. count) of type T, each row x giving expr */
+#define COLUMN(name, rows, count, T, expr)                 \
+	do {                                               \
+		ms_jsonw_key(&w, name);                    \
+		ms_jsonw_arr_begin(&w);                    \
+		for (size_t i = 0; i < (count); i++) {     \
+			const T *x = &(rows)[i];           \
+			ms_jsonw_i64(&w, (int64_t)(expr)); \
+		}                                          \
+		ms_jsonw_arr_end(&w);                      \
 	} while (0)
-	COLUMN("first", b->first);
-	COLUMN("last", b->last);
-	COLUMN("t_ms", b->t_ns / 1000000);
-	COLUMN("alloc_min", b->amin);
-	COLUMN("alloc_max", b->amax);
-	COLUMN("alloc", b->alloc);
-	COLUMN("res_min", b->rmin);
-	COLUMN("res_max", b->rmax);
-	COLUMN("res", b->reserved);
-	COLUMN("active_max", b->active_max);
-	COLUMN("inactive_split", b->inactive_split);
-	COLUMN("free_in_reserved", b->free_in_reserved);
-	COLUMN("largest_free", b->largest_free);
-	COLUMN("small_res", b->small_reserved);
-	COLUMN("large_res", b->large_reserved);
-	COLUMN("ann", b->ann);
-	COLUMN("big_size", b->big_size);
-	COLUMN("big_index", b->big_index);
-	COLUMN("big_site", site_of(&sites, b->big_stack));
+	COLUMN("first", lod.b, lod.n, struct bucket, x->s.first);
+	COLUMN("last", lod.b, lod.n, struct bucket, x->last);
+	COLUMN("t_ms", lod.b, lod.n, struct bucket, x->s.t_ns / 1000000);
+	COLUMN("alloc_min", lod.b, lod.n, struct bucket, x->s.amin);
+	COLUMN("alloc_max", lod.b, lod.n, struct bucket, x->s.amax);
+	COLUMN("alloc", lod.b, lod.n, struct bucket, x->alloc);
+	COLUMN("res_min", lod.b, lod.n, struct bucket, x->s.rmin);
+	COLUMN("res_max", lod.b, lod.n, struct bucket, x->s.rmax);
+	COLUMN("res", lod.b, lod.n, struct bucket, x->reserved);
+	COLUMN("active_max", lod.b, lod.n, struct bucket, x->active_max);
+	COLUMN("inactive_split", lod.b, lod.n, struct bucket, x->inactive_split);
+	COLUMN("free_in_reserved", lod.b, lod.n, struct bucket, x->free_in_reserved);
+	COLUMN("largest_free", lod.b, lod.n, struct bucket, x->largest_free);
+	COLUMN("small_res", lod.b, lod.n, struct bucket, x->small_reserved);
+	COLUMN("large_res", lod.b, lod.n, struct bucket, x->large_reserved);
+	COLUMN("ann", lod.b, lod.n, struct bucket, x->ann);
+	COLUMN("big_size", lod.b, lod.n, struct bucket, x->big_size);
+	COLUMN("big_index", lod.b, lod.n, struct bucket, x->big_index);
+	COLUMN("big_site", lod.b, lod.n, struct bucket, site_of(&sites, x->big_stack));
 	ms_jsonw_key(&w, "stream_alloc");
 	ms_jsonw_arr_begin(&w);
 	for (int k = 0; k <= lod.n_streams && lod.n_streams > 1; k++) {
@@ -825,30 +832,19 @@ ms_status ms_render_html(const struct ms_render_html_input *in, struct ms_buf *o
 		ms_jsonw_arr_end(&w);
 	}
 	ms_jsonw_arr_end(&w);
-#undef COLUMN
 	ms_jsonw_obj_end(&w);
 	/* the finer level, for zooming in */
 	ms_jsonw_key(&w, "fine");
 	ms_jsonw_obj_begin(&w);
 	ms_jsonw_key(&w, "bucket_events");
 	ms_jsonw_u64(&w, lod.fine_width);
-#define FCOLUMN(name, expr)                                \
-	do {                                               \
-		ms_jsonw_key(&w, name);                    \
-		ms_jsonw_arr_begin(&w);                    \
-		for (size_t i = 0; i < lod.n_fine; i++) {  \
-			const struct fine *fb = &lod.f[i]; \
-			ms_jsonw_i64(&w, (int64_t)(expr)); \
-		}                                          \
-		ms_jsonw_arr_end(&w);                      \
-	} while (0)
-	FCOLUMN("first", fb->first);
-	FCOLUMN("t_ms", fb->t_ns / 1000000);
-	FCOLUMN("alloc_min", fb->amin);
-	FCOLUMN("alloc_max", fb->amax);
-	FCOLUMN("res_min", fb->rmin);
-	FCOLUMN("res_max", fb->rmax);
-#undef FCOLUMN
+	COLUMN("first", lod.f, lod.n_fine, struct span, x->first);
+	COLUMN("t_ms", lod.f, lod.n_fine, struct span, x->t_ns / 1000000);
+	COLUMN("alloc_min", lod.f, lod.n_fine, struct span, x->amin);
+	COLUMN("alloc_max", lod.f, lod.n_fine, struct span, x->amax);
+	COLUMN("res_min", lod.f, lod.n_fine, struct span, x->rmin);
+	COLUMN("res_max", lod.f, lod.n_fine, struct span, x->rmax);
+#undef COLUMN
 	ms_jsonw_obj_end(&w);
 	ms_jsonw_key(&w, "streams");
 	ms_jsonw_arr_begin(&w);
