@@ -214,13 +214,8 @@ int cmd_render(int argc, const char **argv)
 
 	/* pass 1: the whole replay (the limit inference and a mid-run rebuild happen here) */
 	c.o.no_segment_log = 1;
-	s = ms_replay_cli_run(&c, argv[0], &r, &lim, &d);
-	if (s) {
-		ms_report(argv[0], s, &d);
-		ms_replay_result_release(&r);
+	if (ms_replay_cli_run_reported(&c, argv[0], &r, &lim))
 		return MS_EXIT_ERROR;
-	}
-	ms_report_warnings(argv[0], &d);
 	if (!r.events_replayed) {
 		if (r.events_other_devices)
 			ms_error("%s: no events of device %u to draw; %llu events are on other "

@@ -289,21 +289,14 @@ int cmd_replay(int argc, const char **argv)
 	struct ms_opt opts[MS_REPLAY_OPTS_MAX];
 	struct ms_replay_result r;
 	struct ms_limit_range lim;
-	struct ms_diag d = MS_DIAG_INIT;
-	ms_status s;
 
 	ms_replay_cli_init(&c, opts, &json);
 	n = ms_parse_options(argc, argv, opts, usage);
 	if (n != 1)
 		ms_usage_error(opts, usage, n ? "one trace at a time" : "no trace given");
 	ms_replay_cli_check(&c, opts, usage);
-	s = ms_replay_cli_run(&c, argv[0], &r, &lim, &d);
-	if (s) {
-		ms_report(argv[0], s, &d);
-		ms_replay_result_release(&r);
+	if (ms_replay_cli_run_reported(&c, argv[0], &r, &lim))
 		return MS_EXIT_ERROR;
-	}
-	ms_report_warnings(argv[0], &d);
 	if (json)
 		json_report(argv[0], &r, &lim);
 	else

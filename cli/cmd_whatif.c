@@ -84,11 +84,8 @@ int cmd_whatif(int argc, const char **argv)
 		ms_usage_error(opts, usage,
 		               "whatif tries settings itself: give them with --configs");
 	/* the limit: given, recorded, or inferred from recorded OOMs (as replay does) */
-	s = ms_replay_cli_run(&c, argv[0], &first, &lim, &d);
-	if (s) {
-		ms_report(argv[0], s, &d);
+	if (ms_replay_cli_run_reported(&c, argv[0], &first, &lim))
 		return MS_EXIT_ERROR;
-	}
 	if (!c.o.limit && first.limit)
 		c.o.limit = first.limit;
 	ms_replay_result_release(&first);

@@ -156,3 +156,18 @@ void ms_replay_cli_release(struct ms_replay_cli *c)
 	ms_initial_state_release(&c->init);
 	c->o.init = NULL;
 }
+
+int ms_replay_cli_run_reported(struct ms_replay_cli *c, const char *path,
+                               struct ms_replay_result *r, struct ms_limit_range *lim)
+{
+	struct ms_diag d = MS_DIAG_INIT;
+	ms_status s = ms_replay_cli_run(c, path, r, lim, &d);
+
+	if (s) {
+		ms_report(path, s, &d);
+		ms_replay_result_release(r);
+		return MS_EXIT_ERROR;
+	}
+	ms_report_warnings(path, &d);
+	return MS_EXIT_OK;
+}

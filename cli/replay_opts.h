@@ -29,6 +29,13 @@ struct ms_limit_range {
 ms_status ms_replay_cli_run(struct ms_replay_cli *c, const char *path, struct ms_replay_result *r,
                             struct ms_limit_range *lim, struct ms_diag *d);
 
+/*
+ * ms_replay_cli_run for a command's own trace: its error reported (r released) or its
+ * warnings printed. Returns MS_EXIT_OK or MS_EXIT_ERROR.
+ */
+int ms_replay_cli_run_reported(struct ms_replay_cli *c, const char *path,
+                               struct ms_replay_result *r, struct ms_limit_range *lim);
+
 /* Release what ms_replay_cli_run kept in c (a rebuilt state); c can run again afterwards. */
 void ms_replay_cli_release(struct ms_replay_cli *c);
 
