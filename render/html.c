@@ -4,7 +4,7 @@
  * of the trace collects:
  *   - the timeline in buckets of consecutive events, each with the minimum and maximum of
  *     allocated and reserved bytes (so no peak is lost however long the trace), the most
- *     active bytes, and at its last event the fragmentation figures;
+ *     active bytes, and the fragmentation figures;
  *   - the state (segments and blocks) at evenly spaced moments, at the peak and at the OOM,
  *     which the page draws as the segment map for the moment nearest a click;
  *   - the OOM, the largest allocations and the top sites at the peak.
@@ -75,8 +75,8 @@ struct bucket {
 	uint64_t last; /* trace event */
 	uint64_t active_max;
 	/* at the last event */
-	uint64_t alloc, reserved, inactive_split, free_in_reserved, largest_free;
-	uint64_t small_reserved, large_reserved;
+	uint64_t alloc, reserved, inactive_split, small_reserved, large_reserved;
+	uint64_t free_in_reserved, largest_free; /* at the first event */
 };
 
 struct lod {
@@ -148,13 +148,15 @@ static void on_event(void *ctx, uint64_t index, const struct ms_event *e, const 
 	b->alloc = a;
 	b->reserved = r;
 	memcpy(b->stream_alloc, l->stream_cur, sizeof(b->stream_alloc));
-	/* the costlier figures once per bucket, at its last event */
-	if ((index - l->from) % l->width == l->width - 1 || index + 1 == l->total) {
-		b->inactive_split = (uint64_t)st->inactive_split_bytes[MS_POOL_ALL].current;
-		b->small_reserved = (uint64_t)st->reserved_bytes[MS_POOL_SMALL].current;
-		b->large_reserved = (uint64_t)st->reserved_bytes[MS_POOL_LARGE].current;
+	b->inactive_split = (uint64_t)st->inactive_split_bytes[MS_POOL_ALL].current;
+	b->small_reserved = (uint64_t)st->reserved_bytes[MS_POOL_SMALL].current;
+	b->large_reserved = (uint64_t)st->reserved_bytes[MS_POOL_LARGE].current;
+	/*
+	 * The free space walks the pools: once per bucket, at its first event (its last is not
+	 * known in time: the trace may go on with other devices' events)
+	 */
+	if (b->s.first == index)
 		ms_model_free_space(m, &b->free_in_reserved, &b->largest_free);
-	}
 }
 
 /*
