@@ -20,12 +20,6 @@ static const char *const usage[] = {
         NULL,
 };
 
-static int ends_with(const char *s, const char *suf)
-{
-	size_t a = strlen(s), b = strlen(suf);
-	return a >= b && strcmp(s + a - b, suf) == 0;
-}
-
 int cmd_convert(int argc, const char **argv)
 {
 	const char *out = NULL, *format = NULL;
@@ -56,7 +50,7 @@ int cmd_convert(int argc, const char **argv)
 		ms_usage_error(opts, usage, "--format must be zst or json");
 	if (level < 1 || level > 22)
 		ms_usage_error(opts, usage, "--level must be 1 to 22");
-	json = format ? strcmp(format, "json") == 0 : ends_with(out, ".json");
+	json = format ? strcmp(format, "json") == 0 : ms_ends_with(out, ".json");
 	if (strcmp(out, "-") == 0) {
 		f = stdout;
 		tty_json = 1;

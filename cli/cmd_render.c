@@ -43,12 +43,6 @@ static const char *const usage[] = {
         NULL,
 };
 
-static int ends_with(const char *s, const char *suffix)
-{
-	size_t n = strlen(s), k = strlen(suffix);
-	return n >= k && strcmp(s + n - k, suffix) == 0;
-}
-
 /* data into path through a temporary file in the same directory, renamed into place. */
 static int write_whole(const char *path, const char *data, size_t len)
 {
@@ -180,11 +174,11 @@ int cmd_render(int argc, const char **argv)
 		ms_usage_error(opts, usage, n ? "one trace at a time" : "no trace given");
 	ms_replay_cli_check(&c, opts, usage);
 	if (!format)
-		format = !out                                              ? "txt"
-		         : ends_with(out, ".dot") || ends_with(out, ".gv") ? "dot"
-		         : ends_with(out, ".svg")                          ? "svg"
-		         : ends_with(out, ".html")                         ? "html"
-		                                                           : "txt";
+		format = !out                                                    ? "txt"
+		         : ms_ends_with(out, ".dot") || ms_ends_with(out, ".gv") ? "dot"
+		         : ms_ends_with(out, ".svg")                             ? "svg"
+		         : ms_ends_with(out, ".html")                            ? "html"
+		                                                                 : "txt";
 	if (strcmp(format, "html") && strcmp(format, "txt") && strcmp(format, "dot") &&
 	    strcmp(format, "svg"))
 		ms_usage_error(opts, usage, "--format must be html, txt, dot or svg");

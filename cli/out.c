@@ -3,6 +3,7 @@
 
 #include <stdarg.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <cjson/cJSON.h>
 
@@ -73,4 +74,10 @@ void ms_json_i64(struct cJSON *o, const char *key, int64_t v)
 
 	snprintf(buf, sizeof(buf), "%lld", (long long)v);
 	cJSON_AddRawToObject(o, key, buf);
+}
+
+int ms_ends_with(const char *s, const char *suffix)
+{
+	size_t a = strlen(s), b = strlen(suffix);
+	return a >= b && strcmp(s + a - b, suffix) == 0;
 }

@@ -34,4 +34,7 @@ void ms_report_warnings(const char *path, const struct ms_diag *d);
 struct cJSON;
 void ms_json_u64(struct cJSON *o, const char *key, uint64_t v);
 void ms_json_i64(struct cJSON *o, const char *key, int64_t v);
+/* Does file name s end with suffix (".json", ".html")? */
+int ms_ends_with(const char *s, const char *suffix);
+
 #endif

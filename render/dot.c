@@ -23,8 +23,7 @@
 #define COLOR_FREE    "#e8e8e8"
 #define COLOR_OOM     "#e15759"
 
-/* Text inside an HTML-like label or attribute: &, <, >, " escaped, controls dropped. */
-static ms_status put_esc(struct ms_buf *o, const char *s)
+ms_status ms_render_escape(struct ms_buf *o, const char *s)
 {
 	for (; *s; s++) {
 		switch (*s) {
@@ -133,7 +132,7 @@ static ms_status cell_td(struct ms_buf *o, const struct ms_render_input *in,
 		if (k != 3 && in->syms && x->stack && x->stack < ms_symtab_nstacks(in->syms)) {
 			ms_stack_label(in->syms, x->stack, site, sizeof(site));
 			MS_TRY(ms_buf_append(o, " at ", 4));
-			MS_TRY(put_esc(o, site));
+			MS_TRY(ms_render_escape(o, site));
 		}
 	} else {
 		MS_TRY(ms_buf_printf(o, "0x%llx: %zu blocks, %s",
@@ -182,7 +181,7 @@ ms_status ms_render_dot(const struct ms_render_input *in, struct ms_buf *o)
 
 	ms_render_title(in, t, sizeof(t));
 	MS_TRY(ms_buf_printf(o, "digraph memsnap {\n\tgraph [label=\""));
-	MS_TRY(put_esc(o, t));
+	MS_TRY(ms_render_escape(o, t));
 	MS_TRY(ms_buf_printf(
 	        o,
 	        "\\nallocated %s, reserved %s, inactive split %s; %zu segments\", labelloc=t, "

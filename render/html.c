@@ -638,18 +638,6 @@ static ms_status append_script_safe(struct ms_buf *out, const char *data, size_t
 	return ms_buf_append(out, data + from, len - from);
 }
 
-static ms_status put_text(struct ms_buf *o, const char *s)
-{
-	for (; *s; s++) {
-		const char *e = *s == '<'   ? "&lt;"
-		                : *s == '>' ? "&gt;"
-		                : *s == '&' ? "&amp;"
-		                            : NULL;
-		MS_TRY(e ? ms_buf_append(o, e, strlen(e)) : ms_buf_append(o, s, 1));
-	}
-	return MS_OK;
-}
-
 ms_status ms_render_html(const struct ms_render_html_input *in, struct ms_buf *out,
                          struct ms_diag *d)
 {
@@ -928,7 +916,8 @@ ms_status ms_render_html(const struct ms_render_html_input *in, struct ms_buf *o
 	                       "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src "
 	                       "'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
 	                       "img-src data:\">\n<title>memsnap: ")) ||
-	    (s = put_text(out, in->source)) || (s = ms_buf_printf(out, "</title>\n<style>\n")) ||
+	    (s = ms_render_escape(out, in->source)) ||
+	    (s = ms_buf_printf(out, "</title>\n<style>\n")) ||
 	    (s = ms_buf_append(out, ms_asset_dygraphs_css, ms_asset_dygraphs_css_len)) ||
 	    (s = ms_buf_append(out, ms_asset_report_css, ms_asset_report_css_len)) ||
 	    (s = ms_buf_printf(out, "</style>\n</head>\n<body>\n")) ||

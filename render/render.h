@@ -73,6 +73,10 @@ int ms_render_have_html(void);
 ms_status ms_render_html(const struct ms_render_html_input *in, struct ms_buf *out,
                          struct ms_diag *d);
 
+/* s as text inside HTML (or a DOT HTML-like label or attribute): &, <, >, " escaped, control
+ * characters dropped. */
+ms_status ms_render_escape(struct ms_buf *out, const char *s);
+
 /* The heading both formats share: "<source>: <moment> (event N): ..." into buf. */
 void ms_render_title(const struct ms_render_input *in, char *buf, size_t cap);
 
