@@ -1,6 +1,8 @@
 /* Shared helpers of the unit tests. */
 #include "helpers.h"
 
+#include <cjson/cJSON.h>
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -120,4 +122,23 @@ long th_events_diff(const struct ms_trace *a, const struct ms_trace *b)
 			return 1000000000L + (long)i;
 	}
 	return -1;
+}
+
+struct cJSON *th_truth(const char *name)
+{
+	char path[1024];
+	size_t n;
+	char *s;
+	cJSON *j;
+
+	snprintf(path, sizeof(path), "%s/snapshots/%s.truth.json", MS_TESTDATA, name);
+	if (!(s = th_read_file(path, &n))) {
+		snprintf(path, sizeof(path), "%s/%s.truth.json", MS_SHARED_TESTDATA, name);
+		s = th_read_file(path, &n);
+	}
+	if (!s)
+		return NULL;
+	j = cJSON_Parse(s);
+	free(s);
+	return j;
 }

@@ -14,6 +14,10 @@ const char *th_snapshot_path(const char *name);
 char *th_read_file(const char *path, size_t *len);
 /* Write bytes to a new temporary file; returns its path (static buffer). */
 const char *th_write_temp(const void *data, size_t len, const char *suffix);
+/* The truth file of a real trace NAME (what PyTorch reported), bundled or shared; NULL if
+ * absent. Free with cJSON_Delete. */
+struct cJSON;
+struct cJSON *th_truth(const char *name);
 /* Deterministic pseudo-random numbers. */
 uint64_t th_rand(uint64_t *state);
 /* Compare two traces' events and annotations; returns the first differing index or -1. */

@@ -245,21 +245,11 @@ Test(render, dot_escapes_labels)
  */
 static uint64_t truth_stat(const char *name, const char *key)
 {
-	char path[1024];
-	size_t n;
-	char *text;
-	cJSON *j, *v;
+	cJSON *j = th_truth(name), *v;
 	uint64_t out = 0;
 
-	snprintf(path, sizeof(path), "%s/snapshots/%s.truth.json", MS_TESTDATA, name);
-	if (!(text = th_read_file(path, &n))) {
-		snprintf(path, sizeof(path), "%s/%s.truth.json", MS_SHARED_TESTDATA, name);
-		text = th_read_file(path, &n);
-	}
-	if (!text)
+	if (!j)
 		return 0;
-	j = cJSON_Parse(text);
-	free(text);
 	v = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(j, "stats"), key);
 	if (cJSON_IsNumber(v))
 		out = (uint64_t)v->valuedouble;

@@ -316,26 +316,6 @@ Test(model, oom_message_format)
 }
 
 /* The real traces: the replay's peaks and counters equal what PyTorch reported. */
-static cJSON *truth(const char *name)
-{
-	char path[1024];
-	size_t n;
-	char *s;
-	cJSON *j;
-
-	snprintf(path, sizeof(path), "%s/snapshots/%s.truth.json", MS_TESTDATA, name);
-	s = th_read_file(path, &n);
-	if (!s) {
-		snprintf(path, sizeof(path), "%s/%s.truth.json", MS_SHARED_TESTDATA, name);
-		s = th_read_file(path, &n);
-	}
-	if (!s)
-		return NULL;
-	j = cJSON_Parse(s);
-	free(s);
-	return j;
-}
-
 static uint64_t tnum(const cJSON *t, const char *k)
 {
 	const cJSON *v =
@@ -355,7 +335,7 @@ static void check_trace(const char *name)
 
 	if (!path)
 		cr_skip_test("%s not found", name);
-	t = truth(name);
+	t = th_truth(name);
 	cr_assert(t);
 	memset(&o, 0, sizeof(o));
 	v = cJSON_GetObjectItemCaseSensitive(t, "limit_bytes");
@@ -527,7 +507,7 @@ static void check_mid_run(const char *name, uint64_t from)
 		cr_assert(r.produced[i].action == r.recorded[i].action &&
 		                  r.produced[i].size == r.recorded[i].size,
 		          "segment event %zu differs", i);
-	tr = truth(name);
+	tr = th_truth(name);
 	cr_assert_eq((uint64_t)r.stats.reserved_bytes[0].current,
 	             tnum(tr, "reserved_bytes.all.current"));
 	cr_assert_eq((uint64_t)r.stats.allocated_bytes[0].current,
