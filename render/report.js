@@ -321,21 +321,28 @@
 			bs[b].className = Number(bs[b].dataset.k) === k ? 'on' : '';
 		document.body.dataset.segmap = String(m.index);
 	}
-	canvas.addEventListener('mousemove', function (e) {
-		var r = canvas.getBoundingClientRect(), x = e.clientX - r.left, y = e.clientY - r.top;
-		for (var i = 0; i < hit.length; i++) {
-			var h = hit[i];
-			if (y >= h.y && y < h.y + ROW && x >= h.x0 && x < h.x1) {
-				text(tip, h.text);
-				tip.hidden = false;
-				tip.style.left = (e.clientX + 12) + 'px';
-				tip.style.top = (e.clientY + 12) + 'px';
-				return;
-			}
+	/* the box of boxes() (rows of height rowH on canvas el) under the pointer of event e */
+	function boxAt(el, boxes, rowH, e) {
+		var r = el.getBoundingClientRect(), x = e.clientX - r.left, y = e.clientY - r.top;
+		for (var i = 0; i < boxes.length; i++) {
+			var h = boxes[i];
+			if (y >= h.y && y < h.y + rowH && x >= h.x0 && x < h.x1) return h;
 		}
-		tip.hidden = true;
-	});
-	canvas.addEventListener('mouseleave', function () { tip.hidden = true; });
+		return null;
+	}
+	/* hovering a box of canvas el shows textOf(box) in the tooltip */
+	function tooltip(el, boxes, rowH, textOf) {
+		el.addEventListener('mousemove', function (e) {
+			var h = boxAt(el, boxes(), rowH, e);
+			tip.hidden = !h;
+			if (!h) return;
+			text(tip, textOf(h));
+			tip.style.left = (e.clientX + 12) + 'px';
+			tip.style.top = (e.clientY + 12) + 'px';
+		});
+		el.addEventListener('mouseleave', function () { tip.hidden = true; });
+	}
+	tooltip(canvas, function () { return hit; }, ROW, function (h) { return h.text; });
 
 	/* buttons: the named moments, then the end */
 	M.forEach(function (m, k) {
@@ -405,34 +412,14 @@
 		flame.dataset.root = root[0];
 	}
 	if (F) {
-		var flameTop = F;
 		drawFlame(F);
-		flame.addEventListener('mousemove', function (e) {
-			var r = flame.getBoundingClientRect(), x = e.clientX - r.left, y = e.clientY - r.top;
-			for (var i = 0; i < fhit.length; i++) {
-				var h = fhit[i];
-				if (x >= h.x0 && x < h.x1 && y >= h.y && y < h.y + 17) {
-					text(tip, h.node[0] + '\n' + fmt(h.node[1]) + ' (' +
-						(100 * h.node[1] / F[1]).toFixed(1) + '% of the stacked bytes)');
-					tip.hidden = false;
-					tip.style.left = (e.clientX + 12) + 'px';
-					tip.style.top = (e.clientY + 12) + 'px';
-					return;
-				}
-			}
-			tip.hidden = true;
+		tooltip(flame, function () { return fhit; }, 17, function (h) {
+			return h.node[0] + '\n' + fmt(h.node[1]) + ' (' +
+				(100 * h.node[1] / F[1]).toFixed(1) + '% of the stacked bytes)';
 		});
-		flame.addEventListener('mouseleave', function () { tip.hidden = true; });
 		flame.addEventListener('click', function (e) {
-			var r = flame.getBoundingClientRect(), x = e.clientX - r.left, y = e.clientY - r.top;
-			for (var i = 0; i < fhit.length; i++) {
-				var h = fhit[i];
-				if (x >= h.x0 && x < h.x1 && y >= h.y && y < h.y + 17) {
-					flameTop = h.y === 0 ? F : h.node;
-					drawFlame(flameTop);
-					return;
-				}
-			}
+			var h = boxAt(flame, fhit, 17, e);
+			if (h) drawFlame(h.y === 0 ? F : h.node);
 		});
 	} else {
 		flame.hidden = true;
