@@ -677,6 +677,17 @@ static ms_status record(struct rd *r, const msgpack_object *a)
 		return MS_OK;
 	case MS_REC_ANNOTATION:
 		return annotation_record(r, a);
+	case MS_REC_DROPPED: {
+		int64_t dt = ms_mpk_i64(ms_mpk_field(a, 1), 0, &b);
+		uint64_t n = ms_mpk_u64(ms_mpk_field(a, 2), 0, &b);
+		if (b)
+			return BADREC(r, "DROPPED");
+		r->t += dt;
+		if (!r->info.dropped_events)
+			r->info.first_drop_event = r->info.n_events;
+		r->info.dropped_events += n;
+		return MS_OK;
+	}
 	}
 	if (type <= MS_REC_MANDATORY_MAX)
 		return ms__diag_set(r->diag, MS_ERR_VERSION, r->frame_off,
@@ -1040,6 +1051,12 @@ ms_status ms_zst_read(const void *data, size_t len, const struct ms_read_opts *o
 	else if (!r.info.has_end && !r.info.stopped)
 		ms__diag_warn(diag, "no END record: trace may be truncated; %llu events readable",
 		              (unsigned long long)r.info.n_events);
+	if (r.info.dropped_events)
+		ms__diag_warn(diag,
+		              "the recorder dropped %llu events (first before event %llu): "
+		              "replay may diverge from there",
+		              (unsigned long long)r.info.dropped_events,
+		              (unsigned long long)r.info.first_drop_event);
 	if (sink->end)
 		s = sink->end(sink->ctx, r.info.n_events);
 out:

@@ -32,6 +32,8 @@ struct ms_zst_info {
 	int used_index;            /* the window was found through the index */
 	int stopped;               /* reading stopped at the end of the window */
 	uint64_t skipped_optional; /* optional records of unknown type */
+	uint64_t dropped_events;   /* sum of DROPPED records: events the recorder lost */
+	uint64_t first_drop_event; /* events before the first DROPPED record */
 	uint64_t end_by_action[MS_ACT_COUNT];
 };
 

@@ -307,9 +307,19 @@ static ms_status pack_stream_def(struct ms_writer *w, uint64_t idx)
 	return MS_OK;
 }
 
+static ms_status check_open(struct ms_writer *w);
+
 /* Write the definitions created in the symtab since the last call. */
 static ms_status sync_defs(struct ms_writer *w)
 {
+	if (w->o.manual_defs)
+		return MS_OK;
+	return ms_writer_sync_defs(w);
+}
+
+ms_status ms_writer_sync_defs(struct ms_writer *w)
+{
+	MS_TRY(check_open(w));
 	for (; w->strs_out < ms_symtab_nstrs(w->syms); w->strs_out++)
 		MS_TRY(pack_str_def(w, w->strs_out));
 	for (; w->frames_out < ms_symtab_nframes(w->syms); w->frames_out++)
@@ -455,6 +465,20 @@ ms_status ms_writer_annotation(struct ms_writer *w, const struct ms_annotation *
 	PK(msgpack_pack_uint8(&w->pk, a->kind));
 	PK(msgpack_pack_uint32(&w->pk, a->name));
 	PK(msgpack_pack_uint16(&w->pk, a->device));
+	w->t = tk;
+	return MS_OK;
+}
+
+ms_status ms_writer_dropped(struct ms_writer *w, int64_t t_ns, uint64_t n)
+{
+	int64_t tk = t_ns / (int64_t)w->o.time_unit_ns;
+
+	MS_TRY(check_open(w));
+	MS_TRY(sync_defs(w));
+	PK(msgpack_pack_array(&w->pk, 3));
+	PK(msgpack_pack_uint8(&w->pk, MS_REC_DROPPED));
+	PK(msgpack_pack_int64(&w->pk, tk - w->t));
+	PK(msgpack_pack_uint64(&w->pk, n));
 	w->t = tk;
 	return MS_OK;
 }

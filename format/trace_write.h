@@ -18,10 +18,16 @@ struct ms_writer_opts {
 	uint32_t time_unit_ns; /* tick length; 0 = the META's time_unit_ns, else 1 */
 	const char *producer;  /* NULL = "memsnap" */
 	const char *source;    /* NULL = "" */
+	/*
+	 * 0: every record first writes the symtab's new definitions. 1: only
+	 * ms_writer_sync_defs() does, so that another thread may intern into the
+	 * symtab while records are written (the recorder, under its lock).
+	 */
+	int manual_defs;
 };
-#define MS_WRITER_OPTS_INIT         \
-	{                           \
-		0, 0, 0, NULL, NULL \
+#define MS_WRITER_OPTS_INIT            \
+	{                              \
+		0, 0, 0, NULL, NULL, 0 \
 	}
 
 struct ms_writer;
@@ -39,6 +45,10 @@ ms_status ms_writer_event(struct ms_writer *w, const struct ms_event *e);
 ms_status ms_writer_annotation(struct ms_writer *w, const struct ms_annotation *a);
 ms_status ms_writer_segment(struct ms_writer *w, const struct ms_segment *s,
                             const struct ms_block *blocks);
+/* Write the definitions interned in the symtab since the last call (manual_defs). */
+ms_status ms_writer_sync_defs(struct ms_writer *w);
+/* A DROPPED record: n events were lost at about time t_ns (the recorder shed load). */
+ms_status ms_writer_dropped(struct ms_writer *w, int64_t t_ns, uint64_t n);
 /* Compress what is buffered into a frame and write it (the recorder's periodic flush). */
 ms_status ms_writer_flush(struct ms_writer *w);
 /* Flush, then write the trailer (META, definitions, INDEX, END) and the footer. */

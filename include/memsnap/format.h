@@ -6,7 +6,7 @@
 #define MEMSNAP_FORMAT_H
 
 #define MS_FORMAT_MAJOR 1
-#define MS_FORMAT_MINOR 0
+#define MS_FORMAT_MINOR 1
 
 #define MS_HEADER_FRAME_MAGIC 0x184D2A5DU /* zstd skippable frame holding the header */
 #define MS_FOOTER_FRAME_MAGIC 0x184D2A5EU /* zstd skippable frame holding the footer */
@@ -36,6 +36,7 @@ enum ms_record_type {
 	MS_REC_EVENT_LAST = 24,
 	/* Optional records (64-127): an unknown one is skipped. */
 	MS_REC_ANNOTATION = 64,
+	MS_REC_DROPPED = 65, /* since 1.1 */
 };
 #define MS_REC_MANDATORY_MAX 63
 #define MS_REC_OPTIONAL_MAX  127
