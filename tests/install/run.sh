@@ -1,0 +1,51 @@
+#!/bin/bash
+# cmake --install the recorder into a scratch prefix, then build a program outside the project
+# against it with pkg-config (shared and static) and with its CMake package (shared and
+# static); every build must run and write a trace that memsnap reads with 1000 events.
+# usage: run.sh BUILD_DIR MEMSNAP SOURCE_DIR
+set -euo pipefail
+build=$1 memsnap=$2 src=$3
+work=$(mktemp -d "${TMPDIR:-/tmp}/msr-install.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+prefix=$work/prefix
+cc=${CC:-cc}
+
+cmake --install "$build" --prefix "$prefix" >"$work/install.log"
+for f in include/memsnap/recorder.h; do
+	test -f "$prefix/$f" || { echo "FAIL: $f not installed"; exit 1; }
+done
+libdir=$(dirname "$(find "$prefix" -name 'libmemsnap_recorder.so' | head -1)")
+test -f "$libdir/libmemsnap_recorder.a" || { echo "FAIL: static library not installed"; exit 1; }
+test -f "$libdir/pkgconfig/memsnap-recorder.pc" || { echo "FAIL: no pkg-config file"; exit 1; }
+# only msr_* leave the shared library
+if nm -D --defined-only "$libdir/libmemsnap_recorder.so" | awk '$2 ~ /[TDB]/ {print $3}' |
+	grep -v '^msr_' | grep -v '^MEMSNAP_RECORDER' | grep .; then
+	echo "FAIL: symbols other than msr_* exported"; exit 1
+fi
+
+check() { # name binary
+	"$2" "$work/$1.zst" >/dev/null
+	n=$("$memsnap" info --json "$work/$1.zst" | sed -n 's/.*"events_total":[[:space:]]*\([0-9]*\).*/\1/p')
+	[ "$n" = 1000 ] || { echo "FAIL: $1: $n events, expected 1000"; exit 1; }
+	echo "ok: $1"
+}
+
+export PKG_CONFIG_PATH=$libdir/pkgconfig
+# shellcheck disable=SC2046
+"$cc" -o "$work/pc_shared" "$src/tests/install/consumer/example.c" \
+	$(pkg-config --cflags --libs memsnap-recorder) -Wl,-rpath,"$libdir"
+check pc_shared "$work/pc_shared"
+# shellcheck disable=SC2046
+"$cc" -o "$work/pc_static" "$src/tests/install/consumer/example.c" \
+	$(pkg-config --static --cflags memsnap-recorder) "$libdir/libmemsnap_recorder.a" \
+	$(pkg-config --static --libs-only-l memsnap-recorder | sed 's/-lmemsnap_recorder//')
+if ldd "$work/pc_static" | grep -q memsnap_recorder; then
+	echo "FAIL: the static build links the shared library"; exit 1
+fi
+check pc_static "$work/pc_static"
+
+cmake -S "$src/tests/install/consumer" -B "$work/cmake" -DCMAKE_PREFIX_PATH="$prefix" \
+	-DCMAKE_C_COMPILER="$cc" >"$work/cmake.log" 2>&1 || { cat "$work/cmake.log"; exit 1; }
+cmake --build "$work/cmake" >>"$work/cmake.log" 2>&1 || { cat "$work/cmake.log"; exit 1; }
+check cmake_shared "$work/cmake/example_shared"
+check cmake_static "$work/cmake/example_static"
