@@ -20,7 +20,7 @@ test-deps:
 
 build: deps
 	@cmake -S . -B $(BUILD) -DMEMSNAP_WERROR=ON >$(BUILD).configure.log 2>&1 || (cat $(BUILD).configure.log; exit 1)
-	@grep -A14 "feature summary" $(BUILD).configure.log | sed 's/^-- //'
+	@grep -A15 "feature summary" $(BUILD).configure.log | sed 's/^-- //'
 	@cmake --build $(BUILD) -j $(JOBS)
 
 demo: build

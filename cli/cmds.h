@@ -13,6 +13,7 @@ int cmd_convert(int argc, const char **argv);
 int cmd_diff(int argc, const char **argv);
 int cmd_help(int argc, const char **argv);
 int cmd_info(int argc, const char **argv);
+int cmd_record(int argc, const char **argv);
 int cmd_render(int argc, const char **argv);
 int cmd_replay(int argc, const char **argv);
 int cmd_stats(int argc, const char **argv);

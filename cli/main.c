@@ -13,6 +13,7 @@ struct cmd {
 };
 
 static const struct cmd commands[] = {
+        {"record", cmd_record, "run a program and stream its GPU memory events into a trace"},
         {"info", cmd_info, "what a trace or snapshot holds: format, devices, events, streams"},
         {"stats", cmd_stats, "peaks, live allocations at the end, top sites; one row per file"},
         {"convert", cmd_convert, "PyTorch snapshot (pickle/JSON) to .zst, .zst to JSON"},

@@ -959,6 +959,13 @@ int msr_open(const char *path, const struct msr_options *o, struct msr **out)
 	return rc;
 }
 
+int msr_finish(struct msr *r)
+{
+	if (!r)
+		return -EINVAL;
+	return stop(r);
+}
+
 int msr_close(struct msr *r)
 {
 	int err;

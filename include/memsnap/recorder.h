@@ -152,6 +152,13 @@ MSR_API int msr_flush(struct msr *r);
 MSR_API uint64_t msr_dropped(const struct msr *r);
 
 /*
+ * Stop recording and finish the trace (index, END); r stays allocated, and
+ * later calls on it return -ESHUTDOWN, until msr_close(). For a recorder that
+ * other threads may still hold (msr_global()). Returns the first write error.
+ */
+MSR_API int msr_finish(struct msr *r);
+
+/*
  * Write everything, finish the trace (index, END) and free r. No other
  * thread may use r during or after the call. Returns the first write error.
  */

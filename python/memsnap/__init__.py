@@ -1,0 +1,267 @@
+"""Record every CUDA memory event of a PyTorch program into a memsnap trace.
+
+    import memsnap
+    memsnap.record("trace.zst")            # or: memsnap record -o trace.zst -- python train.py
+    for i, batch in enumerate(loader):
+        with memsnap.phase("forward"):
+            loss = model(batch)
+        memsnap.step(i)
+
+Events stream to the file as they happen (a frame at least every 100 ms), from
+PyTorch's caching allocator through its trace tracker, and from raw CUDA calls
+when the process runs under `memsnap record` (the LD_PRELOAD interposer). The
+trace is finished at exit; `memsnap replay/render trace.zst` read it.
+
+This module needs the libraries built with memsnap: libmemsnap_recorder and
+libmemsnap_torch, found in $MEMSNAP_LIBDIR or next to this package.
+"""
+
+import contextlib
+import ctypes
+import os
+import threading
+
+__all__ = ["record", "stop", "flush", "phase", "step", "mark", "is_recording", "dropped"]
+
+MSR_F_SIGNALS = 1
+MSR_F_ATEXIT = 2
+_ANN_PHASE, _ANN_STEP = 1, 2
+_START, _END, _MARK = 0, 1, 2
+
+
+class _Device(ctypes.Structure):
+    _fields_ = [("index", ctypes.c_uint32), ("name", ctypes.c_char_p),
+                ("total_memory", ctypes.c_uint64)]
+
+
+class _Settings(ctypes.Structure):
+    _fields_ = [("alloc_conf", ctypes.c_char_p), ("max_split_size", ctypes.c_int64),
+                ("garbage_collection_threshold", ctypes.c_double),
+                ("expandable_segments", ctypes.c_int),
+                ("release_lock_on_cudamalloc", ctypes.c_int),
+                ("pinned_use_cuda_host_register", ctypes.c_int),
+                ("graph_capture_record_stream_reuse", ctypes.c_int),
+                ("pinned_num_register_threads", ctypes.c_int64),
+                ("roundup_power2_divisions", ctypes.c_uint32 * 16)]
+
+
+class _Options(ctypes.Structure):
+    _fields_ = [("size", ctypes.c_uint32), ("flags", ctypes.c_uint),
+                ("flush_ms", ctypes.c_uint), ("ring_events", ctypes.c_uint),
+                ("max_threads", ctypes.c_uint), ("level", ctypes.c_int),
+                ("producer", ctypes.c_char_p), ("torch_version", ctypes.c_char_p),
+                ("limit_bytes", ctypes.c_int64), ("devices", ctypes.POINTER(_Device)),
+                ("n_devices", ctypes.c_uint), ("settings", ctypes.POINTER(_Settings))]
+
+
+_lock = threading.Lock()
+_lib = None      # libmemsnap_recorder
+_plugin = None   # libmemsnap_torch
+_rec = None      # the struct msr * this module opened (or found)
+_pending = None  # arguments of a record() waiting for CUDA initialisation
+
+
+def _libdir():
+    d = os.environ.get("MEMSNAP_LIBDIR")
+    if d:
+        return d
+    return os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _load():
+    global _lib
+    if _lib is not None:
+        return _lib
+    d = _libdir()
+    for cand in (os.path.join(d, "libmemsnap_recorder.so.0"),
+                 os.path.join(os.path.dirname(d), "libmemsnap_recorder.so.0"),
+                 "libmemsnap_recorder.so.0"):
+        if os.sep not in cand or os.path.exists(cand):
+            try:
+                lib = ctypes.CDLL(cand, mode=ctypes.RTLD_GLOBAL)
+                break
+            except OSError:
+                continue
+    else:
+        raise OSError(f"memsnap: libmemsnap_recorder.so.0 not found (MEMSNAP_LIBDIR={d})")
+    lib.msr_options_init.argtypes = [ctypes.POINTER(_Options)]
+    lib.msr_open.argtypes = [ctypes.c_char_p, ctypes.POINTER(_Options),
+                             ctypes.POINTER(ctypes.c_void_p)]
+    lib.msr_global.restype = ctypes.c_void_p
+    lib.msr_set_global.restype = ctypes.c_void_p
+    lib.msr_set_global.argtypes = [ctypes.c_void_p]
+    lib.msr_annotate.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_char_p,
+                                 ctypes.c_uint16]
+    lib.msr_flush.argtypes = [ctypes.c_void_p]
+    lib.msr_finish.argtypes = [ctypes.c_void_p]
+    lib.msr_dropped.argtypes = [ctypes.c_void_p]
+    lib.msr_dropped.restype = ctypes.c_uint64
+    _lib = lib
+    return lib
+
+
+def _load_plugin():
+    global _plugin
+    if _plugin is None:
+        path = os.path.join(_libdir(), "libmemsnap_torch.so")
+        if not os.path.exists(path):
+            raise OSError(f"memsnap: {path} not found: memsnap was built without PyTorch "
+                          "(MEMSNAP_TORCH)")
+        _plugin = ctypes.CDLL(path)
+        _plugin.memsnap_torch_attach.argtypes = [ctypes.c_int, ctypes.c_uint]
+    return _plugin
+
+
+def _settings(torch):
+    """PyTorch's allocator_settings as the trace header stores them (None if unknown)."""
+    try:
+        s = torch.cuda.memory._snapshot().get("allocator_settings")
+    except Exception:
+        return None
+    if not isinstance(s, dict):
+        return None
+    st = _Settings()
+    st.alloc_conf = str(s.get("PYTORCH_CUDA_ALLOC_CONF", "")).encode()
+    st.max_split_size = int(s.get("max_split_size", -1))
+    st.garbage_collection_threshold = float(s.get("garbage_collection_threshold", 0.0))
+    st.expandable_segments = int(bool(s.get("expandable_segments", False)))
+    st.release_lock_on_cudamalloc = int(bool(s.get("release_lock_on_cudamalloc", False)))
+    st.pinned_use_cuda_host_register = int(bool(s.get("pinned_use_cuda_host_register", False)))
+    st.graph_capture_record_stream_reuse = int(
+        bool(s.get("graph_capture_record_stream_reuse", False)))
+    st.pinned_num_register_threads = int(s.get("pinned_num_register_threads", 1))
+    div = s.get("roundup_power2_divisions", {})
+    if isinstance(div, dict):  # keys "1".."32768": the interval's lower bound in MiB
+        for k, v in div.items():
+            e = max(0, min(15, int(k).bit_length() - 1))
+            st.roundup_power2_divisions[e] = int(v)
+    elif isinstance(div, int):
+        for e in range(16):
+            st.roundup_power2_divisions[e] = div
+    return st
+
+
+def trace_path(path):
+    """The file this process records to: `path`, or `stem.PID.zst` in a process started by
+    the one `memsnap record` launched (so that workers never overwrite the main trace)."""
+    root = os.environ.get("MEMSNAP_RECORD_ROOT_PID")
+    if root and root != str(os.getpid()):
+        stem = path[:-4] if path.endswith(".zst") else path
+        return f"{stem}.{os.getpid()}.zst"
+    return path
+
+
+def _start(path, stacks, max_frames, flush_ms):
+    """Open the trace and attach to PyTorch's allocator; CUDA is initialised."""
+    global _rec
+    import torch
+    lib = _load()
+    plugin = _load_plugin()
+    with _lock:
+        if _rec is not None:
+            return
+        r = lib.msr_global()
+        if not r:  # the interposer has not opened one: open it with what PyTorch knows
+            n = torch.cuda.device_count()
+            devs = (_Device * max(n, 1))()
+            for i in range(n):
+                p = torch.cuda.get_device_properties(i)
+                devs[i] = _Device(i, p.name.encode(), int(p.total_memory))
+            st = _settings(torch)
+            o = _Options()
+            lib.msr_options_init(ctypes.byref(o))
+            o.flags = MSR_F_SIGNALS | MSR_F_ATEXIT
+            o.flush_ms = flush_ms
+            o.producer = b"memsnap-recorder (torch)"
+            o.torch_version = torch.__version__.encode()
+            o.devices = devs
+            o.n_devices = n
+            o.settings = ctypes.pointer(st) if st is not None else None
+            out = ctypes.c_void_p()
+            rc = lib.msr_open(trace_path(path).encode(), ctypes.byref(o), ctypes.byref(out))
+            if rc:
+                raise OSError(-rc, f"memsnap: cannot record to {trace_path(path)}: "
+                                   f"{os.strerror(-rc)}")
+            r = out.value
+            lib.msr_set_global(r)
+        if plugin.memsnap_torch_attach(1 if stacks == "python" else 0, max_frames) != 0:
+            raise RuntimeError("memsnap: Python stacks are not supported on this interpreter")
+        _rec = r
+
+
+def record(path, *, stacks=None, max_frames=64, flush_ms=100):
+    """Record PyTorch's CUDA memory events into `path` (a memsnap .zst trace) from now on.
+
+    stacks: None, or "python" for the Python stack of every allocation (each distinct
+    stack is stored once). If CUDA is not initialised yet, recording starts the moment
+    PyTorch initialises it (attaching earlier would be silently ignored by PyTorch).
+    The trace is finished at exit, or by stop().
+    """
+    if stacks not in (None, "none", "python"):
+        raise ValueError(f"memsnap.record: stacks must be None or 'python', not {stacks!r}")
+    if not 1 <= flush_ms <= 100:
+        raise ValueError("memsnap.record: flush_ms must be within 1..100")
+    import torch
+    args = (os.fspath(path), stacks, int(max_frames), int(flush_ms))
+    _load()
+    _load_plugin()
+    if torch.cuda.is_initialized():
+        _start(*args)
+    else:
+        torch.cuda._lazy_call(lambda: _start(*args))
+
+
+def is_recording():
+    return _rec is not None
+
+
+def _annotate(kind, stage, name, device):
+    r = _rec
+    if r is not None:
+        _lib.msr_annotate(r, kind, stage, str(name).encode(), device)
+
+
+@contextlib.contextmanager
+def phase(name, device=0):
+    """A named phase (forward, backward, optimizer...), kept in the trace around its events."""
+    _annotate(_ANN_PHASE, _START, name, device)
+    try:
+        yield
+    finally:
+        _annotate(_ANN_PHASE, _END, name, device)
+
+
+def step(n=None, device=0):
+    """Mark the start of a training step (`step N`)."""
+    _annotate(_ANN_STEP, _MARK, "step" if n is None else f"step {n}", device)
+
+
+def mark(name, device=0):
+    """Mark a point in the trace with a name."""
+    _annotate(_ANN_PHASE, _MARK, name, device)
+
+
+def flush():
+    """Return once every event recorded so far is in the file."""
+    if _rec is not None:
+        rc = _lib.msr_flush(_rec)
+        if rc:
+            raise OSError(-rc, os.strerror(-rc))
+
+
+def dropped():
+    """Events the recorder had to drop (it never drops them silently: the trace says so)."""
+    return _lib.msr_dropped(_rec) if _rec is not None else 0
+
+
+def stop():
+    """Stop recording and finish the trace now (it is also finished at exit)."""
+    global _rec
+    with _lock:
+        r, _rec = _rec, None
+    if r is not None:
+        if _lib.msr_global() == r:
+            _lib.msr_set_global(None)
+        rc = _lib.msr_finish(r)
+        if rc:
+            raise OSError(-rc, os.strerror(-rc))
