@@ -138,6 +138,7 @@ static void json_report(const char *path, const struct ms_replay_result *r,
 		ms_json_u64(o, "device_memory_bytes", r->device_memory);
 	ms_json_u64(o, "events_total", r->events_total);
 	ms_json_u64(o, "events_replayed", r->events_replayed);
+	ms_json_u64(o, "events_external", r->events_external);
 	ms_json_u64(o, "peak_allocated_bytes", (uint64_t)r->stats.allocated_bytes[0].peak);
 	ms_json_u64(o, "peak_reserved_bytes", (uint64_t)r->stats.reserved_bytes[0].peak);
 	ms_json_u64(o, "peak_requested_bytes", (uint64_t)r->stats.requested_bytes[0].peak);
@@ -222,6 +223,10 @@ static void text_report(const char *path, const struct ms_replay_result *r)
 	printf("%s: replayed %llu of %llu events (backend sim, alloc conf \"%s\")\n", path,
 	       (unsigned long long)r->events_replayed, (unsigned long long)r->events_total,
 	       r->alloc_conf);
+	if (r->events_external)
+		printf("  not replayed:   %llu events of raw CUDA calls (memory outside PyTorch's "
+		       "allocator)\n",
+		       (unsigned long long)r->events_external);
 	printf("  device memory:  %s%s%s\n",
 	       r->device_memory == UINT64_MAX ? "unbounded (unknown)"
 	                                      : ms_format_size(b1, sizeof(b1), r->device_memory),

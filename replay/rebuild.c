@@ -263,6 +263,8 @@ static ms_status undo(struct state *st, const struct ms_event *e, uint64_t alloc
 	struct rseg *g;
 	size_t i;
 
+	if (e->source != MS_SRC_TORCH) /* raw CUDA calls: not the allocator's state */
+		return MS_OK;
 	switch (e->action) {
 	case MS_ACT_ALLOC:
 		g = seg_at(st, e->addr);

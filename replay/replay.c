@@ -366,6 +366,11 @@ static ms_status r_event(void *ctx, const struct ms_event *e)
 		p->r->events_other_devices++;
 		return MS_OK;
 	}
+	/* raw CUDA calls are not the caching allocator's (its own cudaMalloc is seen twice) */
+	if (e->source != MS_SRC_TORCH) {
+		p->r->events_external++;
+		return MS_OK;
+	}
 	p->r->events_replayed++;
 	switch (e->action) {
 	case MS_ACT_ALLOC:

@@ -97,6 +97,8 @@ struct ms_replay_result {
 	uint64_t device_memory; /* UINT64_MAX: unbounded */
 	uint64_t limit;
 	uint64_t events_total, events_replayed, events_other_devices;
+	/* events of raw CUDA calls (the recorder's interposer): memory outside the allocator */
+	uint64_t events_external;
 	int ended_by_oom; /* an OOM where the recorded run succeeded: the replay stopped there */
 	struct ms_model_stats stats;
 	struct ms_seg_event *produced, *recorded;
