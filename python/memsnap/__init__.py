@@ -208,7 +208,16 @@ def record(path, *, stacks=None, max_frames=64, flush_ms=100):
     if torch.cuda.is_initialized():
         _start(*args)
     else:
-        torch.cuda._lazy_call(lambda: _start(*args))
+        torch.cuda._lazy_call(lambda: _start_quietly(*args))
+
+
+def _start_quietly(*args):
+    # runs inside torch.cuda's lazy initialisation: a failure here must not fail the program
+    try:
+        _start(*args)
+    except Exception as e:
+        import sys
+        print(f"memsnap: not recording: {e}", file=sys.stderr)
 
 
 def is_recording():

@@ -1,0 +1,52 @@
+#!/bin/bash
+# Step-time overhead of recording a transformer training loop (tests/gpu/train.py), on a GPU:
+# no recording; PyTorch's _record_memory_history without stacks and with Python stacks;
+# memsnap without stacks and with Python stacks (memsnap.record in the script); memsnap record
+# (the launcher: PyTorch hook and CUDA interposer). Each configuration runs ROUNDS times,
+# interleaved; the figure is the median of the runs' median step times.
+# usage: bench/record_overhead.sh BUILD_DIR OUT_DIR [ROUNDS] [STEPS]
+set -euo pipefail
+build=$(cd "$1" && pwd) out=$2 rounds=${3:-3} steps=${4:-60}
+here=$(cd "$(dirname "$0")/.." && pwd)
+py=${PYTHON:-python3}
+mkdir -p "$out"
+export MEMSNAP_LIBDIR=$build/lib/memsnap
+export PYTHONPATH=$build/lib/memsnap/python${PYTHONPATH:+:$PYTHONPATH}
+train=("$py" "$here/tests/gpu/train.py" --steps "$steps" --warmup 10)
+configs=(base torch_nostacks torch_stacks memsnap_nostacks memsnap_stacks memsnap_launcher)
+run() { # config round
+	local c=$1 r=$2 rep=$out/$1.$2.json
+	case $c in
+	base) "${train[@]}" --report "$rep" ;;
+	torch_nostacks) "${train[@]}" --report "$rep" --torch-history none ;;
+	torch_stacks) "${train[@]}" --report "$rep" --torch-history python ;;
+	memsnap_nostacks) "${train[@]}" --report "$rep" --memsnap "$out/$c.zst" ;;
+	memsnap_stacks) "${train[@]}" --report "$rep" --memsnap "$out/$c.zst" --stacks python ;;
+	memsnap_launcher) "$build/cli/memsnap" record -o "$out/$c.zst" -- "${train[@]}" --report "$rep" ;;
+	esac >/dev/null 2>"$out/$c.$r.err"
+}
+for r in $(seq 1 "$rounds"); do
+	for c in "${configs[@]}"; do run "$c" "$r"; done
+done
+"$py" - "$out" "$build/cli/memsnap" "$steps" "${configs[@]}" <<'PY'
+import json, os, statistics, subprocess, sys
+out, ms, steps, configs = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4:]
+med = {}
+for c in configs:
+    runs = sorted(f for f in os.listdir(out) if f.startswith(c + ".") and f.endswith(".json"))
+    med[c] = statistics.median(json.load(open(os.path.join(out, f)))["median_ms"] for f in runs)
+info = json.loads(subprocess.run([ms, "info", "--json", os.path.join(out, "memsnap_nostacks.zst")],
+                                 capture_output=True, text=True).stdout)
+n_ev = info["events_total"]
+size = os.path.getsize(os.path.join(out, "memsnap_nostacks.zst"))
+ev_step = n_ev / (steps + 10)  # warmup steps record too; set-up events are few
+print(f"events: {n_ev} in {steps + 10} steps, {ev_step:.0f} per step; "
+      f"{size / n_ev:.2f} bytes/event without stacks")
+print("| configuration | median step (ms) | overhead | per event (µs) |")
+print("|---|---|---|---|")
+b = med["base"]
+for c in configs:
+    d = med[c] - b
+    per = d * 1e3 / ev_step
+    print(f"| {c} | {med[c]:.3f} | {100 * d / b:+.2f}% | {per:+.3f} |")
+PY

@@ -1,0 +1,33 @@
+"""Compare memsnap's recorded PyTorch events with PyTorch's own _record_memory_history.
+
+    python compare.py MEMSNAP_TRACE.json TORCH_SNAPSHOT.pickle
+Both lists of device 0's events (action, address, size, stream) must be equal; memsnap's raw
+CUDA events (source 1) are counted and left out. Exit 0 if equal, 1 with the first difference.
+"""
+import json
+import pickle
+import sys
+
+ours = json.load(open(sys.argv[1]))
+theirs = pickle.load(open(sys.argv[2], "rb"))
+
+
+def key(e):
+    addr = e.get("device_free", e.get("addr")) if e["action"] == "oom" else e["addr"]
+    return (e["action"], addr, e["size"], e.get("stream", 0))
+
+
+mine = [e for e in ours["device_traces"][0] if not e.get("source")]
+raw = sum(1 for t in ours["device_traces"] for e in t if e.get("source"))
+ref = theirs["device_traces"][0]
+a = [key(e) for e in mine]
+b = [key(e) for e in ref]
+print(f"memsnap: {len(a)} allocator events (+{raw} raw CUDA); PyTorch history: {len(b)}")
+for i, (x, y) in enumerate(zip(a, b)):
+    if x != y:
+        print(f"first difference at event {i}: memsnap {x}, PyTorch {y}")
+        sys.exit(1)
+if len(a) != len(b):
+    print(f"lengths differ: {len(a)} against {len(b)}")
+    sys.exit(1)
+print("identical: every block-level event matches")
