@@ -24,6 +24,7 @@ struct info {
 	struct ms_meta meta;
 	const struct ms_symtab *syms;
 	uint64_t n, by_action[MS_ACT_COUNT], with_stack, anns, segs, reserved;
+	uint64_t raw_cuda; /* events of raw CUDA calls (the recorder's interposer) */
 	int64_t t_first, t_last;
 	struct ms_u64map streams;
 	uint64_t *stream_list;
@@ -74,6 +75,7 @@ static ms_status i_event(void *ctx, const struct ms_event *e)
 	x->by_action[e->action]++;
 	if (e->stack)
 		x->with_stack++;
+	x->raw_cuda += e->source == MS_SRC_CUDA;
 	if (!ms_u64map_get(&x->streams, e->stream)) {
 		if (ms_u64map_put(&x->streams, e->stream, 1) ||
 		    ms_grow(&x->stream_list, &x->cap_streams, x->n_streams + 1, sizeof(uint64_t)))
@@ -135,6 +137,7 @@ static void print_json(const char *path, const struct info *x, const struct ms_s
 		cJSON_AddBoolToObject(o, "has_end", si->zst.has_end);
 		cJSON_AddBoolToObject(o, "seekable", si->zst.has_footer);
 		ms_json_u64(o, "frames", (uint64_t)(si->zst.n_frames));
+		ms_json_u64(o, "dropped_events", si->zst.dropped_events);
 	} else {
 		cJSON_AddNumberToObject(o, "pickle_protocol", si->snap.pickle_protocol);
 	}
@@ -152,6 +155,7 @@ static void print_json(const char *path, const struct info *x, const struct ms_s
 		cJSON_AddItemToArray(a, dev);
 	}
 	ms_json_u64(o, "events_total", (uint64_t)(x->n));
+	ms_json_u64(o, "events_raw_cuda", x->raw_cuda);
 	a = cJSON_AddObjectToObject(o, "events_by_action");
 	for (int i = 0; i < MS_ACT_COUNT; i++)
 		ms_json_u64(a, ms_action_name((unsigned)i), x->by_action[i]);
@@ -228,6 +232,14 @@ static void print_text(const char *path, const struct info *x, const struct ms_s
 	printf(")\n");
 	if (x->n)
 		printf("time span:    %.3f s\n", (double)(x->t_last - x->t_first) / 1e9);
+	if (x->raw_cuda)
+		printf("sources:      %llu from PyTorch's allocator, %llu from raw CUDA calls\n",
+		       (unsigned long long)(x->n - x->raw_cuda), (unsigned long long)x->raw_cuda);
+	if (si->kind == MS_FILE_TRACE && si->zst.dropped_events)
+		printf("dropped:      %llu events (the recorder shed load; first before event "
+		       "%llu)\n",
+		       (unsigned long long)si->zst.dropped_events,
+		       (unsigned long long)si->zst.first_drop_event);
 	printf("stacks:       %llu events with a stack, %u distinct stacks\n",
 	       (unsigned long long)x->with_stack, x->syms ? ms_symtab_nstacks(x->syms) - 1 : 0);
 	printf("annotations:  %llu\n", (unsigned long long)x->anns);

@@ -129,7 +129,8 @@ static void summary(const char *path)
 	for (size_t i = 0; i < t->n_events; i++)
 		by_src[t->events[i].source ? 1 : 0]++;
 	fprintf(stderr,
-	        "memsnap: %s: %zu events (%llu from PyTorch, %llu from CUDA calls), %.2f bytes/event"
+	        "memsnap: %s: %zu events (%llu from PyTorch, %llu from CUDA calls), %.2f "
+	        "bytes/event"
 	        "%s\n",
 	        path, t->n_events, (unsigned long long)by_src[0], (unsigned long long)by_src[1],
 	        t->n_events ? (double)st.st_size / (double)t->n_events : 0.0,
@@ -164,11 +165,10 @@ int cmd_record(int argc, const char **argv)
 		const char *a = argv[end];
 		if (strcmp(a, "--") == 0 || a[0] != '-')
 			break;
-		if ((strcmp(a, "-o") == 0 || (a[1] == '-' && !strchr(a, '=') &&
-		                              (strcmp(a, "--output") == 0 ||
-		                               strcmp(a, "--stacks") == 0 ||
-		                               strcmp(a, "--max-frames") == 0 ||
-		                               strcmp(a, "--flush-ms") == 0))) &&
+		if ((strcmp(a, "-o") == 0 ||
+		     (a[1] == '-' && !strchr(a, '=') &&
+		      (strcmp(a, "--output") == 0 || strcmp(a, "--stacks") == 0 ||
+		       strcmp(a, "--max-frames") == 0 || strcmp(a, "--flush-ms") == 0))) &&
 		    end + 1 < argc)
 			end++;
 	}
@@ -260,8 +260,9 @@ int cmd_record(int argc, const char **argv)
 			}
 		}
 		if (!found && !(WIFEXITED(status) && WEXITSTATUS(status) >= 126))
-			ms_warning("%s: not written: the program made no CUDA allocation memsnap saw",
-			           out);
+			ms_warning(
+			        "%s: not written: the program made no CUDA allocation memsnap saw",
+			        out);
 	}
 	if (WIFEXITED(status))
 		return WEXITSTATUS(status);

@@ -176,7 +176,8 @@ static struct msr *open_own(void)
 		size_t len = strlen(path);
 		if (len > 4 && strcmp(path + len - 4, ".zst") == 0)
 			len -= 4;
-		snprintf(own_path, sizeof(own_path), "%.*s.%ld.zst", (int)len, path, (long)getpid());
+		snprintf(own_path, sizeof(own_path), "%.*s.%ld.zst", (int)len, path,
+		         (long)getpid());
 		path = own_path;
 	}
 	msr_options_init(&o);
@@ -271,15 +272,15 @@ __attribute__((destructor)) static void flush_pending(void)
 
 /* ---- the real functions ---- */
 
-#define REAL(type, name, args)                                                   \
-	static type(*real_##name) args;                                          \
-	static type(*get_##name(void)) args                                      \
-	{                                                                        \
-		if (!real_##name)                                                \
-			real_##name = (type(*) args)dlsym(RTLD_NEXT, #name);     \
-		if (!real_##name)                                                \
-			real_##name = (type(*) args)driver_sym(#name);           \
-		return real_##name;                                              \
+#define REAL(type, name, args)                                               \
+	static type(*real_##name) args;                                      \
+	static type(*get_##name(void)) args                                  \
+	{                                                                    \
+		if (!real_##name)                                            \
+			real_##name = (type(*) args)dlsym(RTLD_NEXT, #name); \
+		if (!real_##name)                                            \
+			real_##name = (type(*) args)driver_sym(#name);       \
+		return real_##name;                                          \
 	}
 
 REAL(cudaError_t, cudaMalloc, (void **, size_t))
@@ -294,7 +295,8 @@ REAL(CUresult, cuMemAlloc_v2, (CUdeviceptr *, size_t))
 REAL(CUresult, cuMemFree_v2, (CUdeviceptr))
 REAL(CUresult, cuMemAllocAsync, (CUdeviceptr *, size_t, CUstream))
 REAL(CUresult, cuMemFreeAsync, (CUdeviceptr, CUstream))
-REAL(CUresult, cuMemCreate, (CUmemGenericAllocationHandle *, size_t, const void *, unsigned long long))
+REAL(CUresult, cuMemCreate,
+     (CUmemGenericAllocationHandle *, size_t, const void *, unsigned long long))
 REAL(CUresult, cuMemRelease, (CUmemGenericAllocationHandle))
 REAL(CUresult, cuMemMap,
      (CUdeviceptr, size_t, size_t, CUmemGenericAllocationHandle, unsigned long long))
@@ -507,8 +509,8 @@ EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle h)
 {
 	return w_cuMemRelease(h);
 }
-EXPORT CUresult cuMemMap(CUdeviceptr p, size_t size, size_t offset,
-                         CUmemGenericAllocationHandle h, unsigned long long flags)
+EXPORT CUresult cuMemMap(CUdeviceptr p, size_t size, size_t offset, CUmemGenericAllocationHandle h,
+                         unsigned long long flags)
 {
 	return w_cuMemMap(p, size, offset, h, flags);
 }

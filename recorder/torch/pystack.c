@@ -132,7 +132,8 @@ uint32_t ms_pystack_capture(struct msr *r, size_t max_frames)
 #else
 		co = f->f_code;
 #endif
-		int line = PyCode_Addr2Line(co, _PyInterpreterFrame_LASTI(f) * (int)sizeof(_Py_CODEUNIT));
+		int line = PyCode_Addr2Line(co, _PyInterpreterFrame_LASTI(f) *
+		                                        (int)sizeof(_Py_CODEUNIT));
 		uint32_t id = frame_id(r, co, line);
 		if (id)
 			ids[n++] = id;

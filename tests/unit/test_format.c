@@ -254,7 +254,29 @@ Test(format, released_versions_load)
 		cr_assert_eq(system(cmd), 0);
 		ms_trace_free(t);
 	}
-	static const char *const files[] = {"v1.0/dynamic_oom.zst", "v1.0/random.zst"};
+	if (getenv("MEMSNAP_UPDATE_GOLDEN")) { /* 1.1: a DROPPED record between events */
+		struct ms_trace *t = random_trace(2, 300);
+		const char *tmp = th_write_temp("", 0, ".zst");
+		FILE *f = fopen(tmp, "wb");
+		struct ms_writer *w;
+		struct ms_diag d = MS_DIAG_INIT;
+		char cmd[512];
+		cr_assert_eq(ms_writer_open(f, NULL, &t->syms, &w, &d), MS_OK);
+		cr_assert_eq(ms_writer_meta(w, &t->meta), MS_OK);
+		for (size_t i = 0; i < t->n_events; i++) {
+			if (i == 100)
+				cr_assert_eq(ms_writer_dropped(w, t->events[i].t_ns, 7), MS_OK);
+			cr_assert_eq(ms_writer_event(w, &t->events[i]), MS_OK);
+		}
+		cr_assert_eq(ms_writer_close(w, &d), MS_OK);
+		ms_writer_free(w);
+		fclose(f);
+		snprintf(cmd, sizeof(cmd), "cp %s %s/traces/v1.1/dropped.zst", tmp, MS_TESTDATA);
+		cr_assert_eq(system(cmd), 0);
+		ms_trace_free(t);
+	}
+	static const char *const files[] = {"v1.0/dynamic_oom.zst", "v1.0/random.zst",
+	                                    "v1.1/recorded_h100_expandable.zst"};
 	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
 		char path[512];
 		struct ms_trace *t;
@@ -281,4 +303,49 @@ Test(format, golden_matches_source)
 	cr_assert_eq(th_events_diff(a, b), -1);
 	ms_trace_free(a);
 	ms_trace_free(b);
+}
+
+/* 1.1's DROPPED record: counted, reported, and the events around it intact. */
+Test(format, dropped_record)
+{
+	struct ms_trace *t, *ref = random_trace(2, 300);
+	struct ms_diag d = MS_DIAG_INIT;
+	struct ms_source_info si;
+
+	cr_assert_eq(ms_trace_load(MS_TESTDATA "/traces/v1.1/dropped.zst", NULL, &t, &si, &d),
+	             MS_OK, "%s", d.msg);
+	cr_assert_eq(si.zst.minor, 1);
+	cr_assert_eq(si.zst.dropped_events, 7);
+	cr_assert_eq(si.zst.first_drop_event, 100);
+	cr_assert(strstr(d.warning, "dropped 7 events (first before event 100)"), "%s", d.warning);
+	cr_assert_eq(t->n_events, ref->n_events);
+	for (size_t i = 0; i < t->n_events; i++) {
+		const struct ms_event *a = &t->events[i], *b = &ref->events[i];
+		cr_assert(a->action == b->action && a->addr == b->addr && a->size == b->size &&
+		                  a->stream == b->stream && a->device == b->device,
+		          "event %zu", i);
+	}
+	ms_trace_free(t);
+	ms_trace_free(ref);
+}
+
+/* A real recording (memsnap record on an H100, expandable segments, both sources) replays. */
+Test(format, recorded_trace_has_both_sources)
+{
+	struct ms_trace *t;
+	struct ms_diag d = MS_DIAG_INIT;
+	size_t by_src[2] = {0, 0}, maps[2] = {0, 0};
+
+	cr_assert_eq(ms_trace_load(MS_TESTDATA "/traces/v1.1/recorded_h100_expandable.zst", NULL,
+	                           &t, NULL, &d),
+	             MS_OK, "%s", d.msg);
+	cr_assert_str_eq(t->meta.torch_version, "2.11.0+cu130");
+	cr_assert(t->meta.settings.present && t->meta.settings.expandable_segments);
+	for (size_t i = 0; i < t->n_events; i++) {
+		by_src[t->events[i].source != 0]++;
+		maps[t->events[i].source != 0] += t->events[i].action == MS_ACT_SEGMENT_MAP;
+	}
+	cr_assert(by_src[0] > 1000 && by_src[1] > 0);
+	cr_assert(maps[0] > 0 && maps[1] > 0, "segment_map from PyTorch and from cuMemMap");
+	ms_trace_free(t);
 }

@@ -140,8 +140,8 @@ Test(interpose, processes_started_by_the_program_get_their_own_trace, .init = ma
 
 	snprintf(path, sizeof(path), "%s/w.zst", g_dir);
 	snprintf(script, sizeof(script), "%s && %s", MS_CUDA_PROG, MS_CUDA_PROG);
-	const char *argv[] = {MS_MEMSNAP, "record", "-o", path, "--", "/bin/sh", "-c", script,
-	                      NULL};
+	const char *argv[] = {MS_MEMSNAP, "record", "-o",   path, "--",
+	                      "/bin/sh",  "-c",     script, NULL};
 	cr_assert_eq(run(argv, NULL), 0);
 	d = opendir(g_dir);
 	for (struct dirent *e; (e = readdir(d));) {
