@@ -155,3 +155,31 @@ Test(interpose, processes_started_by_the_program_get_their_own_trace, .init = ma
 	closedir(d);
 	cr_assert_eq(n, 2, "one w.PID.zst per process");
 }
+
+/* The launcher's sitecustomize starts memsnap and still runs the program's own sitecustomize. */
+Test(interpose, launcher_keeps_an_existing_sitecustomize, .init = make_dir, .fini = remove_dir)
+{
+	char site[512], marker[512], pypath[600];
+	FILE *f;
+
+	if (access("/usr/bin/python3", X_OK) != 0)
+		cr_skip_test("no /usr/bin/python3");
+	snprintf(site, sizeof(site), "%s/sitecustomize.py", g_dir);
+	snprintf(marker, sizeof(marker), "%s/user-site-ran", g_dir);
+	f = fopen(site, "w");
+	cr_assert_not_null(f);
+	fprintf(f, "open(%s, 'w').close()\n", "__import__('os').environ['MARKER']");
+	fclose(f);
+	snprintf(pypath, sizeof(pypath), "%s", g_dir);
+	const char *env[] = {"PYTHONPATH", pypath, "MARKER", marker, NULL};
+	/* exit 0 only if the memsnap module was loaded by the launcher's hook */
+	const char *argv[] = {
+	        MS_MEMSNAP, "record",
+	        "-o",       "t.zst",
+	        "--",       "/usr/bin/python3",
+	        "-c",       "import sys; sys.exit(0 if 'memsnap._launch' in sys.modules else 5)",
+	        NULL};
+	cr_assert_eq(chdir(g_dir), 0);
+	cr_assert_eq(run(argv, env), 0);
+	cr_assert_eq(access(marker, F_OK), 0, "the program's sitecustomize ran too");
+}
