@@ -4,9 +4,12 @@
 # memsnap without stacks and with Python stacks (memsnap.record in the script); memsnap record
 # (the launcher: PyTorch hook and CUDA interposer). Each configuration runs ROUNDS times,
 # interleaved; the figure is the median of the runs' median step times.
-# usage: bench/record_overhead.sh BUILD_DIR OUT_DIR [ROUNDS] [STEPS]
+# Then the cost per event on the allocating thread, measured where nothing else hides it:
+# tests/gpu/alloc_loop.py allocates and frees a small tensor 200000 times (3 events each, no
+# GPU work), best of 5 loops, under each recorder.
+# usage: bench/record_overhead.sh BUILD_DIR OUT_DIR [ROUNDS] [STEPS] [train|alloc|both]
 set -euo pipefail
-build=$(cd "$1" && pwd) out=$2 rounds=${3:-3} steps=${4:-60}
+build=$(cd "$1" && pwd) out=$2 rounds=${3:-3} steps=${4:-60} what=${5:-both}
 here=$(cd "$(dirname "$0")/.." && pwd)
 py=${PYTHON:-python3}
 mkdir -p "$out"
@@ -25,6 +28,7 @@ run() { # config round
 	memsnap_launcher) "$build/cli/memsnap" record -o "$out/$c.zst" -- "${train[@]}" --report "$rep" ;;
 	esac >/dev/null 2>"$out/$c.$r.err"
 }
+if [ "$what" != alloc ]; then
 for r in $(seq 1 "$rounds"); do
 	for c in "${configs[@]}"; do run "$c" "$r"; done
 done
@@ -49,4 +53,27 @@ for c in configs:
     d = med[c] - b
     per = d * 1e3 / ev_step
     print(f"| {c} | {med[c]:.3f} | {100 * d / b:+.2f}% | {per:+.3f} |")
+PY
+fi
+[ "$what" = train ] && exit 0
+loop=("$py" "$here/tests/gpu/alloc_loop.py")
+for c in "${configs[@]}"; do
+	rep=$out/alloc.$c.json
+	case $c in
+	base) "${loop[@]}" --report "$rep" ;;
+	torch_nostacks) "${loop[@]}" --report "$rep" --torch-history none ;;
+	torch_stacks) "${loop[@]}" --report "$rep" --torch-history python ;;
+	memsnap_nostacks) "${loop[@]}" --report "$rep" --memsnap "$out/alloc.$c.zst" ;;
+	memsnap_stacks) "${loop[@]}" --report "$rep" --memsnap "$out/alloc.$c.zst" --stacks python ;;
+	memsnap_launcher) "$build/cli/memsnap" record -o "$out/alloc.$c.zst" -- "${loop[@]}" --report "$rep" ;;
+	esac >/dev/null 2>"$out/alloc.$c.err"
+done
+"$py" - "$out" "${configs[@]}" <<'PY'
+import json, os, sys
+out, configs = sys.argv[1], sys.argv[2:]
+ns = {c: json.load(open(os.path.join(out, f"alloc.{c}.json")))["ns_per_iteration"] for c in configs}
+print("| configuration | ns per alloc+free (3 events) | cost per event |")
+print("|---|---|---|")
+for c in configs:
+    print(f"| {c} | {ns[c]:.0f} | {(ns[c] - ns['base']) / 3:+.0f} ns |")
 PY
