@@ -6,7 +6,7 @@
 # interleaved; the figure is the median of the runs' median step times.
 # Then the cost per event on the allocating thread, measured where nothing else hides it:
 # tests/gpu/alloc_loop.py allocates and frees a small tensor 200000 times (3 events each, no
-# GPU work), best of 5 loops, under each recorder.
+# GPU work), best of 5 loops, under each recorder; ROUNDS rounds interleaved, the best kept.
 # usage: bench/record_overhead.sh BUILD_DIR OUT_DIR [ROUNDS] [STEPS] [train|alloc|both]
 set -euo pipefail
 build=$(cd "$1" && pwd) out=$2 rounds=${3:-3} steps=${4:-60} what=${5:-both}
@@ -57,8 +57,9 @@ PY
 fi
 [ "$what" = train ] && exit 0
 loop=("$py" "$here/tests/gpu/alloc_loop.py")
+for r in $(seq 1 "$rounds"); do
 for c in "${configs[@]}"; do
-	rep=$out/alloc.$c.json
+	rep=$out/alloc.$c.$r.json
 	case $c in
 	base) "${loop[@]}" --report "$rep" ;;
 	torch_nostacks) "${loop[@]}" --report "$rep" --torch-history none ;;
@@ -66,12 +67,16 @@ for c in "${configs[@]}"; do
 	memsnap_nostacks) "${loop[@]}" --report "$rep" --memsnap "$out/alloc.$c.zst" ;;
 	memsnap_stacks) "${loop[@]}" --report "$rep" --memsnap "$out/alloc.$c.zst" --stacks python ;;
 	memsnap_launcher) "$build/cli/memsnap" record -o "$out/alloc.$c.zst" -- "${loop[@]}" --report "$rep" ;;
-	esac >/dev/null 2>"$out/alloc.$c.err"
+	esac >/dev/null 2>"$out/alloc.$c.$r.err"
+done
 done
 "$py" - "$out" "${configs[@]}" <<'PY'
 import json, os, sys
 out, configs = sys.argv[1], sys.argv[2:]
-ns = {c: json.load(open(os.path.join(out, f"alloc.{c}.json")))["ns_per_iteration"] for c in configs}
+ns = {}
+for c in configs:  # the best of the rounds (each itself the best of 5 loops)
+    runs = [f for f in os.listdir(out) if f.startswith(f"alloc.{c}.") and f.endswith(".json")]
+    ns[c] = min(json.load(open(os.path.join(out, f)))["ns_per_iteration"] for f in runs)
 print("| configuration | ns per alloc+free (3 events) | cost per event |")
 print("|---|---|---|")
 for c in configs:
