@@ -23,6 +23,11 @@ if nm -D --defined-only "$libdir/libmemsnap_recorder.so" | awk '$2 ~ /[TDB]/ {pr
 	echo "FAIL: symbols other than msr_* exported"; exit 1
 fi
 
+# the recorder carries none of the parser, replay or render
+if nm "$libdir/libmemsnap_recorder.a" 2>/dev/null | grep -E ' T (ms_zst_read|ms_source_read|ms_replay|ms_model_|ms_render)'; then
+	echo "FAIL: the recorder library contains reader, replay or render code"; exit 1
+fi
+
 check() { # name binary
 	"$2" "$work/$1.zst" >/dev/null
 	n=$("$memsnap" info --json "$work/$1.zst" | sed -n 's/.*"events_total":[[:space:]]*\([0-9]*\).*/\1/p')

@@ -9,6 +9,8 @@ int cudaMalloc(void **p, size_t size);
 int cudaFree(void *p);
 int cudaMallocAsync(void **p, size_t size, void *stream);
 int cudaFreeAsync(void *p, void *stream);
+int cuMemAlloc_v2(uint64_t *p, size_t size);
+int cuMemFree_v2(uint64_t p);
 int cudaGetDriverEntryPointByVersion(const char *sym, void **fn, unsigned ver,
                                      unsigned long long flags, int *status);
 
@@ -44,6 +46,10 @@ int main(int argc, char **argv)
 	map(0x7e0000000000ULL, 20 << 20, 0, h, 0);
 	unmap(0x7e0000000000ULL, 20 << 20);
 	release(h);
+	/* the driver API called by name, as a program linked with -lcuda does */
+	uint64_t d;
+	cuMemAlloc_v2(&d, 3 << 20);
+	cuMemFree_v2(d);
 	cudaFree(b);
 	return argc > 1 ? atoi(argv[1]) : 0;
 }

@@ -51,6 +51,16 @@ API int cudaGetDevice(int *d)
 	*d = 0;
 	return 0;
 }
+/* the driver's own allocation calls, for programs linked with -lcuda */
+API int cuMemAlloc_v2(uint64_t *p, size_t size)
+{
+	return do_malloc((void **)p, size);
+}
+API int cuMemFree_v2(uint64_t p)
+{
+	(void)p;
+	return 0;
+}
 API int cuCtxGetDevice(int *d)
 {
 	*d = 1;

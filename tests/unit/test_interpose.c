@@ -66,6 +66,8 @@ static void expect_program_events(const char *path)
 	        {MS_ACT_SEGMENT_FREE, 0x7f0000300000ULL, 4096, 0x77, 0},
 	        {MS_ACT_SEGMENT_MAP, 0x7e0000000000ULL, 20 << 20, 0, 1},
 	        {MS_ACT_SEGMENT_UNMAP, 0x7e0000000000ULL, 20 << 20, 0, 1},
+	        {MS_ACT_SEGMENT_ALLOC, 0x7f0000400000ULL, 3 << 20, 0, 1},
+	        {MS_ACT_SEGMENT_FREE, 0x7f0000400000ULL, 3 << 20, 0, 1},
 	        {MS_ACT_SEGMENT_FREE, 0x7f0000100000ULL, 2 << 20, 0, 0},
 	};
 
