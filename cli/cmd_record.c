@@ -59,32 +59,6 @@ static int fmt(char *out, size_t cap, const char *f, const char *a, const char *
 	return n < 0 || (size_t)n >= cap ? -1 : 0;
 }
 
-/* Where the recorder's pieces are: $MEMSNAP_LIBDIR, else next to this executable. */
-static int find_libdir(char *out, size_t cap)
-{
-	const char *env = getenv("MEMSNAP_LIBDIR");
-	char exe[PATH_MAX];
-	ssize_t n;
-	char *slash;
-
-	if (env && *env)
-		return fmt(out, cap, "%s%s", env, "");
-	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	if (n <= 0)
-		return -1;
-	exe[n] = 0;
-	slash = strrchr(exe, '/');
-	if (!slash)
-		return -1;
-	*slash = 0;
-	/* installed: bin/memsnap and MS_LIBDIR_FROM_BIN; build tree: cli/memsnap and lib/memsnap */
-	if (fmt(out, cap, "%s/%s", exe, MS_LIBDIR_FROM_BIN) == 0 && access(out, F_OK) == 0)
-		return 0;
-	if (fmt(out, cap, "%s/%s", exe, "../lib/memsnap") == 0 && access(out, F_OK) == 0)
-		return 0;
-	return -1;
-}
-
 /* Prepend value to the ':'-separated variable name. */
 static int env_prepend(const char *name, const char *value)
 {
@@ -188,7 +162,7 @@ int cmd_record(int argc, const char **argv)
 		ms_usage_error(opts, usage, "--max-frames must be within 1..256");
 	prog = argv + end;
 
-	if (find_libdir(libdir, sizeof(libdir)))
+	if (ms_find_libdir(libdir, sizeof(libdir)))
 		ms_die(MS_EXIT_ERROR, "cannot find the recorder's libraries (set MEMSNAP_LIBDIR)");
 	{
 		char cwd[PATH_MAX];

@@ -10,13 +10,20 @@
 #include "replay/replay.h"
 
 static const char *const usage[] = {
-        "memsnap replay [--backend sim] [--alloc-conf S] [--limit N | --memory-fraction F]",
+        "memsnap replay [--backend sim|torch] [--alloc-conf S] [--limit N | --memory-fraction F]",
         "               [--device-memory N] [--device D] [--json] <trace>",
         "",
         "Replay a trace against memsnap's model of PyTorch's CUDA caching allocator on a",
         "simulated device, to reproduce an out-of-memory error offline or to try other",
         "settings. Exit 0 when the replay completes, 3 when it ends in an OOM the recorded",
         "run did not have, 1 on error, 2 on usage.",
+        "",
+        "--backend torch replays the same allocations and frees through PyTorch's own",
+        "caching allocator on a real GPU (the plugin libmemsnap_torch_replay, built where",
+        "PyTorch is; --device is the GPU), with the settings and limit the model uses and the",
+        "program's empty_cache() calls where the model places them. Its report has the same",
+        "fields, PyTorch's own memory_stats and OOM message; the free-block detail of an OOM",
+        "is the model's alone.",
         NULL,
 };
 
@@ -122,7 +129,7 @@ static void json_report(const char *path, const struct ms_replay_result *r,
 	char *s;
 
 	cJSON_AddStringToObject(o, "trace", path);
-	cJSON_AddStringToObject(o, "backend", "sim");
+	cJSON_AddStringToObject(o, "backend", r->backend);
 	cJSON_AddStringToObject(o, "alloc_conf", r->alloc_conf);
 	ms_json_u64(o, "limit_bytes", r->limit);
 	if (lim->inferred) {
@@ -172,7 +179,10 @@ static void json_report(const char *path, const struct ms_replay_result *r,
 	if (r->has_oom) {
 		char msg[1024];
 		cJSON *x = cJSON_AddObjectToObject(o, "oom");
-		ms_replay_oom_message(r, msg, sizeof(msg));
+		if (r->backend_message[0])
+			snprintf(msg, sizeof(msg), "%s", r->backend_message);
+		else
+			ms_replay_oom_message(r, msg, sizeof(msg));
 		ms_json_u64(x, "index", r->first_oom.index);
 		cJSON_AddBoolToObject(x, "recorded", r->first_oom.recorded);
 		ms_json_u64(x, "requested_bytes", r->first_oom.o.requested);
@@ -220,9 +230,9 @@ static void text_report(const char *path, const struct ms_replay_result *r)
 {
 	char b1[32], b2[32], b3[32];
 
-	printf("%s: replayed %llu of %llu events (backend sim, alloc conf \"%s\")\n", path,
+	printf("%s: replayed %llu of %llu events (backend %s, alloc conf \"%s\")\n", path,
 	       (unsigned long long)r->events_replayed, (unsigned long long)r->events_total,
-	       r->alloc_conf);
+	       r->backend, r->alloc_conf);
 	if (r->events_external)
 		printf("  not replayed:   %llu events of raw CUDA calls (memory outside PyTorch's "
 		       "allocator)\n",
@@ -249,6 +259,15 @@ static void text_report(const char *path, const struct ms_replay_result *r)
 	if (r->has_oom) {
 		const struct ms_model_oom *o = &r->first_oom.o;
 		char msg[1024];
+		if (r->backend_message[0]) {
+			printf("\nOOM at event %llu%s: %s requested\n",
+			       (unsigned long long)r->first_oom.index,
+			       r->first_oom.recorded ? " (recorded there too)"
+			                             : " (the recorded run succeeded here)",
+			       ms_format_size(b1, sizeof(b1), o->requested));
+			printf("  PyTorch said: %s\n", r->backend_message);
+			return;
+		}
 		ms_replay_oom_message(r, msg, sizeof(msg));
 		printf("\nOOM at event %llu%s: %s requested (%s rounded, a %s segment needed)\n",
 		       (unsigned long long)r->first_oom.index,
@@ -299,6 +318,7 @@ int cmd_replay(int argc, const char **argv)
 	n = ms_parse_options(argc, argv, opts, usage);
 	if (n != 1)
 		ms_usage_error(opts, usage, n ? "one trace at a time" : "no trace given");
+	c.torch_ok = 1;
 	ms_replay_cli_check(&c, opts, usage);
 	if (ms_replay_cli_run_reported(&c, argv[0], &r, &lim))
 		return MS_EXIT_ERROR;

@@ -10,13 +10,17 @@
 #include "replay/replay.h"
 
 static const char *const usage[] = {
-        "memsnap verify [--alloc-conf S] [--limit N | --memory-fraction F] [--device-memory N]",
-        "               [--device D] [--json] <trace>",
+        "memsnap verify [--backend sim|torch] [--alloc-conf S] [--limit N | --memory-fraction F]",
+        "               [--device-memory N] [--device D] [--json] <trace>",
         "",
         "Replay a trace with the recorded settings and compare what the model does with what",
         "PyTorch did: the sequence of segment events (action and size), the reserved peak and",
         "the OOMs. Prints the first divergence with the events around it. Exit 0 if identical,",
         "4 if not, 1 on error.",
+        "",
+        "--backend torch compares the model with PyTorch's own caching allocator instead, on",
+        "a real GPU (see `memsnap help replay`): the same trace through both, their segment",
+        "events, reserved and allocated peaks and OOMs.",
         NULL,
 };
 
@@ -63,30 +67,41 @@ int cmd_verify(int argc, const char **argv)
 	n = ms_parse_options(argc, argv, opts, usage);
 	if (n != 1)
 		ms_usage_error(opts, usage, n ? "one trace at a time" : "no trace given");
+	c.torch_ok = 1;
 	ms_replay_cli_check(&c, opts, usage);
 	if (ms_replay_cli_run_reported(&c, argv[0], &r, &lim))
 		return MS_EXIT_ERROR;
-	k = r.n_produced < r.n_recorded ? r.n_produced : r.n_recorded;
+	/* sim: the model against the recording; torch: PyTorch's allocator against the model */
+	const struct ms_seg_event *ref = c.torch ? c.model.produced : r.recorded;
+	size_t n_ref = c.torch ? c.model.n_produced : r.n_recorded;
+	const char *ref_name = c.torch ? "model" : "recorded";
+	const char *got_name = c.torch ? "PyTorch" : "replayed";
+	k = r.n_produced < n_ref ? r.n_produced : n_ref;
 	for (i = 0; i < k; i++)
-		if (r.produced[i].action != r.recorded[i].action ||
-		    r.produced[i].size != r.recorded[i].size)
+		if (r.produced[i].action != ref[i].action || r.produced[i].size != ref[i].size)
 			break;
-	rec_peak = recorded_peak(&r);
-	same = i == k && r.n_produced == r.n_recorded &&
+	rec_peak = c.torch ? (uint64_t)c.model.stats.reserved_bytes[0].peak : recorded_peak(&r);
+	same = i == k && r.n_produced == n_ref &&
 	       (uint64_t)r.stats.reserved_bytes[0].peak == rec_peak &&
 	       r.reproduced_ooms == r.recorded_ooms && !r.ended_by_oom;
+	if (c.torch)
+		same = same && r.ended_by_oom == c.model.ended_by_oom &&
+		       (uint64_t)r.stats.allocated_bytes[0].peak ==
+		               (uint64_t)c.model.stats.allocated_bytes[0].peak;
 	if (json) {
 		cJSON *o = cJSON_CreateObject();
 		char *str;
 		cJSON_AddStringToObject(o, "trace", argv[0]);
+		cJSON_AddStringToObject(o, "backend", r.backend);
 		cJSON_AddBoolToObject(o, "identical", same);
-		ms_json_u64(o, "segment_events_recorded", r.n_recorded);
+		ms_json_u64(o, c.torch ? "segment_events_model" : "segment_events_recorded", n_ref);
 		ms_json_u64(o, "segment_events_replayed", r.n_produced);
-		if (i < k || r.n_produced != r.n_recorded)
+		if (i < k || r.n_produced != n_ref)
 			ms_json_u64(o, "first_divergence", i);
 		else
 			cJSON_AddNullToObject(o, "first_divergence");
-		ms_json_u64(o, "peak_reserved_recorded", rec_peak);
+		ms_json_u64(o, c.torch ? "peak_reserved_model" : "peak_reserved_recorded",
+		            rec_peak);
 		ms_json_u64(o, "peak_reserved_replayed", (uint64_t)r.stats.reserved_bytes[0].peak);
 		ms_json_u64(o, "peak_allocated_replayed",
 		            (uint64_t)r.stats.allocated_bytes[0].peak);
@@ -102,23 +117,30 @@ int cmd_verify(int argc, const char **argv)
 		cJSON_Delete(o);
 	} else if (same) {
 		char b1[32];
-		printf("%s: identical: %zu segment events, reserved peak %s, %llu of %llu recorded "
+		printf("%s: identical%s: %zu segment events, reserved peak %s, %llu of %llu "
+		       "recorded "
 		       "OOMs reproduced\n",
-		       argv[0], r.n_recorded, ms_format_size(b1, sizeof(b1), rec_peak),
+		       argv[0], c.torch ? " (PyTorch's allocator and the model)" : "", n_ref,
+		       ms_format_size(b1, sizeof(b1), rec_peak),
 		       (unsigned long long)r.reproduced_ooms, (unsigned long long)r.recorded_ooms);
 	} else {
-		printf("%s: DIVERGES\n", argv[0]);
-		if (i < k || r.n_produced != r.n_recorded) {
-			printf("  first different segment event: #%zu (of %zu recorded, %zu "
-			       "replayed)\n",
-			       i, r.n_recorded, r.n_produced);
-			show("recorded", r.recorded, r.n_recorded, i);
-			show("replayed", r.produced, r.n_produced, i);
+		printf("%s: DIVERGES%s\n", argv[0],
+		       c.torch ? " (PyTorch's allocator against the model)" : "");
+		if (i < k || r.n_produced != n_ref) {
+			printf("  first different segment event: #%zu (of %zu %s, %zu %s)\n", i,
+			       n_ref, ref_name, r.n_produced, got_name);
+			show(ref_name, ref, n_ref, i);
+			show(got_name, r.produced, r.n_produced, i);
 		}
 		if ((uint64_t)r.stats.reserved_bytes[0].peak != rec_peak)
-			printf("  reserved peak: recorded %llu, replayed %lld\n",
-			       (unsigned long long)rec_peak,
+			printf("  reserved peak: %s %llu, %s %lld\n", ref_name,
+			       (unsigned long long)rec_peak, got_name,
 			       (long long)r.stats.reserved_bytes[0].peak);
+		if (c.torch &&
+		    r.stats.allocated_bytes[0].peak != c.model.stats.allocated_bytes[0].peak)
+			printf("  allocated peak: model %lld, PyTorch %lld\n",
+			       (long long)c.model.stats.allocated_bytes[0].peak,
+			       (long long)r.stats.allocated_bytes[0].peak);
 		if (r.reproduced_ooms != r.recorded_ooms)
 			printf("  OOMs: %llu recorded, %llu reproduced\n",
 			       (unsigned long long)r.recorded_ooms,

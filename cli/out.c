@@ -1,9 +1,11 @@
 /* Diagnostics on stderr (git's message rules: lower case, no full stop) and size formatting. */
+#define _DEFAULT_SOURCE /* readlink */
 #include "cli/out.h"
 
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cjson/cJSON.h>
 
@@ -80,4 +82,39 @@ int ms_ends_with(const char *s, const char *suffix)
 {
 	size_t a = strlen(s), b = strlen(suffix);
 	return a >= b && strcmp(s + a - b, suffix) == 0;
+}
+
+/* 0, or -1 when out was too small */
+static int join(char *out, size_t cap, const char *a, const char *b)
+{
+	int n = snprintf(out, cap, "%s/%s", a, b);
+
+	return n < 0 || (size_t)n >= cap ? -1 : 0;
+}
+
+int ms_find_libdir(char *out, size_t cap)
+{
+	const char *env = getenv("MEMSNAP_LIBDIR");
+	char exe[4096];
+	ssize_t n;
+	char *slash;
+
+	if (env && *env) {
+		int k = snprintf(out, cap, "%s", env);
+		return k < 0 || (size_t)k >= cap ? -1 : 0;
+	}
+	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n <= 0)
+		return -1;
+	exe[n] = 0;
+	slash = strrchr(exe, '/');
+	if (!slash)
+		return -1;
+	*slash = 0;
+	/* installed: bin/memsnap and MS_LIBDIR_FROM_BIN; build tree: cli/memsnap and lib/memsnap */
+	if (join(out, cap, exe, MS_LIBDIR_FROM_BIN) == 0 && access(out, F_OK) == 0)
+		return 0;
+	if (join(out, cap, exe, "../lib/memsnap") == 0 && access(out, F_OK) == 0)
+		return 0;
+	return -1;
 }

@@ -36,5 +36,11 @@ void ms_json_u64(struct cJSON *o, const char *key, uint64_t v);
 void ms_json_i64(struct cJSON *o, const char *key, int64_t v);
 /* Does file name s end with suffix (".json", ".html")? */
 int ms_ends_with(const char *s, const char *suffix);
+/*
+ * Where the recorder's and the backends' pieces are (libmemsnap_cuda.so, the PyTorch plugins,
+ * python/): $MEMSNAP_LIBDIR, else next to this executable (installed or in the build tree).
+ * Returns 0, or -1 when not found.
+ */
+int ms_find_libdir(char *out, size_t cap);
 
 #endif

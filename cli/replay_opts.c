@@ -2,19 +2,23 @@
 #include "cli/replay_opts.h"
 
 #include "cli/out.h"
+#include "common/status.h"
 #include "parse/trace.h"
+#include "replay/replay_torch.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 void ms_replay_cli_init(struct ms_replay_cli *c, struct ms_opt *opts, int *json)
 {
 	int i = 0;
 
 	memset(c, 0, sizeof(*c));
-	opts[i++] = (struct ms_opt)MS_OPT_STRING(0, "backend", &c->backend, "sim",
-	                                         "allocator backend (only sim for now)");
+	opts[i++] = (struct ms_opt)MS_OPT_STRING(
+	        0, "backend", &c->backend, "B",
+	        "sim, memsnap's model (replay and verify also take torch: PyTorch's own on a GPU)");
 	opts[i++] = (struct ms_opt)MS_OPT_STRING(
 	        0, "alloc-conf", &c->o.alloc_conf, "S",
 	        "PYTORCH_CUDA_ALLOC_CONF to replay with (default: the recorded one)");
@@ -34,9 +38,13 @@ void ms_replay_cli_init(struct ms_replay_cli *c, struct ms_opt *opts, int *json)
 void ms_replay_cli_check(struct ms_replay_cli *c, const struct ms_opt *opts,
                          const char *const *usage)
 {
-	if (c->backend && strcmp(c->backend, "sim") != 0)
-		ms_usage_error(opts, usage, "--backend %s is not available (this build has: sim)",
-		               c->backend);
+	if (c->backend && strcmp(c->backend, "sim") != 0) {
+		if (strcmp(c->backend, "torch") != 0)
+			ms_usage_error(opts, usage, "--backend must be sim or torch");
+		if (!c->torch_ok)
+			ms_usage_error(opts, usage, "this command replays with --backend sim only");
+		c->torch = 1;
+	}
 	if (c->fraction) {
 		char *end;
 		double f = strtod(c->fraction, &end);
@@ -116,6 +124,33 @@ ms_status ms_replay_cli_run(struct ms_replay_cli *c, const char *path, struct ms
 	char b1[32], b2[32], b3[32];
 
 	memset(lim, 0, sizeof(*lim));
+	if (c->torch) {
+		/* the model first: the limit and the program's empty_cache() calls come from it */
+		struct ms_replay_cli sim = *c;
+		char libdir[4096], plugin[4200];
+		sim.torch = 0;
+		s = ms_replay_cli_run(&sim, path, &c->model, lim, d);
+		ms_initial_state_release(&sim.init);
+		if (s)
+			return s;
+		if (c->model.rebuilt)
+			return ms__diag_set(d, MS_ERR_UNSUPPORTED, -1, -1,
+			                    "--backend torch: the trace starts mid-run; only sim "
+			                    "replays it from a rebuilt state");
+		c->o.limit = sim.o.limit;
+		if (ms_find_libdir(libdir, sizeof(libdir)))
+			return ms__diag_set(
+			        d, MS_ERR_BACKEND, -1, -1,
+			        "--backend torch: the plugins' folder is not found (set "
+			        "MEMSNAP_LIBDIR)");
+		snprintf(plugin, sizeof(plugin), "%s/libmemsnap_torch_replay.so", libdir);
+		if (access(plugin, R_OK) != 0)
+			return ms__diag_set(d, MS_ERR_BACKEND, -1, -1,
+			                    "--backend torch: %s: not built (MEMSNAP_TORCH needs "
+			                    "PyTorch and CUDA at build time)",
+			                    plugin);
+		return ms_replay_torch(path, plugin, &c->o, &c->model, r, d);
+	}
 	s = ms_replay_run(path, &c->o, r, d);
 	if (!s && r->unmatched_frees && !c->o.init)
 		s = replay_mid_run(c, path, r, d);
@@ -155,6 +190,7 @@ void ms_replay_cli_release(struct ms_replay_cli *c)
 {
 	ms_initial_state_release(&c->init);
 	c->o.init = NULL;
+	ms_replay_result_release(&c->model);
 }
 
 int ms_replay_cli_run_reported(struct ms_replay_cli *c, const char *path,

@@ -13,6 +13,10 @@ struct ms_replay_cli {
 	        init; /* a mid-run trace's rebuilt state (released by the process exit) */
 	const char *backend, *fraction;
 	uint64_t device;
+	int torch_ok; /* the command takes --backend torch (set before ms_replay_cli_check) */
+	int torch;    /* --backend torch */
+	/* --backend torch: the model's replay of the same trace (settings, limit, empty_cache) */
+	struct ms_replay_result model;
 };
 
 /* Fill opts (MS_REPLAY_OPTS_MAX entries) with the shared options and --json into *json. */

@@ -165,6 +165,11 @@ static void flush_pending(struct rp *p)
 	if (!p->pend_frees)
 		return;
 	p->r->empty_cache_calls++;
+	if (ms_grow(&p->r->empty_cache_at, &p->r->cap_empty_cache_at, p->r->n_empty_cache_at + 1,
+	            sizeof(uint64_t)) == 0)
+		p->r->empty_cache_at[p->r->n_empty_cache_at++] = p->index;
+	else
+		p->err = MS_ERR_NOMEM;
 	ms_model_empty_cache(p->m);
 	p->pend_frees = 0;
 	p->pend_free_bytes = 0;
@@ -475,6 +480,7 @@ static ms_status replay(const char *path, const struct ms_trace *t, const struct
 	ms_status s;
 
 	memset(r, 0, sizeof(*r));
+	snprintf(r->backend, sizeof(r->backend), "sim");
 	memset(&p, 0, sizeof(p));
 	r->device = o->device;
 	p.o = o;
@@ -601,6 +607,9 @@ void ms_replay_result_release(struct ms_replay_result *r)
 	r->n_snaps = 0;
 	r->produced = r->recorded = NULL;
 	r->n_produced = r->n_recorded = 0;
+	ms_free(r->empty_cache_at);
+	r->empty_cache_at = NULL;
+	r->n_empty_cache_at = r->cap_empty_cache_at = 0;
 }
 
 void ms_replay_oom_message(const struct ms_replay_result *r, char *buf, size_t cap)

@@ -108,6 +108,12 @@ struct ms_replay_result {
 	uint64_t recorded_ooms, reproduced_ooms;
 	uint64_t missed_ooms; /* recorded OOMs the model satisfied */
 	uint64_t unmatched_frees, empty_cache_calls;
+	/* where the model placed the program's empty_cache() calls: before these events */
+	uint64_t *empty_cache_at;
+	size_t n_empty_cache_at, cap_empty_cache_at;
+	/* the backend's own OOM message (--backend torch: PyTorch's), or "" */
+	char backend_message[1024];
+	char backend[8]; /* "sim" or "torch" */
 	/* the most allocated while reserved bytes stood at their peak: peak reserved minus this is
 	 * the waste at the peak (memory reserved that was never in use at once) */
 	uint64_t allocated_at_peak_reserved;

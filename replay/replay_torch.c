@@ -1,0 +1,236 @@
+/*
+ * replay --backend torch: the trace's allocations and frees driven through PyTorch's own CUDA
+ * caching allocator on a real GPU, by the plugin libmemsnap_torch_replay (torch_backend.h),
+ * loaded with dlopen so that memsnap itself links nothing of PyTorch or CUDA.
+ *
+ * What the trace does not record, the program's empty_cache() calls, is taken from the model's
+ * replay of the same trace (result.empty_cache_at): on all the real traces the model places
+ * them where PyTorch's recorded segment frees say they were.
+ */
+#define _GNU_SOURCE /* dlopen */
+#include "replay/replay_torch.h"
+
+#include <dlfcn.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "common/alloc.h"
+#include "common/hash.h"
+#include "common/status.h"
+#include "parse/trace.h"
+#include "replay/torch/torch_backend.h"
+
+struct tp {
+	const struct mst_api *api;
+	struct ms_replay_result *r;
+	struct ms_u64map live; /* recorded address -> real pointer */
+	size_t cap_produced, cap_recorded;
+	uint64_t index;
+	ms_status err;
+};
+
+static void push(struct ms_seg_event **arr, size_t *n, size_t *cap, uint64_t index,
+                 unsigned action, uint64_t addr, uint64_t size, ms_status *err)
+{
+	if (ms_grow(arr, cap, *n + 1, sizeof(**arr))) {
+		*err = MS_ERR_NOMEM;
+		return;
+	}
+	(*arr)[*n] = (struct ms_seg_event){index, addr, size, (uint8_t)action};
+	(*n)++;
+}
+
+/* The segment events the real allocator made since the last call. */
+static void drain(struct tp *p)
+{
+	struct mst_seg segs[256];
+	size_t n;
+
+	while ((n = p->api->take_segments(segs, 256)) > 0)
+		for (size_t i = 0; i < n; i++)
+			push(&p->r->produced, &p->r->n_produced, &p->cap_produced, p->index,
+			     segs[i].action, segs[i].addr, segs[i].size, &p->err);
+}
+
+static void fill_stats(struct tp *p)
+{
+	struct mst_stats s;
+	struct ms_model_stats *st = &p->r->stats;
+
+	p->api->stats(&s);
+	st->allocated_bytes[0].current = s.allocated_current;
+	st->allocated_bytes[0].peak = s.allocated_peak;
+	st->reserved_bytes[0].current = s.reserved_current;
+	st->reserved_bytes[0].peak = s.reserved_peak;
+	st->requested_bytes[0].current = s.requested_current;
+	st->requested_bytes[0].peak = s.requested_peak;
+	st->active_bytes[0].current = s.active_current;
+	st->active_bytes[0].peak = s.active_peak;
+	st->segment[0].current = s.segment_current;
+	st->segment[0].peak = s.segment_peak;
+	st->inactive_split_bytes[0].current = s.inactive_split_bytes_current;
+	st->num_alloc_retries = s.num_alloc_retries;
+	st->num_ooms = s.num_ooms;
+	st->num_device_alloc = s.num_device_alloc;
+	st->num_device_free = s.num_device_free;
+}
+
+/* An OOM of the real allocator at event index. */
+static void oom(struct tp *p, const struct ms_event *e, int recorded, const char *msg)
+{
+	struct ms_replay_result *r = p->r;
+
+	if (r->has_oom)
+		return;
+	r->has_oom = 1;
+	fill_stats(p);
+	r->first_oom.index = p->index;
+	r->first_oom.recorded = recorded;
+	r->first_oom.o.requested = e->size;
+	r->first_oom.o.stream = e->stream;
+	r->first_oom.o.allocated = (uint64_t)r->stats.allocated_bytes[0].current;
+	r->first_oom.o.reserved = (uint64_t)r->stats.reserved_bytes[0].current;
+	r->first_oom.o.inactive_split = (uint64_t)r->stats.inactive_split_bytes[0].current;
+	r->first_oom.o.free_in_reserved = r->first_oom.o.reserved - r->first_oom.o.allocated;
+	r->first_oom.stats = r->stats;
+	snprintf(r->backend_message, sizeof(r->backend_message), "%s", msg);
+}
+
+static ms_status run(struct tp *p, const struct ms_trace *t, const struct ms_replay_opts *o,
+                     const uint64_t *ec_at, size_t n_ec, struct ms_diag *d)
+{
+	struct ms_replay_result *r = p->r;
+	char err[1024];
+	size_t next_ec = 0;
+
+	for (size_t i = 0; i < t->n_events && !p->err; i++) {
+		const struct ms_event *e = &t->events[i];
+		uint64_t ptr, *v;
+		int rc;
+
+		p->index = i;
+		r->events_total++;
+		if (e->device != o->device) {
+			r->events_other_devices++;
+			continue;
+		}
+		if (e->source != MS_SRC_TORCH) {
+			r->events_external++;
+			continue;
+		}
+		r->events_replayed++;
+		/* the program's empty_cache() before this event, where the model put it */
+		while (next_ec < n_ec && ec_at[next_ec] <= i) {
+			if (ec_at[next_ec++] == i) {
+				p->api->empty_cache();
+				r->empty_cache_calls++;
+			}
+		}
+		switch (e->action) {
+		case MS_ACT_ALLOC:
+		case MS_ACT_OOM:
+			rc = p->api->malloc(e->size, e->stream, &ptr, err, sizeof(err));
+			drain(p);
+			if (rc < 0)
+				return ms__diag_set(d, MS_ERR_BACKEND, -1, (int64_t)i,
+				                    "torch backend: event %zu: %s", i, err);
+			if (e->action == MS_ACT_OOM) {
+				r->recorded_ooms++;
+				if (rc == 1) {
+					r->reproduced_ooms++;
+					oom(p, e, 1, err);
+				} else {
+					r->missed_ooms++; /* the program got nothing: give it back */
+					p->api->free(ptr);
+					drain(p);
+				}
+				break;
+			}
+			if (rc == 1) {
+				oom(p, e, 0, err);
+				r->ended_by_oom = 1;
+				return MS_OK;
+			}
+			if (ms_u64map_put(&p->live, e->addr, ptr))
+				return MS_ERR_NOMEM;
+			break;
+		case MS_ACT_FREE_COMPLETED:
+			if ((v = ms_u64map_get(&p->live, e->addr))) {
+				p->api->free(*v);
+				ms_u64map_del(&p->live, e->addr, &ptr);
+				drain(p);
+			} else {
+				r->unmatched_frees++;
+			}
+			break;
+		case MS_ACT_SEGMENT_ALLOC:
+		case MS_ACT_SEGMENT_MAP:
+		case MS_ACT_SEGMENT_FREE:
+		case MS_ACT_SEGMENT_UNMAP:
+			push(&r->recorded, &r->n_recorded, &p->cap_recorded, i, e->action, e->addr,
+			     e->size, &p->err);
+			break;
+		default:
+			break;
+		}
+	}
+	return p->err;
+}
+
+ms_status ms_replay_torch(const char *path, const char *plugin, const struct ms_replay_opts *o,
+                          const struct ms_replay_result *model, struct ms_replay_result *r,
+                          struct ms_diag *d)
+{
+	struct tp p;
+	struct ms_trace *t = NULL;
+	void *h;
+	mst_api_fn get;
+	char err[1024] = "";
+	uint64_t total = 0, free_bytes = 0;
+	ms_status s;
+
+	memset(r, 0, sizeof(*r));
+	memset(&p, 0, sizeof(p));
+	snprintf(r->backend, sizeof(r->backend), "torch");
+	r->device = o->device;
+	h = dlopen(plugin, RTLD_NOW | RTLD_LOCAL);
+	if (!h)
+		return ms__diag_set(d, MS_ERR_BACKEND, -1, -1, "--backend torch: %s", dlerror());
+	get = (mst_api_fn)(uintptr_t)dlsym(h, MST_API_SYMBOL);
+	p.api = get ? get() : NULL;
+	if (!p.api || p.api->abi != MST_ABI)
+		return ms__diag_set(d, MS_ERR_BACKEND, -1, -1, "%s: not a memsnap torch plugin (ABI %u)",
+		                    plugin, MST_ABI);
+	if ((s = ms_trace_load(path, NULL, &t, NULL, d)))
+		return s;
+	snprintf(r->alloc_conf, sizeof(r->alloc_conf), "%s", model->alloc_conf);
+	r->limit = model->limit;
+	if (p.api->open((int)o->device, model->alloc_conf, model->limit, err, sizeof(err))) {
+		ms_trace_free(t);
+		return ms__diag_set(d, MS_ERR_BACKEND, -1, -1, "--backend torch: %s", err);
+	}
+	p.api->mem_info(&total, &free_bytes);
+	r->device_memory = total;
+	if (model->limit > free_bytes) {
+		p.api->close();
+		ms_trace_free(t);
+		return ms__diag_set(d, MS_ERR_INVALID_ARG, -1, -1,
+		                    "--backend torch: the limit (%llu bytes) is more than the device "
+		                    "has free (%llu bytes)",
+		                    (unsigned long long)model->limit, (unsigned long long)free_bytes);
+	}
+	p.r = r;
+	s = run(&p, t, o, model->empty_cache_at, model->n_empty_cache_at, d);
+	if (!r->has_oom)
+		fill_stats(&p);
+	else {
+		/* the peaks of the whole replay, the state at the OOM kept in first_oom */
+		struct ms_model_stats at = r->stats;
+		fill_stats(&p);
+		r->first_oom.stats = at;
+	}
+	p.api->close();
+	ms_u64map_release(&p.live);
+	ms_trace_free(t);
+	return s;
+}

@@ -1,0 +1,68 @@
+/*
+ * The C ABI between memsnap and libmemsnap_torch_replay, the plugin that drives PyTorch's own
+ * CUDA caching allocator (replay --backend torch). memsnap loads the plugin with dlopen and
+ * calls memsnap_torch_replay_api(); nothing of PyTorch is linked into memsnap itself.
+ * One replay per process at a time; every call from one thread.
+ */
+#ifndef MEMSNAP_REPLAY_TORCH_BACKEND_H
+#define MEMSNAP_REPLAY_TORCH_BACKEND_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define MST_ABI 1
+
+/* A segment event of the real allocator (its trace tracker): PyTorch's action numbers. */
+struct mst_seg {
+	uint8_t action;
+	uint64_t addr, size;
+};
+
+/* PyTorch's memory_stats() for the device ("all" pools), as replay reports them. */
+struct mst_stats {
+	int64_t allocated_current, allocated_peak, reserved_current, reserved_peak;
+	int64_t requested_current, requested_peak, active_current, active_peak;
+	int64_t segment_current, segment_peak, inactive_split_bytes_current;
+	uint64_t num_alloc_retries, num_ooms, num_device_alloc, num_device_free;
+};
+
+struct mst_api {
+	unsigned abi; /* MST_ABI */
+	/* PyTorch's version string */
+	const char *(*torch_version)(void);
+	/*
+	 * Start on device with PYTORCH_CUDA_ALLOC_CONF = alloc_conf (NULL: the environment's) and
+	 * a per-process limit of limit bytes (0: none; through setMemoryFraction). Must be the
+	 * first call. Returns 0, or -1 with err filled.
+	 */
+	int (*open)(int device, const char *alloc_conf, uint64_t limit, char *err, size_t n);
+	/* The device's total and free memory now (cudaMemGetInfo). */
+	void (*mem_info)(uint64_t *total, uint64_t *free_bytes);
+	/*
+	 * Allocate size bytes on the stream that stands for recorded stream handle stream (0: the
+	 * default stream). Returns 0 with *ptr, 1 on an out-of-memory error (err: PyTorch's
+	 * message), -1 on another error.
+	 */
+	int (*malloc)(uint64_t size, uint64_t stream, uint64_t *ptr, char *err, size_t n);
+	void (*free)(uint64_t ptr);
+	void (*empty_cache)(void);
+	/* Segment events since the last call, oldest first: at most max; returns how many. */
+	size_t (*take_segments)(struct mst_seg *out, size_t max);
+	void (*stats)(struct mst_stats *out);
+	/* Free everything this replay holds and empty the cache. */
+	void (*close)(void);
+};
+
+/* The plugin's one exported symbol. */
+typedef const struct mst_api *(*mst_api_fn)(void);
+#define MST_API_SYMBOL "memsnap_torch_replay_api"
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
