@@ -23,7 +23,8 @@
 struct tp {
 	const struct mst_api *api;
 	struct ms_replay_result *r;
-	struct ms_u64map live; /* recorded address -> real pointer */
+	struct ms_u64map live;     /* recorded address -> real pointer */
+	struct ms_u64map deferred; /* free requested, PyTorch kept the block: address -> pointer */
 	size_t cap_produced, cap_recorded;
 	uint64_t index;
 	ms_status err;
@@ -96,6 +97,18 @@ static void oom(struct tp *p, const struct ms_event *e, int recorded, const char
 	snprintf(r->backend_message, sizeof(r->backend_message), "%s", msg);
 }
 
+/* Is the next event of the device (PyTorch's) the completion of event i's free? */
+static int completes_next(const struct ms_trace *t, size_t i, uint32_t device)
+{
+	for (size_t j = i + 1; j < t->n_events; j++) {
+		const struct ms_event *n = &t->events[j];
+		if (n->device != device || n->source != MS_SRC_TORCH)
+			continue;
+		return n->action == MS_ACT_FREE_COMPLETED && n->addr == t->events[i].addr;
+	}
+	return 0;
+}
+
 static ms_status run(struct tp *p, const struct ms_trace *t, const struct ms_replay_opts *o,
                      const uint64_t *ec_at, size_t n_ec, struct ms_diag *d)
 {
@@ -154,8 +167,24 @@ static ms_status run(struct tp *p, const struct ms_trace *t, const struct ms_rep
 			if (ms_u64map_put(&p->live, e->addr, ptr))
 				return MS_ERR_NOMEM;
 			break;
+		case MS_ACT_FREE_REQUESTED:
+			/* a completion that does not follow at once: PyTorch kept the block */
+			if ((v = ms_u64map_get(&p->live, e->addr)) && !completes_next(t, i, o->device)) {
+				ptr = *v;
+				ms_u64map_del(&p->live, e->addr, &ptr);
+				if (ms_u64map_put(&p->deferred, e->addr, ptr))
+					return MS_ERR_NOMEM;
+				p->api->free_request(ptr);
+				drain(p);
+			}
+			break;
 		case MS_ACT_FREE_COMPLETED:
-			if ((v = ms_u64map_get(&p->live, e->addr))) {
+			if ((v = ms_u64map_get(&p->deferred, e->addr))) {
+				ptr = *v;
+				ms_u64map_del(&p->deferred, e->addr, &ptr);
+				p->api->free_complete(ptr);
+				drain(p);
+			} else if ((v = ms_u64map_get(&p->live, e->addr))) {
 				p->api->free(*v);
 				ms_u64map_del(&p->live, e->addr, &ptr);
 				drain(p);
@@ -231,6 +260,7 @@ ms_status ms_replay_torch(const char *path, const char *plugin, const struct ms_
 	}
 	p.api->close();
 	ms_u64map_release(&p.live);
+	ms_u64map_release(&p.deferred);
 	ms_trace_free(t);
 	return s;
 }

@@ -1,18 +1,31 @@
 // libmemsnap_torch_replay: PyTorch's real CUDACachingAllocator behind a C ABI
-// (torch_backend.h), for `memsnap replay --backend torch`. The allocations are raw
-// (raw_alloc_with_stream / raw_delete), one CUDA stream per recorded stream; the
-// allocator's own trace tracker reports the segment events it makes.
+// (torch_backend.h), for `memsnap replay --backend torch`. Allocations are the
+// allocator's DataPtrs, made on one CUDA stream per recorded stream; the allocator's
+// own trace tracker reports the segment events it makes.
+//
+// Deferred frees (record_stream): the block is recordStream'ed on a "blocker" stream
+// that waits (cuStreamWaitValue32) on a word of pinned host memory, then freed: the
+// allocator lowers allocated bytes and keeps the block until an event after the wait
+// completes, which free_complete() allows by writing the word. A watchdog releases
+// every blocker if a call into the allocator waits on one (empty_cache and the OOM
+// retry synchronise with all pending events), so the replay cannot hang.
 #include <c10/core/Allocator.h>
 #include <c10/cuda/CUDACachingAllocator.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#include <cuda.h>
 #include <c10/util/Exception.h>
 #include <cuda_runtime_api.h>
 #include <torch/version.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdio>
+#include <mutex>
+#include <thread>
 #include <cstdlib>
 #include <cstring>
 #include <unordered_map>
-#include <unordered_set>
 #include <vector>
 
 #include "torch_backend.h"
@@ -25,7 +38,61 @@ int g_device = 0;
 bool g_open = false, g_tracker = false;
 std::vector<mst_seg> g_segs;                           // not yet taken
 std::unordered_map<uint64_t, cudaStream_t> g_streams;  // recorded handle -> our stream
-std::unordered_set<uint64_t> g_live;                   // pointers handed out
+std::unordered_map<uint64_t, c10::DataPtr> g_live;     // pointers handed out
+
+struct blocker {
+	cudaStream_t stream;
+	volatile uint32_t *word; // pinned, mapped host memory the stream waits on
+	CUdeviceptr dword;
+};
+std::vector<blocker> g_idle;                        // blockers not in use
+std::unordered_map<uint64_t, blocker> g_pending;    // deferred frees not yet completed
+std::mutex g_pending_mu;                            // g_pending against the watchdog
+std::atomic<int64_t> g_busy_since{0};               // ms; 0 = not inside the allocator
+std::atomic<bool> g_stop{false};
+std::thread g_watchdog;
+uint64_t g_forced = 0; // deferred frees the watchdog released early
+
+int64_t now_ms()
+{
+	return std::chrono::duration_cast<std::chrono::milliseconds>(
+	               std::chrono::steady_clock::now().time_since_epoch())
+	        .count();
+}
+
+// Marks a call into the allocator for the watchdog.
+struct busy {
+	busy() { g_busy_since.store(now_ms()); }
+	~busy() { g_busy_since.store(0); }
+};
+
+void release_all_locked()
+{
+	for (auto &kv : g_pending)
+		*kv.second.word = 1;
+}
+
+void watchdog()
+{
+	while (!g_stop.load()) {
+		std::this_thread::sleep_for(std::chrono::milliseconds(20));
+		int64_t t = g_busy_since.load();
+		if (t && now_ms() - t > 200) {
+			std::lock_guard<std::mutex> g(g_pending_mu);
+			if (!g_pending.empty()) {
+				g_forced += g_pending.size();
+				release_all_locked();
+			}
+		}
+	}
+}
+
+c10::cuda::CUDAStream torch_stream(cudaStream_t s)
+{
+	if (!s)
+		return c10::cuda::getDefaultCUDAStream(static_cast<c10::DeviceIndex>(g_device));
+	return c10::cuda::getStreamFromExternal(s, static_cast<c10::DeviceIndex>(g_device));
+}
 
 void say(char *err, size_t n, const char *what)
 {
@@ -57,6 +124,7 @@ int open_backend(int device, const char *alloc_conf, uint64_t limit, char *err, 
 		say(err, n, m);
 		return -1;
 	}
+	g_device = device;
 	// the allocator reads its settings when it is first initialised: set them before
 	if (alloc_conf)
 		setenv("PYTORCH_CUDA_ALLOC_CONF", alloc_conf, 1);
@@ -80,6 +148,8 @@ int open_backend(int device, const char *alloc_conf, uint64_t limit, char *err, 
 			                       static_cast<c10::DeviceIndex>(device));
 		}
 		CCA::resetPeakStats(static_cast<c10::DeviceIndex>(device));
+		g_stop.store(false);
+		g_watchdog = std::thread(watchdog);
 		CCA::resetAccumulatedStats(static_cast<c10::DeviceIndex>(device));
 	} catch (const std::exception &e) {
 		say(err, n, e.what());
@@ -114,10 +184,12 @@ cudaStream_t stream_for(uint64_t handle)
 int do_malloc(uint64_t size, uint64_t stream, uint64_t *ptr, char *err, size_t n)
 {
 	try {
-		void *p = CCA::raw_alloc_with_stream(size, stream_for(stream));
-		*ptr = reinterpret_cast<uint64_t>(p);
-		if (p)
-			g_live.insert(*ptr);
+		busy b;
+		c10::cuda::CUDAStreamGuard guard(torch_stream(stream_for(stream)));
+		c10::DataPtr dp = CCA::get()->allocate(size);
+		*ptr = reinterpret_cast<uint64_t>(dp.get());
+		if (dp.get())
+			g_live.emplace(*ptr, std::move(dp));
 		return 0;
 	} catch (const c10::OutOfMemoryError &e) {
 		say(err, n, e.what_without_backtrace());
@@ -130,12 +202,87 @@ int do_malloc(uint64_t size, uint64_t stream, uint64_t *ptr, char *err, size_t n
 
 void do_free(uint64_t ptr)
 {
-	if (g_live.erase(ptr))
-		CCA::raw_delete(reinterpret_cast<void *>(ptr));
+	busy b;
+	g_live.erase(ptr); // the DataPtr's deleter frees the block
+}
+
+bool new_blocker(blocker *out)
+{
+	void *host = nullptr;
+	if (cudaHostAlloc(&host, sizeof(uint32_t), cudaHostAllocMapped) != cudaSuccess)
+		return false;
+	void *dev = nullptr;
+	if (cudaHostGetDevicePointer(&dev, host, 0) != cudaSuccess ||
+	    cudaStreamCreateWithFlags(&out->stream, cudaStreamNonBlocking) != cudaSuccess) {
+		cudaFreeHost(host);
+		return false;
+	}
+	out->word = static_cast<volatile uint32_t *>(host);
+	out->dword = reinterpret_cast<CUdeviceptr>(dev);
+	return true;
+}
+
+void free_request(uint64_t ptr)
+{
+	auto it = g_live.find(ptr);
+	if (it == g_live.end())
+		return;
+	blocker bl;
+	if (!g_idle.empty()) {
+		bl = g_idle.back();
+		g_idle.pop_back();
+	} else if (!new_blocker(&bl)) {
+		do_free(ptr); // no blocker: freed at once (allocated bytes as PyTorch counts them)
+		return;
+	}
+	*bl.word = 0;
+	if (cuStreamWaitValue32(bl.stream, bl.dword, 1, CU_STREAM_WAIT_VALUE_GEQ) != CUDA_SUCCESS) {
+		g_idle.push_back(bl);
+		do_free(ptr);
+		return;
+	}
+	{
+		std::lock_guard<std::mutex> g(g_pending_mu);
+		g_pending[ptr] = bl;
+	}
+	busy b;
+	CCA::recordStream(it->second, torch_stream(bl.stream));
+	g_live.erase(it); // free requested: the block waits for the blocker's event
+}
+
+void free_complete(uint64_t ptr)
+{
+	blocker bl;
+	{
+		std::lock_guard<std::mutex> g(g_pending_mu);
+		auto it = g_pending.find(ptr);
+		if (it == g_pending.end())
+			return;
+		bl = it->second;
+		g_pending.erase(it);
+		*bl.word = 1;
+	}
+	cudaStreamSynchronize(bl.stream); // its event is complete: the next malloc frees the block
+	g_idle.push_back(bl);
+}
+
+// empty_cache waits for every pending event: as in the recorded run, they complete first
+void complete_all()
+{
+	std::vector<uint64_t> ptrs;
+	{
+		std::lock_guard<std::mutex> g(g_pending_mu);
+		for (auto &kv : g_pending)
+			ptrs.push_back(kv.first);
+	}
+	for (uint64_t p : ptrs)
+		free_complete(p);
 }
 
 void empty_cache()
 {
+	complete_all();
+	busy b;
 	CCA::emptyCache();
 }
 
@@ -170,10 +317,22 @@ void stats(mst_stats *o)
 
 void close_backend()
 {
-	for (uint64_t p : g_live)
-		CCA::raw_delete(reinterpret_cast<void *>(p));
+	complete_all();
 	g_live.clear();
 	CCA::emptyCache();
+	for (auto &bl : g_idle) {
+		cudaStreamDestroy(bl.stream);
+		cudaFreeHost(const_cast<uint32_t *>(bl.word));
+	}
+	g_idle.clear();
+	g_stop.store(true);
+	if (g_watchdog.joinable())
+		g_watchdog.join();
+	if (g_forced)
+		fprintf(stderr,
+		        "memsnap: warning: --backend torch: %llu deferred frees were completed early "
+		        "(the allocator waited on them)\n",
+		        static_cast<unsigned long long>(g_forced));
 	for (auto &kv : g_streams)
 		cudaStreamDestroy(kv.second);
 	g_streams.clear();
@@ -181,8 +340,9 @@ void close_backend()
 	g_open = false;
 }
 
-const mst_api g_api = {MST_ABI,     torch_version, open_backend,  mem_info, do_malloc,
-                       do_free,     empty_cache,   take_segments, stats,    close_backend};
+const mst_api g_api = {MST_ABI,   torch_version, open_backend, mem_info,
+                       do_malloc, do_free,       free_request, free_complete,
+                       empty_cache, take_segments, stats,      close_backend};
 
 } // namespace
 

@@ -14,7 +14,7 @@
 extern "C" {
 #endif
 
-#define MST_ABI 1
+#define MST_ABI 2
 
 /* A segment event of the real allocator (its trace tracker): PyTorch's action numbers. */
 struct mst_seg {
@@ -49,6 +49,13 @@ struct mst_api {
 	 */
 	int (*malloc)(uint64_t size, uint64_t stream, uint64_t *ptr, char *err, size_t n);
 	void (*free)(uint64_t ptr);
+	/*
+	 * A free that PyTorch deferred (the block was used on another stream: record_stream):
+	 * free_request(ptr) gives it back now, as allocated bytes go, but the allocator keeps the
+	 * block until free_complete(ptr), as it kept it until the other stream's work was done.
+	 */
+	void (*free_request)(uint64_t ptr);
+	void (*free_complete)(uint64_t ptr);
 	void (*empty_cache)(void);
 	/* Segment events since the last call, oldest first: at most max; returns how many. */
 	size_t (*take_segments)(struct mst_seg *out, size_t max);
