@@ -185,7 +185,8 @@ int do_malloc(uint64_t size, uint64_t stream, uint64_t *ptr, char *err, size_t n
 {
 	try {
 		busy b;
-		c10::cuda::CUDAStreamGuard guard(torch_stream(stream_for(stream)));
+		// the stream as the current one (a stream guard would need libtorch_cuda's hooks)
+		c10::cuda::setCurrentCUDAStream(torch_stream(stream_for(stream)));
 		c10::DataPtr dp = CCA::get()->allocate(size);
 		*ptr = reinterpret_cast<uint64_t>(dp.get());
 		if (dp.get())
