@@ -12,6 +12,7 @@
 #include <c10/core/Allocator.h>
 #include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAFunctions.h>
 #include <c10/cuda/CUDAStream.h>
 #include <cuda.h>
 #include <c10/util/Exception.h>
@@ -87,6 +88,17 @@ void watchdog()
 	}
 }
 
+// What libtorch_cuda registers and this process lacks: device guards (the allocator
+// takes one to record a deferred free's events) ask whether a primary context exists.
+bool has_primary_context(c10::DeviceIndex d)
+{
+	unsigned flags = 0;
+	int active = 0;
+	return cuDevicePrimaryCtxGetState(static_cast<CUdevice>(d), &flags, &active) ==
+	               CUDA_SUCCESS &&
+	       active;
+}
+
 c10::cuda::CUDAStream torch_stream(cudaStream_t s)
 {
 	if (!s)
@@ -130,6 +142,7 @@ int open_backend(int device, const char *alloc_conf, uint64_t limit, char *err, 
 		setenv("PYTORCH_CUDA_ALLOC_CONF", alloc_conf, 1);
 	try {
 		cudaSetDevice(device);
+		c10::cuda::_internal::setHasPrimaryContext(has_primary_context);
 		CCA::init(count);
 		if (!g_tracker) {
 			CCA::attachAllocatorTraceTracker([](const auto &te) {
