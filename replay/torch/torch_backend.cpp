@@ -33,6 +33,11 @@
 
 namespace CCA = c10::cuda::CUDACachingAllocator;
 
+// Exported by libc10_cuda for libtorch_cuda's CUDAHooks, declared in no header.
+namespace c10::cuda::_internal {
+void setHasPrimaryContext(bool (*func)(c10::DeviceIndex));
+}
+
 namespace {
 
 int g_device = 0;
