@@ -42,8 +42,11 @@ int cmd_version(int argc, const char **argv)
 	        MS_HAVE_GRAPHVIZ ? "in-process SVG layout (libgvc)"
 	                         : "built without libgvc (MEMSNAP_GRAPHVIZ=OFF or not found)");
 	feature("torch", MS_HAVE_TORCH,
-	        MS_HAVE_TORCH ? "memsnap record hooks PyTorch's allocator (libmemsnap_torch)"
-	                      : "built without the PyTorch hook (MEMSNAP_TORCH=OFF or not found)");
+	        MS_HAVE_TORCH
+	                ? "PyTorch plugins: record's hook (libmemsnap_torch), replay --backend "
+	                  "torch (libmemsnap_torch_replay)"
+	                : "built without the PyTorch plugins (MEMSNAP_TORCH=OFF or not found; "
+	                  "they can be built alone: recorder/torch, replay/torch)");
 	feature("recorder", 1, "libmemsnap_recorder and the CUDA interposer (libmemsnap_cuda)");
 	printf("  %-10s: %s\n", "zstd", ZSTD_versionString());
 	printf("  %-10s: %s\n", "msgpack-c", msgpack_version());

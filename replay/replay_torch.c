@@ -30,8 +30,8 @@ struct tp {
 	ms_status err;
 };
 
-static void push(struct ms_seg_event **arr, size_t *n, size_t *cap, uint64_t index,
-                 unsigned action, uint64_t addr, uint64_t size, ms_status *err)
+static void push(struct ms_seg_event **arr, size_t *n, size_t *cap, uint64_t index, unsigned action,
+                 uint64_t addr, uint64_t size, ms_status *err)
 {
 	if (ms_grow(arr, cap, *n + 1, sizeof(**arr))) {
 		*err = MS_ERR_NOMEM;
@@ -153,7 +153,8 @@ static ms_status run(struct tp *p, const struct ms_trace *t, const struct ms_rep
 					r->reproduced_ooms++;
 					oom(p, e, 1, err);
 				} else {
-					r->missed_ooms++; /* the program got nothing: give it back */
+					r->missed_ooms++; /* the program got nothing: give it back
+					                   */
 					p->api->free(ptr);
 					drain(p);
 				}
@@ -169,7 +170,8 @@ static ms_status run(struct tp *p, const struct ms_trace *t, const struct ms_rep
 			break;
 		case MS_ACT_FREE_REQUESTED:
 			/* a completion that does not follow at once: PyTorch kept the block */
-			if ((v = ms_u64map_get(&p->live, e->addr)) && !completes_next(t, i, o->device)) {
+			if ((v = ms_u64map_get(&p->live, e->addr)) &&
+			    !completes_next(t, i, o->device)) {
 				ptr = *v;
 				ms_u64map_del(&p->live, e->addr, &ptr);
 				if (ms_u64map_put(&p->deferred, e->addr, ptr))
@@ -228,8 +230,8 @@ ms_status ms_replay_torch(const char *path, const char *plugin, const struct ms_
 	get = (mst_api_fn)(uintptr_t)dlsym(h, MST_API_SYMBOL);
 	p.api = get ? get() : NULL;
 	if (!p.api || p.api->abi != MST_ABI)
-		return ms__diag_set(d, MS_ERR_BACKEND, -1, -1, "%s: not a memsnap torch plugin (ABI %u)",
-		                    plugin, MST_ABI);
+		return ms__diag_set(d, MS_ERR_BACKEND, -1, -1,
+		                    "%s: not a memsnap torch plugin (ABI %u)", plugin, MST_ABI);
 	if ((s = ms_trace_load(path, NULL, &t, NULL, d)))
 		return s;
 	snprintf(r->alloc_conf, sizeof(r->alloc_conf), "%s", model->alloc_conf);
@@ -243,10 +245,11 @@ ms_status ms_replay_torch(const char *path, const char *plugin, const struct ms_
 	if (model->limit > free_bytes) {
 		p.api->close();
 		ms_trace_free(t);
-		return ms__diag_set(d, MS_ERR_INVALID_ARG, -1, -1,
-		                    "--backend torch: the limit (%llu bytes) is more than the device "
-		                    "has free (%llu bytes)",
-		                    (unsigned long long)model->limit, (unsigned long long)free_bytes);
+		return ms__diag_set(
+		        d, MS_ERR_INVALID_ARG, -1, -1,
+		        "--backend torch: the limit (%llu bytes) is more than the device "
+		        "has free (%llu bytes)",
+		        (unsigned long long)model->limit, (unsigned long long)free_bytes);
 	}
 	p.r = r;
 	s = run(&p, t, o, model->empty_cache_at, model->n_empty_cache_at, d);
