@@ -7,16 +7,24 @@
 #include "cli/opts.h"
 #include "cli/out.h"
 #include "cli/replay_opts.h"
+#include "replay/device_cuda.h"
 #include "replay/replay.h"
 
 static const char *const usage[] = {
-        "memsnap replay [--backend sim|torch] [--alloc-conf S] [--limit N | --memory-fraction F]",
+        "memsnap replay [--backend sim|cuda|torch] [--alloc-conf S] [--limit N | --memory-fraction "
+        "F]",
         "               [--device-memory N] [--device D] [--json] <trace>",
         "",
         "Replay a trace against memsnap's model of PyTorch's CUDA caching allocator on a",
         "simulated device, to reproduce an out-of-memory error offline or to try other",
         "settings. Exit 0 when the replay completes, 3 when it ends in an OOM the recorded",
         "run did not have, 1 on error, 2 on usage.",
+        "",
+        "--backend cuda runs the model over a real GPU (--device): each segment it creates is",
+        "a cudaMalloc, each expandable segment an address range mapped page by page with the",
+        "CUDA virtual memory calls; an OOM happens where the device is full or the limit is",
+        "reached. It adds the device's memory, the CUDA context's, and every driver call's",
+        "latency (p50, p99, max, total). Ctrl-C stops it; everything is freed.",
         "",
         "--backend torch replays the same allocations and frees through PyTorch's own",
         "caching allocator on a real GPU (the plugin libmemsnap_torch_replay, built where",
@@ -122,14 +130,64 @@ static void json_memory_stats(cJSON *o, const struct ms_model_stats *st)
 	ms_json_u64(m, "num_device_free", st->num_device_free);
 }
 
+/* --backend cuda: the device, its context and the driver calls' latencies. */
+static void text_cuda(struct ms_cuda_dev *dev)
+{
+	struct ms_cuda_timing t[MS_CUDA_N_CALLS];
+	size_t n = ms_cuda_timings(dev, t, MS_CUDA_N_CALLS);
+	uint64_t fr, total;
+	char b1[32], b2[32], b3[32];
+	double sum = 0;
+
+	ms_cuda_mem_info(dev, &fr, &total);
+	printf("\ndevice: %s, %s total, %s free at the end, CUDA context %s\n", ms_cuda_name(dev),
+	       ms_format_size(b1, sizeof(b1), total), ms_format_size(b2, sizeof(b2), fr),
+	       ms_format_size(b3, sizeof(b3), ms_cuda_context_bytes(dev)));
+	printf("  driver calls          count      p50 us      p99 us      max us    total ms\n");
+	for (size_t i = 0; i < n; i++) {
+		printf("  %-20s %6llu %11.1f %11.1f %11.1f %11.2f\n", t[i].call,
+		       (unsigned long long)t[i].n, t[i].p50_us, t[i].p99_us, t[i].max_us,
+		       t[i].total_ms);
+		sum += t[i].total_ms;
+	}
+	printf("  %-20s %6s %11s %11s %11s %11.2f\n", "all", "", "", "", "", sum);
+}
+
+static void json_cuda(cJSON *o, struct ms_cuda_dev *dev)
+{
+	struct ms_cuda_timing t[MS_CUDA_N_CALLS];
+	size_t n = ms_cuda_timings(dev, t, MS_CUDA_N_CALLS);
+	uint64_t fr, total;
+	cJSON *x = cJSON_AddObjectToObject(o, "cuda"), *a;
+
+	ms_cuda_mem_info(dev, &fr, &total);
+	cJSON_AddStringToObject(x, "device_name", ms_cuda_name(dev));
+	ms_json_u64(x, "total_bytes", total);
+	ms_json_u64(x, "free_bytes_at_end", fr);
+	ms_json_u64(x, "context_bytes", ms_cuda_context_bytes(dev));
+	a = cJSON_AddArrayToObject(x, "driver_calls");
+	for (size_t i = 0; i < n; i++) {
+		cJSON *e = cJSON_CreateObject();
+		cJSON_AddStringToObject(e, "call", t[i].call);
+		ms_json_u64(e, "count", t[i].n);
+		cJSON_AddNumberToObject(e, "p50_us", t[i].p50_us);
+		cJSON_AddNumberToObject(e, "p99_us", t[i].p99_us);
+		cJSON_AddNumberToObject(e, "max_us", t[i].max_us);
+		cJSON_AddNumberToObject(e, "total_ms", t[i].total_ms);
+		cJSON_AddItemToArray(a, e);
+	}
+}
+
 static void json_report(const char *path, const struct ms_replay_result *r,
-                        const struct ms_limit_range *lim)
+                        const struct ms_limit_range *lim, struct ms_cuda_dev *dev)
 {
 	cJSON *o = cJSON_CreateObject(), *a;
 	char *s;
 
 	cJSON_AddStringToObject(o, "trace", path);
 	cJSON_AddStringToObject(o, "backend", r->backend);
+	if (dev)
+		json_cuda(o, dev);
 	cJSON_AddStringToObject(o, "alloc_conf", r->alloc_conf);
 	ms_json_u64(o, "limit_bytes", r->limit);
 	if (lim->inferred) {
@@ -323,9 +381,11 @@ int cmd_replay(int argc, const char **argv)
 	if (ms_replay_cli_run_reported(&c, argv[0], &r, &lim))
 		return MS_EXIT_ERROR;
 	if (json)
-		json_report(argv[0], &r, &lim);
+		json_report(argv[0], &r, &lim, c.dev);
 	else
 		text_report(argv[0], &r);
+	if (!json && c.dev)
+		text_cuda(c.dev);
 	n = r.ended_by_oom ? MS_EXIT_OOM : MS_EXIT_OK;
 	ms_replay_result_release(&r);
 	ms_replay_cli_release(&c);

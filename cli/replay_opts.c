@@ -4,8 +4,10 @@
 #include "cli/out.h"
 #include "common/status.h"
 #include "parse/trace.h"
+#include "replay/device_cuda.h"
 #include "replay/replay_torch.h"
 
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,7 +20,7 @@ void ms_replay_cli_init(struct ms_replay_cli *c, struct ms_opt *opts, int *json)
 	memset(c, 0, sizeof(*c));
 	opts[i++] = (struct ms_opt)MS_OPT_STRING(
 	        0, "backend", &c->backend, "B",
-	        "sim, memsnap's model (replay and verify also take torch: PyTorch's own on a GPU)");
+	        "sim: the model (replay and verify also take cuda and torch: on a GPU)");
 	opts[i++] = (struct ms_opt)MS_OPT_STRING(
 	        0, "alloc-conf", &c->o.alloc_conf, "S",
 	        "PYTORCH_CUDA_ALLOC_CONF to replay with (default: the recorded one)");
@@ -39,11 +41,14 @@ void ms_replay_cli_check(struct ms_replay_cli *c, const struct ms_opt *opts,
                          const char *const *usage)
 {
 	if (c->backend && strcmp(c->backend, "sim") != 0) {
-		if (strcmp(c->backend, "torch") != 0)
-			ms_usage_error(opts, usage, "--backend must be sim or torch");
+		if (strcmp(c->backend, "torch") != 0 && strcmp(c->backend, "cuda") != 0)
+			ms_usage_error(opts, usage, "--backend must be sim, cuda or torch");
 		if (!c->torch_ok)
 			ms_usage_error(opts, usage, "this command replays with --backend sim only");
-		c->torch = 1;
+		if (strcmp(c->backend, "torch") == 0)
+			c->torch = 1;
+		else
+			c->cuda = 1;
 	}
 	if (c->fraction) {
 		char *end;
@@ -116,6 +121,55 @@ out:
 	return s;
 }
 
+static void on_sigint(int sig)
+{
+	(void)sig;
+	ms_cuda_interrupted = 1;
+}
+
+/*
+ * --backend cuda: the model first on the simulated device (the limit, inferred if the trace
+ * needs one), then the model again over the real device; Ctrl-C ends the replay at the next
+ * device call and everything is freed.
+ */
+static ms_status run_cuda(struct ms_replay_cli *c, const char *path, struct ms_replay_result *r,
+                          struct ms_limit_range *lim, struct ms_diag *d)
+{
+	struct ms_replay_cli sim = *c;
+	struct ms_replay_opts o;
+	struct sigaction sa, old;
+	uint64_t fr, total;
+	ms_status s;
+
+	sim.cuda = 0;
+	s = ms_replay_cli_run(&sim, path, &c->model, lim, d);
+	ms_initial_state_release(&sim.init);
+	if (s)
+		return s;
+	if (c->model.rebuilt)
+		return ms__diag_set(d, MS_ERR_UNSUPPORTED, -1, -1,
+		                    "--backend cuda: the trace starts mid-run; only sim replays it "
+		                    "from a rebuilt state");
+	if ((s = ms_cuda_open((int)c->o.device, sim.o.limit, &c->dev, d)))
+		return s;
+	ms_cuda_mem_info(c->dev, &fr, &total);
+	o = c->o;
+	o.limit = sim.o.limit;
+	o.device_memory = total; /* the real device: its cudaMalloc says when it is full */
+	o.dev = ms_cuda_model_device(c->dev);
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_sigint;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, &old);
+	s = ms_replay_run(path, &o, r, d);
+	sigaction(SIGINT, &old, NULL);
+	snprintf(r->backend, sizeof(r->backend), "cuda");
+	if (!s && ms_cuda_interrupted)
+		s = ms__diag_set(d, MS_ERR_BACKEND, -1, -1,
+		                 "--backend cuda: interrupted; device memory freed");
+	return s;
+}
+
 ms_status ms_replay_cli_run(struct ms_replay_cli *c, const char *path, struct ms_replay_result *r,
                             struct ms_limit_range *lim, struct ms_diag *d)
 {
@@ -124,6 +178,8 @@ ms_status ms_replay_cli_run(struct ms_replay_cli *c, const char *path, struct ms
 	char b1[32], b2[32], b3[32];
 
 	memset(lim, 0, sizeof(*lim));
+	if (c->cuda)
+		return run_cuda(c, path, r, lim, d);
 	if (c->torch) {
 		/* the model first: the limit and the program's empty_cache() calls come from it */
 		struct ms_replay_cli sim = *c;
@@ -191,6 +247,8 @@ void ms_replay_cli_release(struct ms_replay_cli *c)
 	ms_initial_state_release(&c->init);
 	c->o.init = NULL;
 	ms_replay_result_release(&c->model);
+	ms_cuda_close(c->dev);
+	c->dev = NULL;
 }
 
 int ms_replay_cli_run_reported(struct ms_replay_cli *c, const char *path,

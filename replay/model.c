@@ -669,6 +669,11 @@ static struct ms_model_block *find_expandable(struct ms_model *m, struct pool *p
 		*nomem = 1;
 		return NULL;
 	}
+	if (m->c.dev && m->c.dev->reserve(m->c.dev->ctx, xs->base, space, page)) {
+		range_del(m, xs->base);
+		blk_release(m, b);
+		return NULL; /* no address space: as out of memory */
+	}
 	xs->size = space;
 	xs->page = page;
 	xs->stream = stream;
@@ -694,6 +699,8 @@ static int map_block(struct ms_model *m, struct pool *p, struct ms_model_block *
 		mapped = b->size;
 	if (m->c.device_memory != UINT64_MAX && m->reserved + mapped > m->c.device_memory)
 		return 0; /* cuMemCreate: out of memory */
+	if (m->c.dev && m->c.dev->map(m->c.dev->ctx, b->addr, mapped))
+		return 0; /* the real device: out of memory */
 	unmapped_remove(p, b);
 	b->mapped = 1;
 	if (mapped < b->size) {
@@ -813,6 +820,8 @@ static int unmap_block(struct ms_model *m, struct pool *p, struct ms_model_block
 	m->reserved -= len;
 	stat3(m->st.reserved_bytes, p->small, -(int64_t)len);
 	m->st.num_device_free++;
+	if (m->c.dev)
+		m->c.dev->unmap(m->c.dev->ctx, begin, len);
 	if (m->c.on_segment)
 		m->c.on_segment(m->c.ctx, MS_ACT_SEGMENT_UNMAP, begin, len, b->stream);
 	return 1;
@@ -840,7 +849,13 @@ static struct ms_model_block *alloc_block(struct ms_model *m, struct pool *p, ui
 		return NULL;
 	}
 	s->addr = segment_addr(m, alloc_size);
+	if (m->c.dev && m->c.dev->seg_alloc(m->c.dev->ctx, s->addr, alloc_size)) {
+		blk_release(m, b); /* cudaMalloc: out of memory */
+		return NULL;
+	}
 	if (range_add(m, s->addr, alloc_size, NULL)) {
+		if (m->c.dev)
+			m->c.dev->seg_free(m->c.dev->ctx, s->addr, alloc_size);
 		blk_release(m, b);
 		*nomem = 1;
 		return NULL;
@@ -878,6 +893,8 @@ static void release_block(struct ms_model *m, struct pool *p, struct ms_model_bl
 	if (size >= max_split(m))
 		stat_add(&m->st.oversize_segments, -1);
 	blk_release(m, b);
+	if (m->c.dev)
+		m->c.dev->seg_free(m->c.dev->ctx, addr, size);
 	if (m->c.on_segment)
 		m->c.on_segment(m->c.ctx, MS_ACT_SEGMENT_FREE, addr, size, stream);
 }

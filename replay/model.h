@@ -34,6 +34,23 @@ struct ms_model_stats {
 typedef void (*ms_model_segment_fn)(void *ctx, unsigned action, uint64_t addr, uint64_t size,
                                     uint64_t stream);
 
+/*
+ * A real device under the model (replay --backend cuda). The model keeps its own addresses
+ * (best fit orders free blocks by them, and replays use the recorded ones) and asks the device
+ * for the memory of each segment or mapping it creates at such an address. seg_alloc, reserve
+ * and map return 0, or -1 when the device is out of memory: the model then acts as on a full
+ * device (releases its cache, retries, reports the OOM). NULL: the simulated device.
+ */
+struct ms_model_device {
+	void *ctx;
+	int (*seg_alloc)(void *ctx, uint64_t addr, uint64_t size);
+	void (*seg_free)(void *ctx, uint64_t addr, uint64_t size);
+	/* an expandable segment's address range, mapped later page by page */
+	int (*reserve)(void *ctx, uint64_t base, uint64_t size, uint64_t page);
+	int (*map)(void *ctx, uint64_t addr, uint64_t size);
+	void (*unmap)(void *ctx, uint64_t addr, uint64_t size);
+};
+
 struct ms_model_conf {
 	struct ms_alloc_conf ac;
 	uint64_t device_memory; /* bytes the process may get from the device; UINT64_MAX = no bound
@@ -41,6 +58,7 @@ struct ms_model_conf {
 	uint64_t limit;         /* per-process limit (set_per_process_memory_fraction); 0 = none */
 	ms_model_segment_fn on_segment;
 	void *ctx;
+	const struct ms_model_device *dev; /* NULL: the simulated device */
 };
 
 struct ms_model;

@@ -151,6 +151,7 @@ static ms_status r_begin(void *ctx, const struct ms_meta *meta, const struct ms_
 		                         (double)p->mc.device_memory);
 	p->mc.on_segment = on_segment;
 	p->mc.ctx = p;
+	p->mc.dev = p->o->dev;
 	if ((s = ms_model_new(&p->mc, &p->m)))
 		return ms__diag_set(p->diag, s, -1, -1, "cannot start the allocator model: %s",
 		                    ms_strerror(s));

@@ -49,6 +49,8 @@ struct ms_replay_opts {
 	 * caller, who keeps them after the replay) instead of in a table of its own.
 	 */
 	struct ms_symtab *syms;
+	/* a real device under the model (replay --backend cuda), or NULL: the simulated one */
+	const struct ms_model_device *dev;
 };
 
 /* The allocator's state at one moment, as a snapshot shows it (ms_model_snapshot). */

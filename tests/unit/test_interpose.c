@@ -185,3 +185,18 @@ Test(interpose, launcher_keeps_an_existing_sitecustomize, .init = make_dir, .fin
 	cr_assert_eq(run(argv, env), 0);
 	cr_assert_eq(access(marker, F_OK), 0, "the program's sitecustomize ran too");
 }
+
+/* The GPU backends where they cannot run (CI: no GPU, no driver, no plugin): one error, exit 1. */
+Test(interpose, gpu_backends_fail_cleanly_without_a_gpu)
+{
+	const char *trace = MS_TESTDATA "/snapshots/dynamic_oom.pickle";
+
+	if (access("/dev/nvidia0", F_OK) == 0)
+		cr_skip_test("a GPU is here: tests/gpu covers the backends");
+	const char *a1[] = {MS_MEMSNAP, "replay", "--backend", "cuda", trace, NULL};
+	cr_assert_eq(run(a1, NULL), 1);
+	const char *a2[] = {MS_MEMSNAP, "verify", "--backend", "torch", trace, NULL};
+	cr_assert_eq(run(a2, NULL), 1);
+	const char *a3[] = {MS_MEMSNAP, "whatif", "--backend", "cuda", trace, NULL};
+	cr_assert_eq(run(a3, NULL), 2, "whatif replays on sim only");
+}
