@@ -146,7 +146,8 @@ static int d_reserve(void *ctx, uint64_t base, uint64_t size, uint64_t page)
 	if (ms_grow(&c->resv, &c->cap_resv, c->n_resv + 1, sizeof(*c->resv)))
 		return -1;
 	t0 = now_us();
-	e = c->cuMemAddressReserve(&real, size, page, 0, 0);
+	(void)page; /* pages of 20 MiB are not a power of two: the default alignment serves */
+	e = c->cuMemAddressReserve(&real, size, 0, 0, 0);
 	timed(c, C_RESERVE, t0);
 	if (e != 0)
 		return -1;
