@@ -143,6 +143,10 @@ static void text_cuda(struct ms_cuda_dev *dev)
 	printf("\ndevice: %s, %s total, %s free at the end, CUDA context %s\n", ms_cuda_name(dev),
 	       ms_format_size(b1, sizeof(b1), total), ms_format_size(b2, sizeof(b2), fr),
 	       ms_format_size(b3, sizeof(b3), ms_cuda_context_bytes(dev)));
+	if (ms_cuda_oom_info(dev, &fr, &total))
+		printf("  the device refused memory first with %s free of %s (cudaMemGetInfo "
+		       "then)\n",
+		       ms_format_size(b1, sizeof(b1), fr), ms_format_size(b2, sizeof(b2), total));
 	printf("  driver calls          count      p50 us      p99 us      max us    total ms\n");
 	for (size_t i = 0; i < n; i++) {
 		printf("  %-20s %6llu %11.1f %11.1f %11.1f %11.2f\n", t[i].call,
@@ -165,6 +169,13 @@ static void json_cuda(cJSON *o, struct ms_cuda_dev *dev)
 	ms_json_u64(x, "total_bytes", total);
 	ms_json_u64(x, "free_bytes_at_end", fr);
 	ms_json_u64(x, "context_bytes", ms_cuda_context_bytes(dev));
+	if (ms_cuda_oom_info(dev, &fr, &total)) {
+		cJSON *y = cJSON_AddObjectToObject(x, "device_oom");
+		ms_json_u64(y, "free_bytes", fr);
+		ms_json_u64(y, "total_bytes", total);
+	} else {
+		cJSON_AddNullToObject(x, "device_oom");
+	}
 	a = cJSON_AddArrayToObject(x, "driver_calls");
 	for (size_t i = 0; i < n; i++) {
 		cJSON *e = cJSON_CreateObject();

@@ -35,9 +35,8 @@ int cmd_version(int argc, const char **argv)
 		return MS_EXIT_OK;
 	printf("build type: %s%s%s\n", MS_BUILD_TYPE, MS_SANITIZE[0] ? ", sanitizers " : "",
 	       MS_SANITIZE);
-	feature("cuda", MS_HAVE_CUDA,
-	        MS_HAVE_CUDA ? "GPU replay backends can be built"
-	                     : "built without CUDA (MEMSNAP_CUDA=OFF or not found)");
+	feature("cuda", 1,
+	        "replay --backend cuda (the CUDA runtime and driver are loaded when it runs)");
 	feature("graphviz", MS_HAVE_GRAPHVIZ,
 	        MS_HAVE_GRAPHVIZ ? "in-process SVG layout (libgvc)"
 	                         : "built without libgvc (MEMSNAP_GRAPHVIZ=OFF or not found)");

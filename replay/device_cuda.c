@@ -1,4 +1,5 @@
-/* A real GPU under the allocator model (device_cuda.h): CUDA loaded at run time, every call timed. */
+/* A real GPU under the allocator model (device_cuda.h): CUDA loaded at run time, every call timed.
+ */
 #define _GNU_SOURCE /* dlopen */
 #include "replay/device_cuda.h"
 
@@ -13,9 +14,9 @@
 #include "common/status.h"
 
 /* The few CUDA types used, with their ABI (no CUDA headers needed to build memsnap). */
-typedef int cuda_err;            /* cudaError_t; 0 = success, 2 = out of memory */
-typedef int cu_res;              /* CUresult; 0 = success, 2 = out of memory */
-typedef unsigned long long cu_ptr; /* CUdeviceptr */
+typedef int cuda_err;                 /* cudaError_t; 0 = success, 2 = out of memory */
+typedef int cu_res;                   /* CUresult; 0 = success, 2 = out of memory */
+typedef unsigned long long cu_ptr;    /* CUdeviceptr */
 typedef unsigned long long cu_handle; /* CUmemGenericAllocationHandle */
 struct cu_location {
 	int type; /* CU_MEM_LOCATION_TYPE_DEVICE = 1 */
@@ -39,8 +40,8 @@ volatile int ms_cuda_interrupted;
 
 enum call { C_MALLOC, C_FREE, C_RESERVE, C_CREATE, C_MAP, C_ACCESS, C_UNMAP, C_RELEASE };
 static const char *const call_names[MS_CUDA_N_CALLS] = {
-        "cudaMalloc", "cudaFree", "cuMemAddressReserve", "cuMemCreate",
-        "cuMemMap",   "cuMemSetAccess", "cuMemUnmap", "cuMemRelease"};
+        "cudaMalloc", "cudaFree",       "cuMemAddressReserve", "cuMemCreate",
+        "cuMemMap",   "cuMemSetAccess", "cuMemUnmap",          "cuMemRelease"};
 
 struct resv {
 	uint64_t sim_base, size, page;
@@ -58,12 +59,15 @@ struct ms_cuda_dev {
 	cu_res (*cuDeviceGetName)(char *, int, int);
 	cu_res (*cuMemAddressReserve)(cu_ptr *, size_t, size_t, cu_ptr, unsigned long long);
 	cu_res (*cuMemAddressFree)(cu_ptr, size_t);
-	cu_res (*cuMemCreate)(cu_handle *, size_t, const struct cu_alloc_prop *, unsigned long long);
+	cu_res (*cuMemCreate)(cu_handle *, size_t, const struct cu_alloc_prop *,
+	                      unsigned long long);
 	cu_res (*cuMemRelease)(cu_handle);
 	cu_res (*cuMemMap)(cu_ptr, size_t, size_t, cu_handle, unsigned long long);
 	cu_res (*cuMemUnmap)(cu_ptr, size_t);
 	cu_res (*cuMemSetAccess)(cu_ptr, size_t, const struct cu_access *, size_t);
 	int device;
+	int oom_seen; /* the device refused memory: cudaMemGetInfo then */
+	size_t oom_free, oom_total;
 	char name[128];
 	uint64_t context_bytes;
 	struct ms_model_device md;
@@ -113,6 +117,8 @@ static int d_seg_alloc(void *ctx, uint64_t addr, uint64_t size)
 	timed(c, C_MALLOC, t0);
 	if (e != 0 || !p) {
 		c->cudaGetLastError(); /* an out-of-memory error is not sticky: clear it */
+		if (!c->oom_seen++)
+			c->cudaMemGetInfo(&c->oom_free, &c->oom_total);
 		return -1;
 	}
 	if (ms_u64map_put(&c->segs, addr, (uint64_t)(uintptr_t)p)) {
@@ -213,6 +219,8 @@ static int d_map(void *ctx, uint64_t addr, uint64_t size)
 	}
 	if (off < size) { /* out of memory part of the way: undo this mapping */
 		unmap_pages(c, real, off, r->page);
+		if (!c->oom_seen++)
+			c->cudaMemGetInfo(&c->oom_free, &c->oom_total);
 		return -1;
 	}
 	return 0;
@@ -267,7 +275,7 @@ ms_status ms_cuda_open(int device, uint64_t limit, struct ms_cuda_dev **out, str
 		                    no_drv ? "libcuda.so.1" : "libcudart.so",
 		                    no_drv ? "driver" : "runtime");
 	}
-#define RT(f) *(void **)&c->f = sym(c->rt, #f, &missing)
+#define RT(f)     *(void **)&c->f = sym(c->rt, #f, &missing)
 #define DRV(f, n) *(void **)&c->f = sym(c->drv, n, &missing)
 	RT(cudaGetDeviceCount);
 	RT(cudaSetDevice);
@@ -298,8 +306,8 @@ ms_status ms_cuda_open(int device, uint64_t limit, struct ms_cuda_dev **out, str
 	if (device < 0 || device >= count) {
 		ms_cuda_close(c);
 		return ms__diag_set(d, MS_ERR_BACKEND, -1, -1,
-		                    "--backend cuda: device %d does not exist (%d device%s)", device,
-		                    count, count == 1 ? "" : "s");
+		                    "--backend cuda: device %d does not exist (%d device%s)",
+		                    device, count, count == 1 ? "" : "s");
 	}
 	c->device = device;
 	/* the primary context, current on this thread for the driver calls too */
@@ -336,6 +344,13 @@ void ms_cuda_mem_info(struct ms_cuda_dev *c, uint64_t *free_bytes, uint64_t *tot
 	c->cudaMemGetInfo(&f, &t);
 	*free_bytes = f;
 	*total = t;
+}
+
+int ms_cuda_oom_info(const struct ms_cuda_dev *c, uint64_t *free_bytes, uint64_t *total)
+{
+	*free_bytes = c->oom_free;
+	*total = c->oom_total;
+	return c->oom_seen;
 }
 
 uint64_t ms_cuda_context_bytes(const struct ms_cuda_dev *c)

@@ -37,6 +37,9 @@ ms_status ms_cuda_open(int device, uint64_t limit, struct ms_cuda_dev **out, str
 const struct ms_model_device *ms_cuda_model_device(struct ms_cuda_dev *c);
 /* cudaMemGetInfo now. */
 void ms_cuda_mem_info(struct ms_cuda_dev *c, uint64_t *free_bytes, uint64_t *total);
+/* When the device first refused memory (cudaMalloc or cuMemCreate out of memory): 1 and
+ * cudaMemGetInfo at that moment; 0 if it never did (an OOM then came from the limit). */
+int ms_cuda_oom_info(const struct ms_cuda_dev *c, uint64_t *free_bytes, uint64_t *total);
 /* Bytes in use on the device before memsnap allocated anything: the CUDA context's own (and
  * other processes'). */
 uint64_t ms_cuda_context_bytes(const struct ms_cuda_dev *c);
