@@ -1,12 +1,14 @@
 /* memsnap verify TRACE: the model's segment events, peaks and OOMs against the recorded ones. */
 #include <cjson/cJSON.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli/cmds.h"
 #include "cli/opts.h"
 #include "cli/out.h"
 #include "cli/replay_opts.h"
+#include "common/alloc.h"
 #include "replay/replay.h"
 
 static const char *const usage[] = {
@@ -53,6 +55,60 @@ static void show(const char *what, const struct ms_seg_event *a, size_t n, size_
 		       (unsigned long long)a[i].size);
 }
 
+/* Order segments by (total, allocated, blocks, allocated blocks) to compare them as multisets. */
+static int cmp_end(const void *a, const void *b)
+{
+	const struct ms_end_segment *x = a, *y = b;
+
+	if (x->total_size != y->total_size)
+		return x->total_size < y->total_size ? -1 : 1;
+	if (x->allocated_size != y->allocated_size)
+		return x->allocated_size < y->allocated_size ? -1 : 1;
+	if (x->n_blocks != y->n_blocks)
+		return x->n_blocks < y->n_blocks ? -1 : 1;
+	return x->n_allocated < y->n_allocated ? -1 : x->n_allocated > y->n_allocated;
+}
+
+/* The model's segments at the end (its snapshot) against PyTorch's, addresses aside. */
+static int same_end_state(const struct ms_replay_snap *snap, const struct ms_replay_result *r)
+{
+	struct ms_end_segment *m;
+	const struct ms_block *b = snap->blocks;
+	int same;
+
+	if (!snap->taken || snap->n_segs != r->n_end_segs)
+		return 0;
+	if (!snap->n_segs)
+		return 1;
+	m = ms_calloc(snap->n_segs, sizeof(*m));
+	struct ms_end_segment *t = ms_calloc(snap->n_segs, sizeof(*t));
+	if (!m || !t) {
+		ms_free(m);
+		ms_free(t);
+		return 0;
+	}
+	for (size_t i = 0; i < snap->n_segs; i++) {
+		const struct ms_segment *s = &snap->segs[i];
+		m[i].total_size = s->total_size;
+		m[i].allocated_size = s->allocated_size;
+		m[i].n_blocks = s->n_blocks;
+		for (uint32_t k = 0; k < s->n_blocks; k++)
+			m[i].n_allocated += b[k].state == MS_BLOCK_ACTIVE_ALLOCATED;
+		b += s->n_blocks;
+	}
+	memcpy(t, r->end_segs, snap->n_segs * sizeof(*t));
+	qsort(m, snap->n_segs, sizeof(*m), cmp_end);
+	qsort(t, snap->n_segs, sizeof(*t), cmp_end);
+	same = 1;
+	for (size_t i = 0; i < snap->n_segs && same; i++)
+		same = m[i].total_size == t[i].total_size &&
+		       m[i].allocated_size == t[i].allocated_size &&
+		       m[i].n_blocks == t[i].n_blocks && m[i].n_allocated == t[i].n_allocated;
+	ms_free(m);
+	ms_free(t);
+	return same;
+}
+
 int cmd_verify(int argc, const char **argv)
 {
 	struct ms_replay_cli c;
@@ -69,6 +125,10 @@ int cmd_verify(int argc, const char **argv)
 		ms_usage_error(opts, usage, n ? "one trace at a time" : "no trace given");
 	c.torch_ok = 1;
 	ms_replay_cli_check(&c, opts, usage);
+	if (c.torch) { /* the model's state at the end, against PyTorch's own snapshot */
+		c.o.snap = 1;
+		c.o.snap_index = UINT64_MAX;
+	}
 	if (ms_replay_cli_run_reported(&c, argv[0], &r, &lim))
 		return MS_EXIT_ERROR;
 	/* sim: the model against the recording; torch: PyTorch's allocator against the model */
@@ -84,10 +144,13 @@ int cmd_verify(int argc, const char **argv)
 	same = i == k && r.n_produced == n_ref &&
 	       (uint64_t)r.stats.reserved_bytes[0].peak == rec_peak &&
 	       r.reproduced_ooms == r.recorded_ooms && !r.ended_by_oom;
-	if (c.torch)
-		same = same && r.ended_by_oom == c.model.ended_by_oom &&
+	int end_same = 1;
+	if (c.torch) {
+		end_same = same_end_state(&c.model.snap, &r);
+		same = same && end_same && r.ended_by_oom == c.model.ended_by_oom &&
 		       (uint64_t)r.stats.allocated_bytes[0].peak ==
 		               (uint64_t)c.model.stats.allocated_bytes[0].peak;
+	}
 	if (json) {
 		cJSON *o = cJSON_CreateObject();
 		char *str;
@@ -110,6 +173,8 @@ int cmd_verify(int argc, const char **argv)
 		ms_json_u64(o, "recorded_ooms", r.recorded_ooms);
 		ms_json_u64(o, "reproduced_ooms", r.reproduced_ooms);
 		cJSON_AddBoolToObject(o, "ended_by_oom", r.ended_by_oom);
+		if (c.torch)
+			cJSON_AddBoolToObject(o, "end_segments_same", end_same);
 		str = cJSON_Print(o);
 		if (str)
 			puts(str);
@@ -149,6 +214,11 @@ int cmd_verify(int argc, const char **argv)
 			printf("  the replay ran out of memory at event %llu, where the recorded "
 			       "run did not\n",
 			       (unsigned long long)r.first_oom.index);
+		if (!end_same)
+			printf("  the segments at the end differ: the model has %zu, PyTorch's "
+			       "snapshot "
+			       "%zu (sizes, allocated bytes and blocks compared)\n",
+			       c.model.snap.n_segs, r.n_end_segs);
 	}
 	ms_replay_result_release(&r);
 	ms_replay_cli_release(&c);

@@ -610,6 +610,9 @@ void ms_replay_result_release(struct ms_replay_result *r)
 	r->n_produced = r->n_recorded = 0;
 	ms_free(r->empty_cache_at);
 	r->empty_cache_at = NULL;
+	ms_free(r->end_segs);
+	r->end_segs = NULL;
+	r->n_end_segs = 0;
 	r->n_empty_cache_at = r->cap_empty_cache_at = 0;
 }
 

@@ -93,6 +93,13 @@ struct ms_replay_oom {
 	size_t n_holders;
 };
 
+/* A segment at the end of a replay, as a backend's snapshot gives it (--backend torch). */
+struct ms_end_segment {
+	uint64_t total_size, allocated_size, active_size;
+	uint32_t n_blocks, n_allocated;
+	uint8_t small, expandable;
+};
+
 struct ms_replay_result {
 	char alloc_conf[512];
 	uint32_t device;
@@ -115,7 +122,10 @@ struct ms_replay_result {
 	size_t n_empty_cache_at, cap_empty_cache_at;
 	/* the backend's own OOM message (--backend torch: PyTorch's), or "" */
 	char backend_message[1024];
-	char backend[8]; /* "sim" or "torch" */
+	char backend[8]; /* "sim", "cuda" or "torch" */
+	/* --backend torch: PyTorch's own snapshot of the segments at the end */
+	struct ms_end_segment *end_segs;
+	size_t n_end_segs;
 	/* the most allocated while reserved bytes stood at their peak: peak reserved minus this is
 	 * the waste at the peak (memory reserved that was never in use at once) */
 	uint64_t allocated_at_peak_reserved;

@@ -208,6 +208,38 @@ static ms_status run(struct tp *p, const struct ms_trace *t, const struct ms_rep
 	return p->err;
 }
 
+/* PyTorch's snapshot of the segments now, into r->end_segs. */
+static ms_status end_state(struct tp *p)
+{
+	struct mst_segment *segs = NULL;
+	size_t n = p->api->segments(NULL, 0);
+
+	if (n) {
+		segs = ms_calloc(n, sizeof(*segs));
+		p->r->end_segs = ms_calloc(n, sizeof(*p->r->end_segs));
+		if (!segs || !p->r->end_segs) {
+			ms_free(segs);
+			return MS_ERR_NOMEM;
+		}
+		size_t m = p->api->segments(segs, n);
+		if (m < n)
+			n = m;
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct ms_end_segment *e = &p->r->end_segs[i];
+		e->total_size = segs[i].total_size;
+		e->allocated_size = segs[i].allocated_size;
+		e->active_size = segs[i].active_size;
+		e->n_blocks = segs[i].n_blocks;
+		e->n_allocated = segs[i].n_allocated_blocks;
+		e->small = !segs[i].is_large;
+		e->expandable = segs[i].is_expandable;
+	}
+	p->r->n_end_segs = n;
+	ms_free(segs);
+	return MS_OK;
+}
+
 ms_status ms_replay_torch(const char *path, const char *plugin, const struct ms_replay_opts *o,
                           const struct ms_replay_result *model, struct ms_replay_result *r,
                           struct ms_diag *d)
@@ -261,6 +293,8 @@ ms_status ms_replay_torch(const char *path, const char *plugin, const struct ms_
 		fill_stats(&p);
 		r->first_oom.stats = at;
 	}
+	if (!s)
+		s = end_state(&p);
 	p.api->close();
 	ms_u64map_release(&p.live);
 	ms_u64map_release(&p.deferred);

@@ -334,6 +334,31 @@ void stats(mst_stats *o)
 	o->num_device_free = static_cast<uint64_t>(s.num_device_free);
 }
 
+size_t segments(mst_segment *out, size_t max)
+{
+	auto snap = CCA::snapshot();
+	size_t n = 0;
+	for (const auto &s : snap.segments) {
+		if (s.device != g_device)
+			continue;
+		if (n < max) {
+			mst_segment &o = out[n];
+			o.address = static_cast<uint64_t>(s.address);
+			o.total_size = static_cast<uint64_t>(s.total_size);
+			o.allocated_size = static_cast<uint64_t>(s.allocated_size);
+			o.active_size = static_cast<uint64_t>(s.active_size);
+			o.n_blocks = static_cast<uint32_t>(s.blocks.size());
+			o.n_allocated_blocks = 0;
+			for (const auto &b : s.blocks)
+				o.n_allocated_blocks += b.allocated ? 1 : 0;
+			o.is_large = s.is_large ? 1 : 0;
+			o.is_expandable = s.is_expandable ? 1 : 0;
+		}
+		n++;
+	}
+	return n;
+}
+
 void close_backend()
 {
 	complete_all();
@@ -359,9 +384,10 @@ void close_backend()
 	g_open = false;
 }
 
-const mst_api g_api = {MST_ABI,   torch_version, open_backend, mem_info,
-                       do_malloc, do_free,       free_request, free_complete,
-                       empty_cache, take_segments, stats,      close_backend};
+const mst_api g_api = {MST_ABI,     torch_version, open_backend, mem_info,
+                       do_malloc,   do_free,       free_request, free_complete,
+                       empty_cache, take_segments, stats,        segments,
+                       close_backend};
 
 } // namespace
 

@@ -14,7 +14,7 @@
 extern "C" {
 #endif
 
-#define MST_ABI 2
+#define MST_ABI 3
 
 /* A segment event of the real allocator (its trace tracker): PyTorch's action numbers. */
 struct mst_seg {
@@ -28,6 +28,13 @@ struct mst_stats {
 	int64_t requested_current, requested_peak, active_current, active_peak;
 	int64_t segment_current, segment_peak, inactive_split_bytes_current;
 	uint64_t num_alloc_retries, num_ooms, num_device_alloc, num_device_free;
+};
+
+/* A segment of PyTorch's snapshot (the default pool), blocks counted. */
+struct mst_segment {
+	uint64_t address, total_size, allocated_size, active_size;
+	uint32_t n_blocks, n_allocated_blocks;
+	uint8_t is_large, is_expandable;
 };
 
 struct mst_api {
@@ -60,6 +67,8 @@ struct mst_api {
 	/* Segment events since the last call, oldest first: at most max; returns how many. */
 	size_t (*take_segments)(struct mst_seg *out, size_t max);
 	void (*stats)(struct mst_stats *out);
+	/* PyTorch's snapshot of the device's segments now: at most max; returns how many exist. */
+	size_t (*segments)(struct mst_segment *out, size_t max);
 	/* Free everything this replay holds and empty the cache. */
 	void (*close)(void);
 };
