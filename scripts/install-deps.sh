@@ -9,6 +9,8 @@ pkgs=(build-essential cmake pkg-config libmsgpack-dev libzstd-dev zstd libcjson-
 # with --test, Chromium opens the HTML report in the tests (skipped where it cannot be had)
 optional=(clang clang-format)
 [ "${1:-}" = --test ] && optional+=(chromium)
+# with --test, Python's headers build the test module of the recorder's Python stack reader
+[ "${1:-}" = --test ] && pkgs+=(python3-dev)
 
 installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
 missing=() missing_optional=()
