@@ -284,6 +284,27 @@ ms_status ms_replay_torch(const char *path, const char *plugin, const struct ms_
 		        (unsigned long long)model->limit, (unsigned long long)free_bytes);
 	}
 	p.r = r;
+	/* PyTorch's segments where the recording had them, relative to each other */
+	{
+		uint64_t *pairs = ms_calloc(2 * (t->n_events + 1), sizeof(uint64_t));
+		size_t n = 0;
+		if (!pairs) {
+			p.api->close();
+			ms_trace_free(t);
+			return MS_ERR_NOMEM;
+		}
+		for (size_t i = 0; i < t->n_events; i++) {
+			const struct ms_event *e = &t->events[i];
+			if (e->action == MS_ACT_SEGMENT_ALLOC && e->device == o->device &&
+			    e->source == MS_SRC_TORCH) {
+				pairs[2 * n] = e->addr;
+				pairs[2 * n++ + 1] = e->size;
+			}
+		}
+		if (n)
+			p.api->place(pairs, n);
+		ms_free(pairs);
+	}
 	s = run(&p, t, o, model->empty_cache_at, model->n_empty_cache_at, d);
 	if (!r->has_oom)
 		fill_stats(&p);

@@ -19,7 +19,11 @@
 #include <cuda_runtime_api.h>
 #include <torch/version.h>
 
+#include <dlfcn.h>
+
+#include <algorithm>
 #include <atomic>
+#include <deque>
 #include <chrono>
 #include <cstdio>
 #include <mutex>
@@ -102,6 +106,93 @@ bool has_primary_context(c10::DeviceIndex d)
 	return cuDevicePrimaryCtxGetState(static_cast<CUdevice>(d), &flags, &active) ==
 	               CUDA_SUCCESS &&
 	       active;
+}
+
+// ---- placement: PyTorch's cudaMalloc at the recorded segments' offsets ----
+//
+// The plugin exports cudaMalloc/cudaFree: libc10_cuda, loaded with the plugin, finds them
+// before libcudart's (a dlopen'ed object's own symbols come first in its lookup scope).
+CUdeviceptr g_base = 0;                          // the reserved range, 0 = not placing
+uint64_t g_span = 0, g_rec_min = 0;
+std::deque<std::pair<uint64_t, uint64_t>> g_hints; // recorded (address, size), in order
+std::unordered_map<uint64_t, CUmemGenericAllocationHandle> g_placed; // placed ptr -> handle
+std::unordered_map<uint64_t, uint64_t> g_placed_size;
+uint64_t g_fallbacks = 0; // segments that could not be placed (plain cudaMalloc)
+
+using malloc_fn = cudaError_t (*)(void **, size_t);
+using free_fn = cudaError_t (*)(void *);
+
+malloc_fn real_malloc()
+{
+	static malloc_fn f = reinterpret_cast<malloc_fn>(dlsym(RTLD_NEXT, "cudaMalloc"));
+	return f;
+}
+
+free_fn real_free()
+{
+	static free_fn f = reinterpret_cast<free_fn>(dlsym(RTLD_NEXT, "cudaFree"));
+	return f;
+}
+
+int place(const uint64_t *addr_size, size_t n)
+{
+	uint64_t lo = UINT64_MAX, hi = 0;
+	for (size_t i = 0; i < n; i++) {
+		lo = std::min(lo, addr_size[2 * i]);
+		hi = std::max(hi, addr_size[2 * i] + addr_size[2 * i + 1]);
+	}
+	if (!n || hi - lo > (1ULL << 42)) // more than 4 TiB of address space: do not
+		return -1;
+	const uint64_t gran = 2ULL << 20;
+	lo &= ~(gran - 1);
+	uint64_t span = (hi - lo + gran - 1) / gran * gran;
+	CUdeviceptr base = 0;
+	if (cuMemAddressReserve(&base, span, 0, 0, 0) != CUDA_SUCCESS)
+		return -1;
+	g_base = base;
+	g_span = span;
+	g_rec_min = lo;
+	for (size_t i = 0; i < n; i++)
+		g_hints.emplace_back(addr_size[2 * i], addr_size[2 * i + 1]);
+	return 0;
+}
+
+// Map size bytes at the recorded address of the next recorded segment of this size.
+bool placed_malloc(void **p, size_t size)
+{
+	auto it = g_hints.begin();
+	for (; it != g_hints.end(); ++it)
+		if (it->second == size)
+			break;
+	if (it == g_hints.end() || size % (2ULL << 20))
+		return false;
+	CUdeviceptr at = g_base + (it->first - g_rec_min);
+	if (g_placed.count(at))
+		return false; // the recorded address is still in use here: the orders differ
+	CUmemAllocationProp prop = {};
+	prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+	prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+	prop.location.id = g_device;
+	CUmemGenericAllocationHandle h = 0;
+	if (cuMemCreate(&h, size, &prop, 0) != CUDA_SUCCESS)
+		return false;
+	CUmemAccessDesc acc = {};
+	acc.location = prop.location;
+	acc.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+	if (cuMemMap(at, size, 0, h, 0) != CUDA_SUCCESS) {
+		cuMemRelease(h);
+		return false;
+	}
+	if (cuMemSetAccess(at, size, &acc, 1) != CUDA_SUCCESS) {
+		cuMemUnmap(at, size);
+		cuMemRelease(h);
+		return false;
+	}
+	g_hints.erase(it);
+	g_placed[at] = h;
+	g_placed_size[at] = size;
+	*p = reinterpret_cast<void *>(at);
+	return true;
 }
 
 c10::cuda::CUDAStream torch_stream(cudaStream_t s)
@@ -372,6 +463,16 @@ void close_backend()
 	g_stop.store(true);
 	if (g_watchdog.joinable())
 		g_watchdog.join();
+	if (g_base) {
+		cuMemAddressFree(g_base, g_span);
+		g_base = 0;
+		g_hints.clear();
+	}
+	if (g_fallbacks)
+		fprintf(stderr,
+		        "memsnap: note: --backend torch: %llu segments not at their recorded place "
+		        "(the replay's order differs from the recording's there)\n",
+		        static_cast<unsigned long long>(g_fallbacks));
 	if (g_forced)
 		fprintf(stderr,
 		        "memsnap: warning: --backend torch: %llu deferred frees were completed early "
@@ -384,7 +485,34 @@ void close_backend()
 	g_open = false;
 }
 
-const mst_api g_api = {MST_ABI,     torch_version, open_backend, mem_info,
+} // namespace
+
+extern "C" __attribute__((visibility("default"))) cudaError_t cudaMalloc(void **p, size_t size)
+{
+	if (g_base && placed_malloc(p, size))
+		return cudaSuccess;
+	if (g_base)
+		g_fallbacks++;
+	return real_malloc()(p, size);
+}
+
+extern "C" __attribute__((visibility("default"))) cudaError_t cudaFree(void *p)
+{
+	auto it = g_placed.find(reinterpret_cast<uint64_t>(p));
+	if (it == g_placed.end())
+		return real_free()(p);
+	uint64_t size = g_placed_size[it->first];
+	cudaDeviceSynchronize(); // as cudaFree does
+	cuMemUnmap(it->first, size);
+	cuMemRelease(it->second);
+	g_placed_size.erase(it->first);
+	g_placed.erase(it);
+	return cudaSuccess;
+}
+
+namespace {
+
+const mst_api g_api = {MST_ABI,     torch_version, open_backend, place,        mem_info,
                        do_malloc,   do_free,       free_request, free_complete,
                        empty_cache, take_segments, stats,        segments,
                        close_backend};

@@ -14,7 +14,7 @@
 extern "C" {
 #endif
 
-#define MST_ABI 3
+#define MST_ABI 4
 
 /* A segment event of the real allocator (its trace tracker): PyTorch's action numbers. */
 struct mst_seg {
@@ -47,6 +47,14 @@ struct mst_api {
 	 * first call. Returns 0, or -1 with err filled.
 	 */
 	int (*open)(int device, const char *alloc_conf, uint64_t limit, char *err, size_t n);
+	/*
+	 * Place PyTorch's segments as the recording did: pairs (address, size) of the recorded
+	 * segment_alloc events in order. The allocator's cudaMalloc calls then get memory mapped at
+	 * the same offsets from one reserved range, so its best fit, which breaks ties between free
+	 * blocks by address, chooses as in the recorded run. Call after open, before any malloc.
+	 * Returns 0, or -1 when it cannot (the replay then uses plain cudaMalloc).
+	 */
+	int (*place)(const uint64_t *addr_size, size_t n);
 	/* The device's total and free memory now (cudaMemGetInfo). */
 	void (*mem_info)(uint64_t *total, uint64_t *free_bytes);
 	/*
