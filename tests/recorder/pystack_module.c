@@ -82,8 +82,8 @@ static PyMethodDef methods[] = {
         {NULL, NULL, 0, NULL},
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_pystack_test", NULL, -1, methods,
-                                    NULL, NULL, NULL, NULL};
+static struct PyModuleDef module = {
+        PyModuleDef_HEAD_INIT, "_pystack_test", NULL, -1, methods, NULL, NULL, NULL, NULL};
 
 PyMODINIT_FUNC PyInit__pystack_test(void);
 PyMODINIT_FUNC PyInit__pystack_test(void)
