@@ -24,6 +24,49 @@
 #include "replay/trace_stats.h"
 #include "replay/whatif.h"
 
+/* The window's peak: needed by render's other formats too, so outside MS_HAVE_HTML. */
+struct wpeak {
+	uint64_t from, to, best, index;
+	int found;
+};
+
+static void on_event_peak(void *ctx, uint64_t index, const struct ms_event *e,
+                          const struct ms_model *m)
+{
+	struct wpeak *w = ctx;
+	uint64_t a = (uint64_t)ms_model_stats(m)->allocated_bytes[MS_POOL_ALL].current;
+
+	(void)e;
+	if (index >= w->from && index < w->to && (!w->found || a > w->best)) {
+		w->found = 1;
+		w->best = a;
+		w->index = index;
+	}
+}
+
+ms_status ms_render_window_peak(const struct ms_trace *t, const char *path,
+                                const struct ms_replay_opts *opts, uint64_t from, uint64_t to,
+                                uint64_t *index, struct ms_diag *d)
+{
+	struct ms_replay_opts o = *opts;
+	struct ms_replay_result r;
+	struct wpeak w = {from, to, 0, from, 0};
+	ms_status s;
+
+	o.on_event = on_event_peak;
+	o.ctx = &w;
+	o.snap = 1; /* stops the replay at the window's end */
+	o.snap_index = to ? to - 1 : 0;
+	o.more_snaps = NULL;
+	o.n_more_snaps = 0;
+	o.on_annotation = NULL;
+	o.syms = NULL;
+	s = t ? ms_replay_trace(t, &o, &r, d) : ms_replay_run(path, &o, &r, d);
+	ms_replay_result_release(&r);
+	*index = w.index;
+	return s;
+}
+
 #if MS_HAVE_HTML
 extern const unsigned char ms_asset_report_css[], ms_asset_report_js[], ms_asset_report_body[],
         ms_asset_dygraphs_js[], ms_asset_dygraphs_css[];
@@ -199,48 +242,6 @@ static void annotate(struct lod *l, uint32_t device)
 		}
 		l->b[i].ann = depth && depth <= DEPTH ? (int64_t)open[depth - 1] : -1;
 	}
-}
-
-struct wpeak {
-	uint64_t from, to, best, index;
-	int found;
-};
-
-static void on_event_peak(void *ctx, uint64_t index, const struct ms_event *e,
-                          const struct ms_model *m)
-{
-	struct wpeak *w = ctx;
-	uint64_t a = (uint64_t)ms_model_stats(m)->allocated_bytes[MS_POOL_ALL].current;
-
-	(void)e;
-	if (index >= w->from && index < w->to && (!w->found || a > w->best)) {
-		w->found = 1;
-		w->best = a;
-		w->index = index;
-	}
-}
-
-ms_status ms_render_window_peak(const struct ms_trace *t, const char *path,
-                                const struct ms_replay_opts *opts, uint64_t from, uint64_t to,
-                                uint64_t *index, struct ms_diag *d)
-{
-	struct ms_replay_opts o = *opts;
-	struct ms_replay_result r;
-	struct wpeak w = {from, to, 0, from, 0};
-	ms_status s;
-
-	o.on_event = on_event_peak;
-	o.ctx = &w;
-	o.snap = 1; /* stops the replay at the window's end */
-	o.snap_index = to ? to - 1 : 0;
-	o.more_snaps = NULL;
-	o.n_more_snaps = 0;
-	o.on_annotation = NULL;
-	o.syms = NULL;
-	s = t ? ms_replay_trace(t, &o, &r, d) : ms_replay_run(path, &o, &r, d);
-	ms_replay_result_release(&r);
-	*index = w.index;
-	return s;
 }
 
 static int u64_cmp(const void *x, const void *y)
