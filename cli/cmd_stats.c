@@ -158,6 +158,14 @@ static cJSON *job_json(const struct job *j)
 	else
 		cJSON_AddNullToObject(o, "peak_annotation");
 	ms_json_u64(o, "end_requested_bytes", (uint64_t)(r->end_requested));
+	{
+		cJSON *ext = cJSON_AddObjectToObject(o, "outside_pytorch");
+		ms_json_u64(ext, "raw_cuda_events", r->raw_events);
+		ms_json_u64(ext, "pytorch_own_calls", r->raw_claimed);
+		ms_json_u64(ext, "peak_bytes", r->external_peak);
+		ms_json_u64(ext, "peak_index", r->external_peak_index);
+		ms_json_u64(ext, "end_bytes", r->external_end);
+	}
 	x = cJSON_AddObjectToObject(o, "live_at_end");
 	ms_json_u64(x, "count", (uint64_t)(r->live_count));
 	ms_json_u64(x, "bytes", (uint64_t)(r->live_bytes));
@@ -224,12 +232,22 @@ static void print_one(const struct job *j)
 	printf("%s\n", j->path);
 	printf("  events:           %llu (%llu allocations)\n", (unsigned long long)r->n_events,
 	       (unsigned long long)r->n_allocs);
-	printf("  peak requested:   %s (%llu bytes) at event %llu, +%.3f s",
-	       ms_format_size(b1, sizeof(b1), r->peak_requested),
-	       (unsigned long long)r->peak_requested, (unsigned long long)r->peak_index,
-	       (double)(r->peak_t_ns - j->t0) / 1e9);
+	if (!r->n_allocs)
+		printf("  peak requested:   0 bytes (no allocations)");
+	else
+		printf("  peak requested:   %s (%llu bytes) at event %llu, +%.3f s",
+		       ms_format_size(b1, sizeof(b1), r->peak_requested),
+		       (unsigned long long)r->peak_requested, (unsigned long long)r->peak_index,
+		       (double)(r->peak_t_ns - j->t0) / 1e9);
 	if (r->peak_annotation)
 		printf(", in \"%s\"", ms_symtab_get_str(&j->syms, r->peak_annotation)->s);
+	if (r->raw_events)
+		printf("\n  outside PyTorch:  peak %s at event %llu, %s at the end (%llu raw CUDA "
+		       "events, %llu of them PyTorch's own segment calls)",
+		       ms_format_size(b1, sizeof(b1), r->external_peak),
+		       (unsigned long long)r->external_peak_index,
+		       ms_format_size(b2, sizeof(b2), r->external_end),
+		       (unsigned long long)r->raw_events, (unsigned long long)r->raw_claimed);
 	printf("\n  live at end:      %llu allocations, %s (possible leaks)\n",
 	       (unsigned long long)r->live_count, ms_format_size(b1, sizeof(b1), r->live_bytes));
 	for (size_t i = 0; i < r->n_live_top; i++)

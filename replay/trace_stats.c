@@ -1,6 +1,8 @@
 /* One streaming pass of trace statistics (see trace_stats.h). */
 #include "replay/trace_stats.h"
 
+#include "replay/external.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,6 +41,7 @@ struct ms_stats_builder {
 	uint32_t *ann_slot;
 	size_t cap_ann_slot, cap_anns;
 	uint64_t index;
+	struct ms_external ext;
 };
 
 ms_status ms_stats_builder_new(size_t top_n, struct ms_stats_builder **out)
@@ -63,6 +66,7 @@ void ms_stats_builder_free(struct ms_stats_builder *b)
 	if (!b)
 		return;
 	ms_u64map_release(&b->live);
+	ms_external_release(&b->ext);
 	ms_free(b->slots);
 	ms_free(b->cur_dev);
 	ms_free(b->by_stack);
@@ -154,6 +158,8 @@ static ms_status s_event(void *ctx, const struct ms_event *e)
 	ms_status s;
 
 	b->r.n_events++;
+	if ((s = ms_external_event(&b->ext, idx, e)))
+		return s;
 	if (e->device >= b->cap_dev &&
 	    grow_zero(&b->cur_dev, &b->cap_dev, (size_t)e->device + 1, sizeof(uint64_t)))
 		return MS_ERR_NOMEM;
@@ -356,6 +362,13 @@ const struct ms_trace_stats *ms_stats_builder_result(struct ms_stats_builder *b)
 		return r;
 	b->done = 1;
 	r->end_requested = b->cur_total;
+	if (ms_external_finish(&b->ext) == MS_OK) {
+		r->raw_events = b->ext.events;
+		r->raw_claimed = b->ext.claimed;
+		r->external_peak = b->ext.peak;
+		r->external_peak_index = b->ext.peak_index;
+		r->external_end = b->ext.cur;
+	}
 	for (size_t i = 0; i < b->n_slots; i++) {
 		if (b->slots[i].state == 1) {
 			r->live_count++;

@@ -51,6 +51,10 @@ struct ms_trace_stats {
 	uint64_t unmatched_frees;  /* frees of addresses never allocated in the trace */
 	struct ms_stats_ann *anns; /* by name, in order of first appearance */
 	size_t n_anns;
+	/* memory outside PyTorch's allocator: raw CUDA calls not PyTorch's own (replay/external.h)
+	 */
+	uint64_t raw_events, raw_claimed; /* raw CUDA events; of them PyTorch's own segment calls */
+	uint64_t external_peak, external_peak_index, external_end;
 	/* end state (segments) */
 	int has_segments;
 	uint64_t n_segments, reserved, allocated, active, requested, internal, external_free,

@@ -13,6 +13,7 @@
 
 #include "helpers.h"
 #include "parse/trace.h"
+#include "replay/trace_stats.h"
 
 static char g_dir[256];
 
@@ -95,6 +96,24 @@ Test(interpose, raw_calls_become_events, .init = make_dir, .fini = remove_dir)
 	const char *env[] = {"LD_PRELOAD", MS_INTERPOSER, "MEMSNAP_RECORD", path, NULL};
 	cr_assert_eq(run(argv, env), 0);
 	expect_program_events(path);
+
+	/* none of it is PyTorch's: all of it is memory outside PyTorch's allocator */
+	struct ms_trace *t = NULL;
+	struct ms_diag d = MS_DIAG_INIT;
+	struct ms_stats_builder *b;
+	struct ms_sink sink;
+	cr_assert_eq(ms_trace_load(path, NULL, &t, NULL, &d), MS_OK);
+	cr_assert_eq(ms_stats_builder_new(10, &b), MS_OK);
+	ms_stats_builder_sink(b, &sink);
+	cr_assert_eq(ms_trace_emit(t, &sink), MS_OK);
+	const struct ms_trace_stats *r = ms_stats_builder_result(b);
+	cr_assert_eq(r->raw_events, 10);
+	cr_assert_eq(r->raw_claimed, 0);
+	cr_assert_eq(r->external_peak, (2 << 20) + (20 << 20), "2 MiB segment + 20 MiB mapping");
+	cr_assert_eq(r->external_peak_index, 5);
+	cr_assert_eq(r->external_end, 0);
+	ms_stats_builder_free(b);
+	ms_trace_free(t);
 }
 
 Test(interpose, without_a_trace_path_nothing_is_written, .init = make_dir, .fini = remove_dir)

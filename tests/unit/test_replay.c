@@ -10,6 +10,7 @@
 
 #include "helpers.h"
 #include "parse/trace.h"
+#include "replay/external.h"
 #include "replay/replay.h"
 #include "replay/trace_stats.h"
 
@@ -630,4 +631,51 @@ Test(model, release_available_cached_blocks)
 	cr_assert_eq(ms_model_stats(m)->num_alloc_retries, 0);
 	cr_assert_eq(ms_model_stats(m)->reserved_bytes[0].current, 80 * MiB);
 	ms_model_free(m);
+}
+
+/* Memory outside PyTorch: raw CUDA events minus PyTorch's own segment calls (external.h). */
+Test(replay, external_memory_claimed_and_counted)
+{
+	struct ms_external x;
+	struct ms_event e;
+	uint64_t i = 0;
+
+	memset(&x, 0, sizeof(x));
+#define EV(act, src, a, s)                                           \
+	do {                                                         \
+		memset(&e, 0, sizeof(e));                            \
+		e.action = (act);                                    \
+		e.source = (src);                                    \
+		e.addr = (a);                                        \
+		e.size = (s);                                        \
+		cr_assert_eq(ms_external_event(&x, i++, &e), MS_OK); \
+	} while (0)
+	/* PyTorch's cudaMalloc seen by the interposer, then by PyTorch: claimed */
+	EV(MS_ACT_SEGMENT_ALLOC, MS_SRC_CUDA, 0x1000000, 20 << 20);
+	EV(MS_ACT_SEGMENT_ALLOC, MS_SRC_TORCH, 0x1000000, 20 << 20);
+	/* NCCL's buffer: nobody claims it */
+	EV(MS_ACT_SEGMENT_ALLOC, MS_SRC_CUDA, 0x9000000, 8 << 20);
+	/* an expandable segment's growth: two raw 20 MiB pages, one PyTorch map of 40 MiB */
+	EV(MS_ACT_SEGMENT_MAP, MS_SRC_CUDA, 0x40000000, 20 << 20);
+	EV(MS_ACT_SEGMENT_MAP, MS_SRC_CUDA, 0x41400000, 20 << 20);
+	EV(MS_ACT_SEGMENT_MAP, MS_SRC_TORCH, 0x40000000, 40 << 20);
+	/* a cuBLAS workspace mapped and unmapped by hand */
+	EV(MS_ACT_SEGMENT_MAP, MS_SRC_CUDA, 0x80000000, 4 << 20);
+	EV(MS_ACT_SEGMENT_UNMAP, MS_SRC_CUDA, 0x80000000, 4 << 20);
+	/* PyTorch frees its segment: the raw free takes nothing off */
+	EV(MS_ACT_SEGMENT_FREE, MS_SRC_CUDA, 0x1000000, 20 << 20);
+	EV(MS_ACT_SEGMENT_FREE, MS_SRC_TORCH, 0x1000000, 20 << 20);
+	/* past the window, a raw allocation at an address PyTorch used later: not claimed */
+	EV(MS_ACT_SEGMENT_ALLOC, MS_SRC_CUDA, 0x2000000, 2 << 20);
+	for (int k = 0; k < MS_EXT_WINDOW + 1; k++)
+		EV(MS_ACT_ALLOC, MS_SRC_TORCH, 0x100 + (uint64_t)k, 512);
+	EV(MS_ACT_SEGMENT_ALLOC, MS_SRC_TORCH, 0x2000000, 2 << 20);
+#undef EV
+	cr_assert_eq(ms_external_finish(&x), MS_OK);
+	cr_assert_eq(x.events, 8);
+	cr_assert_eq(x.claimed, 3);
+	cr_assert_eq(x.peak, 12 << 20, "peak %llu", (unsigned long long)x.peak); /* NCCL + cuBLAS */
+	cr_assert_eq(x.peak_index, 6);
+	cr_assert_eq(x.cur, 10 << 20); /* NCCL's buffer and the late 2 MiB */
+	ms_external_release(&x);
 }
