@@ -215,6 +215,7 @@ static void json_report(const char *path, const struct ms_replay_result *r,
 	ms_json_u64(o, "events_total", r->events_total);
 	ms_json_u64(o, "events_replayed", r->events_replayed);
 	ms_json_u64(o, "events_external", r->events_external);
+	ms_json_u64(o, "external_peak_bytes", r->external_peak);
 	ms_json_u64(o, "peak_allocated_bytes", (uint64_t)r->stats.allocated_bytes[0].peak);
 	ms_json_u64(o, "peak_reserved_bytes", (uint64_t)r->stats.reserved_bytes[0].peak);
 	ms_json_u64(o, "peak_requested_bytes", (uint64_t)r->stats.requested_bytes[0].peak);
@@ -303,9 +304,12 @@ static void text_report(const char *path, const struct ms_replay_result *r)
 	       (unsigned long long)r->events_replayed, (unsigned long long)r->events_total,
 	       r->backend, r->alloc_conf);
 	if (r->events_external)
-		printf("  not replayed:   %llu events of raw CUDA calls (memory outside PyTorch's "
-		       "allocator)\n",
-		       (unsigned long long)r->events_external);
+		printf("  not replayed:   %llu events of raw CUDA calls; outside PyTorch's "
+		       "allocator "
+		       "at the most %s (event %llu)\n",
+		       (unsigned long long)r->events_external,
+		       ms_format_size(b3, sizeof(b3), r->external_peak),
+		       (unsigned long long)r->external_peak_index);
 	printf("  device memory:  %s%s%s\n",
 	       r->device_memory == UINT64_MAX ? "unbounded (unknown)"
 	                                      : ms_format_size(b1, sizeof(b1), r->device_memory),

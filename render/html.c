@@ -117,6 +117,7 @@ struct bucket {
 	uint32_t big_stack;
 	uint64_t last; /* trace event */
 	uint64_t active_max;
+	uint64_t ext_max; /* bytes outside PyTorch's allocator, the most in the bucket */
 	/* at the last event */
 	uint64_t alloc, reserved, inactive_split, small_reserved, large_reserved;
 	uint64_t free_in_reserved, largest_free; /* at the first event */
@@ -135,6 +136,7 @@ struct lod {
 	struct bucket *b;
 	size_t n, cap;
 	int nomem;
+	const struct ms_replay_result *res; /* the replay's result as it runs: external_now */
 };
 
 static void on_event(void *ctx, uint64_t index, const struct ms_event *e, const struct ms_model *m)
@@ -188,6 +190,8 @@ static void on_event(void *ctx, uint64_t index, const struct ms_event *e, const 
 	}
 	span_extend(&b->s, a, r);
 	b->active_max = act > b->active_max ? act : b->active_max;
+	if (l->res && l->res->external_now > b->ext_max)
+		b->ext_max = l->res->external_now;
 	b->alloc = a;
 	b->reserved = r;
 	memcpy(b->stream_alloc, l->stream_cur, sizeof(b->stream_alloc));
@@ -716,6 +720,7 @@ ms_status ms_render_html(const struct ms_render_html_input *in, struct ms_buf *o
 	o.on_event = on_event;
 	o.on_annotation = collect_annotation;
 	o.ctx = &lod;
+	lod.res = &r;
 	o.syms = &own_syms;
 	if ((s = in->trace ? ms_replay_trace(in->trace, &o, &r, d)
 	                   : ms_replay_run(in->path, &o, &r, d)))
@@ -805,6 +810,7 @@ ms_status ms_render_html(const struct ms_render_html_input *in, struct ms_buf *o
 	COLUMN("res_max", lod.b, lod.n, struct bucket, x->s.rmax);
 	COLUMN("res", lod.b, lod.n, struct bucket, x->reserved);
 	COLUMN("active_max", lod.b, lod.n, struct bucket, x->active_max);
+	COLUMN("ext", lod.b, lod.n, struct bucket, x->ext_max);
 	COLUMN("inactive_split", lod.b, lod.n, struct bucket, x->inactive_split);
 	COLUMN("free_in_reserved", lod.b, lod.n, struct bucket, x->free_in_reserved);
 	COLUMN("largest_free", lod.b, lod.n, struct bucket, x->largest_free);

@@ -102,6 +102,8 @@
 	D.streams.forEach(function (s) { streamLabels.push('allocated, stream ' + s); });
 	if (SA.length > D.streams.length && SA[SA.length - 1].some(function (v) { return v !== 0; }))
 		streamLabels.push('allocated, other streams');
+	/* memory outside PyTorch's allocator (raw CUDA calls the recorder saw), when there was any */
+	var hasExt = T.ext && T.ext.some(function (v) { return v !== 0; });
 	for (var i = 0; i < N; i++) {
 		var row = [T.first[i], [T.alloc_min[i], T.alloc[i], T.alloc_max[i]],
 			[T.res_min[i], T.res[i], T.res_max[i]],
@@ -109,6 +111,7 @@
 			[T.small_res[i], T.small_res[i], T.small_res[i]],
 			[T.large_res[i], T.large_res[i], T.large_res[i]]];
 		for (var k = 0; k < streamLabels.length; k++) row.push([SA[k][i], SA[k][i], SA[k][i]]);
+		if (hasExt) row.push([T.ext[i], T.ext[i], T.ext[i]]);
 		rows.push(row);
 		var fr = T.free_in_reserved[i];
 		frows.push([T.first[i], T.res[i] - T.alloc[i], T.inactive_split[i], T.largest_free[i],
@@ -134,7 +137,10 @@
 	var axes = { y: { valueFormatter: fmt, axisLabelFormatter: fmt, axisLabelWidth: 80 } };
 	var seriesLabels = ['allocated', 'reserved', 'active (most)', 'reserved, small pool',
 		'reserved, large pool'].concat(streamLabels);
-	var visible = seriesLabels.map(function (l, k) { return k < 3; });
+	if (hasExt) seriesLabels.push('outside PyTorch (raw CUDA)');
+	var visible = seriesLabels.map(function (l, k) {
+		return k < 3 || (hasExt && k === seriesLabels.length - 1);
+	});
 	var timeline = new Dygraph($('timeline'), rows, {
 		labels: ['event'].concat(seriesLabels),
 		customBars: true, visibility: visible,

@@ -1,6 +1,8 @@
 /* Drives a trace through the allocator model (replay.h) and collects what a report needs. */
 #include "replay/replay.h"
 
+#include "replay/external.h"
+
 #include <stdio.h>
 #include <string.h>
 
@@ -33,6 +35,7 @@ struct rp {
 	size_t next_snap; /* into o->more_snaps */
 	const struct ms_symtab *syms;
 	ms_status err;
+	struct ms_external ext; /* memory outside PyTorch, from the raw CUDA events */
 };
 
 static void push_seg(struct ms_seg_event **arr, size_t *n, size_t *cap, uint64_t index,
@@ -372,6 +375,9 @@ static ms_status r_event(void *ctx, const struct ms_event *e)
 		p->r->events_other_devices++;
 		return MS_OK;
 	}
+	if ((p->err = ms_external_event(&p->ext, p->index, e)))
+		return p->err;
+	p->r->external_now = p->ext.cur;
 	/* raw CUDA calls are not the caching allocator's (its own cudaMalloc is seen twice) */
 	if (e->source != MS_SRC_TORCH) {
 		p->r->events_external++;
@@ -509,6 +515,12 @@ static ms_status replay(const char *path, const struct ms_trace *t, const struct
 		r->device_memory = p.mc.device_memory;
 		r->limit = p.mc.limit;
 	}
+	if (s == MS_OK && (s = ms_external_finish(&p.ext)) == MS_OK) {
+		r->external_now = p.ext.cur;
+		r->external_peak = p.ext.peak;
+		r->external_peak_index = p.ext.peak_index;
+	}
+	ms_external_release(&p.ext);
 	if (s == MS_ERR_NOMEM && diag && !diag->msg[0])
 		ms__diag_set(diag, s, -1, -1, "out of memory");
 	ms_model_free(p.m);

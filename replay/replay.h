@@ -108,6 +108,10 @@ struct ms_replay_result {
 	uint64_t events_total, events_replayed, events_other_devices;
 	/* events of raw CUDA calls (the recorder's interposer): memory outside the allocator */
 	uint64_t events_external;
+	/* bytes outside PyTorch's allocator (replay/external.h): now (during the replay, for
+	 * on_event) and at their highest, with its event; counted once PyTorch has not claimed
+	 * a raw allocation within MS_EXT_WINDOW events */
+	uint64_t external_now, external_peak, external_peak_index;
 	int ended_by_oom; /* an OOM where the recorded run succeeded: the replay stopped there */
 	struct ms_model_stats stats;
 	struct ms_seg_event *produced, *recorded;

@@ -34,8 +34,9 @@ if [ "$(python3 "$here/page_requests.py" "$tmp/net-bad.json" | wc -l)" != 2 ]; t
 	echo "FAIL: the request check does not see a page's requests"
 	exit 1
 fi
-for name in dynamic_oom gpt_train multistream; do
-	src=$(ls "$root"/testdata/snapshots/$name.pickle* | head -1)
+# gpt_train_with_nccl: a trace with memory outside PyTorch (its own timeline series)
+for name in dynamic_oom gpt_train multistream gpt_train_with_nccl; do
+	src=$(ls "$root"/testdata/snapshots/$name.pickle* "$root"/testdata/traces/$name.zst 2>/dev/null | head -1)
 	html="$art/$name.html"
 	"$memsnap" render "$src" -o "$html" 2>"$tmp/render.err" || { cat "$tmp/render.err"; exit 1; }
 	size=$(stat -c %s "$html")
@@ -48,6 +49,9 @@ for name in dynamic_oom gpt_train multistream; do
 	# a drag-zoom draws the finer level where the trace has more events than buckets
 	grep -qE 'data-selftest-zoom="(finer-level-drawn|no-finer-level)"' "$tmp/dom.html" || problems+=" zoom-did-not-draw-the-finer-level"
 	# traces with times (gpt_train, multistream): the same with the x axis in seconds
+	if [ "$name" = gpt_train_with_nccl ] && ! grep -q 'outside PyTorch' "$tmp/dom.html"; then
+		problems+=" no-outside-pytorch-series"
+	fi
 	if [ "$name" != dynamic_oom ] && ! grep -q 'data-selftest-time="time-axis-click-updated-segmap"' "$tmp/dom.html"; then
 		problems+=" time-axis-click-did-not-update-segmap"
 	fi

@@ -334,3 +334,76 @@ Test(render, timeline_keeps_the_peaks_of_dynamic_seq)
 	timeline_keeps_peaks("dynamic_seq", 4000);
 	timeline_keeps_peaks("dynamic_seq", 10);
 }
+
+/* The timeline's "ext" column: memory outside PyTorch's allocator (raw CUDA events nobody
+ * claims), here a 64 MiB buffer allocated by another library between PyTorch's allocations. */
+Test(render, timeline_shows_memory_outside_pytorch)
+{
+	struct ms_trace *t;
+	struct ms_sink sink;
+	struct ms_meta m;
+	struct ms_event e;
+	struct ms_replay_opts o;
+	struct ms_replay_result first;
+	struct ms_render_html_input in;
+	struct ms_buf out = MS_BUF_INIT;
+	struct ms_diag d = MS_DIAG_INIT;
+	char *start, *end;
+	cJSON *data;
+
+	if (!ms_render_have_html())
+		cr_skip_test("built without dygraphs");
+	cr_assert_eq(ms_trace_new(&t), MS_OK);
+	ms_trace_sink(t, &sink);
+	memset(&m, 0, sizeof(m));
+	m.producer = m.producer_version = m.torch_version = m.hostname = "";
+	m.settings.alloc_conf = "";
+	m.limit_bytes = -1;
+	m.time_unit_ns = 1;
+	cr_assert_eq(sink.begin(sink.ctx, &m, &t->syms), MS_OK);
+	for (int i = 0; i < 300; i++) {
+		memset(&e, 0, sizeof(e));
+		e.t_ns = 1000 * i;
+		e.addr = 0x7f0000000000ULL + (uint64_t)(i % 100) * (1 << 20);
+		e.size = 1 << 20;
+		e.action = i < 100 ? MS_ACT_ALLOC : i < 200 ? MS_ACT_FREE_REQUESTED : MS_ACT_ALLOC;
+		if (i >= 100 && i < 200) {
+			cr_assert_eq(sink.event(sink.ctx, &e), MS_OK);
+			e.action = MS_ACT_FREE_COMPLETED;
+		}
+		if (i == 50 || i == 250) { /* another library's buffer, then its free */
+			struct ms_event x = e;
+			x.action = i == 50 ? MS_ACT_SEGMENT_ALLOC : MS_ACT_SEGMENT_FREE;
+			x.source = MS_SRC_CUDA;
+			x.addr = 0x7e0000000000ULL;
+			x.size = 64 << 20;
+			cr_assert_eq(sink.event(sink.ctx, &x), MS_OK);
+		}
+		cr_assert_eq(sink.event(sink.ctx, &e), MS_OK);
+	}
+	memset(&o, 0, sizeof(o));
+	cr_assert_eq(ms_replay_trace(t, &o, &first, &d), MS_OK, "%s", d.msg);
+	cr_assert_eq(first.external_peak, 64 << 20);
+	memset(&in, 0, sizeof(in));
+	in.source = "synthetic";
+	in.trace = t;
+	in.opts = &o;
+	in.first = &first;
+	in.buckets = 40;
+	in.no_whatif = 1;
+	cr_assert_eq(ms_render_html(&in, &out, &d), MS_OK, "%s", d.msg);
+	cr_assert_eq(ms_buf_append(&out, "", 1), MS_OK);
+	start = strstr(out.data, "<script id=\"memsnap-data\" type=\"application/json\">");
+	cr_assert(start);
+	start = strchr(start, '>') + 1;
+	end = strstr(start, "</script>");
+	*end = 0;
+	data = cJSON_Parse(start);
+	cr_assert(data);
+	cr_assert_eq(column_max(cJSON_GetObjectItemCaseSensitive(data, "timeline"), "ext"),
+	             64 << 20);
+	cJSON_Delete(data);
+	ms_buf_release(&out);
+	ms_replay_result_release(&first);
+	ms_trace_free(t);
+}
