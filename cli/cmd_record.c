@@ -51,14 +51,6 @@ static const char *const usage[] = {
         NULL,
 };
 
-/* snprintf that reports truncation: 0, or -1 when out was too small */
-static int fmt(char *out, size_t cap, const char *f, const char *a, const char *b)
-{
-	int n = snprintf(out, cap, f, a, b);
-
-	return n < 0 || (size_t)n >= cap ? -1 : 0;
-}
-
 /* Prepend value to the ':'-separated variable name. */
 static int env_prepend(const char *name, const char *value)
 {
@@ -168,8 +160,7 @@ int cmd_record(int argc, const char **argv)
 		char cwd[PATH_MAX];
 		if (out[0] != '/' && !getcwd(cwd, sizeof(cwd)))
 			ms_die(MS_EXIT_ERROR, "getcwd: %s", strerror(errno));
-		if (out[0] == '/' ? fmt(abs_out, sizeof(abs_out), "%s%s", out, "")
-		                  : fmt(abs_out, sizeof(abs_out), "%s/%s", cwd, out))
+		if (ms_path_join(abs_out, sizeof(abs_out), out[0] == '/' ? NULL : cwd, out))
 			ms_die(MS_EXIT_ERROR, "%s: path too long", out);
 	}
 	/* a stale trace from an earlier run must not pass for this one's */
@@ -184,12 +175,12 @@ int cmd_record(int argc, const char **argv)
 	snprintf(buf, sizeof(buf), "%d", flush_ms);
 	setenv("MEMSNAP_RECORD_FLUSH_MS", buf, 1);
 	setenv("MEMSNAP_RECORD_TORCH", no_torch ? "0" : "1", 1);
-	if (fmt(buf, sizeof(buf), "%s/%s", libdir, "python"))
+	if (ms_path_join(buf, sizeof(buf), libdir, "python"))
 		ms_die(MS_EXIT_ERROR, "%s: path too long", libdir);
 	if (!no_torch && env_prepend("PYTHONPATH", buf))
 		ms_die(MS_EXIT_ERROR, "out of memory");
 	if (!no_cuda) {
-		if (fmt(buf, sizeof(buf), "%s/%s", libdir, "libmemsnap_cuda.so") ||
+		if (ms_path_join(buf, sizeof(buf), libdir, "libmemsnap_cuda.so") ||
 		    access(buf, R_OK) != 0)
 			ms_die(MS_EXIT_ERROR, "%s: %s", buf, strerror(errno));
 		if (env_prepend("LD_PRELOAD", buf))

@@ -84,10 +84,9 @@ int ms_ends_with(const char *s, const char *suffix)
 	return a >= b && strcmp(s + a - b, suffix) == 0;
 }
 
-/* 0, or -1 when out was too small */
-static int join(char *out, size_t cap, const char *a, const char *b)
+int ms_path_join(char *out, size_t cap, const char *a, const char *b)
 {
-	int n = snprintf(out, cap, "%s/%s", a, b);
+	int n = a ? snprintf(out, cap, "%s/%s", a, b) : snprintf(out, cap, "%s", b);
 
 	return n < 0 || (size_t)n >= cap ? -1 : 0;
 }
@@ -112,9 +111,9 @@ int ms_find_libdir(char *out, size_t cap)
 		return -1;
 	*slash = 0;
 	/* installed: bin/memsnap and MS_LIBDIR_FROM_BIN; build tree: cli/memsnap and lib/memsnap */
-	if (join(out, cap, exe, MS_LIBDIR_FROM_BIN) == 0 && access(out, F_OK) == 0)
+	if (ms_path_join(out, cap, exe, MS_LIBDIR_FROM_BIN) == 0 && access(out, F_OK) == 0)
 		return 0;
-	if (join(out, cap, exe, "../lib/memsnap") == 0 && access(out, F_OK) == 0)
+	if (ms_path_join(out, cap, exe, "../lib/memsnap") == 0 && access(out, F_OK) == 0)
 		return 0;
 	return -1;
 }

@@ -36,6 +36,8 @@ void ms_json_u64(struct cJSON *o, const char *key, uint64_t v);
 void ms_json_i64(struct cJSON *o, const char *key, int64_t v);
 /* Does file name s end with suffix (".json", ".html")? */
 int ms_ends_with(const char *s, const char *suffix);
+/* "a/b" into out[cap] (b alone when a is NULL); 0, or -1 when out is too small. */
+int ms_path_join(char *out, size_t cap, const char *a, const char *b);
 /*
  * Where the recorder's and the backends' pieces are (libmemsnap_cuda.so, the PyTorch plugins,
  * python/): $MEMSNAP_LIBDIR, else next to this executable (installed or in the build tree).

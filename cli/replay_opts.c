@@ -121,6 +121,31 @@ out:
 	return s;
 }
 
+/*
+ * The GPU backends replay after the model on the simulated device: the limit (inferred when the
+ * trace needs one) and, for torch, the program's empty_cache() calls come from it (c->model).
+ * Mid-run traces are refused: only the model replays them from a rebuilt state.
+ */
+static ms_status run_model_first(struct ms_replay_cli *c, const char *path,
+                                 struct ms_limit_range *lim, const char *backend, struct ms_diag *d)
+{
+	struct ms_replay_cli sim = *c;
+	ms_status s;
+
+	sim.cuda = sim.torch = 0;
+	s = ms_replay_cli_run(&sim, path, &c->model, lim, d);
+	ms_initial_state_release(&sim.init);
+	if (s)
+		return s;
+	if (c->model.rebuilt)
+		return ms__diag_set(d, MS_ERR_UNSUPPORTED, -1, -1,
+		                    "--backend %s: the trace starts mid-run; only sim replays it "
+		                    "from a rebuilt state",
+		                    backend);
+	c->o.limit = sim.o.limit;
+	return MS_OK;
+}
+
 static void on_sigint(int sig)
 {
 	(void)sig;
@@ -135,26 +160,16 @@ static void on_sigint(int sig)
 static ms_status run_cuda(struct ms_replay_cli *c, const char *path, struct ms_replay_result *r,
                           struct ms_limit_range *lim, struct ms_diag *d)
 {
-	struct ms_replay_cli sim = *c;
 	struct ms_replay_opts o;
 	struct sigaction sa, old;
 	uint64_t fr, total;
 	ms_status s;
 
-	sim.cuda = 0;
-	s = ms_replay_cli_run(&sim, path, &c->model, lim, d);
-	ms_initial_state_release(&sim.init);
-	if (s)
-		return s;
-	if (c->model.rebuilt)
-		return ms__diag_set(d, MS_ERR_UNSUPPORTED, -1, -1,
-		                    "--backend cuda: the trace starts mid-run; only sim replays it "
-		                    "from a rebuilt state");
-	if ((s = ms_cuda_open((int)c->o.device, sim.o.limit, &c->dev, d)))
+	if ((s = run_model_first(c, path, lim, "cuda", d)) ||
+	    (s = ms_cuda_open((int)c->o.device, c->o.limit, &c->dev, d)))
 		return s;
 	ms_cuda_mem_info(c->dev, &fr, &total);
 	o = c->o;
-	o.limit = sim.o.limit;
 	o.device_memory = total; /* the real device: its cudaMalloc says when it is full */
 	o.dev = ms_cuda_model_device(c->dev);
 	memset(&sa, 0, sizeof(sa));
@@ -181,19 +196,9 @@ ms_status ms_replay_cli_run(struct ms_replay_cli *c, const char *path, struct ms
 	if (c->cuda)
 		return run_cuda(c, path, r, lim, d);
 	if (c->torch) {
-		/* the model first: the limit and the program's empty_cache() calls come from it */
-		struct ms_replay_cli sim = *c;
 		char libdir[4096], plugin[4200];
-		sim.torch = 0;
-		s = ms_replay_cli_run(&sim, path, &c->model, lim, d);
-		ms_initial_state_release(&sim.init);
-		if (s)
+		if ((s = run_model_first(c, path, lim, "torch", d)))
 			return s;
-		if (c->model.rebuilt)
-			return ms__diag_set(d, MS_ERR_UNSUPPORTED, -1, -1,
-			                    "--backend torch: the trace starts mid-run; only sim "
-			                    "replays it from a rebuilt state");
-		c->o.limit = sim.o.limit;
 		if (ms_find_libdir(libdir, sizeof(libdir)))
 			return ms__diag_set(
 			        d, MS_ERR_BACKEND, -1, -1,

@@ -38,8 +38,8 @@ struct rp {
 	struct ms_external ext; /* memory outside PyTorch, from the raw CUDA events */
 };
 
-static void push_seg(struct ms_seg_event **arr, size_t *n, size_t *cap, uint64_t index,
-                     unsigned action, uint64_t addr, uint64_t size, ms_status *err)
+void ms_seg_events_push(struct ms_seg_event **arr, size_t *n, size_t *cap, uint64_t index,
+                        unsigned action, uint64_t addr, uint64_t size, ms_status *err)
 {
 	if (ms_grow(arr, cap, *n + 1, sizeof(**arr))) {
 		*err = MS_ERR_NOMEM;
@@ -57,8 +57,9 @@ static void on_segment(void *ctx, unsigned action, uint64_t addr, uint64_t size,
 
 	(void)stream;
 	if (!p->o->no_segment_log)
-		push_seg(&p->r->produced, &p->r->n_produced, &p->cap_produced,
-		         p->pend_frees ? p->pend_index : p->index, action, addr, size, &p->err);
+		ms_seg_events_push(&p->r->produced, &p->r->n_produced, &p->cap_produced,
+		                   p->pend_frees ? p->pend_index : p->index, action, addr, size,
+		                   &p->err);
 	if (action == MS_ACT_SEGMENT_FREE || action == MS_ACT_SEGMENT_UNMAP) {
 		/* matches a recorded free waiting for it, or waits for one */
 		if (p->pend_frees) {
@@ -422,8 +423,8 @@ static ms_status r_event(void *ctx, const struct ms_event *e)
 	case MS_ACT_SEGMENT_ALLOC:
 	case MS_ACT_SEGMENT_MAP:
 		if (!p->o->no_segment_log)
-			push_seg(&p->r->recorded, &p->r->n_recorded, &p->cap_recorded, p->index,
-			         e->action, e->addr, e->size, &p->err);
+			ms_seg_events_push(&p->r->recorded, &p->r->n_recorded, &p->cap_recorded,
+			                   p->index, e->action, e->addr, e->size, &p->err);
 		if (!p->o->no_hints)
 			ms_model_hint_segment(p->m, e->size, e->addr,
 			                      e->action == MS_ACT_SEGMENT_MAP);
@@ -431,8 +432,8 @@ static ms_status r_event(void *ctx, const struct ms_event *e)
 	case MS_ACT_SEGMENT_FREE:
 	case MS_ACT_SEGMENT_UNMAP:
 		if (!p->o->no_segment_log)
-			push_seg(&p->r->recorded, &p->r->n_recorded, &p->cap_recorded, p->index,
-			         e->action, e->addr, e->size, &p->err);
+			ms_seg_events_push(&p->r->recorded, &p->r->n_recorded, &p->cap_recorded,
+			                   p->index, e->action, e->addr, e->size, &p->err);
 		if (p->model_frees_unmatched) {
 			p->model_frees_unmatched--;
 		} else {

@@ -71,6 +71,10 @@ struct ms_seg_event {
 	uint8_t action;
 };
 
+/* Append one to *arr (n entries, room for cap); *err = MS_ERR_NOMEM when it cannot. */
+void ms_seg_events_push(struct ms_seg_event **arr, size_t *n, size_t *cap, uint64_t index,
+                        unsigned action, uint64_t addr, uint64_t size, ms_status *err);
+
 /* A live allocation at the OOM: who holds the memory. */
 struct ms_replay_holder {
 	uint64_t size, index; /* block bytes; the trace event that allocated it */

@@ -30,17 +30,6 @@ struct tp {
 	ms_status err;
 };
 
-static void push(struct ms_seg_event **arr, size_t *n, size_t *cap, uint64_t index, unsigned action,
-                 uint64_t addr, uint64_t size, ms_status *err)
-{
-	if (ms_grow(arr, cap, *n + 1, sizeof(**arr))) {
-		*err = MS_ERR_NOMEM;
-		return;
-	}
-	(*arr)[*n] = (struct ms_seg_event){index, addr, size, (uint8_t)action};
-	(*n)++;
-}
-
 /* The segment events the real allocator made since the last call. */
 static void drain(struct tp *p)
 {
@@ -49,8 +38,9 @@ static void drain(struct tp *p)
 
 	while ((n = p->api->take_segments(segs, 256)) > 0)
 		for (size_t i = 0; i < n; i++)
-			push(&p->r->produced, &p->r->n_produced, &p->cap_produced, p->index,
-			     segs[i].action, segs[i].addr, segs[i].size, &p->err);
+			ms_seg_events_push(&p->r->produced, &p->r->n_produced, &p->cap_produced,
+			                   p->index, segs[i].action, segs[i].addr, segs[i].size,
+			                   &p->err);
 }
 
 static void fill_stats(struct tp *p)
@@ -198,8 +188,8 @@ static ms_status run(struct tp *p, const struct ms_trace *t, const struct ms_rep
 		case MS_ACT_SEGMENT_MAP:
 		case MS_ACT_SEGMENT_FREE:
 		case MS_ACT_SEGMENT_UNMAP:
-			push(&r->recorded, &r->n_recorded, &p->cap_recorded, i, e->action, e->addr,
-			     e->size, &p->err);
+			ms_seg_events_push(&r->recorded, &r->n_recorded, &p->cap_recorded, i,
+			                   e->action, e->addr, e->size, &p->err);
 			break;
 		default:
 			break;
