@@ -11,13 +11,18 @@
 #include "common/alloc.h"
 #include "common/status.h"
 
-enum { ROLE_NONE = 0, ROLE_OUTER = 1, ROLE_DEVICE = 2 };
+/*
+ * Stream hook roles. ROLE_ENTRY: a dict created as an item of a device list (a trace entry);
+ * its items are mapped where they lie on the stack at its SETITEM(S), never copied, and it
+ * becomes ROLE_MAPPED (consumed, ord = its place in mapping order) until the APPEND(S) that
+ * adds it to the list checks that order and makes it ROLE_DONE.
+ */
+enum { ROLE_NONE = 0, ROLE_OUTER, ROLE_DEVICE, ROLE_ENTRY, ROLE_MAPPED, ROLE_DONE };
 #define PK_CONSUMED   255 /* memo slot of a streamed object */
 #define SLAB_OBJS     1024
 #define MEMO_SHIFT    16
 #define MEMO_CHUNK    ((size_t)1 << MEMO_SHIFT)
 #define MEMO_AT(p, i) (&(p)->memo[(i) >> MEMO_SHIFT][(i) & (MEMO_CHUNK - 1)])
-#define SPARE_CAP     32 /* items arrays of this capacity are recycled */
 
 struct slab {
 	struct slab *next;
@@ -51,9 +56,8 @@ struct ms_pickle {
 	struct ms_diag *diag;
 	int64_t op_off;
 	uint8_t op;
-	/* items arrays of streamed entries, reused by the next dicts (no malloc per entry) */
-	struct ms_pk_val **spare;
-	size_t n_spare, cap_spare;
+	/* trace entries handed to the hook, and added to their lists; equal at STOP */
+	uint64_t ev_mapped, ev_appended;
 	/* last strings interned, by length and first bytes: repeated values skip the hash */
 	struct {
 		uint32_t len, id;
@@ -99,9 +103,6 @@ void ms_pickle_free(struct ms_pickle *p)
 		ms_free(p->memo[i]);
 	ms_free(p->memo);
 	ms_free(p->buf);
-	for (size_t i = 0; i < p->n_spare; i++)
-		ms_free(p->spare[i]);
-	ms_free(p->spare);
 	ms_free(p);
 }
 
@@ -251,11 +252,69 @@ static uint64_t le(const unsigned char *b, int n)
 	return v;
 }
 
+static inline uint64_t load_le64(const unsigned char *b)
+{
+	uint64_t u;
+
+	memcpy(&u, b, 8);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+	u = __builtin_bswap64(u);
+#endif
+	return u;
+}
+
+static inline uint32_t load_le32(const unsigned char *b)
+{
+	uint32_t u;
+
+	memcpy(&u, b, 4);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+	u = __builtin_bswap32(u);
+#endif
+	return u;
+}
+
+/*
+ * Values are written and copied as two 8-byte words, never in narrower or wider pieces.
+ * A load that spans several recent stores (a 16-byte struct copy of a value whose type byte
+ * and payload were stored separately, or memcpy's vector loads over a run of values) cannot
+ * be forwarded from the store buffer and waits for the stores to commit; perf put most of
+ * the import on such loads (MEMOIZE right after a push, SETITEMS right after its items).
+ */
+_Static_assert(offsetof(struct ms_pk_val, v) == 8 && sizeof(struct ms_pk_val) == 16,
+               "ms_pk_val layout");
+static inline void put_val(struct ms_pk_val *dst, uint64_t type, uint64_t payload)
+{
+	memcpy(dst, &type, 8);
+	memcpy((char *)dst + 8, &payload, 8);
+}
+
+static inline uint64_t payload_of(const struct ms_pk_val *v)
+{
+	uint64_t u;
+
+	memcpy(&u, (const char *)v + 8, 8);
+	return u;
+}
+
+/* The empty asm keeps the compiler from merging the word copies into wider ones (or memcpy). */
+static inline void copy_vals(struct ms_pk_val *dst, const struct ms_pk_val *src, size_t n)
+{
+	for (size_t i = 0; i < 2 * n; i++) {
+		uint64_t w;
+		memcpy(&w, (const char *)src + 8 * i, 8);
+#if defined(__GNUC__)
+		__asm__("" : "+r"(w));
+#endif
+		memcpy((char *)dst + 8 * i, &w, 8);
+	}
+}
+
 static inline ms_status push(struct ms_pickle *p, struct ms_pk_val v)
 {
 	if (p->sp == p->stack_cap && ms_grow(&p->stack, &p->stack_cap, p->sp + 1, sizeof(v)))
 		return MS_ERR_NOMEM;
-	p->stack[p->sp++] = v;
+	put_val(&p->stack[p->sp++], v.type, payload_of(&v));
 	return MS_OK;
 }
 
@@ -266,7 +325,7 @@ static size_t mark_top(const struct ms_pickle *p)
 
 static ms_status new_obj(struct ms_pickle *p, uint8_t kind, struct ms_pk_obj **out)
 {
-	struct ms_pk_obj *o;
+	struct ms_pk_obj *o = NULL;
 
 	if (p->n_objs >= p->lim.max_objects)
 		return fail(p, MS_ERR_LIMIT, "too many containers");
@@ -281,11 +340,7 @@ static ms_status new_obj(struct ms_pickle *p, uint8_t kind, struct ms_pk_obj **o
 	o = &p->slabs->objs[p->slabs->used++];
 	memset(o, 0, sizeof(*o));
 	o->kind = kind;
-	o->serial = p->n_objs++;
-	if (kind == MS_PK_DICT && p->n_spare) {
-		o->items = p->spare[--p->n_spare];
-		o->cap = SPARE_CAP;
-	}
+	p->n_objs++;
 	*out = o;
 	return MS_OK;
 }
@@ -299,18 +354,11 @@ static ms_status obj_add(struct ms_pk_obj *o, const struct ms_pk_val *v, size_t 
 	if ((uint64_t)o->n + n > UINT32_MAX)
 		return MS_ERR_LIMIT;
 	if (o->n + n > cap) {
-		if (cap == 0 && o->kind == MS_PK_DICT && n <= SPARE_CAP) {
-			/* dicts start at SPARE_CAP items so that streamed ones can be recycled */
-			o->items = ms_malloc(SPARE_CAP * sizeof(*v));
-			if (!o->items)
-				return MS_ERR_NOMEM;
-			cap = SPARE_CAP;
-		} else if (ms_grow(&o->items, &cap, o->n + n, sizeof(*v))) {
+		if (ms_grow(&o->items, &cap, o->n + n, sizeof(*v)))
 			return MS_ERR_NOMEM;
-		}
 	}
 	o->cap = (uint32_t)(cap > UINT32_MAX ? UINT32_MAX : cap);
-	memcpy(o->items + o->n, v, n * sizeof(*v));
+	copy_vals(o->items + o->n, v, n);
 	o->n += (uint32_t)n;
 	return MS_OK;
 }
@@ -349,53 +397,91 @@ static void assign_role(struct ms_pickle *p, struct ms_pk_obj *o)
 }
 
 /* Drop the items of a streamed object; its header stays (see pickle.h). */
-static void consume(struct ms_pickle *p, struct ms_pk_obj *o)
+static void consume(struct ms_pk_obj *o)
 {
 	if (o->consumed)
 		return;
 	o->consumed = 1;
-	/* PyTorch's pickler appends up to 1000 entries per APPENDS: keep that many */
-	if (o->cap == SPARE_CAP && p->n_spare < 4096 &&
-	    (p->n_spare < p->cap_spare ||
-	     !ms_grow(&p->spare, &p->cap_spare, p->n_spare + 1, sizeof(*p->spare))))
-		p->spare[p->n_spare++] = o->items;
-	else
-		ms_free(o->items);
+	ms_free(o->items);
 	o->items = NULL;
 	o->n = o->cap = 0;
 }
 
-/* Hand items[0..n) appended to a streamed list to the hook, then release them. */
+/*
+ * A trace entry's items, key, value, ..., where they lie on the stack: to the hook at once
+ * (they are hot in the cache now, and 1000 entries later at APPENDS they are not). PyTorch's
+ * pickler, like Python's, sets all items of a dict this small with one SETITEM(S), so the
+ * entry is complete here; a second one is refused in append_to.
+ */
+static ms_status map_entry(struct ms_pickle *p, struct ms_pk_obj *o, struct ms_pk_val *items,
+                           size_t n)
+{
+	struct ms_pk_obj view = {0};
+	struct ms_pk_val v;
+	ms_status s;
+
+	if ((uint64_t)n > UINT32_MAX)
+		return MS_ERR_LIMIT;
+	view.items = items;
+	view.n = view.cap = (uint32_t)n;
+	view.kind = MS_PK_DICT;
+	v.type = MS_PK_DICT;
+	v.v.o = &view;
+	if ((s = p->item_fn(p->item_ctx, o->tag, p->ev_mapped, &v, p->op_off)))
+		return s;
+	consume(o);
+	o->role = ROLE_MAPPED;
+	o->ord = p->ev_mapped++;
+	return MS_OK;
+}
+
+/*
+ * items[0..n) appended to a device list: entries mapped at their SETITEM(S) must arrive in
+ * the order they were mapped; any other item goes to the hook now. Entry dicts are then
+ * released, only the dicts themselves: what they hold (frames lists, frame dicts) may be
+ * shared with later entries through the memo.
+ */
 static ms_status stream_items(struct ms_pickle *p, struct ms_pk_obj *list,
                               const struct ms_pk_val *items, size_t n)
 {
-	size_t i;
-	ms_status s;
+	for (size_t i = 0; i < n; i++) {
+		struct ms_pk_obj *o = NULL;
+		ms_status s;
 
-	for (i = 0; i < n; i++) {
-		if ((items[i].type == MS_PK_LIST || items[i].type == MS_PK_DICT ||
-		     items[i].type == MS_PK_TUPLE) &&
-		    items[i].v.o->consumed)
-			return fail(p, MS_ERR_UNSUPPORTED, "trace entry object used twice");
-		s = p->item_fn(p->item_ctx, list->tag, list->n, &items[i], p->op_off);
-		if (s)
-			return s;
+		if (items[i].type == MS_PK_LIST || items[i].type == MS_PK_DICT ||
+		    items[i].type == MS_PK_TUPLE)
+			o = items[i].v.o;
+		if (o && o->role == ROLE_MAPPED) {
+			if (o->ord != p->ev_appended || o->tag != list->tag)
+				return fail(p, MS_ERR_UNSUPPORTED,
+				            "trace entry added to its list out of order");
+			o->role = ROLE_DONE;
+		} else {
+			if (o && o->consumed)
+				return fail(p, MS_ERR_UNSUPPORTED, "trace entry object used twice");
+			/* the hook first: what is wrong with the item is the better message */
+			s = p->item_fn(p->item_ctx, list->tag, p->ev_mapped, &items[i], p->op_off);
+			if (s)
+				return s;
+			if (p->ev_mapped != p->ev_appended)
+				return fail(p, MS_ERR_UNSUPPORTED,
+				            "trace entry added to its list out of order");
+			p->ev_mapped++;
+			if (o && o->kind == MS_PK_DICT) {
+				consume(o);
+				o->role = ROLE_DONE;
+			}
+		}
+		p->ev_appended++;
 		list->n++;
 	}
-	/*
-	 * Release each entry dict. Only the dict itself: what it holds (frames
-	 * lists, frame dicts) may be shared with later entries through the memo.
-	 */
-	for (i = 0; i < n; i++)
-		if (items[i].type == MS_PK_DICT)
-			consume(p, items[i].v.o);
 	return MS_OK;
 }
 
 static ms_status append_to(struct ms_pickle *p, struct ms_pk_val *target, struct ms_pk_val *items,
                            size_t n, int set)
 {
-	struct ms_pk_obj *o;
+	struct ms_pk_obj *o = NULL;
 
 	if (set) {
 		if (target->type != MS_PK_DICT || n % 2)
@@ -408,31 +494,17 @@ static ms_status append_to(struct ms_pickle *p, struct ms_pk_val *target, struct
 		return fail(p, MS_ERR_UNSUPPORTED, "streamed object modified later");
 	if (o->role == ROLE_DEVICE)
 		return stream_items(p, o, items, n);
+	if (o->role == ROLE_ENTRY)
+		return map_entry(p, o, items, n);
 	return obj_add(o, items, n);
 }
 
 /*
- * Write a value with two full 8-byte stores. Byte- or 4-byte-wide stores into a slot that is
- * read back whole at once (MEMOIZE right after) defeat store forwarding and cost ~15 cycles.
+ * Intern b[0..n): strings of up to 8 bytes seen recently skip the hash table. wide: 8 bytes
+ * may be read at b (the input window holds them), so the key is one load, not a byte loop.
  */
-_Static_assert(offsetof(struct ms_pk_val, v) == 8 && sizeof(struct ms_pk_val) == 16,
-               "ms_pk_val layout");
-static inline void store_val(struct ms_pk_val *dst, uint8_t type, uint32_t str)
-{
-	union {
-		uint64_t u;
-		uint32_t s;
-	} pay;
-	uint64_t w0 = type;
-
-	pay.u = 0;
-	pay.s = str;
-	memcpy(dst, &w0, 8);
-	memcpy((char *)dst + 8, &pay.u, 8);
-}
-
-/* Intern b[0..n): strings of up to 8 bytes seen recently skip the hash table. */
-static inline ms_status intern(struct ms_pickle *p, const unsigned char *b, size_t n, uint32_t *id)
+static inline ms_status intern(struct ms_pickle *p, const unsigned char *b, size_t n, int wide,
+                               uint32_t *id)
 {
 	uint64_t head = 0;
 	unsigned slot;
@@ -440,9 +512,12 @@ static inline ms_status intern(struct ms_pickle *p, const unsigned char *b, size
 
 	if (n > 8)
 		return ms_symtab_str(&p->strs, (const char *)b, n, id);
-	/* built byte by byte: a short memcpy into a u64 stalls on store forwarding */
-	for (size_t i = n; i-- > 0;)
-		head = head << 8 | b[i];
+	if (wide && n > 0) {
+		head = n < 8 ? load_le64(b) & (((uint64_t)1 << (8 * n)) - 1) : load_le64(b);
+	} else {
+		for (size_t i = n; i-- > 0;)
+			head = head << 8 | b[i];
+	}
 	slot = (unsigned)((head * 0x9e3779b97f4a7c15ULL) >> 58) ^ (unsigned)(n & 63);
 	if (p->scache[slot].len == n && p->scache[slot].head == head && p->scache[slot].id) {
 		*id = p->scache[slot].id;
@@ -467,13 +542,13 @@ static ms_status push_str(struct ms_pickle *p, size_t n, uint8_t type)
 		return fail(p, MS_ERR_LIMIT, "string longer than the limit");
 	MS_TRY(need(p, n));
 	b = take(p, n);
-	if ((s = intern(p, b, n, &id)))
+	if ((s = intern(p, b, n, p->len - p->pos >= 8, &id)))
 		return s;
 	if (p->sp == p->stack_cap &&
 	    ms_grow(&p->stack, &p->stack_cap, p->sp + 1, sizeof(*p->stack)))
 		return MS_ERR_NOMEM;
 	top = &p->stack[p->sp++];
-	store_val(top, type, id);
+	put_val(top, type, id);
 	return MS_OK;
 }
 
@@ -534,27 +609,14 @@ static inline ms_status memo_put(struct ms_pickle *p, uint64_t idx)
 			MEMO_AT(p, i)->type = PK_CONSUMED; /* holes read as errors */
 		p->n_memo = idx + 1;
 	}
-	*MEMO_AT(p, idx) = p->stack[p->sp - 1];
+	copy_vals(MEMO_AT(p, idx), &p->stack[p->sp - 1], 1);
 	return MS_OK;
-}
-
-static inline ms_status memo_get(struct ms_pickle *p, uint64_t idx)
-{
-	struct ms_pk_val v;
-
-	if (idx >= p->n_memo || MEMO_AT(p, idx)->type == PK_CONSUMED)
-		return fail(p, MS_ERR_FORMAT, "memo reference to an unknown slot");
-	v = *MEMO_AT(p, idx);
-	if ((v.type == MS_PK_LIST || v.type == MS_PK_DICT || v.type == MS_PK_TUPLE) &&
-	    v.v.o->consumed)
-		return fail(p, MS_ERR_UNSUPPORTED, "reference to a streamed trace entry");
-	return push(p, v);
 }
 
 /* Collect stack[mark..sp) into a new container of kind; pops the mark. */
 static ms_status from_mark(struct ms_pickle *p, uint8_t kind)
 {
-	struct ms_pk_obj *o;
+	struct ms_pk_obj *o = NULL;
 	size_t m;
 
 	if (!p->n_marks)
@@ -570,7 +632,7 @@ static ms_status from_mark(struct ms_pickle *p, uint8_t kind)
 
 static ms_status tuple_n(struct ms_pickle *p, size_t n)
 {
-	struct ms_pk_obj *o;
+	struct ms_pk_obj *o = NULL;
 
 	if (p->sp < n || p->sp - n < mark_top(p))
 		return fail(p, MS_ERR_FORMAT, "stack underflow");
@@ -597,236 +659,373 @@ static ms_status batch(struct ms_pickle *p, int set)
 	return s;
 }
 
+/*
+ * One opcode, the general way (the hot ones are inlined in ms_pickle_run): p->op is set,
+ * p->pos is past it and p->op_off is its offset. STOP is handled by the caller.
+ */
+static ms_status step(struct ms_pickle *p)
+{
+	struct ms_pk_val v;
+	struct ms_pk_obj *o = NULL;
+	const unsigned char *b;
+
+	switch (p->op) {
+	case 0x80: /* PROTO */
+		MS_TRY(need(p, 1));
+		p->proto = *take(p, 1);
+		if (p->proto < 2 || p->proto > 5)
+			return ms__diag_set(p->diag, MS_ERR_UNSUPPORTED, p->op_off, -1,
+			                    "pickle protocol %d at offset %lld is not "
+			                    "supported (2 to 5 are)",
+			                    p->proto, (long long)p->op_off);
+		break;
+	case 0x95: /* FRAME: an 8-byte length; framing needs no action */
+		MS_TRY(need(p, 8));
+		take(p, 8);
+		break;
+	case ']':  /* EMPTY_LIST */
+	case 0x8f: /* EMPTY_SET: read as a list */
+		MS_TRY(new_obj(p, MS_PK_LIST, &o));
+		if (p->op == ']')
+			assign_role(p, o);
+		MS_TRY(push_obj(p, o));
+		break;
+	case ')': /* EMPTY_TUPLE */
+		MS_TRY(tuple_n(p, 0));
+		break;
+	case 0x85: /* TUPLE1 */
+	case 0x86: /* TUPLE2 */
+	case 0x87: /* TUPLE3 */
+		MS_TRY(tuple_n(p, (size_t)(p->op - 0x84)));
+		break;
+	case 'd': /* DICT */
+		MS_TRY(from_mark(p, MS_PK_DICT));
+		break;
+	case 'l':  /* LIST */
+	case 0x91: /* FROZENSET */
+		MS_TRY(from_mark(p, MS_PK_LIST));
+		break;
+	case 't': /* TUPLE */
+		MS_TRY(from_mark(p, MS_PK_TUPLE));
+		break;
+	case 's': /* SETITEM */
+		if (p->sp < 3 || p->sp - 3 < mark_top(p))
+			return fail(p, MS_ERR_FORMAT, "stack underflow");
+		MS_TRY(append_to(p, &p->stack[p->sp - 3], p->stack + p->sp - 2, 2, 1));
+		p->sp -= 2;
+		break;
+	case 'u': /* SETITEMS */
+		MS_TRY(batch(p, 1));
+		break;
+	case 'a': /* APPEND */
+		if (p->sp < 2 || p->sp - 2 < mark_top(p))
+			return fail(p, MS_ERR_FORMAT, "stack underflow");
+		MS_TRY(append_to(p, &p->stack[p->sp - 2], p->stack + p->sp - 1, 1, 0));
+		p->sp -= 1;
+		break;
+	case 'e':  /* APPENDS */
+	case 0x90: /* ADDITEMS */
+		MS_TRY(batch(p, 0));
+		break;
+	case '0': /* POP */
+		if (p->n_marks && mark_top(p) == p->sp)
+			p->n_marks--;
+		else if (p->sp)
+			p->sp--;
+		else
+			return fail(p, MS_ERR_FORMAT, "stack underflow");
+		break;
+	case '1': /* POP_MARK */
+		if (!p->n_marks)
+			return fail(p, MS_ERR_FORMAT, "missing MARK");
+		p->sp = p->marks[--p->n_marks];
+		break;
+	case '2': /* DUP */
+		if (p->sp == 0 || (p->n_marks && p->sp == mark_top(p)))
+			return fail(p, MS_ERR_FORMAT, "stack underflow");
+		MS_TRY(push(p, p->stack[p->sp - 1]));
+		break;
+	case 0x8b: /* LONG4 */
+		MS_TRY(need(p, 4));
+		b = take(p, 4);
+		if (b[3] & 0x80)
+			return fail(p, MS_ERR_FORMAT, "negative LONG4 length");
+		MS_TRY(push_long(p, le(b, 4)));
+		break;
+	case 'G': { /* BINFLOAT: big-endian double */
+		uint64_t u = 0;
+		MS_TRY(need(p, 8));
+		b = take(p, 8);
+		for (int i = 0; i < 8; i++)
+			u = u << 8 | b[i];
+		v.type = MS_PK_FLOAT;
+		memcpy(&v.v.f, &u, 8);
+		MS_TRY(push(p, v));
+		break;
+	}
+	case 'X': /* BINUNICODE */
+		MS_TRY(need(p, 4));
+		MS_TRY(push_str(p, le(take(p, 4), 4), MS_PK_STR));
+		break;
+	case 0x8d: /* BINUNICODE8 */
+		MS_TRY(need(p, 8));
+		MS_TRY(push_str(p, le(take(p, 8), 8), MS_PK_STR));
+		break;
+	case 'C': /* SHORT_BINBYTES */
+		MS_TRY(need(p, 1));
+		MS_TRY(push_str(p, *take(p, 1), MS_PK_BYTES));
+		break;
+	case 'B': /* BINBYTES */
+		MS_TRY(need(p, 4));
+		MS_TRY(push_str(p, le(take(p, 4), 4), MS_PK_BYTES));
+		break;
+	case 0x8e: /* BINBYTES8 */
+	case 0x96: /* BYTEARRAY8 */
+		MS_TRY(need(p, 8));
+		MS_TRY(push_str(p, le(take(p, 8), 8), MS_PK_BYTES));
+		break;
+	default: {
+		const char *name = op_name(p->op);
+		if (name && (p->op == 'c' || p->op == 0x93 || p->op == 'R' || p->op == 'b' ||
+		             p->op == 'i' || p->op == 'o' || p->op == 0x81 || p->op == 0x92 ||
+		             p->op == 'P' || p->op == 'Q' || p->op == 0x82 || p->op == 0x83 ||
+		             p->op == 0x84))
+			return ms__diag_set(
+			        p->diag, MS_ERR_UNSAFE, p->op_off, -1,
+			        "refusing pickle opcode %s at offset %lld: it would run "
+			        "code (memsnap never executes pickles)",
+			        name, (long long)p->op_off);
+		if (name)
+			return ms__diag_set(p->diag, MS_ERR_UNSUPPORTED, p->op_off, -1,
+			                    "unsupported pickle opcode %s at offset %lld", name,
+			                    (long long)p->op_off);
+		return ms__diag_set(p->diag, MS_ERR_UNSUPPORTED, p->op_off, -1,
+		                    "unknown pickle opcode 0x%02x at offset %lld", p->op,
+		                    (long long)p->op_off);
+	}
+	}
+	return MS_OK;
+}
+
+/*
+ * The opcode loop. The opcodes of PyTorch's trace entries (memo gets and puts, small
+ * ints, short strings, empty dicts, marks) run inline on local copies of the cursor and the
+ * stack pointer; everything else goes through step() with the state saved first. Before
+ * each opcode the stack has room for one more value (no opcode pushes more than one).
+ */
 ms_status ms_pickle_run(struct ms_pickle *p, ms_pk_read_fn rd, void *rd_ctx, struct ms_pk_val *root,
                         struct ms_diag *diag)
 {
-	struct ms_pk_val v;
-	struct ms_pk_obj *o;
-	const unsigned char *b;
+	const unsigned char *buf, *ip, *end; /* input window, cursor, end of what was read */
+	struct ms_pk_val *st;                /* p->stack */
+	size_t sp;                           /* p->sp */
+	uint64_t base;                       /* offset of buf[0] */
+	int64_t off;                         /* offset of the current opcode */
 	ms_status s = MS_OK;
 
 	p->rd = rd;
 	p->rd_ctx = rd_ctx;
 	p->diag = diag;
+#define SAVE() (p->pos = (size_t)(ip - buf), p->sp = sp, p->op_off = off)
+#define LOAD()                                                                               \
+	(buf = p->buf, ip = buf + p->pos, end = buf + p->len, base = p->base, st = p->stack, \
+	 sp = p->sp)
+#define NEED(n)                                         \
+	do {                                            \
+		if ((size_t)(end - ip) < (size_t)(n)) { \
+			SAVE();                         \
+			s = need_slow(p, (n));          \
+			LOAD();                         \
+			if (s)                          \
+				return s;               \
+		}                                       \
+	} while (0)
+#define FAIL(st_, what)                        \
+	do {                                   \
+		SAVE();                        \
+		return fail(p, (st_), (what)); \
+	} while (0)
+#define PUSH(type, payload) put_val(&st[sp++], (type), (payload))
+	LOAD();
 	for (;;) {
-		p->op_off = (int64_t)(p->base + p->pos);
-		if (p->len == p->pos && (s = need(p, 1))) {
+		uint64_t idx;
+		size_t n;
+
+		off = (int64_t)(base + (size_t)(ip - buf));
+		if (sp == p->stack_cap) {
+			if (ms_grow(&p->stack, &p->stack_cap, sp + 1, sizeof(*st)))
+				return MS_ERR_NOMEM;
+			st = p->stack;
+		}
+		if (ip == end) {
+			SAVE();
+			s = need_slow(p, 1);
+			LOAD();
 			if (s == MS_ERR_TRUNCATED)
 				return ms__diag_set(
-				        diag, s, p->op_off, -1,
-				        p->op_off == 0 ? "empty file"
-				                       : "pickle ends at offset %lld without STOP",
-				        (long long)p->op_off);
-			return s;
+				        diag, s, off, -1,
+				        off == 0 ? "empty file"
+				                 : "pickle ends at offset %lld without STOP",
+				        (long long)off);
+			if (s)
+				return s;
 		}
-		p->op = *take(p, 1);
+		p->op = *ip++;
 		switch (p->op) {
-		case 0x80: /* PROTO */
-			MS_TRY(need(p, 1));
-			p->proto = *take(p, 1);
-			if (p->proto < 2 || p->proto > 5)
-				return ms__diag_set(diag, MS_ERR_UNSUPPORTED, p->op_off, -1,
-				                    "pickle protocol %d at offset %lld is not "
-				                    "supported (2 to 5 are)",
-				                    p->proto, (long long)p->op_off);
-			break;
-		case 0x95: /* FRAME: an 8-byte length; framing needs no action */
-			MS_TRY(need(p, 8));
-			take(p, 8);
-			break;
-		case '.': /* STOP */
-			if (p->sp != 1 || p->n_marks)
-				return fail(p, MS_ERR_FORMAT, "STOP with a malformed stack");
-			*root = p->stack[0];
-			return MS_OK;
-		case '(': /* MARK */
-			if (ms_grow(&p->marks, &p->marks_cap, p->n_marks + 1, sizeof(size_t)))
-				return MS_ERR_NOMEM;
-			p->marks[p->n_marks++] = p->sp;
-			break;
-		case '}': /* EMPTY_DICT */
-			MS_TRY(new_obj(p, MS_PK_DICT, &o));
-			MS_TRY(push_obj(p, o));
-			break;
-		case ']':  /* EMPTY_LIST */
-		case 0x8f: /* EMPTY_SET: read as a list */
-			MS_TRY(new_obj(p, MS_PK_LIST, &o));
-			if (p->op == ']')
-				assign_role(p, o);
-			MS_TRY(push_obj(p, o));
-			break;
-		case ')': /* EMPTY_TUPLE */
-			MS_TRY(tuple_n(p, 0));
-			break;
-		case 0x85: /* TUPLE1 */
-		case 0x86: /* TUPLE2 */
-		case 0x87: /* TUPLE3 */
-			MS_TRY(tuple_n(p, (size_t)(p->op - 0x84)));
-			break;
-		case 'd': /* DICT */
-			MS_TRY(from_mark(p, MS_PK_DICT));
-			break;
-		case 'l':  /* LIST */
-		case 0x91: /* FROZENSET */
-			MS_TRY(from_mark(p, MS_PK_LIST));
-			break;
-		case 't': /* TUPLE */
-			MS_TRY(from_mark(p, MS_PK_TUPLE));
-			break;
-		case 's': /* SETITEM */
-			if (p->sp < 3 || p->sp - 3 < mark_top(p))
-				return fail(p, MS_ERR_FORMAT, "stack underflow");
-			MS_TRY(append_to(p, &p->stack[p->sp - 3], p->stack + p->sp - 2, 2, 1));
-			p->sp -= 2;
-			break;
-		case 'u': /* SETITEMS */
-			MS_TRY(batch(p, 1));
-			break;
-		case 'a': /* APPEND */
-			if (p->sp < 2 || p->sp - 2 < mark_top(p))
-				return fail(p, MS_ERR_FORMAT, "stack underflow");
-			MS_TRY(append_to(p, &p->stack[p->sp - 2], p->stack + p->sp - 1, 1, 0));
-			p->sp -= 1;
-			break;
-		case 'e':  /* APPENDS */
-		case 0x90: /* ADDITEMS */
-			MS_TRY(batch(p, 0));
-			break;
-		case '0': /* POP */
-			if (p->n_marks && mark_top(p) == p->sp)
-				p->n_marks--;
-			else if (p->sp)
-				p->sp--;
-			else
-				return fail(p, MS_ERR_FORMAT, "stack underflow");
-			break;
-		case '1': /* POP_MARK */
-			if (!p->n_marks)
-				return fail(p, MS_ERR_FORMAT, "missing MARK");
-			p->sp = p->marks[--p->n_marks];
-			break;
-		case '2': /* DUP */
-			if (p->sp == 0 || (p->n_marks && p->sp == mark_top(p)))
-				return fail(p, MS_ERR_FORMAT, "stack underflow");
-			MS_TRY(push(p, p->stack[p->sp - 1]));
-			break;
-		case 0x94: /* MEMOIZE */
-			MS_TRY(memo_put(p, p->n_memo));
-			break;
-		case 'q': /* BINPUT */
-			MS_TRY(need(p, 1));
-			MS_TRY(memo_put(p, *take(p, 1)));
-			break;
-		case 'r': /* LONG_BINPUT */
-			MS_TRY(need(p, 4));
-			MS_TRY(memo_put(p, le(take(p, 4), 4)));
-			break;
 		case 'h': /* BINGET */
-			MS_TRY(need(p, 1));
-			MS_TRY(memo_get(p, *take(p, 1)));
-			break;
+			NEED(1);
+			idx = *ip++;
+			goto get;
 		case 'j': /* LONG_BINGET */
-			MS_TRY(need(p, 4));
-			MS_TRY(memo_get(p, le(take(p, 4), 4)));
+			NEED(4);
+			idx = load_le32(ip);
+			ip += 4;
+		get : {
+			const struct ms_pk_val *m;
+			if (idx >= p->n_memo || (m = MEMO_AT(p, idx))->type == PK_CONSUMED)
+				FAIL(MS_ERR_FORMAT, "memo reference to an unknown slot");
+			if ((m->type == MS_PK_LIST || m->type == MS_PK_DICT ||
+			     m->type == MS_PK_TUPLE) &&
+			    m->v.o->consumed)
+				FAIL(MS_ERR_UNSUPPORTED, "reference to a streamed trace entry");
+			copy_vals(&st[sp++], m, 1);
 			break;
+		}
+		case 0x94: /* MEMOIZE */
+			idx = p->n_memo;
+			goto put;
+		case 'q': /* BINPUT */
+			NEED(1);
+			idx = *ip++;
+			goto put;
+		case 'r': /* LONG_BINPUT */
+			NEED(4);
+			idx = load_le32(ip);
+			ip += 4;
+		put:
+			if (idx < p->n_memo ||
+			    (idx == p->n_memo && (idx >> MEMO_SHIFT) < p->n_memo_chunks)) {
+				if (sp == 0 || (p->n_marks && sp == p->marks[p->n_marks - 1]))
+					FAIL(MS_ERR_FORMAT, "memo store with an empty stack");
+				copy_vals(MEMO_AT(p, idx), &st[sp - 1], 1);
+				p->n_memo += idx == p->n_memo;
+			} else {
+				SAVE();
+				s = memo_put(p, idx);
+				LOAD();
+				if (s)
+					return s;
+			}
+			break;
+		case 'K': /* BININT1 */
+			NEED(1);
+			PUSH(MS_PK_INT, *ip++);
+			break;
+		case 'M': /* BININT2 */
+			NEED(2);
+			PUSH(MS_PK_INT, (uint64_t)ip[0] | (uint64_t)ip[1] << 8);
+			ip += 2;
+			break;
+		case 'J': /* BININT: signed 32-bit */
+			NEED(4);
+			PUSH(MS_PK_INT, (uint64_t)(int64_t)(int32_t)load_le32(ip));
+			ip += 4;
+			break;
+		case 0x8a: /* LONG1: up to 8 bytes inline, longer ones in push_long */
+			NEED(1);
+			n = *ip;
+			if (n >= 1 && n <= 8 && end - ip >= 9) {
+				uint64_t u = load_le64(ip + 1);
+				if (n < 8) {
+					uint64_t mask = ((uint64_t)1 << (8 * n)) - 1;
+					u &= mask;
+					if (u >> (8 * n - 1))
+						u |= ~mask; /* negative: sign-extend */
+				}
+				PUSH(MS_PK_INT, u);
+				ip += 1 + n;
+				break;
+			}
+			ip++;
+			SAVE();
+			s = push_long(p, n);
+			LOAD();
+			if (s)
+				return s;
+			break;
+		case 0x8c: /* SHORT_BINUNICODE */
+			NEED(1);
+			n = *ip;
+			if (n > p->lim.max_string)
+				FAIL(MS_ERR_LIMIT, "string longer than the limit");
+			NEED(1 + n);
+			{
+				uint32_t id;
+				if ((s = intern(p, ip + 1, n, end - ip >= 9, &id)))
+					return s;
+				PUSH(MS_PK_STR, id);
+			}
+			ip += 1 + n;
+			break;
+		case '(': /* MARK */
+			if (p->n_marks == p->marks_cap &&
+			    ms_grow(&p->marks, &p->marks_cap, p->n_marks + 1, sizeof(size_t)))
+				return MS_ERR_NOMEM;
+			p->marks[p->n_marks++] = sp;
+			break;
+		case '}': { /* EMPTY_DICT */
+			struct ms_pk_obj *o = NULL;
+			p->op_off = off;
+			if ((s = new_obj(p, MS_PK_DICT, &o)))
+				return s;
+			if (p->item_fn) {
+				/* an item of a device list: right above it, or above the mark over
+				 * it */
+				const struct ms_pk_val *under = NULL;
+				if (p->n_marks && p->marks[p->n_marks - 1] == sp && sp)
+					under = &st[sp - 1];
+				else if (p->n_marks && p->marks[p->n_marks - 1])
+					under = &st[p->marks[p->n_marks - 1] - 1];
+				else if (!p->n_marks && sp)
+					under = &st[sp - 1];
+				if (under && under->type == MS_PK_LIST &&
+				    under->v.o->role == ROLE_DEVICE) {
+					o->role = ROLE_ENTRY;
+					o->tag = under->v.o->tag;
+				}
+			}
+			PUSH(MS_PK_DICT, (uint64_t)(uintptr_t)o);
+			break;
+		}
 		case 'N': /* NONE */
-			v.type = MS_PK_NONE;
-			v.v.i = 0;
-			MS_TRY(push(p, v));
+			PUSH(MS_PK_NONE, 0);
 			break;
 		case 0x88: /* NEWTRUE */
 		case 0x89: /* NEWFALSE */
-			v.type = MS_PK_BOOL;
-			v.v.i = p->op == 0x88;
-			MS_TRY(push(p, v));
+			PUSH(MS_PK_BOOL, p->op == 0x88);
 			break;
-		case 'K': /* BININT1 */
-			MS_TRY(need(p, 1));
-			v.type = MS_PK_INT;
-			v.v.i = *take(p, 1);
-			MS_TRY(push(p, v));
+		case '.': /* STOP */
+			if (sp != 1 || p->n_marks)
+				FAIL(MS_ERR_FORMAT, "STOP with a malformed stack");
+			if (p->ev_mapped != p->ev_appended)
+				FAIL(MS_ERR_UNSUPPORTED, "a trace entry never added to its list");
+			SAVE();
+			copy_vals(root, &st[0], 1);
+			return MS_OK;
+		default:
+			SAVE();
+			s = step(p);
+			LOAD();
+			if (s)
+				return s;
 			break;
-		case 'M': /* BININT2 */
-			MS_TRY(need(p, 2));
-			v.type = MS_PK_INT;
-			v.v.i = (int64_t)le(take(p, 2), 2);
-			MS_TRY(push(p, v));
-			break;
-		case 'J': /* BININT: signed 32-bit */
-			MS_TRY(need(p, 4));
-			v.type = MS_PK_INT;
-			v.v.i = (int32_t)(uint32_t)le(take(p, 4), 4);
-			MS_TRY(push(p, v));
-			break;
-		case 0x8a: /* LONG1 */
-			MS_TRY(need(p, 1));
-			MS_TRY(push_long(p, *take(p, 1)));
-			break;
-		case 0x8b: /* LONG4 */
-			MS_TRY(need(p, 4));
-			b = take(p, 4);
-			if (b[3] & 0x80)
-				return fail(p, MS_ERR_FORMAT, "negative LONG4 length");
-			MS_TRY(push_long(p, le(b, 4)));
-			break;
-		case 'G': { /* BINFLOAT: big-endian double */
-			uint64_t u = 0;
-			MS_TRY(need(p, 8));
-			b = take(p, 8);
-			for (int i = 0; i < 8; i++)
-				u = u << 8 | b[i];
-			v.type = MS_PK_FLOAT;
-			memcpy(&v.v.f, &u, 8);
-			MS_TRY(push(p, v));
-			break;
-		}
-		case 0x8c: /* SHORT_BINUNICODE */
-			MS_TRY(need(p, 1));
-			MS_TRY(push_str(p, *take(p, 1), MS_PK_STR));
-			break;
-		case 'X': /* BINUNICODE */
-			MS_TRY(need(p, 4));
-			MS_TRY(push_str(p, le(take(p, 4), 4), MS_PK_STR));
-			break;
-		case 0x8d: /* BINUNICODE8 */
-			MS_TRY(need(p, 8));
-			MS_TRY(push_str(p, le(take(p, 8), 8), MS_PK_STR));
-			break;
-		case 'C': /* SHORT_BINBYTES */
-			MS_TRY(need(p, 1));
-			MS_TRY(push_str(p, *take(p, 1), MS_PK_BYTES));
-			break;
-		case 'B': /* BINBYTES */
-			MS_TRY(need(p, 4));
-			MS_TRY(push_str(p, le(take(p, 4), 4), MS_PK_BYTES));
-			break;
-		case 0x8e: /* BINBYTES8 */
-		case 0x96: /* BYTEARRAY8 */
-			MS_TRY(need(p, 8));
-			MS_TRY(push_str(p, le(take(p, 8), 8), MS_PK_BYTES));
-			break;
-		default: {
-			const char *name = op_name(p->op);
-			if (name &&
-			    (p->op == 'c' || p->op == 0x93 || p->op == 'R' || p->op == 'b' ||
-			     p->op == 'i' || p->op == 'o' || p->op == 0x81 || p->op == 0x92 ||
-			     p->op == 'P' || p->op == 'Q' || p->op == 0x82 || p->op == 0x83 ||
-			     p->op == 0x84))
-				return ms__diag_set(
-				        diag, MS_ERR_UNSAFE, p->op_off, -1,
-				        "refusing pickle opcode %s at offset %lld: it would run "
-				        "code (memsnap never executes pickles)",
-				        name, (long long)p->op_off);
-			if (name)
-				return ms__diag_set(diag, MS_ERR_UNSUPPORTED, p->op_off, -1,
-				                    "unsupported pickle opcode %s at offset %lld",
-				                    name, (long long)p->op_off);
-			return ms__diag_set(diag, MS_ERR_UNSUPPORTED, p->op_off, -1,
-			                    "unknown pickle opcode 0x%02x at offset %lld", p->op,
-			                    (long long)p->op_off);
-		}
 		}
 	}
+#undef SAVE
+#undef LOAD
+#undef NEED
+#undef FAIL
+#undef PUSH
 }
 
 const struct ms_pk_val *ms_pk_dict_get(const struct ms_pickle *p, const struct ms_pk_val *d,
@@ -852,7 +1051,7 @@ const struct ms_pk_val *ms_pk_dict_get(const struct ms_pickle *p, const struct m
 
 ms_status ms__pk_new(struct ms_pickle *p, uint8_t kind, struct ms_pk_val *out)
 {
-	struct ms_pk_obj *o;
+	struct ms_pk_obj *o = NULL;
 
 	MS_TRY(new_obj(p, kind, &o));
 	out->type = kind;

@@ -52,11 +52,11 @@ struct ms_pk_val {
 struct ms_pk_obj {
 	struct ms_pk_val *items;
 	uint32_t n, cap;
-	uint64_t serial; /* creation order */
-	uint32_t aux;    /* free for the consumer (a cached id + 1) */
-	uint32_t tag;    /* stream hook: device index */
-	uint8_t kind;    /* MS_PK_LIST, MS_PK_TUPLE or MS_PK_DICT */
-	uint8_t role;    /* stream hook bookkeeping */
+	uint64_t ord; /* stream hook: a trace entry's place in mapping order */
+	uint32_t aux; /* free for the consumer (a cached id + 1) */
+	uint32_t tag; /* stream hook: device index (device lists and their entries) */
+	uint8_t kind; /* MS_PK_LIST, MS_PK_TUPLE or MS_PK_DICT */
+	uint8_t role; /* stream hook bookkeeping */
 	uint8_t consumed;
 };
 
@@ -65,9 +65,12 @@ typedef ms_status (*ms_pk_read_fn)(void *ctx, void *buf, size_t cap, size_t *got
                                    struct ms_diag *diag);
 
 /*
- * Called for each item appended to a streamed list: PyTorch's
- * device_traces[device]. The item is released after the call; offset is
- * the byte offset of the APPEND(S) opcode and index the item's position.
+ * Called for each item of a streamed list, PyTorch's device_traces[device], in list
+ * order. A dict item (a trace entry) is handed over at its SETITEM(S), its items where they
+ * lie on the machine's stack, and another item at the APPEND(S) that adds it; offset is
+ * that opcode's byte offset and index the item's position among all streamed items. The
+ * item is valid during the call only. If the items do not reach their lists in the order
+ * they were handed over, the run fails (MS_ERR_UNSUPPORTED).
  */
 typedef ms_status (*ms_pk_item_fn)(void *ctx, uint32_t device, uint64_t index,
                                    const struct ms_pk_val *item, int64_t offset);

@@ -315,3 +315,93 @@ Test(pickle, shared_trace_entry_is_refused)
 	cr_assert_eq(s, MS_ERR_UNSUPPORTED, "%s: %s", ms_status_name(s), d.msg);
 	remove(path);
 }
+
+/*
+ * Trace entries are mapped at their own SETITEM(S), before the APPEND(S) that adds them to
+ * their list. Legal pickles that PyTorch's (and Python's) pickler never writes for a snapshot
+ * must then be reported, not misread: each of these is read fine by pickle.loads.
+ */
+Test(pickle, entry_layouts_python_never_writes_are_refused)
+{
+#define HDR                      \
+	"\x80\x04}\x94(\x8c\x0d" \
+	"device_traces\x94]\x94]\x94("
+#define ENTRY                   \
+	"}\x94(\x8c\x06"        \
+	"action\x94\x8c\x05"    \
+	"alloc\x94\x8c\x04"     \
+	"addr\x94K\x01\x8c\x04" \
+	"size\x94K\x02u"
+#define EA(a)                \
+	"}(\x8c\x06"         \
+	"action\x8c\x05"     \
+	"alloc\x8c\x04"      \
+	"addrK" a "\x8c\x04" \
+	"sizeK\x02u"
+/* the same entry, memoized at 0x63 */
+#define EA_MEMO             \
+	"}q\x63(\x8c\x06"   \
+	"action\x8c\x05"    \
+	"alloc\x8c\x04"     \
+	"addrK\x01\x8c\x04" \
+	"sizeK\x02u"
+#define BYTES(s) s, sizeof(s) - 1
+	static const struct {
+		const char *name, *bytes;
+		size_t n;
+		const char *msg;
+	} cases[] = {
+	        /* a second SETITEM on an entry already mapped */
+	        {"extended",
+	         BYTES(HDR ENTRY "\x8c\x06streamK\x00s"
+	                         "eau."),
+	         "modified later"},
+	        /* an entry mapped, then popped: never added to its list */
+	        {"popped",
+	         BYTES(HDR ENTRY "0"
+	                         "eau."),
+	         "never added"},
+	        /* an entry from elsewhere (the memo) appended before one mapped earlier */
+	        {"order",
+	         BYTES("\x80\x04}\x94(\x8c\x01x" EA_MEMO "\x8c\x0d"
+	               "device_traces]](h\x63" EA("\x03") "eau."),
+	         "out of order"},
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct ms_trace *t = NULL;
+		struct ms_diag d = MS_DIAG_INIT;
+		const char *path = th_write_temp(cases[i].bytes, cases[i].n, ".pickle");
+		ms_status s = ms_trace_load(path, NULL, &t, NULL, &d);
+
+		cr_expect_eq(s, MS_ERR_UNSUPPORTED, "%s: %s: %s", cases[i].name, ms_status_name(s),
+		             d.msg);
+		cr_expect(strstr(d.msg, cases[i].msg), "%s: %s", cases[i].name, d.msg);
+		ms_trace_free(t);
+		remove(path);
+	}
+}
+
+/* The same shapes in the layout Python does write read fine: memo'd dict appended after. */
+Test(pickle, entry_from_the_memo_after_mapped_ones_reads)
+{
+	static const char b[] = "\x80\x04}\x94(\x8c\x01x" EA_MEMO "\x8c\x0d"
+	                        "device_traces]](" EA("\x03") "h\x63"
+	                                                      "eau.";
+	struct ms_trace *t = NULL;
+	struct ms_diag d = MS_DIAG_INIT;
+	const char *path = th_write_temp(b, sizeof(b) - 1, ".pickle");
+	ms_status s = ms_trace_load(path, NULL, &t, NULL, &d);
+
+	cr_assert_eq(s, MS_OK, "%s", d.msg);
+	cr_assert_eq(t->n_events, 2);
+	cr_expect_eq(t->events[0].addr, 3);
+	cr_expect_eq(t->events[1].addr, 1);
+	ms_trace_free(t);
+	remove(path);
+#undef HDR
+#undef ENTRY
+#undef EA
+#undef EA_MEMO
+#undef BYTES
+}
