@@ -119,6 +119,22 @@ static ms_status read_decomp(struct ms_input *in, void *buf, size_t cap, size_t 
 {
 	*got = 0;
 	while (*got == 0 && !in->done) {
+		if (in->comp == MS_COMP_NONE && in->in_pos == in->in_len && !in->raw_eof &&
+		    cap >= 65536) {
+			/* nothing buffered and a large request: read straight into it, one copy
+			 * less */
+			ssize_t n;
+			do
+				n = read(in->fd, buf, cap);
+			while (n < 0 && errno == EINTR);
+			if (n < 0)
+				return ms__diag_set(diag, MS_ERR_IO, -1, -1, "read error: %s",
+				                    strerror(errno));
+			if (n == 0)
+				in->raw_eof = in->done = 1;
+			*got = (size_t)n;
+			break;
+		}
 		MS_TRY(fill_raw(in, diag));
 		if (in->comp == MS_COMP_NONE) {
 			size_t n = in->in_len - in->in_pos;
