@@ -44,6 +44,7 @@ struct ms_snapmap {
 	uint32_t key[K_COUNT];          /* vm string ids of the keys */
 	int8_t key_of[64];              /* vm string id (< 64) -> enum key_id, or -1 */
 	uint32_t act_str[MS_ACT_COUNT]; /* vm string ids of the action names */
+	int8_t act_of[64];              /* vm string id (< 64) -> action, or -1 */
 	uint32_t id_na;                 /* vm string id of "N/A" */
 	uint32_t *str_map;              /* vm string id -> syms id + 1 */
 	size_t str_map_cap;
@@ -68,6 +69,7 @@ ms_status ms__snapmap_new(struct ms_pickle *vm, struct ms_symtab *syms, struct m
 	m->syms = syms;
 	m->diag = diag;
 	memset(m->key_of, -1, sizeof(m->key_of));
+	memset(m->act_of, -1, sizeof(m->act_of));
 	for (i = 0; i < K_COUNT; i++) {
 		if (ms__pk_str(vm, key_names[i], strlen(key_names[i]), &v))
 			goto nomem;
@@ -80,6 +82,8 @@ ms_status ms__snapmap_new(struct ms_pickle *vm, struct ms_symtab *syms, struct m
 		if (ms__pk_str(vm, a, strlen(a), &v))
 			goto nomem;
 		m->act_str[i] = v.v.str;
+		if (v.v.str < sizeof(m->act_of))
+			m->act_of[v.v.str] = (int8_t)i;
 	}
 	if (ms__pk_str(vm, "N/A", 3, &v))
 		goto nomem;
@@ -181,10 +185,14 @@ static int as_i64(const struct ms_pk_val *v, int64_t *out)
 	return -1;
 }
 
-/* Frames list -> stack id; frame dicts are shared, so their ids are cached in aux. */
+/*
+ * Frames list -> stack id. Frame dicts and whole frames lists are shared by entries through
+ * the memo, so their ids are cached in aux (a value is complete before anything refers to it).
+ */
 static ms_status map_frames(struct ms_snapmap *m, const struct ms_pk_val *fr, uint32_t *stack)
 {
-	const struct ms_pk_obj *l;
+	struct ms_pk_obj *l;
+	ms_status s;
 
 	*stack = 0;
 	if (!fr || fr->type == MS_PK_NONE)
@@ -194,6 +202,10 @@ static ms_status map_frames(struct ms_snapmap *m, const struct ms_pk_val *fr, ui
 	l = fr->v.o;
 	if (l->n == 0)
 		return MS_OK;
+	if (l->aux) {
+		*stack = l->aux - 1;
+		return MS_OK;
+	}
 	if (ms_grow(&m->tmp, &m->tmp_cap, l->n, sizeof(uint32_t)))
 		return MS_ERR_NOMEM;
 	for (uint32_t i = 0; i < l->n; i++) {
@@ -223,7 +235,11 @@ static ms_status map_frames(struct ms_snapmap *m, const struct ms_pk_val *fr, ui
 		MS_TRY(ms_symtab_frame(m->syms, &fd, &m->tmp[i]));
 		f->v.o->aux = m->tmp[i] + 1;
 	}
-	return ms_symtab_stack(m->syms, m->tmp, l->n, stack);
+	if ((s = ms_symtab_stack(m->syms, m->tmp, l->n, stack)))
+		return s;
+	if (*stack < UINT32_MAX)
+		l->aux = *stack + 1;
+	return MS_OK;
 }
 
 ms_status ms__snapmap_entry(void *ctx, uint32_t device, uint64_t index,
@@ -273,9 +289,12 @@ ms_status ms__snapmap_entry(void *ctx, uint32_t device, uint64_t index,
 	v = f[K_ACTION];
 	if (!v || v->type != MS_PK_STR)
 		return entry_err(m, gidx, offset, "missing 'action'");
-	for (a = 0; a < MS_ACT_COUNT; a++)
-		if (m->act_str[a] == v->v.str)
-			break;
+	if (v->v.str < sizeof(m->act_of))
+		a = m->act_of[v->v.str] < 0 ? MS_ACT_COUNT : m->act_of[v->v.str];
+	else
+		for (a = 0; a < MS_ACT_COUNT; a++)
+			if (m->act_str[a] == v->v.str)
+				break;
 	if (a == MS_ACT_COUNT) {
 		const struct ms_str *n = ms_symtab_get_str(ms_pickle_strings(m->vm), v->v.str);
 		char msg[96];
