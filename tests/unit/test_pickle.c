@@ -405,3 +405,31 @@ Test(pickle, entry_from_the_memo_after_mapped_ones_reads)
 #undef EA_MEMO
 #undef BYTES
 }
+
+/* Entries of several devices, in batches and alone (see testdata/snapshots/edge/README.md). */
+Test(pickle, entries_of_several_devices)
+{
+	static const char *const files[] = {"multi_device_p2.pickle", "multi_device_p4.pickle"};
+	static const struct {
+		uint16_t device;
+		uint64_t addr, size;
+		int64_t t_ns;
+	} want[] = {{0, 1, 512, 1000}, {0, 1, 512, 2000}, {1, 2, 1024, 3000}, {3, 3, 2048, 4000}};
+
+	for (size_t f = 0; f < 2; f++) {
+		char path[1024];
+		struct ms_trace *t = NULL;
+		struct ms_diag d = MS_DIAG_INIT;
+		snprintf(path, sizeof(path), "%s/snapshots/edge/%s", MS_TESTDATA, files[f]);
+		cr_assert_eq(ms_trace_load(path, NULL, &t, NULL, &d), MS_OK, "%s: %s", path, d.msg);
+		cr_assert_eq(t->n_events, 4, "%s", path);
+		for (size_t i = 0; i < 4; i++)
+			cr_expect(t->events[i].device == want[i].device &&
+			                  t->events[i].addr == want[i].addr &&
+			                  t->events[i].size == want[i].size &&
+			                  t->events[i].t_ns == want[i].t_ns,
+			          "%s: event %zu", path, i);
+		cr_expect_eq(t->events[1].action, MS_ACT_FREE_REQUESTED);
+		ms_trace_free(t);
+	}
+}
