@@ -17,20 +17,22 @@ export MEMSNAP_LIBDIR=$build/lib/memsnap
 export PYTHONPATH=$build/lib/memsnap/python${PYTHONPATH:+:$PYTHONPATH}
 train=("$py" "$here/tests/gpu/train.py" --steps "$steps" --warmup 10)
 configs=(base torch_nostacks torch_stacks memsnap_nostacks memsnap_stacks memsnap_launcher)
-run() { # config round
-	local c=$1 r=$2 rep=$out/$1.$2.json
+run() { # file-name-prefix config round program...: one run of the program under one configuration
+	local pre=$1 c=$2 r=$3
+	shift 3
+	local rep=$out/$pre$c.$r.json zst=$out/$pre$c.zst
 	case $c in
-	base) "${train[@]}" --report "$rep" ;;
-	torch_nostacks) "${train[@]}" --report "$rep" --torch-history none ;;
-	torch_stacks) "${train[@]}" --report "$rep" --torch-history python ;;
-	memsnap_nostacks) "${train[@]}" --report "$rep" --memsnap "$out/$c.zst" ;;
-	memsnap_stacks) "${train[@]}" --report "$rep" --memsnap "$out/$c.zst" --stacks python ;;
-	memsnap_launcher) "$build/cli/memsnap" record -o "$out/$c.zst" -- "${train[@]}" --report "$rep" ;;
-	esac >/dev/null 2>"$out/$c.$r.err"
+	base) "$@" --report "$rep" ;;
+	torch_nostacks) "$@" --report "$rep" --torch-history none ;;
+	torch_stacks) "$@" --report "$rep" --torch-history python ;;
+	memsnap_nostacks) "$@" --report "$rep" --memsnap "$zst" ;;
+	memsnap_stacks) "$@" --report "$rep" --memsnap "$zst" --stacks python ;;
+	memsnap_launcher) "$build/cli/memsnap" record -o "$zst" -- "$@" --report "$rep" ;;
+	esac >/dev/null 2>"$out/$pre$c.$r.err"
 }
 if [ "$what" != alloc ]; then
 for r in $(seq 1 "$rounds"); do
-	for c in "${configs[@]}"; do run "$c" "$r"; done
+	for c in "${configs[@]}"; do run "" "$c" "$r" "${train[@]}"; done
 done
 "$py" - "$out" "$build/cli/memsnap" "$steps" "${configs[@]}" <<'PY'
 import json, os, statistics, subprocess, sys
@@ -58,17 +60,7 @@ fi
 [ "$what" = train ] && exit 0
 loop=("$py" "$here/tests/gpu/alloc_loop.py")
 for r in $(seq 1 "$rounds"); do
-for c in "${configs[@]}"; do
-	rep=$out/alloc.$c.$r.json
-	case $c in
-	base) "${loop[@]}" --report "$rep" ;;
-	torch_nostacks) "${loop[@]}" --report "$rep" --torch-history none ;;
-	torch_stacks) "${loop[@]}" --report "$rep" --torch-history python ;;
-	memsnap_nostacks) "${loop[@]}" --report "$rep" --memsnap "$out/alloc.$c.zst" ;;
-	memsnap_stacks) "${loop[@]}" --report "$rep" --memsnap "$out/alloc.$c.zst" --stacks python ;;
-	memsnap_launcher) "$build/cli/memsnap" record -o "$out/alloc.$c.zst" -- "${loop[@]}" --report "$rep" ;;
-	esac >/dev/null 2>"$out/alloc.$c.$r.err"
-done
+	for c in "${configs[@]}"; do run alloc. "$c" "$r" "${loop[@]}"; done
 done
 "$py" - "$out" "${configs[@]}" <<'PY'
 import json, os, sys

@@ -244,14 +244,6 @@ static inline const unsigned char *take(struct ms_pickle *p, size_t n)
 	return r;
 }
 
-static uint64_t le(const unsigned char *b, int n)
-{
-	uint64_t v = 0;
-	for (int i = n - 1; i >= 0; i--)
-		v = v << 8 | b[i];
-	return v;
-}
-
 static inline uint64_t load_le64(const unsigned char *b)
 {
 	uint64_t u;
@@ -750,7 +742,7 @@ static ms_status step(struct ms_pickle *p)
 		b = take(p, 4);
 		if (b[3] & 0x80)
 			return fail(p, MS_ERR_FORMAT, "negative LONG4 length");
-		MS_TRY(push_long(p, le(b, 4)));
+		MS_TRY(push_long(p, load_le32(b)));
 		break;
 	case 'G': { /* BINFLOAT: big-endian double */
 		uint64_t u = 0;
@@ -765,11 +757,11 @@ static ms_status step(struct ms_pickle *p)
 	}
 	case 'X': /* BINUNICODE */
 		MS_TRY(need(p, 4));
-		MS_TRY(push_str(p, le(take(p, 4), 4), MS_PK_STR));
+		MS_TRY(push_str(p, load_le32(take(p, 4)), MS_PK_STR));
 		break;
 	case 0x8d: /* BINUNICODE8 */
 		MS_TRY(need(p, 8));
-		MS_TRY(push_str(p, le(take(p, 8), 8), MS_PK_STR));
+		MS_TRY(push_str(p, load_le64(take(p, 8)), MS_PK_STR));
 		break;
 	case 'C': /* SHORT_BINBYTES */
 		MS_TRY(need(p, 1));
@@ -777,12 +769,12 @@ static ms_status step(struct ms_pickle *p)
 		break;
 	case 'B': /* BINBYTES */
 		MS_TRY(need(p, 4));
-		MS_TRY(push_str(p, le(take(p, 4), 4), MS_PK_BYTES));
+		MS_TRY(push_str(p, load_le32(take(p, 4)), MS_PK_BYTES));
 		break;
 	case 0x8e: /* BINBYTES8 */
 	case 0x96: /* BYTEARRAY8 */
 		MS_TRY(need(p, 8));
-		MS_TRY(push_str(p, le(take(p, 8), 8), MS_PK_BYTES));
+		MS_TRY(push_str(p, load_le64(take(p, 8)), MS_PK_BYTES));
 		break;
 	default: {
 		const char *name = op_name(p->op);

@@ -551,17 +551,23 @@ static void *wrapper_for(const char *name, void *real)
 	return NULL;
 }
 
+/* A function pointer just looked up by name: ours instead, where we wrap that function. */
+static void resolve_to_wrapper(const char *sym, void **fn)
+{
+	void *w;
+
+	if (fn && *fn && sym && (w = wrapper_for(sym, *fn)))
+		*fn = w;
+}
+
 EXPORT cudaError_t cudaGetDriverEntryPoint(const char *sym, void **fn, unsigned long long flags,
                                            int *status)
 {
 	if (!get_cudaGetDriverEntryPoint())
 		return CUDA_ERR_NOT_FOUND;
 	cudaError_t rc = real_cudaGetDriverEntryPoint(sym, fn, flags, status);
-	if (rc == 0 && fn && *fn && sym) {
-		void *w = wrapper_for(sym, *fn);
-		if (w)
-			*fn = w;
-	}
+	if (rc == 0)
+		resolve_to_wrapper(sym, fn);
 	return rc;
 }
 
@@ -571,11 +577,8 @@ EXPORT cudaError_t cudaGetDriverEntryPointByVersion(const char *sym, void **fn, 
 	if (!get_cudaGetDriverEntryPointByVersion())
 		return CUDA_ERR_NOT_FOUND;
 	cudaError_t rc = real_cudaGetDriverEntryPointByVersion(sym, fn, ver, flags, status);
-	if (rc == 0 && fn && *fn && sym) {
-		void *w = wrapper_for(sym, *fn);
-		if (w)
-			*fn = w;
-	}
+	if (rc == 0)
+		resolve_to_wrapper(sym, fn);
 	return rc;
 }
 
@@ -585,10 +588,7 @@ EXPORT CUresult cuGetProcAddress_v2(const char *sym, void **fn, int ver, uint64_
 	if (!get_cuGetProcAddress_v2())
 		return CUDA_ERR_NOT_FOUND;
 	CUresult rc = real_cuGetProcAddress_v2(sym, fn, ver, flags, status);
-	if (rc == 0 && fn && *fn && sym) {
-		void *w = wrapper_for(sym, *fn);
-		if (w)
-			*fn = w;
-	}
+	if (rc == 0)
+		resolve_to_wrapper(sym, fn);
 	return rc;
 }

@@ -257,6 +257,25 @@ static uint64_t truth_stat(const char *name, const char *key)
 	return out;
 }
 
+/* The data block the report page carries (parsed; the caller frees it). */
+static cJSON *page_data(struct ms_buf *out)
+{
+	char *start, *end;
+	cJSON *data;
+
+	cr_assert_eq(ms_buf_append(out, "", 1), MS_OK);
+	start = strstr(out->data, "<script id=\"memsnap-data\" type=\"application/json\">");
+	cr_assert(start);
+	start = strchr(start, '>') + 1;
+	end = strstr(start, "</script>");
+	cr_assert(end);
+	*end = 0;
+	data = cJSON_Parse(start);
+	cr_assert(data);
+	*end = '<';
+	return data;
+}
+
 static uint64_t column_max(const cJSON *timeline, const char *key)
 {
 	const cJSON *a = cJSON_GetObjectItemCaseSensitive(timeline, key), *x;
@@ -281,7 +300,6 @@ static void timeline_keeps_peaks(const char *name, size_t buckets)
 	struct ms_diag d = MS_DIAG_INIT;
 	uint64_t want_alloc = truth_stat(name, "allocated_bytes.all.peak");
 	uint64_t want_res = truth_stat(name, "reserved_bytes.all.peak");
-	char *start, *end;
 	cJSON *data, *timeline;
 
 	if (!path || !want_alloc) {
@@ -299,15 +317,7 @@ static void timeline_keeps_peaks(const char *name, size_t buckets)
 	in.buckets = buckets;
 	in.no_whatif = 1;
 	cr_assert_eq(ms_render_html(&in, &out, &d), MS_OK, "%s", d.msg);
-	cr_assert_eq(ms_buf_append(&out, "", 1), MS_OK);
-	start = strstr(out.data, "<script id=\"memsnap-data\" type=\"application/json\">");
-	cr_assert(start);
-	start = strchr(start, '>') + 1;
-	end = strstr(start, "</script>");
-	cr_assert(end);
-	*end = 0;
-	data = cJSON_Parse(start);
-	cr_assert(data);
+	data = page_data(&out);
 	timeline = cJSON_GetObjectItemCaseSensitive(data, "timeline");
 	cr_assert_leq(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(timeline, "first")),
 	              buckets);
@@ -348,7 +358,6 @@ Test(render, timeline_shows_memory_outside_pytorch)
 	struct ms_render_html_input in;
 	struct ms_buf out = MS_BUF_INIT;
 	struct ms_diag d = MS_DIAG_INIT;
-	char *start, *end;
 	cJSON *data;
 
 	if (!ms_render_have_html())
@@ -392,14 +401,7 @@ Test(render, timeline_shows_memory_outside_pytorch)
 	in.buckets = 40;
 	in.no_whatif = 1;
 	cr_assert_eq(ms_render_html(&in, &out, &d), MS_OK, "%s", d.msg);
-	cr_assert_eq(ms_buf_append(&out, "", 1), MS_OK);
-	start = strstr(out.data, "<script id=\"memsnap-data\" type=\"application/json\">");
-	cr_assert(start);
-	start = strchr(start, '>') + 1;
-	end = strstr(start, "</script>");
-	*end = 0;
-	data = cJSON_Parse(start);
-	cr_assert(data);
+	data = page_data(&out);
 	cr_assert_eq(column_max(cJSON_GetObjectItemCaseSensitive(data, "timeline"), "ext"),
 	             64 << 20);
 	cJSON_Delete(data);
