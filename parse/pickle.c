@@ -18,7 +18,15 @@
  * adds it to the list checks that order and makes it ROLE_DONE.
  */
 enum { ROLE_NONE = 0, ROLE_OUTER, ROLE_DEVICE, ROLE_ENTRY, ROLE_MAPPED, ROLE_DONE };
-#define PK_CONSUMED   255 /* memo slot of a streamed object */
+#define PK_CONSUMED 255 /* memo slot never written (a hole) */
+/*
+ * A trace entry read by the fast path (fast_entry): no object, only its place in mapping
+ * order and its device list, payload ord | tag << 40. Internal: it never leaves the stack or
+ * the memo as such (a copy stored in a container becomes a streamed, empty dict there).
+ */
+#define PK_STREAMED   254
+#define ORD_BITS      40
+#define ORD_MASK      (((uint64_t)1 << ORD_BITS) - 1)
 #define SLAB_OBJS     1024
 #define MEMO_SHIFT    16
 #define MEMO_CHUNK    ((size_t)1 << MEMO_SHIFT)
@@ -53,11 +61,14 @@ struct ms_pickle {
 	struct ms_pickle_limits lim;
 	ms_pk_item_fn item_fn;
 	void *item_ctx;
+	ms_pk_fields_fn fields_fn; /* the fast path for entries, with key_slot */
+	int8_t key_slot[64];
 	struct ms_diag *diag;
 	int64_t op_off;
 	uint8_t op;
 	/* trace entries handed to the hook, and added to their lists; equal at STOP */
 	uint64_t ev_mapped, ev_appended;
+	uint64_t n_fast; /* of those, read by the fast path */
 	/* last strings interned, by length and first bytes: repeated values skip the hash */
 	struct {
 		uint32_t len, id;
@@ -122,6 +133,13 @@ void ms_pickle_stream_traces(struct ms_pickle *p, ms_pk_item_fn fn, void *ctx)
 	p->item_ctx = ctx;
 }
 
+void ms_pickle_entry_fields(struct ms_pickle *p, const int8_t slot_of[64], ms_pk_fields_fn fn)
+{
+	for (int i = 0; i < 64; i++)
+		p->key_slot[i] = slot_of[i] < MS_PK_SLOTS ? slot_of[i] : -1;
+	p->fields_fn = fn;
+}
+
 const struct ms_symtab *ms_pickle_strings(const struct ms_pickle *p)
 {
 	return &p->strs;
@@ -130,6 +148,11 @@ const struct ms_symtab *ms_pickle_strings(const struct ms_pickle *p)
 int ms_pickle_protocol(const struct ms_pickle *p)
 {
 	return p->proto;
+}
+
+uint64_t ms_pickle_fast_entries(const struct ms_pickle *p)
+{
+	return p->n_fast;
 }
 
 uint64_t ms_pickle_offset(const struct ms_pickle *p)
@@ -364,6 +387,24 @@ static ms_status push_obj(struct ms_pickle *p, struct ms_pk_obj *o)
 	return push(p, v);
 }
 
+/*
+ * obj_add for the general path: a fast-path entry stored anywhere but its device list
+ * becomes what the general path would have there, a streamed (consumed, empty) dict.
+ */
+static ms_status add_items(struct ms_pickle *p, struct ms_pk_obj *o, struct ms_pk_val *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct ms_pk_obj *d = NULL;
+		if (v[i].type != PK_STREAMED)
+			continue;
+		MS_TRY(new_obj(p, MS_PK_DICT, &d));
+		d->consumed = 1;
+		d->role = ROLE_DONE;
+		put_val(&v[i], MS_PK_DICT, (uint64_t)(uintptr_t)d);
+	}
+	return obj_add(o, v, n);
+}
+
 /* Pre: a new list is about to be pushed. Recognise device_traces and its lists. */
 static void assign_role(struct ms_pickle *p, struct ms_pk_obj *o)
 {
@@ -440,6 +481,17 @@ static ms_status stream_items(struct ms_pickle *p, struct ms_pk_obj *list,
 		struct ms_pk_obj *o = NULL;
 		ms_status s;
 
+		if (items[i].type == PK_STREAMED) {
+			uint64_t w = payload_of(&items[i]);
+			if ((w & ORD_MASK) < p->ev_appended)
+				return fail(p, MS_ERR_UNSUPPORTED, "trace entry object used twice");
+			if ((w & ORD_MASK) != p->ev_appended || (w >> ORD_BITS) != list->tag)
+				return fail(p, MS_ERR_UNSUPPORTED,
+				            "trace entry added to its list out of order");
+			p->ev_appended++;
+			list->n++;
+			continue;
+		}
 		if (items[i].type == MS_PK_LIST || items[i].type == MS_PK_DICT ||
 		    items[i].type == MS_PK_TUPLE)
 			o = items[i].v.o;
@@ -476,19 +528,19 @@ static ms_status append_to(struct ms_pickle *p, struct ms_pk_val *target, struct
 	struct ms_pk_obj *o = NULL;
 
 	if (set) {
-		if (target->type != MS_PK_DICT || n % 2)
+		if ((target->type != MS_PK_DICT && target->type != PK_STREAMED) || n % 2)
 			return fail(p, MS_ERR_FORMAT, "SETITEM(S) on a non-dict");
 	} else if (target->type != MS_PK_LIST) {
 		return fail(p, MS_ERR_FORMAT, "APPEND(S) on a non-list");
 	}
 	o = target->v.o;
-	if (o->consumed)
+	if (target->type == PK_STREAMED || o->consumed)
 		return fail(p, MS_ERR_UNSUPPORTED, "streamed object modified later");
 	if (o->role == ROLE_DEVICE)
 		return stream_items(p, o, items, n);
 	if (o->role == ROLE_ENTRY)
 		return map_entry(p, o, items, n);
-	return obj_add(o, items, n);
+	return add_items(p, o, items, n);
 }
 
 /*
@@ -617,7 +669,7 @@ static ms_status from_mark(struct ms_pickle *p, uint8_t kind)
 	if (kind == MS_PK_DICT && (p->sp - m) % 2)
 		return fail(p, MS_ERR_FORMAT, "odd number of dict items");
 	MS_TRY(new_obj(p, kind, &o));
-	MS_TRY(obj_add(o, p->stack + m, p->sp - m));
+	MS_TRY(add_items(p, o, p->stack + m, p->sp - m));
 	p->sp = m;
 	return push_obj(p, o);
 }
@@ -629,7 +681,7 @@ static ms_status tuple_n(struct ms_pickle *p, size_t n)
 	if (p->sp < n || p->sp - n < mark_top(p))
 		return fail(p, MS_ERR_FORMAT, "stack underflow");
 	MS_TRY(new_obj(p, MS_PK_TUPLE, &o));
-	MS_TRY(obj_add(o, p->stack + p->sp - n, n));
+	MS_TRY(add_items(p, o, p->stack + p->sp - n, n));
 	p->sp -= n;
 	return push_obj(p, o);
 }
@@ -800,6 +852,162 @@ static ms_status step(struct ms_pickle *p)
 }
 
 /*
+ * A memo put the fast path can do: at the next index (as Python's pickler always puts),
+ * within the limit and an existing chunk. ip has 5 bytes readable.
+ */
+static inline int fast_put(struct ms_pickle *p, const unsigned char **ipp, size_t *n_memo,
+                           uint64_t type, uint64_t payload)
+{
+	const unsigned char *ip = *ipp;
+	uint64_t idx = *n_memo;
+
+	if (*ip == 'q')
+		idx = ip[1], ip += 2;
+	else if (*ip == 'r')
+		idx = load_le32(ip + 1), ip += 5;
+	else
+		ip++; /* MEMOIZE */
+	if (idx != *n_memo || idx > p->lim.max_memo || (idx >> MEMO_SHIFT) >= p->n_memo_chunks)
+		return 0;
+	put_val(MEMO_AT(p, idx), type, payload);
+	*n_memo = idx + 1;
+	*ipp = ip;
+	return 1;
+}
+
+#define IS_PUT(op) ((op) == 0x94 || (op) == 'q' || (op) == 'r')
+
+/*
+ * The fast path (ms_pickle_entry_fields), at the EMPTY_DICT that starts a trace entry of
+ * device list tag, *ipp past it. If the whole entry lies in the window and has the layout
+ * PyTorch writes (a memo put, MARK, then pairs of a string key by memo get and a plain value
+ * with its memo puts, then SETITEMS), its values go to the fields hook by slot, *top gets the
+ * entry (PK_STREAMED), *ipp moves past SETITEMS and *done is set. Otherwise nothing is done
+ * that the general path, run from the same opcode, would not redo the same way (memo slots
+ * past n_memo written, strings interned), and it has the whole say on what is wrong: this
+ * path gives up instead of failing. Only the hook's own error comes back.
+ */
+static ms_status fast_entry(struct ms_pickle *p, const unsigned char **ipp,
+                            const unsigned char *end, uint32_t tag, struct ms_pk_val *top,
+                            int *done)
+{
+	const unsigned char *ip = *ipp;
+	struct ms_pk_val vals[MS_PK_SLOTS];
+	uint32_t present = 0;
+	size_t n_memo = p->n_memo;
+	uint64_t me = p->ev_mapped | (uint64_t)tag << ORD_BITS;
+	ms_status s;
+
+	*done = 0;
+	if (p->ev_mapped > ORD_MASK || tag >> (64 - ORD_BITS) || end - ip < 16 || !IS_PUT(*ip) ||
+	    !fast_put(p, &ip, &n_memo, PK_STREAMED, me) || *ip++ != '(')
+		return MS_OK;
+	/* 16 bytes readable before each key and each value: the longest is LONG1 of 8 */
+	while (end - ip >= 16 && *ip != 'u') {
+		const struct ms_pk_val *m;
+		uint64_t idx, type, payload;
+		uint32_t id;
+		int slot = -1;
+		size_t n;
+
+		if (*ip == 'h')
+			idx = ip[1], ip += 2;
+		else if (*ip == 'j')
+			idx = load_le32(ip + 1), ip += 5;
+		else
+			return MS_OK;
+		if (idx >= n_memo)
+			return MS_OK;
+		m = MEMO_AT(p, idx);
+		if (m->type == MS_PK_STR) {
+			if (m->v.str < 64)
+				slot = p->key_slot[m->v.str];
+		} else if (m->type > MS_PK_BYTES) {
+			return MS_OK; /* a container, a hole, an entry: the general path decides */
+		}
+		if (end - ip < 16)
+			return MS_OK;
+		switch (*ip) {
+		case 'h': /* BINGET */
+			idx = ip[1], ip += 2;
+			goto get;
+		case 'j': /* LONG_BINGET */
+			idx = load_le32(ip + 1), ip += 5;
+		get:
+			if (idx >= n_memo)
+				return MS_OK;
+			m = MEMO_AT(p, idx);
+			if (m->type > MS_PK_DICT || (m->type >= MS_PK_LIST && m->v.o->consumed))
+				return MS_OK;
+			type = m->type;
+			payload = payload_of(m);
+			break;
+		case 'K': /* BININT1 */
+			type = MS_PK_INT, payload = ip[1], ip += 2;
+			break;
+		case 'M': /* BININT2 */
+			type = MS_PK_INT, payload = (uint64_t)ip[1] | (uint64_t)ip[2] << 8, ip += 3;
+			break;
+		case 'J': /* BININT */
+			type = MS_PK_INT, payload = (uint64_t)(int64_t)(int32_t)load_le32(ip + 1);
+			ip += 5;
+			break;
+		case 0x8a: /* LONG1 */
+			n = ip[1];
+			if (n < 1 || n > 8)
+				return MS_OK;
+			payload = load_le64(ip + 2);
+			if (n < 8) {
+				uint64_t mask = ((uint64_t)1 << (8 * n)) - 1;
+				payload &= mask;
+				if (payload >> (8 * n - 1))
+					payload |= ~mask;
+			}
+			type = MS_PK_INT;
+			ip += 2 + n;
+			break;
+		case 0x8c: /* SHORT_BINUNICODE */
+			n = ip[1];
+			if (n > p->lim.max_string || (size_t)(end - ip) < 2 + n + 16)
+				return MS_OK;
+			if ((s = intern(p, ip + 2, n, 1, &id)))
+				return s;
+			type = MS_PK_STR, payload = id, ip += 2 + n;
+			break;
+		case 'N': /* NONE */
+			type = MS_PK_NONE, payload = 0, ip++;
+			break;
+		case 0x88: /* NEWTRUE */
+		case 0x89: /* NEWFALSE */
+			type = MS_PK_BOOL, payload = *ip == 0x88, ip++;
+			break;
+		default:
+			return MS_OK;
+		}
+		while (IS_PUT(*ip))
+			if (end - ip < 16 || !fast_put(p, &ip, &n_memo, type, payload))
+				return MS_OK;
+		if (slot >= 0) {
+			put_val(&vals[slot], type, payload);
+			present |= (uint32_t)1 << slot;
+		}
+	}
+	if (end - ip < 16)
+		return MS_OK;
+	/* SETITEMS: the entry is complete */
+	p->n_memo = n_memo;
+	if ((s = p->fields_fn(p->item_ctx, tag, vals, present,
+	                      (int64_t)(p->base + (size_t)(ip - p->buf)))))
+		return s;
+	p->ev_mapped++;
+	p->n_fast++;
+	put_val(top, PK_STREAMED, me);
+	*ipp = ip + 1;
+	*done = 1;
+	return MS_OK;
+}
+
+/*
  * The opcode loop. The opcodes of PyTorch's trace entries (memo gets and puts, small
  * ints, short strings, empty dicts, marks) run inline on local copies of the cursor and the
  * stack pointer; everything else goes through step() with the state saved first. Before
@@ -876,6 +1084,8 @@ ms_status ms_pickle_run(struct ms_pickle *p, ms_pk_read_fn rd, void *rd_ctx, str
 			const struct ms_pk_val *m;
 			if (idx >= p->n_memo || (m = MEMO_AT(p, idx))->type == PK_CONSUMED)
 				FAIL(MS_ERR_FORMAT, "memo reference to an unknown slot");
+			if (m->type == PK_STREAMED)
+				FAIL(MS_ERR_UNSUPPORTED, "reference to a streamed trace entry");
 			if ((m->type == MS_PK_LIST || m->type == MS_PK_DICT ||
 			     m->type == MS_PK_TUPLE) &&
 			    m->v.o->consumed)
@@ -967,24 +1177,35 @@ ms_status ms_pickle_run(struct ms_pickle *p, ms_pk_read_fn rd, void *rd_ctx, str
 			break;
 		case '}': { /* EMPTY_DICT */
 			struct ms_pk_obj *o = NULL;
+			const struct ms_pk_val *under = NULL;
 			p->op_off = off;
-			if ((s = new_obj(p, MS_PK_DICT, &o)))
-				return s;
 			if (p->item_fn) {
 				/* an item of a device list: right above it, or above the mark over
 				 * it */
-				const struct ms_pk_val *under = NULL;
 				if (p->n_marks && p->marks[p->n_marks - 1] == sp && sp)
 					under = &st[sp - 1];
 				else if (p->n_marks && p->marks[p->n_marks - 1])
 					under = &st[p->marks[p->n_marks - 1] - 1];
 				else if (!p->n_marks && sp)
 					under = &st[sp - 1];
-				if (under && under->type == MS_PK_LIST &&
-				    under->v.o->role == ROLE_DEVICE) {
-					o->role = ROLE_ENTRY;
-					o->tag = under->v.o->tag;
+				if (under &&
+				    (under->type != MS_PK_LIST || under->v.o->role != ROLE_DEVICE))
+					under = NULL;
+			}
+			if (under && p->fields_fn) {
+				int done;
+				if ((s = fast_entry(p, &ip, end, under->v.o->tag, &st[sp], &done)))
+					return s;
+				if (done) {
+					sp++;
+					break;
 				}
+			}
+			if ((s = new_obj(p, MS_PK_DICT, &o)))
+				return s;
+			if (under) {
+				o->role = ROLE_ENTRY;
+				o->tag = under->v.o->tag;
 			}
 			PUSH(MS_PK_DICT, (uint64_t)(uintptr_t)o);
 			break;

@@ -75,6 +75,15 @@ typedef ms_status (*ms_pk_read_fn)(void *ctx, void *buf, size_t cap, size_t *got
 typedef ms_status (*ms_pk_item_fn)(void *ctx, uint32_t device, uint64_t index,
                                    const struct ms_pk_val *item, int64_t offset);
 
+/*
+ * The fast path for trace entries (see ms_pickle_entry_fields): an entry's values by field
+ * slot, vals[slot] set where bit slot of present is (the last value given wins, as in
+ * Python). The values are valid during the call only.
+ */
+#define MS_PK_SLOTS 16
+typedef ms_status (*ms_pk_fields_fn)(void *ctx, uint32_t device, const struct ms_pk_val *vals,
+                                     uint32_t present, int64_t offset);
+
 struct ms_pickle;
 
 struct ms_pickle_limits {
@@ -92,6 +101,17 @@ void ms_pickle_set_limits(struct ms_pickle *p, const struct ms_pickle_limits *l)
  * key "device_traces" of the top-level dict) go to fn instead of staying.
  */
 void ms_pickle_stream_traces(struct ms_pickle *p, ms_pk_item_fn fn, void *ctx);
+/*
+ * With the stream hook set: trace entries laid out as PyTorch writes them (a dict of string
+ * keys got from the memo and plain values: memo gets, ints of up to 64 bits, short strings,
+ * None, bools) are read straight from the input by a second, narrower decoder and handed to
+ * fn (with the stream hook's ctx) as values by slot: key string id k < 64 goes to slot
+ * slot_of[k] (-1: not wanted; keys of other ids and non-string keys are never wanted). Any
+ * other entry, or one that crosses the end of the input window, goes to the stream hook as
+ * a dict. The two paths accept and refuse the same pickles and give the same values; the fast
+ * one skips the dict and the general opcode dispatch.
+ */
+void ms_pickle_entry_fields(struct ms_pickle *p, const int8_t slot_of[64], ms_pk_fields_fn fn);
 
 /*
  * Run the machine to STOP; *root gets the result, valid until
@@ -108,6 +128,8 @@ ms_status ms_pickle_run(struct ms_pickle *p, ms_pk_read_fn rd, void *rd_ctx, str
 const struct ms_symtab *ms_pickle_strings(const struct ms_pickle *p);
 /* Protocol from the PROTO opcode (0 if none). */
 int ms_pickle_protocol(const struct ms_pickle *p);
+/* Trace entries read by the fast path so far. */
+uint64_t ms_pickle_fast_entries(const struct ms_pickle *p);
 /* Bytes consumed so far. */
 uint64_t ms_pickle_offset(const struct ms_pickle *p);
 

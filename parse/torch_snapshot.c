@@ -55,6 +55,7 @@ struct ms_snapmap {
 	size_t n_events, n_ev_chunks, cap_ev_chunks;
 	uint32_t n_devices_seen;
 };
+_Static_assert(K_COUNT <= MS_PK_SLOTS, "trace entry keys fit the fast path's slots");
 
 ms_status ms__snapmap_new(struct ms_pickle *vm, struct ms_symtab *syms, struct ms_diag *diag,
                           struct ms_snapmap **out)
@@ -242,9 +243,11 @@ static ms_status map_frames(struct ms_snapmap *m, const struct ms_pk_val *fr, ui
 	return MS_OK;
 }
 
-ms_status ms__snapmap_entry(void *ctx, uint32_t device, uint64_t index,
-                            const struct ms_pk_val *item, int64_t offset)
+/* A trace entry's values by key (enum key_id; NULL: absent) -> the next event. */
+ms_status ms__snapmap_fields(void *ctx, uint32_t device, const struct ms_pk_val *vals,
+                             uint32_t present, int64_t offset)
 {
+#define FIELD(k) ((present >> (k)) & 1 ? &vals[k] : NULL)
 	struct ms_snapmap *m = ctx;
 	struct ms_event *ep;
 	const struct ms_pk_val *v;
@@ -253,26 +256,6 @@ ms_status ms__snapmap_entry(void *ctx, uint32_t device, uint64_t index,
 	ms_status s;
 	uint64_t gidx = m->n_events;
 
-	(void)index;
-	const struct ms_pk_val *f[K_COUNT] = {0};
-
-	if (item->type != MS_PK_DICT)
-		return entry_err(m, gidx, offset, "not a dict");
-	/* one pass over the dict: a later duplicate key wins, as in Python */
-	for (uint32_t i = 0; i + 1 < item->v.o->n; i += 2) {
-		const struct ms_pk_val *k = &item->v.o->items[i];
-		int key = -1;
-		if (k->type != MS_PK_STR)
-			continue;
-		if (k->v.str < sizeof(m->key_of))
-			key = m->key_of[k->v.str];
-		else
-			for (int q = 0; q < K_COUNT; q++)
-				if (m->key[q] == k->v.str)
-					key = q;
-		if (key >= 0)
-			f[key] = &item->v.o->items[i + 1];
-	}
 	/*
 	 * The event is written in place in its chunk, field by field: a local copied in whole
 	 * right after being written waits on store forwarding. Counted only once complete.
@@ -286,7 +269,7 @@ ms_status ms__snapmap_entry(void *ctx, uint32_t device, uint64_t index,
 	}
 	ep = EV_AT(m, m->n_events);
 	ep->user_metadata = ep->compile_context = ep->stack = 0;
-	v = f[K_ACTION];
+	v = FIELD(K_ACTION);
 	if (!v || v->type != MS_PK_STR)
 		return entry_err(m, gidx, offset, "missing 'action'");
 	if (v->v.str < sizeof(m->act_of))
@@ -302,36 +285,36 @@ ms_status ms__snapmap_entry(void *ctx, uint32_t device, uint64_t index,
 		return entry_err(m, gidx, offset, msg);
 	}
 	ep->action = (uint8_t)a;
-	v = f[a == MS_ACT_OOM ? K_DEVICE_FREE : K_ADDR];
+	v = FIELD(a == MS_ACT_OOM ? K_DEVICE_FREE : K_ADDR);
 	if (!v && a == MS_ACT_OOM)
-		v = f[K_ADDR];
+		v = FIELD(K_ADDR);
 	if (v && as_i64(v, &x) == 0)
 		ep->addr = (uint64_t)x;
 	else if (v || a != MS_ACT_SNAPSHOT)
 		return entry_err(m, gidx, offset,
 		                 a == MS_ACT_OOM ? "bad 'device_free'" : "bad 'addr'");
-	v = f[K_SIZE];
+	v = FIELD(K_SIZE);
 	if (as_i64(v, &x) || x < 0)
 		return entry_err(m, gidx, offset, "bad 'size'");
 	ep->size = (uint64_t)x;
-	v = f[K_STREAM];
+	v = FIELD(K_STREAM);
 	if (v && as_i64(v, &x))
 		return entry_err(m, gidx, offset, "bad 'stream'");
 	ep->stream = v ? (uint64_t)x : 0;
-	v = f[K_TIME_US];
+	v = FIELD(K_TIME_US);
 	if (v && (as_i64(v, &x) || x > INT64_MAX / 1000 || x < INT64_MIN / 1000))
 		return entry_err(m, gidx, offset, "bad 'time_us'");
 	ep->t_ns = v ? x * 1000 : 0;
-	v = f[K_TIME_NS]; /* memsnap's own JSON keeps nanoseconds */
+	v = FIELD(K_TIME_NS); /* memsnap's own JSON keeps nanoseconds */
 	if (v && (as_i64(v, &x) == 0 || as_i64_str(m, v, &x) == 0))
 		ep->t_ns = x;
-	v = f[K_COMPILE_CONTEXT];
+	v = FIELD(K_COMPILE_CONTEXT);
 	if (v && v->type == MS_PK_STR && v->v.str != m->id_na)
 		MS_TRY(map_str(m, v->v.str, &ep->compile_context));
-	v = f[K_USER_METADATA];
+	v = FIELD(K_USER_METADATA);
 	if (v && v->type == MS_PK_STR)
 		MS_TRY(map_str(m, v->v.str, &ep->user_metadata));
-	s = map_frames(m, f[K_FRAMES], &ep->stack);
+	s = map_frames(m, FIELD(K_FRAMES), &ep->stack);
 	if (s == MS_ERR_FORMAT)
 		return entry_err(m, gidx, offset, "bad 'frames'");
 	if (s)
@@ -340,13 +323,53 @@ ms_status ms__snapmap_entry(void *ctx, uint32_t device, uint64_t index,
 		return entry_err(m, gidx, offset, "device index too large");
 	ep->device = (uint16_t)device;
 	ep->source = MS_SRC_TORCH;
-	v = f[K_SOURCE];
+	v = FIELD(K_SOURCE);
 	if (v && as_i64(v, &x) == 0 && x >= 0 && x <= 255)
 		ep->source = (uint8_t)x;
 	if (device + 1 > m->n_devices_seen)
 		m->n_devices_seen = device + 1;
 	m->n_events++;
 	return MS_OK;
+#undef FIELD
+}
+
+ms_status ms__snapmap_entry(void *ctx, uint32_t device, uint64_t index,
+                            const struct ms_pk_val *item, int64_t offset)
+{
+	struct ms_snapmap *m = ctx;
+	struct ms_pk_val vals[MS_PK_SLOTS];
+	uint32_t present = 0;
+
+	(void)index;
+	if (item->type != MS_PK_DICT)
+		return entry_err(m, m->n_events, offset, "not a dict");
+	/* one pass over the dict: a later duplicate key wins, as in Python */
+	for (uint32_t i = 0; i + 1 < item->v.o->n; i += 2) {
+		const struct ms_pk_val *k = &item->v.o->items[i];
+		int key = -1;
+		if (k->type != MS_PK_STR)
+			continue;
+		if (k->v.str < sizeof(m->key_of))
+			key = m->key_of[k->v.str];
+		else
+			for (int q = 0; q < K_COUNT; q++)
+				if (m->key[q] == k->v.str)
+					key = q;
+		if (key >= 0) {
+			vals[key] = item->v.o->items[i + 1];
+			present |= (uint32_t)1 << key;
+		}
+	}
+	return ms__snapmap_fields(m, device, vals, present, offset);
+}
+
+void ms__snapmap_fast_path(struct ms_snapmap *m)
+{
+	/* the fast path only knows keys by ids < 64; they are, interned first in a new vm */
+	for (int i = 0; i < K_COUNT; i++)
+		if (m->key[i] >= sizeof(m->key_of))
+			return;
+	ms_pickle_entry_fields(m->vm, m->key_of, ms__snapmap_fields);
 }
 
 /* --- everything but the trace entries ----------------------------------- */
@@ -728,6 +751,35 @@ static ms_status input_read(void *ctx, void *buf, size_t cap, size_t *got, struc
 	return ms_input_read(ctx, buf, cap, got, diag);
 }
 
+ms_status ms__torch_pickle_read(ms_pk_read_fn rd, void *rd_ctx, const struct ms_pickle_limits *lim,
+                                int fast, struct ms_symtab *syms, const struct ms_sink *sink,
+                                struct ms_snapshot_info *info, struct ms_diag *diag)
+{
+	struct ms_pickle *vm = NULL;
+	struct ms_snapmap *m = NULL;
+	struct ms_pk_val root;
+	ms_status s;
+
+	if ((s = ms_pickle_new(&vm)) || (s = ms__snapmap_new(vm, syms, diag, &m)))
+		goto out;
+	if (lim)
+		ms_pickle_set_limits(vm, lim);
+	ms_pickle_stream_traces(vm, ms__snapmap_entry, m);
+	if (fast)
+		ms__snapmap_fast_path(m);
+	s = ms_pickle_run(vm, rd, rd_ctx, &root, diag);
+	info->pickle_protocol = ms_pickle_protocol(vm);
+	info->n_fast_entries = ms_pickle_fast_entries(vm);
+	if (!s)
+		s = ms__snapmap_finish(m, &root, MS_INPUT_PICKLE, sink, info);
+out:
+	if (s == MS_ERR_NOMEM && diag && !diag->msg[0])
+		ms__diag_set(diag, s, -1, -1, "out of memory");
+	ms__snapmap_free(m);
+	ms_pickle_free(vm);
+	return s;
+}
+
 ms_status ms_torch_snapshot_read(struct ms_input *in, struct ms_symtab *syms,
                                  const struct ms_sink *sink, struct ms_snapshot_info *info,
                                  struct ms_diag *diag)
@@ -742,22 +794,15 @@ ms_status ms_torch_snapshot_read(struct ms_input *in, struct ms_symtab *syms,
 	if (!info)
 		info = &tmp;
 	memset(info, 0, sizeof(*info));
-	if (kind != MS_FILE_PICKLE && kind != MS_FILE_JSON)
+	if (kind == MS_FILE_PICKLE)
+		return ms__torch_pickle_read(input_read, in, NULL, 1, syms, sink, info, diag);
+	if (kind != MS_FILE_JSON)
 		return ms__diag_set(diag, MS_ERR_FORMAT, 0, -1,
 		                    "not a PyTorch snapshot (neither a pickle nor JSON)");
-	if ((s = ms_pickle_new(&vm)) || (s = ms__snapmap_new(vm, syms, diag, &m)))
+	if ((s = ms_pickle_new(&vm)) || (s = ms__snapmap_new(vm, syms, diag, &m)) ||
+	    (s = ms__json_snapshot_build(in, vm, m, &root, diag)))
 		goto out;
-	if (kind == MS_FILE_PICKLE) {
-		ms_pickle_stream_traces(vm, ms__snapmap_entry, m);
-		s = ms_pickle_run(vm, input_read, in, &root, diag);
-		info->pickle_protocol = ms_pickle_protocol(vm);
-	} else {
-		s = ms__json_snapshot_build(in, vm, m, &root, diag);
-	}
-	if (s)
-		goto out;
-	s = ms__snapmap_finish(m, &root, kind == MS_FILE_PICKLE ? MS_INPUT_PICKLE : MS_INPUT_JSON,
-	                       sink, info);
+	s = ms__snapmap_finish(m, &root, MS_INPUT_JSON, sink, info);
 out:
 	if (s == MS_ERR_NOMEM && diag && !diag->msg[0])
 		ms__diag_set(diag, s, -1, -1, "out of memory");

@@ -1,6 +1,9 @@
 /* Shared helpers of the unit tests. */
 #include "helpers.h"
 
+#include "parse/input.h"
+#include "parse/torch_snapshot.h"
+
 #include <cjson/cJSON.h>
 
 #include <stdio.h>
@@ -141,4 +144,68 @@ struct cJSON *th_truth(const char *name)
 	j = cJSON_Parse(s);
 	free(s);
 	return j;
+}
+
+struct th_mem {
+	const unsigned char *p;
+	size_t n, pos, chunk;
+};
+
+static ms_status th_mem_read(void *ctx, void *buf, size_t cap, size_t *got, struct ms_diag *d)
+{
+	struct th_mem *m = ctx;
+	size_t k = m->n - m->pos;
+
+	(void)d;
+	if (k > cap)
+		k = cap;
+	if (k > m->chunk)
+		k = m->chunk;
+	memcpy(buf, m->p + m->pos, k);
+	m->pos += k;
+	*got = k;
+	return MS_OK;
+}
+
+ms_status th_pickle_load(const void *data, size_t n, int fast, size_t chunk, struct ms_trace **out,
+                         uint64_t *n_fast, struct ms_diag *d)
+{
+	struct th_mem m = {data, n, 0, chunk};
+	struct ms_snapshot_info info;
+	struct ms_sink sink;
+	ms_status s;
+
+	memset(&info, 0, sizeof(info));
+	*out = NULL;
+	if ((s = ms_trace_new(out)))
+		return s;
+	ms_trace_sink(*out, &sink);
+	s = ms__torch_pickle_read(th_mem_read, &m, NULL, fast, &(*out)->syms, &sink, &info, d);
+	if (n_fast)
+		*n_fast = info.n_fast_entries;
+	return s;
+}
+
+char *th_read_decompressed(const char *path, size_t *len)
+{
+	struct ms_input *in = NULL;
+	struct ms_diag d = MS_DIAG_INIT;
+	char *buf = NULL;
+	size_t cap = 0, n = 0, got;
+
+	if (ms_input_open(path, &in, &d))
+		return NULL;
+	do {
+		char *nb = cap - n < 65536 ? realloc(buf, cap = cap * 2 + 65536) : buf;
+		if (!nb || ms_input_read(in, nb + n, cap - n, &got, &d)) {
+			free(nb ? nb : buf);
+			ms_input_close(in);
+			return NULL;
+		}
+		buf = nb;
+		n += got;
+	} while (got);
+	ms_input_close(in);
+	*len = n;
+	return buf;
 }

@@ -23,4 +23,14 @@ uint64_t th_rand(uint64_t *state);
 /* Compare two traces' events and annotations; returns the first differing index or -1. */
 long th_events_diff(const struct ms_trace *a, const struct ms_trace *b);
 
+/*
+ * Read a pickle snapshot (bytes in memory, already decompressed) into a new trace with the
+ * pickle machine's fast path for trace entries on or off, the input handed out at most
+ * chunk bytes at a time. *fast gets the number of entries the fast path read.
+ */
+ms_status th_pickle_load(const void *data, size_t n, int fast, size_t chunk, struct ms_trace **out,
+                         uint64_t *n_fast, struct ms_diag *d);
+/* The whole decompressed content of a snapshot file; caller frees. NULL if it cannot. */
+char *th_read_decompressed(const char *path, size_t *len);
+
 #endif

@@ -1,6 +1,8 @@
 /* The restricted unpickler: every supported opcode, every refusal, limits and malformed input. */
 #include <criterion/criterion.h>
 #include <stdio.h>
+#include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "helpers.h"
@@ -432,4 +434,160 @@ Test(pickle, entries_of_several_devices)
 		cr_expect_eq(t->events[1].action, MS_ACT_FREE_REQUESTED);
 		ms_trace_free(t);
 	}
+}
+
+/*
+ * The fast path for trace entries reads what the general path reads, on every real snapshot
+ * at hand: the same events, string for string and stack for stack. Also with the input in
+ * small pieces, where entries cross the end of the window and the fast path gives up midway.
+ */
+Test(pickle, fast_path_reads_what_the_general_path_reads)
+{
+	static const char *const names[] = {
+	        "dynamic_oom", "gpt_train",          "multistream",        "resnet50",
+	        "dynamic_seq", "dynamic_expandable", "dynamic_empty_cache"};
+	int tried = 0;
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		const char *path = th_snapshot_path(names[i]);
+		static const struct {
+			int fast;
+			size_t chunk;
+		} ways[] = {{1, SIZE_MAX}, {1, 4099}, {0, 7}};
+		struct ms_trace *ref = NULL;
+		struct ms_diag d = MS_DIAG_INIT;
+		size_t n;
+		char *data;
+
+		if (!path)
+			continue;
+		cr_assert(data = th_read_decompressed(path, &n), "%s", path);
+		cr_assert_eq(th_pickle_load(data, n, 0, SIZE_MAX, &ref, NULL, &d), MS_OK, "%s: %s",
+		             path, d.msg);
+		cr_assert_gt(ref->n_events, 1000, "%s", path);
+		for (size_t w = 0; w < sizeof(ways) / sizeof(ways[0]); w++) {
+			struct ms_trace *t = NULL;
+			uint64_t fast = 0;
+			cr_assert_eq(
+			        th_pickle_load(data, n, ways[w].fast, ways[w].chunk, &t, &fast, &d),
+			        MS_OK, "%s: %s", path, d.msg);
+			cr_expect_eq(th_events_diff(ref, t), -1, "%s: way %zu differs at event %ld",
+			             path, w, th_events_diff(ref, t));
+			if (ways[w].fast && ways[w].chunk == SIZE_MAX)
+				/* gpt_train's entries with a new frames list go the general way */
+				cr_expect_geq(fast, ref->n_events / 4,
+				              "%s: only %llu of %zu entries fast", path,
+				              (unsigned long long)fast, ref->n_events);
+			else if (!ways[w].fast)
+				cr_expect_eq(fast, 0);
+			ms_trace_free(t);
+		}
+		ms_trace_free(ref);
+		free(data);
+		tried++;
+	}
+	cr_assert_geq(tried, 4, "the bundled snapshots are missing");
+}
+
+/*
+ * Layouts that would trip the fast path up, each read both ways: the same status and the same
+ * message (the fast path gives up and lets the general path report, or reports what the
+ * general path would). Entry 1 has its keys inline and goes the general way; entry 2 gets them
+ * from the memo and, where marked, goes the fast way.
+ */
+Test(pickle, fast_path_refuses_what_the_general_path_refuses)
+{
+#define HDR                      \
+	"\x80\x04}\x94(\x8c\x0d" \
+	"device_traces\x94]\x94]\x94("
+	/* memo 4: the entry, 5 'action', 6 'alloc', 7 'addr', 8 'size' */
+#define E1                      \
+	"}\x94(\x8c\x06"        \
+	"action\x94\x8c\x05"    \
+	"alloc\x94\x8c\x04"     \
+	"addr\x94K\x01\x8c\x04" \
+	"size\x94K\x02u"
+	/* memo 9 */
+#define E2 "}\x94(h\x05h\x06h\x07K\x03h\x08K\x04u"
+#define TAIL                    \
+	"ea\x8c\x03pad\x8c\x10" \
+	"0123456789abcdefu."
+#define BYTES(s) s, sizeof(s) - 1
+	static const struct {
+		const char *name, *bytes;
+		size_t n;
+		ms_status s;
+		const char *msg;
+		int fast;           /* entries the fast path must have read */
+		uint64_t last_addr; /* when read: the last entry's address and action */
+		int last_action;
+	} cases[] = {
+	        {"plain", BYTES(HDR E1 E2 TAIL), MS_OK, "", 1, 3, MS_ACT_ALLOC},
+	        {"duplicate key: the last wins",
+	         BYTES(HDR E1 "}\x94(h\x05h\x06h\x07K\x03h\x07K\x09h\x08K\x04u" TAIL), MS_OK, "", 1,
+	         9, MS_ACT_ALLOC},
+	        {"negative int",
+	         BYTES(HDR E1 "}\x94(h\x05h\x06h\x07\x8a\x02\x00\xffh\x08K\x04u" TAIL), MS_OK, "",
+	         1, (uint64_t)-256, MS_ACT_ALLOC},
+	        /* a value memoized by one fast entry (memo 10) and fetched by the next */
+	        {"value from the memo",
+	         BYTES(HDR E1 "}\x94(h\x05\x8c\x0e"
+	                      "free_requested\x94h\x07K\x03h\x08K\x04u"
+	                      "}\x94(h\x05h\x0ah\x07K\x05h\x08K\x06u" TAIL),
+	         MS_OK, "", 2, 5, MS_ACT_FREE_REQUESTED},
+	        {"extended", BYTES(HDR E1 E2 "\x8c\x06streamK\x00s" TAIL), MS_ERR_UNSUPPORTED,
+	         "modified later", 1, 0, 0},
+	        {"popped", BYTES(HDR E1 E2 "0" TAIL), MS_ERR_UNSUPPORTED, "never added", 1, 0, 0},
+	        {"fetched again", BYTES(HDR E1 E2 "h\x09" TAIL), MS_ERR_UNSUPPORTED,
+	         "reference to a streamed trace entry", 1, 0, 0},
+	        {"appended twice", BYTES(HDR E1 E2 "2" TAIL), MS_ERR_UNSUPPORTED, "used twice", 1,
+	         0, 0},
+	        {"stored in a tuple", BYTES(HDR E1 E2 "2\x85" TAIL), MS_ERR_FORMAT, "not a dict", 1,
+	         0, 0},
+	        {"unknown action",
+	         BYTES(HDR E1 "}\x94(h\x05\x8c\x03"
+	                      "foo\x94h\x07K\x03h\x08K\x04u" TAIL),
+	         MS_ERR_FORMAT, "unknown action 'foo'", 0, 0, 0},
+	        {"no size", BYTES(HDR E1 "}\x94(h\x05h\x06h\x07K\x03u" TAIL), MS_ERR_FORMAT,
+	         "bad 'size'", 0, 0, 0},
+	        {"memo hole", BYTES(HDR E1 "}\x94(h\x05h\x06h\x07h\x7fh\x08K\x04u" TAIL),
+	         MS_ERR_FORMAT, "unknown slot", 0, 0, 0},
+	        {"int beyond 64 bits",
+	         BYTES(HDR E1 "}\x94(h\x05h\x06h\x07\x8a\x09\x00\x00\x00\x00\x00\x00\x00\x00\x01"
+	                      "h\x08K\x04u" TAIL),
+	         MS_ERR_FORMAT, "bad 'addr'", 0, 0, 0},
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct ms_trace *a = NULL, *b = NULL;
+		struct ms_diag da = MS_DIAG_INIT, db = MS_DIAG_INIT;
+		uint64_t fast = 0;
+		ms_status sa =
+		        th_pickle_load(cases[i].bytes, cases[i].n, 1, SIZE_MAX, &a, &fast, &da);
+		ms_status sb = th_pickle_load(cases[i].bytes, cases[i].n, 0, 7, &b, NULL, &db);
+
+		cr_expect_eq(sa, cases[i].s, "%s: %s: %s", cases[i].name, ms_status_name(sa),
+		             da.msg);
+		cr_expect_eq(sb, sa, "%s: general %s, fast %s", cases[i].name, ms_status_name(sb),
+		             ms_status_name(sa));
+		cr_expect_str_eq(db.msg, da.msg, "%s", cases[i].name);
+		cr_expect(strstr(da.msg, cases[i].msg), "%s: %s", cases[i].name, da.msg);
+		cr_expect_geq(fast, (uint64_t)cases[i].fast, "%s: the fast path did not run",
+		              cases[i].name);
+		if (sa == MS_OK && sb == MS_OK) {
+			cr_expect_eq(th_events_diff(a, b), -1, "%s", cases[i].name);
+			cr_assert_geq(a->n_events, 2, "%s", cases[i].name);
+			cr_expect_eq(a->events[a->n_events - 1].addr, cases[i].last_addr, "%s",
+			             cases[i].name);
+			cr_expect_eq(a->events[a->n_events - 1].action, cases[i].last_action, "%s",
+			             cases[i].name);
+		}
+		ms_trace_free(a);
+		ms_trace_free(b);
+	}
+#undef HDR
+#undef E1
+#undef E2
+#undef TAIL
+#undef BYTES
 }
