@@ -878,14 +878,96 @@ static inline int fast_put(struct ms_pickle *p, const unsigned char **ipp, size_
 #define IS_PUT(op) ((op) == 0x94 || (op) == 'q' || (op) == 'r')
 
 /*
+ * A memo get the fast path can do, at *ipp (BINGET or LONG_BINGET, 5 bytes readable): of a
+ * slot written, not a streamed entry or object. 0: give up.
+ */
+static inline int fast_get(const struct ms_pickle *p, const unsigned char **ipp, size_t n_memo,
+                           uint64_t *type, uint64_t *payload)
+{
+	const unsigned char *ip = *ipp;
+	const struct ms_pk_val *m;
+	uint64_t idx;
+
+	if (*ip == 'h')
+		idx = ip[1], ip += 2;
+	else if (*ip == 'j')
+		idx = load_le32(ip + 1), ip += 5;
+	else
+		return 0;
+	if (idx >= n_memo)
+		return 0;
+	m = MEMO_AT(p, idx);
+	if (m->type > MS_PK_DICT || (m->type >= MS_PK_LIST && m->v.o->consumed))
+		return 0;
+	*type = m->type;
+	*payload = payload_of(m);
+	*ipp = ip;
+	return 1;
+}
+
+/*
+ * A list value made of memo gets (a frames list of frames seen before): after EMPTY_LIST and
+ * its puts, MARK, gets, APPENDS, or one get and APPEND, or nothing. Its items into o.
+ * 0: give up; -1: out of memory.
+ */
+static int fast_list(struct ms_pickle *p, const unsigned char **ipp, const unsigned char *end,
+                     size_t n_memo, struct ms_pk_obj *o)
+{
+	const unsigned char *ip = *ipp, *q = ip;
+	uint64_t type = 0, payload = 0;
+	size_t n = 0, cap = 0;
+
+	if (*ip != '(') {
+		/* one get and APPEND; or nothing, and what follows is the next key or SETITEMS */
+		if (!fast_get(p, &q, n_memo, &type, &payload) || *q != 'a')
+			return 1;
+		if (ms_grow(&o->items, &cap, 1, sizeof(*o->items)))
+			return -1;
+		put_val(&o->items[0], type, payload);
+		o->n = 1;
+		o->cap = (uint32_t)cap;
+		*ipp = q + 1;
+		return 1;
+	}
+	/* count first, then fill: one allocation of the right size */
+	for (q = ip + 1; end - q >= 16 && *q != 'e'; n++)
+		if (!fast_get(p, &q, n_memo, &type, &payload))
+			return 0;
+	if (end - q < 16 || n == 0 || n > UINT32_MAX)
+		return 0;
+	if (ms_grow(&o->items, &cap, n, sizeof(*o->items)))
+		return -1;
+	q = ip + 1;
+	for (size_t i = 0; i < n; i++) {
+		fast_get(p, &q, n_memo, &type, &payload);
+		put_val(&o->items[i], type, payload);
+	}
+	o->n = (uint32_t)n;
+	o->cap = (uint32_t)(cap > UINT32_MAX ? UINT32_MAX : cap);
+	*ipp = q + 1;
+	return 1;
+}
+
+/* Take back the last object made (the fast path's list, when it gives up). */
+static void unmake_last(struct ms_pickle *p)
+{
+	struct ms_pk_obj *o = &p->slabs->objs[--p->slabs->used];
+
+	ms_free(o->items);
+	p->n_objs--;
+}
+
+/*
  * The fast path (ms_pickle_entry_fields), at the EMPTY_DICT that starts a trace entry of
  * device list tag, *ipp past it. If the whole entry lies in the window and has the layout
  * PyTorch writes (a memo put, MARK, then pairs of a string key by memo get and a plain value
- * with its memo puts, then SETITEMS), its values go to the fields hook by slot, *top gets the
- * entry (PK_STREAMED), *ipp moves past SETITEMS and *done is set. Otherwise nothing is done
- * that the general path, run from the same opcode, would not redo the same way (memo slots
- * past n_memo written, strings interned), and it has the whole say on what is wrong: this
- * path gives up instead of failing. Only the hook's own error comes back.
+ * with its memo puts, then SETITEMS; a plain value is a memo get, an int of up to 64 bits, a
+ * short string, None, a bool, or one list of memo gets), its values go to the fields hook by
+ * slot, *top gets the entry (PK_STREAMED), *ipp moves past SETITEMS and *done is set.
+ * Otherwise nothing is done that the general path, run from the same opcode, would not redo
+ * the same way (memo slots past n_memo written, strings interned; a list made is taken back),
+ * and it has the whole say on what is wrong: this path gives up instead of failing. Only the
+ * hook's own error and running out of memory come back.
  */
 static ms_status fast_entry(struct ms_pickle *p, const unsigned char **ipp,
                             const unsigned char *end, uint32_t tag, struct ms_pk_val *top,
@@ -893,6 +975,7 @@ static ms_status fast_entry(struct ms_pickle *p, const unsigned char **ipp,
 {
 	const unsigned char *ip = *ipp;
 	struct ms_pk_val vals[MS_PK_SLOTS];
+	struct ms_pk_obj *made = NULL;
 	uint32_t present = 0;
 	size_t n_memo = p->n_memo;
 	uint64_t me = p->ev_mapped | (uint64_t)tag << ORD_BITS;
@@ -904,43 +987,26 @@ static ms_status fast_entry(struct ms_pickle *p, const unsigned char **ipp,
 		return MS_OK;
 	/* 16 bytes readable before each key and each value: the longest is LONG1 of 8 */
 	while (end - ip >= 16 && *ip != 'u') {
-		const struct ms_pk_val *m;
-		uint64_t idx, type, payload;
+		uint64_t type, payload;
 		uint32_t id;
-		int slot = -1;
+		int slot = -1, r;
 		size_t n;
 
-		if (*ip == 'h')
-			idx = ip[1], ip += 2;
-		else if (*ip == 'j')
-			idx = load_le32(ip + 1), ip += 5;
-		else
-			return MS_OK;
-		if (idx >= n_memo)
-			return MS_OK;
-		m = MEMO_AT(p, idx);
-		if (m->type == MS_PK_STR) {
-			if (m->v.str < 64)
-				slot = p->key_slot[m->v.str];
-		} else if (m->type > MS_PK_BYTES) {
-			return MS_OK; /* a container, a hole, an entry: the general path decides */
+		if (!fast_get(p, &ip, n_memo, &type, &payload) || type > MS_PK_BYTES)
+			goto give_up; /* a container key: the general path decides */
+		if (type == MS_PK_STR) {
+			if (payload == p->id_device_traces)
+				goto give_up; /* the general path gives its lists roles */
+			if (payload < 64)
+				slot = p->key_slot[payload];
 		}
 		if (end - ip < 16)
-			return MS_OK;
+			goto give_up;
 		switch (*ip) {
 		case 'h': /* BINGET */
-			idx = ip[1], ip += 2;
-			goto get;
 		case 'j': /* LONG_BINGET */
-			idx = load_le32(ip + 1), ip += 5;
-		get:
-			if (idx >= n_memo)
-				return MS_OK;
-			m = MEMO_AT(p, idx);
-			if (m->type > MS_PK_DICT || (m->type >= MS_PK_LIST && m->v.o->consumed))
-				return MS_OK;
-			type = m->type;
-			payload = payload_of(m);
+			if (!fast_get(p, &ip, n_memo, &type, &payload))
+				goto give_up;
 			break;
 		case 'K': /* BININT1 */
 			type = MS_PK_INT, payload = ip[1], ip += 2;
@@ -955,7 +1021,7 @@ static ms_status fast_entry(struct ms_pickle *p, const unsigned char **ipp,
 		case 0x8a: /* LONG1 */
 			n = ip[1];
 			if (n < 1 || n > 8)
-				return MS_OK;
+				goto give_up;
 			payload = load_le64(ip + 2);
 			if (n < 8) {
 				uint64_t mask = ((uint64_t)1 << (8 * n)) - 1;
@@ -969,7 +1035,7 @@ static ms_status fast_entry(struct ms_pickle *p, const unsigned char **ipp,
 		case 0x8c: /* SHORT_BINUNICODE */
 			n = ip[1];
 			if (n > p->lim.max_string || (size_t)(end - ip) < 2 + n + 16)
-				return MS_OK;
+				goto give_up;
 			if ((s = intern(p, ip + 2, n, 1, &id)))
 				return s;
 			type = MS_PK_STR, payload = id, ip += 2 + n;
@@ -981,19 +1047,33 @@ static ms_status fast_entry(struct ms_pickle *p, const unsigned char **ipp,
 		case 0x89: /* NEWFALSE */
 			type = MS_PK_BOOL, payload = *ip == 0x88, ip++;
 			break;
+		case ']': /* EMPTY_LIST: one list of memo gets per entry (its frames) */
+			if (made || p->n_objs >= p->lim.max_objects)
+				goto give_up;
+			if ((s = new_obj(p, MS_PK_LIST, &made)))
+				return s;
+			type = MS_PK_LIST, payload = (uint64_t)(uintptr_t)made, ip++;
+			while (IS_PUT(*ip))
+				if (end - ip < 16 || !fast_put(p, &ip, &n_memo, type, payload))
+					goto give_up;
+			if (end - ip < 16 || (r = fast_list(p, &ip, end, n_memo, made)) == 0)
+				goto give_up;
+			if (r < 0)
+				return MS_ERR_NOMEM;
+			break;
 		default:
-			return MS_OK;
+			goto give_up;
 		}
 		while (IS_PUT(*ip))
 			if (end - ip < 16 || !fast_put(p, &ip, &n_memo, type, payload))
-				return MS_OK;
+				goto give_up;
 		if (slot >= 0) {
 			put_val(&vals[slot], type, payload);
 			present |= (uint32_t)1 << slot;
 		}
 	}
 	if (end - ip < 16)
-		return MS_OK;
+		goto give_up;
 	/* SETITEMS: the entry is complete */
 	p->n_memo = n_memo;
 	if ((s = p->fields_fn(p->item_ctx, tag, vals, present,
@@ -1004,6 +1084,10 @@ static ms_status fast_entry(struct ms_pickle *p, const unsigned char **ipp,
 	put_val(top, PK_STREAMED, me);
 	*ipp = ip + 1;
 	*done = 1;
+	return MS_OK;
+give_up:
+	if (made)
+		unmake_last(p);
 	return MS_OK;
 }
 

@@ -509,6 +509,13 @@ Test(pickle, fast_path_refuses_what_the_general_path_refuses)
 	"size\x94K\x02u"
 	/* memo 9 */
 #define E2 "}\x94(h\x05h\x06h\x07K\x03h\x08K\x04u"
+/* a general entry with one frame: memo 9 the entry, 10 'frames', 11 its list, 12 the frame */
+#define E1F                                              \
+	"}\x94(h\x05h\x06h\x07K\x01h\x08K\x02\x8c\x06"   \
+	"frames\x94]\x94(}\x94(\x8c\x04name\x94\x8c\x01" \
+	"f\x94\x8c\x08"                                  \
+	"filename\x94\x8c\x04x.py\x94\x8c\x04line\x94K\x07ueu"
+#define E2F(frames) "}\x94(h\x05h\x06h\x07K\x03h\x08K\x04h\x0a]\x94" frames "u"
 #define TAIL                    \
 	"ea\x8c\x03pad\x8c\x10" \
 	"0123456789abcdefu."
@@ -521,41 +528,58 @@ Test(pickle, fast_path_refuses_what_the_general_path_refuses)
 		int fast;           /* entries the fast path must have read */
 		uint64_t last_addr; /* when read: the last entry's address and action */
 		int last_action;
+		int last_frames; /* -1: not checked */
 	} cases[] = {
-	        {"plain", BYTES(HDR E1 E2 TAIL), MS_OK, "", 1, 3, MS_ACT_ALLOC},
+	        {"plain", BYTES(HDR E1 E2 TAIL), MS_OK, "", 1, 3, MS_ACT_ALLOC, -1},
 	        {"duplicate key: the last wins",
 	         BYTES(HDR E1 "}\x94(h\x05h\x06h\x07K\x03h\x07K\x09h\x08K\x04u" TAIL), MS_OK, "", 1,
-	         9, MS_ACT_ALLOC},
+	         9, MS_ACT_ALLOC, -1},
 	        {"negative int",
 	         BYTES(HDR E1 "}\x94(h\x05h\x06h\x07\x8a\x02\x00\xffh\x08K\x04u" TAIL), MS_OK, "",
-	         1, (uint64_t)-256, MS_ACT_ALLOC},
+	         1, (uint64_t)-256, MS_ACT_ALLOC, -1},
 	        /* a value memoized by one fast entry (memo 10) and fetched by the next */
 	        {"value from the memo",
 	         BYTES(HDR E1 "}\x94(h\x05\x8c\x0e"
 	                      "free_requested\x94h\x07K\x03h\x08K\x04u"
 	                      "}\x94(h\x05h\x0ah\x07K\x05h\x08K\x06u" TAIL),
-	         MS_OK, "", 2, 5, MS_ACT_FREE_REQUESTED},
+	         MS_OK, "", 2, 5, MS_ACT_FREE_REQUESTED, -1},
+	        /* a list of frames seen before: one (APPEND), none, two (APPENDS) */
+	        {"frames: one",
+	         BYTES(HDR E1 E1F E2F("h\x0c"
+	                              "a") TAIL),
+	         MS_OK, "", 1, 3, MS_ACT_ALLOC, 1},
+	        {"frames: none", BYTES(HDR E1 E1F E2F("") TAIL), MS_OK, "", 1, 3, MS_ACT_ALLOC, 0},
+	        {"frames: two",
+	         BYTES(HDR E1 E1F E2F("(h\x0ch\x0c"
+	                              "e") TAIL),
+	         MS_OK, "", 1, 3, MS_ACT_ALLOC, 2},
+	        /* the list made, then something only the general path reads: it is taken back */
+	        {"frames, then an int beyond 64 bits",
+	         BYTES(HDR E1 E1F E2F("(h\x0ch\x0c"
+	                              "eh\x07\x8a\x09\x00\x00\x00\x00\x00\x00\x00\x00\x01") TAIL),
+	         MS_ERR_FORMAT, "bad 'addr'", 0, 0, 0, -1},
 	        {"extended", BYTES(HDR E1 E2 "\x8c\x06streamK\x00s" TAIL), MS_ERR_UNSUPPORTED,
-	         "modified later", 1, 0, 0},
-	        {"popped", BYTES(HDR E1 E2 "0" TAIL), MS_ERR_UNSUPPORTED, "never added", 1, 0, 0},
+	         "modified later", 1, 0, 0, -1},
+	        {"popped", BYTES(HDR E1 E2 "0" TAIL), MS_ERR_UNSUPPORTED, "never added", 1, 0, 0,
+	         -1},
 	        {"fetched again", BYTES(HDR E1 E2 "h\x09" TAIL), MS_ERR_UNSUPPORTED,
-	         "reference to a streamed trace entry", 1, 0, 0},
+	         "reference to a streamed trace entry", 1, 0, 0, -1},
 	        {"appended twice", BYTES(HDR E1 E2 "2" TAIL), MS_ERR_UNSUPPORTED, "used twice", 1,
-	         0, 0},
+	         0, 0, -1},
 	        {"stored in a tuple", BYTES(HDR E1 E2 "2\x85" TAIL), MS_ERR_FORMAT, "not a dict", 1,
-	         0, 0},
+	         0, 0, -1},
 	        {"unknown action",
 	         BYTES(HDR E1 "}\x94(h\x05\x8c\x03"
 	                      "foo\x94h\x07K\x03h\x08K\x04u" TAIL),
-	         MS_ERR_FORMAT, "unknown action 'foo'", 0, 0, 0},
+	         MS_ERR_FORMAT, "unknown action 'foo'", 0, 0, 0, -1},
 	        {"no size", BYTES(HDR E1 "}\x94(h\x05h\x06h\x07K\x03u" TAIL), MS_ERR_FORMAT,
-	         "bad 'size'", 0, 0, 0},
+	         "bad 'size'", 0, 0, 0, -1},
 	        {"memo hole", BYTES(HDR E1 "}\x94(h\x05h\x06h\x07h\x7fh\x08K\x04u" TAIL),
-	         MS_ERR_FORMAT, "unknown slot", 0, 0, 0},
+	         MS_ERR_FORMAT, "unknown slot", 0, 0, 0, -1},
 	        {"int beyond 64 bits",
 	         BYTES(HDR E1 "}\x94(h\x05h\x06h\x07\x8a\x09\x00\x00\x00\x00\x00\x00\x00\x00\x01"
 	                      "h\x08K\x04u" TAIL),
-	         MS_ERR_FORMAT, "bad 'addr'", 0, 0, 0},
+	         MS_ERR_FORMAT, "bad 'addr'", 0, 0, 0, -1},
 	};
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -581,6 +605,12 @@ Test(pickle, fast_path_refuses_what_the_general_path_refuses)
 			             cases[i].name);
 			cr_expect_eq(a->events[a->n_events - 1].action, cases[i].last_action, "%s",
 			             cases[i].name);
+			if (cases[i].last_frames >= 0) {
+				size_t nf;
+				ms_symtab_get_stack(&a->syms, a->events[a->n_events - 1].stack,
+				                    &nf);
+				cr_expect_eq(nf, (size_t)cases[i].last_frames, "%s", cases[i].name);
+			}
 		}
 		ms_trace_free(a);
 		ms_trace_free(b);
@@ -588,6 +618,8 @@ Test(pickle, fast_path_refuses_what_the_general_path_refuses)
 #undef HDR
 #undef E1
 #undef E2
+#undef E1F
+#undef E2F
 #undef TAIL
 #undef BYTES
 }
