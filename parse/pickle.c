@@ -38,11 +38,20 @@ struct slab {
 	struct ms_pk_obj objs[SLAB_OBJS];
 };
 
+/* Items of the fast path's lists, bump-allocated: one allocation per MiB, not per list. */
+#define POOL_VALS ((size_t)1 << 16)
+struct pool_chunk {
+	struct pool_chunk *next;
+	size_t used, cap;
+	struct ms_pk_val v[];
+};
+
 struct ms_pickle {
 	struct ms_symtab strs;
 	uint32_t id_device_traces;
 	struct slab *slabs;
 	uint64_t n_objs;
+	struct pool_chunk *pool;
 	struct ms_pk_val *stack;
 	size_t sp, stack_cap;
 	size_t *marks;
@@ -103,9 +112,15 @@ void ms_pickle_free(struct ms_pickle *p)
 	for (s = p->slabs; s;) {
 		struct slab *n = s->next;
 		for (uint32_t i = 0; i < s->used; i++)
-			ms_free(s->objs[i].items);
+			if (!s->objs[i].pooled)
+				ms_free(s->objs[i].items);
 		ms_free(s);
 		s = n;
+	}
+	while (p->pool) {
+		struct pool_chunk *c = p->pool;
+		p->pool = c->next;
+		ms_free(c);
 	}
 	ms_symtab_release(&p->strs);
 	ms_free(p->stack);
@@ -368,7 +383,15 @@ static ms_status obj_add(struct ms_pk_obj *o, const struct ms_pk_val *v, size_t 
 		return MS_OK;
 	if ((uint64_t)o->n + n > UINT32_MAX)
 		return MS_ERR_LIMIT;
-	if (o->n + n > cap) {
+	if (o->pooled) { /* added to later: the items move to an allocation of their own */
+		struct ms_pk_val *own = NULL;
+		cap = 0;
+		if (ms_grow(&own, &cap, o->n + n, sizeof(*v)))
+			return MS_ERR_NOMEM;
+		copy_vals(own, o->items, o->n);
+		o->items = own;
+		o->pooled = 0;
+	} else if (o->n + n > cap) {
 		if (ms_grow(&o->items, &cap, o->n + n, sizeof(*v)))
 			return MS_ERR_NOMEM;
 	}
@@ -435,7 +458,8 @@ static void consume(struct ms_pk_obj *o)
 	if (o->consumed)
 		return;
 	o->consumed = 1;
-	ms_free(o->items);
+	if (!o->pooled)
+		ms_free(o->items);
 	o->items = NULL;
 	o->n = o->cap = 0;
 }
@@ -877,6 +901,24 @@ static inline int fast_put(struct ms_pickle *p, const unsigned char **ipp, size_
 
 #define IS_PUT(op) ((op) == 0x94 || (op) == 'q' || (op) == 'r')
 
+/* n values from the pool, the last ones taken (so that unmake_last can give them back). */
+static struct ms_pk_val *pool_take(struct ms_pickle *p, size_t n)
+{
+	struct pool_chunk *c = p->pool;
+
+	if (!c || c->cap - c->used < n) {
+		size_t cap = n > POOL_VALS ? n : POOL_VALS;
+		if (!(c = ms_malloc(sizeof(*c) + cap * sizeof(c->v[0]))))
+			return NULL;
+		c->used = 0;
+		c->cap = cap;
+		c->next = p->pool;
+		p->pool = c;
+	}
+	c->used += n;
+	return &c->v[c->used - n];
+}
+
 /*
  * A memo get the fast path can do, at *ipp (BINGET or LONG_BINGET, 5 bytes readable): of a
  * slot written, not a streamed entry or object. 0: give up.
@@ -915,45 +957,58 @@ static int fast_list(struct ms_pickle *p, const unsigned char **ipp, const unsig
 {
 	const unsigned char *ip = *ipp, *q = ip;
 	uint64_t type = 0, payload = 0;
-	size_t n = 0, cap = 0;
+	struct ms_pk_val *dst = NULL;
+	size_t n = 0, room = 0;
 
 	if (*ip != '(') {
 		/* one get and APPEND; or nothing, and what follows is the next key or SETITEMS */
 		if (!fast_get(p, &q, n_memo, &type, &payload) || *q != 'a')
 			return 1;
-		if (ms_grow(&o->items, &cap, 1, sizeof(*o->items)))
+		if (!(o->items = pool_take(p, 1)))
 			return -1;
 		put_val(&o->items[0], type, payload);
-		o->n = 1;
-		o->cap = (uint32_t)cap;
+		o->n = o->cap = 1;
+		o->pooled = 1;
 		*ipp = q + 1;
 		return 1;
 	}
-	/* count first, then fill: one allocation of the right size */
-	for (q = ip + 1; end - q >= 16 && *q != 'e'; n++)
+	/* straight into the pool's free room; a second pass only if the room runs out */
+	if (p->pool) {
+		room = p->pool->cap - p->pool->used;
+		dst = &p->pool->v[p->pool->used];
+	}
+	for (q = ip + 1; end - q >= 16 && *q != 'e'; n++) {
 		if (!fast_get(p, &q, n_memo, &type, &payload))
 			return 0;
+		if (n < room)
+			put_val(&dst[n], type, payload);
+	}
 	if (end - q < 16 || n == 0 || n > UINT32_MAX)
 		return 0;
-	if (ms_grow(&o->items, &cap, n, sizeof(*o->items)))
-		return -1;
-	q = ip + 1;
-	for (size_t i = 0; i < n; i++) {
-		fast_get(p, &q, n_memo, &type, &payload);
-		put_val(&o->items[i], type, payload);
+	if (n <= room) {
+		o->items = pool_take(p, n); /* == dst */
+	} else {
+		if (!(o->items = pool_take(p, n)))
+			return -1;
+		q = ip + 1;
+		for (size_t i = 0; i < n; i++) {
+			fast_get(p, &q, n_memo, &type, &payload);
+			put_val(&o->items[i], type, payload);
+		}
 	}
-	o->n = (uint32_t)n;
-	o->cap = (uint32_t)(cap > UINT32_MAX ? UINT32_MAX : cap);
+	o->n = o->cap = (uint32_t)n;
+	o->pooled = 1;
 	*ipp = q + 1;
 	return 1;
 }
 
-/* Take back the last object made (the fast path's list, when it gives up). */
+/* Take back the last object made and its pooled items (the fast path's list, giving up). */
 static void unmake_last(struct ms_pickle *p)
 {
 	struct ms_pk_obj *o = &p->slabs->objs[--p->slabs->used];
 
-	ms_free(o->items);
+	if (o->pooled)
+		p->pool->used -= o->n;
 	p->n_objs--;
 }
 
@@ -1278,8 +1333,18 @@ ms_status ms_pickle_run(struct ms_pickle *p, ms_pk_read_fn rd, void *rd_ctx, str
 			}
 			if (under && p->fields_fn) {
 				int done;
-				if ((s = fast_entry(p, &ip, end, under->v.o->tag, &st[sp], &done)))
-					return s;
+				/* and the entries right after it, while they go the fast way */
+				for (;;) {
+					s = fast_entry(p, &ip, end, under->v.o->tag, &st[sp],
+					               &done);
+					if (s)
+						return s;
+					if (!done || ip == end || *ip != '}' ||
+					    sp + 1 == p->stack_cap)
+						break;
+					sp++;
+					p->op_off = off = (int64_t)(base + (size_t)(ip++ - buf));
+				}
 				if (done) {
 					sp++;
 					break;
