@@ -46,6 +46,8 @@ struct pool_chunk {
 	struct ms_pk_val v[];
 };
 
+#define KCACHE 256
+
 struct ms_pickle {
 	struct ms_symtab strs;
 	uint32_t id_device_traces;
@@ -72,6 +74,14 @@ struct ms_pickle {
 	void *item_ctx;
 	ms_pk_fields_fn fields_fn; /* the fast path for entries, with key_slot */
 	int8_t key_slot[64];
+	/*
+	 * The fast path's keys: memo index + 1 (0: empty) -> the key's slot. Filled only from
+	 * memo slots already final, cleared where a memo slot is written again.
+	 */
+	struct key_cache {
+		uint32_t idx1;
+		int8_t slot;
+	} kcache[KCACHE];
 	struct ms_diag *diag;
 	int64_t op_off;
 	uint8_t op;
@@ -678,6 +688,7 @@ static inline ms_status memo_put(struct ms_pickle *p, uint64_t idx)
 		p->n_memo = idx + 1;
 	}
 	copy_vals(MEMO_AT(p, idx), &p->stack[p->sp - 1], 1);
+	p->kcache[idx & (KCACHE - 1)].idx1 = 0;
 	return MS_OK;
 }
 
@@ -1045,15 +1056,28 @@ static ms_status fast_entry(struct ms_pickle *p, const unsigned char **ipp,
 		uint64_t type, payload;
 		uint32_t id;
 		int slot = -1, r;
+		struct key_cache *kc;
 		size_t n;
 
-		if (!fast_get(p, &ip, n_memo, &type, &payload) || type > MS_PK_BYTES)
-			goto give_up; /* a container key: the general path decides */
-		if (type == MS_PK_STR) {
-			if (payload == p->id_device_traces)
+		/* the key's slot, from the cache by memo index or worked out (and cached) */
+		kc = &p->kcache[(*ip == 'h' ? ip[1] : load_le32(ip + 1)) & (KCACHE - 1)];
+		if ((*ip == 'h' && kc->idx1 == ip[1] + 1u) ||
+		    (*ip == 'j' && kc->idx1 == load_le32(ip + 1) + 1ull)) {
+			slot = kc->slot;
+			ip += *ip == 'h' ? 2 : 5;
+		} else {
+			uint64_t idx = *ip == 'h' ? ip[1] : load_le32(ip + 1);
+			if (!fast_get(p, &ip, n_memo, &type, &payload) || type > MS_PK_BYTES)
+				goto give_up; /* a container key: the general path decides */
+			if (type == MS_PK_STR && payload == p->id_device_traces)
 				goto give_up; /* the general path gives its lists roles */
-			if (payload < 64)
+			if (type == MS_PK_STR && payload < 64)
 				slot = p->key_slot[payload];
+			/* not a slot of this entry's own: only those are final */
+			if (idx < p->n_memo && idx < UINT32_MAX) {
+				kc->idx1 = (uint32_t)idx + 1;
+				kc->slot = (int8_t)slot;
+			}
 		}
 		if (end - ip < 16)
 			goto give_up;
@@ -1250,6 +1274,7 @@ ms_status ms_pickle_run(struct ms_pickle *p, ms_pk_read_fn rd, void *rd_ctx, str
 					FAIL(MS_ERR_FORMAT, "memo store with an empty stack");
 				copy_vals(MEMO_AT(p, idx), &st[sp - 1], 1);
 				p->n_memo += idx == p->n_memo;
+				p->kcache[idx & (KCACHE - 1)].idx1 = 0;
 			} else {
 				SAVE();
 				s = memo_put(p, idx);

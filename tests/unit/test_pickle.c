@@ -543,6 +543,14 @@ Test(pickle, fast_path_refuses_what_the_general_path_refuses)
 	                      "free_requested\x94h\x07K\x03h\x08K\x04u"
 	                      "}\x94(h\x05h\x0ah\x07K\x05h\x08K\x06u" TAIL),
 	         MS_OK, "", 2, 5, MS_ACT_FREE_REQUESTED, -1},
+	        /* a memo slot read as a key, then written again: the key it holds now counts */
+	        {"memo slot of a key written again",
+	         BYTES(HDR E1 E2 "\x8c\x04"
+	                         "addr\x94"
+	                         "0\x8c\x06"
+	                         "streamq\x07"
+	                         "0}\x94(h\x05h\x06h\x0aK\x03h\x07K\x09h\x08K\x04u" TAIL),
+	         MS_OK, "", 2, 3, MS_ACT_ALLOC, -1},
 	        /* a list of frames seen before: one (APPEND), none, two (APPENDS) */
 	        {"frames: one",
 	         BYTES(HDR E1 E1F E2F("h\x0c"
