@@ -1,6 +1,7 @@
 /*
  * Parse benchmarks, in one process so that only the parsing is timed:
- *   bench_parse import FILE...      snapshot import: entries/s, best of 5+ runs and the first
+ *   bench_parse import [--runs N] FILE...  snapshot import: entries/s, best of 5+ runs (or of
+ *                                   exactly N, for perf stat) and the first
  *   bench_parse walk FILE.pickle    only step over the opcodes: the floor for any importer
  *   bench_parse decode FILE.zst     .zst decode to a counting sink: events/s on one core
  *   bench_parse long SRC OUT.zst N  write a long trace: N copies of SRC's events, times shifted
@@ -42,8 +43,9 @@ static double time_read(const char *path, const struct ms_read_opts *o, uint64_t
 {
 	double best = 1e30, total = 0;
 
-	/* at least `runs` runs and half a second in all; the best run counts */
-	for (int r = 0; r < runs || total < 0.5; r++) {
+	/* at least `runs` runs and half a second in all (exactly -runs, if negative: for perf
+	 * stat); the best run counts */
+	for (int r = 0; runs < 0 ? r < -runs : (r < runs || total < 0.5); r++) {
 		struct ms_symtab syms;
 		struct count c = {0, 0};
 		struct ms_sink sink = {0};
@@ -199,7 +201,12 @@ int main(int argc, char **argv)
 #endif
 
 	if (argc >= 3 && strcmp(argv[1], "import") == 0) {
-		for (int i = 2; i < argc; i++) {
+		int i = 2;
+		if (argc >= 5 && strcmp(argv[2], "--runs") == 0) { /* exactly N runs, for perf stat */
+			runs = -atoi(argv[3]);
+			i = 4;
+		}
+		for (; i < argc; i++) {
 			uint64_t n;
 			double first, t = time_read(argv[i], NULL, &n, runs, &first);
 			printf("file %s entries %llu seconds %.6f entries_per_s %.0f "
@@ -228,7 +235,7 @@ int main(int argc, char **argv)
 	if (argc == 5 && strcmp(argv[1], "long") == 0)
 		return cmd_long(argv[2], argv[3], atoi(argv[4]));
 	fprintf(stderr,
-	        "usage: bench_parse import FILE... | walk FILE.pickle | decode FILE.zst | long SRC "
+	        "usage: bench_parse import [--runs N] FILE... | walk FILE.pickle | decode FILE.zst | long SRC "
 	        "OUT.zst N\n");
 	return 2;
 }
