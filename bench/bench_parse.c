@@ -202,7 +202,8 @@ int main(int argc, char **argv)
 
 	if (argc >= 3 && strcmp(argv[1], "import") == 0) {
 		int i = 2;
-		if (argc >= 5 && strcmp(argv[2], "--runs") == 0) { /* exactly N runs, for perf stat */
+		if (argc >= 5 &&
+		    strcmp(argv[2], "--runs") == 0) { /* exactly N runs, for perf stat */
 			runs = -atoi(argv[3]);
 			i = 4;
 		}
@@ -234,8 +235,8 @@ int main(int argc, char **argv)
 	}
 	if (argc == 5 && strcmp(argv[1], "long") == 0)
 		return cmd_long(argv[2], argv[3], atoi(argv[4]));
-	fprintf(stderr,
-	        "usage: bench_parse import [--runs N] FILE... | walk FILE.pickle | decode FILE.zst | long SRC "
-	        "OUT.zst N\n");
+	fprintf(stderr, "usage: bench_parse import [--runs N] FILE... | walk FILE.pickle | decode "
+	                "FILE.zst | long SRC "
+	                "OUT.zst N\n");
 	return 2;
 }

@@ -75,8 +75,9 @@ struct ms_pickle {
 	ms_pk_fields_fn fields_fn; /* the fast path for entries, with key_slot */
 	int8_t key_slot[64];
 	/*
-	 * The fast path's keys: memo index + 1 (0: empty) -> the key's slot. Filled only from
-	 * memo slots already final, cleared where a memo slot is written again.
+	 * The fast path's keys: memo index + 1 (0: empty) -> the key's slot (SLOT_UNWANTED for a
+	 * key the hook does not want). Filled only from memo slots already final, cleared where a
+	 * memo slot is written again.
 	 */
 	struct key_cache {
 		uint32_t idx1;
@@ -910,7 +911,8 @@ static inline int fast_put(struct ms_pickle *p, const unsigned char **ipp, size_
 	return 1;
 }
 
-#define IS_PUT(op) ((op) == 0x94 || (op) == 'q' || (op) == 'r')
+static const unsigned char put_op[256] = {[0x94] = 1, ['q'] = 1, ['r'] = 1};
+#define SLOT_UNWANTED MS_PK_SLOTS /* the fast path's slot for values of keys not wanted */
 
 /* n values from the pool, the last ones taken (so that unmake_last can give them back). */
 static struct ms_pk_val *pool_take(struct ms_pickle *p, size_t n)
@@ -1040,7 +1042,7 @@ static ms_status fast_entry(struct ms_pickle *p, const unsigned char **ipp,
                             int *done)
 {
 	const unsigned char *ip = *ipp;
-	struct ms_pk_val vals[MS_PK_SLOTS];
+	struct ms_pk_val vals[MS_PK_SLOTS + 1]; /* the last for values of unwanted keys */
 	struct ms_pk_obj *made = NULL;
 	uint32_t present = 0;
 	size_t n_memo = p->n_memo;
@@ -1048,39 +1050,52 @@ static ms_status fast_entry(struct ms_pickle *p, const unsigned char **ipp,
 	ms_status s;
 
 	*done = 0;
-	if (p->ev_mapped > ORD_MASK || tag >> (64 - ORD_BITS) || end - ip < 16 || !IS_PUT(*ip) ||
+	if (p->ev_mapped > ORD_MASK || tag >> (64 - ORD_BITS) || end - ip < 16 || !put_op[*ip] ||
 	    !fast_put(p, &ip, &n_memo, PK_STREAMED, me) || *ip++ != '(')
 		return MS_OK;
-	/* 16 bytes readable before each key and each value: the longest is LONG1 of 8 */
-	while (end - ip >= 16 && *ip != 'u') {
-		uint64_t type, payload;
+	/*
+	 * 32 bytes readable at each key: the key (5 at most), a value (10 at most; a string or a
+	 * list checks for itself), a memo put (5) and the next opcode.
+	 */
+	for (;;) {
+		uint64_t idx, type, payload;
 		uint32_t id;
-		int slot = -1, r;
+		int slot, r;
 		struct key_cache *kc;
-		size_t n;
+		size_t n, klen;
 
+		if (end - ip < 32) {
+			if (ip < end && *ip == 'u')
+				break;
+			goto give_up;
+		}
+		if (*ip == 'u')
+			break;
 		/* the key's slot, from the cache by memo index or worked out (and cached) */
-		kc = &p->kcache[(*ip == 'h' ? ip[1] : load_le32(ip + 1)) & (KCACHE - 1)];
-		if ((*ip == 'h' && kc->idx1 == ip[1] + 1u) ||
-		    (*ip == 'j' && kc->idx1 == load_le32(ip + 1) + 1ull)) {
+		if (*ip == 'h')
+			idx = ip[1], klen = 2;
+		else if (*ip == 'j')
+			idx = load_le32(ip + 1), klen = 5;
+		else
+			goto give_up;
+		kc = &p->kcache[idx & (KCACHE - 1)];
+		if (kc->idx1 == idx + 1) {
 			slot = kc->slot;
-			ip += *ip == 'h' ? 2 : 5;
+			ip += klen;
 		} else {
-			uint64_t idx = *ip == 'h' ? ip[1] : load_le32(ip + 1);
 			if (!fast_get(p, &ip, n_memo, &type, &payload) || type > MS_PK_BYTES)
 				goto give_up; /* a container key: the general path decides */
 			if (type == MS_PK_STR && payload == p->id_device_traces)
 				goto give_up; /* the general path gives its lists roles */
-			if (type == MS_PK_STR && payload < 64)
-				slot = p->key_slot[payload];
+			slot = type == MS_PK_STR && payload < 64 && p->key_slot[payload] >= 0
+			               ? p->key_slot[payload]
+			               : SLOT_UNWANTED;
 			/* not a slot of this entry's own: only those are final */
 			if (idx < p->n_memo && idx < UINT32_MAX) {
 				kc->idx1 = (uint32_t)idx + 1;
 				kc->slot = (int8_t)slot;
 			}
 		}
-		if (end - ip < 16)
-			goto give_up;
 		switch (*ip) {
 		case 'h': /* BINGET */
 		case 'j': /* LONG_BINGET */
@@ -1132,7 +1147,7 @@ static ms_status fast_entry(struct ms_pickle *p, const unsigned char **ipp,
 			if ((s = new_obj(p, MS_PK_LIST, &made)))
 				return s;
 			type = MS_PK_LIST, payload = (uint64_t)(uintptr_t)made, ip++;
-			while (IS_PUT(*ip))
+			while (put_op[*ip])
 				if (end - ip < 16 || !fast_put(p, &ip, &n_memo, type, payload))
 					goto give_up;
 			if (end - ip < 16 || (r = fast_list(p, &ip, end, n_memo, made)) == 0)
@@ -1143,18 +1158,15 @@ static ms_status fast_entry(struct ms_pickle *p, const unsigned char **ipp,
 		default:
 			goto give_up;
 		}
-		while (IS_PUT(*ip))
+		while (put_op[*ip])
 			if (end - ip < 16 || !fast_put(p, &ip, &n_memo, type, payload))
 				goto give_up;
-		if (slot >= 0) {
-			put_val(&vals[slot], type, payload);
-			present |= (uint32_t)1 << slot;
-		}
+		put_val(&vals[slot], type, payload);
+		present |= (uint32_t)1 << slot;
 	}
-	if (end - ip < 16)
-		goto give_up;
 	/* SETITEMS: the entry is complete */
 	p->n_memo = n_memo;
+	present &= ((uint32_t)1 << SLOT_UNWANTED) - 1;
 	if ((s = p->fields_fn(p->item_ctx, tag, vals, present,
 	                      (int64_t)(p->base + (size_t)(ip - p->buf)))))
 		return s;
