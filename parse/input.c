@@ -15,7 +15,8 @@
 #include "common/status.h"
 #include "memsnap/format.h"
 
-#define IN_CHUNK (1u << 20)
+#define IN_CHUNK    (1u << 20)
+#define FIRST_CHUNK 4096
 
 struct ms_input {
 	int fd;
@@ -25,6 +26,7 @@ struct ms_input {
 	unsigned char *in; /* raw bytes read from fd */
 	size_t in_pos, in_len;
 	int raw_eof;
+	int filled; /* fill_raw has read once */
 	ZSTD_DCtx *zd;
 	z_stream gz;
 	int gz_init;
@@ -42,9 +44,15 @@ static ms_status fill_raw(struct ms_input *in, struct ms_diag *diag)
 
 	if (in->in_pos < in->in_len || in->raw_eof)
 		return MS_OK;
+	/*
+	 * The first read only needs the magic bytes and what sniffing peeks at: kept small, so
+	 * that an uncompressed file is then read straight into the caller's buffer (read_decomp)
+	 * instead of through this one and a copy.
+	 */
 	do
-		n = read(in->fd, in->in, IN_CHUNK);
+		n = read(in->fd, in->in, in->filled ? IN_CHUNK : FIRST_CHUNK);
 	while (n < 0 && errno == EINTR);
+	in->filled = 1;
 	if (n < 0)
 		return ms__diag_set(diag, MS_ERR_IO, -1, -1, "read error: %s", strerror(errno));
 	in->in_pos = 0;
