@@ -116,7 +116,7 @@ static ms_status entry_err(struct ms_snapmap *m, uint64_t index, int64_t off, co
 }
 
 /* Trace-symtab id of a vm string. */
-static ms_status map_str(struct ms_snapmap *m, uint32_t vid, uint32_t *out)
+static ms_status map_str_slow(struct ms_snapmap *m, uint32_t vid, uint32_t *out)
 {
 	const struct ms_str *s;
 	uint32_t id;
@@ -140,6 +140,16 @@ static ms_status map_str(struct ms_snapmap *m, uint32_t vid, uint32_t *out)
 	m->str_map[vid] = id + 1;
 	*out = id;
 	return MS_OK;
+}
+
+/* map_str, the string mapped before (the usual case) inline */
+static inline ms_status map_str(struct ms_snapmap *m, uint32_t vid, uint32_t *out)
+{
+	if (vid < m->str_map_cap && m->str_map[vid]) {
+		*out = m->str_map[vid] - 1;
+		return MS_OK;
+	}
+	return map_str_slow(m, vid, out);
 }
 
 static const struct ms_pk_val *get(const struct ms_snapmap *m, const struct ms_pk_val *d, int key)
@@ -171,7 +181,7 @@ static int as_i64_str(const struct ms_snapmap *m, const struct ms_pk_val *v, int
 	return errno || *end ? -1 : 0;
 }
 
-static int as_i64(const struct ms_pk_val *v, int64_t *out)
+static inline int as_i64(const struct ms_pk_val *v, int64_t *out)
 {
 	if (!v)
 		return -1;
@@ -314,11 +324,13 @@ ms_status ms__snapmap_fields(void *ctx, uint32_t device, const struct ms_pk_val 
 	v = FIELD(K_USER_METADATA);
 	if (v && v->type == MS_PK_STR)
 		MS_TRY(map_str(m, v->v.str, &ep->user_metadata));
-	s = map_frames(m, FIELD(K_FRAMES), &ep->stack);
-	if (s == MS_ERR_FORMAT)
-		return entry_err(m, gidx, offset, "bad 'frames'");
-	if (s)
-		return s;
+	if ((v = FIELD(K_FRAMES))) {
+		s = map_frames(m, v, &ep->stack);
+		if (s == MS_ERR_FORMAT)
+			return entry_err(m, gidx, offset, "bad 'frames'");
+		if (s)
+			return s;
+	}
 	if (device > UINT16_MAX)
 		return entry_err(m, gidx, offset, "device index too large");
 	ep->device = (uint16_t)device;
