@@ -1,8 +1,9 @@
 /*
  * Parse benchmarks, in one process so that only the parsing is timed:
- *   bench_parse import [--runs N] FILE...  snapshot import: entries/s, best of 5+ runs (or of
- *                                   exactly N, for perf stat) and the first
- *   bench_parse walk FILE.pickle    only step over the opcodes: the floor for any importer
+ *   bench_parse import [--runs N] [--general] FILE...
+ *                                   snapshot import: entries/s, best of 5+ runs (or of exactly
+ *                                   N, for perf stat) and the first; --general: with the
+ *                                   unpickler's fast path for trace entries off
  *   bench_parse decode FILE.zst     .zst decode to a counting sink: events/s on one core
  *   bench_parse long SRC OUT.zst N  write a long trace: N copies of SRC's events, times shifted
  * Results are one line each, "key value" pairs, for bench/run.sh to collect.
@@ -15,7 +16,10 @@
 #include <malloc.h>
 #endif
 
+#include "common/status.h"
 #include "format/trace_write.h"
+#include "parse/input.h"
+#include "parse/torch_snapshot.h"
 #include "parse/trace.h"
 
 static double now(void)
@@ -37,9 +41,34 @@ static ms_status c_event(void *ctx, const struct ms_event *e)
 	return MS_OK;
 }
 
+static int general_only; /* import --general */
+
+static ms_status in_read(void *ctx, void *buf, size_t cap, size_t *got, struct ms_diag *d)
+{
+	return ms_input_read(ctx, buf, cap, got, d);
+}
+
+/* A pickle snapshot read with the unpickler's fast path for trace entries off: what it buys. */
+static ms_status read_general(const char *path, struct ms_symtab *syms, const struct ms_sink *sink,
+                              struct ms_source_info *info, struct ms_diag *d)
+{
+	struct ms_input *in;
+	ms_status s;
+
+	memset(info, 0, sizeof(*info));
+	if ((s = ms_input_open(path, &in, d)))
+		return s;
+	if (ms_input_kind(in) != MS_FILE_PICKLE)
+		s = ms__diag_set(d, MS_ERR_INVALID_ARG, -1, -1, "--general needs a pickle");
+	else
+		s = ms__torch_pickle_read(in_read, in, NULL, 0, syms, sink, &info->snap, d);
+	ms_input_close(in);
+	return s;
+}
+
 /* Best time of the runs; *first gets the first run's (page faults and cold caches included). */
 static double time_read(const char *path, const struct ms_read_opts *o, uint64_t *events, int runs,
-                        double *first)
+                        double *first, uint64_t *fast)
 {
 	double best = 1e30, total = 0;
 
@@ -50,13 +79,15 @@ static double time_read(const char *path, const struct ms_read_opts *o, uint64_t
 		struct count c = {0, 0};
 		struct ms_sink sink = {0};
 		struct ms_diag d = MS_DIAG_INIT;
+		struct ms_source_info info;
 		double t0;
 		ms_status s;
 		sink.ctx = &c;
 		sink.event = c_event;
 		ms_symtab_init(&syms);
 		t0 = now();
-		s = ms_source_read(path, o, &syms, &sink, NULL, &d);
+		s = general_only ? read_general(path, &syms, &sink, &info, &d)
+		                 : ms_source_read(path, o, &syms, &sink, &info, &d);
 		t0 = now() - t0;
 		ms_symtab_release(&syms);
 		if (s) {
@@ -69,6 +100,8 @@ static double time_read(const char *path, const struct ms_read_opts *o, uint64_t
 		if (t0 < best)
 			best = t0;
 		*events = c.n;
+		if (fast)
+			*fast = info.snap.n_fast_entries;
 	}
 	return best;
 }
@@ -105,86 +138,6 @@ static int cmd_long(const char *src, const char *out, int copies)
 	return 0;
 }
 
-/*
- * A floor for any importer that reads the pickle opcode by opcode: step over every opcode
- * of a plain (uncompressed) pickle already in memory, by its argument's length, touching
- * nothing else. No values, no memo, no mapping: not a parser, only the cost of the walk.
- * Returns the time of the best run, or a negative number if the file is not a plain pickle.
- */
-static double time_walk(const char *path, int runs)
-{
-	FILE *f = fopen(path, "rb");
-	unsigned char *b;
-	long n;
-	double best = 1e30;
-	volatile uint64_t sink = 0;
-
-	if (!f || fseek(f, 0, SEEK_END) || (n = ftell(f)) <= 0 || fseek(f, 0, SEEK_SET))
-		return -1;
-	b = malloc((size_t)n + 16);
-	if (!b || fread(b, 1, (size_t)n, f) != (size_t)n)
-		return -1;
-	memset(b + n, '.', 16);
-	fclose(f);
-	for (int r = 0; r < runs; r++) {
-		const unsigned char *p = b, *e = b + n;
-		uint64_t ops = 0;
-		double t0 = now();
-		while (p < e) {
-			unsigned op = *p++;
-			uint32_t l;
-			ops++;
-			switch (op) {
-			case 0x80:
-			case 'K':
-			case 'h':
-			case 'q':
-			case 'C':
-				p += 1;
-				break;
-			case 'M':
-				p += 2;
-				break;
-			case 'J':
-			case 'j':
-			case 'r':
-				p += 4;
-				break;
-			case 0x95:
-			case 'G':
-				p += 8;
-				break;
-			case 0x8a:
-			case 0x8c:
-				p += 1 + *p;
-				break;
-			case 'X':
-			case 'B':
-			case 0x8b:
-				memcpy(&l, p, 4);
-				p += 4 + l;
-				break;
-			case 0x8d:
-			case 0x8e:
-			case 0x96:
-				free(b);
-				return -1; /* 8-byte lengths: not in snapshots */
-			case '.':
-				p = e;
-				break;
-			default:
-				break;
-			}
-		}
-		t0 = now() - t0;
-		sink += ops;
-		if (t0 < best)
-			best = t0;
-	}
-	free(b);
-	return best;
-}
-
 int main(int argc, char **argv)
 {
 	int runs = 5;
@@ -202,40 +155,34 @@ int main(int argc, char **argv)
 
 	if (argc >= 3 && strcmp(argv[1], "import") == 0) {
 		int i = 2;
-		if (argc >= 5 &&
-		    strcmp(argv[2], "--runs") == 0) { /* exactly N runs, for perf stat */
-			runs = -atoi(argv[3]);
-			i = 4;
+		for (; i + 1 < argc && argv[i][0] == '-'; i++) {
+			if (strcmp(argv[i], "--runs") == 0 && i + 2 < argc) /* exactly N runs */
+				runs = -atoi(argv[++i]);
+			else if (strcmp(argv[i], "--general") == 0) /* the fast path off */
+				general_only = 1;
+			else
+				break;
 		}
 		for (; i < argc; i++) {
-			uint64_t n;
-			double first, t = time_read(argv[i], NULL, &n, runs, &first);
+			uint64_t n, fast = 0;
+			double first, t = time_read(argv[i], NULL, &n, runs, &first, &fast);
 			printf("file %s entries %llu seconds %.6f entries_per_s %.0f "
-			       "first_entries_per_s "
-			       "%.0f\n",
-			       argv[i], (unsigned long long)n, t, (double)n / t, (double)n / first);
+			       "first_entries_per_s %.0f fast_path_entries %llu\n",
+			       argv[i], (unsigned long long)n, t, (double)n / t, (double)n / first,
+			       (unsigned long long)fast);
 		}
-		return 0;
-	}
-	if (argc == 3 && strcmp(argv[1], "walk") == 0) {
-		double t = time_walk(argv[2], 20);
-		if (t < 0) {
-			fprintf(stderr, "%s: not a plain pickle\n", argv[2]);
-			return 1;
-		}
-		printf("file %s seconds %.6f\n", argv[2], t);
 		return 0;
 	}
 	if (argc == 3 && strcmp(argv[1], "decode") == 0) {
 		uint64_t n;
-		double t = time_read(argv[2], NULL, &n, 3, NULL);
+		double t = time_read(argv[2], NULL, &n, 3, NULL, NULL);
 		printf("file %s events %llu seconds %.4f events_per_s %.0f\n", argv[2],
 		       (unsigned long long)n, t, (double)n / t);
 		return 0;
 	}
 	if (argc == 5 && strcmp(argv[1], "long") == 0)
 		return cmd_long(argv[2], argv[3], atoi(argv[4]));
-	fprintf(stderr, "usage: bench_parse import [--runs N] FILE... | walk FILE.pickle | decode "
+	fprintf(stderr, "usage: bench_parse import [--runs N] [--general] FILE... | decode "
 	                "FILE.zst | long SRC "
 	                "OUT.zst N\n");
 	return 2;
