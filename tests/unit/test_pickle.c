@@ -561,6 +561,13 @@ Test(pickle, fast_path_refuses_what_the_general_path_refuses)
 	         BYTES(HDR E1 E1F E2F("(h\x0ch\x0c"
 	                              "e") TAIL),
 	         MS_OK, "", 1, 3, MS_ACT_ALLOC, 2},
+	        /* a fast path's list (memo 19) extended later by the general path, then reused */
+	        {"frames list extended later",
+	         BYTES(HDR E1 E1F E2F(
+	                 "(h\x0ch\x0c"
+	                 "e") "h\x13h\x0c"
+	                      "a0}\x94(h\x05h\x06h\x07K\x05h\x08K\x04h\x0ah\x13u" TAIL),
+	         MS_OK, "", 2, 5, MS_ACT_ALLOC, -1},
 	        /* the list made, then something only the general path reads: it is taken back */
 	        {"frames, then an int beyond 64 bits",
 	         BYTES(HDR E1 E1F E2F("(h\x0ch\x0c"
