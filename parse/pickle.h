@@ -105,12 +105,12 @@ void ms_pickle_stream_traces(struct ms_pickle *p, ms_pk_item_fn fn, void *ctx);
 /*
  * With the stream hook set: trace entries laid out as PyTorch writes them (a dict of string
  * keys got from the memo and plain values: memo gets, ints of up to 64 bits, short strings,
- * None, bools) are read straight from the input by a second, narrower decoder and handed to
- * fn (with the stream hook's ctx) as values by slot: key string id k < 64 goes to slot
- * slot_of[k] (-1: not wanted; keys of other ids and non-string keys are never wanted). Any
- * other entry, or one that crosses the end of the input window, goes to the stream hook as
- * a dict. The two paths accept and refuse the same pickles and give the same values; the fast
- * one skips the dict and the general opcode dispatch.
+ * None, bools, one list of memo gets) are read straight from the input by a second, narrower
+ * decoder and handed to fn (with the stream hook's ctx) as values by slot: key string id k < 64
+ * goes to slot slot_of[k] (-1: not wanted; keys of other ids and non-string keys are never wanted).
+ * Any other entry, or one that crosses the end of the input window, goes to the stream hook as a
+ * dict. The two paths accept and refuse the same pickles and give the same values; the fast one
+ * skips the dict and the general opcode dispatch.
  */
 void ms_pickle_entry_fields(struct ms_pickle *p, const int8_t slot_of[64], ms_pk_fields_fn fn);
 
