@@ -1047,6 +1047,8 @@ static ms_status fast_entry(struct ms_pickle *p, const unsigned char **ipp,
 	uint32_t present = 0;
 	size_t n_memo = p->n_memo;
 	uint64_t me = p->ev_mapped | (uint64_t)tag << ORD_BITS;
+	/* ip <= last: 32 bytes readable */
+	uintptr_t last = (uintptr_t)end >= 32 ? (uintptr_t)end - 32 : 0;
 	ms_status s;
 
 	*done = 0;
@@ -1064,18 +1066,18 @@ static ms_status fast_entry(struct ms_pickle *p, const unsigned char **ipp,
 		struct key_cache *kc;
 		size_t n, klen;
 
-		if (end - ip < 32) {
+		if ((uintptr_t)ip > last) {
 			if (ip < end && *ip == 'u')
 				break;
 			goto give_up;
 		}
-		if (*ip == 'u')
-			break;
 		/* the key's slot, from the cache by memo index or worked out (and cached) */
 		if (*ip == 'h')
 			idx = ip[1], klen = 2;
 		else if (*ip == 'j')
 			idx = load_le32(ip + 1), klen = 5;
+		else if (*ip == 'u')
+			break;
 		else
 			goto give_up;
 		kc = &p->kcache[idx & (KCACHE - 1)];
