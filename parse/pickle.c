@@ -913,6 +913,9 @@ static inline int fast_put(struct ms_pickle *p, const unsigned char **ipp, size_
 
 static const unsigned char put_op[256] = {[0x94] = 1, ['q'] = 1, ['r'] = 1};
 #define SLOT_UNWANTED MS_PK_SLOTS /* the fast path's slot for values of keys not wanted */
+static const uint32_t slot_bit[MS_PK_SLOTS + 1] = {
+        1u << 0, 1u << 1,  1u << 2,  1u << 3,  1u << 4,  1u << 5,  1u << 6,  1u << 7, 1u << 8,
+        1u << 9, 1u << 10, 1u << 11, 1u << 12, 1u << 13, 1u << 14, 1u << 15, 0};
 
 /* n values from the pool, the last ones taken (so that unmake_last can give them back). */
 static struct ms_pk_val *pool_take(struct ms_pickle *p, size_t n)
@@ -1064,7 +1067,9 @@ static ms_status fast_entry(struct ms_pickle *p, const unsigned char **ipp,
 		uint32_t id;
 		int slot, r;
 		struct key_cache *kc;
-		size_t n, klen;
+		const unsigned char *key;
+		int memoized = 0;
+		size_t n;
 
 		if ((uintptr_t)ip > last) {
 			if (ip < end && *ip == 'u')
@@ -1072,10 +1077,11 @@ static ms_status fast_entry(struct ms_pickle *p, const unsigned char **ipp,
 			goto give_up;
 		}
 		/* the key's slot, from the cache by memo index or worked out (and cached) */
+		key = ip;
 		if (*ip == 'h')
-			idx = ip[1], klen = 2;
+			idx = ip[1], ip += 2;
 		else if (*ip == 'j')
-			idx = load_le32(ip + 1), klen = 5;
+			idx = load_le32(ip + 1), ip += 5;
 		else if (*ip == 'u')
 			break;
 		else
@@ -1083,8 +1089,8 @@ static ms_status fast_entry(struct ms_pickle *p, const unsigned char **ipp,
 		kc = &p->kcache[idx & (KCACHE - 1)];
 		if (kc->idx1 == idx + 1) {
 			slot = kc->slot;
-			ip += klen;
 		} else {
+			ip = key;
 			if (!fast_get(p, &ip, n_memo, &type, &payload) || type > MS_PK_BYTES)
 				goto give_up; /* a container key: the general path decides */
 			if (type == MS_PK_STR && payload == p->id_device_traces)
@@ -1135,6 +1141,7 @@ static ms_status fast_entry(struct ms_pickle *p, const unsigned char **ipp,
 			if ((s = intern(p, ip + 2, n, 1, &id)))
 				return s;
 			type = MS_PK_STR, payload = id, ip += 2 + n;
+			memoized = 1;
 			break;
 		case 'N': /* NONE */
 			type = MS_PK_NONE, payload = 0, ip++;
@@ -1156,19 +1163,24 @@ static ms_status fast_entry(struct ms_pickle *p, const unsigned char **ipp,
 				goto give_up;
 			if (r < 0)
 				return MS_ERR_NOMEM;
+			memoized = 1;
 			break;
 		default:
 			goto give_up;
 		}
-		while (put_op[*ip])
-			if (end - ip < 16 || !fast_put(p, &ip, &n_memo, type, payload))
-				goto give_up;
+		/*
+		 * Python memoizes strings and lists, never ints or what it got from the memo; a put
+		 * after those ends up where a key should be, and the general path reads it.
+		 */
+		if (memoized)
+			while (put_op[*ip])
+				if (end - ip < 16 || !fast_put(p, &ip, &n_memo, type, payload))
+					goto give_up;
 		put_val(&vals[slot], type, payload);
-		present |= (uint32_t)1 << slot;
+		present |= slot_bit[slot];
 	}
 	/* SETITEMS: the entry is complete */
 	p->n_memo = n_memo;
-	present &= ((uint32_t)1 << SLOT_UNWANTED) - 1;
 	if ((s = p->fields_fn(p->item_ctx, tag, vals, present,
 	                      (int64_t)(p->base + (size_t)(ip - p->buf)))))
 		return s;

@@ -543,6 +543,9 @@ Test(pickle, fast_path_refuses_what_the_general_path_refuses)
 	                      "free_requested\x94h\x07K\x03h\x08K\x04u"
 	                      "}\x94(h\x05h\x0ah\x07K\x05h\x08K\x06u" TAIL),
 	         MS_OK, "", 2, 5, MS_ACT_FREE_REQUESTED, -1},
+	        /* an int memoized (Python never does): the general path reads that entry */
+	        {"int memoized", BYTES(HDR E1 "}\x94(h\x05h\x06h\x07K\x03\x94h\x08K\x04u" TAIL),
+	         MS_OK, "", 0, 3, MS_ACT_ALLOC, -1},
 	        /* a memo slot read as a key, then written again: the key it holds now counts */
 	        {"memo slot of a key written again",
 	         BYTES(HDR E1 E2 "\x8c\x04"
