@@ -1120,20 +1120,18 @@ static ms_status fast_entry(struct ms_pickle *p, const unsigned char **ipp,
 			type = MS_PK_INT, payload = (uint64_t)(int64_t)(int32_t)load_le32(ip + 1);
 			ip += 5;
 			break;
-		case 0x8a: /* LONG1 */
+		case 0x8a: { /* LONG1: n bytes of two's complement, sign-extended */
+			uint64_t mask, sign;
 			n = ip[1];
 			if (n < 1 || n > 8)
 				goto give_up;
-			payload = load_le64(ip + 2);
-			if (n < 8) {
-				uint64_t mask = ((uint64_t)1 << (8 * n)) - 1;
-				payload &= mask;
-				if (payload >> (8 * n - 1))
-					payload |= ~mask;
-			}
+			mask = ~(uint64_t)0 >> (64 - 8 * n);
+			sign = (uint64_t)1 << (8 * n - 1);
+			payload = ((load_le64(ip + 2) & mask) ^ sign) - sign;
 			type = MS_PK_INT;
 			ip += 2 + n;
 			break;
+		}
 		case 0x8c: /* SHORT_BINUNICODE */
 			n = ip[1];
 			if (n > p->lim.max_string || (size_t)(end - ip) < 2 + n + 16)
