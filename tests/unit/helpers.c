@@ -146,12 +146,7 @@ struct cJSON *th_truth(const char *name)
 	return j;
 }
 
-struct th_mem {
-	const unsigned char *p;
-	size_t n, pos, chunk;
-};
-
-static ms_status th_mem_read(void *ctx, void *buf, size_t cap, size_t *got, struct ms_diag *d)
+ms_status th_mem_read(void *ctx, void *buf, size_t cap, size_t *got, struct ms_diag *d)
 {
 	struct th_mem *m = ctx;
 	size_t k = m->n - m->pos;

@@ -23,10 +23,17 @@ uint64_t th_rand(uint64_t *state);
 /* Compare two traces' events and annotations; returns the first differing index or -1. */
 long th_events_diff(const struct ms_trace *a, const struct ms_trace *b);
 
+/* A pickle read callback over bytes in memory, at most chunk bytes a call (refills land
+ * inside opcodes). */
+struct th_mem {
+	const unsigned char *p;
+	size_t n, pos, chunk;
+};
+ms_status th_mem_read(void *ctx, void *buf, size_t cap, size_t *got, struct ms_diag *d);
 /*
  * Read a pickle snapshot (bytes in memory, already decompressed) into a new trace with the
  * pickle machine's fast path for trace entries on or off, the input handed out at most
- * chunk bytes at a time. *fast gets the number of entries the fast path read.
+ * chunk bytes at a time. *n_fast (if not NULL) gets the number of entries the fast path read.
  */
 ms_status th_pickle_load(const void *data, size_t n, int fast, size_t chunk, struct ms_trace **out,
                          uint64_t *n_fast, struct ms_diag *d);

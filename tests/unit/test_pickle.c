@@ -8,35 +8,13 @@
 #include "helpers.h"
 #include "parse/pickle.h"
 
-struct mem {
-	const unsigned char *p;
-	size_t n, pos, chunk;
-};
-
-/* Hands out at most chunk bytes per call, to exercise refills across opcode boundaries. */
-static ms_status mem_read(void *ctx, void *buf, size_t cap, size_t *got, struct ms_diag *d)
-{
-	struct mem *m = ctx;
-	size_t k = m->n - m->pos;
-
-	(void)d;
-	if (k > cap)
-		k = cap;
-	if (m->chunk && k > m->chunk)
-		k = m->chunk;
-	memcpy(buf, m->p + m->pos, k);
-	m->pos += k;
-	*got = k;
-	return MS_OK;
-}
-
 static ms_status run(const void *data, size_t n, struct ms_pickle **vm, struct ms_pk_val *root,
                      struct ms_diag *d)
 {
-	struct mem m = {data, n, 0, 3};
+	struct th_mem m = {data, n, 0, 3};
 
 	cr_assert_eq(ms_pickle_new(vm), MS_OK);
-	return ms_pickle_run(*vm, mem_read, &m, root, d);
+	return ms_pickle_run(*vm, th_mem_read, &m, root, d);
 }
 
 #define RUN_OK(bytes, vm, root)                                                \
@@ -261,11 +239,11 @@ Test(pickle, object_limit)
 	struct ms_pk_val r;
 	struct ms_diag d = MS_DIAG_INIT;
 	struct ms_pickle_limits l = {0, 0, 4};
-	struct mem m = {(const unsigned char *)b, sizeof(b) - 1, 0, 0};
+	struct th_mem m = {(const unsigned char *)b, sizeof(b) - 1, 0, SIZE_MAX};
 
 	cr_assert_eq(ms_pickle_new(&vm), MS_OK);
 	ms_pickle_set_limits(vm, &l);
-	cr_assert_eq(ms_pickle_run(vm, mem_read, &m, &r, &d), MS_ERR_LIMIT);
+	cr_assert_eq(ms_pickle_run(vm, th_mem_read, &m, &r, &d), MS_ERR_LIMIT);
 	ms_pickle_free(vm);
 }
 
