@@ -316,6 +316,17 @@ static inline uint32_t load_le32(const unsigned char *b)
 }
 
 /*
+ * A LONG1 of n bytes, 1 <= n <= 8, at b (8 bytes readable): two's complement, sign-extended
+ * without branches (all unsigned arithmetic).
+ */
+static inline uint64_t long1_value(const unsigned char *b, size_t n)
+{
+	uint64_t mask = ~(uint64_t)0 >> (64 - 8 * n), sign = (uint64_t)1 << (8 * n - 1);
+
+	return ((load_le64(b) & mask) ^ sign) - sign;
+}
+
+/*
  * Values are written and copied as two 8-byte words, never in narrower or wider pieces.
  * A load that spans several recent stores (a 16-byte struct copy of a value whose type byte
  * and payload were stored separately, or memcpy's vector loads over a run of values) cannot
@@ -1120,18 +1131,12 @@ static ms_status fast_entry(struct ms_pickle *p, const unsigned char **ipp,
 			type = MS_PK_INT, payload = (uint64_t)(int64_t)(int32_t)load_le32(ip + 1);
 			ip += 5;
 			break;
-		case 0x8a: { /* LONG1: n bytes of two's complement, sign-extended */
-			uint64_t mask, sign;
+		case 0x8a: /* LONG1 */
 			n = ip[1];
 			if (n < 1 || n > 8)
 				goto give_up;
-			mask = ~(uint64_t)0 >> (64 - 8 * n);
-			sign = (uint64_t)1 << (8 * n - 1);
-			payload = ((load_le64(ip + 2) & mask) ^ sign) - sign;
-			type = MS_PK_INT;
-			ip += 2 + n;
+			type = MS_PK_INT, payload = long1_value(ip + 2, n), ip += 2 + n;
 			break;
-		}
 		case 0x8c: /* SHORT_BINUNICODE */
 			n = ip[1];
 			if (n > p->lim.max_string || (size_t)(end - ip) < 2 + n + 16)
@@ -1325,14 +1330,7 @@ ms_status ms_pickle_run(struct ms_pickle *p, ms_pk_read_fn rd, void *rd_ctx, str
 			NEED(1);
 			n = *ip;
 			if (n >= 1 && n <= 8 && end - ip >= 9) {
-				uint64_t u = load_le64(ip + 1);
-				if (n < 8) {
-					uint64_t mask = ((uint64_t)1 << (8 * n)) - 1;
-					u &= mask;
-					if (u >> (8 * n - 1))
-						u |= ~mask; /* negative: sign-extend */
-				}
-				PUSH(MS_PK_INT, u);
+				PUSH(MS_PK_INT, long1_value(ip + 1, n));
 				ip += 1 + n;
 				break;
 			}
