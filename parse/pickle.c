@@ -529,6 +529,12 @@ static ms_status stream_items(struct ms_pickle *p, struct ms_pk_obj *list,
 
 		if (items[i].type == PK_STREAMED) {
 			uint64_t w = payload_of(&items[i]);
+			if (w == (p->ev_appended | (uint64_t)list->tag << ORD_BITS)) {
+				p->ev_appended++; /* the next in order, of this list: the usual case
+				                   */
+				list->n++;
+				continue;
+			}
 			if ((w & ORD_MASK) < p->ev_appended)
 				return fail(p, MS_ERR_UNSUPPORTED, "trace entry object used twice");
 			if ((w & ORD_MASK) != p->ev_appended || (w >> ORD_BITS) != list->tag)
@@ -1390,12 +1396,14 @@ ms_status ms_pickle_run(struct ms_pickle *p, ms_pk_read_fn rd, void *rd_ctx, str
 					    sp + 1 == p->stack_cap)
 						break;
 					sp++;
-					p->op_off = off = (int64_t)(base + (size_t)(ip++ - buf));
+					ip++;
 				}
 				if (done) {
 					sp++;
 					break;
 				}
+				/* the general path reads the one at ip - 1 */
+				p->op_off = off = (int64_t)(base + (size_t)(ip - 1 - buf));
 			}
 			if ((s = new_obj(p, MS_PK_DICT, &o)))
 				return s;
