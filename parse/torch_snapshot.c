@@ -763,9 +763,11 @@ static ms_status input_read(void *ctx, void *buf, size_t cap, size_t *got, struc
 	return ms_input_read(ctx, buf, cap, got, diag);
 }
 
-ms_status ms__torch_pickle_read(ms_pk_read_fn rd, void *rd_ctx, const struct ms_pickle_limits *lim,
-                                int fast, struct ms_symtab *syms, const struct ms_sink *sink,
-                                struct ms_snapshot_info *info, struct ms_diag *diag)
+/* Either form: a pickle pulled through rd (with the machine's limits and fast path), or JSON. */
+static ms_status read_snapshot(enum ms_file_kind kind, ms_pk_read_fn rd, void *rd_ctx,
+                               const struct ms_pickle_limits *lim, int fast, struct ms_symtab *syms,
+                               const struct ms_sink *sink, struct ms_snapshot_info *info,
+                               struct ms_diag *diag)
 {
 	struct ms_pickle *vm = NULL;
 	struct ms_snapmap *m = NULL;
@@ -774,16 +776,22 @@ ms_status ms__torch_pickle_read(ms_pk_read_fn rd, void *rd_ctx, const struct ms_
 
 	if ((s = ms_pickle_new(&vm)) || (s = ms__snapmap_new(vm, syms, diag, &m)))
 		goto out;
-	if (lim)
-		ms_pickle_set_limits(vm, lim);
-	ms_pickle_stream_traces(vm, ms__snapmap_entry, m);
-	if (fast)
-		ms__snapmap_fast_path(m);
-	s = ms_pickle_run(vm, rd, rd_ctx, &root, diag);
-	info->pickle_protocol = ms_pickle_protocol(vm);
-	info->n_fast_entries = ms_pickle_fast_entries(vm);
+	if (kind == MS_FILE_PICKLE) {
+		if (lim)
+			ms_pickle_set_limits(vm, lim);
+		ms_pickle_stream_traces(vm, ms__snapmap_entry, m);
+		if (fast)
+			ms__snapmap_fast_path(m);
+		s = ms_pickle_run(vm, rd, rd_ctx, &root, diag);
+		info->pickle_protocol = ms_pickle_protocol(vm);
+		info->n_fast_entries = ms_pickle_fast_entries(vm);
+	} else {
+		s = ms__json_snapshot_build(rd_ctx, vm, m, &root, diag);
+	}
 	if (!s)
-		s = ms__snapmap_finish(m, &root, MS_INPUT_PICKLE, sink, info);
+		s = ms__snapmap_finish(m, &root,
+		                       kind == MS_FILE_PICKLE ? MS_INPUT_PICKLE : MS_INPUT_JSON,
+		                       sink, info);
 out:
 	if (s == MS_ERR_NOMEM && diag && !diag->msg[0])
 		ms__diag_set(diag, s, -1, -1, "out of memory");
@@ -792,33 +800,25 @@ out:
 	return s;
 }
 
+ms_status ms__torch_pickle_read(ms_pk_read_fn rd, void *rd_ctx, const struct ms_pickle_limits *lim,
+                                int fast, struct ms_symtab *syms, const struct ms_sink *sink,
+                                struct ms_snapshot_info *info, struct ms_diag *diag)
+{
+	return read_snapshot(MS_FILE_PICKLE, rd, rd_ctx, lim, fast, syms, sink, info, diag);
+}
+
 ms_status ms_torch_snapshot_read(struct ms_input *in, struct ms_symtab *syms,
                                  const struct ms_sink *sink, struct ms_snapshot_info *info,
                                  struct ms_diag *diag)
 {
-	struct ms_pickle *vm = NULL;
-	struct ms_snapmap *m = NULL;
-	struct ms_pk_val root;
 	struct ms_snapshot_info tmp;
 	enum ms_file_kind kind = ms_input_kind(in);
-	ms_status s;
 
 	if (!info)
 		info = &tmp;
 	memset(info, 0, sizeof(*info));
-	if (kind == MS_FILE_PICKLE)
-		return ms__torch_pickle_read(input_read, in, NULL, 1, syms, sink, info, diag);
-	if (kind != MS_FILE_JSON)
+	if (kind != MS_FILE_PICKLE && kind != MS_FILE_JSON)
 		return ms__diag_set(diag, MS_ERR_FORMAT, 0, -1,
 		                    "not a PyTorch snapshot (neither a pickle nor JSON)");
-	if ((s = ms_pickle_new(&vm)) || (s = ms__snapmap_new(vm, syms, diag, &m)) ||
-	    (s = ms__json_snapshot_build(in, vm, m, &root, diag)))
-		goto out;
-	s = ms__snapmap_finish(m, &root, MS_INPUT_JSON, sink, info);
-out:
-	if (s == MS_ERR_NOMEM && diag && !diag->msg[0])
-		ms__diag_set(diag, s, -1, -1, "out of memory");
-	ms__snapmap_free(m);
-	ms_pickle_free(vm);
-	return s;
+	return read_snapshot(kind, input_read, in, NULL, 1, syms, sink, info, diag);
 }
