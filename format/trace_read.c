@@ -11,6 +11,7 @@
 
 #include "common/alloc.h"
 #include "common/arena.h"
+#include "common/bytes.h"
 #include "common/mpk.h"
 #include "common/status.h"
 #include "memsnap/format.h"
@@ -68,21 +69,11 @@ struct rd {
 	size_t n_index;
 };
 
-static uint32_t rd32(const unsigned char *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
-static uint64_t rd64(const unsigned char *p)
-{
-	return (uint64_t)rd32(p) | (uint64_t)rd32(p + 4) << 32;
-}
-
 int ms_zst_sniff(const void *data, size_t len)
 {
 	const unsigned char *p = data;
 
-	return len >= 12 && rd32(p) == MS_HEADER_FRAME_MAGIC &&
+	return len >= 12 && ms_load_le32(p) == MS_HEADER_FRAME_MAGIC &&
 	       memcmp(p + 8, MS_HEADER_MAGIC, 4) == 0;
 }
 
@@ -856,9 +847,9 @@ static ms_status walk(struct rd *r, size_t off)
 			r->info.truncated = 1;
 			break;
 		}
-		magic = rd32(r->data + off);
+		magic = ms_load_le32(r->data + off);
 		if ((magic & 0xFFFFFFF0U) == 0x184D2A50U) {
-			uint64_t sz = rd32(r->data + off + 4);
+			uint64_t sz = ms_load_le32(r->data + off + 4);
 			if (sz > rem - 8) {
 				r->info.truncated = 1;
 				break;
@@ -900,12 +891,12 @@ static ms_status read_header(struct rd *r, size_t *off)
 	if (r->len < 8 + MS_HEADER_SIZE || !ms_zst_sniff(p, r->len))
 		return ms__diag_set(r->diag, MS_ERR_FORMAT, 0, -1,
 		                    r->len == 0 ? "empty file" : "not a memsnap trace (bad magic)");
-	psize = rd32(p + 4);
+	psize = ms_load_le32(p + 4);
 	r->info.major = (uint16_t)(p[12] | p[13] << 8);
 	r->info.minor = (uint16_t)(p[14] | p[15] << 8);
-	hsize = rd32(p + 16);
-	flags = rd64(p + 20);
-	r->info.producer_version = rd32(p + 28);
+	hsize = ms_load_le32(p + 16);
+	flags = ms_load_le64(p + 20);
+	r->info.producer_version = ms_load_le32(p + 28);
 	if (r->info.major > MS_FORMAT_MAJOR)
 		return ms__diag_set(
 		        r->diag, MS_ERR_VERSION, 12, -1,
@@ -935,11 +926,11 @@ static ms_status seek(struct rd *r, size_t *off)
 	if (r->o.from == 0 || r->len < *off + 8 + MS_FOOTER_SIZE)
 		return MS_OK;
 	f = r->data + r->len - (8 + MS_FOOTER_SIZE);
-	if (rd32(f) != MS_FOOTER_FRAME_MAGIC || rd32(f + 4) != MS_FOOTER_SIZE ||
+	if (ms_load_le32(f) != MS_FOOTER_FRAME_MAGIC || ms_load_le32(f + 4) != MS_FOOTER_SIZE ||
 	    memcmp(f + 8, MS_FOOTER_MAGIC, 4) != 0)
 		return MS_OK;
-	toff = rd64(f + 12);
-	nev = rd64(f + 20);
+	toff = ms_load_le64(f + 12);
+	nev = ms_load_le64(f + 20);
 	if (toff < *off || toff >= r->len - (8 + MS_FOOTER_SIZE))
 		return MS_OK; /* a bad footer: fall back to walking every frame */
 	csize = ZSTD_findFrameCompressedSize(r->data + toff, r->len - (8 + MS_FOOTER_SIZE) - toff);

@@ -7,6 +7,7 @@
 
 #include "common/alloc.h"
 #include "common/buf.h"
+#include "common/bytes.h"
 #include "common/hash.h"
 #include "common/status.h"
 #include "memsnap/format.h"
@@ -56,18 +57,6 @@ static ms_status write_bytes(struct ms_writer *w, const void *p, size_t n)
 	return MS_OK;
 }
 
-static void le32(unsigned char *p, uint32_t v)
-{
-	for (int i = 0; i < 4; i++)
-		p[i] = (unsigned char)(v >> (8 * i));
-}
-
-static void le64(unsigned char *p, uint64_t v)
-{
-	for (int i = 0; i < 8; i++)
-		p[i] = (unsigned char)(v >> (8 * i));
-}
-
 ms_status ms_writer_open(FILE *f, const struct ms_writer_opts *o, const struct ms_symtab *syms,
                          struct ms_writer **out, struct ms_diag *diag)
 {
@@ -107,16 +96,16 @@ ms_status ms_writer_open(FILE *f, const struct ms_writer_opts *o, const struct m
 	}
 	msgpack_packer_init(&w->pk, w, pk_write);
 
-	le32(hdr, MS_HEADER_FRAME_MAGIC);
-	le32(hdr + 4, MS_HEADER_SIZE);
+	ms_store_le32(hdr, MS_HEADER_FRAME_MAGIC);
+	ms_store_le32(hdr + 4, MS_HEADER_SIZE);
 	memcpy(hdr + 8, MS_HEADER_MAGIC, 4);
 	hdr[12] = MS_FORMAT_MAJOR & 0xff;
 	hdr[13] = MS_FORMAT_MAJOR >> 8;
 	hdr[14] = MS_FORMAT_MINOR & 0xff;
 	hdr[15] = MS_FORMAT_MINOR >> 8;
-	le32(hdr + 16, MS_HEADER_SIZE);
-	le64(hdr + 20, 0);
-	le32(hdr + 28, MS_VERSION_NUMBER);
+	ms_store_le32(hdr + 16, MS_HEADER_SIZE);
+	ms_store_le64(hdr + 20, 0);
+	ms_store_le32(hdr + 28, MS_VERSION_NUMBER);
 	s = write_bytes(w, hdr, sizeof(hdr));
 	if (s) {
 		ms_writer_free(w);
@@ -588,11 +577,11 @@ ms_status ms_writer_close(struct ms_writer *w, struct ms_diag *diag)
 	w->frame_open = 1;
 	if ((s = emit_frame(w)))
 		goto fail;
-	le32(foot, MS_FOOTER_FRAME_MAGIC);
-	le32(foot + 4, MS_FOOTER_SIZE);
+	ms_store_le32(foot, MS_FOOTER_FRAME_MAGIC);
+	ms_store_le32(foot + 4, MS_FOOTER_SIZE);
 	memcpy(foot + 8, MS_FOOTER_MAGIC, 4);
-	le64(foot + 12, trailer_off);
-	le64(foot + 20, w->n_events);
+	ms_store_le64(foot + 12, trailer_off);
+	ms_store_le64(foot + 20, w->n_events);
 	if ((s = write_bytes(w, foot, sizeof(foot))))
 		goto fail;
 	if (fflush(w->f) != 0) {

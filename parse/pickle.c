@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "common/alloc.h"
+#include "common/bytes.h"
 #include "common/status.h"
 
 /*
@@ -293,28 +294,6 @@ static inline const unsigned char *take(struct ms_pickle *p, size_t n)
 	return r;
 }
 
-static inline uint64_t load_le64(const unsigned char *b)
-{
-	uint64_t u;
-
-	memcpy(&u, b, 8);
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-	u = __builtin_bswap64(u);
-#endif
-	return u;
-}
-
-static inline uint32_t load_le32(const unsigned char *b)
-{
-	uint32_t u;
-
-	memcpy(&u, b, 4);
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-	u = __builtin_bswap32(u);
-#endif
-	return u;
-}
-
 /*
  * A LONG1 of n bytes, 1 <= n <= 8, at b (8 bytes readable): two's complement, sign-extended
  * without branches (all unsigned arithmetic).
@@ -323,7 +302,7 @@ static inline uint64_t long1_value(const unsigned char *b, size_t n)
 {
 	uint64_t mask = ~(uint64_t)0 >> (64 - 8 * n), sign = (uint64_t)1 << (8 * n - 1);
 
-	return ((load_le64(b) & mask) ^ sign) - sign;
+	return ((ms_load_le64(b) & mask) ^ sign) - sign;
 }
 
 /*
@@ -609,7 +588,7 @@ static inline ms_status intern(struct ms_pickle *p, const unsigned char *b, size
 	if (n > 8)
 		return ms_symtab_str(&p->strs, (const char *)b, n, id);
 	if (wide && n > 0) {
-		head = n < 8 ? load_le64(b) & (((uint64_t)1 << (8 * n)) - 1) : load_le64(b);
+		head = n < 8 ? ms_load_le64(b) & (((uint64_t)1 << (8 * n)) - 1) : ms_load_le64(b);
 	} else {
 		for (size_t i = n; i-- > 0;)
 			head = head << 8 | b[i];
@@ -847,7 +826,7 @@ static ms_status step(struct ms_pickle *p)
 		b = take(p, 4);
 		if (b[3] & 0x80)
 			return fail(p, MS_ERR_FORMAT, "negative LONG4 length");
-		MS_TRY(push_long(p, load_le32(b)));
+		MS_TRY(push_long(p, ms_load_le32(b)));
 		break;
 	case 'G': { /* BINFLOAT: big-endian double */
 		uint64_t u = 0;
@@ -862,11 +841,11 @@ static ms_status step(struct ms_pickle *p)
 	}
 	case 'X': /* BINUNICODE */
 		MS_TRY(need(p, 4));
-		MS_TRY(push_str(p, load_le32(take(p, 4)), MS_PK_STR));
+		MS_TRY(push_str(p, ms_load_le32(take(p, 4)), MS_PK_STR));
 		break;
 	case 0x8d: /* BINUNICODE8 */
 		MS_TRY(need(p, 8));
-		MS_TRY(push_str(p, load_le64(take(p, 8)), MS_PK_STR));
+		MS_TRY(push_str(p, ms_load_le64(take(p, 8)), MS_PK_STR));
 		break;
 	case 'C': /* SHORT_BINBYTES */
 		MS_TRY(need(p, 1));
@@ -874,12 +853,12 @@ static ms_status step(struct ms_pickle *p)
 		break;
 	case 'B': /* BINBYTES */
 		MS_TRY(need(p, 4));
-		MS_TRY(push_str(p, load_le32(take(p, 4)), MS_PK_BYTES));
+		MS_TRY(push_str(p, ms_load_le32(take(p, 4)), MS_PK_BYTES));
 		break;
 	case 0x8e: /* BINBYTES8 */
 	case 0x96: /* BYTEARRAY8 */
 		MS_TRY(need(p, 8));
-		MS_TRY(push_str(p, load_le64(take(p, 8)), MS_PK_BYTES));
+		MS_TRY(push_str(p, ms_load_le64(take(p, 8)), MS_PK_BYTES));
 		break;
 	default: {
 		const char *name = op_name(p->op);
@@ -917,7 +896,7 @@ static inline int fast_put(struct ms_pickle *p, const unsigned char **ipp, size_
 	if (*ip == 'q')
 		idx = ip[1], ip += 2;
 	else if (*ip == 'r')
-		idx = load_le32(ip + 1), ip += 5;
+		idx = ms_load_le32(ip + 1), ip += 5;
 	else
 		ip++; /* MEMOIZE */
 	if (idx != *n_memo || idx > p->lim.max_memo || (idx >> MEMO_SHIFT) >= p->n_memo_chunks)
@@ -966,7 +945,7 @@ static inline int fast_get(const struct ms_pickle *p, const unsigned char **ipp,
 	if (*ip == 'h')
 		idx = ip[1], ip += 2;
 	else if (*ip == 'j')
-		idx = load_le32(ip + 1), ip += 5;
+		idx = ms_load_le32(ip + 1), ip += 5;
 	else
 		return 0;
 	if (idx >= n_memo)
@@ -1098,7 +1077,7 @@ static ms_status fast_entry(struct ms_pickle *p, const unsigned char **ipp,
 		if (*ip == 'h')
 			idx = ip[1], ip += 2;
 		else if (*ip == 'j')
-			idx = load_le32(ip + 1), ip += 5;
+			idx = ms_load_le32(ip + 1), ip += 5;
 		else if (*ip == 'u')
 			break;
 		else
@@ -1134,7 +1113,8 @@ static ms_status fast_entry(struct ms_pickle *p, const unsigned char **ipp,
 			type = MS_PK_INT, payload = (uint64_t)ip[1] | (uint64_t)ip[2] << 8, ip += 3;
 			break;
 		case 'J': /* BININT */
-			type = MS_PK_INT, payload = (uint64_t)(int64_t)(int32_t)load_le32(ip + 1);
+			type = MS_PK_INT,
+			payload = (uint64_t)(int64_t)(int32_t)ms_load_le32(ip + 1);
 			ip += 5;
 			break;
 		case 0x8a: /* LONG1 */
@@ -1276,7 +1256,7 @@ ms_status ms_pickle_run(struct ms_pickle *p, ms_pk_read_fn rd, void *rd_ctx, str
 			goto get;
 		case 'j': /* LONG_BINGET */
 			NEED(4);
-			idx = load_le32(ip);
+			idx = ms_load_le32(ip);
 			ip += 4;
 		get : {
 			const struct ms_pk_val *m;
@@ -1300,7 +1280,7 @@ ms_status ms_pickle_run(struct ms_pickle *p, ms_pk_read_fn rd, void *rd_ctx, str
 			goto put;
 		case 'r': /* LONG_BINPUT */
 			NEED(4);
-			idx = load_le32(ip);
+			idx = ms_load_le32(ip);
 			ip += 4;
 		put:
 			if (idx < p->n_memo ||
@@ -1329,7 +1309,7 @@ ms_status ms_pickle_run(struct ms_pickle *p, ms_pk_read_fn rd, void *rd_ctx, str
 			break;
 		case 'J': /* BININT: signed 32-bit */
 			NEED(4);
-			PUSH(MS_PK_INT, (uint64_t)(int64_t)(int32_t)load_le32(ip));
+			PUSH(MS_PK_INT, (uint64_t)(int64_t)(int32_t)ms_load_le32(ip));
 			ip += 4;
 			break;
 		case 0x8a: /* LONG1: up to 8 bytes inline, longer ones in push_long */
