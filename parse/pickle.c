@@ -95,6 +95,14 @@ struct ms_pickle {
 		uint32_t len, id;
 		uint64_t head;
 	} scache[64];
+	/*
+	 * The fast path's last short string by slot (length, first bytes, id): an entry's
+	 * string values are most often the ones of the entry before (compile_context "N/A").
+	 */
+	struct {
+		uint32_t len, id;
+		uint64_t head;
+	} slot_str[MS_PK_SLOTS + 1];
 };
 
 ms_status ms_pickle_new(struct ms_pickle **out)
@@ -111,6 +119,8 @@ ms_status ms_pickle_new(struct ms_pickle **out)
 	p->lim.max_string = 256u << 20;
 	p->lim.max_memo = UINT32_MAX - 1;
 	p->lim.max_objects = 1u << 28;
+	for (size_t i = 0; i <= MS_PK_SLOTS; i++)
+		p->slot_str[i].len = UINT32_MAX; /* none */
 	*out = p;
 	return MS_OK;
 }
@@ -907,6 +917,17 @@ static inline int fast_put(struct ms_pickle *p, const unsigned char **ipp, size_
 	return 1;
 }
 
+/* The first n bytes of a little-endian load. */
+static const uint64_t len_mask[9] = {0,
+                                     0xff,
+                                     0xffff,
+                                     0xffffff,
+                                     0xffffffff,
+                                     0xffffffffff,
+                                     0xffffffffffff,
+                                     0xffffffffffffff,
+                                     0xffffffffffffffff};
+
 static const unsigned char put_op[256] = {[0x94] = 1, ['q'] = 1, ['r'] = 1};
 #define SLOT_UNWANTED MS_PK_SLOTS /* the fast path's slot for values of keys not wanted */
 static const uint32_t slot_bit[MS_PK_SLOTS + 1] = {
@@ -1048,9 +1069,13 @@ static ms_status fast_entry(struct ms_pickle *p, const unsigned char **ipp,
 	uint64_t me = p->ev_mapped | (uint64_t)tag << ORD_BITS;
 	/* ip <= last: 32 bytes readable */
 	uintptr_t last = (uintptr_t)end >= 32 ? (uintptr_t)end - 32 : 0;
+	/* memo slots below it can be written: in the chunks there, within the limit */
+	size_t memo_room = p->n_memo_chunks << MEMO_SHIFT;
 	ms_status s;
 
 	*done = 0;
+	if (memo_room > p->lim.max_memo)
+		memo_room = p->lim.max_memo + 1;
 	if (p->ev_mapped > ORD_MASK || tag >> (64 - ORD_BITS) || end - ip < 16 || !put_op[*ip] ||
 	    !fast_put(p, &ip, &n_memo, PK_STREAMED, me) || *ip++ != '(')
 		return MS_OK;
@@ -1125,10 +1150,25 @@ static ms_status fast_entry(struct ms_pickle *p, const unsigned char **ipp,
 			break;
 		case 0x8c: /* SHORT_BINUNICODE */
 			n = ip[1];
-			if (n > p->lim.max_string || (size_t)(end - ip) < 2 + n + 16)
+			if (n > p->lim.max_string)
 				goto give_up;
-			if ((s = intern(p, ip + 2, n, 1, &id)))
-				return s;
+			if (n <= 8) { /* the 16 bytes after it are within the 32 checked */
+				uint64_t head = ms_load_le64(ip + 2) & len_mask[n];
+				if (p->slot_str[slot].len == n && p->slot_str[slot].head == head) {
+					id = p->slot_str[slot].id;
+				} else {
+					if ((s = intern(p, ip + 2, n, 1, &id)))
+						return s;
+					p->slot_str[slot].len = (uint32_t)n;
+					p->slot_str[slot].head = head;
+					p->slot_str[slot].id = id;
+				}
+			} else {
+				if ((size_t)(end - ip) < 2 + n + 16)
+					goto give_up;
+				if ((s = intern(p, ip + 2, n, 1, &id)))
+					return s;
+			}
 			type = MS_PK_STR, payload = id, ip += 2 + n;
 			memoized = 1;
 			break;
@@ -1161,10 +1201,23 @@ static ms_status fast_entry(struct ms_pickle *p, const unsigned char **ipp,
 		 * Python memoizes strings and lists, never ints or what it got from the memo; a put
 		 * after those ends up where a key should be, and the general path reads it.
 		 */
-		if (memoized)
-			while (put_op[*ip])
-				if (end - ip < 16 || !fast_put(p, &ip, &n_memo, type, payload))
-					goto give_up;
+		if (memoized) {
+			/*
+			 * Protocol 4's MEMOIZE, the next slot, checked against a bound worked out
+			 * once; a second put after it reads as a key, and the general path takes
+			 * it. Protocols 2 and 3 name the slot.
+			 */
+			if (*ip == 0x94 && n_memo < memo_room) {
+				put_val(MEMO_AT(p, n_memo), type, payload);
+				n_memo++;
+				ip++;
+			} else {
+				while (put_op[*ip])
+					if (end - ip < 16 ||
+					    !fast_put(p, &ip, &n_memo, type, payload))
+						goto give_up;
+			}
+		}
 		put_val(&vals[slot], type, payload);
 		present |= slot_bit[slot];
 	}

@@ -555,6 +555,22 @@ Test(pickle, fast_path_refuses_what_the_general_path_refuses)
 	         BYTES(HDR E1 E1F E2F("(h\x0ch\x0c"
 	                              "eh\x07\x8a\x09\x00\x00\x00\x00\x00\x00\x00\x00\x01") TAIL),
 	         MS_ERR_FORMAT, "bad 'addr'", 0, 0, 0, -1},
+	        /* short string values by slot: repeated, changed at equal length, empty, 8 and
+	           9 bytes (memo 10 the key 'user_metadata') */
+	        {"short strings",
+	         BYTES(HDR E1 "}\x94(h\x05h\x06h\x07K\x03h\x08K\x04\x8c\x0d"
+	                      "user_metadata\x94\x8c\x03N/A\x94u"
+	                      "}\x94(h\x05h\x06h\x07K\x04h\x08K\x04h\x0a\x8c\x03N/B\x94u"
+	                      "}\x94(h\x05h\x06h\x07K\x05h\x08K\x04h\x0a\x8c\x03N/B\x94u"
+	                      "}\x94(h\x05h\x06h\x07K\x06h\x08K\x04h\x0a\x8c\x03N/A\x94u"
+	                      "}\x94(h\x05h\x06h\x07K\x07h\x08K\x04h\x0a\x8c\x00\x94u"
+	                      "}\x94(h\x05h\x06h\x07K\x08h\x08K\x04h\x0a\x8c\x09"
+	                      "abcdefghi\x94u"
+	                      "}\x94(h\x05h\x06h\x07K\x09h\x08K\x04h\x0a\x8c\x08"
+	                      "abcdefgh\x94u"
+	                      "}\x94(h\x05h\x06h\x07K\x0ah\x08K\x04h\x0a\x8c\x08"
+	                      "abcdefgi\x94u" TAIL),
+	         MS_OK, "", 7, 10, MS_ACT_ALLOC, -1},
 	        {"extended", BYTES(HDR E1 E2 "\x8c\x06streamK\x00s" TAIL), MS_ERR_UNSUPPORTED,
 	         "modified later", 1, 0, 0, -1},
 	        {"popped", BYTES(HDR E1 E2 "0" TAIL), MS_ERR_UNSUPPORTED, "never added", 1, 0, 0,
