@@ -21,7 +21,7 @@
 enum { ROLE_NONE = 0, ROLE_OUTER, ROLE_DEVICE, ROLE_ENTRY, ROLE_MAPPED, ROLE_DONE };
 #define PK_CONSUMED 255 /* memo slot never written (a hole) */
 /*
- * A trace entry read by the fast path (fast_entry): no object, only its place in mapping
+ * A trace entry read by the fast path (fast_entries): no object, only its place in mapping
  * order and its device list, payload ord | tag << 40. Internal: it never leaves the stack or
  * the memo as such (a copy stored in a container becomes a streamed, empty dict there).
  */
@@ -1051,34 +1051,42 @@ static void unmake_last(struct ms_pickle *p)
  * PyTorch writes (a memo put, MARK, then pairs of a string key by memo get and a plain value
  * with its memo puts, then SETITEMS; a plain value is a memo get, an int of up to 64 bits, a
  * short string, None, a bool, or one list of memo gets), its values go to the fields hook by
- * slot, *top gets the entry (PK_STREAMED), *ipp moves past SETITEMS and *done is set.
- * Otherwise nothing is done that the general path, run from the same opcode, would not redo
- * the same way (memo slots past n_memo written, strings interned; a list made is taken back),
- * and it has the whole say on what is wrong: this path gives up instead of failing. Only the
- * hook's own error and running out of memory come back.
+ * slot, st[(*spp)++] gets the entry (PK_STREAMED) and *ipp moves past SETITEMS; then the same
+ * for the entries right after it, while the stack has room. *gave_up is set when the last one
+ * tried is not read (*ipp then right past its EMPTY_DICT, for the general path): of that one
+ * nothing is done that the general path, run from the same opcode, would not redo the same
+ * way (memo slots past n_memo written, strings interned; a list made is taken back), and the
+ * general path has the whole say on what is wrong: this one gives up instead of failing. Only
+ * the hook's own error and running out of memory come back.
  */
-static ms_status fast_entry(struct ms_pickle *p, const unsigned char **ipp,
-                            const unsigned char *end, uint32_t tag, struct ms_pk_val *top,
-                            int *done)
+static ms_status fast_entries(struct ms_pickle *p, const unsigned char **ipp,
+                              const unsigned char *end, uint32_t tag, struct ms_pk_val *st,
+                              size_t *spp, int *gave_up)
 {
 	const unsigned char *ip = *ipp;
 	struct ms_pk_val vals[MS_PK_SLOTS + 1]; /* the last for values of unwanted keys */
-	struct ms_pk_obj *made = NULL;
-	uint32_t present = 0;
-	size_t n_memo = p->n_memo;
-	uint64_t me = p->ev_mapped | (uint64_t)tag << ORD_BITS;
+	size_t sp = *spp;
 	/* ip <= last: 32 bytes readable */
 	uintptr_t last = (uintptr_t)end >= 32 ? (uintptr_t)end - 32 : 0;
 	/* memo slots below it can be written: in the chunks there, within the limit */
 	size_t memo_room = p->n_memo_chunks << MEMO_SHIFT;
 	ms_status s;
 
-	*done = 0;
+	*gave_up = 1;
 	if (memo_room > p->lim.max_memo)
 		memo_room = p->lim.max_memo + 1;
-	if (p->ev_mapped > ORD_MASK || tag >> (64 - ORD_BITS) || end - ip < 16 || !put_op[*ip] ||
-	    !fast_put(p, &ip, &n_memo, PK_STREAMED, me) || *ip++ != '(')
+	if (tag >> (64 - ORD_BITS))
 		return MS_OK;
+next_entry:;
+	const unsigned char *start = ip;
+	struct ms_pk_obj *made = NULL;
+	uint32_t present = 0;
+	size_t n_memo = p->n_memo;
+	uint64_t me = p->ev_mapped | (uint64_t)tag << ORD_BITS;
+
+	if (p->ev_mapped > ORD_MASK || end - ip < 16 || !put_op[*ip] ||
+	    !fast_put(p, &ip, &n_memo, PK_STREAMED, me) || *ip++ != '(')
+		goto give_up;
 	/*
 	 * 32 bytes readable at each key: the key (5 at most), a value (10 at most; a string or a
 	 * list checks for itself), a memo put (5) and the next opcode.
@@ -1228,13 +1236,20 @@ static ms_status fast_entry(struct ms_pickle *p, const unsigned char **ipp,
 		return s;
 	p->ev_mapped++;
 	p->n_fast++;
-	put_val(top, PK_STREAMED, me);
-	*ipp = ip + 1;
-	*done = 1;
+	put_val(&st[sp++], PK_STREAMED, me);
+	*ipp = ++ip;
+	*spp = sp;
+	/* the next one, if an entry follows and the stack has room for it and one more */
+	if (ip < end && *ip == '}' && sp < p->stack_cap) {
+		ip++;
+		goto next_entry;
+	}
+	*gave_up = 0;
 	return MS_OK;
 give_up:
 	if (made)
 		unmake_last(p);
+	*ipp = start;
 	return MS_OK;
 }
 
@@ -1418,23 +1433,13 @@ ms_status ms_pickle_run(struct ms_pickle *p, ms_pk_read_fn rd, void *rd_ctx, str
 					under = NULL;
 			}
 			if (under && p->fields_fn) {
-				int done;
+				int gave_up;
 				/* and the entries right after it, while they go the fast way */
-				for (;;) {
-					s = fast_entry(p, &ip, end, under->v.o->tag, &st[sp],
-					               &done);
-					if (s)
-						return s;
-					if (!done || ip == end || *ip != '}' ||
-					    sp + 1 == p->stack_cap)
-						break;
-					sp++;
-					ip++;
-				}
-				if (done) {
-					sp++;
+				s = fast_entries(p, &ip, end, under->v.o->tag, st, &sp, &gave_up);
+				if (s)
+					return s;
+				if (!gave_up)
 					break;
-				}
 				/* the general path reads the one at ip - 1 */
 				p->op_off = off = (int64_t)(base + (size_t)(ip - 1 - buf));
 			}
