@@ -34,6 +34,33 @@ static const char *const key_names[K_COUNT] = {
         "time_ns",         "source",
 };
 
+/* Keys of segments and their blocks (and legacy history entries), mapped in one pass. */
+enum seg_key {
+	G_DEVICE,
+	G_ADDRESS,
+	G_TOTAL_SIZE,
+	G_ALLOCATED_SIZE,
+	G_ACTIVE_SIZE,
+	G_REQUESTED_SIZE,
+	G_STREAM,
+	G_SEGMENT_TYPE,
+	G_IS_EXPANDABLE,
+	G_SEGMENT_POOL_ID,
+	G_FRAMES,
+	G_BLOCKS,
+	G_SIZE,
+	G_STATE,
+	G_HISTORY,
+	G_REAL_SIZE,
+	G_COUNT
+};
+static const char *const seg_key_names[G_COUNT] = {
+        "device",        "address",         "total_size", "allocated_size",
+        "active_size",   "requested_size",  "stream",     "segment_type",
+        "is_expandable", "segment_pool_id", "frames",     "blocks",
+        "size",          "state",           "history",    "real_size",
+};
+
 #define EV_SHIFT    14
 #define EV_AT(m, i) (&(m)->ev[(i) >> EV_SHIFT][(i) & (((size_t)1 << EV_SHIFT) - 1)])
 
@@ -46,6 +73,8 @@ struct ms_snapmap {
 	uint32_t act_str[MS_ACT_COUNT]; /* vm string ids of the action names */
 	int8_t act_of[64];              /* vm string id (< 64) -> action, or -1 */
 	uint32_t id_na;                 /* vm string id of "N/A" */
+	uint32_t gkey[G_COUNT];         /* vm string ids of the segment keys */
+	int8_t gkey_of[128];            /* vm string id (< 128) -> enum seg_key, or -1 */
 	uint32_t *str_map;              /* vm string id -> syms id + 1 */
 	size_t str_map_cap;
 	uint32_t *tmp;
@@ -89,6 +118,14 @@ ms_status ms__snapmap_new(struct ms_pickle *vm, struct ms_symtab *syms, struct m
 	if (ms__pk_str(vm, "N/A", 3, &v))
 		goto nomem;
 	m->id_na = v.v.str;
+	memset(m->gkey_of, -1, sizeof(m->gkey_of));
+	for (i = 0; i < G_COUNT; i++) {
+		if (ms__pk_str(vm, seg_key_names[i], strlen(seg_key_names[i]), &v))
+			goto nomem;
+		m->gkey[i] = v.v.str;
+		if (v.v.str < sizeof(m->gkey_of))
+			m->gkey_of[v.v.str] = (int8_t)i;
+	}
 	*out = m;
 	return MS_OK;
 nomem:
@@ -392,10 +429,38 @@ static const struct ms_pk_val *dget(const struct ms_snapmap *m, const struct ms_
 	return ms_pk_dict_get(m->vm, d, key);
 }
 
-static int64_t dint(const struct ms_snapmap *m, const struct ms_pk_val *d, const char *key,
-                    int64_t def, int *bad)
+/*
+ * A segment's, block's or history entry's values by key (NULL: absent), in one pass over
+ * the dict instead of a search by name per key; a later duplicate key wins, as in Python.
+ */
+static void seg_fields(const struct ms_snapmap *m, const struct ms_pk_val *d,
+                       const struct ms_pk_val *f[G_COUNT])
 {
-	const struct ms_pk_val *v = dget(m, d, key);
+	const struct ms_pk_obj *o;
+
+	memset(f, 0, G_COUNT * sizeof(*f));
+	if (!d || d->type != MS_PK_DICT)
+		return;
+	o = d->v.o;
+	for (uint32_t i = 0; i + 1 < o->n; i += 2) {
+		const struct ms_pk_val *k = &o->items[i];
+		int g = -1;
+		if (k->type != MS_PK_STR)
+			continue;
+		if (k->v.str < sizeof(m->gkey_of))
+			g = m->gkey_of[k->v.str];
+		else
+			for (int q = 0; q < G_COUNT; q++)
+				if (m->gkey[q] == k->v.str)
+					g = q;
+		if (g >= 0)
+			f[g] = &o->items[i + 1];
+	}
+}
+
+/* An int value (def if absent or None; *bad set if not an int). */
+static int64_t vint(const struct ms_snapmap *m, const struct ms_pk_val *v, int64_t def, int *bad)
+{
 	int64_t x;
 
 	if (!v || v->type == MS_PK_NONE)
@@ -407,14 +472,23 @@ static int64_t dint(const struct ms_snapmap *m, const struct ms_pk_val *d, const
 	return x;
 }
 
-static const char *dstr(const struct ms_snapmap *m, const struct ms_pk_val *d, const char *key,
-                        const char *def)
+static int64_t dint(const struct ms_snapmap *m, const struct ms_pk_val *d, const char *key,
+                    int64_t def, int *bad)
 {
-	const struct ms_pk_val *v = dget(m, d, key);
+	return vint(m, dget(m, d, key), def, bad);
+}
 
+static const char *vstr(const struct ms_snapmap *m, const struct ms_pk_val *v, const char *def)
+{
 	if (!v || v->type != MS_PK_STR)
 		return def;
 	return ms_symtab_get_str(ms_pickle_strings(m->vm), v->v.str)->s;
+}
+
+static const char *dstr(const struct ms_snapmap *m, const struct ms_pk_val *d, const char *key,
+                        const char *def)
+{
+	return vstr(m, dget(m, d, key), def);
 }
 
 static ms_status map_settings(struct ms_snapmap *m, const struct ms_pk_val *d,
@@ -481,26 +555,25 @@ static ms_status map_segment(struct ms_snapmap *m, uint64_t idx, const struct ms
                              struct ms_segment *g, struct ms_block **blocks, size_t *cap,
                              struct ms_snapshot_info *info)
 {
-	const struct ms_pk_val *bl, *v;
+	const struct ms_pk_val *f[G_COUNT], *bf[G_COUNT], *bl, *v;
 	int bad = 0;
-	const char *type;
 	uint64_t addr;
 
 	if (d->type != MS_PK_DICT)
 		return ms__diag_set(m->diag, MS_ERR_FORMAT, -1, (int64_t)idx,
 		                    "segment %llu: not a dict", (unsigned long long)idx);
+	seg_fields(m, d, f);
 	memset(g, 0, sizeof(*g));
-	g->device = (uint16_t)dint(m, d, "device", 0, &bad);
-	g->addr = (uint64_t)dint(m, d, "address", 0, &bad);
-	g->total_size = (uint64_t)dint(m, d, "total_size", 0, &bad);
-	g->allocated_size = (uint64_t)dint(m, d, "allocated_size", 0, &bad);
-	g->active_size = (uint64_t)dint(m, d, "active_size", 0, &bad);
-	g->requested_size = (uint64_t)dint(m, d, "requested_size", 0, &bad);
-	g->stream = (uint64_t)dint(m, d, "stream", 0, &bad);
-	type = dstr(m, d, "segment_type", "large");
-	g->is_small = strcmp(type, "small") == 0;
-	g->is_expandable = dint(m, d, "is_expandable", 0, &bad) != 0;
-	v = dget(m, d, "segment_pool_id");
+	g->device = (uint16_t)vint(m, f[G_DEVICE], 0, &bad);
+	g->addr = (uint64_t)vint(m, f[G_ADDRESS], 0, &bad);
+	g->total_size = (uint64_t)vint(m, f[G_TOTAL_SIZE], 0, &bad);
+	g->allocated_size = (uint64_t)vint(m, f[G_ALLOCATED_SIZE], 0, &bad);
+	g->active_size = (uint64_t)vint(m, f[G_ACTIVE_SIZE], 0, &bad);
+	g->requested_size = (uint64_t)vint(m, f[G_REQUESTED_SIZE], 0, &bad);
+	g->stream = (uint64_t)vint(m, f[G_STREAM], 0, &bad);
+	g->is_small = strcmp(vstr(m, f[G_SEGMENT_TYPE], "large"), "small") == 0;
+	g->is_expandable = vint(m, f[G_IS_EXPANDABLE], 0, &bad) != 0;
+	v = f[G_SEGMENT_POOL_ID];
 	if (v && (v->type == MS_PK_TUPLE || v->type == MS_PK_LIST) && v->v.o->n == 2) {
 		int64_t a, b;
 		if (as_i64(&v->v.o->items[0], &a) || as_i64(&v->v.o->items[1], &b))
@@ -508,9 +581,9 @@ static ms_status map_segment(struct ms_snapmap *m, uint64_t idx, const struct ms
 		else
 			g->pool_id[0] = (uint64_t)a, g->pool_id[1] = (uint64_t)b;
 	}
-	if (map_frames(m, dget(m, d, "frames"), &g->stack))
+	if (map_frames(m, f[G_FRAMES], &g->stack))
 		bad = 1;
-	bl = dget(m, d, "blocks");
+	bl = f[G_BLOCKS];
 	if (bl && bl->type != MS_PK_LIST)
 		bad = 1;
 	if (bad)
@@ -527,31 +600,32 @@ static ms_status map_segment(struct ms_snapmap *m, uint64_t idx, const struct ms
 		memset(k, 0, sizeof(*k));
 		if (b->type != MS_PK_DICT)
 			bad = 1;
-		k->size = (uint64_t)dint(m, b, "size", 0, &bad);
-		k->addr = (uint64_t)dint(m, b, "address", (int64_t)addr, &bad);
-		st = block_state(dstr(m, b, "state", "inactive"));
+		seg_fields(m, b, bf);
+		k->size = (uint64_t)vint(m, bf[G_SIZE], 0, &bad);
+		k->addr = (uint64_t)vint(m, bf[G_ADDRESS], (int64_t)addr, &bad);
+		st = block_state(vstr(m, bf[G_STATE], "inactive"));
 		if (st < 0)
 			bad = 1;
 		k->state = (uint8_t)(st < 0 ? 0 : st);
-		v = dget(m, b, "requested_size");
+		v = bf[G_REQUESTED_SIZE];
 		if (v) {
 			int64_t r;
 			if (as_i64(v, &r))
 				bad = 1;
 			else
 				k->requested_size = (uint64_t)r;
-			if (map_frames(m, dget(m, b, "frames"), &k->stack))
+			if (map_frames(m, bf[G_FRAMES], &k->stack))
 				bad = 1;
 		} else {
 			/* legacy snapshots (~2.0): history[0] holds real_size and frames */
-			const struct ms_pk_val *h = dget(m, b, "history");
+			const struct ms_pk_val *h = bf[G_HISTORY];
 			info->legacy = 1;
 			k->requested_size = k->size;
 			if (h && h->type == MS_PK_LIST && h->v.o->n > 0) {
-				const struct ms_pk_val *h0 = &h->v.o->items[0];
+				seg_fields(m, &h->v.o->items[0], bf);
 				k->requested_size =
-				        (uint64_t)dint(m, h0, "real_size", (int64_t)k->size, &bad);
-				if (map_frames(m, dget(m, h0, "frames"), &k->stack))
+				        (uint64_t)vint(m, bf[G_REAL_SIZE], (int64_t)k->size, &bad);
+				if (map_frames(m, bf[G_FRAMES], &k->stack))
 					bad = 1;
 			}
 		}
