@@ -254,10 +254,14 @@ static ms_status map_frames(struct ms_snapmap *m, const struct ms_pk_val *fr, ui
 		*stack = l->aux - 1;
 		return MS_OK;
 	}
-	if (ms_grow(&m->tmp, &m->tmp_cap, l->n, sizeof(uint32_t)))
+	if (l->n > m->tmp_cap && ms_grow(&m->tmp, &m->tmp_cap, l->n, sizeof(uint32_t)))
 		return MS_ERR_NOMEM;
-	for (uint32_t i = 0; i < l->n; i++) {
-		const struct ms_pk_val *f = &l->items[i];
+	/* in locals: the stores to tmp could alias them (all uint32_t) and reload them */
+	const uint32_t n = l->n;
+	const struct ms_pk_val *items = l->items;
+	uint32_t *tmp = m->tmp;
+	for (uint32_t i = 0; i < n; i++) {
+		const struct ms_pk_val *f = &items[i];
 		struct ms_frame fd;
 		const struct ms_pk_val *x;
 		int64_t line = 0;
@@ -265,7 +269,7 @@ static ms_status map_frames(struct ms_snapmap *m, const struct ms_pk_val *fr, ui
 		if (f->type != MS_PK_DICT)
 			return MS_ERR_FORMAT;
 		if (f->v.o->aux) {
-			m->tmp[i] = f->v.o->aux - 1;
+			tmp[i] = f->v.o->aux - 1;
 			continue;
 		}
 		x = get(m, f, K_NAME);
@@ -280,10 +284,10 @@ static ms_status map_frames(struct ms_snapmap *m, const struct ms_pk_val *fr, ui
 		if (x && as_i64(x, &line))
 			return MS_ERR_FORMAT;
 		fd.line = line < 0 || line > UINT32_MAX ? 0 : (uint32_t)line;
-		MS_TRY(ms_symtab_frame(m->syms, &fd, &m->tmp[i]));
-		f->v.o->aux = m->tmp[i] + 1;
+		MS_TRY(ms_symtab_frame(m->syms, &fd, &tmp[i]));
+		f->v.o->aux = tmp[i] + 1;
 	}
-	if ((s = ms_symtab_stack(m->syms, m->tmp, l->n, stack)))
+	if ((s = ms_symtab_stack(m->syms, tmp, n, stack)))
 		return s;
 	if (*stack < UINT32_MAX)
 		l->aux = *stack + 1;
