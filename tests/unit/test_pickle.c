@@ -468,6 +468,37 @@ Test(pickle, fast_path_reads_what_the_general_path_reads)
 	cr_assert_geq(tried, 4, "the bundled snapshots are missing");
 }
 
+/* Segments and blocks are read by key id in one pass: a later duplicate key wins, as in Python;
+ * keys that are not strings are passed over. */
+Test(pickle, segment_keys_last_duplicate_wins)
+{
+	static const char bytes[] = "\x80\x04}(\x8c\x08segments](}(\x8c\x07"
+	                            "addressJ\x00\x10\x00\x00\x8c\x0a"
+	                            "total_sizeJ\x00\x04\x00\x00\x8c\x0a"
+	                            "total_sizeJ\x00\x08\x00\x00K\x01K\x02\x8c\x06"
+	                            "blocks](}(\x8c\x04"
+	                            "sizeJ\x00\x04\x00\x00\x8c\x05"
+	                            "state\x8c\x10"
+	                            "active_allocated\x8c\x0e"
+	                            "requested_sizeJ\xd0\x07\x00\x00\x8c\x04"
+	                            "sizeJ\x00\x08\x00\x00ueue\x8c\x0d"
+	                            "device_traces]]au.";
+	struct ms_trace *t = NULL;
+	struct ms_diag d = MS_DIAG_INIT;
+
+	cr_assert_eq(th_pickle_load(bytes, sizeof(bytes) - 1, 1, SIZE_MAX, &t, NULL, &d), MS_OK,
+	             "%s", d.msg);
+	cr_assert_eq(t->n_segs, 1);
+	cr_assert_eq(t->n_blocks, 1);
+	cr_expect_eq(t->segs[0].addr, 4096);
+	cr_expect_eq(t->segs[0].total_size, 2048);
+	cr_expect_eq(t->blocks[0].size, 2048);
+	cr_expect_eq(t->blocks[0].addr, 4096);
+	cr_expect_eq(t->blocks[0].requested_size, 2000);
+	cr_expect_eq(t->blocks[0].state, MS_BLOCK_ACTIVE_ALLOCATED);
+	ms_trace_free(t);
+}
+
 /*
  * Layouts that would trip the fast path up, each read both ways: the same status and the same
  * message (the fast path gives up and lets the general path report, or reports what the
