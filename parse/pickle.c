@@ -1292,6 +1292,9 @@ ms_status ms_pickle_run(struct ms_pickle *p, ms_pk_read_fn rd, void *rd_ctx, str
 		return fail(p, (st_), (what)); \
 	} while (0)
 #define PUSH(type, payload) put_val(&st[sp++], (type), (payload))
+	/* the window before the first read: no cursor arithmetic on a null pointer */
+	if (!p->buf && ms_grow(&p->buf, &p->cap, 1u << 20, 1))
+		return MS_ERR_NOMEM;
 	LOAD();
 	for (;;) {
 		uint64_t idx;

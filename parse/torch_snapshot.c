@@ -671,7 +671,11 @@ static ms_status map_annotations(struct ms_snapmap *m, const struct ms_pk_val *l
 		          : strcmp(stage, "END") == 0 ? MS_ANN_END
 		                                      : MS_ANN_MARK;
 		a.device = (uint16_t)dint(m, d, "device", 0, &bad);
-		a.t_ns = dint(m, d, "time_us", 0, &bad) * 1000;
+		a.t_ns = dint(m, d, "time_us", 0, &bad);
+		if (a.t_ns > INT64_MAX / 1000 || a.t_ns < INT64_MIN / 1000)
+			bad = 1; /* as for an entry's time_us: not a time in ns */
+		else
+			a.t_ns *= 1000;
 		if (bad || d->type != MS_PK_DICT)
 			return ms__diag_set(m->diag, MS_ERR_FORMAT, -1, (int64_t)i,
 			                    "external_annotations[%u]: malformed", i);
