@@ -145,6 +145,20 @@ void ms__snapmap_free(struct ms_snapmap *m)
 	ms_free(m);
 }
 
+/*
+ * Which of the keys ids[0..n) a vm string id is, or -1: by table (of) for ids below of_n (the
+ * keys are interned first, so theirs are), by search otherwise.
+ */
+static inline int key_index(const int8_t *of, size_t of_n, const uint32_t *ids, int n, uint32_t id)
+{
+	if (id < of_n)
+		return of[id];
+	for (int q = 0; q < n; q++)
+		if (ids[q] == id)
+			return q;
+	return -1;
+}
+
 static ms_status entry_err(struct ms_snapmap *m, uint64_t index, int64_t off, const char *what)
 {
 	return ms__diag_set(m->diag, MS_ERR_FORMAT, off, (int64_t)index,
@@ -399,15 +413,10 @@ ms_status ms__snapmap_entry(void *ctx, uint32_t device, uint64_t index,
 	/* one pass over the dict: a later duplicate key wins, as in Python */
 	for (uint32_t i = 0; i + 1 < item->v.o->n; i += 2) {
 		const struct ms_pk_val *k = &item->v.o->items[i];
-		int key = -1;
+		int key;
 		if (k->type != MS_PK_STR)
 			continue;
-		if (k->v.str < sizeof(m->key_of))
-			key = m->key_of[k->v.str];
-		else
-			for (int q = 0; q < K_COUNT; q++)
-				if (m->key[q] == k->v.str)
-					key = q;
+		key = key_index(m->key_of, sizeof(m->key_of), m->key, K_COUNT, k->v.str);
 		if (key >= 0) {
 			vals[key] = item->v.o->items[i + 1];
 			present |= (uint32_t)1 << key;
@@ -448,15 +457,10 @@ static void seg_fields(const struct ms_snapmap *m, const struct ms_pk_val *d,
 	o = d->v.o;
 	for (uint32_t i = 0; i + 1 < o->n; i += 2) {
 		const struct ms_pk_val *k = &o->items[i];
-		int g = -1;
+		int g;
 		if (k->type != MS_PK_STR)
 			continue;
-		if (k->v.str < sizeof(m->gkey_of))
-			g = m->gkey_of[k->v.str];
-		else
-			for (int q = 0; q < G_COUNT; q++)
-				if (m->gkey[q] == k->v.str)
-					g = q;
+		g = key_index(m->gkey_of, sizeof(m->gkey_of), m->gkey, G_COUNT, k->v.str);
 		if (g >= 0)
 			f[g] = &o->items[i + 1];
 	}
