@@ -82,6 +82,26 @@ int ms_zst_sniff(const void *data, size_t len)
 	             "corrupt %s record in frame at offset %lld (event %llu)", what,        \
 	             (long long)(r)->frame_off, (unsigned long long)(r)->info.n_events)
 
+/* r->t += dt (the file's time unit); -1 where that would leave int64 (a corrupt delta). */
+static int add_time(struct rd *r, int64_t dt)
+{
+	if ((dt > 0 && r->t > INT64_MAX - dt) || (dt < 0 && r->t < INT64_MIN - dt))
+		return -1;
+	r->t += dt;
+	return 0;
+}
+
+/* r->t in ns; -1 where that is beyond int64 (a corrupt time). */
+static int time_ns(const struct rd *r, int64_t *ns)
+{
+	int64_t u = (int64_t)r->time_unit;
+
+	if (r->t > INT64_MAX / u || r->t < INT64_MIN / u)
+		return -1;
+	*ns = r->t * u;
+	return 0;
+}
+
 static ms_status parse_meta(struct rd *r, const msgpack_object *map)
 {
 	struct ms_meta *m = &r->meta;
@@ -416,7 +436,8 @@ static ms_status event_record(struct rd *r, unsigned type, const struct evf *f)
 	for (int i = 1; i < EVF_MAX; i++)
 		if ((f->kind[i] == 4 && i != 3) || (f->kind[i] == 5 && i != 2))
 			b = 1;
-	r->t += evf_i64(f, 1, &b);
+	if (add_time(r, evf_i64(f, 1, &b)))
+		return BADREC(r, "EVENT (time out of range)");
 	if (f->kind[2] == 5) {
 		if (f->u[2] >= MS_ADDR_RING || f->u[2] >= r->frame_seq)
 			return BADREC(r, "EVENT (address age out of range)");
@@ -460,7 +481,8 @@ static ms_status event_record(struct rd *r, unsigned type, const struct evf *f)
 	e.addr = r->addr;
 	e.size = r->size;
 	e.stream = r->streams[r->stream_idx];
-	e.t_ns = r->t * (int64_t)r->time_unit;
+	if (time_ns(r, &e.t_ns))
+		return BADREC(r, "EVENT (time out of range)");
 	e.device = r->device;
 	if (in_window(r) && r->sink->event) {
 		ms_status s = r->sink->event(r->sink->ctx, &e);
@@ -478,7 +500,8 @@ static ms_status annotation_record(struct rd *r, const msgpack_object *a)
 	uint64_t name, dev;
 
 	MS_TRY(begin(r));
-	r->t += ms_mpk_i64(ms_mpk_field(a, 1), 0, &b);
+	if (add_time(r, ms_mpk_i64(ms_mpk_field(a, 1), 0, &b)))
+		b = 1;
 	x.stage = (uint8_t)ms_mpk_u64(ms_mpk_field(a, 2), 0, &b);
 	x.kind = (uint8_t)ms_mpk_u64(ms_mpk_field(a, 3), 0, &b);
 	name = ms_mpk_u64(ms_mpk_field(a, 4), 0, &b);
@@ -486,7 +509,8 @@ static ms_status annotation_record(struct rd *r, const msgpack_object *a)
 	if (b || dev > UINT16_MAX || map_id(r->map_str, r->n_str, name, &x.name))
 		return BADREC(r, "ANNOTATION");
 	x.device = (uint16_t)dev;
-	x.t_ns = r->t * (int64_t)r->time_unit;
+	if (time_ns(r, &x.t_ns))
+		return BADREC(r, "ANNOTATION (time out of range)");
 	x.event_index = r->info.n_events;
 	if (in_window(r) && r->sink->annotation)
 		return r->sink->annotation(r->sink->ctx, &x);
@@ -673,7 +697,8 @@ static ms_status record(struct rd *r, const msgpack_object *a)
 		uint64_t n = ms_mpk_u64(ms_mpk_field(a, 2), 0, &b);
 		if (b)
 			return BADREC(r, "DROPPED");
-		r->t += dt;
+		if (add_time(r, dt))
+			return BADREC(r, "DROPPED (time out of range)");
 		if (!r->info.dropped_events)
 			r->info.first_drop_event = r->info.n_events;
 		r->info.dropped_events += n;
