@@ -51,6 +51,7 @@ struct rd {
 	struct ms_device *devices;
 	int have_meta, begun, in_trailer, preread, meta_from_trailer;
 	uint64_t time_unit;
+	int64_t t_lim; /* INT64_MAX / time_unit: |t| beyond it is no time in ns */
 	/* delta state */
 	int64_t t;
 	uint64_t addr, size, stream_idx;
@@ -82,24 +83,19 @@ int ms_zst_sniff(const void *data, size_t len)
 	             "corrupt %s record in frame at offset %lld (event %llu)", what,        \
 	             (long long)(r)->frame_off, (unsigned long long)(r)->info.n_events)
 
-/* r->t += dt (the file's time unit); -1 where that would leave int64 (a corrupt delta). */
-static int add_time(struct rd *r, int64_t dt)
+/*
+ * r->t += dt (the file's time unit), wrapping as unsigned arithmetic does (a corrupt delta is
+ * caught where the time is used: in_time) rather than overflowing.
+ */
+static inline void add_time(struct rd *r, int64_t dt)
 {
-	if ((dt > 0 && r->t > INT64_MAX - dt) || (dt < 0 && r->t < INT64_MIN - dt))
-		return -1;
-	r->t += dt;
-	return 0;
+	r->t = (int64_t)((uint64_t)r->t + (uint64_t)dt);
 }
 
-/* r->t in ns; -1 where that is beyond int64 (a corrupt time). */
-static int time_ns(const struct rd *r, int64_t *ns)
+/* Whether r->t is a time int64 holds in ns (so that r->t * time_unit does not overflow). */
+static inline int in_time(const struct rd *r)
 {
-	int64_t u = (int64_t)r->time_unit;
-
-	if (r->t > INT64_MAX / u || r->t < INT64_MIN / u)
-		return -1;
-	*ns = r->t * u;
-	return 0;
+	return r->t <= r->t_lim && r->t >= -r->t_lim;
 }
 
 static ms_status parse_meta(struct rd *r, const msgpack_object *map)
@@ -125,6 +121,8 @@ static ms_status parse_meta(struct rd *r, const msgpack_object *map)
 	r->time_unit = ms_mpk_u64(ms_mpk_map_get(map, "time_unit_ns"), 1, &b);
 	if (r->time_unit == 0 || r->time_unit > 1000000000ULL)
 		b = 1;
+	else
+		r->t_lim = INT64_MAX / (int64_t)r->time_unit;
 	v = ms_mpk_map_get(map, "devices");
 	if (v) {
 		if (v->type != MSGPACK_OBJECT_ARRAY || v->via.array.size > 65536)
@@ -436,8 +434,7 @@ static ms_status event_record(struct rd *r, unsigned type, const struct evf *f)
 	for (int i = 1; i < EVF_MAX; i++)
 		if ((f->kind[i] == 4 && i != 3) || (f->kind[i] == 5 && i != 2))
 			b = 1;
-	if (add_time(r, evf_i64(f, 1, &b)))
-		return BADREC(r, "EVENT (time out of range)");
+	add_time(r, evf_i64(f, 1, &b));
 	if (f->kind[2] == 5) {
 		if (f->u[2] >= MS_ADDR_RING || f->u[2] >= r->frame_seq)
 			return BADREC(r, "EVENT (address age out of range)");
@@ -481,8 +478,9 @@ static ms_status event_record(struct rd *r, unsigned type, const struct evf *f)
 	e.addr = r->addr;
 	e.size = r->size;
 	e.stream = r->streams[r->stream_idx];
-	if (time_ns(r, &e.t_ns))
+	if (!in_time(r))
 		return BADREC(r, "EVENT (time out of range)");
+	e.t_ns = r->t * (int64_t)r->time_unit;
 	e.device = r->device;
 	if (in_window(r) && r->sink->event) {
 		ms_status s = r->sink->event(r->sink->ctx, &e);
@@ -500,7 +498,8 @@ static ms_status annotation_record(struct rd *r, const msgpack_object *a)
 	uint64_t name, dev;
 
 	MS_TRY(begin(r));
-	if (add_time(r, ms_mpk_i64(ms_mpk_field(a, 1), 0, &b)))
+	add_time(r, ms_mpk_i64(ms_mpk_field(a, 1), 0, &b));
+	if (!in_time(r))
 		b = 1;
 	x.stage = (uint8_t)ms_mpk_u64(ms_mpk_field(a, 2), 0, &b);
 	x.kind = (uint8_t)ms_mpk_u64(ms_mpk_field(a, 3), 0, &b);
@@ -509,8 +508,7 @@ static ms_status annotation_record(struct rd *r, const msgpack_object *a)
 	if (b || dev > UINT16_MAX || map_id(r->map_str, r->n_str, name, &x.name))
 		return BADREC(r, "ANNOTATION");
 	x.device = (uint16_t)dev;
-	if (time_ns(r, &x.t_ns))
-		return BADREC(r, "ANNOTATION (time out of range)");
+	x.t_ns = r->t * (int64_t)r->time_unit;
 	x.event_index = r->info.n_events;
 	if (in_window(r) && r->sink->annotation)
 		return r->sink->annotation(r->sink->ctx, &x);
@@ -697,8 +695,7 @@ static ms_status record(struct rd *r, const msgpack_object *a)
 		uint64_t n = ms_mpk_u64(ms_mpk_field(a, 2), 0, &b);
 		if (b)
 			return BADREC(r, "DROPPED");
-		if (add_time(r, dt))
-			return BADREC(r, "DROPPED (time out of range)");
+		add_time(r, dt);
 		if (!r->info.dropped_events)
 			r->info.first_drop_event = r->info.n_events;
 		r->info.dropped_events += n;
@@ -1019,6 +1016,7 @@ ms_status ms_zst_read(const void *data, size_t len, const struct ms_read_opts *o
 	r.sink = sink;
 	r.diag = diag;
 	r.time_unit = 1;
+	r.t_lim = INT64_MAX;
 	if (!msgpack_zone_init(&r.zone, 64 * 1024))
 		return ms__diag_set(diag, MS_ERR_NOMEM, -1, -1, "out of memory");
 	r.zone_ok = 1;
