@@ -320,6 +320,25 @@ ms_status ms_input_map(const char *path, struct ms_mapped *m, struct ms_diag *di
 	return MS_OK;
 }
 
+ms_status ms_input_map_plain(const struct ms_input *in, struct ms_mapped *m, struct ms_diag *diag)
+{
+	struct stat st;
+	void *p;
+
+	memset(m, 0, sizeof(*m));
+	if (in->comp != MS_COMP_NONE || fstat(in->fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+	    st.st_size <= 0 || (uint64_t)st.st_size > SIZE_MAX)
+		return MS_OK;
+	p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, in->fd, 0);
+	if (p == MAP_FAILED)
+		return ms__diag_set(diag, MS_ERR_IO, -1, -1, "cannot map: %s", strerror(errno));
+	madvise(p, (size_t)st.st_size, MADV_SEQUENTIAL);
+	m->data = p;
+	m->len = (size_t)st.st_size;
+	m->is_mmap = 1;
+	return MS_OK;
+}
+
 void ms_input_unmap(struct ms_mapped *m)
 {
 	if (!m || !m->data)

@@ -47,6 +47,11 @@ struct ms_mapped {
 	int is_mmap;
 };
 ms_status ms_input_map(const char *path, struct ms_mapped *m, struct ms_diag *diag);
+/*
+ * An uncompressed regular file's whole content, mapped from in's descriptor (what in has
+ * already read does not matter); m->data NULL when in is compressed or not a regular file.
+ */
+ms_status ms_input_map_plain(const struct ms_input *in, struct ms_mapped *m, struct ms_diag *diag);
 /* NULL-safe; m is zeroed. */
 void ms_input_unmap(struct ms_mapped *m);
 

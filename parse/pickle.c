@@ -67,6 +67,7 @@ struct ms_pickle {
 	size_t pos, len, cap;
 	uint64_t base; /* offset of buf[0] */
 	int eof;
+	int borrowed; /* buf is the caller's whole input (ms_pickle_borrow_input), not ours */
 	ms_pk_read_fn rd;
 	void *rd_ctx;
 	int proto;
@@ -150,7 +151,8 @@ void ms_pickle_free(struct ms_pickle *p)
 	for (size_t i = 0; i < p->n_memo_chunks; i++)
 		ms_free(p->memo[i]);
 	ms_free(p->memo);
-	ms_free(p->buf);
+	if (!p->borrowed)
+		ms_free(p->buf);
 	ms_free(p);
 }
 
@@ -162,6 +164,19 @@ void ms_pickle_set_limits(struct ms_pickle *p, const struct ms_pickle_limits *l)
 		p->lim.max_memo = l->max_memo;
 	if (l->max_objects)
 		p->lim.max_objects = l->max_objects;
+}
+
+void ms_pickle_borrow_input(struct ms_pickle *p, const void *data, size_t len)
+{
+	if (!p->borrowed)
+		ms_free(p->buf);
+	/* never written: reads past the end stop at eof before the window would be moved */
+	p->buf = (unsigned char *)(uintptr_t)data;
+	p->len = p->cap = len;
+	p->pos = 0;
+	p->base = 0;
+	p->eof = 1;
+	p->borrowed = 1;
 }
 
 void ms_pickle_stream_traces(struct ms_pickle *p, ms_pk_item_fn fn, void *ctx)

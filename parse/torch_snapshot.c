@@ -851,9 +851,9 @@ static ms_status input_read(void *ctx, void *buf, size_t cap, size_t *got, struc
 
 /* Either form: a pickle pulled through rd (with the machine's limits and fast path), or JSON. */
 static ms_status read_snapshot(enum ms_file_kind kind, ms_pk_read_fn rd, void *rd_ctx,
-                               const struct ms_pickle_limits *lim, int fast, struct ms_symtab *syms,
-                               const struct ms_sink *sink, struct ms_snapshot_info *info,
-                               struct ms_diag *diag)
+                               const struct ms_mapped *whole, const struct ms_pickle_limits *lim,
+                               int fast, struct ms_symtab *syms, const struct ms_sink *sink,
+                               struct ms_snapshot_info *info, struct ms_diag *diag)
 {
 	struct ms_pickle *vm = NULL;
 	struct ms_snapmap *m = NULL;
@@ -868,6 +868,8 @@ static ms_status read_snapshot(enum ms_file_kind kind, ms_pk_read_fn rd, void *r
 		ms_pickle_stream_traces(vm, ms__snapmap_entry, m);
 		if (fast)
 			ms__snapmap_fast_path(m);
+		if (whole && whole->data)
+			ms_pickle_borrow_input(vm, whole->data, whole->len);
 		s = ms_pickle_run(vm, rd, rd_ctx, &root, diag);
 		info->pickle_protocol = ms_pickle_protocol(vm);
 		info->n_fast_entries = ms_pickle_fast_entries(vm);
@@ -890,7 +892,7 @@ ms_status ms__torch_pickle_read(ms_pk_read_fn rd, void *rd_ctx, const struct ms_
                                 int fast, struct ms_symtab *syms, const struct ms_sink *sink,
                                 struct ms_snapshot_info *info, struct ms_diag *diag)
 {
-	return read_snapshot(MS_FILE_PICKLE, rd, rd_ctx, lim, fast, syms, sink, info, diag);
+	return read_snapshot(MS_FILE_PICKLE, rd, rd_ctx, NULL, lim, fast, syms, sink, info, diag);
 }
 
 ms_status ms_torch_snapshot_read(struct ms_input *in, struct ms_symtab *syms,
@@ -906,5 +908,15 @@ ms_status ms_torch_snapshot_read(struct ms_input *in, struct ms_symtab *syms,
 	if (kind != MS_FILE_PICKLE && kind != MS_FILE_JSON)
 		return ms__diag_set(diag, MS_ERR_FORMAT, 0, -1,
 		                    "not a PyTorch snapshot (neither a pickle nor JSON)");
-	return read_snapshot(kind, input_read, in, NULL, 1, syms, sink, info, diag);
+	if (kind == MS_FILE_PICKLE) {
+		/* a plain file is read in place, mapped: no copy into the unpickler's window */
+		struct ms_mapped whole;
+		ms_status s = ms_input_map_plain(in, &whole, diag);
+		if (!s)
+			s = read_snapshot(kind, input_read, in, &whole, NULL, 1, syms, sink, info,
+			                  diag);
+		ms_input_unmap(&whole);
+		return s;
+	}
+	return read_snapshot(kind, input_read, in, NULL, NULL, 1, syms, sink, info, diag);
 }

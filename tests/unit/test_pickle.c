@@ -461,6 +461,17 @@ Test(pickle, fast_path_reads_what_the_general_path_reads)
 				cr_expect_eq(fast, 0);
 			ms_trace_free(t);
 		}
+		{
+			/* and the file itself: a plain pickle mapped and read in place, a
+			 * compressed one streamed */
+			struct ms_trace *t = NULL;
+			cr_assert_eq(ms_trace_load(path, NULL, &t, NULL, &d), MS_OK, "%s: %s", path,
+			             d.msg);
+			cr_expect_eq(th_events_diff(ref, t), -1,
+			             "%s: the file differs at event %ld", path,
+			             th_events_diff(ref, t));
+			ms_trace_free(t);
+		}
 		ms_trace_free(ref);
 		free(data);
 		tried++;
