@@ -53,6 +53,7 @@ static ms_status read_general(const char *path, struct ms_symtab *syms, const st
                               struct ms_source_info *info, struct ms_diag *d)
 {
 	struct ms_input *in;
+	struct ms_mapped whole = {0};
 	ms_status s;
 
 	memset(info, 0, sizeof(*info));
@@ -60,8 +61,9 @@ static ms_status read_general(const char *path, struct ms_symtab *syms, const st
 		return s;
 	if (ms_input_kind(in) != MS_FILE_PICKLE)
 		s = ms__diag_set(d, MS_ERR_INVALID_ARG, -1, -1, "--general needs a pickle");
-	else
-		s = ms__torch_pickle_read(in_read, in, NULL, 0, syms, sink, &info->snap, d);
+	else if (!(s = ms_input_map_plain(in, &whole, d))) /* as ms_source_read does */
+		s = ms__torch_pickle_read(in_read, in, &whole, NULL, 0, syms, sink, &info->snap, d);
+	ms_input_unmap(&whole);
 	ms_input_close(in);
 	return s;
 }

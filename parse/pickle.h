@@ -102,8 +102,8 @@ void ms_pickle_set_limits(struct ms_pickle *p, const struct ms_pickle_limits *l)
  * key "device_traces" of the top-level dict) go to fn instead of staying.
  */
 /*
- * The whole input at once, in memory the caller keeps (a mapped file) until ms_pickle_free:
- * ms_pickle_run then reads it in place, with no copy and no read callback.
+ * The whole input at once (len > 0), in memory the caller keeps (a mapped file) until
+ * ms_pickle_free: ms_pickle_run then reads it in place, with no copy and no read callback.
  */
 void ms_pickle_borrow_input(struct ms_pickle *p, const void *data, size_t len);
 void ms_pickle_stream_traces(struct ms_pickle *p, ms_pk_item_fn fn, void *ctx);

@@ -868,7 +868,7 @@ static ms_status read_snapshot(enum ms_file_kind kind, ms_pk_read_fn rd, void *r
 		ms_pickle_stream_traces(vm, ms__snapmap_entry, m);
 		if (fast)
 			ms__snapmap_fast_path(m);
-		if (whole && whole->data)
+		if (whole && whole->data && whole->len)
 			ms_pickle_borrow_input(vm, whole->data, whole->len);
 		s = ms_pickle_run(vm, rd, rd_ctx, &root, diag);
 		info->pickle_protocol = ms_pickle_protocol(vm);
@@ -888,11 +888,12 @@ out:
 	return s;
 }
 
-ms_status ms__torch_pickle_read(ms_pk_read_fn rd, void *rd_ctx, const struct ms_pickle_limits *lim,
-                                int fast, struct ms_symtab *syms, const struct ms_sink *sink,
+ms_status ms__torch_pickle_read(ms_pk_read_fn rd, void *rd_ctx, const struct ms_mapped *whole,
+                                const struct ms_pickle_limits *lim, int fast,
+                                struct ms_symtab *syms, const struct ms_sink *sink,
                                 struct ms_snapshot_info *info, struct ms_diag *diag)
 {
-	return read_snapshot(MS_FILE_PICKLE, rd, rd_ctx, NULL, lim, fast, syms, sink, info, diag);
+	return read_snapshot(MS_FILE_PICKLE, rd, rd_ctx, whole, lim, fast, syms, sink, info, diag);
 }
 
 ms_status ms_torch_snapshot_read(struct ms_input *in, struct ms_symtab *syms,

@@ -33,12 +33,14 @@ ms_status ms_torch_snapshot_read(struct ms_input *in, struct ms_symtab *syms,
 
 /* Internal: map an already built snapshot value (the JSON front end). */
 /*
- * The pickle half of ms_torch_snapshot_read, from any reader, with the machine's limits
- * (NULL: the defaults) and its fast path for trace entries on or off (tests and the fuzzer
- * compare the two). info must be zeroed by the caller.
+ * The pickle half of ms_torch_snapshot_read, from any reader or, if whole is not NULL and not
+ * empty, from the whole input in memory, read in place; with the machine's limits (NULL: the
+ * defaults) and its fast path for trace entries on or off (tests and the fuzzer compare the
+ * ways). info must be zeroed by the caller.
  */
-ms_status ms__torch_pickle_read(ms_pk_read_fn rd, void *rd_ctx, const struct ms_pickle_limits *lim,
-                                int fast, struct ms_symtab *syms, const struct ms_sink *sink,
+ms_status ms__torch_pickle_read(ms_pk_read_fn rd, void *rd_ctx, const struct ms_mapped *whole,
+                                const struct ms_pickle_limits *lim, int fast,
+                                struct ms_symtab *syms, const struct ms_sink *sink,
                                 struct ms_snapshot_info *info, struct ms_diag *diag);
 
 struct ms_snapmap;

@@ -1,8 +1,9 @@
 /*
  * libFuzzer target: the restricted unpickler and the snapshot mapping on arbitrary bytes.
- * Differential: the input is read twice, once with the fast path for trace entries and the
- * whole input at hand, once by the general path alone in reads of 7 bytes (refills land inside
- * opcodes). Both must give the same status, message and events; a difference aborts.
+ * Differential: the input is read twice, once with the fast path for trace entries over the
+ * whole input in place (as a mapped file is read), once by the general path alone in reads of 7
+ * bytes (refills land inside opcodes). Both must give the same status, message and events; a
+ * difference aborts.
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -70,6 +71,8 @@ struct result {
 
 static void read_once(const uint8_t *data, size_t size, int fast, size_t chunk, struct result *r)
 {
+	/* SIZE_MAX: the whole input, read in place */
+	struct ms_mapped whole = {data, size, 0};
 	struct ms_symtab syms;
 	struct ms_diag d = MS_DIAG_INIT;
 	struct mem in = {data, size, 0, chunk};
@@ -86,7 +89,8 @@ static void read_once(const uint8_t *data, size_t size, int fast, size_t chunk, 
 		r->s = MS_ERR_NOMEM;
 		return;
 	}
-	r->s = ms__torch_pickle_read(rd, &in, &lim, fast, &syms, &sink, &info, &d);
+	r->s = ms__torch_pickle_read(rd, &in, chunk == SIZE_MAX ? &whole : NULL, &lim, fast, &syms,
+	                             &sink, &info, &d);
 	memcpy(r->msg, d.msg, sizeof(r->msg));
 	ms_symtab_release(&syms);
 }

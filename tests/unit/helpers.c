@@ -175,7 +175,8 @@ ms_status th_pickle_load(const void *data, size_t n, int fast, size_t chunk, str
 	if ((s = ms_trace_new(out)))
 		return s;
 	ms_trace_sink(*out, &sink);
-	s = ms__torch_pickle_read(th_mem_read, &m, NULL, fast, &(*out)->syms, &sink, &info, d);
+	s = ms__torch_pickle_read(th_mem_read, &m, NULL, NULL, fast, &(*out)->syms, &sink, &info,
+	                          d);
 	if (n_fast)
 		*n_fast = info.n_fast_entries;
 	return s;
