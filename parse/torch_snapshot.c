@@ -86,10 +86,27 @@ struct ms_snapmap {
 };
 _Static_assert(K_COUNT <= MS_PK_SLOTS, "trace entry keys fit the fast path's slots");
 
+/* Intern names[0..n) in vm: ids[i] gets name i's id, of[id] = i for ids below of_n (else -1). */
+static ms_status intern_keys(struct ms_pickle *vm, const char *const *names, int n, uint32_t *ids,
+                             int8_t *of, size_t of_n)
+{
+	struct ms_pk_val v;
+
+	memset(of, -1, of_n);
+	for (int i = 0; i < n; i++) {
+		MS_TRY(ms__pk_str(vm, names[i], strlen(names[i]), &v));
+		ids[i] = v.v.str;
+		if (v.v.str < of_n)
+			of[v.v.str] = (int8_t)i;
+	}
+	return MS_OK;
+}
+
 ms_status ms__snapmap_new(struct ms_pickle *vm, struct ms_symtab *syms, struct ms_diag *diag,
                           struct ms_snapmap **out)
 {
 	struct ms_snapmap *m = ms_calloc(1, sizeof(*m));
+	const char *act_names[MS_ACT_COUNT];
 	struct ms_pk_val v;
 	int i;
 
@@ -98,34 +115,15 @@ ms_status ms__snapmap_new(struct ms_pickle *vm, struct ms_symtab *syms, struct m
 	m->vm = vm;
 	m->syms = syms;
 	m->diag = diag;
-	memset(m->key_of, -1, sizeof(m->key_of));
-	memset(m->act_of, -1, sizeof(m->act_of));
-	for (i = 0; i < K_COUNT; i++) {
-		if (ms__pk_str(vm, key_names[i], strlen(key_names[i]), &v))
-			goto nomem;
-		m->key[i] = v.v.str;
-		if (v.v.str < sizeof(m->key_of))
-			m->key_of[v.v.str] = (int8_t)i;
-	}
-	for (i = 0; i < MS_ACT_COUNT; i++) {
-		const char *a = ms_action_name((unsigned)i);
-		if (ms__pk_str(vm, a, strlen(a), &v))
-			goto nomem;
-		m->act_str[i] = v.v.str;
-		if (v.v.str < sizeof(m->act_of))
-			m->act_of[v.v.str] = (int8_t)i;
-	}
-	if (ms__pk_str(vm, "N/A", 3, &v))
+	for (i = 0; i < MS_ACT_COUNT; i++)
+		act_names[i] = ms_action_name((unsigned)i);
+	/* entry keys first: the fast path wants their ids below 64 */
+	if (intern_keys(vm, key_names, K_COUNT, m->key, m->key_of, sizeof(m->key_of)) ||
+	    intern_keys(vm, act_names, MS_ACT_COUNT, m->act_str, m->act_of, sizeof(m->act_of)) ||
+	    ms__pk_str(vm, "N/A", 3, &v) ||
+	    intern_keys(vm, seg_key_names, G_COUNT, m->gkey, m->gkey_of, sizeof(m->gkey_of)))
 		goto nomem;
 	m->id_na = v.v.str;
-	memset(m->gkey_of, -1, sizeof(m->gkey_of));
-	for (i = 0; i < G_COUNT; i++) {
-		if (ms__pk_str(vm, seg_key_names[i], strlen(seg_key_names[i]), &v))
-			goto nomem;
-		m->gkey[i] = v.v.str;
-		if (v.v.str < sizeof(m->gkey_of))
-			m->gkey_of[v.v.str] = (int8_t)i;
-	}
 	*out = m;
 	return MS_OK;
 nomem:
