@@ -264,6 +264,20 @@ void ms_input_close(struct ms_input *in)
 	ms_free(in);
 }
 
+/* The first len bytes of the regular file fd, read-only and read ahead. */
+static ms_status map_fd(int fd, size_t len, struct ms_mapped *m, struct ms_diag *diag)
+{
+	void *p = mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0);
+
+	if (p == MAP_FAILED)
+		return ms__diag_set(diag, MS_ERR_IO, -1, -1, "cannot map: %s", strerror(errno));
+	madvise(p, len, MADV_SEQUENTIAL);
+	m->data = p;
+	m->len = len;
+	m->is_mmap = 1;
+	return MS_OK;
+}
+
 ms_status ms_input_map(const char *path, struct ms_mapped *m, struct ms_diag *diag)
 {
 	int fd = 0;
@@ -278,17 +292,10 @@ ms_status ms_input_map(const char *path, struct ms_mapped *m, struct ms_diag *di
 			                    strerror(errno));
 	}
 	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
-		void *p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+		ms_status s = map_fd(fd, (size_t)st.st_size, m, diag);
 		if (fd)
 			close(fd);
-		if (p == MAP_FAILED)
-			return ms__diag_set(diag, MS_ERR_IO, -1, -1, "cannot map: %s",
-			                    strerror(errno));
-		madvise(p, (size_t)st.st_size, MADV_SEQUENTIAL);
-		m->data = p;
-		m->len = (size_t)st.st_size;
-		m->is_mmap = 1;
-		return MS_OK;
+		return s;
 	}
 	for (;;) {
 		ssize_t r;
@@ -323,20 +330,12 @@ ms_status ms_input_map(const char *path, struct ms_mapped *m, struct ms_diag *di
 ms_status ms_input_map_plain(const struct ms_input *in, struct ms_mapped *m, struct ms_diag *diag)
 {
 	struct stat st;
-	void *p;
 
 	memset(m, 0, sizeof(*m));
 	if (in->comp != MS_COMP_NONE || fstat(in->fd, &st) != 0 || !S_ISREG(st.st_mode) ||
 	    st.st_size <= 0 || (uint64_t)st.st_size > SIZE_MAX)
 		return MS_OK;
-	p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, in->fd, 0);
-	if (p == MAP_FAILED)
-		return ms__diag_set(diag, MS_ERR_IO, -1, -1, "cannot map: %s", strerror(errno));
-	madvise(p, (size_t)st.st_size, MADV_SEQUENTIAL);
-	m->data = p;
-	m->len = (size_t)st.st_size;
-	m->is_mmap = 1;
-	return MS_OK;
+	return map_fd(in->fd, (size_t)st.st_size, m, diag);
 }
 
 void ms_input_unmap(struct ms_mapped *m)
