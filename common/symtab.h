@@ -36,6 +36,7 @@ struct ms_symtab {
 	size_t n_stack_frames, cap_stack_frames;
 	uint64_t *stack_off;         /* stack i: stack_frames[stack_off[i] .. stack_off[i+1]) */
 	size_t n_stacks, cap_stacks; /* n_stacks counts the unused [0] */
+	uint32_t last_stack;         /* the last one looked up: the next event's most often */
 	struct ms_idset str_idx, frame_idx, stack_idx;
 };
 

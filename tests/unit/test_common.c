@@ -94,6 +94,43 @@ Test(common, symtab_interns)
 	ms_symtab_release(&t);
 }
 
+/*
+ * Stacks as the import interns them: runs of the same one, others of the same length or a
+ * prefix in between. Each id is checked against a plain list of the stacks seen, in order
+ * of first sight (ids are dense from 1): a shortcut for "same as the last one" that looked
+ * only at the length or the first frames gives a wrong id here.
+ */
+Test(common, symtab_stacks_match_a_plain_list)
+{
+	enum { KINDS = 6, MAXN = 5, STEPS = 5000 };
+	static const uint32_t kinds[KINDS][MAXN] = {
+	        {1, 2, 3, 4, 5}, {1, 2, 3, 4, 6}, {1, 2, 3}, {7, 2, 3, 4, 5}, {1}, {5, 4, 3, 2, 1}};
+	static const size_t len[KINDS] = {5, 5, 3, 5, 1, 5};
+	int first_id[KINDS], seen = 0;
+	struct ms_symtab t;
+	uint64_t x = 88172645463325252ULL;
+
+	for (int k = 0; k < KINDS; k++)
+		first_id[k] = 0;
+	cr_assert_eq(ms_symtab_init(&t), MS_OK);
+	for (int i = 0, k = 0; i < STEPS; i++) {
+		uint32_t id;
+		size_t n;
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		if (x % 4 == 0) /* a run of the same stack three times in four */
+			k = (int)((x >> 8) % KINDS);
+		cr_assert_eq(ms_symtab_stack(&t, kinds[k], len[k], &id), MS_OK);
+		if (!first_id[k])
+			first_id[k] = ++seen;
+		cr_assert_eq(id, (uint32_t)first_id[k], "step %d: stack %d got id %u, want %d", i,
+		             k, id, first_id[k]);
+		cr_assert_eq(memcmp(ms_symtab_get_stack(&t, id, &n), kinds[k], len[k] * 4), 0);
+		cr_assert_eq(n, len[k]);
+	}
+	cr_assert_eq(seen, KINDS);
+	ms_symtab_release(&t);
+}
+
 Test(common, arena_and_buf)
 {
 	struct ms_arena a = MS_ARENA_INIT;
