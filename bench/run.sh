@@ -5,6 +5,7 @@
 #  2. .zst decode speed on one core, on a long trace (N copies of a real training run);
 #  3. bytes per event of each real trace converted at zstd level 3.
 # Usage: bench/run.sh [BUILD_DIR] [SNAPSHOT_DIR]   (defaults: build, ../shared/testdata/torch-2.11)
+# BENCH_ONLY=import runs section 1 alone.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
@@ -28,10 +29,17 @@ echo "\"Fast path off\" is memsnap's best run with the unpickler's fast path for
 echo "off (every entry read by the general opcode loop); the last column is the share of entries"
 echo "the fast path reads."
 echo
-echo "| snapshot | entries | Python best | memsnap best | ratio | Python first | memsnap first | ratio | memsnap best, fast path off | fast path |"
-echo "|---|---|---|---|---|---|---|---|---|---|"
+echo "Python and memsnap take turns, ROUNDS times per file (default 3; a shared machine's speed"
+echo "drifts over seconds): best runs are the best of all rounds, first runs the median of the"
+echo "rounds' (each round a new process), and the last ratio column the lowest and highest of the"
+echo "rounds' own best-run ratios."
+echo
+echo "| snapshot | entries | Python best | memsnap best | ratio | Python first | memsnap first | ratio | memsnap best, fast path off | fast path | ratio by round |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|"
 for f in "$snaps"/*.pickle; do
-	py=$(python3 - "$f" <<'PY'
+	: >"$tmp/rounds"
+	for ((r = 0; r < ${ROUNDS:-3}; r++)); do
+		py=$(python3 - "$f" <<'PY'
 import pickle, sys, time
 f = sys.argv[1]
 best, first, total, n, runs = 1e9, None, 0.0, 0, 0
@@ -50,15 +58,24 @@ while runs < 5 or total < 0.5:
 print(n, n / best, n / first)
 PY
 )
-	read -r n pyr pyf <<<"$py"
-	read -r msr msf fast <<<"$($bp import "$f" | awk '{print $8, $10, $12}')"
-	gen=$($bp import --general "$f" | awk '{print $8}')
-	m() { echo "$1 / 1000000" | bc -l; }
-	printf "| %s | %d | %.2f M/s | %.2f M/s | %.1fx | %.2f M/s | %.2f M/s | %.1fx | %.2f M/s | %.1f%% |\n" \
-		"$(basename "$f")" "$n" "$(m "$pyr")" "$(m "$msr")" "$(echo "$msr / $pyr" | bc -l)" \
-		"$(m "$pyf")" "$(m "$msf")" "$(echo "$msf / $pyf" | bc -l)" \
-		"$(m "$gen")" "$(echo "100 * $fast / $n" | bc -l)"
+		read -r n pyr pyf <<<"$py"
+		read -r msr msf fast <<<"$($bp import "$f" | awk '{print $8, $10, $12}')"
+		gen=$($bp import --general "$f" | awk '{print $8}')
+		echo "$n $pyr $msr $pyf $msf $gen $fast" >>"$tmp/rounds"
+	done
+	med() { awk -v c="$1" '{print $c}' "$tmp/rounds" | sort -g |
+		awk '{a[NR] = $1} END {print NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }
+	awk -v f="$(basename "$f")" -v pyf="$(med 4)" -v msf="$(med 5)" '
+		{ n = $1; fast = $7; r = $3 / $2
+		  if ($2 > pyr) pyr = $2; if ($3 > msr) msr = $3; if ($6 > gen) gen = $6
+		  if (NR == 1 || r < rlo) rlo = r; if (r > rhi) rhi = r }
+		END {
+		  printf "| %s | %d | %.2f M/s | %.2f M/s | %.1fx | %.2f M/s | %.2f M/s | %.1fx | %.2f M/s | %.1f%% | %.1fx to %.1fx |\n",
+			f, n, pyr / 1e6, msr / 1e6, msr / pyr, pyf / 1e6, msf / 1e6, msf / pyf,
+			gen / 1e6, 100 * fast / n, rlo, rhi }' "$tmp/rounds"
 done
+# BENCH_ONLY=import: the import table alone (e.g. on a machine without zstd or bc)
+[ "${BENCH_ONLY:-}" = import ] && exit 0
 echo
 echo "## 2. .zst decode (one core)"
 echo
