@@ -319,8 +319,9 @@ static void timeline_keeps_peaks(const char *name, size_t buckets)
 	cr_assert_eq(ms_render_html(&in, &out, &d), MS_OK, "%s", d.msg);
 	data = page_data(&out);
 	timeline = cJSON_GetObjectItemCaseSensitive(data, "timeline");
-	cr_assert_leq((size_t)cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(timeline, "first")),
-	              buckets);
+	cr_assert_leq(
+	        (size_t)cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(timeline, "first")),
+	        buckets);
 	cr_assert_eq(column_max(timeline, "alloc_max"), want_alloc, "%s: %zu buckets", name,
 	             buckets);
 	cr_assert_eq(column_max(timeline, "res_max"), want_res, "%s: %zu buckets", name, buckets);
