@@ -180,7 +180,16 @@ static void flush_pending(struct rp *p)
 	p->pend_free_bytes = 0;
 }
 
-/* Keep the holders largest first, at most MS_OOM_HOLDERS. */
+/* Does holder (size, index) go before h: larger first, then the older allocation. */
+static int holder_before(uint64_t size, uint64_t index, const struct ms_replay_holder *h)
+{
+	return size > h->size || (size == h->size && index < h->index);
+}
+
+/*
+ * Keep the holders largest first (equal sizes by event index: the live table's order is
+ * its hash's, which differs from run to run), at most MS_OOM_HOLDERS.
+ */
 static void add_holder(struct rp *p, struct ms_replay_oom *x, uint64_t blockv)
 {
 	const struct ms_model_block *b = (const struct ms_model_block *)(uintptr_t)blockv;
@@ -188,14 +197,15 @@ static void add_holder(struct rp *p, struct ms_replay_oom *x, uint64_t blockv)
 	uint32_t stack;
 	size_t i;
 
-	if (x->n_holders == MS_OOM_HOLDERS && size <= x->holders[MS_OOM_HOLDERS - 1].size)
+	ms_model_block_tag(b, &index, &stack);
+	if (x->n_holders == MS_OOM_HOLDERS &&
+	    !holder_before(size, index, &x->holders[MS_OOM_HOLDERS - 1]))
 		return;
 	i = x->n_holders < MS_OOM_HOLDERS ? x->n_holders++ : MS_OOM_HOLDERS - 1;
-	while (i > 0 && x->holders[i - 1].size < size) {
+	while (i > 0 && holder_before(size, index, &x->holders[i - 1])) {
 		x->holders[i] = x->holders[i - 1];
 		i--;
 	}
-	ms_model_block_tag(b, &index, &stack);
 	x->holders[i].size = size;
 	x->holders[i].index = index;
 	if (p->syms && stack < ms_symtab_nstacks(p->syms))
