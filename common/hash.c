@@ -1,25 +1,99 @@
-/* FNV-style byte hash, an id set for interning and a u64 -> u64 map (linear probing). */
+/* SipHash (Aumasson and Bernstein), an id set for interning and a u64 -> u64 map (linear probing).
+ */
 #include "common/hash.h"
 
+#include <stdatomic.h>
 #include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "common/alloc.h"
+#include "common/bytes.h"
 
-uint64_t ms_hash_bytes(const void *p, size_t n, uint64_t seed)
+static _Atomic uint64_t g_seed;
+
+static uint64_t draw_seed(void)
 {
-	const unsigned char *s = p;
-	uint64_t h = 0xcbf29ce484222325ULL ^ seed;
+	uint64_t s = 0;
+	struct timespec ts;
+
+	if (getrandom(&s, sizeof(s), GRND_NONBLOCK) != (ssize_t)sizeof(s)) {
+		/* no entropy yet (early boot) or no syscall: time, pid and addresses (ASLR) */
+		clock_gettime(CLOCK_REALTIME, &ts);
+		s = ms_hash_u64((uint64_t)ts.tv_nsec ^ (uint64_t)ts.tv_sec << 30 ^
+		                (uint64_t)getpid() << 48 ^ (uint64_t)(uintptr_t)&ts ^
+		                (uint64_t)(uintptr_t)&g_seed);
+	}
+	return s ? s : 1;
+}
+
+uint64_t ms_hash_seed(void)
+{
+	uint64_t s = atomic_load_explicit(&g_seed, memory_order_relaxed), expected = 0;
+
+	if (s)
+		return s;
+	/* the first one published wins: every table of the process hashes alike */
+	s = draw_seed();
+	if (!atomic_compare_exchange_strong(&g_seed, &expected, s))
+		s = expected;
+	return s;
+}
+
+#define ROTL(x, b) (uint64_t)(((x) << (b)) | ((x) >> (64 - (b))))
+#define SIPROUND                                                          \
+	do {                                                              \
+		v0 += v1, v1 = ROTL(v1, 13), v1 ^= v0, v0 = ROTL(v0, 32); \
+		v2 += v3, v3 = ROTL(v3, 16), v3 ^= v2;                    \
+		v0 += v3, v3 = ROTL(v3, 21), v3 ^= v0;                    \
+		v2 += v1, v1 = ROTL(v1, 17), v1 ^= v2, v2 = ROTL(v2, 32); \
+	} while (0)
+
+static inline uint64_t siphash(uint64_t k0, uint64_t k1, int c, int d, const unsigned char *p,
+                               size_t n)
+{
+	uint64_t v0 = k0 ^ 0x736f6d6570736575ULL, v1 = k1 ^ 0x646f72616e646f6dULL;
+	uint64_t v2 = k0 ^ 0x6c7967656e657261ULL, v3 = k1 ^ 0x7465646279746573ULL;
+	uint64_t m = (uint64_t)n << 56;
 	size_t i = 0;
 
 	for (; i + 8 <= n; i += 8) {
-		uint64_t w;
-		memcpy(&w, s + i, 8);
-		h = (h ^ w) * 0x100000001b3ULL;
-		h ^= h >> 29;
+		uint64_t w = ms_load_le64(p + i);
+		v3 ^= w;
+		for (int r = 0; r < c; r++)
+			SIPROUND;
+		v0 ^= w;
 	}
-	for (; i < n; i++)
-		h = (h ^ s[i]) * 0x100000001b3ULL;
-	return ms_hash_u64(h ^ n);
+	/* the last 0 to 7 bytes, the length's low byte on top */
+	for (size_t j = 0; i + j < n; j++)
+		m |= (uint64_t)p[i + j] << (8 * j);
+	v3 ^= m;
+	for (int r = 0; r < c; r++)
+		SIPROUND;
+	v0 ^= m;
+	v2 ^= 0xff;
+	for (int r = 0; r < d; r++)
+		SIPROUND;
+	return v0 ^ v1 ^ v2 ^ v3;
+}
+
+uint64_t ms__siphash(uint64_t k0, uint64_t k1, int c, int d, const void *p, size_t n)
+{
+	return siphash(k0, k1, c, d, p, n);
+}
+
+uint64_t ms_hash_bytes(const void *p, size_t n)
+{
+	uint64_t k0 = ms_hash_seed();
+
+	return siphash(k0, ms_hash_u64(k0 ^ 0x9e3779b97f4a7c15ULL), 1, 3, p, n);
+}
+
+/* A key's home slot in a u64map: the mix of the key and the process's secret. */
+static inline size_t u64_home(uint64_t key, size_t mask)
+{
+	return ms_hash_u64(key ^ ms_hash_seed()) & mask;
 }
 
 uint32_t ms_idset_find(const struct ms_idset *s, uint32_t h, ms_idset_eq_fn eq, const void *ctx,
@@ -88,7 +162,7 @@ uint64_t *ms_u64map_get(const struct ms_u64map *m, uint64_t key)
 	if (!m->cap)
 		return NULL;
 	mask = m->cap - 1;
-	for (i = ms_hash_u64(key) & mask;; i = (i + 1) & mask) {
+	for (i = u64_home(key, mask);; i = (i + 1) & mask) {
 		if (!m->keys[i])
 			return NULL;
 		if (m->keys[i] == key + 1)
@@ -100,7 +174,7 @@ static void u64_put(uint64_t *keys, uint64_t *vals, size_t cap, uint64_t k1, uin
 {
 	size_t mask = cap - 1, i;
 
-	for (i = ms_hash_u64(k1 - 1) & mask; keys[i] && keys[i] != k1; i = (i + 1) & mask)
+	for (i = u64_home(k1 - 1, mask); keys[i] && keys[i] != k1; i = (i + 1) & mask)
 		;
 	keys[i] = k1;
 	vals[i] = v;
@@ -146,7 +220,7 @@ int ms_u64map_del(struct ms_u64map *m, uint64_t key, uint64_t *val)
 	if (!m->cap)
 		return 0;
 	mask = m->cap - 1;
-	for (i = ms_hash_u64(key) & mask;; i = (i + 1) & mask) {
+	for (i = u64_home(key, mask);; i = (i + 1) & mask) {
 		if (!m->keys[i])
 			return 0;
 		if (m->keys[i] == key + 1)
@@ -160,7 +234,7 @@ int ms_u64map_del(struct ms_u64map *m, uint64_t key, uint64_t *val)
 		j = (j + 1) & mask;
 		if (!m->keys[j])
 			break;
-		home = ms_hash_u64(m->keys[j] - 1) & mask;
+		home = u64_home(m->keys[j] - 1, mask);
 		if (((j - home) & mask) >= ((j - i) & mask)) {
 			m->keys[i] = m->keys[j];
 			m->vals[i] = m->vals[j];
@@ -184,4 +258,32 @@ void ms_u64map_release(struct ms_u64map *m)
 	ms_free(m->keys);
 	ms_free(m->vals);
 	memset(m, 0, sizeof(*m));
+}
+
+static size_t longest_run(const void *slots, size_t elem, size_t cap)
+{
+	const unsigned char *b = slots;
+	size_t best = 0, run = 0;
+
+	/* twice round: a run may wrap from the end to the start */
+	for (size_t i = 0; i < 2 * cap; i++) {
+		const unsigned char *e = b + (i % cap) * elem;
+		int used = 0;
+		for (size_t k = 0; k < elem; k++)
+			used |= e[k];
+		run = used ? run + 1 : 0;
+		if (run > best)
+			best = run;
+	}
+	return best > cap ? cap : best;
+}
+
+size_t ms__idset_longest_run(const struct ms_idset *s)
+{
+	return s->cap ? longest_run(s->slots, sizeof(*s->slots), s->cap) : 0;
+}
+
+size_t ms__u64map_longest_run(const struct ms_u64map *m)
+{
+	return m->cap ? longest_run(m->keys, sizeof(*m->keys), m->cap) : 0;
 }

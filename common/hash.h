@@ -4,6 +4,9 @@
  *   equality test; the interning tables of symtab.c use it;
  * - struct ms_u64map: uint64 -> uint64 with deletion (backward shift), for
  *   live allocations keyed by address.
+ * The keys come from input files, which may be made to collide: both hashes
+ * are keyed by a random secret drawn once per process (ms_hash_seed), so that
+ * no file can pile its strings or addresses into one probe run (quadratic time).
  */
 #ifndef MEMSNAP_COMMON_HASH_H
 #define MEMSNAP_COMMON_HASH_H
@@ -13,7 +16,14 @@
 
 #include "memsnap/memsnap.h"
 
-uint64_t ms_hash_bytes(const void *p, size_t n, uint64_t seed);
+/* SipHash-1-3 of p[0..n) under the process's secret (as CPython and Rust hash strings). */
+uint64_t ms_hash_bytes(const void *p, size_t n);
+/* The process's random secret, never 0: drawn (getrandom) by the first call of any thread. */
+uint64_t ms_hash_seed(void);
+/* SipHash-c-d under key (k0, k1): for tests against the reference vectors. */
+uint64_t ms__siphash(uint64_t k0, uint64_t k1, int c, int d, const void *p, size_t n);
+
+/* A 64-bit mix (MurmurHash3's finaliser); not keyed: for values that are not input. */
 static inline uint64_t ms_hash_u64(uint64_t x)
 {
 	x ^= x >> 33;
@@ -63,5 +73,9 @@ int ms_u64map_del(struct ms_u64map *m, uint64_t key, uint64_t *val);
 /* Remove every key, keeping the storage. */
 void ms_u64map_clear(struct ms_u64map *m);
 void ms_u64map_release(struct ms_u64map *m);
+
+/* Tests: the longest run of occupied slots (the worst probe), to show keys spread out. */
+size_t ms__idset_longest_run(const struct ms_idset *s);
+size_t ms__u64map_longest_run(const struct ms_u64map *m);
 
 #endif

@@ -95,7 +95,7 @@ ms_status ms_symtab_str(struct ms_symtab *t, const char *s, size_t len, uint32_t
 	}
 	if (len > UINT32_MAX || t->n_strs >= UINT32_MAX)
 		return MS_ERR_LIMIT;
-	h = (uint32_t)ms_hash_bytes(s, len, 0);
+	h = (uint32_t)ms_hash_bytes(s, len);
 	found = ms_idset_find(&t->str_idx, h, str_eq, t, &k);
 	if (found) {
 		*id = found;
@@ -120,7 +120,7 @@ ms_status ms_symtab_frame(struct ms_symtab *t, const struct ms_frame *f, uint32_
 
 	if (t->n_frames >= UINT32_MAX)
 		return MS_ERR_LIMIT;
-	h = (uint32_t)ms_hash_bytes(f, sizeof(*f), 1);
+	h = (uint32_t)ms_hash_bytes(f, sizeof(*f));
 	found = ms_idset_find(&t->frame_idx, h, frame_eq, t, f);
 	if (found) {
 		*id = found;
@@ -154,7 +154,7 @@ ms_status ms_symtab_stack(struct ms_symtab *t, const uint32_t *frames, size_t n,
 	}
 	if (t->n_stacks >= UINT32_MAX - 1)
 		return MS_ERR_LIMIT;
-	h = (uint32_t)ms_hash_bytes(frames, n * sizeof(*frames), 2);
+	h = (uint32_t)ms_hash_bytes(frames, n * sizeof(*frames));
 	found = ms_idset_find(&t->stack_idx, h, stack_eq, t, &k);
 	if (found) {
 		*id = t->last_stack = found;
