@@ -268,12 +268,10 @@ struct sites {
 	int nomem;
 };
 
-static uint64_t fnv1a(const char *s)
+/* Keyed (common/hash.h): a trace's labels cannot be made to share one probe chain. */
+static uint64_t label_hash(const char *s)
 {
-	uint64_t h = 1469598103934665603ull;
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 1099511628211ull;
-	return h >> 1; /* keys below UINT64_MAX, as the map needs */
+	return ms_hash_bytes(s, strlen(s)) >> 1; /* keys below UINT64_MAX, as the map needs */
 }
 
 static int64_t site_of(struct sites *s, uint32_t stack)
@@ -288,7 +286,8 @@ static int64_t site_of(struct sites *s, uint32_t stack)
 		return (int64_t)*v;
 	ms_stack_label(s->syms, stack, label, sizeof(label));
 	/* equal hashes of different labels probe on */
-	for (h = fnv1a(label); (v = ms_u64map_get(&s->bylabel, h)); h = (h + 1) & (UINT64_MAX >> 1))
+	for (h = label_hash(label); (v = ms_u64map_get(&s->bylabel, h));
+	     h = (h + 1) & (UINT64_MAX >> 1))
 		if (!strcmp(s->labels[*v], label)) {
 			if (ms_u64map_put(&s->ids, stack, *v))
 				s->nomem = 1;
