@@ -1,5 +1,4 @@
-/* SipHash (Aumasson and Bernstein), an id set for interning and a u64 -> u64 map (linear probing).
- */
+/* Keyed hashing (SipHash), an id set for interning and a u64 -> u64 map (linear probing). */
 #include "common/hash.h"
 
 #include <stdatomic.h>
