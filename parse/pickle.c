@@ -32,6 +32,7 @@ enum { ROLE_NONE = 0, ROLE_OUTER, ROLE_DEVICE, ROLE_ENTRY, ROLE_MAPPED, ROLE_DON
 #define MEMO_SHIFT    16
 #define MEMO_CHUNK    ((size_t)1 << MEMO_SHIFT)
 #define MEMO_AT(p, i) (&(p)->memo[(i) >> MEMO_SHIFT][(i) & (MEMO_CHUNK - 1)])
+#define MEMO_SLACK    4096 /* memo slots a pickle may skip beyond one per input byte */
 
 struct slab {
 	struct slab *next;
@@ -62,6 +63,7 @@ struct ms_pickle {
 	/* the memo in chunks of MEMO_CHUNK values: it grows without copying */
 	struct ms_pk_val **memo;
 	size_t n_memo, n_memo_chunks, memo_chunks_cap;
+	uint64_t memo_holes; /* memo slots skipped by puts past the next index, in all */
 	/* input window */
 	unsigned char *buf;
 	size_t pos, len, cap;
@@ -694,9 +696,18 @@ static inline ms_status memo_put(struct ms_pickle *p, uint64_t idx)
 {
 	if (p->sp == 0 || (p->n_marks && p->sp == mark_top(p)))
 		return fail(p, MS_ERR_FORMAT, "memo store with an empty stack");
-	if (idx > p->lim.max_memo || idx > p->n_memo + (1u << 20))
+	if (idx > p->lim.max_memo)
 		return fail(p, MS_ERR_LIMIT, "memo index out of range");
 	if (idx >= p->n_memo) {
+		/*
+		 * Python's picklers put at the next index; a gap costs a memo slot per index
+		 * skipped. Gaps in all may not outgrow the input read so far (plus MEMO_SLACK), or
+		 * a 1 KB file of puts a million apart would take gigabytes.
+		 */
+		uint64_t holes = p->memo_holes + (idx - p->n_memo);
+		if (holes > (uint64_t)p->op_off + MEMO_SLACK)
+			return fail(p, MS_ERR_LIMIT, "memo index out of range");
+		p->memo_holes = holes;
 		while ((idx >> MEMO_SHIFT) >= p->n_memo_chunks) {
 			struct ms_pk_val *c;
 			if (ms_grow(&p->memo, &p->memo_chunks_cap, p->n_memo_chunks + 1,

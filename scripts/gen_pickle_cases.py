@@ -38,3 +38,6 @@ with open(f"{bad}/reduce_os_system_p2.pickle", "wb") as f:
     f.write(pickle.dumps(Evil(), protocol=2))
 with open(f"{bad}/global_p0.pickle", "wb") as f:
     f.write(b"cos\nsystem\n(S'echo pwned'\ntR.")
+# 200 memo puts a million indices apart: 1 KB that would grow the memo to 3.3 GB
+with open(f"{bad}/memo_jump.pickle", "wb") as f:
+    f.write(b"\x80\x04]" + b"".join(b"r" + (k << 20).to_bytes(4, "little") for k in range(1, 201)) + b"0N.")

@@ -247,6 +247,45 @@ Test(pickle, object_limit)
 	ms_pickle_free(vm);
 }
 
+/*
+ * Memo puts past the next index leave holes, a memo slot each: a gap within the slack reads
+ * (and a get of a hole is refused), but gaps in all beyond the input read so far (plus 4096)
+ * are refused before the memo grows: 200 puts a million apart, 1 KB of input, took 3.3 GB.
+ */
+Test(pickle, memo_gaps_are_bounded_by_the_input)
+{
+	static const char gap[] = "\x80\x02]q\x64" /* [] put at 100 */
+	                          "0h\x64"         /* pop; get 100 */
+	                          ".";
+	static const char hole[] = "\x80\x02]q\x64" /* [] put at 100 */
+	                           "0h\x63"         /* pop; get 99: a hole */
+	                           ".";
+	struct ms_pickle *vm;
+	struct ms_pk_val r;
+	struct ms_diag d = MS_DIAG_INIT;
+	unsigned char *jumps;
+	size_t n = 0;
+
+	RUN_OK(gap, vm, r);
+	cr_assert_eq(r.type, MS_PK_LIST);
+	ms_pickle_free(vm);
+	cr_assert_eq(run_fail(hole, sizeof(hole) - 1, &d), MS_ERR_FORMAT, "%s", d.msg);
+
+	cr_assert(jumps = malloc(3 + 200 * 5 + 3));
+	memcpy(jumps, "\x80\x04]", 3), n = 3;
+	for (uint32_t k = 1; k <= 200; k++) { /* LONG_BINPUT k << 20 */
+		uint32_t idx = k << 20;
+		jumps[n++] = 'r';
+		for (int b = 0; b < 4; b++)
+			jumps[n++] = (unsigned char)(idx >> (8 * b));
+	}
+	memcpy(jumps + n, "0N.", 3), n += 3;
+	d = (struct ms_diag)MS_DIAG_INIT;
+	cr_assert_eq(run_fail(jumps, n, &d), MS_ERR_LIMIT);
+	cr_assert(strstr(d.msg, "memo index out of range"), "%s", d.msg);
+	free(jumps);
+}
+
 /* Every protocol of the same snapshot, and its JSON form, give the same trace. */
 Test(pickle, protocols_2_to_5_and_json_agree)
 {
