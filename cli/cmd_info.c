@@ -17,6 +17,8 @@ static const char *const usage[] = {
         "Describe a memsnap trace (.zst) or a PyTorch memory snapshot (.pickle,",
         ".pickle.zst, .pickle.gz, .json): format and version, producer, devices,",
         "event counts by action, streams, time span, stacks, bytes per event.",
+        "The text lists the first 16 devices and streams and counts the rest;",
+        "--json lists them all.",
         NULL,
 };
 
@@ -186,6 +188,9 @@ static void print_json(const char *path, const struct info *x, const struct ms_s
 	cJSON_Delete(o);
 }
 
+/* Devices and streams listed in the text form (all of them in --json). */
+#define LIST_MAX 16
+
 static void print_text(const char *path, const struct info *x, const struct ms_source_info *si)
 {
 	char b1[32];
@@ -211,24 +216,28 @@ static void print_text(const char *path, const struct info *x, const struct ms_s
 	if (x->meta.torch_version[0])
 		printf("torch:        %s\n", x->meta.torch_version);
 	printf("devices:      %u", x->meta.n_devices);
-	for (uint32_t i = 0; i < x->meta.n_devices; i++) {
+	for (uint32_t i = 0; i < x->meta.n_devices && i < LIST_MAX; i++) {
 		const struct ms_device *d = &x->meta.devices[i];
 		printf("%s%u", i ? ", " : " (", d->index);
 		if (d->name[0])
 			printf(" %s", d->name);
 		if (d->total_memory)
 			printf(" %s", ms_format_size(b1, sizeof(b1), d->total_memory));
-		if (i + 1 == x->meta.n_devices)
-			printf(")");
 	}
+	if (x->meta.n_devices > LIST_MAX)
+		printf(", and %u more", x->meta.n_devices - LIST_MAX);
+	if (x->meta.n_devices)
+		printf(")");
 	printf("\nevents:       %llu\n", (unsigned long long)x->n);
 	for (int i = 0; i < MS_ACT_COUNT; i++)
 		if (x->by_action[i])
 			printf("  %-15s %llu\n", ms_action_name((unsigned)i),
 			       (unsigned long long)x->by_action[i]);
 	printf("streams:      %zu (", x->n_streams);
-	for (size_t i = 0; i < x->n_streams; i++)
+	for (size_t i = 0; i < x->n_streams && i < LIST_MAX; i++)
 		printf("%s0x%" PRIx64, i ? ", " : "", x->stream_list[i]);
+	if (x->n_streams > LIST_MAX)
+		printf(", and %zu more", x->n_streams - LIST_MAX);
 	printf(")\n");
 	if (x->n)
 		printf("time span:    %.3f s\n", (double)(x->t_last - x->t_first) / 1e9);
