@@ -89,15 +89,14 @@ static int row_cmp(const void *x, const void *y)
 	return strcmp(p->name, q->name);
 }
 
-/* Add (name, value) into rows for side a (which = 0) or b (1). */
-static void put(struct row **rows, size_t *n, size_t *cap, const char *name, uint64_t v, int which)
+/* Add (name, value) into rows (by: their names) for side a (which = 0) or b (1). */
+static void put(struct row **rows, size_t *n, size_t *cap, struct ms_label_rows *by,
+                const char *name, uint64_t v, int which)
 {
-	size_t i;
+	int added;
+	size_t i = ms_label_row(by, name, &added);
 
-	for (i = 0; i < *n; i++)
-		if (strcmp((*rows)[i].name, name) == 0)
-			break;
-	if (i == *n) {
+	if (added) {
 		if (ms_grow(rows, cap, *n + 1, sizeof(**rows)))
 			ms_die(MS_EXIT_ERROR, "out of memory");
 		memset(&(*rows)[i], 0, sizeof(**rows));
@@ -145,6 +144,7 @@ int cmd_diff(int argc, const char **argv)
 	uint64_t top = 10;
 	struct side s[2];
 	struct row *rows = NULL;
+	struct ms_label_rows by;
 	size_t nrows = 0, cap = 0, k;
 	cJSON *out = NULL;
 	char b1[32], b2[32], b3[48];
@@ -208,19 +208,23 @@ int cmd_diff(int argc, const char **argv)
 			       (long long)s[1].r.stats.num_alloc_retries -
 			               (long long)s[0].r.stats.num_alloc_retries);
 	}
+	ms_label_rows_init(&by);
 	for (int w = 0; w < 2; w++)
 		for (k = 0; k < s[w].n_rows; k++)
-			put(&rows, &nrows, &cap, s[w].rows[k].label, s[w].rows[k].bytes, w);
+			put(&rows, &nrows, &cap, &by, s[w].rows[k].label, s[w].rows[k].bytes, w);
 	table("bytes live at each run's peak, by allocation site (largest changes first):", rows,
 	      nrows, (size_t)top, out, "sites");
+	ms_label_rows_release(&by);
 	nrows = 0;
+	ms_label_rows_init(&by);
 	for (int w = 0; w < 2; w++)
 		for (k = 0; k < s[w].st->n_anns; k++)
-			put(&rows, &nrows, &cap,
+			put(&rows, &nrows, &cap, &by,
 			    ms_symtab_get_str(&s[w].syms, s[w].st->anns[k].name)->s,
 			    s[w].st->anns[k].peak_requested, w);
 	table("peak requested bytes inside each annotation (largest changes first):", rows, nrows,
 	      (size_t)top, out, "annotations");
+	ms_label_rows_release(&by);
 	if (json) {
 		char *str = cJSON_Print(out);
 		if (str)

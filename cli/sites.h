@@ -14,6 +14,21 @@ struct ms_site_row {
 	uint32_t stacks;
 };
 
+/*
+ * Labels to dense row numbers 0, 1, ... in order of first sight, found by hash (a symtab):
+ * grouping a trace's sites or annotations by name stays linear however many there are.
+ */
+struct ms_label_rows {
+	struct ms_symtab t;
+	uint32_t *row_of; /* symtab string id -> row */
+	size_t cap, n;
+	size_t empty; /* the row of "", or SIZE_MAX (the symtab keeps "" as id 0) */
+};
+void ms_label_rows_init(struct ms_label_rows *l);
+/* The row of label; *added is set when it is new (its row is then n - 1). Dies on OOM. */
+size_t ms_label_row(struct ms_label_rows *l, const char *label, int *added);
+void ms_label_rows_release(struct ms_label_rows *l);
+
 /* The sites at the peak of r grouped by label, largest first; caller frees with ms_free. */
 struct ms_site_row *ms_group_sites(const struct ms_symtab *y, const struct ms_trace_stats *r,
                                    size_t *n);
