@@ -1290,17 +1290,34 @@ struct chk {
 		}                                                  \
 	} while (0)
 
+/*
+ * Which segment (or expandable reservation) b lies in, for "once per segment" walks: its own
+ * record where the block has one, so that visiting every block of a segment does not walk to
+ * the segment's head each time (quadratic in its blocks). Records are tagged with bit 0 (they
+ * are aligned, as are device addresses), so they cannot meet a head's address.
+ */
+static uint64_t segment_key(const struct ms_model_block *b)
+{
+	if (b->xs)
+		return (uint64_t)(uintptr_t)b->xs | 1;
+	if (b->seg)
+		return (uint64_t)(uintptr_t)b->seg | 1;
+	while (b->prev)
+		b = b->prev;
+	return b->addr & ~(uint64_t)1;
+}
+
 /* Walk the segment b lies in, once. */
 static void check_segment(struct chk *c, const struct ms_model_block *b)
 {
 	const struct ms_model_block *h = b, *q;
-	uint64_t total = 0;
+	uint64_t total = 0, key = segment_key(b);
 
+	if (ms_u64map_get(&c->seen, key))
+		return;
 	while (h->prev)
 		h = h->prev;
-	if (ms_u64map_get(&c->seen, h->addr))
-		return;
-	if (ms_u64map_put(&c->seen, h->addr, 1)) {
+	if (ms_u64map_put(&c->seen, key, 1)) {
 		CHK(c, 0, "out of memory");
 		return;
 	}
@@ -1726,14 +1743,15 @@ static ms_status snap_block(struct snap *sn, const struct ms_model_block *q)
 static ms_status snap_segment(struct snap *sn, const struct ms_model_block *b)
 {
 	const struct ms_model_block *h = b, *q;
+	uint64_t key = segment_key(b);
 	int open = 0;
 	ms_status s;
 
+	if (ms_u64map_get(&sn->seen, key))
+		return MS_OK;
 	while (h->prev)
 		h = h->prev;
-	if (ms_u64map_get(&sn->seen, h->addr))
-		return MS_OK;
-	if (ms_u64map_put(&sn->seen, h->addr, 1))
+	if (ms_u64map_put(&sn->seen, key, 1))
 		return MS_ERR_NOMEM;
 	for (q = h; q; q = q->next) {
 		if (!q->mapped) {
