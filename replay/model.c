@@ -1330,6 +1330,8 @@ static void check_segment(struct chk *c, const struct ms_model_block *b)
 		    "gap or overlap after 0x%llx", (unsigned long long)q->addr);
 		CHK(c, q->stream == h->stream && q->small == h->small && q->xs == h->xs,
 		    "mixed segment at 0x%llx", (unsigned long long)q->addr);
+		CHK(c, segment_key(q) == key, "block 0x%llx outside its segment's record",
+		    (unsigned long long)q->addr);
 		CHK(c, q->size > 0 && q->size % K_MIN_BLOCK == 0, "block size %llu",
 		    (unsigned long long)q->size);
 		CHK(c, q->mapped || q->xs, "unmapped block outside an expandable segment");
