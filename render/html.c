@@ -254,52 +254,40 @@ static int u64_cmp(const void *x, const void *y)
 	return a < b ? -1 : a > b;
 }
 
-/* Site labels, each written once: stack id -> index into "sites". */
 /*
  * Sites: the label of a stack (its first frame outside torch, ms_stack_label), each label once;
- * stacks that differ deeper down share their site.
+ * stacks that differ deeper down share their site. Labels are interned in a symtab of their
+ * own: site i is its string id i + 1 (labels are never empty).
  */
 struct sites {
 	const struct ms_symtab *syms;
-	struct ms_u64map ids;     /* stack -> site */
-	struct ms_u64map bylabel; /* label hash (+ probe) -> site */
-	char **labels;
-	size_t n, cap;
+	struct ms_u64map ids; /* stack -> site */
+	struct ms_symtab labels;
 	int nomem;
 };
 
-/* Keyed (common/hash.h): a trace's labels cannot be made to share one probe chain. */
-static uint64_t label_hash(const char *s)
+static size_t sites_n(const struct sites *s)
 {
-	return ms_hash_bytes(s, strlen(s)) >> 1; /* keys below UINT64_MAX, as the map needs */
+	return ms_symtab_nstrs(&s->labels) ? ms_symtab_nstrs(&s->labels) - 1u : 0;
 }
 
 static int64_t site_of(struct sites *s, uint32_t stack)
 {
 	const uint64_t *v;
 	char label[256];
-	uint64_t h;
+	uint32_t id;
 
 	if (!stack || !s->syms || stack >= ms_symtab_nstacks(s->syms))
 		return -1;
 	if ((v = ms_u64map_get(&s->ids, stack)))
 		return (int64_t)*v;
 	ms_stack_label(s->syms, stack, label, sizeof(label));
-	/* equal hashes of different labels probe on */
-	for (h = label_hash(label); (v = ms_u64map_get(&s->bylabel, h));
-	     h = (h + 1) & (UINT64_MAX >> 1))
-		if (!strcmp(s->labels[*v], label)) {
-			if (ms_u64map_put(&s->ids, stack, *v))
-				s->nomem = 1;
-			return (int64_t)*v;
-		}
-	if (ms_grow(&s->labels, &s->cap, s->n + 1, sizeof(*s->labels)) ||
-	    !(s->labels[s->n] = ms_strndup(label, strlen(label))) ||
-	    ms_u64map_put(&s->bylabel, h, s->n) || ms_u64map_put(&s->ids, stack, s->n)) {
+	if (ms_symtab_str(&s->labels, label, strlen(label), &id) || id == 0 ||
+	    ms_u64map_put(&s->ids, stack, id - 1)) {
 		s->nomem = 1;
 		return -1;
 	}
-	return (int64_t)s->n++;
+	return (int64_t)id - 1;
 }
 
 static void snap_json(struct ms_jsonw *w, const struct ms_replay_snap *sn, const char *label,
@@ -689,6 +677,10 @@ ms_status ms_render_html(const struct ms_render_html_input *in, struct ms_buf *o
 	oom_shown = in->first->has_oom && in->first->first_oom.index >= lo &&
 	            in->first->first_oom.index < hi;
 	sites.syms = syms;
+	if (ms_symtab_init(&sites.labels)) {
+		s = MS_ERR_NOMEM;
+		goto out;
+	}
 	lod.from = lo;
 	lod.total = hi;
 	lod.width = (hi - lo) / (in->buckets ? in->buckets : 2000) + 1;
@@ -905,8 +897,8 @@ ms_status ms_render_html(const struct ms_render_html_input *in, struct ms_buf *o
 	}
 	ms_jsonw_key(&w, "sites");
 	ms_jsonw_arr_begin(&w);
-	for (size_t i = 0; i < sites.n; i++)
-		ms_jsonw_cstr(&w, sites.labels[i]);
+	for (size_t i = 0; i < sites_n(&sites); i++)
+		ms_jsonw_cstr(&w, ms_symtab_get_str(&sites.labels, (uint32_t)i + 1)->s);
 	ms_jsonw_arr_end(&w);
 	ms_jsonw_obj_end(&w);
 	if (fclose(f) != 0 && !s)
@@ -943,11 +935,8 @@ out:
 	ms_free(lod.b);
 	ms_free(lod.f);
 	ms_free(lod.anns);
-	for (size_t i = 0; i < sites.n; i++)
-		ms_free(sites.labels[i]);
-	ms_free(sites.labels);
+	ms_symtab_release(&sites.labels);
 	ms_u64map_release(&sites.ids);
-	ms_u64map_release(&sites.bylabel);
 	ms_u64map_release(&named);
 	ms_replay_result_release(&r);
 	ms_symtab_release(&own_syms);
