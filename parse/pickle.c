@@ -5,6 +5,9 @@
  */
 #include "parse/pickle.h"
 
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <string.h>
 
@@ -49,6 +52,49 @@ struct pool_chunk {
 };
 
 #define KCACHE 256
+
+/*
+ * The second reader (ms_pickle_split; docs/DESIGN.md, "Two readers"). p2 reads trace entries
+ * from `at` on while p reads up to there; p2's memo indices are its own (from 0), as p's count
+ * at the split, the base, is known only when p lands. A memo get in p2 below what p has
+ * published is p's slot, final; at or above it, p2 waits until p publishes past it or lands.
+ */
+enum { SPLIT_RUNNING = 0, SPLIT_LANDED, SPLIT_ABORT };
+#define REMOTE_STR 0x80000000u /* in p2: a string id of p's (not below n_pre): unreadable */
+struct split {
+	struct ms_pickle *p2;
+	ms_pk_merge_fn merge;
+	void *merge_ctx;
+	size_t at; /* offset of the EMPTY_DICT p2 starts at */
+	pthread_t thread;
+	int started;
+	/* each on a cache line of its own: p writes memo_pub after every entry, p2 reads phase */
+	char pad0[64];
+	_Atomic size_t memo_pub; /* p's memo slots below it are written for good */
+	char pad1[64];
+	_Atomic int phase;
+	uint64_t n_waits; /* p2's waits for p (a debugging aid) */
+	char pad2[64];
+	size_t base; /* p's memo count at the split, once LANDED */
+	/*
+	 * p's memo index, which never moves while p2 reads it: p2 reads it here, not in p, where
+	 * it shares a cache line with n_memo, which p writes after every entry.
+	 */
+	struct ms_pk_val *const *memo1;
+	uint32_t n_pre; /* string ids below it mean the same in both machines */
+	/* p2's result, read after the join */
+	size_t stop;          /* offset where p goes on */
+	size_t first_close;   /* offset of p2's first APPENDS; 0: none */
+	uint64_t first_batch; /* p2's entries before it */
+	uint64_t open_n;      /* p2's entries after its last MARK, when one is open at the stop */
+	int mark_open;
+	ms_status status;
+	/* after the merge: p's memo slots [fx_lo, fx_lo + fx_n) are p2's [0, fx_n) */
+	uint64_t e1;      /* p's entries before the split */
+	uint32_t tag;     /* the device list */
+	uint32_t *str_xl; /* p2's string id - n_pre -> p's id + 1 */
+	size_t str_xl_cap;
+};
 
 struct ms_pickle {
 	struct ms_symtab strs;
@@ -106,7 +152,17 @@ struct ms_pickle {
 		uint32_t len, id;
 		uint64_t head;
 	} slot_str[MS_PK_SLOTS + 1];
+	/* the second reader: in p, its state (owned); in p2, p's (peer) */
+	struct split *split;
+	struct ms_pickle *peer;
+	const unsigned char *split_ip; /* p: right past the EMPTY_DICT to land on */
+	size_t n1_seen;                /* p2: p's memo_pub as last read */
+	size_t fx_lo, fx_n;            /* p: memo slots that are p2's (see struct split) */
+	uint64_t n_split;              /* p: entries taken over from p2 */
 };
+
+static void split_join(struct ms_pickle *p, int phase);
+static ms_status split_materialize(struct ms_pickle *p);
 
 ms_status ms_pickle_new(struct ms_pickle **out)
 {
@@ -146,6 +202,11 @@ void ms_pickle_free(struct ms_pickle *p)
 		struct pool_chunk *c = p->pool;
 		p->pool = c->next;
 		ms_free(c);
+	}
+	if (p->split && !p->peer) { /* p2 only borrows p's */
+		split_join(p, SPLIT_ABORT);
+		ms_free(p->split->str_xl);
+		ms_free(p->split);
 	}
 	ms_symtab_release(&p->strs);
 	ms_free(p->stack);
@@ -698,6 +759,11 @@ static inline ms_status memo_put(struct ms_pickle *p, uint64_t idx)
 		return fail(p, MS_ERR_FORMAT, "memo store with an empty stack");
 	if (idx > p->lim.max_memo)
 		return fail(p, MS_ERR_LIMIT, "memo index out of range");
+	if (idx < p->n_memo && (p->split || p->fx_n)) {
+		split_join(p, SPLIT_ABORT);
+		if (idx - p->fx_lo < p->fx_n)
+			MS_TRY(split_materialize(p));
+	}
 	if (idx >= p->n_memo) {
 		/*
 		 * Python's picklers put at the next index; a gap costs a memo slot per index
@@ -995,13 +1061,68 @@ static inline int fast_get(const struct ms_pickle *p, const unsigned char **ipp,
 		idx = ms_load_le32(ip + 1), ip += 5;
 	else
 		return 0;
-	if (idx >= n_memo)
+	if (idx >= n_memo || idx - p->fx_lo < p->fx_n) /* p2's slots: the general path's */
 		return 0;
 	m = MEMO_AT(p, idx);
 	if (m->type > MS_PK_DICT || (m->type >= MS_PK_LIST && m->v.o->consumed))
 		return 0;
 	*type = m->type;
 	*payload = payload_of(m);
+	*ipp = ip;
+	return 1;
+}
+
+/*
+ * fast_get for p2 (the second reader). Below what p has published, the slot is p's and final;
+ * at or above it, it is p's or p2's depending on where p's memo ends at the split, so p2 waits
+ * until p publishes past it or lands (or gives up). Plain values only: a container or a
+ * streamed entry is p's to read; a string of p's that p2 has not got is marked REMOTE_STR.
+ */
+static int helper_get(struct ms_pickle *p, const unsigned char **ipp, size_t n_memo, uint64_t *type,
+                      uint64_t *payload)
+{
+	struct split *x = p->split;
+	const unsigned char *ip = *ipp;
+	const struct ms_pk_val *m;
+	uint64_t idx;
+
+	if (*ip == 'h')
+		idx = ip[1], ip += 2;
+	else if (*ip == 'j')
+		idx = ms_load_le32(ip + 1), ip += 5;
+	else
+		return 0;
+	while (idx >= p->n1_seen) {
+		int phase;
+		p->n1_seen = atomic_load_explicit(&x->memo_pub, memory_order_acquire);
+		if (idx < p->n1_seen)
+			break;
+		phase = atomic_load_explicit(&x->phase, memory_order_acquire);
+		if (phase == SPLIT_ABORT)
+			return 0;
+		if (phase == SPLIT_LANDED) {
+			if (idx < x->base)
+				break;
+			if (idx - x->base >= n_memo)
+				return 0;
+			m = MEMO_AT(p, idx - x->base);
+			if (m->type > MS_PK_BYTES)
+				return 0;
+			*type = m->type;
+			*payload = payload_of(m);
+			*ipp = ip;
+			return 1;
+		}
+		x->n_waits++;
+		sched_yield();
+	}
+	m = &x->memo1[idx >> MEMO_SHIFT][idx & (MEMO_CHUNK - 1)];
+	if (m->type > MS_PK_BYTES)
+		return 0;
+	*type = m->type;
+	*payload = payload_of(m);
+	if ((m->type == MS_PK_STR || m->type == MS_PK_BYTES) && *payload >= x->n_pre)
+		*payload = (uint32_t)*payload | REMOTE_STR;
 	*ipp = ip;
 	return 1;
 }
@@ -1085,11 +1206,17 @@ static void unmake_last(struct ms_pickle *p)
  * general path has the whole say on what is wrong: this one gives up instead of failing. Only
  * the hook's own error and running out of memory come back.
  */
-static ms_status fast_entries(struct ms_pickle *p, const unsigned char **ipp,
-                              const unsigned char *end, uint32_t tag, struct ms_pk_val *st,
-                              size_t *spp, int *gave_up)
+static inline __attribute__((always_inline)) ms_status
+fast_entries_t(struct ms_pickle *p, const unsigned char **ipp, const unsigned char *end,
+               uint32_t tag, struct ms_pk_val *st, size_t *spp, int *gave_up, const int helper)
 {
+#define GET(ipp_, n_, t_, pl_) \
+	(helper ? helper_get(p, (ipp_), (n_), (t_), (pl_)) : fast_get(p, (ipp_), (n_), (t_), (pl_)))
+	/* p2 puts by MEMOIZE only: a put naming its slot names p's index, which p2 does not know */
+#define PUT_OP(c_) (helper ? (c_) == 0x94 : put_op[(c_)])
 	const unsigned char *ip = *ipp;
+	/* p with a second reader: the memo count it publishes */
+	_Atomic size_t *pub = !helper && p->split && p->split->started ? &p->split->memo_pub : NULL;
 	struct ms_pk_val vals[MS_PK_SLOTS + 1]; /* the last for values of unwanted keys */
 	size_t sp = *spp;
 	/* ip <= last: 32 bytes readable */
@@ -1110,7 +1237,16 @@ next_entry:;
 	size_t n_memo = p->n_memo;
 	uint64_t me = p->ev_mapped | (uint64_t)tag << ORD_BITS;
 
-	if (p->ev_mapped > ORD_MASK || end - ip < 16 || !put_op[*ip] ||
+	if (!helper && ip == p->split_ip) {
+		/* p at the second reader's start: its merge goes on from here (split_land) */
+		*ipp = ip - 1;
+		*spp = sp;
+		*gave_up = 0;
+		return MS_OK;
+	}
+	if (helper && atomic_load_explicit(&p->split->phase, memory_order_relaxed) == SPLIT_ABORT)
+		goto give_up;
+	if (p->ev_mapped > ORD_MASK || end - ip < 16 || !PUT_OP(*ip) ||
 	    !fast_put(p, &ip, &n_memo, PK_STREAMED, me) || *ip++ != '(')
 		goto give_up;
 	/*
@@ -1131,6 +1267,14 @@ next_entry:;
 				break;
 			goto give_up;
 		}
+		/*
+		 * FRAME (protocol 4): Python's framer may end a 64 KiB frame after any key or
+		 * value, so one entry in a thousand has one inside; framing needs no action.
+		 */
+		if (*ip == 0x95) {
+			ip += 9;
+			continue;
+		}
 		/* the key's slot, from the cache by memo index or worked out (and cached) */
 		key = ip;
 		if (*ip == 'h')
@@ -1139,6 +1283,8 @@ next_entry:;
 			idx = ms_load_le32(ip + 1), ip += 5;
 		else if (*ip == 'u')
 			break;
+		else if (*ip == 0x8c)
+			goto inline_key;
 		else
 			goto give_up;
 		kc = &p->kcache[idx & (KCACHE - 1)];
@@ -1146,23 +1292,47 @@ next_entry:;
 			slot = kc->slot;
 		} else {
 			ip = key;
-			if (!fast_get(p, &ip, n_memo, &type, &payload) || type > MS_PK_BYTES)
+			if (!GET(&ip, n_memo, &type, &payload) || type > MS_PK_BYTES)
 				goto give_up; /* a container key: the general path decides */
 			if (type == MS_PK_STR && payload == p->id_device_traces)
 				goto give_up; /* the general path gives its lists roles */
 			slot = type == MS_PK_STR && payload < 64 && p->key_slot[payload] >= 0
 			               ? p->key_slot[payload]
 			               : SLOT_UNWANTED;
-			/* not a slot of this entry's own: only those are final */
-			if (idx < p->n_memo && idx < UINT32_MAX) {
+			/* not a slot of this entry's own: only those are final (p2: only p's) */
+			if (idx < (helper ? p->n1_seen : p->n_memo) && idx < UINT32_MAX) {
 				kc->idx1 = (uint32_t)idx + 1;
 				kc->slot = (int8_t)slot;
 			}
 		}
+		if (0) {
+		inline_key:
+			/*
+			 * A key seen for the first time (PyTorch's "device_free" in its one OOM
+			 * entry): a short string and its MEMOIZE, then the value as usual.
+			 */
+			n = ip[1];
+			if (n > p->lim.max_string || (size_t)(end - ip) < 2 + n + 1 + 32 ||
+			    ip[2 + n] != 0x94 || n_memo >= memo_room)
+				goto give_up;
+			if ((s = intern(p, ip + 2, n, 1, &id)))
+				return s;
+			if (id == p->id_device_traces)
+				goto give_up;
+			put_val(MEMO_AT(p, n_memo), MS_PK_STR, id);
+			n_memo++;
+			ip += 2 + n + 1;
+			slot = id < 64 && p->key_slot[id] >= 0 ? p->key_slot[id] : SLOT_UNWANTED;
+		}
+		if (*ip == 0x95) { /* FRAME between the key and its value: the same */
+			ip += 9;
+			if ((size_t)(end - ip) < 32)
+				goto give_up;
+		}
 		switch (*ip) {
 		case 'h': /* BINGET */
 		case 'j': /* LONG_BINGET */
-			if (!fast_get(p, &ip, n_memo, &type, &payload))
+			if (!GET(&ip, n_memo, &type, &payload))
 				goto give_up;
 			break;
 		case 'K': /* BININT1 */
@@ -1214,8 +1384,9 @@ next_entry:;
 			type = MS_PK_BOOL, payload = *ip == 0x88, ip++;
 			break;
 		case ']': /* EMPTY_LIST: one list of memo gets per entry (its frames) */
-			if (made || p->n_objs >= p->lim.max_objects)
-				goto give_up;
+			if (helper || made || p->n_objs >= p->lim.max_objects)
+				goto give_up; /* p2 makes no objects: p would have to take them over
+				               */
 			if ((s = new_obj(p, MS_PK_LIST, &made)))
 				return s;
 			type = MS_PK_LIST, payload = (uint64_t)(uintptr_t)made, ip++;
@@ -1246,6 +1417,8 @@ next_entry:;
 				n_memo++;
 				ip++;
 			} else {
+				if (helper && put_op[*ip])
+					goto give_up;
 				while (put_op[*ip])
 					if (end - ip < 16 ||
 					    !fast_put(p, &ip, &n_memo, type, payload))
@@ -1256,10 +1429,19 @@ next_entry:;
 		present |= slot_bit[slot];
 	}
 	/* SETITEMS: the entry is complete */
-	p->n_memo = n_memo;
-	if ((s = p->fields_fn(p->item_ctx, tag, vals, present,
-	                      (int64_t)(p->base + (size_t)(ip - p->buf)))))
-		return s;
+	if (helper) {
+		/* p2 leaves p what its hook refuses: p's hook gives the error, if any */
+		if (p->fields_fn(p->item_ctx, tag, vals, present, -1))
+			goto give_up;
+		p->n_memo = n_memo;
+	} else {
+		p->n_memo = n_memo;
+		if (pub)
+			atomic_store_explicit(pub, n_memo, memory_order_release);
+		if ((s = p->fields_fn(p->item_ctx, tag, vals, present,
+		                      (int64_t)(p->base + (size_t)(ip - p->buf)))))
+			return s;
+	}
 	p->ev_mapped++;
 	p->n_fast++;
 	put_val(&st[sp++], PK_STREAMED, me);
@@ -1277,6 +1459,297 @@ give_up:
 		unmake_last(p);
 	*ipp = start;
 	return MS_OK;
+#undef GET
+#undef PUT_OP
+}
+
+static ms_status fast_entries(struct ms_pickle *p, const unsigned char **ipp,
+                              const unsigned char *end, uint32_t tag, struct ms_pk_val *st,
+                              size_t *spp, int *gave_up)
+{
+	return fast_entries_t(p, ipp, end, tag, st, spp, gave_up, 0);
+}
+
+static ms_status helper_entries(struct ms_pickle *p, const unsigned char **ipp,
+                                const unsigned char *end, struct ms_pk_val *st, size_t *spp,
+                                int *gave_up)
+{
+	/* device 0 and ordinals from 0: the merge puts them right (split_land, translate) */
+	return fast_entries_t(p, ipp, end, 0, st, spp, gave_up, 1);
+}
+
+/*
+ * The second reader's thread: from the EMPTY_DICT at `at`, in the device list p will be in
+ * there (a MARK open right above it), entries the fast way, MARK, APPENDS and FRAME, and
+ * nothing else: at anything more it stops, and p goes on from there. Its stack holds the
+ * entries since the last MARK (streamed values, as p's would).
+ */
+#define HELPER_MAX_OPEN ((size_t)1 << 16) /* entries after one MARK */
+static void *helper_main(void *arg)
+{
+	struct ms_pickle *p = arg;
+	struct split *x = p->split;
+	const unsigned char *buf = p->buf, *ip = buf + x->at, *end = buf + p->len;
+	size_t sp = 0;
+	int mark_open = 1;
+	ms_status s = MS_OK;
+
+	while (ip < end) {
+		if (*ip == '}') {
+			int gave_up;
+			const unsigned char *q = ip + 1;
+			/*
+			 * Room for what one call may read: half a memo chunk of puts (an entry
+			 * with more gives up, and p reads it), 1024 entries on the stack.
+			 */
+			if (p->n_memo + MEMO_CHUNK / 2 > (p->n_memo_chunks << MEMO_SHIFT)) {
+				struct ms_pk_val *c;
+				if (p->n_memo_chunks == p->memo_chunks_cap ||
+				    !(c = ms_malloc(MEMO_CHUNK * sizeof(*c)))) {
+					s = MS_ERR_NOMEM;
+					break;
+				}
+				p->memo[p->n_memo_chunks++] = c;
+			}
+			if (sp + 1024 > p->stack_cap &&
+			    (sp >= HELPER_MAX_OPEN ||
+			     ms_grow(&p->stack, &p->stack_cap, sp + 1024, sizeof(*p->stack))))
+				break;
+			if ((s = helper_entries(p, &q, end, p->stack, &sp, &gave_up)))
+				break;
+			if (gave_up) {
+				ip = q - 1; /* at the EMPTY_DICT of the entry p2 leaves to p */
+				break;
+			}
+			ip = q;
+		} else if (*ip == 'e' && mark_open) { /* APPENDS */
+			if (!x->first_close) {
+				x->first_close = (size_t)(ip - buf);
+				x->first_batch = sp;
+			}
+			sp = 0;
+			mark_open = 0;
+			ip++;
+		} else if (*ip == '(' && !mark_open) { /* MARK */
+			mark_open = 1;
+			ip++;
+		} else if (*ip == 0x95 && end - ip >= 9) { /* FRAME: as p reads it, no check */
+			ip += 9;
+		} else {
+			break;
+		}
+	}
+	x->stop = (size_t)(ip - buf);
+	x->mark_open = mark_open;
+	x->open_n = sp;
+	x->status = s;
+	return NULL;
+}
+
+/* p: the second reader told to stop (phase) and joined. */
+static void split_join(struct ms_pickle *p, int phase)
+{
+	struct split *x = p->split;
+
+	if (!x || !x->started)
+		return;
+	atomic_store_explicit(&x->memo_pub, p->n_memo, memory_order_release);
+	atomic_store_explicit(&x->phase, phase, memory_order_release);
+	pthread_join(x->thread, NULL);
+	x->started = 0;
+	p->split_ip = NULL;
+}
+
+/* One of p2's memo values as p reads it: its strings interned in p, its ordinals p's. */
+static ms_status translate(struct ms_pickle *p, const struct ms_pk_val *v, struct ms_pk_val *out)
+{
+	struct split *x = p->split;
+	uint64_t w = payload_of(v);
+
+	if (v->type == PK_STREAMED) {
+		w = ((w & ORD_MASK) + x->e1) | (uint64_t)x->tag << ORD_BITS;
+	} else if ((v->type == MS_PK_STR || v->type == MS_PK_BYTES) && (uint32_t)w >= x->n_pre) {
+		uint32_t id2 = (uint32_t)w, id;
+		if (id2 & REMOTE_STR) {
+			w = id2 & ~REMOTE_STR; /* p's own */
+		} else {
+			size_t k = id2 - x->n_pre;
+			if (k >= x->str_xl_cap) {
+				size_t old = x->str_xl_cap;
+				if (ms_grow(&x->str_xl, &x->str_xl_cap, k + 1, sizeof(uint32_t)))
+					return MS_ERR_NOMEM;
+				memset(x->str_xl + old, 0,
+				       (x->str_xl_cap - old) * sizeof(uint32_t));
+			}
+			if (!x->str_xl[k]) {
+				const struct ms_str *str = ms_symtab_get_str(&x->p2->strs, id2);
+				MS_TRY(ms_symtab_str(&p->strs, str->s, str->len, &id));
+				x->str_xl[k] = id + 1;
+			}
+			w = x->str_xl[k] - 1;
+		}
+	}
+	put_val(out, v->type, w);
+	return MS_OK;
+}
+
+/*
+ * p reads one of p2's memo slots, or writes one again: all of them become p's own first
+ * (rare: PyTorch's later parts do not refer back into the trace entries).
+ */
+static ms_status split_materialize(struct ms_pickle *p)
+{
+	size_t lo = p->fx_lo, n = p->fx_n;
+
+	while (((lo + n - 1) >> MEMO_SHIFT) >= p->n_memo_chunks) {
+		struct ms_pk_val *c;
+		if (ms_grow(&p->memo, &p->memo_chunks_cap, p->n_memo_chunks + 1,
+		            sizeof(*p->memo)) ||
+		    !(c = ms_malloc(MEMO_CHUNK * sizeof(*c))))
+			return MS_ERR_NOMEM;
+		p->memo[p->n_memo_chunks++] = c;
+	}
+	for (size_t i = 0; i < n; i++)
+		MS_TRY(translate(p, MEMO_AT(p->split->p2, i), MEMO_AT(p, lo + i)));
+	p->fx_lo = p->fx_n = 0;
+	return MS_OK;
+}
+
+/*
+ * p has reached the second reader's start (p->pos at its EMPTY_DICT, in the fast path, a
+ * device list under it). Takes over what p2 read, exactly as p would have read it, and moves
+ * p->pos to where p2 stopped; or drops it, and p reads on from where it is.
+ */
+static ms_status split_land(struct ms_pickle *p)
+{
+	struct split *x = p->split;
+	struct ms_pickle *p2 = x->p2;
+	size_t mk = p->n_marks ? p->marks[p->n_marks - 1] : 0;
+	struct ms_pk_obj *list;
+	uint64_t e1 = p->ev_mapped, e2, rest, ord;
+	size_t push;
+	ms_status s;
+
+	/* p2 began inside a batch: a MARK right above the device list */
+	if (!p->n_marks || mk == 0 || mk > p->sp || p->stack[mk - 1].type != MS_PK_LIST ||
+	    p->stack[mk - 1].v.o->role != ROLE_DEVICE) {
+		split_join(p, SPLIT_ABORT);
+		return MS_OK;
+	}
+	x->base = p->n_memo;
+	split_join(p, SPLIT_LANDED);
+	list = p->stack[mk - 1].v.o;
+	e2 = p2->ev_mapped;
+	if (x->status || e2 == 0 || e1 + e2 > ORD_MASK ||
+	    p->n_memo + p2->n_memo > p->lim.max_memo || list->tag >> (64 - ORD_BITS))
+		return MS_OK;
+	/* what p's batch holds must be entries the way APPENDS wants them, as p2's are */
+	for (size_t i = mk; i < p->sp; i++) {
+		const struct ms_pk_val *v = &p->stack[i];
+		if (v->type != PK_STREAMED &&
+		    !(v->type == MS_PK_DICT && v->v.o->role == ROLE_MAPPED))
+			return MS_OK;
+	}
+	push = x->first_close ? (size_t)x->first_batch : (size_t)e2;
+	if (x->mark_open && x->first_close && x->open_n > push)
+		push = (size_t)x->open_n;
+	if (p->sp + push + 1 > p->stack_cap &&
+	    ms_grow(&p->stack, &p->stack_cap, p->sp + push + 1, sizeof(*p->stack)))
+		return MS_ERR_NOMEM;
+	/* the hook takes p2's entries (or refuses them, before anything is changed) */
+	if ((s = x->merge(x->merge_ctx, list->tag, e2)))
+		return s == MS_ERR_UNSUPPORTED ? MS_OK : s;
+	x->e1 = e1;
+	x->tag = list->tag;
+	ord = e1;
+#define PUSH_ENTRIES(n_)                       \
+	for (uint64_t k_ = 0; k_ < (n_); k_++) \
+	put_val(&p->stack[p->sp++], PK_STREAMED, ord++ | (uint64_t)list->tag << ORD_BITS)
+	if (x->first_close) {
+		/* p2's first APPENDS closes p's batch: run it as p would, with p's entries */
+		PUSH_ENTRIES(x->first_batch);
+		p->ev_mapped = ord;
+		p->op_off = (int64_t)x->first_close;
+		if ((s = batch(p, 0)))
+			return s;
+		/* the rest of p2's closed batches: entries in order, as stream_items counts them */
+		rest = e2 - x->first_batch - (x->mark_open ? x->open_n : 0);
+		ord += rest;
+		p->ev_appended += rest;
+		list->n += (uint32_t)rest;
+		if (x->mark_open) {
+			if (p->n_marks == p->marks_cap &&
+			    ms_grow(&p->marks, &p->marks_cap, p->n_marks + 1, sizeof(size_t)))
+				return MS_ERR_NOMEM;
+			p->marks[p->n_marks++] = p->sp;
+			PUSH_ENTRIES(x->open_n);
+		}
+	} else {
+		PUSH_ENTRIES(e2);
+	}
+#undef PUSH_ENTRIES
+	p->ev_mapped = ord;
+	p->n_fast += e2;
+	p->n_split = e2;
+	p->fx_lo = p->n_memo;
+	p->fx_n = p2->n_memo;
+	p->n_memo += p2->n_memo;
+	p->pos = x->stop;
+	return MS_OK;
+}
+
+ms_status ms_pickle_split(struct ms_pickle *p, struct ms_pickle *p2, uint64_t at,
+                          ms_pk_merge_fn merge, void *ctx)
+{
+	struct split *x;
+	/* memo indices stay below 2 * len + MEMO_SLACK (a byte per put, holes bounded) */
+	size_t chunks;
+
+	if (!p->borrowed || !p2->borrowed || p2->buf != p->buf || p2->len != p->len ||
+	    at >= p->len || p->len > ((size_t)1 << 30) || p->split || !p2->fields_fn)
+		return MS_ERR_INVALID_ARG;
+	if (!(x = ms_calloc(1, sizeof(*x))))
+		return MS_ERR_NOMEM;
+	chunks = ((2 * p->len + MEMO_SLACK) >> MEMO_SHIFT) + 2;
+	/* p's memo index never moves while p2 reads it; p2's holds what its input can put */
+	if (ms_grow(&p->memo, &p->memo_chunks_cap, chunks, sizeof(*p->memo)) ||
+	    ms_grow(&p2->memo, &p2->memo_chunks_cap, chunks, sizeof(*p2->memo))) {
+		ms_free(x);
+		return MS_ERR_NOMEM;
+	}
+	x->memo1 = p->memo;
+	x->p2 = p2;
+	x->merge = merge;
+	x->merge_ctx = ctx;
+	x->at = (size_t)at;
+	x->n_pre = ms_symtab_nstrs(&p2->strs);
+	p->split = x;
+	p2->split = x;
+	p2->peer = p;
+	return MS_OK;
+}
+
+uint64_t ms_pickle_split_point(const void *data, size_t len, size_t from)
+{
+	const unsigned char *b = data;
+	static const unsigned char pat[3] = {'}', 0x94, '('};
+
+	for (size_t i = from ? from : 1; i + 3 <= len;) {
+		const unsigned char *q = memchr(b + i, '}', len - i);
+		if (!q)
+			break;
+		i = (size_t)(q - b);
+		if (i + 4 <= len && memcmp(q, pat, 3) == 0 && (q[-1] == 'u' || q[-1] == '(') &&
+		    (q[3] == 'h' || q[3] == 'j'))
+			return i;
+		i++;
+	}
+	return len;
+}
+
+uint64_t ms_pickle_split_entries(const struct ms_pickle *p)
+{
+	return p->n_split;
 }
 
 /*
@@ -1285,8 +1758,8 @@ give_up:
  * stack pointer; everything else goes through step() with the state saved first. Before
  * each opcode the stack has room for one more value (no opcode pushes more than one).
  */
-ms_status ms_pickle_run(struct ms_pickle *p, ms_pk_read_fn rd, void *rd_ctx, struct ms_pk_val *root,
-                        struct ms_diag *diag)
+static ms_status run(struct ms_pickle *p, ms_pk_read_fn rd, void *rd_ctx, struct ms_pk_val *root,
+                     struct ms_diag *diag)
 {
 	const unsigned char *buf, *ip, *end; /* input window, cursor, end of what was read */
 	struct ms_pk_val *st;                /* p->stack */
@@ -1357,6 +1830,13 @@ ms_status ms_pickle_run(struct ms_pickle *p, ms_pk_read_fn rd, void *rd_ctx, str
 			ip += 4;
 		get : {
 			const struct ms_pk_val *m;
+			if (idx - p->fx_lo < p->fx_n) {
+				SAVE();
+				s = split_materialize(p);
+				LOAD();
+				if (s)
+					return s;
+			}
 			if (idx >= p->n_memo || (m = MEMO_AT(p, idx))->type == PK_CONSUMED)
 				FAIL(MS_ERR_FORMAT, "memo reference to an unknown slot");
 			if (m->type == PK_STREAMED)
@@ -1380,6 +1860,17 @@ ms_status ms_pickle_run(struct ms_pickle *p, ms_pk_read_fn rd, void *rd_ctx, str
 			idx = ms_load_le32(ip);
 			ip += 4;
 		put:
+			if (idx < p->n_memo && (p->split || p->fx_n)) {
+				/* written again: not while p2 reads p's slots, nor as p2's */
+				split_join(p, SPLIT_ABORT);
+				if (idx - p->fx_lo < p->fx_n) {
+					SAVE();
+					s = split_materialize(p);
+					LOAD();
+					if (s)
+						return s;
+				}
+			}
 			if (idx < p->n_memo ||
 			    (idx == p->n_memo && (idx >> MEMO_SHIFT) < p->n_memo_chunks)) {
 				if (sp == 0 || (p->n_marks && sp == p->marks[p->n_marks - 1]))
@@ -1463,10 +1954,22 @@ ms_status ms_pickle_run(struct ms_pickle *p, ms_pk_read_fn rd, void *rd_ctx, str
 			}
 			if (under && p->fields_fn) {
 				int gave_up;
+				if (p->split_ip)
+					atomic_store_explicit(&p->split->memo_pub, p->n_memo,
+					                      memory_order_release);
 				/* and the entries right after it, while they go the fast way */
 				s = fast_entries(p, &ip, end, under->v.o->tag, st, &sp, &gave_up);
 				if (s)
 					return s;
+				if (!gave_up && ip + 1 == p->split_ip) {
+					/* at the second reader's start: take over what it read */
+					SAVE();
+					s = split_land(p);
+					LOAD();
+					if (s)
+						return s;
+					break;
+				}
 				if (!gave_up)
 					break;
 				/* the general path reads the one at ip - 1 */
@@ -1510,6 +2013,26 @@ ms_status ms_pickle_run(struct ms_pickle *p, ms_pk_read_fn rd, void *rd_ctx, str
 #undef NEED
 #undef FAIL
 #undef PUSH
+}
+
+ms_status ms_pickle_run(struct ms_pickle *p, ms_pk_read_fn rd, void *rd_ctx, struct ms_pk_val *root,
+                        struct ms_diag *diag)
+{
+	struct split *x = p->split;
+	ms_status s;
+
+	if (x && x->p2 != p && !x->started && p->pos == 0) {
+		struct ms_pickle *p2 = x->p2;
+		if (!ms_grow(&p2->stack, &p2->stack_cap, 1024, sizeof(*p2->stack))) {
+			p->split_ip = p->buf + x->at + 1;
+			x->started = pthread_create(&x->thread, NULL, helper_main, p2) == 0;
+			if (!x->started)
+				p->split_ip = NULL;
+		}
+	}
+	s = run(p, rd, rd_ctx, root, diag);
+	split_join(p, SPLIT_ABORT);
+	return s;
 }
 
 const struct ms_pk_val *ms_pk_dict_get(const struct ms_pickle *p, const struct ms_pk_val *d,

@@ -120,6 +120,31 @@ void ms_pickle_stream_traces(struct ms_pickle *p, ms_pk_item_fn fn, void *ctx);
 void ms_pickle_entry_fields(struct ms_pickle *p, const int8_t slot_of[64], ms_pk_fields_fn fn);
 
 /*
+ * A second reader for the trace entries (docs/DESIGN.md, "Two readers"). With the whole
+ * input borrowed, p2 (a new machine with the same hooks, set up the same way, so that the
+ * same strings were interned first, and the same input borrowed) reads the entries from the
+ * EMPTY_DICT at offset `at` on, on a thread of its own, while p reads up to there. If p then
+ * lands on `at` at an entry of a device list, p takes over what p2 read (merge(ctx, device,
+ * n) adopts the n entries p2's hook mapped; device is the list's) and goes on where p2
+ * stopped; otherwise p2's work is dropped and p reads on alone. Either way the values, the
+ * hook's calls and every error are those of reading alone: p2 stops, and leaves the rest to
+ * p, at anything it cannot read the same way. p2 must outlive p's run; ms_pickle_run starts
+ * the thread and always joins it. n_pre: strings below this id mean the same in both
+ * machines (those interned before the run).
+ */
+typedef ms_status (*ms_pk_merge_fn)(void *ctx, uint32_t device, uint64_t n_entries);
+ms_status ms_pickle_split(struct ms_pickle *p, struct ms_pickle *p2, uint64_t at,
+                          ms_pk_merge_fn merge, void *ctx);
+/*
+ * Where to split data[0..len): the first trace entry start from `from` on (an EMPTY_DICT,
+ * MEMOIZE, MARK after the end of an entry or a MARK), or len if none. A guess, checked by
+ * landing on it.
+ */
+uint64_t ms_pickle_split_point(const void *data, size_t len, size_t from);
+/* Trace entries the second reader read and p took over (0: none, or it was dropped). */
+uint64_t ms_pickle_split_entries(const struct ms_pickle *p);
+
+/*
  * Run the machine to STOP; *root gets the result, valid until
  * ms_pickle_free(). diag gets the opcode offset on failure.
  * @return MS_OK, MS_ERR_UNSAFE (code-executing opcode), MS_ERR_UNSUPPORTED

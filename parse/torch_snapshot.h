@@ -15,8 +15,9 @@ struct ms_snapshot_info {
 	uint64_t n_entries;  /* trace entries over all devices */
 	uint64_t n_segments;
 	uint64_t n_annotations;
-	int legacy;              /* bare list of segments, or blocks with 'history' */
-	uint64_t n_fast_entries; /* trace entries read by the pickle machine's fast path */
+	int legacy;               /* bare list of segments, or blocks with 'history' */
+	uint64_t n_fast_entries;  /* trace entries read by the pickle machine's fast path */
+	uint64_t n_split_entries; /* of those, read by the second reader (ms_pickle_split) */
 };
 
 /*
@@ -36,10 +37,12 @@ ms_status ms_torch_snapshot_read(struct ms_input *in, struct ms_symtab *syms,
  * The pickle half of ms_torch_snapshot_read, from any reader or, if whole is not NULL and not
  * empty, from the whole input in memory, read in place; with the machine's limits (NULL: the
  * defaults) and its fast path for trace entries on or off (tests and the fuzzer compare the
- * ways). info must be zeroed by the caller.
+ * ways); split: a second reader (ms_pickle_split) from the first entry at or after that
+ * offset, -1 where the input is in memory and large, 0 none (and none without the fast path).
+ * info must be zeroed by the caller.
  */
 ms_status ms__torch_pickle_read(ms_pk_read_fn rd, void *rd_ctx, const struct ms_mapped *whole,
-                                const struct ms_pickle_limits *lim, int fast,
+                                const struct ms_pickle_limits *lim, int fast, int64_t split,
                                 struct ms_symtab *syms, const struct ms_sink *sink,
                                 struct ms_snapshot_info *info, struct ms_diag *diag);
 

@@ -175,10 +175,31 @@ ms_status th_pickle_load(const void *data, size_t n, int fast, size_t chunk, str
 	if ((s = ms_trace_new(out)))
 		return s;
 	ms_trace_sink(*out, &sink);
-	s = ms__torch_pickle_read(th_mem_read, &m, NULL, NULL, fast, &(*out)->syms, &sink, &info,
+	s = ms__torch_pickle_read(th_mem_read, &m, NULL, NULL, fast, 0, &(*out)->syms, &sink, &info,
 	                          d);
 	if (n_fast)
 		*n_fast = info.n_fast_entries;
+	return s;
+}
+
+ms_status th_pickle_load_split(const void *data, size_t n, int64_t split, struct ms_trace **out,
+                               uint64_t *n_split, struct ms_diag *d)
+{
+	struct th_mem m = {data, n, 0, SIZE_MAX};
+	struct ms_mapped whole = {data, n, 0};
+	struct ms_snapshot_info info;
+	struct ms_sink sink;
+	ms_status s;
+
+	memset(&info, 0, sizeof(info));
+	*out = NULL;
+	if ((s = ms_trace_new(out)))
+		return s;
+	ms_trace_sink(*out, &sink);
+	s = ms__torch_pickle_read(th_mem_read, &m, &whole, NULL, 1, split, &(*out)->syms, &sink,
+	                          &info, d);
+	if (n_split)
+		*n_split = info.n_split_entries;
 	return s;
 }
 

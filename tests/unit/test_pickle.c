@@ -717,3 +717,134 @@ Test(pickle, fast_path_refuses_what_the_general_path_refuses)
 #undef TAIL
 #undef BYTES
 }
+
+/*
+ * Two readers (ms_pickle_split) give what one gives: the same status and message, and when the
+ * read succeeds the same events with the same ids (strings and stacks interned in the same
+ * order, so every output is byte for byte the same).
+ */
+static void expect_same(const char *what, ms_status sa, const struct ms_diag *da,
+                        const struct ms_trace *a, ms_status sb, const struct ms_diag *db,
+                        const struct ms_trace *b)
+{
+	cr_assert_eq(sa, sb, "%s: one reader %s (%s), two %s (%s)", what, ms_status_name(sa),
+	             da->msg, ms_status_name(sb), db->msg);
+	cr_assert_str_eq(da->msg, db->msg, "%s", what);
+	if (sa)
+		return;
+	cr_assert_eq(th_events_diff(a, b), -1, "%s: differs at event %ld", what,
+	             th_events_diff(a, b));
+	cr_assert_eq(ms_symtab_nstrs(&a->syms), ms_symtab_nstrs(&b->syms), "%s", what);
+	cr_assert_eq(ms_symtab_nstacks(&a->syms), ms_symtab_nstacks(&b->syms), "%s", what);
+	for (size_t i = 0; i < a->n_events; i++)
+		cr_assert(a->events[i].stack == b->events[i].stack &&
+		                  a->events[i].user_metadata == b->events[i].user_metadata &&
+		                  a->events[i].compile_context == b->events[i].compile_context,
+		          "%s: ids differ at event %zu", what, i);
+}
+
+/* One reader, then two from each of `sweep` offsets spread over the input; entries taken. */
+static uint64_t split_sweep(const char *name, const char *data, size_t n, int sweep)
+{
+	struct ms_trace *ref = NULL;
+	struct ms_diag dr = MS_DIAG_INIT;
+	ms_status sr = th_pickle_load_split(data, n, 0, &ref, NULL, &dr);
+	uint64_t taken = 0;
+
+	for (int k = -1; k < sweep; k++) {
+		struct ms_trace *t = NULL;
+		struct ms_diag d = MS_DIAG_INIT;
+		uint64_t got = 0;
+		int64_t at = k < 0 ? -1 : (int64_t)(1 + (n - 1) * (size_t)k / (size_t)sweep);
+		char what[640];
+		ms_status s = th_pickle_load_split(data, n, at, &t, &got, &d);
+		snprintf(what, sizeof(what), "%s split at %lld", name, (long long)at);
+		expect_same(what, sr, &dr, ref, s, &d, t);
+		taken += got;
+		ms_trace_free(t);
+	}
+	ms_trace_free(ref);
+	return taken;
+}
+
+Test(pickle, two_readers_read_what_one_reads)
+{
+	static const char *const names[] = {"dynamic_oom", "multistream", "resnet50", "gpt_train",
+	                                    "dynamic_seq"};
+	int tried = 0;
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		const char *path = th_snapshot_path(names[i]);
+		size_t n;
+		char *data;
+		uint64_t taken;
+
+		if (!path)
+			continue;
+		cr_assert(data = th_read_decompressed(path, &n), "%s", path);
+		taken = split_sweep(path, data, n, 24);
+		/* without frames, the second reader reads to the end of the device list */
+		if (strcmp(names[i], "gpt_train") != 0)
+			cr_expect_gt(taken, 0, "%s: the second reader read nothing", path);
+		free(data);
+		tried++;
+	}
+	cr_assert_geq(tried, 4, "the bundled snapshots are missing");
+}
+
+/* Gets back into the second reader's part, entries in two device lists, a streamed entry got. */
+Test(pickle, two_readers_edge_cases)
+{
+	static const char *const names[] = {"split_back_refs", "split_two_devices",
+	                                    "split_entry_twice", "multi_device_p4"};
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		char path[512];
+		size_t n;
+		char *data;
+		uint64_t taken;
+		snprintf(path, sizeof(path), "%s/snapshots/edge/%s.pickle", MS_TESTDATA, names[i]);
+		cr_assert(data = th_read_file(path, &n), "%s", path);
+		taken = split_sweep(path, data, n, 64);
+		if (i < 3)
+			cr_expect_gt(taken, 0, "%s: the second reader read nothing", path);
+		free(data);
+	}
+}
+
+/* Cut short or with a byte changed anywhere: the same error (or the same events) either way. */
+Test(pickle, two_readers_fail_where_one_fails)
+{
+	const char *path = th_snapshot_path("dynamic_oom");
+	uint64_t rng = 0x5eed;
+	size_t n;
+	char *data, *copy;
+
+	cr_assert(path && (data = th_read_decompressed(path, &n)));
+	cr_assert(copy = malloc(n));
+	for (int k = 0; k < 300; k++) {
+		size_t len = n, pos;
+		struct ms_trace *a = NULL, *b = NULL;
+		struct ms_diag da = MS_DIAG_INIT, db = MS_DIAG_INIT;
+		ms_status sa, sb;
+		int64_t at = (int64_t)(n / 4 + th_rand(&rng) % (n / 2));
+		char what[160];
+
+		memcpy(copy, data, n);
+		pos = n / 3 + th_rand(&rng) % (n - n / 3);
+		if (k % 3 == 0) /* cut: the second reader meets the end */
+			len = pos;
+		else if (k % 3 == 1) /* a byte flipped, most likely in the second reader's part */
+			copy[pos] ^= (char)(1 + th_rand(&rng) % 255);
+		else /* an opcode where an entry's key or value was */
+			copy[pos] = "}(eu.q\x94hjN\x95"[th_rand(&rng) % 11];
+		sa = th_pickle_load_split(copy, len, 0, &a, NULL, &da);
+		sb = th_pickle_load_split(copy, len, at, &b, NULL, &db);
+		snprintf(what, sizeof(what), "case %d (byte %zu, length %zu, split at %lld)", k,
+		         pos, len, (long long)at);
+		expect_same(what, sa, &da, a, sb, &db, b);
+		ms_trace_free(a);
+		ms_trace_free(b);
+	}
+	free(copy);
+	free(data);
+}
