@@ -62,6 +62,21 @@ void *ms_calloc(size_t count_, size_t size)
 	return p;
 }
 
+void *ms_calloc_lines(size_t size)
+{
+	size_t n = (size + 63) & ~(size_t)63;
+	void *p;
+
+	if (should_fail() || n < size)
+		return NULL;
+	p = aligned_alloc(64, n ? n : 64);
+	if (p) {
+		memset(p, 0, n);
+		atomic_fetch_add_explicit(&live, 1, memory_order_relaxed);
+	}
+	return p;
+}
+
 void *ms_realloc(void *p, size_t n)
 {
 	void *q;

@@ -9,6 +9,11 @@
 
 void *ms_malloc(size_t n);
 void *ms_calloc(size_t count, size_t size);
+/*
+ * Zeroed, on cache lines of its own (64-byte aligned, rounded up to 64 bytes): for state that
+ * one thread writes while another runs, so that neither drags the other's lines (ms_free).
+ */
+void *ms_calloc_lines(size_t size);
 void *ms_realloc(void *p, size_t n);
 void ms_free(void *p);
 char *ms_strndup(const char *s, size_t n);

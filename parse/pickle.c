@@ -159,6 +159,7 @@ struct ms_pickle {
 	size_t n1_seen;                /* p2: p's memo_pub as last read */
 	size_t fx_lo, fx_n;            /* p: memo slots that are p2's (see struct split) */
 	uint64_t n_split;              /* p: entries taken over from p2 */
+	int defer_slot;                /* p2: the slot whose values may be deferred, or -1 */
 };
 
 static void split_join(struct ms_pickle *p, int phase);
@@ -166,7 +167,9 @@ static ms_status split_materialize(struct ms_pickle *p);
 
 ms_status ms_pickle_new(struct ms_pickle **out)
 {
-	struct ms_pickle *p = ms_calloc(1, sizeof(*p));
+	/* on lines of its own: the second reader's machine runs beside the first (ms_pickle_split)
+	 */
+	struct ms_pickle *p = ms_calloc_lines(sizeof(*p));
 
 	if (!p)
 		return MS_ERR_NOMEM;
@@ -180,6 +183,7 @@ ms_status ms_pickle_new(struct ms_pickle **out)
 	p->lim.max_objects = 1u << 28;
 	for (size_t i = 0; i <= MS_PK_SLOTS; i++)
 		p->slot_str[i].len = UINT32_MAX; /* none */
+	p->defer_slot = -1;
 	*out = p;
 	return MS_OK;
 }
@@ -1128,6 +1132,67 @@ static int helper_get(struct ms_pickle *p, const unsigned char **ipp, size_t n_m
 }
 
 /*
+ * The memo index of a BINGET or LONG_BINGET at *ipp (5 bytes readable), *ipp past it; -1 if
+ * it is not one.
+ */
+static inline int64_t get_index(const unsigned char **ipp)
+{
+	const unsigned char *ip = *ipp;
+
+	if (*ip == 'h') {
+		*ipp = ip + 2;
+		return ip[1];
+	}
+	if (*ip == 'j') {
+		*ipp = ip + 5;
+		return ms_load_le32(ip + 1);
+	}
+	return -1;
+}
+
+/*
+ * fast_list for p2, in its deferred slot: the items are memo gets kept as MS_PK_DEFERRED (p's
+ * frame dicts, which p2 must not read while p runs), resolved at the merge. 0: give up; -1: out
+ * of memory.
+ */
+static int helper_list(struct ms_pickle *p, const unsigned char **ipp, const unsigned char *end,
+                       size_t n_memo, struct ms_pk_obj *o)
+{
+	const unsigned char *ip = *ipp, *q = ip;
+	uint64_t at = (uint64_t)n_memo << 32;
+	int64_t idx;
+	size_t n = 0;
+
+	o->deferred = 1;
+	if (*ip != '(') {
+		/* one get and APPEND; or nothing, and what follows is the next key or SETITEMS */
+		if ((idx = get_index(&q)) < 0 || *q != 'a')
+			return 1;
+		if (!(o->items = pool_take(p, 1)))
+			return -1;
+		put_val(&o->items[0], MS_PK_DEFERRED, (uint64_t)idx | at);
+		o->n = o->cap = 1;
+		o->pooled = 1;
+		*ipp = q + 1;
+		return 1;
+	}
+	for (q = ip + 1; end - q >= 16 && *q != 'e'; n++)
+		if (get_index(&q) < 0)
+			return 0;
+	if (end - q < 16 || n == 0 || n > UINT32_MAX)
+		return 0;
+	if (!(o->items = pool_take(p, n)))
+		return -1;
+	q = ip + 1;
+	for (size_t i = 0; i < n; i++)
+		put_val(&o->items[i], MS_PK_DEFERRED, (uint64_t)get_index(&q) | at);
+	o->n = o->cap = (uint32_t)n;
+	o->pooled = 1;
+	*ipp = q + 1;
+	return 1;
+}
+
+/*
  * A list value made of memo gets (a frames list of frames seen before): after EMPTY_LIST and
  * its puts, MARK, gets, APPENDS, or one get and APPEND, or nothing. Its items into o.
  * 0: give up; -1: out of memory.
@@ -1332,6 +1397,12 @@ next_entry:;
 		switch (*ip) {
 		case 'h': /* BINGET */
 		case 'j': /* LONG_BINGET */
+			if (helper && slot == p->defer_slot) {
+				/* p2: read at the merge (a frames list, most likely) */
+				type = MS_PK_DEFERRED;
+				payload = (uint64_t)get_index(&ip) | (uint64_t)n_memo << 32;
+				break;
+			}
 			if (!GET(&ip, n_memo, &type, &payload))
 				goto give_up;
 			break;
@@ -1384,16 +1455,18 @@ next_entry:;
 			type = MS_PK_BOOL, payload = *ip == 0x88, ip++;
 			break;
 		case ']': /* EMPTY_LIST: one list of memo gets per entry (its frames) */
-			if (helper || made || p->n_objs >= p->lim.max_objects)
-				goto give_up; /* p2 makes no objects: p would have to take them over
-				               */
+			if (made || p->n_objs >= p->lim.max_objects ||
+			    (helper && slot != p->defer_slot))
+				goto give_up;
 			if ((s = new_obj(p, MS_PK_LIST, &made)))
 				return s;
 			type = MS_PK_LIST, payload = (uint64_t)(uintptr_t)made, ip++;
-			while (put_op[*ip])
+			while (PUT_OP(*ip))
 				if (end - ip < 16 || !fast_put(p, &ip, &n_memo, type, payload))
 					goto give_up;
-			if (end - ip < 16 || (r = fast_list(p, &ip, end, n_memo, made)) == 0)
+			if (end - ip < 16 ||
+			    (r = helper ? helper_list(p, &ip, end, n_memo, made)
+			                : fast_list(p, &ip, end, n_memo, made)) == 0)
 				goto give_up;
 			if (r < 0)
 				return MS_ERR_NOMEM;
@@ -1641,7 +1714,8 @@ static ms_status split_land(struct ms_pickle *p)
 	list = p->stack[mk - 1].v.o;
 	e2 = p2->ev_mapped;
 	if (x->status || e2 == 0 || e1 + e2 > ORD_MASK ||
-	    p->n_memo + p2->n_memo > p->lim.max_memo || list->tag >> (64 - ORD_BITS))
+	    p->n_memo + p2->n_memo > p->lim.max_memo ||
+	    p->n_objs + p2->n_objs > p->lim.max_objects || list->tag >> (64 - ORD_BITS))
 		return MS_OK;
 	/* what p's batch holds must be entries the way APPENDS wants them, as p2's are */
 	for (size_t i = mk; i < p->sp; i++) {
@@ -1689,6 +1763,7 @@ static ms_status split_land(struct ms_pickle *p)
 	}
 #undef PUSH_ENTRIES
 	p->ev_mapped = ord;
+	p->n_objs += p2->n_objs; /* p2's lists (frames), counted as p would have */
 	p->n_fast += e2;
 	p->n_split = e2;
 	p->fx_lo = p->n_memo;
@@ -1708,7 +1783,7 @@ ms_status ms_pickle_split(struct ms_pickle *p, struct ms_pickle *p2, uint64_t at
 	if (!p->borrowed || !p2->borrowed || p2->buf != p->buf || p2->len != p->len ||
 	    at >= p->len || p->len > ((size_t)1 << 30) || p->split || !p2->fields_fn)
 		return MS_ERR_INVALID_ARG;
-	if (!(x = ms_calloc(1, sizeof(*x))))
+	if (!(x = ms_calloc_lines(sizeof(*x))))
 		return MS_ERR_NOMEM;
 	chunks = ((2 * p->len + MEMO_SLACK) >> MEMO_SHIFT) + 2;
 	/* p's memo index never moves while p2 reads it; p2's holds what its input can put */
@@ -1745,6 +1820,51 @@ uint64_t ms_pickle_split_point(const void *data, size_t len, size_t from)
 		i++;
 	}
 	return len;
+}
+
+void ms_pickle_defer_slot(struct ms_pickle *p2, int slot)
+{
+	p2->defer_slot = slot;
+}
+
+/* A deferred get as p reads it at the split: p's slot below the base, else p2's, then. */
+static ms_status resolve_get(struct ms_pickle *p, const struct ms_pk_val *v, struct ms_pk_val *out)
+{
+	struct split *x = p->split;
+	uint64_t w = payload_of(v), idx = (uint32_t)w, then = w >> 32;
+	const struct ms_pk_val *m;
+
+	if (v->type != MS_PK_DEFERRED)
+		return MS_ERR_UNSUPPORTED;
+	if (idx < x->base)
+		m = MEMO_AT(p, idx);
+	else if (idx - x->base < then)
+		m = MEMO_AT(x->p2, idx - x->base);
+	else
+		return MS_ERR_UNSUPPORTED; /* not written yet */
+	/* what fast_get refuses, the general path reads (as an error) */
+	if (m->type > MS_PK_DICT || (m->type >= MS_PK_LIST && m->v.o->consumed))
+		return MS_ERR_UNSUPPORTED;
+	copy_vals(out, m, 1);
+	return MS_OK;
+}
+
+ms_status ms_pickle_split_resolve(struct ms_pickle *p, struct ms_pk_val *v)
+{
+	struct ms_pk_obj *o;
+
+	if (v->type == MS_PK_DEFERRED)
+		MS_TRY(resolve_get(p, v, v));
+	if (v->type != MS_PK_LIST || !(o = v->v.o)->deferred)
+		return MS_OK;
+	/* p2's list: its items one level down (lists in it are refused: no frame is a list) */
+	o->deferred = 0;
+	for (uint32_t i = 0; i < o->n; i++) {
+		MS_TRY(resolve_get(p, &o->items[i], &o->items[i]));
+		if (o->items[i].type == MS_PK_LIST && o->items[i].v.o->deferred)
+			return MS_ERR_UNSUPPORTED;
+	}
+	return MS_OK;
 }
 
 uint64_t ms_pickle_split_entries(const struct ms_pickle *p)

@@ -29,6 +29,12 @@ enum ms_pk_type {
 	MS_PK_LIST,
 	MS_PK_TUPLE,
 	MS_PK_DICT,
+	/*
+	 * Only in the second reader's values (ms_pickle_split), in its deferred slot: a memo get
+	 * it does not read now (payload: the index; and the second reader's memo count then,
+	 * shifted left 32); ms_pickle_split_resolve reads it at the merge.
+	 */
+	MS_PK_DEFERRED = 200,
 };
 
 struct ms_pk_obj;
@@ -58,7 +64,8 @@ struct ms_pk_obj {
 	uint8_t kind; /* MS_PK_LIST, MS_PK_TUPLE or MS_PK_DICT */
 	uint8_t role; /* stream hook bookkeeping */
 	uint8_t consumed;
-	uint8_t pooled; /* items in the machine's pool (not their own allocation) */
+	uint8_t pooled;   /* items in the machine's pool (not their own allocation) */
+	uint8_t deferred; /* the second reader's list: its items are MS_PK_DEFERRED until merged */
 };
 
 /* Pulls up to cap bytes of (decompressed) input; *got == 0 at the end. */
@@ -141,6 +148,18 @@ ms_status ms_pickle_split(struct ms_pickle *p, struct ms_pickle *p2, uint64_t at
  * landing on it.
  */
 uint64_t ms_pickle_split_point(const void *data, size_t len, size_t from);
+/*
+ * p2: values of trace entry slot `slot` (the frames) may be containers and memo gets p2
+ * cannot read while p runs: they come as MS_PK_DEFERRED, or as a list of p2's whose items are.
+ */
+void ms_pickle_defer_slot(struct ms_pickle *p2, int slot);
+/*
+ * During merge (p: the first machine): *v, one of p2's values, as p reads it at the split:
+ * a deferred get resolved, a list of p2's with its items resolved (in place). MS_ERR_UNSUPPORTED
+ * where reading alone would not give a plain value there (a hole, a streamed entry, a consumed
+ * container, a slot not yet written): the merge then refuses.
+ */
+ms_status ms_pickle_split_resolve(struct ms_pickle *p, struct ms_pk_val *v);
 /* Trace entries the second reader read and p took over (0: none, or it was dropped). */
 uint64_t ms_pickle_split_entries(const struct ms_pickle *p);
 

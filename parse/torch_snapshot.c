@@ -91,6 +91,12 @@ struct ms_snapmap {
 	struct ms_snapmap *helper; /* the second reader's (read_snapshot) */
 	int is_helper;
 	struct ms_diag helper_diag;
+	/* in the second reader's: its events' frames, mapped at the merge (snapmap_adopt) */
+	struct deferred {
+		struct ms_event *e;
+		struct ms_pk_val frames;
+	} * defer;
+	size_t n_defer, cap_defer;
 };
 _Static_assert(K_COUNT <= MS_PK_SLOTS, "trace entry keys fit the fast path's slots");
 
@@ -113,7 +119,7 @@ static ms_status intern_keys(struct ms_pickle *vm, const char *const *names, int
 ms_status ms__snapmap_new(struct ms_pickle *vm, struct ms_symtab *syms, struct ms_diag *diag,
                           struct ms_snapmap **out)
 {
-	struct ms_snapmap *m = ms_calloc(1, sizeof(*m));
+	struct ms_snapmap *m = ms_calloc_lines(sizeof(*m)); /* as ms_pickle_new: two run at once */
 	const char *act_names[MS_ACT_COUNT];
 	struct ms_pk_val v;
 	int i;
@@ -150,6 +156,7 @@ void ms__snapmap_free(struct ms_snapmap *m)
 		m->ev_head = c->next;
 		ms_free(c);
 	}
+	ms_free(m->defer);
 	ms_free(m);
 }
 
@@ -415,15 +422,17 @@ ms_status ms__snapmap_fields(void *ctx, uint32_t device, const struct ms_pk_val 
 }
 
 /*
- * The second reader's fields hook: only entries that map without the trace's symtab (which
- * the first reader alone writes): no frames, no strings but "N/A" and "" where strings are
- * mapped. Any other entry is refused, and the first reader reads it.
+ * The second reader's fields hook: what maps without the trace's symtab (which the first
+ * reader alone writes): strings only "N/A" and "" where strings are mapped, frames kept for
+ * the merge (they may be the first reader's, and their stacks go in the symtab in event
+ * order). Any other entry is refused, and the first reader reads it.
  */
 static ms_status helper_fields(void *ctx, uint32_t device, const struct ms_pk_val *vals,
                                uint32_t present, int64_t offset)
 {
 	struct ms_snapmap *m = ctx;
 	const struct ms_pk_val *v;
+	ms_status s;
 #define HAS(k) ((present >> (k)) & 1)
 	v = &vals[K_ACTION];
 	if (!HAS(K_ACTION) || v->type != MS_PK_STR || v->v.str >= sizeof(m->act_of) ||
@@ -435,12 +444,46 @@ static ms_status helper_fields(void *ctx, uint32_t device, const struct ms_pk_va
 	v = &vals[K_USER_METADATA];
 	if (HAS(K_USER_METADATA) && v->type == MS_PK_STR && v->v.str)
 		return MS_ERR_UNSUPPORTED;
-	if (HAS(K_FRAMES) && vals[K_FRAMES].type != MS_PK_NONE)
-		return MS_ERR_UNSUPPORTED;
 	if (HAS(K_TIME_NS) && vals[K_TIME_NS].type == MS_PK_STR)
 		return MS_ERR_UNSUPPORTED;
+	v = &vals[K_FRAMES];
+	if (!HAS(K_FRAMES) || v->type == MS_PK_NONE)
+		return ms__snapmap_fields(ctx, device, vals, present, offset);
+	if (v->type != MS_PK_DEFERRED && v->type != MS_PK_LIST)
+		return MS_ERR_UNSUPPORTED;
+	if (m->n_defer == m->cap_defer &&
+	    ms_grow(&m->defer, &m->cap_defer, m->n_defer + 1, sizeof(*m->defer)))
+		return MS_ERR_NOMEM;
+	if ((s = ms__snapmap_fields(ctx, device, vals, present & ~(1u << K_FRAMES), offset)))
+		return s;
+	m->defer[m->n_defer].e = &m->ev_tail->e[m->ev_tail->n - 1];
+	m->defer[m->n_defer++].frames = *v;
+	return MS_OK;
 #undef HAS
-	return ms__snapmap_fields(ctx, device, vals, present, offset);
+}
+
+/* What map_frames would refuse (MS_ERR_FORMAT), found without interning anything. */
+static int frames_ok(const struct ms_snapmap *m, const struct ms_pk_val *fr)
+{
+	if (fr->type == MS_PK_NONE)
+		return 1;
+	if (fr->type != MS_PK_LIST && fr->type != MS_PK_TUPLE)
+		return 0;
+	if (fr->v.o->aux)
+		return 1; /* mapped before */
+	for (uint32_t i = 0; i < fr->v.o->n; i++) {
+		const struct ms_pk_val *f = &fr->v.o->items[i], *x;
+		int64_t line;
+		if (f->type != MS_PK_DICT)
+			return 0;
+		if (f->v.o->aux)
+			continue;
+		if (((x = get(m, f, K_NAME)) && x->type != MS_PK_STR) ||
+		    ((x = get(m, f, K_FILENAME)) && x->type != MS_PK_STR) ||
+		    ((x = get(m, f, K_LINE)) && as_i64(x, &line)))
+			return 0;
+	}
+	return 1;
 }
 
 /* The first reader takes the second's n entries, read as device 0 (ms_pk_merge_fn). */
@@ -448,8 +491,18 @@ static ms_status snapmap_adopt(void *ctx, uint32_t device, uint64_t n)
 {
 	struct ms_snapmap *m = ctx, *h = m->helper;
 
+	ms_status s;
+
 	if (!h || h->n_events != n || device > UINT16_MAX)
 		return MS_ERR_UNSUPPORTED; /* the first reader reads them, and says what is wrong */
+	/* frames: all read and checked before the first is mapped (which interns) */
+	for (size_t i = 0; i < h->n_defer; i++)
+		if (ms_pickle_split_resolve(m->vm, &h->defer[i].frames) ||
+		    !frames_ok(m, &h->defer[i].frames))
+			return MS_ERR_UNSUPPORTED;
+	for (size_t i = 0; i < h->n_defer; i++)
+		if ((s = map_frames(m, &h->defer[i].frames, &h->defer[i].e->stack)))
+			return s; /* out of memory: frames_ok has checked the rest */
 	if (device)
 		for (struct ev_chunk *c = h->ev_head; c; c = c->next)
 			for (size_t i = 0; i < c->n; i++)
@@ -951,6 +1004,7 @@ static ms_status setup_split(struct ms_pickle *vm, struct ms_snapmap *m,
 	h->is_helper = 1;
 	ms_pickle_stream_traces(*vm2, ms__snapmap_entry, h);
 	ms_pickle_entry_fields(*vm2, h->key_of, helper_fields);
+	ms_pickle_defer_slot(*vm2, K_FRAMES);
 	ms_pickle_borrow_input(*vm2, whole->data, whole->len);
 	if ((s = ms_pickle_split(vm, *vm2, at, snapmap_adopt, m)))
 		goto fail;

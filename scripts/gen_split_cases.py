@@ -9,6 +9,10 @@ committed). Built from dynamic_oom's first trace entries, protocol 4 as PyTorch 
   second reader starts in device 1's.
 - testdata/snapshots/edge/split_entry_twice.pickle: one entry dict object twice in its list (a
   memo get of a streamed entry): refused, the same way by one reader or two.
+- testdata/snapshots/edge/split_consumed_frame.pickle: an entry the fast path leaves to the
+  general path (a float value), whose dict a later entry's frames list holds: refused ("reference
+  to a streamed trace entry"), the same way by one reader or two (the second reader finds it at
+  the merge).
 Usage: scripts/gen_split_cases.py SHARED_TESTDATA_DIR
 """
 import copy, os, pickle, sys
@@ -48,3 +52,9 @@ twice = list(entries)
 twice[2400] = twice[2100]
 with open(f"{out}/split_entry_twice.pickle", "wb") as f:
     pickle.dump(snapshot([twice], []), f, protocol=4)
+
+odd = copy.deepcopy(entries)
+odd[1000]["extra"] = 0.5
+odd[2500]["frames"] = [odd[1000]]
+with open(f"{out}/split_consumed_frame.pickle", "wb") as f:
+    pickle.dump(snapshot([odd], []), f, protocol=4)

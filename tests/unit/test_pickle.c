@@ -796,7 +796,8 @@ Test(pickle, two_readers_read_what_one_reads)
 Test(pickle, two_readers_edge_cases)
 {
 	static const char *const names[] = {"split_back_refs", "split_two_devices",
-	                                    "split_entry_twice", "multi_device_p4"};
+	                                    "split_entry_twice", "split_consumed_frame",
+	                                    "multi_device_p4"};
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
 		char path[512];
 		size_t n;
@@ -807,44 +808,100 @@ Test(pickle, two_readers_edge_cases)
 		taken = split_sweep(path, data, n, 64);
 		if (i < 3)
 			cr_expect_gt(taken, 0, "%s: the second reader read nothing", path);
+		/* before the refused frames list it reads as usual (and then the merge refuses) */
 		free(data);
 	}
 }
 
-/* Cut short or with a byte changed anywhere: the same error (or the same events) either way. */
+/*
+ * Cut short or with a byte changed anywhere: the same error (or the same events) either way.
+ * gpt_train has frames, which the second reader leaves for the merge to read and check.
+ */
 Test(pickle, two_readers_fail_where_one_fails)
 {
-	const char *path = th_snapshot_path("dynamic_oom");
+	static const char *const names[] = {"dynamic_oom", "gpt_train"};
 	uint64_t rng = 0x5eed;
-	size_t n;
+
+	for (size_t f = 0; f < sizeof(names) / sizeof(names[0]); f++) {
+		const char *path = th_snapshot_path(names[f]);
+		size_t n;
+		char *data, *copy;
+
+		cr_assert(path && (data = th_read_decompressed(path, &n)), "%s", names[f]);
+		cr_assert(copy = malloc(n));
+		for (int k = 0; k < 240; k++) {
+			size_t len = n, pos;
+			struct ms_trace *a = NULL, *b = NULL;
+			struct ms_diag da = MS_DIAG_INIT, db = MS_DIAG_INIT;
+			ms_status sa, sb;
+			int64_t at = (int64_t)(n / 4 + th_rand(&rng) % (n / 2));
+			char what[160];
+
+			memcpy(copy, data, n);
+			pos = n / 3 + th_rand(&rng) % (n - n / 3);
+			if (k % 3 == 0) /* cut: the second reader meets the end */
+				len = pos;
+			else if (k % 3 ==
+			         1) /* a byte flipped, likely in the second reader's part */
+				copy[pos] ^= (char)(1 + th_rand(&rng) % 255);
+			else /* an opcode where an entry's key or value was */
+				copy[pos] = "}(eu.q\x94hjN\x95]"[th_rand(&rng) % 12];
+			sa = th_pickle_load_split(copy, len, 0, &a, NULL, &da);
+			sb = th_pickle_load_split(copy, len, at, &b, NULL, &db);
+			snprintf(what, sizeof(what),
+			         "%s case %d (byte %zu, length %zu, split at %lld)", names[f], k,
+			         pos, len, (long long)at);
+			expect_same(what, sa, &da, a, sb, &db, b);
+			ms_trace_free(a);
+			ms_trace_free(b);
+		}
+		free(copy);
+		free(data);
+	}
+}
+
+/*
+ * gpt_train with a frames list's memo get moved to other slots, before and after the ones
+ * written by then: the second reader leaves such gets to the merge, which must refuse what
+ * reading alone refuses (a slot not yet written) and read the rest the same.
+ */
+Test(pickle, two_readers_check_deferred_gets)
+{
+	const char *path = th_snapshot_path("gpt_train");
+	size_t n, done = 0;
 	char *data, *copy;
+	/* key 'frames' (memo 16), then LONG_BINGET of a frames list seen before */
+	static const char pat[] = "h\x10j";
 
 	cr_assert(path && (data = th_read_decompressed(path, &n)));
 	cr_assert(copy = malloc(n));
-	for (int k = 0; k < 300; k++) {
-		size_t len = n, pos;
+	for (size_t pos = n / 2; done < 40 && pos + 8 < n; pos++) {
 		struct ms_trace *a = NULL, *b = NULL;
 		struct ms_diag da = MS_DIAG_INIT, db = MS_DIAG_INIT;
 		ms_status sa, sb;
-		int64_t at = (int64_t)(n / 4 + th_rand(&rng) % (n / 2));
+		uint32_t idx;
 		char what[160];
 
+		if (memcmp(data + pos, pat, 3) != 0)
+			continue;
 		memcpy(copy, data, n);
-		pos = n / 3 + th_rand(&rng) % (n - n / 3);
-		if (k % 3 == 0) /* cut: the second reader meets the end */
-			len = pos;
-		else if (k % 3 == 1) /* a byte flipped, most likely in the second reader's part */
-			copy[pos] ^= (char)(1 + th_rand(&rng) % 255);
-		else /* an opcode where an entry's key or value was */
-			copy[pos] = "}(eu.q\x94hjN\x95"[th_rand(&rng) % 11];
-		sa = th_pickle_load_split(copy, len, 0, &a, NULL, &da);
-		sb = th_pickle_load_split(copy, len, at, &b, NULL, &db);
-		snprintf(what, sizeof(what), "case %d (byte %zu, length %zu, split at %lld)", k,
-		         pos, len, (long long)at);
+		memcpy(&idx, data + pos + 3, 4);
+		if (done % 2)
+			idx += (uint32_t)(500 * (done + 1)); /* most past what is written then */
+		else
+			idx -= (uint32_t)(100 *
+			                  done); /* earlier slots: other lists, or not lists */
+		memcpy(copy + pos + 3, &idx, 4);
+		sa = th_pickle_load_split(copy, n, 0, &a, NULL, &da);
+		sb = th_pickle_load_split(copy, n, (int64_t)(n / 2 - 4096), &b, NULL, &db);
+		snprintf(what, sizeof(what), "get at %zu moved to %u", pos + 2, idx);
 		expect_same(what, sa, &da, a, sb, &db, b);
 		ms_trace_free(a);
 		ms_trace_free(b);
+		done++;
+		pos += 64;
 	}
+	cr_assert_eq(done, 40);
 	free(copy);
 	free(data);
 }
