@@ -1398,7 +1398,13 @@ next_entry:;
 		case 'h': /* BINGET */
 		case 'j': /* LONG_BINGET */
 			if (helper && slot == p->defer_slot) {
-				/* p2: read at the merge (a frames list, most likely) */
+				/*
+				 * p2: read at the merge (a frames list, most likely); a second one
+				 * would hide the first from the merge's checks, which reading alone
+				 * makes here
+				 */
+				if (present & slot_bit[slot])
+					goto give_up;
 				type = MS_PK_DEFERRED;
 				payload = (uint64_t)get_index(&ip) | (uint64_t)n_memo << 32;
 				break;
@@ -1456,7 +1462,7 @@ next_entry:;
 			break;
 		case ']': /* EMPTY_LIST: one list of memo gets per entry (its frames) */
 			if (made || p->n_objs >= p->lim.max_objects ||
-			    (helper && slot != p->defer_slot))
+			    (helper && (slot != p->defer_slot || (present & slot_bit[slot]))))
 				goto give_up;
 			if ((s = new_obj(p, MS_PK_LIST, &made)))
 				return s;
