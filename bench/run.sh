@@ -25,17 +25,19 @@ echo
 echo "## 1. Snapshot import (entries/s; best of >= 5 runs and >= 0.5 s, and the first run)"
 echo
 echo "The first run of a process pays its page faults; it is what one \`memsnap\` command sees."
-echo "\"Fast path off\" is memsnap's best run with the unpickler's fast path for trace entries"
-echo "off (every entry read by the general opcode loop); the last column is the share of entries"
-echo "the fast path reads."
+echo "memsnap reads a plain pickle of 256 KiB or more with two threads (docs/DESIGN.md, \"Two"
+echo "readers\"); \"one reader\" is its best run with MEMSNAP_THREADS=1. \"Fast path off\" is"
+echo "memsnap's best run with one reader and the unpickler's fast path for trace entries off"
+echo "(every entry read by the general opcode loop); the \"fast path\" column is the share of"
+echo "entries the fast path reads."
 echo
 echo "Python and memsnap take turns, ROUNDS times per file (default 3; a shared machine's speed"
 echo "drifts over seconds): best runs are the best of all rounds, first runs the median of the"
 echo "rounds' (each round a new process), and the last ratio column the lowest and highest of the"
 echo "rounds' own best-run ratios."
 echo
-echo "| snapshot | entries | Python best | memsnap best | ratio | Python first | memsnap first | ratio | memsnap best, fast path off | fast path | ratio by round |"
-echo "|---|---|---|---|---|---|---|---|---|---|---|"
+echo "| snapshot | entries | Python best | memsnap best | ratio | one reader | ratio | Python first | memsnap first | ratio | fast path off | fast path | ratio by round |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 for f in "$snaps"/*.pickle; do
 	: >"$tmp/rounds"
 	for ((r = 0; r < ${ROUNDS:-3}; r++)); do
@@ -61,18 +63,20 @@ PY
 		read -r n pyr pyf <<<"$py"
 		read -r msr msf fast <<<"$($bp import "$f" | awk '{print $8, $10, $12}')"
 		gen=$($bp import --general "$f" | awk '{print $8}')
-		echo "$n $pyr $msr $pyf $msf $gen $fast" >>"$tmp/rounds"
+		one=$(MEMSNAP_THREADS=1 $bp import "$f" | awk '{print $8}')
+		echo "$n $pyr $msr $pyf $msf $gen $fast $one" >>"$tmp/rounds"
 	done
 	med() { awk -v c="$1" '{print $c}' "$tmp/rounds" | sort -g |
 		awk '{a[NR] = $1} END {print NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }
 	awk -v f="$(basename "$f")" -v pyf="$(med 4)" -v msf="$(med 5)" '
 		{ n = $1; fast = $7; r = $3 / $2
 		  if ($2 > pyr) pyr = $2; if ($3 > msr) msr = $3; if ($6 > gen) gen = $6
+		  if ($8 > one) one = $8
 		  if (NR == 1 || r < rlo) rlo = r; if (r > rhi) rhi = r }
 		END {
-		  printf "| %s | %d | %.2f M/s | %.2f M/s | %.1fx | %.2f M/s | %.2f M/s | %.1fx | %.2f M/s | %.1f%% | %.1fx to %.1fx |\n",
-			f, n, pyr / 1e6, msr / 1e6, msr / pyr, pyf / 1e6, msf / 1e6, msf / pyf,
-			gen / 1e6, 100 * fast / n, rlo, rhi }' "$tmp/rounds"
+		  printf "| %s | %d | %.2f M/s | %.2f M/s | %.1fx | %.2f M/s | %.1fx | %.2f M/s | %.2f M/s | %.1fx | %.2f M/s | %.1f%% | %.1fx to %.1fx |\n",
+			f, n, pyr / 1e6, msr / 1e6, msr / pyr, one / 1e6, one / pyr, pyf / 1e6,
+			msf / 1e6, msf / pyf, gen / 1e6, 100 * fast / n, rlo, rhi }' "$tmp/rounds"
 done
 # BENCH_ONLY=import: the import table alone (e.g. on a machine without zstd or bc)
 [ "${BENCH_ONLY:-}" = import ] && exit 0

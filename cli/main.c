@@ -36,9 +36,10 @@ static void main_usage(FILE *f)
 	           "commands:\n");
 	for (size_t i = 0; i < N_COMMANDS; i++)
 		fprintf(f, "    %-10s %s\n", commands[i].name, commands[i].summary);
-	fprintf(f,
-	        "\n'memsnap help <command>' describes a command and its options.\n"
-	        "Exit codes: 0 ok, 1 error, 2 usage; docs/FORMAT.md describes the .zst format.\n");
+	fprintf(f, "\n'memsnap help <command>' describes a command and its options.\n"
+	           "Exit codes: 0 ok, 1 error, 2 usage; docs/FORMAT.md describes the .zst format.\n"
+	           "A plain pickle snapshot of 256 KiB or more is read by two threads;\n"
+	           "MEMSNAP_THREADS=1 reads it with one.\n");
 }
 
 static const struct cmd *find(const char *name)

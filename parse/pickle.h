@@ -140,6 +140,8 @@ void ms_pickle_entry_fields(struct ms_pickle *p, const int8_t slot_of[64], ms_pk
  * machines (those interned before the run).
  */
 typedef ms_status (*ms_pk_merge_fn)(void *ctx, uint32_t device, uint64_t n_entries);
+/* at: p2 chooses when its thread starts, the first entry past the middle of what p has left */
+#define MS_PK_SPLIT_AUTO UINT64_MAX
 ms_status ms_pickle_split(struct ms_pickle *p, struct ms_pickle *p2, uint64_t at,
                           ms_pk_merge_fn merge, void *ctx);
 /*

@@ -988,14 +988,10 @@ static ms_status setup_split(struct ms_pickle *vm, struct ms_snapmap *m,
 	uint64_t at;
 	ms_status s;
 
-	/*
-	 * By default a little past the middle (55%, the best of 45% to 60% on the real
-	 * snapshots): the first reader also has what comes before the trace and after it, and
-	 * the second starts a thread first.
-	 */
-	at = ms_pickle_split_point(whole->data, whole->len,
-	                           split < 0 ? whole->len / 2 + whole->len / 20 : (size_t)split);
-	if (at == 0 || at >= whole->len)
+	/* by default the second reader chooses, when it starts (ms_pickle_split) */
+	at = split < 0 ? MS_PK_SPLIT_AUTO
+	               : ms_pickle_split_point(whole->data, whole->len, (size_t)split);
+	if (at == 0 || (at >= whole->len && at != MS_PK_SPLIT_AUTO))
 		return MS_OK;
 	if ((s = ms_pickle_new(vm2)) || (s = ms__snapmap_new(*vm2, NULL, &m->helper_diag, &h)))
 		goto fail;
