@@ -69,13 +69,15 @@ struct split {
 	size_t at; /* offset of the EMPTY_DICT p2 starts at (SPLIT_AUTO: p2 chooses, see
 	              helper_main) */
 	pthread_t thread;
-	int started;
+	int started; /* the thread is running, or has ended and is not joined yet */
+	int active;  /* p2 reads: p publishes and looks for its start (until split_stop) */
 	/* each on a cache line of its own: p writes memo_pub after every entry, p2 reads phase */
 	char pad0[64];
 	_Atomic size_t memo_pub; /* p's memo slots below it are written for good */
 	_Atomic size_t pos_pub;  /* and its offset then */
 	char pad1[64];
 	_Atomic int phase;
+	_Atomic int done; /* p2's last act: what it read is all in place */
 	/* right past the EMPTY_DICT p2 starts at, once p2 has chosen it: where p lands */
 	const unsigned char *_Atomic land;
 	char pad2[64];
@@ -167,6 +169,7 @@ struct ms_pickle {
 };
 
 static struct ms_pk_val *pool_take(struct ms_pickle *p, size_t n);
+static void split_stop(struct ms_pickle *p, int phase);
 static void split_join(struct ms_pickle *p, int phase);
 static ms_status split_materialize(struct ms_pickle *p);
 
@@ -783,7 +786,7 @@ static inline ms_status memo_put(struct ms_pickle *p, uint64_t idx)
 	if (idx > p->lim.max_memo)
 		return fail(p, MS_ERR_LIMIT, "memo index out of range");
 	if (idx < p->n_memo && (p->split || p->fx_n)) {
-		split_join(p, SPLIT_ABORT);
+		split_stop(p, SPLIT_ABORT);
 		if (idx - p->fx_lo < p->fx_n)
 			MS_TRY(split_materialize(p));
 	}
@@ -1299,7 +1302,7 @@ fast_entries_t(struct ms_pickle *p, const unsigned char **ipp, const unsigned ch
 #define PUT_OP(c_) (helper ? (c_) == 0x94 : put_op[(c_)])
 	const unsigned char *ip = *ipp;
 	/* p with a second reader: where p2 starts, and what p publishes after each entry */
-	struct split *sx = !helper && p->split && p->split->started ? p->split : NULL;
+	struct split *sx = !helper && p->split && p->split->active ? p->split : NULL;
 	struct ms_pk_val vals[MS_PK_SLOTS + 1]; /* the last for values of unwanted keys */
 	size_t sp = *spp;
 	/* ip <= last: 32 bytes readable */
@@ -1585,9 +1588,19 @@ static ms_status helper_entries(struct ms_pickle *p, const unsigned char **ipp,
  * entries since the last MARK (streamed values, as p's would).
  */
 #define HELPER_MAX_OPEN ((size_t)1 << 16) /* entries after one MARK */
+static void helper_read(struct ms_pickle *p);
 static void *helper_main(void *arg)
 {
 	struct ms_pickle *p = arg;
+
+	helper_read(p);
+	/* p may take everything over now: the thread's exit is joined later (split_join) */
+	atomic_store_explicit(&p->split->done, 1, memory_order_release);
+	return NULL;
+}
+
+static void helper_read(struct ms_pickle *p)
+{
 	struct split *x = p->split;
 	const unsigned char *buf = p->buf, *ip, *end = buf + p->len;
 	size_t sp = 0;
@@ -1605,7 +1618,7 @@ static void *helper_main(void *arg)
 		x->at = (size_t)ms_pickle_split_point(buf, p->len, pos + rest / 2 + rest / 20);
 		if (x->at >= p->len) {
 			x->status = MS_ERR_UNSUPPORTED; /* no entry there: p reads alone */
-			return NULL;
+			return;
 		}
 	}
 	ip = buf + x->at;
@@ -1614,7 +1627,7 @@ static void *helper_main(void *arg)
 	if (ms_grow(&p->memo, &p->memo_chunks_cap, x->memo_chunks, sizeof(*p->memo)) ||
 	    ms_grow(&p->stack, &p->stack_cap, 1024, sizeof(*p->stack))) {
 		x->status = MS_ERR_NOMEM;
-		return NULL;
+		return;
 	}
 
 	while (ip < end) {
@@ -1666,21 +1679,36 @@ static void *helper_main(void *arg)
 	x->mark_open = mark_open;
 	x->open_n = sp;
 	x->status = s;
-	return NULL;
 }
 
-/* p: the second reader told to stop (phase) and joined. */
+/*
+ * p: the second reader told to stop (phase) and done. Its thread's exit (a few us) is not
+ * waited for here but by split_join, from ms_pickle_free: p2 touches nothing after `done`.
+ */
+static void split_stop(struct ms_pickle *p, int phase)
+{
+	struct split *x = p->split;
+
+	if (!x || !x->active)
+		return;
+	atomic_store_explicit(&x->memo_pub, p->n_memo, memory_order_release);
+	atomic_store_explicit(&x->phase, phase, memory_order_release);
+	while (!atomic_load_explicit(&x->done, memory_order_acquire))
+		sched_yield();
+	x->active = 0;
+	atomic_store_explicit(&x->land, NULL, memory_order_relaxed);
+}
+
+/* p: the second reader stopped and its thread joined. */
 static void split_join(struct ms_pickle *p, int phase)
 {
 	struct split *x = p->split;
 
-	if (!x || !x->started)
-		return;
-	atomic_store_explicit(&x->memo_pub, p->n_memo, memory_order_release);
-	atomic_store_explicit(&x->phase, phase, memory_order_release);
-	pthread_join(x->thread, NULL);
-	x->started = 0;
-	atomic_store_explicit(&x->land, NULL, memory_order_relaxed);
+	split_stop(p, phase);
+	if (x && x->started) {
+		pthread_join(x->thread, NULL);
+		x->started = 0;
+	}
 }
 
 /* One of p2's memo values as p reads it: its strings interned in p, its ordinals p's. */
@@ -1756,11 +1784,11 @@ static ms_status split_land(struct ms_pickle *p)
 	/* p2 began inside a batch: a MARK right above the device list */
 	if (!p->n_marks || mk == 0 || mk > p->sp || p->stack[mk - 1].type != MS_PK_LIST ||
 	    p->stack[mk - 1].v.o->role != ROLE_DEVICE) {
-		split_join(p, SPLIT_ABORT);
+		split_stop(p, SPLIT_ABORT);
 		return MS_OK;
 	}
 	x->base = p->n_memo;
-	split_join(p, SPLIT_LANDED);
+	split_stop(p, SPLIT_LANDED);
 	list = p->stack[mk - 1].v.o;
 	e2 = p2->ev_mapped;
 	if (x->status || e2 == 0 || e1 + e2 > ORD_MASK ||
@@ -2044,7 +2072,7 @@ static ms_status run(struct ms_pickle *p, ms_pk_read_fn rd, void *rd_ctx, struct
 		put:
 			if (idx < p->n_memo && (p->split || p->fx_n)) {
 				/* written again: not while p2 reads p's slots, nor as p2's */
-				split_join(p, SPLIT_ABORT);
+				split_stop(p, SPLIT_ABORT);
 				if (idx - p->fx_lo < p->fx_n) {
 					SAVE();
 					s = split_materialize(p);
@@ -2136,7 +2164,7 @@ static ms_status run(struct ms_pickle *p, ms_pk_read_fn rd, void *rd_ctx, struct
 			}
 			if (under && p->fields_fn) {
 				int gave_up;
-				struct split *sx = p->split && p->split->started ? p->split : NULL;
+				struct split *sx = p->split && p->split->active ? p->split : NULL;
 				if (sx) {
 					atomic_store_explicit(&sx->pos_pub, (size_t)off,
 					                      memory_order_relaxed);
@@ -2214,10 +2242,10 @@ ms_status ms_pickle_run(struct ms_pickle *p, ms_pk_read_fn rd, void *rd_ctx, str
 		/* a start given: p must know it before it can get there */
 		if (x->at != SPLIT_AUTO)
 			atomic_store_explicit(&x->land, p->buf + x->at + 1, memory_order_relaxed);
-		x->started = pthread_create(&x->thread, NULL, helper_main, p2) == 0;
+		x->started = x->active = pthread_create(&x->thread, NULL, helper_main, p2) == 0;
 	}
 	s = run(p, rd, rd_ctx, root, diag);
-	split_join(p, SPLIT_ABORT);
+	split_stop(p, SPLIT_ABORT);
 	return s;
 }
 

@@ -136,8 +136,8 @@ void ms_pickle_entry_fields(struct ms_pickle *p, const int8_t slot_of[64], ms_pk
  * stopped; otherwise p2's work is dropped and p reads on alone. Either way the values, the
  * hook's calls and every error are those of reading alone: p2 stops, and leaves the rest to
  * p, at anything it cannot read the same way. p2 must outlive p's run; ms_pickle_run starts
- * the thread and always joins it. n_pre: strings below this id mean the same in both
- * machines (those interned before the run).
+ * the thread and always stops it (ms_pickle_free joins it). n_pre: strings below this id mean the
+ * same in both machines (those interned before the run).
  */
 typedef ms_status (*ms_pk_merge_fn)(void *ctx, uint32_t device, uint64_t n_entries);
 /* at: p2 chooses when its thread starts, the first entry past the middle of what p has left */
