@@ -1330,7 +1330,11 @@ next_entry:;
 		*gave_up = 0;
 		return MS_OK;
 	}
-	if (helper && atomic_load_explicit(&p->split->phase, memory_order_relaxed) == SPLIT_ABORT)
+	/*
+	 * p2 stops at the next entry once p is there (or gone): p reads the rest itself rather
+	 * than wait for a thread that may be slow (on a shared machine its core may be taken)
+	 */
+	if (helper && atomic_load_explicit(&p->split->phase, memory_order_relaxed) != SPLIT_RUNNING)
 		goto give_up;
 	if (p->ev_mapped > ORD_MASK || end - ip < 16 || !PUT_OP(*ip) ||
 	    !fast_put(p, &ip, &n_memo, PK_STREAMED, me) || *ip++ != '(')
