@@ -1770,6 +1770,13 @@ static ms_status split_materialize(struct ms_pickle *p)
 	return MS_OK;
 }
 
+/* n of p2's entries onto p's stack (room made), as the fast path leaves them: *ord on. */
+static void push_streamed(struct ms_pickle *p, uint64_t n, uint64_t *ord, uint32_t tag)
+{
+	for (uint64_t k = 0; k < n; k++)
+		put_val(&p->stack[p->sp++], PK_STREAMED, (*ord)++ | (uint64_t)tag << ORD_BITS);
+}
+
 /*
  * p has reached the second reader's start (p->pos at its EMPTY_DICT, in the fast path, a
  * device list under it). Takes over what p2 read, exactly as p would have read it, and moves
@@ -1818,12 +1825,9 @@ static ms_status split_land(struct ms_pickle *p)
 	x->e1 = e1;
 	x->tag = list->tag;
 	ord = e1;
-#define PUSH_ENTRIES(n_)                       \
-	for (uint64_t k_ = 0; k_ < (n_); k_++) \
-	put_val(&p->stack[p->sp++], PK_STREAMED, ord++ | (uint64_t)list->tag << ORD_BITS)
 	if (x->first_close) {
 		/* p2's first APPENDS closes p's batch: run it as p would, with p's entries */
-		PUSH_ENTRIES(x->first_batch);
+		push_streamed(p, x->first_batch, &ord, list->tag);
 		p->ev_mapped = ord;
 		p->op_off = (int64_t)x->first_close;
 		if ((s = batch(p, 0)))
@@ -1838,12 +1842,11 @@ static ms_status split_land(struct ms_pickle *p)
 			    ms_grow(&p->marks, &p->marks_cap, p->n_marks + 1, sizeof(size_t)))
 				return MS_ERR_NOMEM;
 			p->marks[p->n_marks++] = p->sp;
-			PUSH_ENTRIES(x->open_n);
+			push_streamed(p, x->open_n, &ord, list->tag);
 		}
 	} else {
-		PUSH_ENTRIES(e2);
+		push_streamed(p, e2, &ord, list->tag);
 	}
-#undef PUSH_ENTRIES
 	p->ev_mapped = ord;
 	p->n_objs += p2->n_objs; /* p2's lists (frames), counted as p would have */
 	p->n_fast += e2;

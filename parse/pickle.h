@@ -130,17 +130,18 @@ void ms_pickle_entry_fields(struct ms_pickle *p, const int8_t slot_of[64], ms_pk
  * A second reader for the trace entries (docs/DESIGN.md, "Two readers"). With the whole
  * input borrowed, p2 (a new machine with the same hooks, set up the same way, so that the
  * same strings were interned first, and the same input borrowed) reads the entries from the
- * EMPTY_DICT at offset `at` on, on a thread of its own, while p reads up to there. If p then
- * lands on `at` at an entry of a device list, p takes over what p2 read (merge(ctx, device,
- * n) adopts the n entries p2's hook mapped; device is the list's) and goes on where p2
- * stopped; otherwise p2's work is dropped and p reads on alone. Either way the values, the
+ * EMPTY_DICT at offset `at` on (MS_PK_SPLIT_AUTO: one p2 chooses when its thread runs), on a
+ * thread of its own, while p reads up to there. If p then lands there at an entry of a device
+ * list, p2 stops at its next entry and p takes over what p2 read (merge(ctx, device, n)
+ * adopts the n entries p2's hook mapped; device is the list's) and goes on where p2 stopped;
+ * otherwise p2's work is dropped and p reads on alone. Either way the values, the
  * hook's calls and every error are those of reading alone: p2 stops, and leaves the rest to
  * p, at anything it cannot read the same way. p2 must outlive p's run; ms_pickle_run starts
  * the thread and always stops it (ms_pickle_free joins it). n_pre: strings below this id mean the
  * same in both machines (those interned before the run).
  */
 typedef ms_status (*ms_pk_merge_fn)(void *ctx, uint32_t device, uint64_t n_entries);
-/* at: p2 chooses when its thread starts, the first entry past the middle of what p has left */
+/* at: p2 chooses when its thread runs: the first entry past 55% of what p has left then */
 #define MS_PK_SPLIT_AUTO UINT64_MAX
 ms_status ms_pickle_split(struct ms_pickle *p, struct ms_pickle *p2, uint64_t at,
                           ms_pk_merge_fn merge, void *ctx);
