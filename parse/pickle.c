@@ -70,6 +70,7 @@ struct split {
 	              helper_main) */
 	pthread_t thread;
 	int started; /* the thread is running, or has ended and is not joined yet */
+	int wait;    /* p lets p2 read all it can once p is there (tests: ms_pickle_split) */
 	int active;  /* p2 reads: p publishes and looks for its start (until split_stop) */
 	/* each on a cache line of its own: p writes memo_pub after every entry, p2 reads phase */
 	char pad0[64];
@@ -1334,8 +1335,11 @@ next_entry:;
 	 * p2 stops at the next entry once p is there (or gone): p reads the rest itself rather
 	 * than wait for a thread that may be slow (on a shared machine its core may be taken)
 	 */
-	if (helper && atomic_load_explicit(&p->split->phase, memory_order_relaxed) != SPLIT_RUNNING)
-		goto give_up;
+	if (helper) {
+		int phase = atomic_load_explicit(&p->split->phase, memory_order_relaxed);
+		if (phase == SPLIT_ABORT || (phase == SPLIT_LANDED && !p->split->wait))
+			goto give_up;
+	}
 	if (p->ev_mapped > ORD_MASK || end - ip < 16 || !PUT_OP(*ip) ||
 	    !fast_put(p, &ip, &n_memo, PK_STREAMED, me) || *ip++ != '(')
 		goto give_up;
@@ -1858,7 +1862,7 @@ static ms_status split_land(struct ms_pickle *p)
 	return MS_OK;
 }
 
-ms_status ms_pickle_split(struct ms_pickle *p, struct ms_pickle *p2, uint64_t at,
+ms_status ms_pickle_split(struct ms_pickle *p, struct ms_pickle *p2, uint64_t at, int wait,
                           ms_pk_merge_fn merge, void *ctx)
 {
 	struct split *x;
@@ -1889,6 +1893,7 @@ ms_status ms_pickle_split(struct ms_pickle *p, struct ms_pickle *p2, uint64_t at
 		p->memo_chunks_cap = chunks;
 	}
 	x->memo_chunks = chunks;
+	x->wait = wait;
 	x->memo1 = p->memo;
 	x->p2 = p2;
 	x->merge = merge;

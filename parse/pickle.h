@@ -143,7 +143,12 @@ void ms_pickle_entry_fields(struct ms_pickle *p, const int8_t slot_of[64], ms_pk
 typedef ms_status (*ms_pk_merge_fn)(void *ctx, uint32_t device, uint64_t n_entries);
 /* at: p2 chooses when its thread runs: the first entry past 55% of what p has left then */
 #define MS_PK_SPLIT_AUTO UINT64_MAX
-ms_status ms_pickle_split(struct ms_pickle *p, struct ms_pickle *p2, uint64_t at,
+/*
+ * wait: p2 goes on to the end of what it can read after p lands, and p waits for it (not what
+ * a reader wants: for tests and the fuzzer, whose merges then do not depend on how soon the
+ * thread runs).
+ */
+ms_status ms_pickle_split(struct ms_pickle *p, struct ms_pickle *p2, uint64_t at, int wait,
                           ms_pk_merge_fn merge, void *ctx);
 /*
  * Where to split data[0..len): the first trace entry start from `from` on (an EMPTY_DICT,

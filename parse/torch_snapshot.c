@@ -1002,7 +1002,8 @@ static ms_status setup_split(struct ms_pickle *vm, struct ms_snapmap *m,
 	ms_pickle_entry_fields(*vm2, h->key_of, helper_fields);
 	ms_pickle_defer_slot(*vm2, K_FRAMES);
 	ms_pickle_borrow_input(*vm2, whole->data, whole->len);
-	if ((s = ms_pickle_split(vm, *vm2, at, snapmap_adopt, m)))
+	/* a start given (tests, the fuzzer): the merge then always takes what p2 can read */
+	if ((s = ms_pickle_split(vm, *vm2, at, split > 0, snapmap_adopt, m)))
 		goto fail;
 	m->helper = h;
 	return MS_OK;
