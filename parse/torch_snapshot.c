@@ -61,8 +61,10 @@ static const char *const seg_key_names[G_COUNT] = {
         "size",          "state",           "history",    "real_size",
 };
 
-/* Events in chunks, in order: buffered until the end without copying; a second reader's
- * chunks are linked in whole (ms__snapmap_adopt), so a chunk may be part full. */
+/*
+ * Events in chunks, in order: buffered until the end without copying; a second reader's
+ * chunks are linked in whole (snapmap_adopt), so a chunk may be part full.
+ */
 #define EV_CHUNK ((size_t)1 << 14)
 struct ev_chunk {
 	struct ev_chunk *next;
@@ -89,7 +91,6 @@ struct ms_snapmap {
 	size_t n_events;
 	uint32_t n_devices_seen;
 	struct ms_snapmap *helper; /* the second reader's (read_snapshot) */
-	int is_helper;
 	struct ms_diag helper_diag;
 	/* in the second reader's: its events' frames, mapped at the merge (snapmap_adopt) */
 	struct deferred {
@@ -490,7 +491,6 @@ static int frames_ok(const struct ms_snapmap *m, const struct ms_pk_val *fr)
 static ms_status snapmap_adopt(void *ctx, uint32_t device, uint64_t n)
 {
 	struct ms_snapmap *m = ctx, *h = m->helper;
-
 	ms_status s;
 
 	if (!h || h->n_events != n || device > UINT16_MAX)
@@ -997,7 +997,6 @@ static ms_status setup_split(struct ms_pickle *vm, struct ms_snapmap *m,
 		goto fail;
 	if (lim)
 		ms_pickle_set_limits(*vm2, lim);
-	h->is_helper = 1;
 	ms_pickle_stream_traces(*vm2, ms__snapmap_entry, h);
 	ms_pickle_entry_fields(*vm2, h->key_of, helper_fields);
 	ms_pickle_defer_slot(*vm2, K_FRAMES);
