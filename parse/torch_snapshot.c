@@ -988,9 +988,13 @@ static ms_status setup_split(struct ms_pickle *vm, struct ms_snapmap *m,
 	uint64_t at;
 	ms_status s;
 
+	/* a start given (tests, the fuzzer): the merge then takes all p2 can read, unless told */
+	int wait = split > 0 && !(split & MS__SPLIT_NO_WAIT);
+
 	/* by default the second reader chooses, when it starts (ms_pickle_split) */
 	at = split < 0 ? MS_PK_SPLIT_AUTO
-	               : ms_pickle_split_point(whole->data, whole->len, (size_t)split);
+	               : ms_pickle_split_point(whole->data, whole->len,
+	                                       (size_t)(split & ~MS__SPLIT_NO_WAIT));
 	if (at == 0 || (at >= whole->len && at != MS_PK_SPLIT_AUTO))
 		return MS_OK;
 	if ((s = ms_pickle_new(vm2)) || (s = ms__snapmap_new(*vm2, NULL, &m->helper_diag, &h)))
@@ -1001,8 +1005,7 @@ static ms_status setup_split(struct ms_pickle *vm, struct ms_snapmap *m,
 	ms_pickle_entry_fields(*vm2, h->key_of, helper_fields);
 	ms_pickle_defer_slot(*vm2, K_FRAMES);
 	ms_pickle_borrow_input(*vm2, whole->data, whole->len);
-	/* a start given (tests, the fuzzer): the merge then always takes what p2 can read */
-	if ((s = ms_pickle_split(vm, *vm2, at, split > 0, snapmap_adopt, m)))
+	if ((s = ms_pickle_split(vm, *vm2, at, wait, snapmap_adopt, m)))
 		goto fail;
 	m->helper = h;
 	return MS_OK;

@@ -38,10 +38,12 @@ ms_status ms_torch_snapshot_read(struct ms_input *in, struct ms_symtab *syms,
  * empty, from the whole input in memory, read in place; with the machine's limits (NULL: the
  * defaults) and its fast path for trace entries on or off (tests and the fuzzer compare the
  * ways); split: a second reader (ms_pickle_split) from the first entry at or after that
- * offset, read to its end whatever the timing (wait), -1 where the input is in memory and large
- * (as commands read), 0 none (and none without the fast path).
+ * offset, read to its end whatever the timing (wait; or stopped when the first reader gets
+ * there, as commands have it, with MS__SPLIT_NO_WAIT or'ed in), -1 where the input is in memory
+ * and large (as commands read), 0 none (and none without the fast path).
  * info must be zeroed by the caller.
  */
+#define MS__SPLIT_NO_WAIT ((int64_t)1 << 62)
 ms_status ms__torch_pickle_read(ms_pk_read_fn rd, void *rd_ctx, const struct ms_mapped *whole,
                                 const struct ms_pickle_limits *lim, int fast, int64_t split,
                                 struct ms_symtab *syms, const struct ms_sink *sink,
