@@ -780,6 +780,20 @@ static inline ms_status push_long(struct ms_pickle *p, size_t n)
 	return push(p, v);
 }
 
+/* Memo chunks up to the one of slot idx. */
+static ms_status memo_reach(struct ms_pickle *p, uint64_t idx)
+{
+	while ((idx >> MEMO_SHIFT) >= p->n_memo_chunks) {
+		struct ms_pk_val *c;
+		if (ms_grow(&p->memo, &p->memo_chunks_cap, p->n_memo_chunks + 1,
+		            sizeof(*p->memo)) ||
+		    !(c = ms_malloc(MEMO_CHUNK * sizeof(*c))))
+			return MS_ERR_NOMEM;
+		p->memo[p->n_memo_chunks++] = c;
+	}
+	return MS_OK;
+}
+
 static inline ms_status memo_put(struct ms_pickle *p, uint64_t idx)
 {
 	if (p->sp == 0 || (p->n_marks && p->sp == mark_top(p)))
@@ -801,14 +815,7 @@ static inline ms_status memo_put(struct ms_pickle *p, uint64_t idx)
 		if (holes > (uint64_t)p->op_off + MEMO_SLACK)
 			return fail(p, MS_ERR_LIMIT, "memo index out of range");
 		p->memo_holes = holes;
-		while ((idx >> MEMO_SHIFT) >= p->n_memo_chunks) {
-			struct ms_pk_val *c;
-			if (ms_grow(&p->memo, &p->memo_chunks_cap, p->n_memo_chunks + 1,
-			            sizeof(*p->memo)) ||
-			    !(c = ms_malloc(MEMO_CHUNK * sizeof(*c))))
-				return MS_ERR_NOMEM;
-			p->memo[p->n_memo_chunks++] = c;
-		}
+		MS_TRY(memo_reach(p, idx));
 		for (size_t i = p->n_memo; i < idx; i++)
 			MEMO_AT(p, i)->type = PK_CONSUMED; /* holes read as errors */
 		p->n_memo = idx + 1;
@@ -1072,6 +1079,25 @@ static struct ms_pk_val *pool_take(struct ms_pickle *p, size_t n)
 }
 
 /*
+ * The memo index of a BINGET or LONG_BINGET at *ipp (5 bytes readable), *ipp past it; -1 if
+ * it is not one.
+ */
+static inline int64_t get_index(const unsigned char **ipp)
+{
+	const unsigned char *ip = *ipp;
+
+	if (*ip == 'h') {
+		*ipp = ip + 2;
+		return ip[1];
+	}
+	if (*ip == 'j') {
+		*ipp = ip + 5;
+		return ms_load_le32(ip + 1);
+	}
+	return -1;
+}
+
+/*
  * A memo get the fast path can do, at *ipp (BINGET or LONG_BINGET, 5 bytes readable): of a
  * slot written, not a streamed entry or object. 0: give up.
  */
@@ -1080,15 +1106,10 @@ static inline int fast_get(const struct ms_pickle *p, const unsigned char **ipp,
 {
 	const unsigned char *ip = *ipp;
 	const struct ms_pk_val *m;
-	uint64_t idx;
+	int64_t i = get_index(&ip);
+	uint64_t idx = (uint64_t)i;
 
-	if (*ip == 'h')
-		idx = ip[1], ip += 2;
-	else if (*ip == 'j')
-		idx = ms_load_le32(ip + 1), ip += 5;
-	else
-		return 0;
-	if (idx >= n_memo || idx - p->fx_lo < p->fx_n) /* p2's slots: the general path's */
+	if (i < 0 || idx >= n_memo || idx - p->fx_lo < p->fx_n) /* p2's: the general path's */
 		return 0;
 	m = MEMO_AT(p, idx);
 	if (m->type > MS_PK_DICT || (m->type >= MS_PK_LIST && m->v.o->consumed))
@@ -1111,13 +1132,10 @@ static int helper_get(struct ms_pickle *p, const unsigned char **ipp, size_t n_m
 	struct split *x = p->split;
 	const unsigned char *ip = *ipp;
 	const struct ms_pk_val *m;
-	uint64_t idx;
+	int64_t i = get_index(&ip);
+	uint64_t idx = (uint64_t)i;
 
-	if (*ip == 'h')
-		idx = ip[1], ip += 2;
-	else if (*ip == 'j')
-		idx = ms_load_le32(ip + 1), ip += 5;
-	else
+	if (i < 0)
 		return 0;
 	while (idx >= p->n1_seen) {
 		int phase;
@@ -1151,25 +1169,6 @@ static int helper_get(struct ms_pickle *p, const unsigned char **ipp, size_t n_m
 		*payload = (uint32_t)*payload | REMOTE_STR;
 	*ipp = ip;
 	return 1;
-}
-
-/*
- * The memo index of a BINGET or LONG_BINGET at *ipp (5 bytes readable), *ipp past it; -1 if
- * it is not one.
- */
-static inline int64_t get_index(const unsigned char **ipp)
-{
-	const unsigned char *ip = *ipp;
-
-	if (*ip == 'h') {
-		*ipp = ip + 2;
-		return ip[1];
-	}
-	if (*ip == 'j') {
-		*ipp = ip + 5;
-		return ms_load_le32(ip + 1);
-	}
-	return -1;
 }
 
 /*
@@ -1646,15 +1645,8 @@ static void helper_read(struct ms_pickle *p)
 			 * Room for what one call may read: half a memo chunk of puts (an entry
 			 * with more gives up, and p reads it), 1024 entries on the stack.
 			 */
-			if (p->n_memo + MEMO_CHUNK / 2 > (p->n_memo_chunks << MEMO_SHIFT)) {
-				struct ms_pk_val *c;
-				if (p->n_memo_chunks == p->memo_chunks_cap ||
-				    !(c = ms_malloc(MEMO_CHUNK * sizeof(*c)))) {
-					s = MS_ERR_NOMEM;
-					break;
-				}
-				p->memo[p->n_memo_chunks++] = c;
-			}
+			if ((s = memo_reach(p, p->n_memo + MEMO_CHUNK / 2)))
+				break;
 			if (sp + 1024 > p->stack_cap &&
 			    (sp >= HELPER_MAX_OPEN ||
 			     ms_grow(&p->stack, &p->stack_cap, sp + 1024, sizeof(*p->stack))))
@@ -1760,14 +1752,7 @@ static ms_status split_materialize(struct ms_pickle *p)
 {
 	size_t lo = p->fx_lo, n = p->fx_n;
 
-	while (((lo + n - 1) >> MEMO_SHIFT) >= p->n_memo_chunks) {
-		struct ms_pk_val *c;
-		if (ms_grow(&p->memo, &p->memo_chunks_cap, p->n_memo_chunks + 1,
-		            sizeof(*p->memo)) ||
-		    !(c = ms_malloc(MEMO_CHUNK * sizeof(*c))))
-			return MS_ERR_NOMEM;
-		p->memo[p->n_memo_chunks++] = c;
-	}
+	MS_TRY(memo_reach(p, lo + n - 1));
 	for (size_t i = 0; i < n; i++)
 		MS_TRY(translate(p, MEMO_AT(p->split->p2, i), MEMO_AT(p, lo + i)));
 	p->fx_lo = p->fx_n = 0;

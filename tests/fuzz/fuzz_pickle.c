@@ -97,6 +97,22 @@ static void read_once(const uint8_t *data, size_t size, int fast, int64_t split,
 	ms_symtab_release(&syms);
 }
 
+/* Two reads must agree in status, message and events; abort with both if not. */
+static void expect_same(const char *what, const char *na, const struct result *a, const char *nb,
+                        const struct result *b)
+{
+	if (a->s == b->s && strcmp(a->msg, b->msg) == 0 && a->g.n == b->g.n && a->g.h == b->g.h)
+		return;
+	fprintf(stderr,
+	        "fuzz_pickle: %s disagree:\n"
+	        "  %-8s %s, %llu events, %016llx: %s\n"
+	        "  %-8s %s, %llu events, %016llx: %s\n",
+	        what, na, ms_status_name(a->s), (unsigned long long)a->g.n,
+	        (unsigned long long)a->g.h, a->msg, nb, ms_status_name(b->s),
+	        (unsigned long long)b->g.n, (unsigned long long)b->g.h, b->msg);
+	abort();
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct result a, b, c;
@@ -110,30 +126,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	 */
 	read_once(data, size, 1, (int64_t)(size / 2 + 1) | (size % 2 ? MS__SPLIT_NO_WAIT : 0),
 	          SIZE_MAX, &c);
-	if (a.s != MS_ERR_NOMEM && c.s != MS_ERR_NOMEM &&
-	    (c.s != a.s || strcmp(c.msg, a.msg) != 0 || c.g.n != a.g.n || c.g.h != a.g.h)) {
-		fprintf(stderr,
-		        "fuzz_pickle: one reader and two disagree:\n"
-		        "  one: %s, %llu events, %016llx: %s\n"
-		        "  two: %s, %llu events, %016llx: %s\n",
-		        ms_status_name(a.s), (unsigned long long)a.g.n, (unsigned long long)a.g.h,
-		        a.msg, ms_status_name(c.s), (unsigned long long)c.g.n,
-		        (unsigned long long)c.g.h, c.msg);
-		abort();
-	}
+	if (a.s != MS_ERR_NOMEM && c.s != MS_ERR_NOMEM)
+		expect_same("one reader and two", "one:", &a, "two:", &c);
 	/* the object limit counts the general path's entry dicts, which the fast path has not */
 	if (a.s == MS_ERR_LIMIT || b.s == MS_ERR_LIMIT || a.s == MS_ERR_NOMEM ||
 	    b.s == MS_ERR_NOMEM)
 		return 0;
-	if (a.s != b.s || strcmp(a.msg, b.msg) != 0 || a.g.n != b.g.n || a.g.h != b.g.h) {
-		fprintf(stderr,
-		        "fuzz_pickle: the fast and the general path disagree:\n"
-		        "  fast:    %s, %llu events, %016llx: %s\n"
-		        "  general: %s, %llu events, %016llx: %s\n",
-		        ms_status_name(a.s), (unsigned long long)a.g.n, (unsigned long long)a.g.h,
-		        a.msg, ms_status_name(b.s), (unsigned long long)b.g.n,
-		        (unsigned long long)b.g.h, b.msg);
-		abort();
-	}
+	expect_same("the fast and the general path", "fast:", &a, "general:", &b);
 	return 0;
 }
