@@ -801,6 +801,7 @@ static inline ms_status memo_put(struct ms_pickle *p, uint64_t idx)
 	if (idx > p->lim.max_memo)
 		return fail(p, MS_ERR_LIMIT, "memo index out of range");
 	if (idx < p->n_memo && (p->split || p->fx_n)) {
+		/* written again: not while p2 reads p's slots, nor as p2's */
 		split_stop(p, SPLIT_ABORT);
 		if (idx - p->fx_lo < p->fx_n)
 			MS_TRY(split_materialize(p));
@@ -2067,18 +2068,8 @@ static ms_status run(struct ms_pickle *p, ms_pk_read_fn rd, void *rd_ctx, struct
 			idx = ms_load_le32(ip);
 			ip += 4;
 		put:
-			if (idx < p->n_memo && (p->split || p->fx_n)) {
-				/* written again: not while p2 reads p's slots, nor as p2's */
-				split_stop(p, SPLIT_ABORT);
-				if (idx - p->fx_lo < p->fx_n) {
-					SAVE();
-					s = split_materialize(p);
-					LOAD();
-					if (s)
-						return s;
-				}
-			}
-			if (idx < p->n_memo ||
+			/* a slot written again with a second reader about: memo_put's to handle */
+			if ((idx < p->n_memo && !p->split && !p->fx_n) ||
 			    (idx == p->n_memo && (idx >> MEMO_SHIFT) < p->n_memo_chunks)) {
 				if (sp == 0 || (p->n_marks && sp == p->marks[p->n_marks - 1]))
 					FAIL(MS_ERR_FORMAT, "memo store with an empty stack");
