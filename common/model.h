@@ -10,6 +10,7 @@
 #define MEMSNAP_COMMON_MODEL_H
 
 #include <stdint.h>
+#include <stddef.h>
 
 #include "common/symtab.h"
 #include "memsnap/memsnap.h"
@@ -151,6 +152,13 @@ struct ms_meta {
  * returning other than MS_OK stops the reader, which returns that status.
  * Pointers passed to callbacks are borrowed for the duration of the call;
  * the symtab outlives the reading.
+ *
+ * events, when set, takes runs of consecutive events from readers that hold
+ * them in arrays (snapshots, loaded traces): one call for thousands of
+ * events rather than one each, which is most of what a cheap consumer costs.
+ * Readers hand each event to one of the two, events where it is set
+ * (ms_sink_events); a sink that sets events should set event too, for the
+ * readers that decode one event at a time.
  */
 struct ms_sink {
 	void *ctx;
@@ -159,6 +167,21 @@ struct ms_sink {
 	ms_status (*annotation)(void *ctx, const struct ms_annotation *a);
 	ms_status (*segment)(void *ctx, const struct ms_segment *s, const struct ms_block *blocks);
 	ms_status (*end)(void *ctx, uint64_t n_events);
+	ms_status (*events)(void *ctx, const struct ms_event *e, size_t n);
 };
+
+/* Events e[0..n) to the sink: in one call where it takes runs, else one by one. */
+static inline ms_status ms_sink_events(const struct ms_sink *sink, const struct ms_event *e,
+                                       size_t n)
+{
+	if (sink->events)
+		return n ? sink->events(sink->ctx, e, n) : MS_OK;
+	for (size_t i = 0; sink->event && i < n; i++) {
+		ms_status s = sink->event(sink->ctx, &e[i]);
+		if (s)
+			return s;
+	}
+	return MS_OK;
+}
 
 #endif

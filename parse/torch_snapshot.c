@@ -927,20 +927,33 @@ ms_status ms__snapmap_finish(struct ms_snapmap *m, const struct ms_pk_val *root,
 
 	if (sink->begin && (s = sink->begin(sink->ctx, &meta, m->syms)))
 		goto out;
+	/*
+	 * Each chunk in runs: an annotation goes before the first event from where it stands
+	 * that is on a later device, or on its own at the same time or later.
+	 */
 	for (const struct ev_chunk *c = m->ev_head; c; c = c->next) {
-		for (size_t j = 0; j < c->n; j++, ei++) {
-			const struct ms_event *e = &c->e[j];
-			while (ai < anns.n &&
-			       (anns.a[ai].device < e->device ||
-			        (anns.a[ai].device == e->device && anns.a[ai].t_ns <= e->t_ns))) {
+		size_t j = 0, k = ai < anns.n ? 0 : c->n;
+		while (j < c->n) {
+			while (k < c->n && (anns.a[ai].device > c->e[k].device ||
+			                    (anns.a[ai].device == c->e[k].device &&
+			                     anns.a[ai].t_ns > c->e[k].t_ns)))
+				k++;
+			if ((s = ms_sink_events(sink, c->e + j, k - j)))
+				goto out;
+			ei += k - j;
+			j = k;
+			while (k < c->n && ai < anns.n &&
+			       (anns.a[ai].device < c->e[k].device ||
+			        (anns.a[ai].device == c->e[k].device &&
+			         anns.a[ai].t_ns <= c->e[k].t_ns))) {
 				anns.a[ai].event_index = ei;
 				if (sink->annotation &&
 				    (s = sink->annotation(sink->ctx, &anns.a[ai])))
 					goto out;
 				ai++;
 			}
-			if (sink->event && (s = sink->event(sink->ctx, e)))
-				goto out;
+			if (ai == anns.n)
+				k = c->n;
 		}
 	}
 	for (; ai < anns.n; ai++) {

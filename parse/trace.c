@@ -78,6 +78,18 @@ static ms_status b_event(void *ctx, const struct ms_event *e)
 	return MS_OK;
 }
 
+static ms_status b_events(void *ctx, const struct ms_event *e, size_t n)
+{
+	struct ms_trace *t = ctx;
+
+	if (n > t->cap_events - t->n_events &&
+	    ms_grow(&t->events, &t->cap_events, t->n_events + n, sizeof(*e)))
+		return MS_ERR_NOMEM;
+	memcpy(t->events + t->n_events, e, n * sizeof(*e));
+	t->n_events += n;
+	return MS_OK;
+}
+
 static ms_status b_ann(void *ctx, const struct ms_annotation *a)
 {
 	struct ms_trace *t = ctx;
@@ -112,26 +124,33 @@ void ms_trace_sink(struct ms_trace *t, struct ms_sink *sink)
 	sink->ctx = t;
 	sink->begin = b_begin;
 	sink->event = b_event;
+	sink->events = b_events;
 	sink->annotation = b_ann;
 	sink->segment = b_seg;
 }
 
 ms_status ms_trace_emit(const struct ms_trace *t, const struct ms_sink *sink)
 {
-	size_t ai = 0;
+	size_t ai = 0, i = 0;
 
 	if (sink->begin)
 		MS_TRY(sink->begin(sink->ctx, &t->meta, &t->syms));
-	for (size_t i = 0; i <= t->n_events; i++) {
+	/* the events between one annotation's place and the next in one run */
+	for (;;) {
+		size_t next = t->n_events;
 		for (; ai < t->n_anns && t->anns[ai].event_index <= i; ai++)
 			if (sink->annotation)
 				MS_TRY(sink->annotation(sink->ctx, &t->anns[ai]));
-		if (i < t->n_events && sink->event)
-			MS_TRY(sink->event(sink->ctx, &t->events[i]));
+		if (i == t->n_events)
+			break;
+		if (ai < t->n_anns && t->anns[ai].event_index < next)
+			next = (size_t)t->anns[ai].event_index;
+		MS_TRY(ms_sink_events(sink, t->events + i, next - i));
+		i = next;
 	}
-	for (size_t i = 0; i < t->n_segs; i++)
+	for (size_t g = 0; g < t->n_segs; g++)
 		if (sink->segment)
-			MS_TRY(sink->segment(sink->ctx, &t->segs[i], t->blocks + t->seg_block0[i]));
+			MS_TRY(sink->segment(sink->ctx, &t->segs[g], t->blocks + t->seg_block0[g]));
 	if (sink->end)
 		MS_TRY(sink->end(sink->ctx, t->n_events));
 	return MS_OK;
@@ -157,6 +176,17 @@ static ms_status w_event(void *ctx, const struct ms_event *e)
 	if (i < w->o.from || i >= w->o.to || !w->next->event)
 		return MS_OK;
 	return w->next->event(w->next->ctx, e);
+}
+
+static ms_status w_events(void *ctx, const struct ms_event *e, size_t n)
+{
+	struct window *w = ctx;
+	uint64_t i = w->n, lo = w->o.from > i ? w->o.from - i : 0, hi = n;
+
+	w->n += n;
+	if (w->o.to < i + n)
+		hi = w->o.to > i ? w->o.to - i : 0;
+	return lo < hi ? ms_sink_events(w->next, e + lo, (size_t)(hi - lo)) : MS_OK;
 }
 
 static ms_status w_ann(void *ctx, const struct ms_annotation *a)
@@ -204,7 +234,8 @@ ms_status ms_source_read(const char *path, const struct ms_read_opts *opts, stru
 	case MS_FILE_JSON:
 		if (opts && (opts->from > 0 || opts->to != UINT64_MAX)) {
 			struct window w = {sink, *opts, 0};
-			struct ms_sink ws = {&w, w_begin, w_event, w_ann, w_seg, sink->end};
+			struct ms_sink ws = {&w,    w_begin,   w_event, w_ann,
+			                     w_seg, sink->end, w_events};
 			ws.end = NULL;
 			s = ms_torch_snapshot_read(in, syms, &ws, &info->snap, diag);
 			if (!s && sink->end)

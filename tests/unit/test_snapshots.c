@@ -294,3 +294,159 @@ Test(snapshots, window)
 	ms_trace_free(w);
 	ms_trace_free(z);
 }
+
+/*
+ * What a sink sees, in order: events by their number, annotations by the events before them.
+ * Readers hand events over in runs where the sink takes them (ms_sink_events), one by one
+ * where it does not: both must give the same sequence.
+ */
+struct seen {
+	uint64_t from; /* the window's first event: event numbers are the whole trace's */
+	uint64_t n_events, n_seq, cap;
+	int64_t *seq; /* >= 0: event; < 0: an annotation, -1 - events before it */
+	uint64_t t_sum;
+};
+
+static void seen_add(struct seen *s, int64_t v)
+{
+	if (s->n_seq == s->cap) {
+		s->cap = s->cap ? 2 * s->cap : 1024;
+		s->seq = realloc(s->seq, s->cap * sizeof(*s->seq));
+		cr_assert(s->seq);
+	}
+	s->seq[s->n_seq++] = v;
+}
+
+static ms_status seen_event(void *ctx, const struct ms_event *e)
+{
+	struct seen *s = ctx;
+	s->t_sum += (uint64_t)e->t_ns;
+	seen_add(s, (int64_t)s->n_events++);
+	return MS_OK;
+}
+
+static ms_status seen_events(void *ctx, const struct ms_event *e, size_t n)
+{
+	cr_assert_gt(n, 0, "an empty run");
+	for (size_t i = 0; i < n; i++)
+		seen_event(ctx, &e[i]);
+	return MS_OK;
+}
+
+static ms_status seen_ann(void *ctx, const struct ms_annotation *a)
+{
+	struct seen *s = ctx;
+	cr_assert_eq(a->event_index, s->from + s->n_events, "an annotation out of place");
+	seen_add(s, -1 - (int64_t)s->n_events);
+	return MS_OK;
+}
+
+static struct seen read_seen(const char *path, const struct ms_trace *emit, int runs,
+                             const struct ms_read_opts *o)
+{
+	struct seen s = {0};
+	struct ms_sink sink = {0};
+	struct ms_symtab syms;
+	struct ms_diag d = MS_DIAG_INIT;
+
+	s.from = o ? o->from : 0;
+	sink.ctx = &s;
+	sink.event = runs ? NULL : seen_event;
+	sink.events = runs ? seen_events : NULL;
+	sink.annotation = seen_ann;
+	if (emit) {
+		cr_assert_eq(ms_trace_emit(emit, &sink), MS_OK);
+		return s;
+	}
+	ms_symtab_init(&syms);
+	cr_assert_eq(ms_source_read(path, o, &syms, &sink, NULL, &d), MS_OK, "%s", d.msg);
+	ms_symtab_release(&syms);
+	return s;
+}
+
+static void same_seen(const struct seen *a, const struct seen *b, const char *what)
+{
+	cr_assert_eq(a->n_seq, b->n_seq, "%s: %llu against %llu calls", what,
+	             (unsigned long long)a->n_seq, (unsigned long long)b->n_seq);
+	cr_assert_eq(memcmp(a->seq, b->seq, a->n_seq * sizeof(*a->seq)), 0, "%s", what);
+	cr_assert_eq(a->t_sum, b->t_sum, "%s", what);
+}
+
+Test(snapshots, event_runs)
+{
+	static const char *names[] = {"dynamic_oom",        "gpt_train",   "multistream",
+	                              "resnet50",           "dynamic_seq", "dynamic_expandable",
+	                              "dynamic_empty_cache"};
+	int tested = 0;
+
+	for (size_t f = 0; f < sizeof(names) / sizeof(names[0]); f++) {
+		const char *path = th_snapshot_path(names[f]);
+		struct ms_trace *t;
+		struct ms_diag d = MS_DIAG_INIT;
+		struct seen one, runs, e1, er;
+		size_t at = 0;
+
+		if (!path)
+			continue;
+		tested++;
+		cr_assert_eq(ms_trace_load(path, NULL, &t, NULL, &d), MS_OK, "%s", d.msg);
+		cr_assert_gt(t->n_anns, 0, "%s: no annotations to place", names[f]);
+		/*
+		 * Where each annotation belongs, worked out here: before the first event from
+		 * the last one's place on that is on a later device, or on the same at the same
+		 * time or later (PyTorch records them apart from the trace).
+		 */
+		for (size_t a = 0; a < t->n_anns; a++) {
+			const struct ms_annotation *x = &t->anns[a];
+			if (a)
+				cr_assert(t->anns[a - 1].device < x->device ||
+				          (t->anns[a - 1].device == x->device &&
+				           t->anns[a - 1].t_ns <= x->t_ns));
+			while (at < t->n_events && !(x->device < t->events[at].device ||
+			                             (x->device == t->events[at].device &&
+			                              x->t_ns <= t->events[at].t_ns)))
+				at++;
+			cr_assert_eq(x->event_index, at, "%s: annotation %zu", names[f], a);
+		}
+		one = read_seen(path, NULL, 0, NULL);
+		runs = read_seen(path, NULL, 1, NULL);
+		e1 = read_seen(NULL, t, 0, NULL);
+		er = read_seen(NULL, t, 1, NULL);
+		cr_assert_eq(one.n_events, t->n_events);
+		cr_assert_eq(one.n_seq, t->n_events + t->n_anns);
+		same_seen(&one, &runs, names[f]);
+		same_seen(&one, &e1, names[f]);
+		same_seen(&one, &er, names[f]);
+		/* windows, one by one and in runs: the whole sequence's slice */
+		for (uint64_t from = 0; from < t->n_events; from += t->n_events / 5 + 1) {
+			struct ms_read_opts o = {from, from + t->n_events / 3 + 7};
+			struct seen w1 = read_seen(path, NULL, 0, &o),
+			            wr = read_seen(path, NULL, 1, &o);
+			uint64_t lo = 0, hi;
+			same_seen(&w1, &wr, names[f]);
+			while (lo < one.n_seq &&
+			       (one.seq[lo] >= 0 ? one.seq[lo] : -1 - one.seq[lo]) < (int64_t)from)
+				lo++;
+			for (hi = lo;
+			     hi < one.n_seq &&
+			     (one.seq[hi] >= 0 ? one.seq[hi] : -1 - one.seq[hi]) < (int64_t)o.to;
+			     hi++)
+				;
+			cr_assert_eq(w1.n_seq, hi - lo, "%s: window from %llu", names[f],
+			             (unsigned long long)from);
+			for (uint64_t i = 0; i < w1.n_seq; i++)
+				cr_assert_eq(w1.seq[i] >= 0 ? w1.seq[i] + (int64_t)from
+				                            : w1.seq[i] - (int64_t)from,
+				             one.seq[lo + i]);
+			free(w1.seq);
+			free(wr.seq);
+		}
+		free(one.seq);
+		free(runs.seq);
+		free(e1.seq);
+		free(er.seq);
+		ms_trace_free(t);
+	}
+	if (!tested)
+		cr_skip_test("no real snapshots found");
+}
