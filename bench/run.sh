@@ -31,16 +31,16 @@ echo "memsnap's best run with one reader and the unpickler's fast path for trace
 echo "(every entry read by the general opcode loop); the \"fast path\" column is the share of"
 echo "entries the fast path reads."
 echo
-echo "Python and memsnap take turns, ROUNDS times per file (default 3; a shared machine's speed"
-echo "drifts over seconds): best runs are the best of all rounds, first runs the median of the"
-echo "rounds' (each round a new process), and the last ratio column the lowest and highest of the"
-echo "rounds' own best-run ratios."
+echo "Python and memsnap take turns on each file, and each round goes over all files (ROUNDS,"
+echo "default 5): a shared machine's speed drifts over seconds, and a slow spell then costs each"
+echo "file a round, not all of one file's. Best runs are the best of all rounds, first runs the"
+echo "median of the rounds' (each round a new process), and the last ratio column the lowest and"
+echo "highest of the rounds' own best-run ratios."
 echo
 echo "| snapshot | entries | Python best | memsnap best | ratio | one reader | ratio | Python first | memsnap first | ratio | fast path off | fast path | ratio by round |"
 echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
-for f in "$snaps"/*.pickle; do
-	: >"$tmp/rounds"
-	for ((r = 0; r < ${ROUNDS:-3}; r++)); do
+for ((r = 0; r < ${ROUNDS:-5}; r++)); do
+	for f in "$snaps"/*.pickle; do
 		py=$(python3 - "$f" <<'PY'
 import pickle, sys, time
 f = sys.argv[1]
@@ -64,8 +64,11 @@ PY
 		read -r msr msf fast <<<"$($bp import "$f" | awk '{print $8, $10, $12}')"
 		gen=$($bp import --general "$f" | awk '{print $8}')
 		one=$(MEMSNAP_THREADS=1 $bp import "$f" | awk '{print $8}')
-		echo "$n $pyr $msr $pyf $msf $gen $fast $one" >>"$tmp/rounds"
+		echo "$n $pyr $msr $pyf $msf $gen $fast $one" >>"$tmp/rounds.$(basename "$f")"
 	done
+done
+for f in "$snaps"/*.pickle; do
+	cp "$tmp/rounds.$(basename "$f")" "$tmp/rounds"
 	med() { awk -v c="$1" '{print $c}' "$tmp/rounds" | sort -g |
 		awk '{a[NR] = $1} END {print NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }
 	awk -v f="$(basename "$f")" -v pyf="$(med 4)" -v msf="$(med 5)" '
