@@ -1127,46 +1127,60 @@ static inline int fast_get(const struct ms_pickle *p, const unsigned char **ipp,
  * until p publishes past it or lands (or gives up). Plain values only: a container or a
  * streamed entry is p's to read; a string of p's that p2 has not got is marked REMOTE_STR.
  */
-static int helper_get(struct ms_pickle *p, const unsigned char **ipp, size_t n_memo, uint64_t *type,
-                      uint64_t *payload)
+/*
+ * helper_get's slot idx, at or above what p had published when p2 last looked: p's (and
+ * final) once p publishes past it; p2's own once p lands short of it (*mine). NULL: give up.
+ */
+static __attribute__((noinline)) const struct ms_pk_val *
+helper_wait(struct ms_pickle *p, uint64_t idx, size_t n_memo, int *mine)
 {
 	struct split *x = p->split;
-	const unsigned char *ip = *ipp;
-	const struct ms_pk_val *m;
-	int64_t i = get_index(&ip);
-	uint64_t idx = (uint64_t)i;
 
-	if (i < 0)
-		return 0;
-	while (idx >= p->n1_seen) {
+	for (;;) {
 		int phase;
 		p->n1_seen = atomic_load_explicit(&x->memo_pub, memory_order_acquire);
 		if (idx < p->n1_seen)
 			break;
 		phase = atomic_load_explicit(&x->phase, memory_order_acquire);
 		if (phase == SPLIT_ABORT)
-			return 0;
+			return NULL;
 		if (phase == SPLIT_LANDED) {
 			if (idx < x->base)
 				break;
 			if (idx - x->base >= n_memo)
-				return 0;
-			m = MEMO_AT(p, idx - x->base);
-			if (m->type > MS_PK_BYTES)
-				return 0;
-			*type = m->type;
-			*payload = payload_of(m);
-			*ipp = ip;
-			return 1;
+				return NULL;
+			*mine = 1;
+			return MEMO_AT(p, idx - x->base);
 		}
 		sched_yield();
 	}
-	m = &x->memo1[idx >> MEMO_SHIFT][idx & (MEMO_CHUNK - 1)];
+	return &x->memo1[idx >> MEMO_SHIFT][idx & (MEMO_CHUNK - 1)];
+}
+
+static inline __attribute__((always_inline)) int helper_get(struct ms_pickle *p,
+                                                            const unsigned char **ipp,
+                                                            size_t n_memo, uint64_t *type,
+                                                            uint64_t *payload)
+{
+	struct split *x = p->split;
+	const unsigned char *ip = *ipp;
+	const struct ms_pk_val *m;
+	int64_t i = get_index(&ip);
+	uint64_t idx = (uint64_t)i;
+	int mine = 0;
+
+	if (i < 0)
+		return 0;
+	if (idx < p->n1_seen)
+		m = &x->memo1[idx >> MEMO_SHIFT][idx & (MEMO_CHUNK - 1)];
+	else if (!(m = helper_wait(p, idx, n_memo, &mine)))
+		return 0;
 	if (m->type > MS_PK_BYTES)
 		return 0;
 	*type = m->type;
 	*payload = payload_of(m);
-	if ((m->type == MS_PK_STR || m->type == MS_PK_BYTES) && *payload >= x->n_pre)
+	/* p's string, not interned by p2 (p2's own are its ids) */
+	if (!mine && (m->type == MS_PK_STR || m->type == MS_PK_BYTES) && *payload >= x->n_pre)
 		*payload = (uint32_t)*payload | REMOTE_STR;
 	*ipp = ip;
 	return 1;
@@ -1617,13 +1631,13 @@ static void helper_read(struct ms_pickle *p)
 
 	if (x->at == SPLIT_AUTO) {
 		/*
-		 * Where p has got to decides: a little past the middle of the rest (p also has
-		 * what follows the trace; 55% was the best of 45% to 60% on the real snapshots).
+		 * Where p has got to decides: the middle of the rest (the best of 46% to 60% on
+		 * the real snapshots: p also has what follows the trace, and p2 its own costs).
 		 * Chosen now, not when p started this thread, which may have taken a while.
 		 */
 		size_t pos = atomic_load_explicit(&x->pos_pub, memory_order_relaxed);
 		size_t rest = p->len > pos ? p->len - pos : 0;
-		x->at = (size_t)ms_pickle_split_point(buf, p->len, pos + rest / 2 + rest / 20);
+		x->at = (size_t)ms_pickle_split_point(buf, p->len, pos + rest / 2);
 		if (x->at >= p->len) {
 			x->status = MS_ERR_UNSUPPORTED; /* no entry there: p reads alone */
 			return;

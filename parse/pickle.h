@@ -141,7 +141,7 @@ void ms_pickle_entry_fields(struct ms_pickle *p, const int8_t slot_of[64], ms_pk
  * same in both machines (those interned before the run).
  */
 typedef ms_status (*ms_pk_merge_fn)(void *ctx, uint32_t device, uint64_t n_entries);
-/* at: p2 chooses when its thread runs: the first entry past 55% of what p has left then */
+/* at: p2 chooses when its thread runs: the first entry past the middle of what p has left then */
 #define MS_PK_SPLIT_AUTO UINT64_MAX
 /*
  * wait: p2 goes on to the end of what it can read after p lands, and p waits for it (not what
