@@ -5,174 +5,15 @@
  */
 #include "parse/pickle.h"
 
-#include <pthread.h>
-#include <sched.h>
-#include <stdatomic.h>
 #include <stddef.h>
 #include <string.h>
 
 #include "common/alloc.h"
 #include "common/bytes.h"
 #include "common/status.h"
-
-/*
- * Stream hook roles. ROLE_ENTRY: a dict created as an item of a device list (a trace entry);
- * its items are mapped where they lie on the stack at its SETITEM(S), never copied, and it
- * becomes ROLE_MAPPED (consumed, ord = its place in mapping order) until the APPEND(S) that
- * adds it to the list checks that order and makes it ROLE_DONE.
- */
-enum { ROLE_NONE = 0, ROLE_OUTER, ROLE_DEVICE, ROLE_ENTRY, ROLE_MAPPED, ROLE_DONE };
-#define PK_CONSUMED 255 /* memo slot never written (a hole) */
-/*
- * A trace entry read by the fast path (fast_entries): no object, only its place in mapping
- * order and its device list, payload ord | tag << 40. Internal: it never leaves the stack or
- * the memo as such (a copy stored in a container becomes a streamed, empty dict there).
- */
-#define PK_STREAMED   254
-#define ORD_BITS      40
-#define ORD_MASK      (((uint64_t)1 << ORD_BITS) - 1)
-#define SLAB_OBJS     1024
-#define MEMO_SHIFT    16
-#define MEMO_CHUNK    ((size_t)1 << MEMO_SHIFT)
-#define MEMO_AT(p, i) (&(p)->memo[(i) >> MEMO_SHIFT][(i) & (MEMO_CHUNK - 1)])
-#define MEMO_SLACK    4096 /* memo slots a pickle may skip beyond one per input byte */
-
-struct slab {
-	struct slab *next;
-	uint32_t used;
-	struct ms_pk_obj objs[SLAB_OBJS];
-};
-
-/* Items of the fast path's lists, bump-allocated: one allocation per MiB, not per list. */
-#define POOL_VALS ((size_t)1 << 16)
-struct pool_chunk {
-	struct pool_chunk *next;
-	size_t used, cap;
-	struct ms_pk_val v[];
-};
-
-#define KCACHE 256
-
-/*
- * The second reader (ms_pickle_split; docs/DESIGN.md, "Two readers"). p2 reads trace entries
- * from `at` on while p reads up to there; p2's memo indices are its own (from 0), as p's count
- * at the split, the base, is known only when p lands. A memo get in p2 below what p has
- * published is p's slot, final; at or above it, p2 waits until p publishes past it or lands.
- */
-enum { SPLIT_RUNNING = 0, SPLIT_LANDED, SPLIT_ABORT };
-#define SPLIT_AUTO SIZE_MAX
-#define REMOTE_STR 0x80000000u /* in p2: a string id of p's (not below n_pre): unreadable */
-struct split {
-	struct ms_pickle *p2;
-	ms_pk_merge_fn merge;
-	void *merge_ctx;
-	size_t at; /* offset of the EMPTY_DICT p2 starts at (SPLIT_AUTO: p2 chooses, see
-	              helper_main) */
-	pthread_t thread;
-	int started; /* the thread is running, or has ended and is not joined yet */
-	int wait;    /* p lets p2 read all it can once p is there (tests: ms_pickle_split) */
-	int active;  /* p2 reads: p publishes and looks for its start (until split_stop) */
-	/* each on a cache line of its own: p writes memo_pub after every entry, p2 reads phase */
-	char pad0[64];
-	_Atomic size_t memo_pub; /* p's memo slots below it are written for good */
-	_Atomic size_t pos_pub;  /* and its offset then */
-	char pad1[64];
-	_Atomic int phase;
-	_Atomic int done; /* p2's last act: what it read is all in place */
-	/* right past the EMPTY_DICT p2 starts at, once p2 has chosen it: where p lands */
-	const unsigned char *_Atomic land;
-	char pad2[64];
-	size_t base; /* p's memo count at the split, once LANDED */
-	/*
-	 * p's memo index, which never moves while p2 reads it: p2 reads it here, not in p, where
-	 * it shares a cache line with n_memo, which p writes after every entry.
-	 */
-	struct ms_pk_val *const *memo1;
-	uint32_t n_pre; /* string ids below it mean the same in both machines */
-	/* p2's result, read after the join */
-	size_t stop;          /* offset where p goes on */
-	size_t first_close;   /* offset of p2's first APPENDS; 0: none */
-	uint64_t first_batch; /* p2's entries before it */
-	uint64_t open_n;      /* p2's entries after its last MARK, when one is open at the stop */
-	int mark_open;
-	ms_status status;
-	/* after the merge: p's memo slots [fx_lo, fx_lo + fx_n) are p2's [0, fx_n) */
-	uint64_t e1;      /* p's entries before the split */
-	uint32_t tag;     /* the device list */
-	uint32_t *str_xl; /* p2's string id - n_pre -> p's id + 1 */
-	size_t str_xl_cap;
-	size_t memo_chunks; /* room in each memo index for what the input can put */
-};
-
-struct ms_pickle {
-	struct ms_symtab strs;
-	uint32_t id_device_traces;
-	struct slab *slabs;
-	uint64_t n_objs;
-	struct pool_chunk *pool;
-	struct ms_pk_val *stack;
-	size_t sp, stack_cap;
-	size_t *marks;
-	size_t n_marks, marks_cap;
-	/* the memo in chunks of MEMO_CHUNK values: it grows without copying */
-	struct ms_pk_val **memo;
-	size_t n_memo, n_memo_chunks, memo_chunks_cap;
-	uint64_t memo_holes; /* memo slots skipped by puts past the next index, in all */
-	/* input window */
-	unsigned char *buf;
-	size_t pos, len, cap;
-	uint64_t base; /* offset of buf[0] */
-	int eof;
-	int borrowed; /* buf is the caller's whole input (ms_pickle_borrow_input), not ours */
-	ms_pk_read_fn rd;
-	void *rd_ctx;
-	int proto;
-	struct ms_pickle_limits lim;
-	ms_pk_item_fn item_fn;
-	void *item_ctx;
-	ms_pk_fields_fn fields_fn; /* the fast path for entries, with key_slot */
-	int8_t key_slot[64];
-	/*
-	 * The fast path's keys: memo index + 1 (0: empty) -> the key's slot (SLOT_UNWANTED for a
-	 * key the hook does not want). Filled only from memo slots already final, cleared where a
-	 * memo slot is written again.
-	 */
-	struct key_cache {
-		uint32_t idx1;
-		int8_t slot;
-	} kcache[KCACHE];
-	struct ms_diag *diag;
-	int64_t op_off;
-	uint8_t op;
-	/* trace entries handed to the hook, and added to their lists; equal at STOP */
-	uint64_t ev_mapped, ev_appended;
-	uint64_t n_fast; /* of those, read by the fast path */
-	/* last strings interned, by length and first bytes: repeated values skip the hash */
-	struct {
-		uint32_t len, id;
-		uint64_t head;
-	} scache[64];
-	/*
-	 * The fast path's last short string by slot (length, first bytes, id): an entry's
-	 * string values are most often the ones of the entry before (compile_context "N/A").
-	 */
-	struct {
-		uint32_t len, id;
-		uint64_t head;
-	} slot_str[MS_PK_SLOTS + 1];
-	/* the second reader: in p, its state (owned); in p2, p's (peer) */
-	struct split *split;
-	struct ms_pickle *peer;
-	size_t n1_seen;     /* p2: p's memo_pub as last read */
-	size_t fx_lo, fx_n; /* p: memo slots that are p2's (see struct split) */
-	uint64_t n_split;   /* p: entries taken over from p2 */
-	int defer_slot;     /* p2: the slot whose values may be deferred, or -1 */
-};
+#include "parse/pickle_internal.h"
 
 static struct ms_pk_val *pool_take(struct ms_pickle *p, size_t n);
-static void split_stop(struct ms_pickle *p, int phase);
-static void split_join(struct ms_pickle *p, int phase);
-static ms_status split_materialize(struct ms_pickle *p);
 
 ms_status ms_pickle_new(struct ms_pickle **out)
 {
@@ -216,11 +57,8 @@ void ms_pickle_free(struct ms_pickle *p)
 		p->pool = c->next;
 		ms_free(c);
 	}
-	if (p->split && !p->peer) { /* p2 only borrows p's */
-		split_join(p, SPLIT_ABORT);
-		ms_free(p->split->str_xl);
-		ms_free(p->split);
-	}
+	if (p->split && !p->peer) /* p2 only borrows p's */
+		ms__pk_split_free(p);
 	ms_symtab_release(&p->strs);
 	ms_free(p->stack);
 	ms_free(p->marks);
@@ -404,42 +242,6 @@ static inline uint64_t long1_value(const unsigned char *b, size_t n)
 	uint64_t mask = ~(uint64_t)0 >> (64 - 8 * n), sign = (uint64_t)1 << (8 * n - 1);
 
 	return ((ms_load_le64(b) & mask) ^ sign) - sign;
-}
-
-/*
- * Values are written and copied as two 8-byte words, never in narrower or wider pieces.
- * A load that spans several recent stores (a 16-byte struct copy of a value whose type byte
- * and payload were stored separately, or memcpy's vector loads over a run of values) cannot
- * be forwarded from the store buffer and waits for the stores to commit; perf put most of
- * the import on such loads (MEMOIZE right after a push, SETITEMS right after its items).
- */
-_Static_assert(offsetof(struct ms_pk_val, v) == 8 && sizeof(struct ms_pk_val) == 16,
-               "ms_pk_val layout");
-static inline void put_val(struct ms_pk_val *dst, uint64_t type, uint64_t payload)
-{
-	memcpy(dst, &type, 8);
-	memcpy((char *)dst + 8, &payload, 8);
-}
-
-static inline uint64_t payload_of(const struct ms_pk_val *v)
-{
-	uint64_t u;
-
-	memcpy(&u, (const char *)v + 8, 8);
-	return u;
-}
-
-/* The empty asm keeps the compiler from merging the word copies into wider ones (or memcpy). */
-static inline void copy_vals(struct ms_pk_val *dst, const struct ms_pk_val *src, size_t n)
-{
-	for (size_t i = 0; i < 2 * n; i++) {
-		uint64_t w;
-		memcpy(&w, (const char *)src + 8 * i, 8);
-#if defined(__GNUC__)
-		__asm__("" : "+r"(w));
-#endif
-		memcpy((char *)dst + 8 * i, &w, 8);
-	}
 }
 
 static inline ms_status push(struct ms_pickle *p, struct ms_pk_val v)
@@ -780,20 +582,6 @@ static inline ms_status push_long(struct ms_pickle *p, size_t n)
 	return push(p, v);
 }
 
-/* Memo chunks up to the one of slot idx. */
-static ms_status memo_reach(struct ms_pickle *p, uint64_t idx)
-{
-	while ((idx >> MEMO_SHIFT) >= p->n_memo_chunks) {
-		struct ms_pk_val *c;
-		if (ms_grow(&p->memo, &p->memo_chunks_cap, p->n_memo_chunks + 1,
-		            sizeof(*p->memo)) ||
-		    !(c = ms_malloc(MEMO_CHUNK * sizeof(*c))))
-			return MS_ERR_NOMEM;
-		p->memo[p->n_memo_chunks++] = c;
-	}
-	return MS_OK;
-}
-
 static inline ms_status memo_put(struct ms_pickle *p, uint64_t idx)
 {
 	if (p->sp == 0 || (p->n_marks && p->sp == mark_top(p)))
@@ -802,9 +590,9 @@ static inline ms_status memo_put(struct ms_pickle *p, uint64_t idx)
 		return fail(p, MS_ERR_LIMIT, "memo index out of range");
 	if (idx < p->n_memo && (p->split || p->fx_n)) {
 		/* written again: not while p2 reads p's slots, nor as p2's */
-		split_stop(p, SPLIT_ABORT);
+		ms__pk_split_stop(p, SPLIT_ABORT);
 		if (idx - p->fx_lo < p->fx_n)
-			MS_TRY(split_materialize(p));
+			MS_TRY(ms__pk_split_materialize(p));
 	}
 	if (idx >= p->n_memo) {
 		/*
@@ -856,7 +644,7 @@ static ms_status tuple_n(struct ms_pickle *p, size_t n)
 }
 
 /* Items above the innermost mark, applied to the value right under it. */
-static ms_status batch(struct ms_pickle *p, int set)
+ms_status ms__pk_batch(struct ms_pickle *p, int set)
 {
 	size_t m;
 	ms_status s;
@@ -928,7 +716,7 @@ static ms_status step(struct ms_pickle *p)
 		p->sp -= 2;
 		break;
 	case 'u': /* SETITEMS */
-		MS_TRY(batch(p, 1));
+		MS_TRY(ms__pk_batch(p, 1));
 		break;
 	case 'a': /* APPEND */
 		if (p->sp < 2 || p->sp - 2 < mark_top(p))
@@ -938,7 +726,7 @@ static ms_status step(struct ms_pickle *p)
 		break;
 	case 'e':  /* APPENDS */
 	case 0x90: /* ADDITEMS */
-		MS_TRY(batch(p, 0));
+		MS_TRY(ms__pk_batch(p, 0));
 		break;
 	case '0': /* POP */
 		if (p->n_marks && mark_top(p) == p->sp)
@@ -1127,36 +915,6 @@ static inline int fast_get(const struct ms_pickle *p, const unsigned char **ipp,
  * until p publishes past it or lands (or gives up). Plain values only: a container or a
  * streamed entry is p's to read; a string of p's that p2 has not got is marked REMOTE_STR.
  */
-/*
- * helper_get's slot idx, at or above what p had published when p2 last looked: p's (and
- * final) once p publishes past it; p2's own once p lands short of it (*mine). NULL: give up.
- */
-static __attribute__((noinline)) const struct ms_pk_val *
-helper_wait(struct ms_pickle *p, uint64_t idx, size_t n_memo, int *mine)
-{
-	struct split *x = p->split;
-
-	for (;;) {
-		int phase;
-		p->n1_seen = atomic_load_explicit(&x->memo_pub, memory_order_acquire);
-		if (idx < p->n1_seen)
-			break;
-		phase = atomic_load_explicit(&x->phase, memory_order_acquire);
-		if (phase == SPLIT_ABORT)
-			return NULL;
-		if (phase == SPLIT_LANDED) {
-			if (idx < x->base)
-				break;
-			if (idx - x->base >= n_memo)
-				return NULL;
-			*mine = 1;
-			return MEMO_AT(p, idx - x->base);
-		}
-		sched_yield();
-	}
-	return &x->memo1[idx >> MEMO_SHIFT][idx & (MEMO_CHUNK - 1)];
-}
-
 static inline __attribute__((always_inline)) int helper_get(struct ms_pickle *p,
                                                             const unsigned char **ipp,
                                                             size_t n_memo, uint64_t *type,
@@ -1173,7 +931,7 @@ static inline __attribute__((always_inline)) int helper_get(struct ms_pickle *p,
 		return 0;
 	if (idx < p->n1_seen)
 		m = &x->memo1[idx >> MEMO_SHIFT][idx & (MEMO_CHUNK - 1)];
-	else if (!(m = helper_wait(p, idx, n_memo, &mine)))
+	else if (!(m = ms__pk_helper_wait(p, idx, n_memo, &mine)))
 		return 0;
 	if (m->type > MS_PK_BYTES)
 		return 0;
@@ -1595,383 +1353,12 @@ static ms_status fast_entries(struct ms_pickle *p, const unsigned char **ipp,
 	return fast_entries_t(p, ipp, end, tag, st, spp, gave_up, 0);
 }
 
-static ms_status helper_entries(struct ms_pickle *p, const unsigned char **ipp,
+ms_status ms__pk_helper_entries(struct ms_pickle *p, const unsigned char **ipp,
                                 const unsigned char *end, struct ms_pk_val *st, size_t *spp,
                                 int *gave_up)
 {
 	/* device 0 and ordinals from 0: the merge puts them right (split_land, translate) */
 	return fast_entries_t(p, ipp, end, 0, st, spp, gave_up, 1);
-}
-
-/*
- * The second reader's thread: from the EMPTY_DICT at `at`, in the device list p will be in
- * there (a MARK open right above it), entries the fast way, MARK, APPENDS and FRAME, and
- * nothing else: at anything more it stops, and p goes on from there. Its stack holds the
- * entries since the last MARK (streamed values, as p's would).
- */
-#define HELPER_MAX_OPEN ((size_t)1 << 16) /* entries after one MARK */
-static void helper_read(struct ms_pickle *p);
-static void *helper_main(void *arg)
-{
-	struct ms_pickle *p = arg;
-
-	helper_read(p);
-	/* p may take everything over now: the thread's exit is joined later (split_join) */
-	atomic_store_explicit(&p->split->done, 1, memory_order_release);
-	return NULL;
-}
-
-static void helper_read(struct ms_pickle *p)
-{
-	struct split *x = p->split;
-	const unsigned char *buf = p->buf, *ip, *end = buf + p->len;
-	size_t sp = 0;
-	int mark_open = 1;
-	ms_status s = MS_OK;
-
-	if (x->at == SPLIT_AUTO) {
-		/*
-		 * Where p has got to decides: the middle of the rest (the best of 46% to 60% on
-		 * the real snapshots: p also has what follows the trace, and p2 its own costs).
-		 * Chosen now, not when p started this thread, which may have taken a while.
-		 */
-		size_t pos = atomic_load_explicit(&x->pos_pub, memory_order_relaxed);
-		size_t rest = p->len > pos ? p->len - pos : 0;
-		x->at = (size_t)ms_pickle_split_point(buf, p->len, pos + rest / 2);
-		if (x->at >= p->len) {
-			x->status = MS_ERR_UNSUPPORTED; /* no entry there: p reads alone */
-			return;
-		}
-	}
-	ip = buf + x->at;
-	atomic_store_explicit(&x->land, ip + 1, memory_order_relaxed);
-	/* what p2 writes as it reads comes from its own thread's arena, away from p's lines */
-	if (ms_grow(&p->memo, &p->memo_chunks_cap, x->memo_chunks, sizeof(*p->memo)) ||
-	    ms_grow(&p->stack, &p->stack_cap, 1024, sizeof(*p->stack))) {
-		x->status = MS_ERR_NOMEM;
-		return;
-	}
-
-	while (ip < end) {
-		if (*ip == '}') {
-			int gave_up;
-			const unsigned char *q = ip + 1;
-			/*
-			 * Room for what one call may read: half a memo chunk of puts (an entry
-			 * with more gives up, and p reads it), 1024 entries on the stack.
-			 */
-			if ((s = memo_reach(p, p->n_memo + MEMO_CHUNK / 2)))
-				break;
-			if (sp + 1024 > p->stack_cap &&
-			    (sp >= HELPER_MAX_OPEN ||
-			     ms_grow(&p->stack, &p->stack_cap, sp + 1024, sizeof(*p->stack))))
-				break;
-			if ((s = helper_entries(p, &q, end, p->stack, &sp, &gave_up)))
-				break;
-			if (gave_up) {
-				ip = q - 1; /* at the EMPTY_DICT of the entry p2 leaves to p */
-				break;
-			}
-			ip = q;
-		} else if (*ip == 'e' && mark_open) { /* APPENDS */
-			if (!x->first_close) {
-				x->first_close = (size_t)(ip - buf);
-				x->first_batch = sp;
-			}
-			sp = 0;
-			mark_open = 0;
-			ip++;
-		} else if (*ip == '(' && !mark_open) { /* MARK */
-			mark_open = 1;
-			ip++;
-		} else if (*ip == 0x95 && end - ip >= 9) { /* FRAME: as p reads it, no check */
-			ip += 9;
-		} else {
-			break;
-		}
-	}
-	x->stop = (size_t)(ip - buf);
-	x->mark_open = mark_open;
-	x->open_n = sp;
-	x->status = s;
-}
-
-/*
- * p: the second reader told to stop (phase) and done. Its thread's exit (a few us) is not
- * waited for here but by split_join, from ms_pickle_free: p2 touches nothing after `done`.
- */
-static void split_stop(struct ms_pickle *p, int phase)
-{
-	struct split *x = p->split;
-
-	if (!x || !x->active)
-		return;
-	atomic_store_explicit(&x->memo_pub, p->n_memo, memory_order_release);
-	atomic_store_explicit(&x->phase, phase, memory_order_release);
-	while (!atomic_load_explicit(&x->done, memory_order_acquire))
-		sched_yield();
-	x->active = 0;
-	atomic_store_explicit(&x->land, NULL, memory_order_relaxed);
-}
-
-/* p: the second reader stopped and its thread joined. */
-static void split_join(struct ms_pickle *p, int phase)
-{
-	struct split *x = p->split;
-
-	split_stop(p, phase);
-	if (x && x->started) {
-		pthread_join(x->thread, NULL);
-		x->started = 0;
-	}
-}
-
-/* One of p2's memo values as p reads it: its strings interned in p, its ordinals p's. */
-static ms_status translate(struct ms_pickle *p, const struct ms_pk_val *v, struct ms_pk_val *out)
-{
-	struct split *x = p->split;
-	uint64_t w = payload_of(v);
-
-	if (v->type == PK_STREAMED) {
-		w = ((w & ORD_MASK) + x->e1) | (uint64_t)x->tag << ORD_BITS;
-	} else if ((v->type == MS_PK_STR || v->type == MS_PK_BYTES) && (uint32_t)w >= x->n_pre) {
-		uint32_t id2 = (uint32_t)w, id;
-		if (id2 & REMOTE_STR) {
-			w = id2 & ~REMOTE_STR; /* p's own */
-		} else {
-			size_t k = id2 - x->n_pre;
-			if (k >= x->str_xl_cap) {
-				size_t old = x->str_xl_cap;
-				if (ms_grow(&x->str_xl, &x->str_xl_cap, k + 1, sizeof(uint32_t)))
-					return MS_ERR_NOMEM;
-				memset(x->str_xl + old, 0,
-				       (x->str_xl_cap - old) * sizeof(uint32_t));
-			}
-			if (!x->str_xl[k]) {
-				const struct ms_str *str = ms_symtab_get_str(&x->p2->strs, id2);
-				MS_TRY(ms_symtab_str(&p->strs, str->s, str->len, &id));
-				x->str_xl[k] = id + 1;
-			}
-			w = x->str_xl[k] - 1;
-		}
-	}
-	put_val(out, v->type, w);
-	return MS_OK;
-}
-
-/*
- * p reads one of p2's memo slots, or writes one again: all of them become p's own first
- * (rare: PyTorch's later parts do not refer back into the trace entries).
- */
-static ms_status split_materialize(struct ms_pickle *p)
-{
-	size_t lo = p->fx_lo, n = p->fx_n;
-
-	MS_TRY(memo_reach(p, lo + n - 1));
-	for (size_t i = 0; i < n; i++)
-		MS_TRY(translate(p, MEMO_AT(p->split->p2, i), MEMO_AT(p, lo + i)));
-	p->fx_lo = p->fx_n = 0;
-	return MS_OK;
-}
-
-/* n of p2's entries onto p's stack (room made), as the fast path leaves them: *ord on. */
-static void push_streamed(struct ms_pickle *p, uint64_t n, uint64_t *ord, uint32_t tag)
-{
-	for (uint64_t k = 0; k < n; k++)
-		put_val(&p->stack[p->sp++], PK_STREAMED, (*ord)++ | (uint64_t)tag << ORD_BITS);
-}
-
-/*
- * p has reached the second reader's start (p->pos at its EMPTY_DICT, in the fast path, a
- * device list under it). Takes over what p2 read, exactly as p would have read it, and moves
- * p->pos to where p2 stopped; or drops it, and p reads on from where it is.
- */
-static ms_status split_land(struct ms_pickle *p)
-{
-	struct split *x = p->split;
-	struct ms_pickle *p2 = x->p2;
-	size_t mk = p->n_marks ? p->marks[p->n_marks - 1] : 0;
-	struct ms_pk_obj *list;
-	uint64_t e1 = p->ev_mapped, e2, rest, ord;
-	size_t push;
-	ms_status s;
-
-	/* p2 began inside a batch: a MARK right above the device list */
-	if (!p->n_marks || mk == 0 || mk > p->sp || p->stack[mk - 1].type != MS_PK_LIST ||
-	    p->stack[mk - 1].v.o->role != ROLE_DEVICE) {
-		split_stop(p, SPLIT_ABORT);
-		return MS_OK;
-	}
-	x->base = p->n_memo;
-	split_stop(p, SPLIT_LANDED);
-	list = p->stack[mk - 1].v.o;
-	e2 = p2->ev_mapped;
-	if (x->status || e2 == 0 || e1 + e2 > ORD_MASK ||
-	    p->n_memo + p2->n_memo > p->lim.max_memo ||
-	    p->n_objs + p2->n_objs > p->lim.max_objects || list->tag >> (64 - ORD_BITS))
-		return MS_OK;
-	/* what p's batch holds must be entries the way APPENDS wants them, as p2's are */
-	for (size_t i = mk; i < p->sp; i++) {
-		const struct ms_pk_val *v = &p->stack[i];
-		if (v->type != PK_STREAMED &&
-		    !(v->type == MS_PK_DICT && v->v.o->role == ROLE_MAPPED))
-			return MS_OK;
-	}
-	push = x->first_close ? (size_t)x->first_batch : (size_t)e2;
-	if (x->mark_open && x->first_close && x->open_n > push)
-		push = (size_t)x->open_n;
-	if (p->sp + push + 1 > p->stack_cap &&
-	    ms_grow(&p->stack, &p->stack_cap, p->sp + push + 1, sizeof(*p->stack)))
-		return MS_ERR_NOMEM;
-	/* the hook takes p2's entries (or refuses them, before anything is changed) */
-	if ((s = x->merge(x->merge_ctx, list->tag, e2)))
-		return s == MS_ERR_UNSUPPORTED ? MS_OK : s;
-	x->e1 = e1;
-	x->tag = list->tag;
-	ord = e1;
-	if (x->first_close) {
-		/* p2's first APPENDS closes p's batch: run it as p would, with p's entries */
-		push_streamed(p, x->first_batch, &ord, list->tag);
-		p->ev_mapped = ord;
-		p->op_off = (int64_t)x->first_close;
-		if ((s = batch(p, 0)))
-			return s;
-		/* the rest of p2's closed batches: entries in order, as stream_items counts them */
-		rest = e2 - x->first_batch - (x->mark_open ? x->open_n : 0);
-		ord += rest;
-		p->ev_appended += rest;
-		list->n += (uint32_t)rest;
-		if (x->mark_open) {
-			if (p->n_marks == p->marks_cap &&
-			    ms_grow(&p->marks, &p->marks_cap, p->n_marks + 1, sizeof(size_t)))
-				return MS_ERR_NOMEM;
-			p->marks[p->n_marks++] = p->sp;
-			push_streamed(p, x->open_n, &ord, list->tag);
-		}
-	} else {
-		push_streamed(p, e2, &ord, list->tag);
-	}
-	p->ev_mapped = ord;
-	p->n_objs += p2->n_objs; /* p2's lists (frames), counted as p would have */
-	p->n_fast += e2;
-	p->n_split = e2;
-	p->fx_lo = p->n_memo;
-	p->fx_n = p2->n_memo;
-	p->n_memo += p2->n_memo;
-	p->pos = x->stop;
-	return MS_OK;
-}
-
-ms_status ms_pickle_split(struct ms_pickle *p, struct ms_pickle *p2, uint64_t at, int wait,
-                          ms_pk_merge_fn merge, void *ctx)
-{
-	struct split *x;
-	/* memo indices stay below 2 * len + MEMO_SLACK (a byte per put, holes bounded) */
-	size_t chunks;
-
-	if (!p->borrowed || !p2->borrowed || p2->buf != p->buf || p2->len != p->len ||
-	    (at >= p->len && at != MS_PK_SPLIT_AUTO) || p->len > ((size_t)1 << 30) || p->split ||
-	    !p2->fields_fn)
-		return MS_ERR_INVALID_ARG;
-	if (!(x = ms_calloc_lines(sizeof(*x))))
-		return MS_ERR_NOMEM;
-	chunks = ((2 * p->len + MEMO_SLACK) >> MEMO_SHIFT) + 2;
-	/*
-	 * p's memo index never moves while p2 reads it, and lies on lines of its own; p2
-	 * makes its own when it starts.
-	 */
-	if (chunks > p->memo_chunks_cap) {
-		struct ms_pk_val **dir = ms_calloc_lines(chunks * sizeof(*dir));
-		if (!dir) {
-			ms_free(x);
-			return MS_ERR_NOMEM;
-		}
-		if (p->n_memo_chunks)
-			memcpy(dir, p->memo, p->n_memo_chunks * sizeof(*dir));
-		ms_free(p->memo);
-		p->memo = dir;
-		p->memo_chunks_cap = chunks;
-	}
-	x->memo_chunks = chunks;
-	x->wait = wait;
-	x->memo1 = p->memo;
-	x->p2 = p2;
-	x->merge = merge;
-	x->merge_ctx = ctx;
-	x->at = at == MS_PK_SPLIT_AUTO ? SPLIT_AUTO : (size_t)at;
-	x->n_pre = ms_symtab_nstrs(&p2->strs);
-	p->split = x;
-	p2->split = x;
-	p2->peer = p;
-	return MS_OK;
-}
-
-uint64_t ms_pickle_split_point(const void *data, size_t len, size_t from)
-{
-	const unsigned char *b = data;
-	static const unsigned char pat[3] = {'}', 0x94, '('};
-
-	for (size_t i = from ? from : 1; i + 3 <= len;) {
-		const unsigned char *q = memchr(b + i, '}', len - i);
-		if (!q)
-			break;
-		i = (size_t)(q - b);
-		if (i + 4 <= len && memcmp(q, pat, 3) == 0 && (q[-1] == 'u' || q[-1] == '(') &&
-		    (q[3] == 'h' || q[3] == 'j'))
-			return i;
-		i++;
-	}
-	return len;
-}
-
-void ms_pickle_defer_slot(struct ms_pickle *p2, int slot)
-{
-	p2->defer_slot = slot;
-}
-
-/* A deferred get as p reads it at the split: p's slot below the base, else p2's, then. */
-static ms_status resolve_get(struct ms_pickle *p, const struct ms_pk_val *v, struct ms_pk_val *out)
-{
-	struct split *x = p->split;
-	uint64_t w = payload_of(v), idx = (uint32_t)w, then = w >> 32;
-	const struct ms_pk_val *m;
-
-	if (v->type != MS_PK_DEFERRED)
-		return MS_ERR_UNSUPPORTED;
-	if (idx < x->base)
-		m = MEMO_AT(p, idx);
-	else if (idx - x->base < then)
-		m = MEMO_AT(x->p2, idx - x->base);
-	else
-		return MS_ERR_UNSUPPORTED; /* not written yet */
-	/* what fast_get refuses, the general path reads (as an error) */
-	if (m->type > MS_PK_DICT || (m->type >= MS_PK_LIST && m->v.o->consumed))
-		return MS_ERR_UNSUPPORTED;
-	copy_vals(out, m, 1);
-	return MS_OK;
-}
-
-ms_status ms_pickle_split_resolve(struct ms_pickle *p, struct ms_pk_val *v)
-{
-	struct ms_pk_obj *o;
-
-	if (v->type == MS_PK_DEFERRED)
-		MS_TRY(resolve_get(p, v, v));
-	if (v->type != MS_PK_LIST || !(o = v->v.o)->deferred)
-		return MS_OK;
-	/* p2's list: its items one level down (lists in it are refused: no frame is a list) */
-	o->deferred = 0;
-	for (uint32_t i = 0; i < o->n; i++) {
-		MS_TRY(resolve_get(p, &o->items[i], &o->items[i]));
-		if (o->items[i].type == MS_PK_LIST && o->items[i].v.o->deferred)
-			return MS_ERR_UNSUPPORTED;
-	}
-	return MS_OK;
-}
-
-uint64_t ms_pickle_split_entries(const struct ms_pickle *p)
-{
-	return p->n_split;
 }
 
 /*
@@ -2054,7 +1441,7 @@ static ms_status run(struct ms_pickle *p, ms_pk_read_fn rd, void *rd_ctx, struct
 			const struct ms_pk_val *m;
 			if (idx - p->fx_lo < p->fx_n) {
 				SAVE();
-				s = split_materialize(p);
+				s = ms__pk_split_materialize(p);
 				LOAD();
 				if (s)
 					return s;
@@ -2182,7 +1569,7 @@ static ms_status run(struct ms_pickle *p, ms_pk_read_fn rd, void *rd_ctx, struct
 				            atomic_load_explicit(&sx->land, memory_order_relaxed)) {
 					/* at the second reader's start: take over what it read */
 					SAVE();
-					s = split_land(p);
+					s = ms__pk_split_land(p);
 					LOAD();
 					if (s)
 						return s;
@@ -2236,18 +1623,12 @@ static ms_status run(struct ms_pickle *p, ms_pk_read_fn rd, void *rd_ctx, struct
 ms_status ms_pickle_run(struct ms_pickle *p, ms_pk_read_fn rd, void *rd_ctx, struct ms_pk_val *root,
                         struct ms_diag *diag)
 {
-	struct split *x = p->split;
 	ms_status s;
 
-	if (x && x->p2 != p && !x->started && p->pos == 0) {
-		struct ms_pickle *p2 = x->p2;
-		/* a start given: p must know it before it can get there */
-		if (x->at != SPLIT_AUTO)
-			atomic_store_explicit(&x->land, p->buf + x->at + 1, memory_order_relaxed);
-		x->started = x->active = pthread_create(&x->thread, NULL, helper_main, p2) == 0;
-	}
+	if (p->split && !p->peer && p->pos == 0)
+		ms__pk_split_start(p);
 	s = run(p, rd, rd_ctx, root, diag);
-	split_stop(p, SPLIT_ABORT);
+	ms__pk_split_stop(p, SPLIT_ABORT);
 	return s;
 }
 
