@@ -61,6 +61,12 @@ static const char *const seg_key_names[G_COUNT] = {
         "size",          "state",           "history",    "real_size",
 };
 
+/* Block states as PyTorch writes them ("active_awaiting_free" in older versions). */
+static const char *const state_names[4] = {"active_allocated", "active_pending_free",
+                                           "active_awaiting_free", "inactive"};
+static const int state_of[4] = {MS_BLOCK_ACTIVE_ALLOCATED, MS_BLOCK_ACTIVE_PENDING_FREE,
+                                MS_BLOCK_ACTIVE_PENDING_FREE, MS_BLOCK_INACTIVE};
+
 /*
  * Events in chunks, in order: buffered until the end without copying; a second reader's
  * chunks are linked in whole (snapmap_adopt), so a chunk may be part full.
@@ -81,6 +87,8 @@ struct ms_snapmap {
 	uint32_t act_str[MS_ACT_COUNT]; /* vm string ids of the action names */
 	int8_t act_of[64];              /* vm string id (< 64) -> action, or -1 */
 	uint32_t id_na;                 /* vm string id of "N/A" */
+	uint32_t id_small;              /* of "small" (segment_type) */
+	uint32_t id_state[4];           /* of the block states, as state_names */
 	uint32_t gkey[G_COUNT];         /* vm string ids of the segment keys */
 	int8_t gkey_of[128];            /* vm string id (< 128) -> enum seg_key, or -1 */
 	uint32_t *str_map;              /* vm string id -> syms id + 1 */
@@ -139,6 +147,15 @@ ms_status ms__snapmap_new(struct ms_pickle *vm, struct ms_symtab *syms, struct m
 	    intern_keys(vm, seg_key_names, G_COUNT, m->gkey, m->gkey_of, sizeof(m->gkey_of)))
 		goto nomem;
 	m->id_na = v.v.str;
+	/* the segments' few string values, compared by id */
+	if (ms__pk_str(vm, "small", 5, &v))
+		goto nomem;
+	m->id_small = v.v.str;
+	for (i = 0; i < 4; i++) {
+		if (ms__pk_str(vm, state_names[i], strlen(state_names[i]), &v))
+			goto nomem;
+		m->id_state[i] = v.v.str;
+	}
 	*out = m;
 	return MS_OK;
 nomem:
@@ -668,14 +685,14 @@ static ms_status map_settings(struct ms_snapmap *m, const struct ms_pk_val *d,
 	return bad ? ms__diag_set(m->diag, MS_ERR_FORMAT, -1, -1, "bad allocator_settings") : MS_OK;
 }
 
-static int block_state(const char *s)
+/* A block's state (inactive when absent or not a string), or -1 for an unknown one. */
+static int block_state(const struct ms_snapmap *m, const struct ms_pk_val *v)
 {
-	if (strcmp(s, "active_allocated") == 0)
-		return MS_BLOCK_ACTIVE_ALLOCATED;
-	if (strcmp(s, "active_pending_free") == 0 || strcmp(s, "active_awaiting_free") == 0)
-		return MS_BLOCK_ACTIVE_PENDING_FREE;
-	if (strcmp(s, "inactive") == 0)
+	if (!v || v->type != MS_PK_STR)
 		return MS_BLOCK_INACTIVE;
+	for (int i = 0; i < 4; i++)
+		if (v->v.str == m->id_state[i])
+			return state_of[i];
 	return -1;
 }
 
@@ -699,7 +716,8 @@ static ms_status map_segment(struct ms_snapmap *m, uint64_t idx, const struct ms
 	g->active_size = (uint64_t)vint(m, f[G_ACTIVE_SIZE], 0, &bad);
 	g->requested_size = (uint64_t)vint(m, f[G_REQUESTED_SIZE], 0, &bad);
 	g->stream = (uint64_t)vint(m, f[G_STREAM], 0, &bad);
-	g->is_small = strcmp(vstr(m, f[G_SEGMENT_TYPE], "large"), "small") == 0;
+	v = f[G_SEGMENT_TYPE];
+	g->is_small = v && v->type == MS_PK_STR && v->v.str == m->id_small;
 	g->is_expandable = vint(m, f[G_IS_EXPANDABLE], 0, &bad) != 0;
 	v = f[G_SEGMENT_POOL_ID];
 	if (v && (v->type == MS_PK_TUPLE || v->type == MS_PK_LIST) && v->v.o->n == 2) {
@@ -731,7 +749,7 @@ static ms_status map_segment(struct ms_snapmap *m, uint64_t idx, const struct ms
 		seg_fields(m, b, bf);
 		k->size = (uint64_t)vint(m, bf[G_SIZE], 0, &bad);
 		k->addr = (uint64_t)vint(m, bf[G_ADDRESS], (int64_t)addr, &bad);
-		st = block_state(vstr(m, bf[G_STATE], "inactive"));
+		st = block_state(m, bf[G_STATE]);
 		if (st < 0)
 			bad = 1;
 		k->state = (uint8_t)(st < 0 ? 0 : st);

@@ -450,3 +450,54 @@ Test(snapshots, event_runs)
 	if (!tested)
 		cr_skip_test("no real snapshots found");
 }
+
+/*
+ * The segments' string values, each way PyTorch writes them or might: segment_type "small"
+ * (anything else, or none, is large) and the block states (none, or a value that is not a
+ * string, is inactive; an unknown string is an error naming the segment and block).
+ */
+Test(snapshots, segment_strings)
+{
+	static const char *const json =
+	        "{\"segments\": ["
+	        "{\"address\": 4096, \"total_size\": 8192, \"segment_type\": \"small\", "
+	        "\"blocks\": ["
+	        "{\"size\": 1024, \"state\": \"active_allocated\"},"
+	        "{\"size\": 1024, \"state\": \"active_pending_free\"},"
+	        "{\"size\": 1024, \"state\": \"active_awaiting_free\"},"
+	        "{\"size\": 1024, \"state\": \"inactive\"},"
+	        "{\"size\": 1024},"
+	        "{\"size\": 1024, \"state\": 7}]},"
+	        "{\"address\": 65536, \"total_size\": 4096, \"segment_type\": \"large\", "
+	        "\"blocks\": []},"
+	        "{\"address\": 131072, \"total_size\": 4096, \"blocks\": []},"
+	        "{\"address\": 262144, \"total_size\": 4096, \"segment_type\": \"smal\", "
+	        "\"blocks\": []}"
+	        "], \"device_traces\": [[]]}";
+	static const uint8_t want_state[] = {MS_BLOCK_ACTIVE_ALLOCATED,
+	                                     MS_BLOCK_ACTIVE_PENDING_FREE,
+	                                     MS_BLOCK_ACTIVE_PENDING_FREE,
+	                                     MS_BLOCK_INACTIVE,
+	                                     MS_BLOCK_INACTIVE,
+	                                     MS_BLOCK_INACTIVE};
+	const char *bad = "{\"segments\": [{\"address\": 4096, \"total_size\": 4096, \"blocks\": ["
+	                  "{\"size\": 4096, \"state\": \"active\"}]}], \"device_traces\": [[]]}";
+	struct ms_trace *t;
+	struct ms_diag d = MS_DIAG_INIT;
+	const char *path = th_write_temp(json, strlen(json), ".json");
+
+	cr_assert_eq(ms_trace_load(path, NULL, &t, NULL, &d), MS_OK, "%s", d.msg);
+	cr_assert_eq(t->n_segs, 4);
+	cr_assert(t->segs[0].is_small);
+	cr_assert(!t->segs[1].is_small && !t->segs[2].is_small && !t->segs[3].is_small);
+	cr_assert_eq(t->segs[0].n_blocks, 6);
+	for (size_t i = 0; i < 6; i++)
+		cr_assert_eq(t->blocks[t->seg_block0[0] + i].state, want_state[i], "block %zu", i);
+	ms_trace_free(t);
+	remove(path);
+
+	path = th_write_temp(bad, strlen(bad), ".json");
+	cr_assert_eq(ms_trace_load(path, NULL, &t, NULL, &d), MS_ERR_FORMAT);
+	cr_assert(strstr(d.msg, "segment 0 block 0: malformed field"), "%s", d.msg);
+	remove(path);
+}
