@@ -842,6 +842,16 @@ static int ann_cmp(const void *x, const void *y)
 	return 0;
 }
 
+/*
+ * Whether annotation a goes before event e: PyTorch records them apart from the trace, so an
+ * annotation goes before the first event (from where the last one went) that is on a later
+ * device, or on its own at the same time or later.
+ */
+static inline int ann_before(const struct ms_annotation *a, const struct ms_event *e)
+{
+	return a->device < e->device || (a->device == e->device && a->t_ns <= e->t_ns);
+}
+
 ms_status ms__snapmap_finish(struct ms_snapmap *m, const struct ms_pk_val *root,
                              enum ms_input_kind kind, const struct ms_sink *sink,
                              struct ms_snapshot_info *info)
@@ -945,25 +955,17 @@ ms_status ms__snapmap_finish(struct ms_snapmap *m, const struct ms_pk_val *root,
 
 	if (sink->begin && (s = sink->begin(sink->ctx, &meta, m->syms)))
 		goto out;
-	/*
-	 * Each chunk in runs: an annotation goes before the first event from where it stands
-	 * that is on a later device, or on its own at the same time or later.
-	 */
+	/* each chunk in runs: the events up to the next annotation's place, in one call */
 	for (const struct ev_chunk *c = m->ev_head; c; c = c->next) {
 		size_t j = 0, k = ai < anns.n ? 0 : c->n;
 		while (j < c->n) {
-			while (k < c->n && (anns.a[ai].device > c->e[k].device ||
-			                    (anns.a[ai].device == c->e[k].device &&
-			                     anns.a[ai].t_ns > c->e[k].t_ns)))
+			while (k < c->n && !ann_before(&anns.a[ai], &c->e[k]))
 				k++;
 			if ((s = ms_sink_events(sink, c->e + j, k - j)))
 				goto out;
 			ei += k - j;
 			j = k;
-			while (k < c->n && ai < anns.n &&
-			       (anns.a[ai].device < c->e[k].device ||
-			        (anns.a[ai].device == c->e[k].device &&
-			         anns.a[ai].t_ns <= c->e[k].t_ns))) {
+			while (k < c->n && ai < anns.n && ann_before(&anns.a[ai], &c->e[k])) {
 				anns.a[ai].event_index = ei;
 				if (sink->annotation &&
 				    (s = sink->annotation(sink->ctx, &anns.a[ai])))

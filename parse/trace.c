@@ -234,9 +234,12 @@ ms_status ms_source_read(const char *path, const struct ms_read_opts *opts, stru
 	case MS_FILE_JSON:
 		if (opts && (opts->from > 0 || opts->to != UINT64_MAX)) {
 			struct window w = {sink, *opts, 0};
-			struct ms_sink ws = {&w,    w_begin,   w_event, w_ann,
-			                     w_seg, sink->end, w_events};
-			ws.end = NULL;
+			struct ms_sink ws = {.ctx = &w,
+			                     .begin = w_begin,
+			                     .event = w_event,
+			                     .events = w_events,
+			                     .annotation = w_ann,
+			                     .segment = w_seg};
 			s = ms_torch_snapshot_read(in, syms, &ws, &info->snap, diag);
 			if (!s && sink->end)
 				s = sink->end(sink->ctx, w.n);
