@@ -1,11 +1,11 @@
 /* memsnap convert IN -o OUT: PyTorch snapshot (pickle/JSON) or trace to .zst, or to JSON. */
-#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "cli/cmds.h"
 #include "cli/opts.h"
 #include "cli/out.h"
+#include "cli/output.h"
 #include "format/trace_write.h"
 #include "parse/torch_json_write.h"
 #include "parse/trace.h"
@@ -37,9 +37,9 @@ int cmd_convert(int argc, const char **argv)
 	        MS_OPT_END(),
 	};
 	struct ms_diag d = MS_DIAG_INIT;
+	struct ms_output o;
 	FILE *f;
 	ms_status s;
-	int tty_json = 0;
 
 	n = ms_parse_options(argc, argv, opts, usage);
 	if (n != 1)
@@ -51,16 +51,10 @@ int cmd_convert(int argc, const char **argv)
 	if (level < 1 || level > 22)
 		ms_usage_error(opts, usage, "--level must be 1 to 22");
 	json = format ? strcmp(format, "json") == 0 : ms_ends_with(out, ".json");
-	if (strcmp(out, "-") == 0) {
-		f = stdout;
-		tty_json = 1;
-	} else {
-		f = fopen(out, "wb");
-		if (!f)
-			ms_die(MS_EXIT_ERROR, "cannot open '%s' for writing: %s", out,
-			       strerror(errno));
-	}
-	(void)tty_json;
+	ms_output_refuse_inputs(out, argv, 1);
+	if (ms_output_open(&o, out))
+		return MS_EXIT_ERROR;
+	f = o.f;
 	if (json) {
 		struct ms_trace *t;
 		s = ms_trace_load(argv[0], &ro, &t, NULL, &d);
@@ -104,11 +98,9 @@ int cmd_convert(int argc, const char **argv)
 		ms_writer_free(w);
 		ms_symtab_release(&syms);
 	}
-	if (f != stdout && fclose(f) != 0 && !s) {
-		ms_error("%s: %s", out, strerror(errno));
-		s = MS_ERR_IO;
+	if (s) {
+		ms_output_abort(&o); /* no half-written output */
+		return MS_EXIT_ERROR;
 	}
-	if (s && f != stdout)
-		remove(out); /* no half-written output */
-	return s ? MS_EXIT_ERROR : MS_EXIT_OK;
+	return ms_output_commit(&o) ? MS_EXIT_ERROR : MS_EXIT_OK;
 }

@@ -4,12 +4,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "cli/cmds.h"
 #include "cli/opts.h"
 #include "cli/out.h"
+#include "cli/output.h"
 #include "cli/replay_opts.h"
 #include "common/alloc.h"
 #include "parse/trace.h"
@@ -43,43 +42,6 @@ static const char *const usage[] = {
         NULL,
 };
 
-/* data into path through a temporary file in the same directory, renamed into place. */
-static int write_whole(const char *path, const char *data, size_t len)
-{
-	size_t n = strlen(path);
-	char *tmp = ms_malloc(n + 16);
-	FILE *f;
-	int fd, ok;
-
-	if (!tmp)
-		ms_die(MS_EXIT_ERROR, "out of memory");
-	snprintf(tmp, n + 16, "%s.tmp.XXXXXX", path);
-	if ((fd = mkstemp(tmp)) < 0 || !(f = fdopen(fd, "wb"))) {
-		ms_error("cannot write '%s': %s", path, strerror(errno));
-		if (fd >= 0) {
-			close(fd);
-			unlink(tmp);
-		}
-		ms_free(tmp);
-		return 0;
-	}
-	{
-		/* mkstemp creates 0600; the output gets the usual 0666 less the umask */
-		mode_t mask = umask(0);
-		umask(mask);
-		fchmod(fd, 0666 & ~mask);
-	}
-	ok = fwrite(data, 1, len, f) == len;
-	ok = (fclose(f) == 0) && ok;
-	if (!ok || rename(tmp, path) != 0) {
-		ms_error("cannot write '%s': %s", path, strerror(errno));
-		unlink(tmp);
-		ok = 0;
-	}
-	ms_free(tmp);
-	return ok;
-}
-
 static int emit(const char *out, const struct ms_buf *buf, const char *what, size_t n_segs,
                 uint64_t index)
 {
@@ -90,7 +52,7 @@ static int emit(const char *out, const struct ms_buf *buf, const char *what, siz
 		}
 		return MS_EXIT_OK;
 	}
-	if (!write_whole(out, buf->data, buf->len))
+	if (ms_output_write_whole(out, buf->data, buf->len))
 		return MS_EXIT_ERROR;
 	if (n_segs == SIZE_MAX)
 		fprintf(stderr, "memsnap: wrote %s (%s, %.1f MB)\n", out, what,
@@ -173,6 +135,7 @@ int cmd_render(int argc, const char **argv)
 	if (n != 1)
 		ms_usage_error(opts, usage, n ? "one trace at a time" : "no trace given");
 	ms_replay_cli_check(&c, opts, usage);
+	ms_output_refuse_inputs(out, argv, 1);
 	if (!format)
 		format = !out                                                    ? "txt"
 		         : ms_ends_with(out, ".dot") || ms_ends_with(out, ".gv") ? "dot"

@@ -1,0 +1,158 @@
+/* Output files: refused over an input, written through a temporary file, renamed when whole. */
+#define _DEFAULT_SOURCE /* mkstemp, fchmod */
+#include "cli/output.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli/out.h"
+#include "common/alloc.h"
+
+void ms_output_refuse_inputs(const char *out, const char *const *inputs, size_t n)
+{
+	struct stat so, si;
+
+	if (!out || !strcmp(out, "-") || stat(out, &so) != 0)
+		return; /* nothing there yet (or unreadable: opening it will say so) */
+	for (size_t i = 0; i < n; i++) {
+		if (!inputs[i] || !strcmp(inputs[i], "-") || stat(inputs[i], &si) != 0)
+			continue;
+		if (so.st_dev == si.st_dev && so.st_ino == si.st_ino)
+			ms_die(MS_EXIT_ERROR,
+			       "%s: refusing to write the output over the input '%s' (the same "
+			       "file); choose another -o",
+			       out, inputs[i]);
+	}
+}
+
+/*
+ * The temporary file a fatal signal must remove. One output is open at a time; the path is
+ * copied into a static buffer so that the handler needs nothing but unlink (async-signal-safe).
+ */
+static char g_tmp[4096];
+static volatile sig_atomic_t g_have_tmp;
+static const int g_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGPIPE};
+static struct sigaction g_old[sizeof(g_signals) / sizeof(g_signals[0])];
+
+static void on_fatal(int sig)
+{
+	if (g_have_tmp)
+		unlink(g_tmp);
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+static void guard(const char *tmp)
+{
+	struct sigaction sa;
+	size_t n = strlen(tmp);
+
+	if (n >= sizeof(g_tmp))
+		return; /* mkstemp made it, so the path fits PATH_MAX; never happens on Linux */
+	memcpy(g_tmp, tmp, n + 1);
+	g_have_tmp = 1;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_fatal;
+	sigemptyset(&sa.sa_mask);
+	for (size_t i = 0; i < sizeof(g_signals) / sizeof(g_signals[0]); i++)
+		sigaction(g_signals[i], &sa, &g_old[i]);
+}
+
+static void unguard(void)
+{
+	if (!g_have_tmp)
+		return;
+	for (size_t i = 0; i < sizeof(g_signals) / sizeof(g_signals[0]); i++)
+		sigaction(g_signals[i], &g_old[i], NULL);
+	g_have_tmp = 0;
+}
+
+int ms_output_open(struct ms_output *o, const char *path)
+{
+	size_t n = strlen(path);
+	int fd;
+	mode_t mask;
+
+	memset(o, 0, sizeof(*o));
+	o->path = path;
+	if (!strcmp(path, "-")) {
+		o->f = stdout;
+		return 0;
+	}
+	if (!(o->tmp = ms_malloc(n + 16)))
+		ms_die(MS_EXIT_ERROR, "out of memory");
+	snprintf(o->tmp, n + 16, "%s.tmp.XXXXXX", path);
+	if ((fd = mkstemp(o->tmp)) < 0) {
+		ms_error("cannot write '%s': %s", path, strerror(errno));
+		ms_free(o->tmp);
+		o->tmp = NULL;
+		return -1;
+	}
+	guard(o->tmp);
+	/* mkstemp creates 0600; the output gets the usual 0666 less the umask */
+	mask = umask(0);
+	umask(mask);
+	if (fchmod(fd, 0666 & ~mask) != 0 || !(o->f = fdopen(fd, "wb"))) {
+		ms_error("cannot write '%s': %s", path, strerror(errno));
+		close(fd);
+		ms_output_abort(o);
+		return -1;
+	}
+	return 0;
+}
+
+void ms_output_abort(struct ms_output *o)
+{
+	if (o->f && o->f != stdout)
+		fclose(o->f);
+	o->f = NULL;
+	if (o->tmp) {
+		unlink(o->tmp);
+		unguard();
+		ms_free(o->tmp);
+		o->tmp = NULL;
+	}
+}
+
+int ms_output_commit(struct ms_output *o)
+{
+	int ok;
+
+	if (!o->tmp) {
+		if (fflush(stdout) != 0 || ferror(stdout)) {
+			ms_error("write error on standard output");
+			return -1;
+		}
+		return 0;
+	}
+	ok = !ferror(o->f);
+	ok = fclose(o->f) == 0 && ok;
+	o->f = NULL;
+	if (!ok || rename(o->tmp, o->path) != 0) {
+		ms_error("cannot write '%s': %s", o->path, strerror(errno ? errno : EIO));
+		ms_output_abort(o);
+		return -1;
+	}
+	unguard();
+	ms_free(o->tmp);
+	o->tmp = NULL;
+	return 0;
+}
+
+int ms_output_write_whole(const char *path, const void *data, size_t len)
+{
+	struct ms_output o;
+
+	if (ms_output_open(&o, path))
+		return -1;
+	if (fwrite(data, 1, len, o.f) != len) {
+		ms_error("cannot write '%s': %s", path, strerror(errno));
+		ms_output_abort(&o);
+		return -1;
+	}
+	return ms_output_commit(&o);
+}
