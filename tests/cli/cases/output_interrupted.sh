@@ -1,8 +1,9 @@
 # A command killed while it writes leaves neither a partial output nor a temporary file: convert
 # reads from a pipe that never ends, and is interrupted once its temporary output exists.
-cd "$TMPDIR" || exit 1
+root=$PWD
+d=$(mktemp -d) && cd "$d" || exit 1
 mkfifo in.pickle
-head -c 100000 "$OLDPWD/testdata/snapshots/dynamic_oom.pickle" >big.part
+head -c 100000 "$root/testdata/snapshots/dynamic_oom.pickle" >big.part
 ( cat big.part; exec sleep 30 ) >in.pickle &
 feeder=$!
 "$MEMSNAP" convert in.pickle -o out.zst &

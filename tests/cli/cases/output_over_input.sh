@@ -1,7 +1,8 @@
 # An output that names an input (the same path, another spelling, a symbolic or a hard link) is
 # refused before anything is opened for writing; the input is left byte for byte as it was.
-cd "$TMPDIR" || exit 1
-cp "$OLDPWD/testdata/snapshots/dynamic_oom.pickle" x.pickle
+root=$PWD
+d=$(mktemp -d) && cd "$d" || exit 1
+cp "$root/testdata/snapshots/dynamic_oom.pickle" x.pickle
 ln -s x.pickle sym.pickle
 ln x.pickle hard.pickle
 sum=$(md5sum <x.pickle)
