@@ -2,59 +2,15 @@
 #include <stdio.h>
 
 #include "cli/opts.h"
+#include "common/size.h"
 
 #include <errno.h>
-#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli/out.h"
 
-int ms_parse_size(const char *s, uint64_t *out)
-{
-	char *end;
-	double v, mul = 1;
-
-	errno = 0;
-	if (!s || !*s || *s == '-')
-		return -1;
-	v = strtod(s, &end);
-	if (errno || end == s || v < 0)
-		return -1;
-	if (*end) {
-		static const struct {
-			const char *suf;
-			double mul;
-		} sufs[] = {
-		        {"B", 1},
-		        {"K", 1024.0},
-		        {"KB", 1e3},
-		        {"KiB", 1024.0},
-		        {"M", 1048576.0},
-		        {"MB", 1e6},
-		        {"MiB", 1048576.0},
-		        {"G", 1073741824.0},
-		        {"GB", 1e9},
-		        {"GiB", 1073741824.0},
-		        {"T", 1099511627776.0},
-		        {"TB", 1e12},
-		        {"TiB", 1099511627776.0},
-		};
-		size_t i;
-		for (i = 0; i < sizeof(sufs) / sizeof(sufs[0]); i++)
-			if (strcmp(end, sufs[i].suf) == 0)
-				break;
-		if (i == sizeof(sufs) / sizeof(sufs[0]))
-			return -1;
-		mul = sufs[i].mul;
-	}
-	v *= mul;
-	if (v >= 18446744073709551615.0 || v != v)
-		return -1;
-	*out = (uint64_t)floor(v + 0.5);
-	return 0;
-}
 
 void ms_print_help(FILE *f, const struct ms_opt *opts, const char *const *usage)
 {
@@ -118,9 +74,15 @@ static void set_value(const struct ms_opt *o, const char *arg, const struct ms_o
 		*(const char **)o->value = arg;
 		break;
 	case MS_OPT_T_SIZE:
-		if (ms_parse_size(arg, o->value))
-			ms_usage_error(opts, usage, "--%s: '%s' is not a size (e.g. 80GiB, 512MiB)",
+	{
+		const char *why = ms_size_parse(arg, o->value);
+		if (!why && !*(uint64_t *)o->value)
+			ms_usage_error(opts, usage, "--%s: '%s': must be more than 0 bytes",
 			               o->long_name, arg);
+		if (why)
+			ms_usage_error(opts, usage, "--%s: '%s' is not a size: %s (e.g. 80GiB, 512MB)",
+			               o->long_name, arg, why);
+	}
 		break;
 	case MS_OPT_T_U64:
 		errno = 0;

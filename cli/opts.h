@@ -34,7 +34,7 @@ struct ms_opt {
 	{                                      \
 		MS_OPT_T_STRING, s, l, v, a, h \
 	}
-/* a size in bytes with optional KiB/MiB/GiB/TiB (or K/M/G/T) suffix */
+/* a size in bytes, more than 0, as common/size.h reads it ("80GiB", "512MB", "1.5 GiB") */
 #define MS_OPT_SIZE(s, l, v, a, h)           \
 	{                                    \
 		MS_OPT_T_SIZE, s, l, v, a, h \
@@ -62,8 +62,6 @@ int ms_parse_options(int argc, const char **argv, const struct ms_opt *opts,
                      const char *const *usage);
 /* Print usage lines and the option table. */
 void ms_print_help(FILE *f, const struct ms_opt *opts, const char *const *usage);
-/* Parse "12", "1.5GiB", "512M"; returns 0 on success. */
-int ms_parse_size(const char *s, uint64_t *out);
 /* Usage error: message, then usage lines; exits 2. */
 _Noreturn void ms_usage_error(const struct ms_opt *opts, const char *const *usage, const char *fmt,
                               ...) __attribute__((format(printf, 3, 4)));

@@ -25,7 +25,7 @@ void ms_replay_cli_init(struct ms_replay_cli *c, struct ms_opt *opts, int *json)
 	        0, "alloc-conf", &c->o.alloc_conf, "S",
 	        "PYTORCH_CUDA_ALLOC_CONF to replay with (default: the recorded one)");
 	opts[i++] = (struct ms_opt)MS_OPT_SIZE(0, "limit", &c->o.limit, "N",
-	                                       "per-process limit in bytes (KiB/MiB/GiB suffixes)");
+	                                       "per-process limit (12GiB, 12.5GB, 13061062656)");
 	opts[i++] = (struct ms_opt)MS_OPT_STRING(0, "memory-fraction", &c->fraction, "F",
 	                                         "limit as set_per_process_memory_fraction(F)");
 	opts[i++] =

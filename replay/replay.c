@@ -139,6 +139,14 @@ static ms_status r_begin(void *ctx, const struct ms_meta *meta, const struct ms_
 			}
 	}
 	p->mc.limit = p->o->limit;
+	if (p->o->limit && p->device_known && p->o->limit > p->mc.device_memory) {
+		char a[32], b[32];
+		return ms__diag_set(p->diag, MS_ERR_INVALID_ARG, -1, -1,
+		                    "--limit %s is more than the device's memory (%s%s)",
+		                    ms_format_size(a, sizeof(a), p->o->limit),
+		                    ms_format_size(b, sizeof(b), p->mc.device_memory),
+		                    p->o->device_memory ? ", --device-memory" : ", recorded");
+	}
 	if (!p->mc.limit && meta->limit_bytes > 0)
 		p->mc.limit = (uint64_t)meta->limit_bytes;
 	if (p->o->fraction > 0) {

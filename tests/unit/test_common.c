@@ -7,6 +7,7 @@
 #include "common/buf.h"
 #include "common/hash.h"
 #include "common/model.h"
+#include "common/size.h"
 #include "common/symtab.h"
 #include "helpers.h"
 
@@ -230,4 +231,52 @@ Test(common, names)
 	cr_assert_null(ms_action_name(99));
 	cr_assert_str_eq(ms_status_name(MS_ERR_TRUNCATED), "ERR_TRUNCATED");
 	cr_assert_str_eq(ms_strerror(MS_ERR_UNSAFE), "refused to execute code in input");
+}
+
+/* The size grammar: every spelling a user types, with values worked out by hand. */
+Test(common, sizes_as_people_write_them)
+{
+	static const struct {
+		const char *s;
+		uint64_t want;
+	} ok[] = {
+	        {"13061062656", 13061062656ull},
+	        {"10GB", 10000000000ull},
+	        {"10gb", 10000000000ull},
+	        {"10G", 10737418240ull},
+	        {"10g", 10737418240ull},
+	        {"10GiB", 10737418240ull},
+	        {"10 GiB", 10737418240ull},
+	        {"10gib", 10737418240ull},
+	        {"512MB", 512000000ull},
+	        {"512MiB", 536870912ull},
+	        {"512m", 536870912ull},
+	        {"1.5GiB", 1610612736ull},
+	        {"11.81 GiB", 12680890941ull}, /* 11.81 * 2^30 = 12680890941.44 */
+	        {"0.5KiB", 512},
+	        {"1.0005KB", 1001},           /* 1000.5 rounds up */
+	        {"2TB", 2000000000000ull},
+	        {"1T", 1099511627776ull},
+	        {"100B", 100},
+	        {"100 b", 100},
+	        {"7", 7},
+	        {"3.0", 3}, /* a whole number of bytes written with a point */
+	};
+	static const char *const bad[] = {
+	        "", "GiB", "12.5", "0x10", "1e3", "-5", "5 GB extra", "10 GiBs", "1.2.3G",
+	        "1.1234567G", "99999999999999999999", "20000000TiB", "nan", "inf", "12 XB",
+	};
+
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+		uint64_t v = 0;
+		const char *why = ms_size_parse(ok[i].s, &v);
+		cr_expect(why == NULL, "'%s': %s", ok[i].s, why ? why : "");
+		cr_expect_eq(v, ok[i].want, "'%s': %llu, want %llu", ok[i].s,
+		             (unsigned long long)v, (unsigned long long)ok[i].want);
+	}
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		uint64_t v = 0;
+		cr_expect(ms_size_parse(bad[i], &v) != NULL, "'%s' read as %llu", bad[i],
+		          (unsigned long long)v);
+	}
 }
