@@ -8,6 +8,7 @@
 #include "cli/opts.h"
 #include "cli/out.h"
 #include "cli/replay_opts.h"
+#include "common/alloc.h"
 #include "replay/replay.h"
 
 static const char *const usage[] = {
@@ -42,6 +43,13 @@ static ms_status figures_of(struct ms_replay_cli *c, const char *path, struct fi
 		return s;
 	}
 	ms_report_warnings(path, &d);
+	if (!r.events_replayed) {
+		ms_error("%s: no allocator events on device %u to compare with", path,
+		         (unsigned)c->o.device);
+		ms_replay_result_release(&r);
+		ms_replay_cli_release(c);
+		return MS_ERR_INVALID_ARG;
+	}
 	f->reserved = (uint64_t)r.stats.reserved_bytes[0].peak;
 	f->allocated = (uint64_t)r.stats.allocated_bytes[0].peak;
 	f->frag = f->reserved ? (double)(f->reserved - r.allocated_at_peak_reserved) /
@@ -58,12 +66,15 @@ int cmd_check(int argc, const char **argv)
 {
 	struct ms_replay_cli c;
 	struct ms_opt opts[MS_REPLAY_OPTS_MAX + 6];
-	int n, json = 0, failed = 0;
+	int n, json = 0, rc = MS_EXIT_OK;
+	struct ms_replay_opts base;
+	uint32_t *devs, *bdevs = NULL;
+	size_t nd, nb = 0;
+	cJSON *all = NULL, *by_dev = NULL;
 	uint64_t max_res = 0, max_alloc = 0;
 	const char *max_frag = NULL, *baseline = NULL, *growth = NULL;
 	double frag_budget = -1, growth_budget = -1;
 	struct figures f, b;
-	cJSON *out = NULL, *fails = NULL;
 	char b1[32], b2[32];
 	size_t k;
 
@@ -101,22 +112,47 @@ int cmd_check(int argc, const char **argv)
 	}
 	if (!max_res && !max_alloc && !max_frag && !baseline)
 		ms_usage_error(opts, usage, "no budget given");
-	{
-		struct ms_replay_cli keep = c;
-		if (figures_of(&c, argv[0], &f))
-			return MS_EXIT_ERROR;
-		c = keep; /* an inferred limit belongs to one trace */
-		if (baseline && figures_of(&c, baseline, &b))
+	if (ms_replay_cli_devices(&c, argv[0], "check", &devs, &nd))
+		return MS_EXIT_ERROR;
+	if (baseline) {
+		struct ms_replay_cli any = c;
+		any.device = UINT64_MAX;
+		if (ms_replay_cli_devices(&any, baseline, "check", &bdevs, &nb))
 			return MS_EXIT_ERROR;
 	}
-	if (json) {
-		out = cJSON_CreateObject();
-		cJSON_AddStringToObject(out, "trace", argv[0]);
-		ms_json_u64(out, "peak_reserved_bytes", f.reserved);
-		ms_json_u64(out, "peak_allocated_bytes", f.allocated);
-		cJSON_AddNumberToObject(out, "fragmentation", f.frag);
-		fails = cJSON_AddArrayToObject(out, "exceeded");
+	if (json && nd > 1) {
+		all = cJSON_CreateObject();
+		cJSON_AddStringToObject(all, "trace", argv[0]);
+		by_dev = cJSON_AddObjectToObject(all, "devices");
 	}
+	base = c.o;
+	for (size_t i = 0; i < nd; i++) {
+		char label[4200], key[16];
+		const char *lbl = ms_replay_cli_label(argv[0], devs[i], nd, label, sizeof(label));
+		cJSON *out = NULL, *fails = NULL;
+		int failed = 0;
+		c.o = base; /* an inferred limit belongs to one trace and device */
+		c.o.device = devs[i];
+		if (figures_of(&c, argv[0], &f)) {
+			rc = MS_EXIT_ERROR;
+			break;
+		}
+		c.o = base;
+		/* a baseline of one device is compared with each device; else device with device */
+		c.o.device = nb == 1 ? bdevs[0] : devs[i];
+		if (baseline && figures_of(&c, baseline, &b)) {
+			rc = MS_EXIT_ERROR;
+			break;
+		}
+		if (json) {
+			out = cJSON_CreateObject();
+			cJSON_AddStringToObject(out, "trace", argv[0]);
+			cJSON_AddNumberToObject(out, "device", devs[i]);
+			ms_json_u64(out, "peak_reserved_bytes", f.reserved);
+			ms_json_u64(out, "peak_allocated_bytes", f.allocated);
+			cJSON_AddNumberToObject(out, "fragmentation", f.frag);
+			fails = cJSON_AddArrayToObject(out, "exceeded");
+		}
 #define FAIL(...)                                                               \
 	do {                                                                    \
 		char line_[256];                                                \
@@ -125,51 +161,68 @@ int cmd_check(int argc, const char **argv)
 		if (json)                                                       \
 			cJSON_AddItemToArray(fails, cJSON_CreateString(line_)); \
 		else                                                            \
-			printf("%s: %s\n", argv[0], line_);                     \
+			printf("%s: %s\n", lbl, line_);                         \
 	} while (0)
-	if (f.oom)
-		FAIL("the replay runs out of memory at event %llu",
-		     (unsigned long long)f.oom_index);
-	if (max_res && f.reserved > max_res)
-		FAIL("peak reserved %s exceeds the budget of %s",
-		     ms_format_size(b1, sizeof(b1), f.reserved),
-		     ms_format_size(b2, sizeof(b2), max_res));
-	if (max_alloc && f.allocated > max_alloc)
-		FAIL("peak allocated %s exceeds the budget of %s",
-		     ms_format_size(b1, sizeof(b1), f.allocated),
-		     ms_format_size(b2, sizeof(b2), max_alloc));
-	if (frag_budget >= 0 && f.frag > frag_budget)
-		FAIL("fragmentation %.3f exceeds the budget of %.3f", f.frag, frag_budget);
-	if (baseline) {
-		double gr = b.reserved ? 100.0 * ((double)f.reserved - (double)b.reserved) /
-		                                 (double)b.reserved
-		                       : 0;
-		double ga = b.allocated ? 100.0 * ((double)f.allocated - (double)b.allocated) /
-		                                  (double)b.allocated
-		                        : 0;
-		if (gr > growth_budget)
-			FAIL("peak reserved grew %.1f%% over %s (%s to %s), more than %.1f%%", gr,
-			     baseline, ms_format_size(b1, sizeof(b1), b.reserved),
-			     ms_format_size(b2, sizeof(b2), f.reserved), growth_budget);
-		if (ga > growth_budget)
-			FAIL("peak allocated grew %.1f%% over %s (%s to %s), more than %.1f%%", ga,
-			     baseline, ms_format_size(b1, sizeof(b1), b.allocated),
-			     ms_format_size(b2, sizeof(b2), f.allocated), growth_budget);
-	}
+		if (f.oom)
+			FAIL("the replay runs out of memory at event %llu",
+			     (unsigned long long)f.oom_index);
+		if (max_res && f.reserved > max_res)
+			FAIL("peak reserved %s exceeds the budget of %s",
+			     ms_format_size(b1, sizeof(b1), f.reserved),
+			     ms_format_size(b2, sizeof(b2), max_res));
+		if (max_alloc && f.allocated > max_alloc)
+			FAIL("peak allocated %s exceeds the budget of %s",
+			     ms_format_size(b1, sizeof(b1), f.allocated),
+			     ms_format_size(b2, sizeof(b2), max_alloc));
+		if (frag_budget >= 0 && f.frag > frag_budget)
+			FAIL("fragmentation %.3f exceeds the budget of %.3f", f.frag, frag_budget);
+		if (baseline) {
+			double gr = b.reserved ? 100.0 * ((double)f.reserved - (double)b.reserved) /
+			                                 (double)b.reserved
+			                       : 0;
+			double ga = b.allocated
+			                    ? 100.0 * ((double)f.allocated - (double)b.allocated) /
+			                              (double)b.allocated
+			                    : 0;
+			if (gr > growth_budget)
+				FAIL("peak reserved grew %.1f%% over %s (%s to %s), more than "
+				     "%.1f%%",
+				     gr, baseline, ms_format_size(b1, sizeof(b1), b.reserved),
+				     ms_format_size(b2, sizeof(b2), f.reserved), growth_budget);
+			if (ga > growth_budget)
+				FAIL("peak allocated grew %.1f%% over %s (%s to %s), more than "
+				     "%.1f%%",
+				     ga, baseline, ms_format_size(b1, sizeof(b1), b.allocated),
+				     ms_format_size(b2, sizeof(b2), f.allocated), growth_budget);
+		}
 #undef FAIL
-	if (json) {
-		char *s;
-		cJSON_AddBoolToObject(out, "passed", !failed);
-		s = cJSON_Print(out);
-		if (s)
-			puts(s);
-		cJSON_free(s);
-		cJSON_Delete(out);
-	} else if (!failed) {
-		printf("%s: within budget: peak reserved %s, peak allocated %s, fragmentation "
-		       "%.3f\n",
-		       argv[0], ms_format_size(b1, sizeof(b1), f.reserved),
-		       ms_format_size(b2, sizeof(b2), f.allocated), f.frag);
+		if (json) {
+			cJSON_AddBoolToObject(out, "passed", !failed);
+			snprintf(key, sizeof(key), "%u", devs[i]);
+			if (by_dev)
+				cJSON_AddItemToObject(by_dev, key, out);
+			else
+				all = out;
+		} else if (!failed) {
+			printf("%s: within budget: peak reserved %s, peak allocated %s, "
+			       "fragmentation "
+			       "%.3f\n",
+			       lbl, ms_format_size(b1, sizeof(b1), f.reserved),
+			       ms_format_size(b2, sizeof(b2), f.allocated), f.frag);
+		}
+		if (failed)
+			rc = MS_EXIT_BUDGET;
 	}
-	return failed ? MS_EXIT_BUDGET : MS_EXIT_OK;
+	if (all && rc != MS_EXIT_ERROR) {
+		char *str;
+		if (by_dev)
+			cJSON_AddBoolToObject(all, "passed", rc == MS_EXIT_OK);
+		if ((str = cJSON_Print(all)))
+			puts(str);
+		cJSON_free(str);
+	}
+	cJSON_Delete(all);
+	ms_free(devs);
+	ms_free(bdevs);
+	return rc;
 }

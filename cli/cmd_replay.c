@@ -7,6 +7,7 @@
 #include "cli/opts.h"
 #include "cli/out.h"
 #include "cli/replay_opts.h"
+#include "common/alloc.h"
 #include "replay/device_cuda.h"
 #include "replay/replay.h"
 
@@ -189,13 +190,13 @@ static void json_cuda(cJSON *o, struct ms_cuda_dev *dev)
 	}
 }
 
-static void json_report(const char *path, const struct ms_replay_result *r,
-                        const struct ms_limit_range *lim, struct ms_cuda_dev *dev)
+static cJSON *json_report(const char *path, uint32_t device, const struct ms_replay_result *r,
+                          const struct ms_limit_range *lim, struct ms_cuda_dev *dev)
 {
 	cJSON *o = cJSON_CreateObject(), *a;
-	char *s;
 
 	cJSON_AddStringToObject(o, "trace", path);
+	cJSON_AddNumberToObject(o, "device", device);
 	cJSON_AddStringToObject(o, "backend", r->backend);
 	if (dev)
 		json_cuda(o, dev);
@@ -289,11 +290,7 @@ static void json_report(const char *path, const struct ms_replay_result *r,
 	} else {
 		cJSON_AddNullToObject(o, "oom");
 	}
-	s = cJSON_Print(o);
-	if (s)
-		puts(s);
-	cJSON_free(s);
-	cJSON_Delete(o);
+	return o;
 }
 
 static void text_report(const char *path, const struct ms_replay_result *r)
@@ -301,8 +298,12 @@ static void text_report(const char *path, const struct ms_replay_result *r)
 	char b1[32], b2[32], b3[32];
 
 	printf("%s: replayed %llu of %llu events (backend %s, alloc conf \"%s\")\n", path,
-	       (unsigned long long)r->events_replayed, (unsigned long long)r->events_total,
-	       r->backend, r->alloc_conf);
+	       (unsigned long long)r->events_replayed,
+	       (unsigned long long)(r->events_total - r->events_other_devices), r->backend,
+	       r->alloc_conf);
+	if (r->events_other_devices)
+		printf("  other devices:  %llu events, replayed on their own\n",
+		       (unsigned long long)r->events_other_devices);
 	if (r->events_external)
 		printf("  not replayed:   %llu events of raw CUDA calls; outside PyTorch's "
 		       "allocator "
@@ -382,10 +383,14 @@ static void text_report(const char *path, const struct ms_replay_result *r)
 int cmd_replay(int argc, const char **argv)
 {
 	struct ms_replay_cli c;
-	int n, json = 0;
+	int n, json = 0, rc = MS_EXIT_OK;
 	struct ms_opt opts[MS_REPLAY_OPTS_MAX];
+	struct ms_replay_opts base;
 	struct ms_replay_result r;
 	struct ms_limit_range lim;
+	uint32_t *devs;
+	size_t nd;
+	cJSON *all = NULL, *by_dev = NULL;
 
 	ms_replay_cli_init(&c, opts, &json);
 	n = ms_parse_options(argc, argv, opts, usage);
@@ -393,16 +398,50 @@ int cmd_replay(int argc, const char **argv)
 		ms_usage_error(opts, usage, n ? "one trace at a time" : "no trace given");
 	c.torch_ok = 1;
 	ms_replay_cli_check(&c, opts, usage);
-	if (ms_replay_cli_run_reported(&c, argv[0], &r, &lim))
+	if (ms_replay_cli_devices(&c, argv[0], "replay", &devs, &nd))
 		return MS_EXIT_ERROR;
-	if (json)
-		json_report(argv[0], &r, &lim, c.dev);
-	else
-		text_report(argv[0], &r);
-	if (!json && c.dev)
-		text_cuda(c.dev);
-	n = r.ended_by_oom ? MS_EXIT_OOM : MS_EXIT_OK;
-	ms_replay_result_release(&r);
-	ms_replay_cli_release(&c);
-	return n;
+	if (json && nd > 1) {
+		all = cJSON_CreateObject();
+		cJSON_AddStringToObject(all, "trace", argv[0]);
+		by_dev = cJSON_AddObjectToObject(all, "devices");
+	}
+	base = c.o;
+	for (size_t i = 0; i < nd; i++) {
+		char label[4200], key[16];
+		const char *lbl;
+		c.o = base; /* an inferred limit or a rebuilt state belongs to one device */
+		c.o.device = devs[i];
+		if (ms_replay_cli_run_reported(&c, argv[0], &r, &lim)) {
+			rc = MS_EXIT_ERROR;
+			break;
+		}
+		lbl = ms_replay_cli_label(argv[0], devs[i], nd, label, sizeof(label));
+		if (json) {
+			cJSON *o = json_report(argv[0], devs[i], &r, &lim, c.dev);
+			snprintf(key, sizeof(key), "%u", devs[i]);
+			if (by_dev)
+				cJSON_AddItemToObject(by_dev, key, o);
+			else
+				all = o;
+		} else {
+			if (i)
+				putchar('\n');
+			text_report(lbl, &r);
+			if (c.dev)
+				text_cuda(c.dev);
+		}
+		if (r.ended_by_oom && rc == MS_EXIT_OK)
+			rc = MS_EXIT_OOM;
+		ms_replay_result_release(&r);
+		ms_replay_cli_release(&c);
+	}
+	if (all && rc != MS_EXIT_ERROR) {
+		char *s = cJSON_Print(all);
+		if (s)
+			puts(s);
+		cJSON_free(s);
+	}
+	cJSON_Delete(all);
+	ms_free(devs);
+	return rc;
 }

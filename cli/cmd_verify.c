@@ -109,61 +109,52 @@ static int same_end_state(const struct ms_replay_snap *snap, const struct ms_rep
 	return same;
 }
 
-int cmd_verify(int argc, const char **argv)
+/* One device of path: compared, reported (text on stdout, or *jout); an exit code. */
+static int verify_one(struct ms_replay_cli *c, const char *path, uint32_t device, const char *label,
+                      int json, cJSON **jout)
 {
-	struct ms_replay_cli c;
-	int n, json = 0, same;
-	struct ms_opt opts[MS_REPLAY_OPTS_MAX];
 	struct ms_replay_result r;
 	struct ms_limit_range lim;
 	size_t i, k;
 	uint64_t rec_peak;
+	int same;
 
-	ms_replay_cli_init(&c, opts, &json);
-	n = ms_parse_options(argc, argv, opts, usage);
-	if (n != 1)
-		ms_usage_error(opts, usage, n ? "one trace at a time" : "no trace given");
-	c.torch_ok = 1;
-	ms_replay_cli_check(&c, opts, usage);
-	if (c.torch) { /* the model's state at the end, against PyTorch's own snapshot */
-		c.o.snap = 1;
-		c.o.snap_index = UINT64_MAX;
-	}
-	if (ms_replay_cli_run_reported(&c, argv[0], &r, &lim))
+	if (ms_replay_cli_run_reported(c, path, &r, &lim))
 		return MS_EXIT_ERROR;
 	/* sim: the model against the recording; torch: PyTorch's allocator against the model */
-	const struct ms_seg_event *ref = c.torch ? c.model.produced : r.recorded;
-	size_t n_ref = c.torch ? c.model.n_produced : r.n_recorded;
-	const char *ref_name = c.torch ? "model" : "recorded";
-	const char *got_name = c.torch ? "PyTorch" : "replayed";
+	const struct ms_seg_event *ref = c->torch ? c->model.produced : r.recorded;
+	size_t n_ref = c->torch ? c->model.n_produced : r.n_recorded;
+	const char *ref_name = c->torch ? "model" : "recorded";
+	const char *got_name = c->torch ? "PyTorch" : "replayed";
 	k = r.n_produced < n_ref ? r.n_produced : n_ref;
 	for (i = 0; i < k; i++)
 		if (r.produced[i].action != ref[i].action || r.produced[i].size != ref[i].size)
 			break;
-	rec_peak = c.torch ? (uint64_t)c.model.stats.reserved_bytes[0].peak : recorded_peak(&r);
+	rec_peak = c->torch ? (uint64_t)c->model.stats.reserved_bytes[0].peak : recorded_peak(&r);
 	same = i == k && r.n_produced == n_ref &&
 	       (uint64_t)r.stats.reserved_bytes[0].peak == rec_peak &&
 	       r.reproduced_ooms == r.recorded_ooms && !r.ended_by_oom;
 	int end_same = 1;
-	if (c.torch) {
-		end_same = same_end_state(&c.model.snap, &r);
-		same = same && end_same && r.ended_by_oom == c.model.ended_by_oom &&
+	if (c->torch) {
+		end_same = same_end_state(&c->model.snap, &r);
+		same = same && end_same && r.ended_by_oom == c->model.ended_by_oom &&
 		       (uint64_t)r.stats.allocated_bytes[0].peak ==
-		               (uint64_t)c.model.stats.allocated_bytes[0].peak;
+		               (uint64_t)c->model.stats.allocated_bytes[0].peak;
 	}
 	if (json) {
 		cJSON *o = cJSON_CreateObject();
-		char *str;
-		cJSON_AddStringToObject(o, "trace", argv[0]);
+		cJSON_AddStringToObject(o, "trace", path);
+		cJSON_AddNumberToObject(o, "device", device);
 		cJSON_AddStringToObject(o, "backend", r.backend);
 		cJSON_AddBoolToObject(o, "identical", same);
-		ms_json_u64(o, c.torch ? "segment_events_model" : "segment_events_recorded", n_ref);
+		ms_json_u64(o, c->torch ? "segment_events_model" : "segment_events_recorded",
+		            n_ref);
 		ms_json_u64(o, "segment_events_replayed", r.n_produced);
 		if (i < k || r.n_produced != n_ref)
 			ms_json_u64(o, "first_divergence", i);
 		else
 			cJSON_AddNullToObject(o, "first_divergence");
-		ms_json_u64(o, c.torch ? "peak_reserved_model" : "peak_reserved_recorded",
+		ms_json_u64(o, c->torch ? "peak_reserved_model" : "peak_reserved_recorded",
 		            rec_peak);
 		ms_json_u64(o, "peak_reserved_replayed", (uint64_t)r.stats.reserved_bytes[0].peak);
 		ms_json_u64(o, "peak_allocated_replayed",
@@ -173,24 +164,19 @@ int cmd_verify(int argc, const char **argv)
 		ms_json_u64(o, "recorded_ooms", r.recorded_ooms);
 		ms_json_u64(o, "reproduced_ooms", r.reproduced_ooms);
 		cJSON_AddBoolToObject(o, "ended_by_oom", r.ended_by_oom);
-		if (c.torch)
+		if (c->torch)
 			cJSON_AddBoolToObject(o, "end_segments_same", end_same);
-		str = cJSON_Print(o);
-		if (str)
-			puts(str);
-		cJSON_free(str);
-		cJSON_Delete(o);
+		*jout = o;
 	} else if (same) {
 		char b1[32];
 		printf("%s: identical%s: %zu segment events, reserved peak %s, %llu of %llu "
-		       "recorded "
-		       "OOMs reproduced\n",
-		       argv[0], c.torch ? " (PyTorch's allocator and the model)" : "", n_ref,
+		       "recorded OOMs reproduced\n",
+		       label, c->torch ? " (PyTorch's allocator and the model)" : "", n_ref,
 		       ms_format_size(b1, sizeof(b1), rec_peak),
 		       (unsigned long long)r.reproduced_ooms, (unsigned long long)r.recorded_ooms);
 	} else {
-		printf("%s: DIVERGES%s\n", argv[0],
-		       c.torch ? " (PyTorch's allocator against the model)" : "");
+		printf("%s: DIVERGES%s\n", label,
+		       c->torch ? " (PyTorch's allocator against the model)" : "");
 		if (i < k || r.n_produced != n_ref) {
 			printf("  first different segment event: #%zu (of %zu %s, %zu %s)\n", i,
 			       n_ref, ref_name, r.n_produced, got_name);
@@ -201,10 +187,10 @@ int cmd_verify(int argc, const char **argv)
 			printf("  reserved peak: %s %llu, %s %lld\n", ref_name,
 			       (unsigned long long)rec_peak, got_name,
 			       (long long)r.stats.reserved_bytes[0].peak);
-		if (c.torch &&
-		    r.stats.allocated_bytes[0].peak != c.model.stats.allocated_bytes[0].peak)
+		if (c->torch &&
+		    r.stats.allocated_bytes[0].peak != c->model.stats.allocated_bytes[0].peak)
 			printf("  allocated peak: model %lld, PyTorch %lld\n",
-			       (long long)c.model.stats.allocated_bytes[0].peak,
+			       (long long)c->model.stats.allocated_bytes[0].peak,
 			       (long long)r.stats.allocated_bytes[0].peak);
 		if (r.reproduced_ooms != r.recorded_ooms)
 			printf("  OOMs: %llu recorded, %llu reproduced\n",
@@ -216,11 +202,72 @@ int cmd_verify(int argc, const char **argv)
 			       (unsigned long long)r.first_oom.index);
 		if (!end_same)
 			printf("  the segments at the end differ: the model has %zu, PyTorch's "
-			       "snapshot "
-			       "%zu (sizes, allocated bytes and blocks compared)\n",
-			       c.model.snap.n_segs, r.n_end_segs);
+			       "snapshot %zu (sizes, allocated bytes and blocks compared)\n",
+			       c->model.snap.n_segs, r.n_end_segs);
 	}
 	ms_replay_result_release(&r);
-	ms_replay_cli_release(&c);
 	return same ? MS_EXIT_OK : MS_EXIT_DIVERGED;
+}
+
+int cmd_verify(int argc, const char **argv)
+{
+	struct ms_replay_cli c;
+	int n, json = 0, rc = MS_EXIT_OK;
+	struct ms_opt opts[MS_REPLAY_OPTS_MAX];
+	struct ms_replay_opts base;
+	uint32_t *devs;
+	size_t nd;
+	cJSON *all = NULL, *by_dev = NULL;
+
+	ms_replay_cli_init(&c, opts, &json);
+	n = ms_parse_options(argc, argv, opts, usage);
+	if (n != 1)
+		ms_usage_error(opts, usage, n ? "one trace at a time" : "no trace given");
+	c.torch_ok = 1;
+	ms_replay_cli_check(&c, opts, usage);
+	if (c.torch) { /* the model's state at the end, against PyTorch's own snapshot */
+		c.o.snap = 1;
+		c.o.snap_index = UINT64_MAX;
+	}
+	if (ms_replay_cli_devices(&c, argv[0], "verify", &devs, &nd))
+		return MS_EXIT_ERROR;
+	if (json && nd > 1) {
+		all = cJSON_CreateObject();
+		cJSON_AddStringToObject(all, "trace", argv[0]);
+		by_dev = cJSON_AddObjectToObject(all, "devices");
+	}
+	base = c.o;
+	for (size_t i = 0; i < nd; i++) {
+		char label[4200], key[16];
+		cJSON *o = NULL;
+		int x;
+		c.o = base; /* an inferred limit or a rebuilt state belongs to one device */
+		c.o.device = devs[i];
+		x = verify_one(&c, argv[0], devs[i],
+		               ms_replay_cli_label(argv[0], devs[i], nd, label, sizeof(label)),
+		               json, &o);
+		ms_replay_cli_release(&c);
+		if (x == MS_EXIT_ERROR) {
+			rc = x;
+			break;
+		}
+		if (x != MS_EXIT_OK)
+			rc = x;
+		snprintf(key, sizeof(key), "%u", devs[i]);
+		if (by_dev)
+			cJSON_AddItemToObject(by_dev, key, o);
+		else if (o)
+			all = o;
+	}
+	if (all && rc != MS_EXIT_ERROR) {
+		char *str;
+		if (by_dev)
+			cJSON_AddBoolToObject(all, "identical", rc == MS_EXIT_OK);
+		if ((str = cJSON_Print(all)))
+			puts(str);
+		cJSON_free(str);
+	}
+	cJSON_Delete(all);
+	ms_free(devs);
+	return rc;
 }

@@ -51,65 +51,50 @@ static char **read_configs(const char *path, size_t *n)
 	return out;
 }
 
-int cmd_whatif(int argc, const char **argv)
+/*
+ * a - b as a size, "-" before it where b is larger: requested bytes exceed allocated ones while
+ * frees wait for their streams (PyTorch counts a block's requested bytes until it is reused).
+ */
+static const char *signed_size(char *buf, size_t cap, uint64_t a, uint64_t b)
 {
-	struct ms_replay_cli c;
-	int n, json = 0;
-	const char *configs = NULL;
-	uint64_t jobs = 0;
-	struct ms_opt opts[MS_REPLAY_OPTS_MAX + 2];
+	if (a >= b)
+		return ms_format_size(buf, cap, a - b);
+	buf[0] = '-';
+	ms_format_size(buf + 1, cap - 1, b - a);
+	return buf;
+}
+
+/* The matrix for one device of t; text on stdout or *jout. MS_EXIT_OK or MS_EXIT_ERROR. */
+static int whatif_one(struct ms_replay_cli *c, const char *path, const struct ms_trace *t,
+                      uint32_t device, const char *label, char **user, size_t nrows, unsigned jobs,
+                      int json, cJSON **jout)
+{
 	struct ms_whatif_row *rows;
-	size_t nrows;
-	struct ms_trace *t;
-	struct ms_diag d = MS_DIAG_INIT;
 	struct ms_replay_result first;
 	struct ms_limit_range lim;
-	char **user = NULL;
-	size_t nuser = 0, k;
+	size_t k;
 	ms_status s;
 
-	ms_replay_cli_init(&c, opts, &json);
-	for (k = 0; opts[k].type != MS_OPT_T_END; k++)
-		;
-	opts[k++] = (struct ms_opt)MS_OPT_STRING(
-	        0, "configs", &configs, "FILE",
-	        "settings to try, one per line ('recorded' for the trace's)");
-	opts[k++] = (struct ms_opt)MS_OPT_U64('j', "jobs", &jobs, "N", "threads (default: CPUs)");
-	opts[k] = (struct ms_opt)MS_OPT_END();
-	n = ms_parse_options(argc, argv, opts, usage);
-	if (n != 1)
-		ms_usage_error(opts, usage, n ? "one trace at a time" : "no trace given");
-	ms_replay_cli_check(&c, opts, usage);
-	if (c.o.alloc_conf)
-		ms_usage_error(opts, usage,
-		               "whatif tries settings itself: give them with --configs");
 	/* the limit: given, recorded, or inferred from recorded OOMs (as replay does) */
-	if (ms_replay_cli_run_reported(&c, argv[0], &first, &lim))
+	if (ms_replay_cli_run_reported(c, path, &first, &lim))
 		return MS_EXIT_ERROR;
-	if (!c.o.limit && first.limit)
-		c.o.limit = first.limit;
+	if (!c->o.limit && first.limit)
+		c->o.limit = first.limit;
 	ms_replay_result_release(&first);
-	if ((s = ms_trace_load(argv[0], NULL, &t, NULL, &d))) {
-		ms_report(argv[0], s, &d);
-		return MS_EXIT_ERROR;
-	}
-	if (configs)
-		user = read_configs(configs, &nuser);
-	nrows = configs ? nuser : ms_whatif_n_default_configs;
 	rows = ms_calloc(nrows ? nrows : 1, sizeof(*rows));
 	if (!rows)
 		ms_die(MS_EXIT_ERROR, "out of memory");
 	for (k = 0; k < nrows; k++)
-		rows[k].conf = configs ? user[k] : ms_whatif_default_configs[k];
-	if ((s = ms_whatif_run(t, &c.o, rows, nrows, (unsigned)(jobs > 1024 ? 1024 : jobs))))
+		rows[k].conf = user ? user[k] : ms_whatif_default_configs[k];
+	if ((s = ms_whatif_run(t, &c->o, rows, nrows, jobs)))
 		ms_die(MS_EXIT_ERROR, "%s",
 		       s == MS_ERR_NOMEM ? "out of memory" : "cannot start a thread");
 
 	if (json) {
 		cJSON *root = cJSON_CreateObject(), *a;
-		char *str;
-		cJSON_AddStringToObject(root, "trace", argv[0]);
-		ms_json_u64(root, "limit_bytes", c.o.limit);
+		cJSON_AddStringToObject(root, "trace", path);
+		cJSON_AddNumberToObject(root, "device", device);
+		ms_json_u64(root, "limit_bytes", c->o.limit);
 		a = cJSON_AddArrayToObject(root, "settings");
 		for (k = 0; k < nrows; k++) {
 			struct ms_whatif_row *j = &rows[k];
@@ -127,9 +112,9 @@ int cmd_whatif(int argc, const char **argv)
 				ms_json_u64(o, "waste_at_peak_bytes",
 				            (uint64_t)j->r.stats.reserved_bytes[0].peak -
 				                    j->r.allocated_at_peak_reserved);
-				ms_json_u64(o, "rounding_at_peak_bytes",
-				            j->r.allocated_at_peak_reserved -
-				                    j->r.requested_at_peak_reserved);
+				ms_json_i64(o, "rounding_at_peak_bytes",
+				            (int64_t)j->r.allocated_at_peak_reserved -
+				                    (int64_t)j->r.requested_at_peak_reserved);
 				ms_json_u64(o, "num_alloc_retries", j->r.stats.num_alloc_retries);
 				if (j->r.has_oom)
 					ms_json_u64(o, "first_oom_index", j->r.first_oom.index);
@@ -142,15 +127,11 @@ int cmd_whatif(int argc, const char **argv)
 			}
 			cJSON_AddItemToArray(a, o);
 		}
-		str = cJSON_Print(root);
-		if (str)
-			puts(str);
-		cJSON_free(str);
-		cJSON_Delete(root);
+		*jout = root;
 	} else {
 		char b1[32], b2[32], b3[32], b4[32];
-		printf("%s: %zu settings%s%s\n\n", argv[0], nrows, c.o.limit ? ", limit " : "",
-		       c.o.limit ? ms_format_size(b1, sizeof(b1), c.o.limit) : "");
+		printf("%s: %zu settings%s%s\n\n", label, nrows, c->o.limit ? ", limit " : "",
+		       c->o.limit ? ms_format_size(b1, sizeof(b1), c->o.limit) : "");
 		int w = 10;
 		for (k = 0; k < nrows; k++) {
 			int l = (int)strlen(rows[k].conf ? rows[k].conf : rows[k].r.alloc_conf) +
@@ -182,9 +163,8 @@ int cmd_whatif(int argc, const char **argv)
 			       ms_format_size(b2, sizeof(b2),
 			                      (uint64_t)j->r.stats.reserved_bytes[0].peak -
 			                              j->r.allocated_at_peak_reserved),
-			       ms_format_size(b4, sizeof(b4),
-			                      j->r.allocated_at_peak_reserved -
-			                              j->r.requested_at_peak_reserved),
+			       signed_size(b4, sizeof(b4), j->r.allocated_at_peak_reserved,
+			                   j->r.requested_at_peak_reserved),
 			       (unsigned long long)j->r.stats.num_alloc_retries, oom,
 			       j->min_memory ? ms_format_size(b3, sizeof(b3), j->min_memory)
 			                     : "never");
@@ -193,17 +173,94 @@ int cmd_whatif(int argc, const char **argv)
 		       "while it\n"
 		       "stood there (reserved but never in use at once); rounding: allocated "
 		       "minus\n"
-		       "requested bytes at that moment (block rounding and unsplit remainders);\n"
+		       "requested bytes at that moment (block rounding and unsplit remainders; "
+		       "below\n"
+		       "0 while frees wait for their streams);\n"
 		       "min memory: the least limit with which every allocation succeeds, the "
 		       "recorded\n"
 		       "OOMs included (to 2 MiB or 0.5%%, whichever is coarser).\n");
 	}
 	ms_whatif_release(rows, nrows);
+	ms_free(rows);
+	return MS_EXIT_OK;
+}
+
+int cmd_whatif(int argc, const char **argv)
+{
+	struct ms_replay_cli c;
+	int n, json = 0;
+	const char *configs = NULL;
+	uint64_t jobs = 0;
+	struct ms_opt opts[MS_REPLAY_OPTS_MAX + 2];
+	size_t nrows, nd;
+	struct ms_trace *t;
+	struct ms_diag d = MS_DIAG_INIT;
+	struct ms_replay_opts base;
+	char **user = NULL;
+	size_t nuser = 0, k;
+	uint32_t *devs;
+	cJSON *all = NULL, *by_dev = NULL;
+	int rc = MS_EXIT_OK;
+	ms_status s;
+
+	ms_replay_cli_init(&c, opts, &json);
+	for (k = 0; opts[k].type != MS_OPT_T_END; k++)
+		;
+	opts[k++] = (struct ms_opt)MS_OPT_STRING(
+	        0, "configs", &configs, "FILE",
+	        "settings to try, one per line ('recorded' for the trace's)");
+	opts[k++] = (struct ms_opt)MS_OPT_U64('j', "jobs", &jobs, "N", "threads (default: CPUs)");
+	opts[k] = (struct ms_opt)MS_OPT_END();
+	n = ms_parse_options(argc, argv, opts, usage);
+	if (n != 1)
+		ms_usage_error(opts, usage, n ? "one trace at a time" : "no trace given");
+	ms_replay_cli_check(&c, opts, usage);
+	if (c.o.alloc_conf)
+		ms_usage_error(opts, usage,
+		               "whatif tries settings itself: give them with --configs");
+	if (ms_replay_cli_devices(&c, argv[0], "whatif", &devs, &nd))
+		return MS_EXIT_ERROR;
+	if ((s = ms_trace_load(argv[0], NULL, &t, NULL, &d))) {
+		ms_report(argv[0], s, &d);
+		return MS_EXIT_ERROR;
+	}
+	if (configs)
+		user = read_configs(configs, &nuser);
+	nrows = configs ? nuser : ms_whatif_n_default_configs;
+	if (json && nd > 1) {
+		all = cJSON_CreateObject();
+		cJSON_AddStringToObject(all, "trace", argv[0]);
+		by_dev = cJSON_AddObjectToObject(all, "devices");
+	}
+	base = c.o;
+	for (k = 0; k < nd && rc == MS_EXIT_OK; k++) {
+		char label[4200], key[16];
+		cJSON *o = NULL;
+		c.o = base; /* an inferred limit or a rebuilt state belongs to one device */
+		c.o.device = devs[k];
+		if (k && !json)
+			putchar('\n');
+		rc = whatif_one(&c, argv[0], t, devs[k],
+		                ms_replay_cli_label(argv[0], devs[k], nd, label, sizeof(label)),
+		                user, nrows, (unsigned)(jobs > 1024 ? 1024 : jobs), json, &o);
+		ms_replay_cli_release(&c);
+		snprintf(key, sizeof(key), "%u", devs[k]);
+		if (by_dev && o)
+			cJSON_AddItemToObject(by_dev, key, o);
+		else if (o)
+			all = o;
+	}
+	if (all && rc == MS_EXIT_OK) {
+		char *str = cJSON_Print(all);
+		if (str)
+			puts(str);
+		cJSON_free(str);
+	}
+	cJSON_Delete(all);
 	for (k = 0; k < nuser; k++)
 		ms_free(user[k]);
 	ms_free(user);
-	ms_free(rows);
+	ms_free(devs);
 	ms_trace_free(t);
-	ms_replay_cli_release(&c);
-	return MS_EXIT_OK;
+	return rc;
 }

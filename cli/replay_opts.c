@@ -3,6 +3,8 @@
 
 #include "cli/out.h"
 #include "common/status.h"
+#include "common/alloc.h"
+#include "parse/devices.h"
 #include "parse/trace.h"
 #include "replay/device_cuda.h"
 #include "replay/replay_torch.h"
@@ -31,8 +33,10 @@ void ms_replay_cli_init(struct ms_replay_cli *c, struct ms_opt *opts, int *json)
 	opts[i++] =
 	        (struct ms_opt)MS_OPT_SIZE(0, "device-memory", &c->o.device_memory, "N",
 	                                   "memory of the simulated device (default: recorded)");
-	opts[i++] = (struct ms_opt)MS_OPT_U64(0, "device", &c->device, "D",
-	                                      "device whose events are replayed (default 0)");
+	c->device = UINT64_MAX;
+	opts[i++] = (struct ms_opt)MS_OPT_U64(
+	        0, "device", &c->device, "D",
+	        "only this device (default: every device with events, each on its own)");
 	opts[i++] = (struct ms_opt)MS_OPT_BOOL(0, "json", json, "print one JSON object");
 	opts[i++] = (struct ms_opt)MS_OPT_END();
 }
@@ -60,9 +64,9 @@ void ms_replay_cli_check(struct ms_replay_cli *c, const struct ms_opt *opts,
 			               "--limit and --memory-fraction exclude each other");
 		c->o.fraction = f;
 	}
-	if (c->device > 65535)
+	if (c->device != UINT64_MAX && c->device > 65535)
 		ms_usage_error(opts, usage, "--device must be below 65536");
-	c->o.device = (uint32_t)c->device;
+	c->o.device = c->device == UINT64_MAX ? 0 : (uint32_t)c->device;
 }
 
 /*
@@ -269,4 +273,66 @@ int ms_replay_cli_run_reported(struct ms_replay_cli *c, const char *path,
 	}
 	ms_report_warnings(path, &d);
 	return MS_EXIT_OK;
+}
+
+int ms_replay_cli_devices(const struct ms_replay_cli *c, const char *path, const char *cmd,
+                          uint32_t **devs, size_t *n)
+{
+	struct ms_devices ds;
+	struct ms_diag d = MS_DIAG_INIT;
+	uint64_t raw = 0, segs = 0;
+	char list[256];
+	ms_status s;
+
+	*devs = NULL;
+	*n = 0;
+	if ((s = ms_devices_read(path, &ds, &d))) {
+		ms_report(path, s, &d);
+		return MS_EXIT_ERROR;
+	}
+	ms_devices_describe(&ds, list, sizeof(list));
+	if (!(*devs = ms_calloc(ds.n ? ds.n : 1, sizeof(**devs))))
+		ms_die(MS_EXIT_ERROR, "out of memory");
+	for (size_t i = 0; i < ds.n; i++) {
+		raw += ds.d[i].raw_events;
+		segs += ds.d[i].segments;
+		if (ds.d[i].events && (c->device == UINT64_MAX || ds.d[i].device == c->device))
+			(*devs)[(*n)++] = ds.d[i].device;
+	}
+	if (*n) {
+		ms_devices_release(&ds);
+		return MS_EXIT_OK;
+	}
+	if (c->device != UINT64_MAX && ds.n && ms_devices_find(&ds, (uint32_t)c->device) == NULL)
+		ms_error("%s: nothing on device %llu; the trace is about %s", path,
+		         (unsigned long long)c->device, list);
+	else if (c->device != UINT64_MAX && ms_devices_find(&ds, (uint32_t)c->device) &&
+	         strstr(list, "events"))
+		ms_error("%s: no allocator events on device %llu; events are on %s", path,
+		         (unsigned long long)c->device, list);
+	else if (segs)
+		ms_error("%s: no trace: the snapshot holds %llu end-state segments, on %s, but "
+		         "no allocator events (taken without _record_memory_history, or with "
+		         "enabled=\"state\"); %s needs the events; `memsnap stats` and `memsnap "
+		         "render` read the segments",
+		         path, (unsigned long long)segs, list, cmd);
+	else if (raw)
+		ms_error("%s: only raw CUDA calls (%llu events), no events of PyTorch's allocator: "
+		         "nothing for the allocator model to replay (`memsnap stats` reads them)",
+		         path, (unsigned long long)raw);
+	else
+		ms_error("%s: no events and no segments: nothing to %s", path, cmd);
+	ms_devices_release(&ds);
+	ms_free(*devs);
+	*devs = NULL;
+	return MS_EXIT_ERROR;
+}
+
+const char *ms_replay_cli_label(const char *path, uint32_t dev, size_t n_devs, char *buf,
+                                size_t cap)
+{
+	if (dev == 0 && n_devs == 1)
+		return path;
+	snprintf(buf, cap, "%s (device %u)", path, dev);
+	return buf;
 }

@@ -12,7 +12,7 @@ struct ms_replay_cli {
 	struct ms_initial_state
 	        init; /* a mid-run trace's rebuilt state (released by the process exit) */
 	const char *backend, *fraction;
-	uint64_t device;
+	uint64_t device; /* --device, UINT64_MAX when not given */
 	int torch_ok; /* the command takes --backend torch (set before ms_replay_cli_check) */
 	int torch;    /* --backend torch */
 	int cuda;     /* --backend cuda */
@@ -41,6 +41,19 @@ ms_status ms_replay_cli_run(struct ms_replay_cli *c, const char *path, struct ms
  */
 int ms_replay_cli_run_reported(struct ms_replay_cli *c, const char *path,
                                struct ms_replay_result *r, struct ms_limit_range *lim);
+
+/*
+ * The devices a command covers in path: --device D alone (an error when D has no events), else
+ * every device with events of PyTorch's allocator, in order. A trace without such events is an
+ * error that says what the file holds instead (segments without a trace, raw CUDA calls only,
+ * nothing), with the commands that read it. On success *devs (ms_free) holds *n >= 1 devices;
+ * on error one line is printed and MS_EXIT_ERROR returned.
+ */
+int ms_replay_cli_devices(const struct ms_replay_cli *c, const char *path, const char *cmd,
+                          uint32_t **devs, size_t *n);
+/* "path" for device 0 of a one-device trace, else "path (device D)". */
+const char *ms_replay_cli_label(const char *path, uint32_t dev, size_t n_devs, char *buf,
+                                size_t cap);
 
 /* Release what ms_replay_cli_run kept in c (a rebuilt state); c can run again afterwards. */
 void ms_replay_cli_release(struct ms_replay_cli *c);

@@ -1,0 +1,132 @@
+/* Which devices a trace is about: one streaming pass, counts per device. */
+#include "parse/devices.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "common/alloc.h"
+#include "common/model.h"
+#include "common/status.h"
+#include "parse/trace.h"
+
+#define N_DEV (UINT16_MAX + 1) /* events and segments carry 16-bit device indexes */
+
+struct counts {
+	struct ms_device_use *by_dev; /* N_DEV entries, indexed by device */
+};
+
+static ms_status c_event(void *ctx, const struct ms_event *e)
+{
+	struct ms_device_use *u = &((struct counts *)ctx)->by_dev[e->device];
+
+	if (e->source == MS_SRC_TORCH)
+		u->events++;
+	else
+		u->raw_events++;
+	u->ooms += e->action == MS_ACT_OOM;
+	return MS_OK;
+}
+
+static ms_status c_events(void *ctx, const struct ms_event *e, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		c_event(ctx, &e[i]);
+	return MS_OK;
+}
+
+static ms_status c_segment(void *ctx, const struct ms_segment *s, const struct ms_block *b)
+{
+	struct ms_device_use *u = &((struct counts *)ctx)->by_dev[s->device];
+
+	(void)b;
+	u->segments++;
+	u->reserved += s->total_size;
+	return MS_OK;
+}
+
+ms_status ms_devices_read(const char *path, struct ms_devices *out, struct ms_diag *diag)
+{
+	struct counts c;
+	struct ms_symtab syms;
+	struct ms_sink sink = {.event = c_event, .events = c_events, .segment = c_segment};
+	ms_status s;
+	size_t n = 0;
+
+	memset(out, 0, sizeof(*out));
+	if (!(c.by_dev = ms_calloc(N_DEV, sizeof(*c.by_dev))))
+		return MS_ERR_NOMEM;
+	if (ms_symtab_init(&syms)) {
+		ms_free(c.by_dev);
+		return MS_ERR_NOMEM;
+	}
+	sink.ctx = &c;
+	s = ms_source_read(path, NULL, &syms, &sink, NULL, diag);
+	ms_symtab_release(&syms);
+	for (uint32_t i = 0; !s && i < N_DEV; i++) {
+		struct ms_device_use *u = &c.by_dev[i];
+		if (!u->events && !u->raw_events && !u->segments)
+			continue;
+		u->device = i;
+		c.by_dev[n++] = *u; /* n <= i: compacted in place */
+	}
+	if (s) {
+		ms_free(c.by_dev);
+		return s;
+	}
+	out->n = n;
+	out->d = c.by_dev; /* the first n entries */
+	return MS_OK;
+}
+
+const struct ms_device_use *ms_devices_find(const struct ms_devices *ds, uint32_t dev)
+{
+	for (size_t i = 0; i < ds->n; i++)
+		if (ds->d[i].device == dev)
+			return &ds->d[i];
+	return NULL;
+}
+
+void ms_devices_describe(const struct ms_devices *ds, char *buf, size_t cap)
+{
+	size_t len = 0, shown = 0;
+	int any_events = 0;
+
+	size_t count = 0;
+	int k;
+
+	buf[0] = 0;
+	for (size_t i = 0; i < ds->n; i++)
+		any_events |= ds->d[i].events > 0;
+	for (size_t i = 0; i < ds->n; i++)
+		count += any_events ? ds->d[i].events > 0 : ds->d[i].segments > 0;
+	if (!count) {
+		snprintf(buf, cap, "no device");
+		return;
+	}
+	k = snprintf(buf, cap, "device%s ", count > 1 ? "s" : "");
+	len = k > 0 ? (size_t)k : 0;
+	for (size_t i = 0; i < ds->n && len < cap; i++) {
+		const struct ms_device_use *u = &ds->d[i];
+		if (any_events ? !u->events : !u->segments)
+			continue;
+		if (shown == 8) {
+			k = snprintf(buf + len, cap - len, ", ...");
+			len += k > 0 ? (size_t)k : 0;
+			break;
+		}
+		k = snprintf(buf + len, cap - len, "%s%u (%llu %s)",
+		             !shown               ? ""
+		             : shown + 1 == count ? " and "
+		                                  : ", ",
+		             u->device, (unsigned long long)(any_events ? u->events : u->segments),
+		             any_events ? "events" : "segments");
+		len += k > 0 ? (size_t)k : 0;
+		shown++;
+	}
+}
+
+void ms_devices_release(struct ms_devices *ds)
+{
+	ms_free(ds->d);
+	memset(ds, 0, sizeof(*ds));
+}
