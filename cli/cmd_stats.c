@@ -30,6 +30,8 @@ static const char *const usage[] = {
 
 struct job {
 	const char *path;
+	int64_t only;   /* read only this device, -1: every device */
+	int64_t device; /* the device the result is about, -1: none has anything */
 	struct ms_symtab syms;
 	struct ms_stats_builder *b;
 	const struct ms_trace_stats *r;
@@ -42,6 +44,7 @@ struct job {
 
 struct pool {
 	struct job *jobs;
+	struct job **todo; /* when set, the jobs to run are todo[0..n), else jobs[0..n) */
 	size_t n, top;
 	atomic_size_t next;
 };
@@ -95,6 +98,8 @@ static void run_job(struct job *j, size_t top)
 	j->d = (struct ms_diag)MS_DIAG_INIT;
 	if ((j->s = ms_symtab_init(&j->syms)) || (j->s = ms_stats_builder_new(top, &j->b)))
 		return;
+	if (j->only >= 0)
+		ms_stats_builder_only(j->b, (uint32_t)j->only);
 	memset(&f, 0, sizeof(f));
 	ms_stats_builder_sink(j->b, &f.inner);
 	f.j = j;
@@ -109,13 +114,42 @@ static void run_job(struct job *j, size_t top)
 		j->r = ms_stats_builder_result(j->b);
 }
 
+static int has_events(const struct ms_trace_stats *r)
+{
+	for (uint32_t i = 0; i < r->n_devices; i++)
+		if (r->devices[i].events)
+			return 1;
+	return 0;
+}
+
+/*
+ * Is a result about device dev: it has allocator events there, or (a snapshot without a trace)
+ * segments there.
+ */
+static int about(const struct ms_trace_stats *r, int events, uint32_t dev)
+{
+	return events ? r->devices[dev].events > 0 : r->devices[dev].segments > 0;
+}
+
+/* How many devices r is about; the first of them in *first. */
+static size_t devices_of(const struct ms_trace_stats *r, uint32_t *first)
+{
+	int events = has_events(r);
+	size_t n = 0;
+
+	for (uint32_t i = 0; i < r->n_devices; i++)
+		if (about(r, events, i) && !n++)
+			*first = i;
+	return n;
+}
+
 static void *worker(void *arg)
 {
 	struct pool *p = arg;
 	size_t i;
 
 	while ((i = atomic_fetch_add(&p->next, 1)) < p->n)
-		run_job(&p->jobs[i], p->top);
+		run_job(p->todo ? p->todo[i] : &p->jobs[i], p->top);
 	return NULL;
 }
 
@@ -147,6 +181,10 @@ static cJSON *job_json(const struct job *j)
 	char buf[512];
 
 	cJSON_AddStringToObject(o, "file", j->path);
+	if (j->device >= 0)
+		cJSON_AddNumberToObject(o, "device", (double)j->device);
+	else
+		cJSON_AddNullToObject(o, "device");
 	ms_json_u64(o, "events_total", (uint64_t)(r->n_events));
 	ms_json_u64(o, "allocations", (uint64_t)(r->n_allocs));
 	ms_json_u64(o, "peak_requested_bytes", (uint64_t)(r->peak_requested));
@@ -187,16 +225,6 @@ static cJSON *job_json(const struct job *j)
 		ms_json_u64(s, "count", (uint64_t)(r->sites[i].count));
 		cJSON_AddItemToArray(a, s);
 	}
-	if (r->n_devices > 1) {
-		a = cJSON_AddArrayToObject(o, "devices");
-		for (uint32_t i = 0; i < r->n_devices; i++) {
-			cJSON *d = cJSON_CreateObject();
-			cJSON_AddNumberToObject(d, "device", i);
-			ms_json_u64(d, "peak_requested_bytes", r->devices[i].peak_requested);
-			ms_json_u64(d, "peak_requested_index", r->devices[i].peak_index);
-			cJSON_AddItemToArray(a, d);
-		}
-	}
 	if (r->has_segments) {
 		x = cJSON_AddObjectToObject(o, "segments");
 		ms_json_u64(x, "count", (uint64_t)(r->n_segments));
@@ -229,7 +257,10 @@ static void print_one(const struct job *j)
 	const struct ms_trace_stats *r = j->r;
 	char b1[32], b2[32], site[512];
 
-	printf("%s\n", j->path);
+	if (j->device > 0 || j->only >= 0)
+		printf("%s (device %lld)\n", j->path, (long long)j->device);
+	else
+		printf("%s\n", j->path);
 	printf("  events:           %llu (%llu allocations)\n", (unsigned long long)r->n_events,
 	       (unsigned long long)r->n_allocs);
 	if (!r->n_allocs)
@@ -289,20 +320,102 @@ static void print_one(const struct job *j)
 	}
 }
 
+/* Run the pool's jobs on up to nth threads. */
+static void run_pool(struct pool *p, size_t nth)
+{
+	pthread_t *th;
+
+	atomic_store(&p->next, 0);
+	if (nth > p->n)
+		nth = p->n;
+	if (nth <= 1) {
+		worker(p);
+		return;
+	}
+	if (!(th = ms_calloc(nth, sizeof(*th))))
+		ms_die(MS_EXIT_ERROR, "out of memory");
+	for (size_t i = 0; i < nth; i++)
+		if (pthread_create(&th[i], NULL, worker, p))
+			ms_die(MS_EXIT_ERROR, "cannot start a thread");
+	for (size_t i = 0; i < nth; i++)
+		pthread_join(th[i], NULL);
+	ms_free(th);
+}
+
+static void job_release(struct job *j)
+{
+	ms_stats_builder_free(j->b);
+	ms_symtab_release(&j->syms);
+	j->b = NULL;
+	j->r = NULL;
+}
+
+/*
+ * Each file is read once; a file with several devices is read again once per device, so that
+ * every result is about one device (devices are never added together). The results replace
+ * the file's job in order: out[] gets one job per (file, device).
+ */
+static struct job *per_device(struct pool *p, size_t nth, size_t *n_out)
+{
+	struct pool q;
+	size_t n = 0, k = 0, m = 0;
+	uint32_t first = 0;
+
+	for (size_t i = 0; i < p->n; i++) {
+		size_t nd = p->jobs[i].s ? 1 : devices_of(p->jobs[i].r, &first);
+		n += nd > 1 ? nd : 1;
+	}
+	memset(&q, 0, sizeof(q));
+	q.top = p->top;
+	q.jobs = ms_calloc(n, sizeof(*q.jobs));
+	q.todo = ms_calloc(n, sizeof(*q.todo));
+	if (!q.jobs || !q.todo)
+		ms_die(MS_EXIT_ERROR, "out of memory");
+	for (size_t i = 0; i < p->n; i++) {
+		struct job *j = &p->jobs[i];
+		size_t nd = j->s ? 0 : devices_of(j->r, &first);
+		int events;
+		if (nd <= 1) {
+			j->device = nd == 1 ? (int64_t)first : -1;
+			q.jobs[k++] = *j; /* one device or none: the result as it is */
+			continue;
+		}
+		events = has_events(j->r);
+		for (uint32_t dev = 0; dev < j->r->n_devices; dev++) {
+			if (!about(j->r, events, dev))
+				continue;
+			q.jobs[k].path = j->path;
+			q.jobs[k].top = j->top;
+			q.jobs[k].only = dev;
+			q.jobs[k].device = dev;
+			q.todo[m++] = &q.jobs[k++];
+		}
+		job_release(j);
+	}
+	q.n = m; /* the new reads, one per device of a file with several */
+	if (m)
+		run_pool(&q, nth);
+	ms_free(q.todo);
+	ms_free(p->jobs);
+	*n_out = k;
+	return q.jobs;
+}
+
 int cmd_stats(int argc, const char **argv)
 {
 	int json = 0, n, rc = MS_EXIT_OK;
 	uint64_t top = 10, jobs = 0;
 	const struct ms_opt opts[] = {
-	        MS_OPT_BOOL(0, "json", &json, "print JSON (an object; an array for several files)"),
+	        MS_OPT_BOOL(0, "json", &json,
+	                    "print JSON (an object; an array for several files or devices)"),
 	        MS_OPT_U64(0, "top", &top, "N", "length of the top lists (default 10)"),
 	        MS_OPT_U64('j', "jobs", &jobs, "N",
 	                   "files read at once (default: the number of CPUs)"),
 	        MS_OPT_END(),
 	};
 	struct pool p;
-	pthread_t *th;
-	size_t nth;
+	struct job *all;
+	size_t nth, nall;
 
 	n = ms_parse_options(argc, argv, opts, usage);
 	if (n < 1)
@@ -318,42 +431,31 @@ int cmd_stats(int argc, const char **argv)
 	for (size_t i = 0; i < p.n; i++) {
 		p.jobs[i].path = argv[i];
 		p.jobs[i].top = (size_t)top;
+		p.jobs[i].only = -1;
 	}
 	nth = jobs ? (size_t)jobs : (size_t)sysconf(_SC_NPROCESSORS_ONLN);
 	if (nth < 1)
 		nth = 1;
-	if (nth > p.n)
-		nth = p.n;
-	th = ms_calloc(nth, sizeof(*th));
-	if (!th)
-		ms_die(MS_EXIT_ERROR, "out of memory");
-	if (nth == 1) {
-		worker(&p);
-	} else {
-		for (size_t i = 0; i < nth; i++)
-			if (pthread_create(&th[i], NULL, worker, &p))
-				ms_die(MS_EXIT_ERROR, "cannot start a thread");
-		for (size_t i = 0; i < nth; i++)
-			pthread_join(th[i], NULL);
-	}
-	for (size_t i = 0; i < p.n; i++) {
-		if (p.jobs[i].s) {
-			ms_report(p.jobs[i].path, p.jobs[i].s, &p.jobs[i].d);
+	run_pool(&p, nth);
+	all = per_device(&p, nth, &nall);
+	for (size_t i = 0; i < nall; i++) {
+		if (all[i].s) {
+			ms_report(all[i].path, all[i].s, &all[i].d);
 			rc = MS_EXIT_ERROR;
-		} else {
-			ms_report_warnings(p.jobs[i].path, &p.jobs[i].d);
+		} else if (i == 0 || all[i].path != all[i - 1].path) {
+			ms_report_warnings(all[i].path, &all[i].d);
 		}
 	}
 	if (json) {
-		cJSON *root = p.n == 1 ? NULL : cJSON_CreateArray();
+		cJSON *root = nall == 1 ? NULL : cJSON_CreateArray();
 		char *s;
-		for (size_t i = 0; i < p.n; i++) {
-			if (p.jobs[i].s)
+		for (size_t i = 0; i < nall; i++) {
+			if (all[i].s)
 				continue;
 			if (root)
-				cJSON_AddItemToArray(root, job_json(&p.jobs[i]));
+				cJSON_AddItemToArray(root, job_json(&all[i]));
 			else
-				root = job_json(&p.jobs[i]);
+				root = job_json(&all[i]);
 		}
 		if (root) {
 			s = cJSON_Print(root);
@@ -362,18 +464,30 @@ int cmd_stats(int argc, const char **argv)
 			cJSON_free(s);
 			cJSON_Delete(root);
 		}
+	} else if (nall == 1) {
+		if (!all[0].s)
+			print_one(&all[0]);
 	} else if (p.n == 1) {
-		if (!p.jobs[0].s)
-			print_one(&p.jobs[0]);
+		for (size_t i = 0; i < nall; i++) {
+			if (i)
+				putchar('\n');
+			if (!all[i].s)
+				print_one(&all[i]);
+		}
 	} else {
 		char b1[32], b2[32], b3[32];
-		printf("%-40s %10s %14s %10s %12s %14s %12s\n", "file", "events", "peak req.",
-		       "at event", "live at end", "reserved(end)", "segments");
-		for (size_t i = 0; i < p.n; i++) {
-			const struct job *j = &p.jobs[i];
+		printf("%-40s %6s %10s %14s %10s %12s %14s %9s\n", "file", "device", "events",
+		       "peak req.", "at event", "live at end", "reserved(end)", "segments");
+		for (size_t i = 0; i < nall; i++) {
+			const struct job *j = &all[i];
+			char dev[24];
 			if (j->s)
 				continue;
-			printf("%-40s %10llu %14s %10llu %12s %14s %12llu\n", j->path,
+			if (j->device >= 0)
+				snprintf(dev, sizeof(dev), "%lld", (long long)j->device);
+			else
+				snprintf(dev, sizeof(dev), "-");
+			printf("%-40s %6s %10llu %14s %10llu %12s %14s %9llu\n", j->path, dev,
 			       (unsigned long long)j->r->n_events,
 			       ms_format_size(b1, sizeof(b1), j->r->peak_requested),
 			       (unsigned long long)j->r->peak_index,
@@ -383,11 +497,8 @@ int cmd_stats(int argc, const char **argv)
 			       (unsigned long long)j->r->n_segments);
 		}
 	}
-	for (size_t i = 0; i < p.n; i++) {
-		ms_stats_builder_free(p.jobs[i].b);
-		ms_symtab_release(&p.jobs[i].syms);
-	}
-	ms_free(p.jobs);
-	ms_free(th);
+	for (size_t i = 0; i < nall; i++)
+		job_release(&all[i]);
+	ms_free(all);
 	return rc;
 }

@@ -42,7 +42,22 @@ struct ms_stats_builder {
 	size_t cap_ann_slot, cap_anns;
 	uint64_t index;
 	struct ms_external ext;
+	int64_t only; /* the device counted, -1 all */
 };
+
+static ms_status grow_devices(struct ms_stats_builder *b, uint32_t device)
+{
+	struct ms_stats_device *d;
+
+	if (device + 1u <= b->r.n_devices)
+		return MS_OK;
+	if (!(d = ms_realloc(b->r.devices, sizeof(*d) * (device + 1u))))
+		return MS_ERR_NOMEM;
+	memset(d + b->r.n_devices, 0, sizeof(*d) * (device + 1u - b->r.n_devices));
+	b->r.devices = d;
+	b->r.n_devices = device + 1u;
+	return MS_OK;
+}
 
 ms_status ms_stats_builder_new(size_t top_n, struct ms_stats_builder **out)
 {
@@ -51,6 +66,8 @@ ms_status ms_stats_builder_new(size_t top_n, struct ms_stats_builder **out)
 	if (!b)
 		return MS_ERR_NOMEM;
 	b->top_n = top_n ? top_n : 10;
+	b->only = -1;
+	b->r.device = -1;
 	b->r.live_top = ms_calloc(b->top_n, sizeof(struct ms_stats_alloc));
 	b->r.largest = ms_calloc(b->top_n, sizeof(struct ms_stats_alloc));
 	if (!b->r.live_top || !b->r.largest) {
@@ -157,20 +174,17 @@ static ms_status s_event(void *ctx, const struct ms_event *e)
 	uint64_t *sp;
 	ms_status s;
 
+	if ((s = grow_devices(b, e->device)))
+		return s;
+	b->r.devices[e->device].events += e->source == MS_SRC_TORCH;
+	if (b->only >= 0 && e->device != b->only)
+		return MS_OK;
 	b->r.n_events++;
 	if ((s = ms_external_event(&b->ext, idx, e)))
 		return s;
 	if (e->device >= b->cap_dev &&
 	    grow_zero(&b->cur_dev, &b->cap_dev, (size_t)e->device + 1, sizeof(uint64_t)))
 		return MS_ERR_NOMEM;
-	if (e->device + 1u > b->r.n_devices) {
-		struct ms_stats_device *d = ms_realloc(b->r.devices, sizeof(*d) * (e->device + 1u));
-		if (!d)
-			return MS_ERR_NOMEM;
-		memset(d + b->r.n_devices, 0, sizeof(*d) * (e->device + 1u - b->r.n_devices));
-		b->r.devices = d;
-		b->r.n_devices = e->device + 1u;
-	}
 	switch (e->action) {
 	case MS_ACT_ALLOC: {
 		struct slot *sl;
@@ -298,7 +312,13 @@ static ms_status s_seg(void *ctx, const struct ms_segment *g, const struct ms_bl
 {
 	struct ms_stats_builder *b = ctx;
 	struct ms_trace_stats *r = &b->r;
+	ms_status s;
 
+	if ((s = grow_devices(b, g->device)))
+		return s;
+	r->devices[g->device].segments++;
+	if (b->only >= 0 && g->device != b->only)
+		return MS_OK;
 	r->has_segments = 1;
 	r->n_segments++;
 	r->reserved += g->total_size;
@@ -325,6 +345,12 @@ static ms_status s_seg(void *ctx, const struct ms_segment *g, const struct ms_bl
 		}
 	}
 	return MS_OK;
+}
+
+void ms_stats_builder_only(struct ms_stats_builder *b, uint32_t dev)
+{
+	b->only = dev;
+	b->r.device = dev;
 }
 
 void ms_stats_builder_sink(struct ms_stats_builder *b, struct ms_sink *sink)

@@ -31,6 +31,9 @@ struct ms_stats_ann {
 
 struct ms_stats_device {
 	uint64_t peak_requested, peak_index;
+	uint64_t events;   /* of PyTorch's allocator, on this device (counted with or without a
+	                      filter) */
+	uint64_t segments; /* end-state segments on this device (likewise) */
 };
 
 struct ms_trace_stats {
@@ -40,8 +43,9 @@ struct ms_trace_stats {
 	int64_t peak_t_ns;
 	uint32_t peak_annotation; /* string id of the innermost open annotation, 0 none */
 	uint64_t end_requested;
-	struct ms_stats_device *devices; /* per device, n_devices entries */
+	struct ms_stats_device *devices; /* per device, n_devices entries (events or segments) */
 	uint32_t n_devices;
+	int64_t device; /* the device the figures are about (ms_stats_builder_only), or -1: all */
 	uint64_t live_count, live_bytes; /* allocated and never freed */
 	uint64_t pending_count;          /* free requested, not completed */
 	struct ms_stats_alloc *live_top, *largest;
@@ -70,6 +74,12 @@ struct ms_stats_builder;
 /* top_n: length of the top lists (live_top, largest, sites). */
 ms_status ms_stats_builder_new(size_t top_n, struct ms_stats_builder **out);
 void ms_stats_builder_sink(struct ms_stats_builder *b, struct ms_sink *sink);
+/*
+ * Count only device dev's events and segments (before the read): events of other devices keep
+ * their place in the numbering and are counted in devices[], nothing else. Devices are never
+ * added together: a trace with several devices is read once per device.
+ */
+void ms_stats_builder_only(struct ms_stats_builder *b, uint32_t dev);
 /* The result, owned by b (valid until ms_stats_builder_free). Call after the read. */
 const struct ms_trace_stats *ms_stats_builder_result(struct ms_stats_builder *b);
 void ms_stats_builder_free(struct ms_stats_builder *b);
