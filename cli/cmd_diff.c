@@ -25,6 +25,7 @@ static const char *const usage[] = {
 
 struct side {
 	const char *path;
+	uint32_t device;
 	struct ms_replay_result r;
 	struct ms_symtab syms;
 	struct ms_stats_builder *b;
@@ -39,11 +40,14 @@ static int load(struct ms_replay_cli *c, struct side *s)
 	struct ms_diag d = MS_DIAG_INIT;
 	struct ms_sink sink;
 	struct ms_replay_cli keep = *c;
-	ms_status st = ms_replay_cli_run(c, s->path, &s->r, &lim, &d);
+	ms_status st;
 
+	c->o.device = s->device;
+	st = ms_replay_cli_run(c, s->path, &s->r, &lim, &d);
 	ms_replay_cli_release(c);
 	*c = keep;
 	if (!st && !(st = ms_symtab_init(&s->syms)) && !(st = ms_stats_builder_new(10, &s->b))) {
+		ms_stats_builder_only(s->b, s->device);
 		ms_stats_builder_sink(s->b, &sink);
 		st = ms_source_read(s->path, NULL, &s->syms, &sink, NULL, &d);
 	}
@@ -136,40 +140,24 @@ static void table(const char *title, struct row *rows, size_t n, size_t top, cJS
 		printf("    (none in either run)\n");
 }
 
-int cmd_diff(int argc, const char **argv)
+/* One pair of devices, loaded: their peaks, sites and annotations; text, or *jout. */
+static void diff_pair(struct side *s, const char *la, const char *lb, size_t top, int json,
+                      cJSON **jout)
 {
-	struct ms_replay_cli c;
-	struct ms_opt opts[MS_REPLAY_OPTS_MAX + 2];
-	int n, json = 0;
-	uint64_t top = 10;
-	struct side s[2];
 	struct row *rows = NULL;
 	struct ms_label_rows by;
 	size_t nrows = 0, cap = 0, k;
 	cJSON *out = NULL;
 	char b1[32], b2[32], b3[48];
 
-	ms_replay_cli_init(&c, opts, &json);
-	for (k = 0; opts[k].type != MS_OPT_T_END; k++)
-		;
-	opts[k++] = (struct ms_opt)MS_OPT_U64(0, "top", &top, "N", "rows per table (default 10)");
-	opts[k] = (struct ms_opt)MS_OPT_END();
-	n = ms_parse_options(argc, argv, opts, usage);
-	if (n != 2)
-		ms_usage_error(opts, usage, "two traces are compared");
-	ms_replay_cli_check(&c, opts, usage);
-	memset(s, 0, sizeof(s));
-	s[0].path = argv[0];
-	s[1].path = argv[1];
-	if (load(&c, &s[0]) || load(&c, &s[1]))
-		return MS_EXIT_ERROR;
 	if (json) {
 		out = cJSON_CreateObject();
-		cJSON_AddStringToObject(out, "a", argv[0]);
-		cJSON_AddStringToObject(out, "b", argv[1]);
+		cJSON_AddStringToObject(out, "a", s[0].path);
+		cJSON_AddNumberToObject(out, "a_device", s[0].device);
+		cJSON_AddStringToObject(out, "b", s[1].path);
+		cJSON_AddNumberToObject(out, "b_device", s[1].device);
 	} else {
-		printf("a: %s\nb: %s\n\n    %12s %12s %12s\n", argv[0], argv[1], "a", "b",
-		       "change");
+		printf("a: %s\nb: %s\n\n    %12s %12s %12s\n", la, lb, "a", "b", "change");
 	}
 	{
 		static const char *const names[] = {"peak reserved", "peak allocated",
@@ -213,7 +201,7 @@ int cmd_diff(int argc, const char **argv)
 		for (k = 0; k < s[w].n_rows; k++)
 			put(&rows, &nrows, &cap, &by, s[w].rows[k].label, s[w].rows[k].bytes, w);
 	table("bytes live at each run's peak, by allocation site (largest changes first):", rows,
-	      nrows, (size_t)top, out, "sites");
+	      nrows, top, out, "sites");
 	ms_label_rows_release(&by);
 	nrows = 0;
 	ms_label_rows_init(&by);
@@ -223,17 +211,112 @@ int cmd_diff(int argc, const char **argv)
 			    ms_symtab_get_str(&s[w].syms, s[w].st->anns[k].name)->s,
 			    s[w].st->anns[k].peak_requested, w);
 	table("peak requested bytes inside each annotation (largest changes first):", rows, nrows,
-	      (size_t)top, out, "annotations");
+	      top, out, "annotations");
 	ms_label_rows_release(&by);
-	if (json) {
-		char *str = cJSON_Print(out);
+	*jout = out;
+	ms_free(rows);
+}
+
+int cmd_diff(int argc, const char **argv)
+{
+	struct ms_replay_cli c;
+	struct ms_opt opts[MS_REPLAY_OPTS_MAX + 2];
+	int n, json = 0, rc = MS_EXIT_OK;
+	uint64_t top = 10;
+	uint32_t *da, *db;
+	size_t na, nb, k, pairs = 0;
+	uint32_t pa[256], pb[256];
+	cJSON *all = NULL, *arr = NULL;
+
+	ms_replay_cli_init(&c, opts, &json);
+	for (k = 0; opts[k].type != MS_OPT_T_END; k++)
+		;
+	opts[k++] = (struct ms_opt)MS_OPT_U64(0, "top", &top, "N", "rows per table (default 10)");
+	opts[k] = (struct ms_opt)MS_OPT_END();
+	n = ms_parse_options(argc, argv, opts, usage);
+	if (n != 2)
+		ms_usage_error(opts, usage, "two traces are compared");
+	ms_replay_cli_check(&c, opts, usage);
+	if (ms_replay_cli_devices(&c, argv[0], "diff", &da, &na))
+		return MS_EXIT_ERROR;
+	if (ms_replay_cli_devices(&c, argv[1], "diff", &db, &nb)) {
+		ms_free(da);
+		return MS_EXIT_ERROR;
+	}
+	/* one device each (two ranks, say): those two; else device with device */
+	if (na == 1 && nb == 1) {
+		pa[0] = da[0];
+		pb[0] = db[0];
+		pairs = 1;
+	} else {
+		for (size_t i = 0; i < na; i++)
+			for (size_t j = 0; j < nb; j++)
+				if (da[i] == db[j] && pairs < 256) {
+					pa[pairs] = da[i];
+					pb[pairs++] = db[j];
+				}
+		for (size_t i = 0; i < na; i++) {
+			size_t j;
+			for (j = 0; j < nb && db[j] != da[i]; j++)
+				;
+			if (j == nb)
+				ms_warning(
+				        "%s: device %u has events, %s has none there: not compared",
+				        argv[0], da[i], argv[1]);
+		}
+		for (size_t j = 0; j < nb; j++) {
+			size_t i;
+			for (i = 0; i < na && da[i] != db[j]; i++)
+				;
+			if (i == na)
+				ms_warning(
+				        "%s: device %u has events, %s has none there: not compared",
+				        argv[1], db[j], argv[0]);
+		}
+		if (!pairs) {
+			ms_error("%s and %s have events on no common device", argv[0], argv[1]);
+			rc = MS_EXIT_ERROR;
+		}
+	}
+	if (json && pairs > 1) {
+		all = cJSON_CreateObject();
+		arr = cJSON_AddArrayToObject(all, "devices");
+	}
+	for (k = 0; k < pairs && rc == MS_EXIT_OK; k++) {
+		struct side s[2];
+		char la[4200], lb[4200];
+		cJSON *o = NULL;
+		size_t named;
+		memset(s, 0, sizeof(s));
+		s[0].path = argv[0];
+		s[0].device = pa[k];
+		s[1].path = argv[1];
+		s[1].device = pb[k];
+		if (load(&c, &s[0]) || load(&c, &s[1])) {
+			rc = MS_EXIT_ERROR;
+			break;
+		}
+		if (k && !json)
+			putchar('\n');
+		named = pairs > 1 || pa[k] != pb[k] ? 2 : 1; /* name the devices where it matters */
+		diff_pair(s, ms_replay_cli_label(argv[0], pa[k], named, la, sizeof(la)),
+		          ms_replay_cli_label(argv[1], pb[k], named, lb, sizeof(lb)), (size_t)top,
+		          json, &o);
+		if (arr)
+			cJSON_AddItemToArray(arr, o);
+		else
+			all = o;
+		release(&s[0]);
+		release(&s[1]);
+	}
+	if (all && rc == MS_EXIT_OK) {
+		char *str = cJSON_Print(all);
 		if (str)
 			puts(str);
 		cJSON_free(str);
-		cJSON_Delete(out);
 	}
-	ms_free(rows);
-	release(&s[0]);
-	release(&s[1]);
-	return MS_EXIT_OK;
+	cJSON_Delete(all);
+	ms_free(da);
+	ms_free(db);
+	return rc;
 }

@@ -96,6 +96,58 @@ static int render_html(struct ms_replay_cli *c, const char *path, const char *ou
 	return rc;
 }
 
+/*
+ * A drawing is of one device: --device, the only one with events, else the one where the replay
+ * runs out of memory (the first), else the one with the highest reserved peak; said on stderr.
+ */
+static int choose_device(struct ms_replay_cli *c, const char *path)
+{
+	uint32_t *devs, best = 0;
+	size_t nd;
+	uint64_t best_peak = 0;
+	int best_oom = 0;
+	struct ms_replay_opts base = c->o;
+
+	if (ms_replay_cli_devices(c, path, "render", &devs, &nd))
+		return -1;
+	if (nd == 1) {
+		c->o.device = devs[0];
+		ms_free(devs);
+		return 0;
+	}
+	for (size_t i = 0; i < nd; i++) {
+		struct ms_replay_result r;
+		struct ms_limit_range lim;
+		struct ms_diag d = MS_DIAG_INIT;
+		ms_status s;
+		uint64_t peak;
+		c->o = base;
+		c->o.device = devs[i];
+		s = ms_replay_cli_run(c, path, &r, &lim, &d);
+		ms_replay_cli_release(c);
+		if (s) {
+			ms_report(path, s, &d);
+			ms_free(devs);
+			return -1;
+		}
+		peak = (uint64_t)r.stats.reserved_bytes[0].peak;
+		if (!i || (r.has_oom && !best_oom) || (r.has_oom == best_oom && peak > best_peak)) {
+			best = devs[i];
+			best_peak = peak;
+			best_oom = r.has_oom;
+		}
+		ms_replay_result_release(&r);
+	}
+	c->o = base;
+	c->o.device = best;
+	fprintf(stderr,
+	        "memsnap: note: %s has events on %zu devices: drawing device %u (%s); --device "
+	        "draws another\n",
+	        path, nd, best, best_oom ? "its replay runs out of memory" : "the highest peak");
+	ms_free(devs);
+	return 0;
+}
+
 int cmd_render(int argc, const char **argv)
 {
 	struct ms_replay_cli c;
@@ -169,8 +221,10 @@ int cmd_render(int argc, const char **argv)
 		moment = "event";
 	}
 
-	/* pass 1: the whole replay (the limit inference and a mid-run rebuild happen here) */
 	c.o.no_segment_log = 1;
+	if (choose_device(&c, argv[0]))
+		return MS_EXIT_ERROR;
+	/* pass 1: the whole replay (the limit inference and a mid-run rebuild happen here) */
 	if (ms_replay_cli_run_reported(&c, argv[0], &r, &lim))
 		return MS_EXIT_ERROR;
 	if (!r.events_replayed) {

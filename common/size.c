@@ -21,10 +21,18 @@ const char *ms_size_parse(const char *s, uint64_t *out)
 		uint64_t mul;
 	} units[] = {
 	        {"b", 1},
-	        {"k", 1ull << 10},         {"kib", 1ull << 10},       {"kb", 1000ull},
-	        {"m", 1ull << 20},         {"mib", 1ull << 20},       {"mb", 1000000ull},
-	        {"g", 1ull << 30},         {"gib", 1ull << 30},       {"gb", 1000000000ull},
-	        {"t", 1ull << 40},         {"tib", 1ull << 40},       {"tb", 1000000000000ull},
+	        {"k", 1ull << 10},
+	        {"kib", 1ull << 10},
+	        {"kb", 1000ull},
+	        {"m", 1ull << 20},
+	        {"mib", 1ull << 20},
+	        {"mb", 1000000ull},
+	        {"g", 1ull << 30},
+	        {"gib", 1ull << 30},
+	        {"gb", 1000000000ull},
+	        {"t", 1ull << 40},
+	        {"tib", 1ull << 40},
+	        {"tb", 1000000000000ull},
 	};
 	uint64_t whole = 0, frac = 0, frac_den = 1, mul = 1;
 	const char *p = s, *u;
@@ -63,7 +71,8 @@ const char *ms_size_parse(const char *s, uint64_t *out)
 			if (unit_eq(u, n, units[i].unit))
 				break;
 		if (i == sizeof(units) / sizeof(units[0]))
-			return "unknown unit (B, KB, MB, GB, TB, KiB, MiB, GiB, TiB; K, M, G, T are "
+			return "unknown unit (B, KB, MB, GB, TB, KiB, MiB, GiB, TiB; K, M, G, T "
+			       "are "
 			       "binary)";
 		mul = units[i].mul;
 	}
