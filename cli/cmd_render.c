@@ -11,7 +11,9 @@
 #include "cli/output.h"
 #include "cli/replay_opts.h"
 #include "common/alloc.h"
+#include "parse/devices.h"
 #include "parse/trace.h"
+#include "replay/end_state.h"
 #include "render/render.h"
 
 static const char *const usage[] = {
@@ -148,6 +150,88 @@ static int choose_device(struct ms_replay_cli *c, const char *path)
 	return 0;
 }
 
+/*
+ * A snapshot without a trace (history off, enabled="state", the bare segment list): its end
+ * state drawn as it was recorded, for --device or the device holding the most. Returns 0 when
+ * path has allocator events (the caller replays them), else 1 with *rc set.
+ */
+static int render_no_trace(struct ms_replay_cli *c, const char *path, const char *format,
+                           const char *at, const char *out, int *rc)
+{
+	struct ms_devices ds;
+	struct ms_diag d = MS_DIAG_INIT;
+	struct ms_trace *t;
+	struct ms_replay_result r;
+	struct ms_render_input in;
+	struct ms_buf buf = MS_BUF_INIT;
+	const struct ms_device_use *pick = NULL;
+	size_t with_segs = 0;
+	ms_status s;
+
+	*rc = MS_EXIT_ERROR;
+	if ((s = ms_devices_read(path, &ds, &d))) {
+		ms_report(path, s, &d);
+		return 1;
+	}
+	for (size_t i = 0; i < ds.n; i++) {
+		if (ds.d[i].events) {
+			ms_devices_release(&ds);
+			return 0;
+		}
+		if (!ds.d[i].segments)
+			continue;
+		with_segs++;
+		if (c->device == UINT64_MAX ? !pick || ds.d[i].reserved > pick->reserved
+		                            : ds.d[i].device == c->device)
+			pick = &ds.d[i];
+	}
+	if (!pick) {
+		ms_devices_release(&ds);
+		return 0; /* nothing at all, or not on --device: the replay path says so */
+	}
+	if (at && strcmp(at, "end") != 0) {
+		ms_error(
+		        "%s: no trace: only the end state the snapshot recorded can be drawn (--at "
+		        "end)",
+		        path);
+		ms_devices_release(&ds);
+		return 1;
+	}
+	if (with_segs > 1 && c->device == UINT64_MAX)
+		fprintf(stderr,
+		        "memsnap: note: %s has segments on %zu devices: drawing device %u (the "
+		        "most "
+		        "reserved); --device draws another\n",
+		        path, with_segs, pick->device);
+	if ((s = ms_trace_load(path, NULL, &t, NULL, &d))) {
+		ms_report(path, s, &d);
+		ms_devices_release(&ds);
+		return 1;
+	}
+	if ((s = ms_end_state_snap(t, pick->device, &r, &d))) {
+		ms_report(path, s, &d);
+	} else {
+		memset(&in, 0, sizeof(in));
+		in.source = path;
+		in.moment = "snapshot";
+		in.r = &r;
+		in.syms = &t->syms;
+		s = !strcmp(format, "txt")   ? ms_render_text(&in, &buf)
+		    : !strcmp(format, "dot") ? ms_render_dot(&in, &buf)
+		    : !strcmp(format, "svg") ? ms_render_svg(&in, &buf, &d)
+		                             : ms_render_html_snapshot(&in, &buf, &d);
+		if (s)
+			ms_report(path, s, &d);
+		else
+			*rc = emit(out, &buf, format, SIZE_MAX, 0);
+		ms_replay_result_release(&r);
+	}
+	ms_buf_release(&buf);
+	ms_trace_free(t);
+	ms_devices_release(&ds);
+	return 1;
+}
+
 int cmd_render(int argc, const char **argv)
 {
 	struct ms_replay_cli c;
@@ -222,6 +306,11 @@ int cmd_render(int argc, const char **argv)
 	}
 
 	c.o.no_segment_log = 1;
+	{
+		int no_trace = render_no_trace(&c, argv[0], format, at, out, &rc);
+		if (no_trace)
+			return rc;
+	}
 	if (choose_device(&c, argv[0]))
 		return MS_EXIT_ERROR;
 	/* pass 1: the whole replay (the limit inference and a mid-run rebuild happen here) */

@@ -174,6 +174,22 @@ static cJSON *alloc_json(const struct job *j, const struct ms_stats_alloc *a)
 	return o;
 }
 
+/* The end state's allocated blocks grouped by site (their stacks), largest first. */
+static struct ms_site_row *block_rows(const struct job *j, size_t *n)
+{
+	struct ms_trace_stats by_block = *j->r;
+
+	by_block.sites = j->r->block_sites;
+	by_block.n_sites = j->r->n_block_sites;
+	return ms_group_sites(&j->syms, &by_block, n);
+}
+
+/* 1 - largest free block / free bytes in segments: 0 when the free memory is one block. */
+static double fragmentation(const struct ms_trace_stats *r)
+{
+	return r->external_free ? 1.0 - (double)r->largest_free / (double)r->external_free : 0.0;
+}
+
 static cJSON *job_json(const struct job *j)
 {
 	const struct ms_trace_stats *r = j->r;
@@ -187,9 +203,15 @@ static cJSON *job_json(const struct job *j)
 		cJSON_AddNullToObject(o, "device");
 	ms_json_u64(o, "events_total", (uint64_t)(r->n_events));
 	ms_json_u64(o, "allocations", (uint64_t)(r->n_allocs));
-	ms_json_u64(o, "peak_requested_bytes", (uint64_t)(r->peak_requested));
-	ms_json_u64(o, "peak_requested_index", (uint64_t)(r->peak_index));
-	ms_json_i64(o, "peak_requested_time_ns", r->peak_t_ns);
+	if (!r->n_allocs) { /* no trace, or no allocation in it: no peak to speak of */
+		cJSON_AddNullToObject(o, "peak_requested_bytes");
+		cJSON_AddNullToObject(o, "peak_requested_index");
+		cJSON_AddNullToObject(o, "peak_requested_time_ns");
+	} else {
+		ms_json_u64(o, "peak_requested_bytes", (uint64_t)(r->peak_requested));
+		ms_json_u64(o, "peak_requested_index", (uint64_t)(r->peak_index));
+		ms_json_i64(o, "peak_requested_time_ns", r->peak_t_ns);
+	}
 	if (r->peak_annotation)
 		cJSON_AddStringToObject(o, "peak_annotation",
 		                        ms_symtab_get_str(&j->syms, r->peak_annotation)->s);
@@ -225,8 +247,22 @@ static cJSON *job_json(const struct job *j)
 		ms_json_u64(s, "count", (uint64_t)(r->sites[i].count));
 		cJSON_AddItemToArray(a, s);
 	}
+	cJSON_AddBoolToObject(o, "no_trace", !r->n_events && r->has_segments);
 	if (r->has_segments) {
+		struct ms_site_row *rows;
+		size_t nrows;
 		x = cJSON_AddObjectToObject(o, "segments");
+		cJSON_AddNumberToObject(x, "fragmentation", fragmentation(r));
+		rows = block_rows(j, &nrows);
+		a = cJSON_AddArrayToObject(x, "top_sites_of_allocated_blocks");
+		for (size_t i = 0; i < nrows && i < j->top; i++) {
+			cJSON *e = cJSON_CreateObject();
+			cJSON_AddStringToObject(e, "site", rows[i].label);
+			ms_json_u64(e, "bytes", rows[i].bytes);
+			ms_json_u64(e, "blocks", rows[i].count);
+			cJSON_AddItemToArray(a, e);
+		}
+		ms_free(rows);
 		ms_json_u64(x, "count", (uint64_t)(r->n_segments));
 		ms_json_u64(x, "expandable", (uint64_t)(r->n_expandable));
 		ms_json_u64(x, "reserved_bytes", (uint64_t)(r->reserved));
@@ -252,6 +288,38 @@ static void print_alloc(const struct job *j, const struct ms_stats_alloc *a)
 	       (unsigned long long)a->index, site);
 }
 
+/* A snapshot without a trace: what its end state holds, and by whom. */
+static void print_no_trace(const struct job *j)
+{
+	const struct ms_trace_stats *r = j->r;
+	char b1[32], b2[32], b3[32];
+	struct ms_site_row *rows;
+	size_t nrows;
+
+	printf("  no trace:         the segments as the snapshot recorded them (taken with "
+	       "history off or enabled=\"state\"); peaks, growth and leaks need a trace\n");
+	printf("  end state:        %llu segments, %s reserved, %s allocated, %s free\n",
+	       (unsigned long long)r->n_segments, ms_format_size(b1, sizeof(b1), r->reserved),
+	       ms_format_size(b2, sizeof(b2), r->allocated),
+	       ms_format_size(b3, sizeof(b3), r->external_free));
+	printf("    internal free:  %s (rounding inside allocated blocks)\n",
+	       ms_format_size(b1, sizeof(b1), r->internal));
+	printf("    largest free:   %s; fragmentation %.3f (1 - largest free block / free "
+	       "bytes)\n",
+	       ms_format_size(b1, sizeof(b1), r->largest_free), fragmentation(r));
+	if (r->pending_free_bytes)
+		printf("    pending free:   %s\n",
+		       ms_format_size(b1, sizeof(b1), r->pending_free_bytes));
+	rows = block_rows(j, &nrows);
+	printf("  top sites of the allocated blocks (bytes, blocks):\n");
+	if (!nrows)
+		printf("    (none allocated)\n");
+	for (size_t i = 0; i < nrows && i < j->top; i++)
+		printf("    %12s %7llu  %s\n", ms_format_size(b1, sizeof(b1), rows[i].bytes),
+		       (unsigned long long)rows[i].count, rows[i].label);
+	ms_free(rows);
+}
+
 static void print_one(const struct job *j)
 {
 	const struct ms_trace_stats *r = j->r;
@@ -261,6 +329,10 @@ static void print_one(const struct job *j)
 		printf("%s (device %lld)\n", j->path, (long long)j->device);
 	else
 		printf("%s\n", j->path);
+	if (!r->n_events && r->has_segments) {
+		print_no_trace(j);
+		return;
+	}
 	printf("  events:           %llu (%llu allocations)\n", (unsigned long long)r->n_events,
 	       (unsigned long long)r->n_allocs);
 	if (!r->n_allocs)

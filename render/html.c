@@ -630,6 +630,176 @@ static ms_status append_script_safe(struct ms_buf *out, const char *data, size_t
 	return ms_buf_append(out, data + from, len - from);
 }
 
+/* The page: the template, the data as JSON, dygraphs and report.js, all inline. */
+static ms_status write_page(struct ms_buf *out, const char *source, const char *json,
+                            size_t json_len)
+{
+	ms_status s;
+
+	if ((s = ms_buf_printf(out,
+	                       "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+	                       "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src "
+	                       "'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
+	                       "img-src data:\">\n<title>memsnap: ")) ||
+	    (s = ms_render_escape(out, source)) ||
+	    (s = ms_buf_printf(out, "</title>\n<style>\n")) ||
+	    (s = ms_buf_append(out, ms_asset_dygraphs_css, ms_asset_dygraphs_css_len)) ||
+	    (s = ms_buf_append(out, ms_asset_report_css, ms_asset_report_css_len)) ||
+	    (s = ms_buf_printf(out, "</style>\n</head>\n<body>\n")) ||
+	    (s = ms_buf_append(out, ms_asset_report_body, ms_asset_report_body_len)) ||
+	    (s = ms_buf_printf(out, "<script id=\"memsnap-data\" type=\"application/json\">")) ||
+	    (s = append_script_safe(out, json, json_len)) ||
+	    (s = ms_buf_printf(out, "</script>\n<script>\n")) ||
+	    (s = ms_buf_append(out, ms_asset_dygraphs_js, ms_asset_dygraphs_js_len)) ||
+	    (s = ms_buf_printf(out, "\n</script>\n<script>\n")) ||
+	    (s = ms_buf_append(out, ms_asset_report_js, ms_asset_report_js_len)) ||
+	    (s = ms_buf_printf(out, "</script>\n</body>\n</html>\n")))
+		return s;
+	return MS_OK;
+}
+
+/*
+ * The page of a snapshot without a trace: no timeline, one moment (the end state as recorded),
+ * its top sites and flame graph; the same template and script (D.no_trace).
+ */
+ms_status ms_render_html_snapshot(const struct ms_render_input *in, struct ms_buf *out,
+                                  struct ms_diag *d)
+{
+	static const char *const columns[] = {"first",
+	                                      "last",
+	                                      "t_ms",
+	                                      "alloc_min",
+	                                      "alloc_max",
+	                                      "alloc",
+	                                      "res_min",
+	                                      "res_max",
+	                                      "res",
+	                                      "active_max",
+	                                      "ext",
+	                                      "inactive_split",
+	                                      "free_in_reserved",
+	                                      "largest_free",
+	                                      "small_res",
+	                                      "large_res",
+	                                      "ann",
+	                                      "big_size",
+	                                      "big_index",
+	                                      "big_site",
+	                                      "stream_alloc"};
+	const struct ms_replay_snap *sn = &in->r->snap;
+	struct sites sites;
+	struct ms_render_cell *cells;
+	struct ms_jsonw w;
+	char *json = NULL;
+	size_t json_len = 0;
+	FILE *f;
+	ms_status s = MS_OK;
+
+	(void)d;
+	memset(&sites, 0, sizeof(sites));
+	sites.syms = in->syms;
+	if (ms_symtab_init(&sites.labels))
+		return MS_ERR_NOMEM;
+	if (!(cells = ms_malloc(sizeof(*cells) * MS_RENDER_DOT_CELLS)) ||
+	    !(f = open_memstream(&json, &json_len))) {
+		s = MS_ERR_NOMEM;
+		goto out;
+	}
+	ms_jsonw_init(&w, f, 0);
+	ms_jsonw_obj_begin(&w);
+	ms_jsonw_key(&w, "source");
+	ms_jsonw_cstr(&w, in->source);
+	ms_jsonw_key(&w, "no_trace");
+	ms_jsonw_bool(&w, 1);
+	ms_jsonw_key(&w, "device");
+	ms_jsonw_u64(&w, in->r->device);
+	ms_jsonw_key(&w, "alloc_conf");
+	ms_jsonw_cstr(&w, in->r->alloc_conf);
+	ms_jsonw_key(&w, "device_memory");
+	ms_jsonw_null(&w);
+	ms_jsonw_key(&w, "limit");
+	ms_jsonw_u64(&w, 0);
+	ms_jsonw_key(&w, "events");
+	ms_jsonw_u64(&w, in->r->events_total);
+	ms_jsonw_key(&w, "replayed");
+	ms_jsonw_u64(&w, 0);
+	ms_jsonw_key(&w, "ended_by_oom");
+	ms_jsonw_bool(&w, 0);
+	ms_jsonw_key(&w, "window");
+	ms_jsonw_arr_begin(&w);
+	ms_jsonw_u64(&w, 0);
+	ms_jsonw_u64(&w, 0);
+	ms_jsonw_arr_end(&w);
+	ms_jsonw_key(&w, "peak");
+	ms_jsonw_obj_begin(&w);
+	ms_jsonw_key(&w, "index");
+	ms_jsonw_u64(&w, sn->index);
+	ms_jsonw_key(&w, "allocated");
+	ms_jsonw_i64(&w, sn->stats.allocated_bytes[0].current);
+	ms_jsonw_key(&w, "reserved");
+	ms_jsonw_i64(&w, sn->stats.reserved_bytes[0].current);
+	ms_jsonw_obj_end(&w);
+	ms_jsonw_key(&w, "bucket_events");
+	ms_jsonw_u64(&w, 0);
+	ms_jsonw_key(&w, "timeline");
+	ms_jsonw_obj_begin(&w);
+	for (size_t i = 0; i < sizeof(columns) / sizeof(columns[0]); i++) {
+		ms_jsonw_key(&w, columns[i]);
+		ms_jsonw_arr_begin(&w);
+		ms_jsonw_arr_end(&w);
+	}
+	ms_jsonw_obj_end(&w);
+	ms_jsonw_key(&w, "fine");
+	ms_jsonw_obj_begin(&w);
+	ms_jsonw_key(&w, "bucket_events");
+	ms_jsonw_u64(&w, 0);
+	for (size_t i = 0; i < 6; i++) {
+		static const char *const fine[] = {"first",     "t_ms",    "alloc_min",
+		                                   "alloc_max", "res_min", "res_max"};
+		ms_jsonw_key(&w, fine[i]);
+		ms_jsonw_arr_begin(&w);
+		ms_jsonw_arr_end(&w);
+	}
+	ms_jsonw_obj_end(&w);
+	ms_jsonw_key(&w, "streams");
+	ms_jsonw_arr_begin(&w);
+	ms_jsonw_arr_end(&w);
+	ms_jsonw_key(&w, "strings");
+	ms_jsonw_obj_begin(&w);
+	ms_jsonw_obj_end(&w);
+	ms_jsonw_key(&w, "moments");
+	ms_jsonw_arr_begin(&w);
+	snap_json(&w, sn, "snapshot", &sites, cells);
+	ms_jsonw_arr_end(&w);
+	ms_jsonw_key(&w, "oom");
+	ms_jsonw_null(&w);
+	ms_jsonw_key(&w, "whatif");
+	ms_jsonw_null(&w);
+	ms_jsonw_key(&w, "top_sites_at_peak");
+	s = top_sites(&w, sn, &sites);
+	ms_jsonw_key(&w, "flame_at_peak");
+	if (!s)
+		s = flame_json(&w, sn, in->syms);
+	ms_jsonw_key(&w, "sites");
+	ms_jsonw_arr_begin(&w);
+	for (size_t i = 0; i < sites_n(&sites); i++)
+		ms_jsonw_cstr(&w, ms_symtab_get_str(&sites.labels, (uint32_t)i + 1)->s);
+	ms_jsonw_arr_end(&w);
+	ms_jsonw_obj_end(&w);
+	if (fclose(f) != 0 && !s)
+		s = MS_ERR_NOMEM;
+	if (!s && (sites.nomem || !json))
+		s = MS_ERR_NOMEM;
+	if (!s)
+		s = write_page(out, in->source, json, json_len);
+out:
+	free(json); /* open_memstream's buffer belongs to libc */
+	ms_free(cells);
+	ms_symtab_release(&sites.labels);
+	ms_u64map_release(&sites.ids);
+	return s;
+}
+
 ms_status ms_render_html(const struct ms_render_html_input *in, struct ms_buf *out,
                          struct ms_diag *d)
 {
@@ -908,26 +1078,7 @@ ms_status ms_render_html(const struct ms_render_html_input *in, struct ms_buf *o
 	if (s)
 		goto out;
 
-	/* the page */
-	if ((s = ms_buf_printf(out,
-	                       "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-	                       "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src "
-	                       "'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
-	                       "img-src data:\">\n<title>memsnap: ")) ||
-	    (s = ms_render_escape(out, in->source)) ||
-	    (s = ms_buf_printf(out, "</title>\n<style>\n")) ||
-	    (s = ms_buf_append(out, ms_asset_dygraphs_css, ms_asset_dygraphs_css_len)) ||
-	    (s = ms_buf_append(out, ms_asset_report_css, ms_asset_report_css_len)) ||
-	    (s = ms_buf_printf(out, "</style>\n</head>\n<body>\n")) ||
-	    (s = ms_buf_append(out, ms_asset_report_body, ms_asset_report_body_len)) ||
-	    (s = ms_buf_printf(out, "<script id=\"memsnap-data\" type=\"application/json\">")) ||
-	    (s = append_script_safe(out, json, json_len)) ||
-	    (s = ms_buf_printf(out, "</script>\n<script>\n")) ||
-	    (s = ms_buf_append(out, ms_asset_dygraphs_js, ms_asset_dygraphs_js_len)) ||
-	    (s = ms_buf_printf(out, "\n</script>\n<script>\n")) ||
-	    (s = ms_buf_append(out, ms_asset_report_js, ms_asset_report_js_len)) ||
-	    (s = ms_buf_printf(out, "</script>\n</body>\n</html>\n")))
-		goto out;
+	s = write_page(out, in->source, json, json_len);
 out:
 	free(json); /* open_memstream's buffer belongs to libc */
 	ms_free(at);
@@ -952,6 +1103,16 @@ int ms_render_have_html(void)
 
 ms_status ms_render_html(const struct ms_render_html_input *in, struct ms_buf *out,
                          struct ms_diag *d)
+{
+	(void)in;
+	(void)out;
+	return ms__diag_set(d, MS_ERR_UNSUPPORTED, -1, -1,
+	                    "this memsnap was built without dygraphs (libjs-dygraphs): no HTML "
+	                    "report; use --format txt, dot or svg");
+}
+
+ms_status ms_render_html_snapshot(const struct ms_render_input *in, struct ms_buf *out,
+                                  struct ms_diag *d)
 {
 	(void)in;
 	(void)out;

@@ -13,7 +13,9 @@ struct ms_trace;
 
 struct ms_render_input {
 	const char *source; /* the trace's name, for titles */
-	const char *moment; /* how the moment was chosen: "peak", "oom", "end" or "event" */
+	/* how the moment was chosen: "peak", "oom", "end", "event", or "snapshot" (no trace: the
+	 * end state the snapshot recorded, replay/end_state.h) */
+	const char *moment;
 	const struct ms_replay_result *r; /* r->snap.taken; r->first_oom when snap.at_oom */
 	const struct ms_symtab *syms;     /* for stack labels; NULL: none */
 };
@@ -72,6 +74,13 @@ int ms_render_have_html(void);
 /* The self-contained HTML report (html.c); replays the trace once more. */
 ms_status ms_render_html(const struct ms_render_html_input *in, struct ms_buf *out,
                          struct ms_diag *d);
+
+/*
+ * The page of a snapshot without a trace (in->moment "snapshot", replay/end_state.h): the
+ * segment map of the end state as recorded, its top sites and stacks; no timeline.
+ */
+ms_status ms_render_html_snapshot(const struct ms_render_input *in, struct ms_buf *out,
+                                  struct ms_diag *d);
 
 /* s as text inside HTML (or a DOT HTML-like label or attribute): &, <, >, " escaped, control
  * characters dropped. */

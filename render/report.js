@@ -3,6 +3,8 @@
 	'use strict';
 	var D = JSON.parse(document.getElementById('memsnap-data').textContent);
 	var T = D.timeline, N = T.first.length;
+	/* a snapshot without a trace: the end state as recorded, no timeline (html.c) */
+	var NOTRACE = !!D.no_trace;
 	var STATE_COLOR = ['#4e79a7', '#a0cbe8', '#f28e2b', '#e8e8e8'];
 	var STATE_WORD = ['allocated', 'slack', 'pending free', 'free'];
 
@@ -37,6 +39,10 @@
 		sum += ' \u00b7 showing events ' + D.window[0] + '\u2013' + (D.window[1] - 1);
 	if (D.limit) sum += ' \u00b7 limit ' + fmt(D.limit);
 	if (D.device_memory !== null) sum += ' \u00b7 device ' + fmt(D.device_memory);
+	if (NOTRACE)
+		sum = 'device ' + D.device + ' \u00b7 no trace (taken with history off or enabled="state"): ' +
+			'the segments as the snapshot recorded them, nothing earlier \u00b7 ' + fmt(D.peak.allocated) +
+			' allocated of ' + fmt(D.peak.reserved) + ' reserved \u00b7 settings "' + D.alloc_conf + '"';
 	text($('summary'), sum);
 	if (D.oom) {
 		var o = D.oom, p = $('oom');
@@ -83,11 +89,9 @@
 		}
 	}
 
-	/* ---- the timeline ---- */
-	/* the x axis: trace events, or seconds since the window's first bucket */
-	var byTime = false, hasTime = N > 1 && T.t_ms[N - 1] > T.t_ms[0];
+	/* ---- the timeline (none without a trace) ---- */
+	var timeline, frag, zoomed, byTime = false, hasTime = false, rowBucket = null, NF = 0;
 	function xOf(b) { return byTime ? (T.t_ms[b] - T.t_ms[0]) / 1000 : T.first[b]; }
-	/* the trace event at x */
 	function eventAt(x) {
 		if (!byTime) return x;
 		var lo = 0, hi = N - 1;
@@ -97,150 +101,159 @@
 		}
 		return T.first[lo];
 	}
-	var rows = [], frows = [];
-	var SA = T.stream_alloc, streamLabels = [];
-	D.streams.forEach(function (s) { streamLabels.push('allocated, stream ' + s); });
-	if (SA.length > D.streams.length && SA[SA.length - 1].some(function (v) { return v !== 0; }))
-		streamLabels.push('allocated, other streams');
-	/* memory outside PyTorch's allocator (raw CUDA calls the recorder saw), when there was any */
-	var hasExt = T.ext && T.ext.some(function (v) { return v !== 0; });
-	for (var i = 0; i < N; i++) {
-		var row = [T.first[i], [T.alloc_min[i], T.alloc[i], T.alloc_max[i]],
-			[T.res_min[i], T.res[i], T.res_max[i]],
-			[T.active_max[i], T.active_max[i], T.active_max[i]],
-			[T.small_res[i], T.small_res[i], T.small_res[i]],
-			[T.large_res[i], T.large_res[i], T.large_res[i]]];
-		for (var k = 0; k < streamLabels.length; k++) row.push([SA[k][i], SA[k][i], SA[k][i]]);
-		if (hasExt) row.push([T.ext[i], T.ext[i], T.ext[i]]);
-		rows.push(row);
-		var fr = T.free_in_reserved[i];
-		frows.push([T.first[i], T.res[i] - T.alloc[i], T.inactive_split[i], T.largest_free[i],
-			fr ? 1 - T.largest_free[i] / fr : 0]);
-	}
-	function buildRows() {
+	if (NOTRACE) {
+		$('timeline-panel').hidden = true;
+		$('frag-panel').hidden = true;
+	} else {
+		/* ---- the timeline ---- */
+		/* the x axis: trace events, or seconds since the window's first bucket */
+		hasTime = N > 1 && T.t_ms[N - 1] > T.t_ms[0];
+		var rows = [], frows = [];
+		var SA = T.stream_alloc, streamLabels = [];
+		D.streams.forEach(function (s) { streamLabels.push('allocated, stream ' + s); });
+		if (SA.length > D.streams.length && SA[SA.length - 1].some(function (v) { return v !== 0; }))
+			streamLabels.push('allocated, other streams');
+		/* memory outside PyTorch's allocator (raw CUDA calls the recorder saw), when there was any */
+		var hasExt = T.ext && T.ext.some(function (v) { return v !== 0; });
 		for (var i = 0; i < N; i++) {
-			rows[i][0] = xOf(i);
-			frows[i][0] = xOf(i);
+			var row = [T.first[i], [T.alloc_min[i], T.alloc[i], T.alloc_max[i]],
+				[T.res_min[i], T.res[i], T.res_max[i]],
+				[T.active_max[i], T.active_max[i], T.active_max[i]],
+				[T.small_res[i], T.small_res[i], T.small_res[i]],
+				[T.large_res[i], T.large_res[i], T.large_res[i]]];
+			for (var k = 0; k < streamLabels.length; k++) row.push([SA[k][i], SA[k][i], SA[k][i]]);
+			if (hasExt) row.push([T.ext[i], T.ext[i], T.ext[i]]);
+			rows.push(row);
+			var fr = T.free_in_reserved[i];
+			frows.push([T.first[i], T.res[i] - T.alloc[i], T.inactive_split[i], T.largest_free[i],
+				fr ? 1 - T.largest_free[i] / fr : 0]);
 		}
-	}
-	function marks(canvas, area, g) {
-		function line(index, color, label, dy) {
-			var px = g.toDomXCoord(xOf(bucketOf(index)));
-			if (px < area.x || px > area.x + area.w) return;
-			canvas.fillStyle = color;
-			canvas.fillRect(px - 1, area.y, 2, area.h);
-			canvas.fillText(label, px + 4, area.y + 12 + dy);
-		}
-		line(D.peak.index, '#59a14f', 'peak', 0);
-		if (D.oom) line(D.oom.index, '#e15759', 'OOM', 14);
-	}
-	var axes = { y: { valueFormatter: fmt, axisLabelFormatter: fmt, axisLabelWidth: 80 } };
-	var seriesLabels = ['allocated', 'reserved', 'active (most)', 'reserved, small pool',
-		'reserved, large pool'].concat(streamLabels);
-	if (hasExt) seriesLabels.push('outside PyTorch (raw CUDA)');
-	var visible = seriesLabels.map(function (l, k) {
-		return k < 3 || (hasExt && k === seriesLabels.length - 1);
-	});
-	var timeline = new Dygraph($('timeline'), rows, {
-		labels: ['event'].concat(seriesLabels),
-		customBars: true, visibility: visible,
-		colors: ['#4e79a7', '#e15759', '#76b7b2', '#b07aa1', '#9c755f', '#edc948', '#59a14f',
-			'#ff9da7', '#bab0ac', '#8cd17d', '#f1ce63', '#499894', '#d37295', '#86bcb6'].slice(0, seriesLabels.length),
-		xlabel: 'event', axes: axes, legend: 'always', labelsDiv: $('timeline-legend'),
-		underlayCallback: marks,
-		zoomCallback: function (x0, x1) { zoomed(x0, x1); },
-		highlightCallback: function (e, x, pts, row) {
-			var b = rowBucket ? rowBucket[row] : row, s = 'events ' + T.first[b] + '\u2013' + T.last[b] + ', t = ' +
-				(T.t_ms[b] / 1000).toFixed(3) + ' s\n' +
-				'allocated ' + fmt(T.alloc_min[b]) + ' \u2013 ' + fmt(T.alloc_max[b]) +
-				', reserved ' + fmt(T.res_min[b]) + ' \u2013 ' + fmt(T.res_max[b]) +
-				(T.ann[b] >= 0 && D.strings[T.ann[b]] ? '\nin ' + D.strings[T.ann[b]] : '') +
-				(T.big_size[b] ? '\nlargest allocation: ' + fmt(T.big_size[b]) + ' at event ' +
-					T.big_index[b] + (T.big_site[b] >= 0 ? ', ' + site(T.big_site[b]) : '') : '');
-			text($('hover'), s);
-		},
-		clickCallback: function (e, x) { showNearest(eventAt(x)); }
-	});
-	/*
-	 * Zoomed in to less than half of the window, the timeline draws the finer level (D.fine:
-	 * eight times the buckets, extremes of allocated and reserved), over the visible range and
-	 * as much again on each side for panning; the other series keep their coarse buckets.
-	 */
-	var FD = D.fine, NF = FD.first.length, rowBucket = null;
-	function fineX(j) { return byTime ? (FD.t_ms[j] - T.t_ms[0]) / 1000 : FD.first[j]; }
-	function zoomed(x0, x1) {
-		var full = xOf(N - 1) - xOf(0), w = x1 - x0;
-		if (!(w < full / 2) || NF <= N) {
-			if (rowBucket) {
-				rowBucket = null;
-				timeline.updateOptions({ file: rows, dateWindow: [x0, x1] });
+		function buildRows() {
+			for (var i = 0; i < N; i++) {
+				rows[i][0] = xOf(i);
+				frows[i][0] = xOf(i);
 			}
-			return;
 		}
-		var lo = x0 - w, hi = x1 + w, out = [], map = [];
-		for (var j = 0; j < NF; j++) {
-			var x = fineX(j);
-			if ((j + 1 < NF && fineX(j + 1) < lo) || (x > hi && out.length)) continue;
-			var b = bucketOf(FD.first[j]), row = rows[b].slice();
-			row[0] = x;
-			row[1] = [FD.alloc_min[j], FD.alloc_max[j], FD.alloc_max[j]];
-			row[2] = [FD.res_min[j], FD.res_max[j], FD.res_max[j]];
-			out.push(row);
-			map.push(b);
+		function marks(canvas, area, g) {
+			function line(index, color, label, dy) {
+				var px = g.toDomXCoord(xOf(bucketOf(index)));
+				if (px < area.x || px > area.x + area.w) return;
+				canvas.fillStyle = color;
+				canvas.fillRect(px - 1, area.y, 2, area.h);
+				canvas.fillText(label, px + 4, area.y + 12 + dy);
+			}
+			line(D.peak.index, '#59a14f', 'peak', 0);
+			if (D.oom) line(D.oom.index, '#e15759', 'OOM', 14);
 		}
-		rowBucket = map;
-		timeline.updateOptions({ file: out, dateWindow: [x0, x1] });
-		document.body.dataset.fineRows = String(out.length);
-	}
-	/* a switch per series */
-	seriesLabels.forEach(function (l, k) {
-		var lab = document.createElement('label'), box = document.createElement('input');
-		box.type = 'checkbox';
-		box.checked = visible[k];
-		box.addEventListener('change', function () { timeline.setVisibility(k, box.checked); });
-		lab.appendChild(box);
-		lab.appendChild(document.createTextNode(l + ' '));
-		$('series').appendChild(lab);
-	});
-	var frag = new Dygraph($('frag'), frows, {
-		labels: ['event', 'reserved \u2212 allocated', 'inactive split', 'largest free block',
-			'fragmentation'],
-		colors: ['#e15759', '#f28e2b', '#59a14f', '#555'],
-		series: { fragmentation: { axis: 'y2' } },
-		axes: { y: axes.y, y2: { valueRange: [0, 1.05], axisLabelWidth: 40 } },
-		xlabel: 'event', legend: 'always', labelsDiv: $('frag-legend'), underlayCallback: marks,
-		clickCallback: function (e, x) { showNearest(eventAt(x)); }
-	});
-	/* events or seconds along x */
-	if (hasTime) {
-		var lab = document.createElement('label'), box = document.createElement('input');
-		box.type = 'checkbox';
-		box.id = 'by-time';
-		box.addEventListener('change', function () {
-			byTime = box.checked;
-			buildRows();
-			rowBucket = null;
-			var name = byTime ? 'seconds' : 'event';
-			timeline.updateOptions({ file: rows, xlabel: name, dateWindow: null });
-			frag.updateOptions({ file: frows, xlabel: name, dateWindow: null });
+		var axes = { y: { valueFormatter: fmt, axisLabelFormatter: fmt, axisLabelWidth: 80 } };
+		var seriesLabels = ['allocated', 'reserved', 'active (most)', 'reserved, small pool',
+			'reserved, large pool'].concat(streamLabels);
+		if (hasExt) seriesLabels.push('outside PyTorch (raw CUDA)');
+		var visible = seriesLabels.map(function (l, k) {
+			return k < 3 || (hasExt && k === seriesLabels.length - 1);
 		});
-		lab.appendChild(box);
-		lab.appendChild(document.createTextNode('x axis in seconds '));
-		$('series').insertBefore(lab, $('series').firstChild);
+		timeline = new Dygraph($('timeline'), rows, {
+			labels: ['event'].concat(seriesLabels),
+			customBars: true, visibility: visible,
+			colors: ['#4e79a7', '#e15759', '#76b7b2', '#b07aa1', '#9c755f', '#edc948', '#59a14f',
+				'#ff9da7', '#bab0ac', '#8cd17d', '#f1ce63', '#499894', '#d37295', '#86bcb6'].slice(0, seriesLabels.length),
+			xlabel: 'event', axes: axes, legend: 'always', labelsDiv: $('timeline-legend'),
+			underlayCallback: marks,
+			zoomCallback: function (x0, x1) { zoomed(x0, x1); },
+			highlightCallback: function (e, x, pts, row) {
+				var b = rowBucket ? rowBucket[row] : row, s = 'events ' + T.first[b] + '\u2013' + T.last[b] + ', t = ' +
+					(T.t_ms[b] / 1000).toFixed(3) + ' s\n' +
+					'allocated ' + fmt(T.alloc_min[b]) + ' \u2013 ' + fmt(T.alloc_max[b]) +
+					', reserved ' + fmt(T.res_min[b]) + ' \u2013 ' + fmt(T.res_max[b]) +
+					(T.ann[b] >= 0 && D.strings[T.ann[b]] ? '\nin ' + D.strings[T.ann[b]] : '') +
+					(T.big_size[b] ? '\nlargest allocation: ' + fmt(T.big_size[b]) + ' at event ' +
+						T.big_index[b] + (T.big_site[b] >= 0 ? ', ' + site(T.big_site[b]) : '') : '');
+				text($('hover'), s);
+			},
+			clickCallback: function (e, x) { showNearest(eventAt(x)); }
+		});
+		/*
+		 * Zoomed in to less than half of the window, the timeline draws the finer level (D.fine:
+		 * eight times the buckets, extremes of allocated and reserved), over the visible range and
+		 * as much again on each side for panning; the other series keep their coarse buckets.
+		 */
+		var FD = D.fine;
+		NF = FD.first.length;
+		function fineX(j) { return byTime ? (FD.t_ms[j] - T.t_ms[0]) / 1000 : FD.first[j]; }
+		zoomed = function (x0, x1) {
+			var full = xOf(N - 1) - xOf(0), w = x1 - x0;
+			if (!(w < full / 2) || NF <= N) {
+				if (rowBucket) {
+					rowBucket = null;
+					timeline.updateOptions({ file: rows, dateWindow: [x0, x1] });
+				}
+				return;
+			}
+			var lo = x0 - w, hi = x1 + w, out = [], map = [];
+			for (var j = 0; j < NF; j++) {
+				var x = fineX(j);
+				if ((j + 1 < NF && fineX(j + 1) < lo) || (x > hi && out.length)) continue;
+				var b = bucketOf(FD.first[j]), row = rows[b].slice();
+				row[0] = x;
+				row[1] = [FD.alloc_min[j], FD.alloc_max[j], FD.alloc_max[j]];
+				row[2] = [FD.res_min[j], FD.res_max[j], FD.res_max[j]];
+				out.push(row);
+				map.push(b);
+			}
+			rowBucket = map;
+			timeline.updateOptions({ file: out, dateWindow: [x0, x1] });
+			document.body.dataset.fineRows = String(out.length);
+		};
+		/* a switch per series */
+		seriesLabels.forEach(function (l, k) {
+			var lab = document.createElement('label'), box = document.createElement('input');
+			box.type = 'checkbox';
+			box.checked = visible[k];
+			box.addEventListener('change', function () { timeline.setVisibility(k, box.checked); });
+			lab.appendChild(box);
+			lab.appendChild(document.createTextNode(l + ' '));
+			$('series').appendChild(lab);
+		});
+		frag = new Dygraph($('frag'), frows, {
+			labels: ['event', 'reserved \u2212 allocated', 'inactive split', 'largest free block',
+				'fragmentation'],
+			colors: ['#e15759', '#f28e2b', '#59a14f', '#555'],
+			series: { fragmentation: { axis: 'y2' } },
+			axes: { y: axes.y, y2: { valueRange: [0, 1.05], axisLabelWidth: 40 } },
+			xlabel: 'event', legend: 'always', labelsDiv: $('frag-legend'), underlayCallback: marks,
+			clickCallback: function (e, x) { showNearest(eventAt(x)); }
+		});
+		/* events or seconds along x */
+		if (hasTime) {
+			var lab = document.createElement('label'), box = document.createElement('input');
+			box.type = 'checkbox';
+			box.id = 'by-time';
+			box.addEventListener('change', function () {
+				byTime = box.checked;
+				buildRows();
+				rowBucket = null;
+				var name = byTime ? 'seconds' : 'event';
+				timeline.updateOptions({ file: rows, xlabel: name, dateWindow: null });
+				frag.updateOptions({ file: frows, xlabel: name, dateWindow: null });
+			});
+			lab.appendChild(box);
+			lab.appendChild(document.createTextNode('x axis in seconds '));
+			$('series').insertBefore(lab, $('series').firstChild);
+		}
+		/* the two charts zoom and pan together */
+		var syncing = false;
+		function follow(from, to) {
+			from.updateOptions({ drawCallback: function (g, initial) {
+				if (from === timeline) document.body.dataset.timeline = 'drawn';
+				if (initial || syncing) return;
+				syncing = true;
+				to.updateOptions({ dateWindow: g.xAxisRange() });
+				syncing = false;
+			} });
+		}
+		follow(timeline, frag);
+		follow(frag, timeline);
 	}
-	/* the two charts zoom and pan together */
-	var syncing = false;
-	function follow(from, to) {
-		from.updateOptions({ drawCallback: function (g, initial) {
-			if (from === timeline) document.body.dataset.timeline = 'drawn';
-			if (initial || syncing) return;
-			syncing = true;
-			to.updateOptions({ dateWindow: g.xAxisRange() });
-			syncing = false;
-		} });
-	}
-	follow(timeline, frag);
-	follow(frag, timeline);
 
 	/* ---- the segment map ---- */
 	var M = D.moments, shown = -1, hit = [];
@@ -249,7 +262,7 @@
 
 	function momentName(m) {
 		return m.label === 'peak' ? 'at the peak' : m.label === 'oom' ? 'at the OOM' :
-			'after event ' + m.index;
+			m.label === 'snapshot' ? 'as the snapshot recorded them' : 'after event ' + m.index;
 	}
 	function showNearest(x) {
 		var best = 0;
@@ -355,7 +368,8 @@
 		if (m.label || k === M.length - 1) {
 			var b = document.createElement('button');
 			b.dataset.k = String(k);
-			text(b, m.label === 'peak' ? 'peak' : m.label === 'oom' ? 'OOM' : 'end');
+			text(b, m.label === 'peak' ? 'peak' : m.label === 'oom' ? 'OOM' :
+				m.label === 'snapshot' ? 'recorded' : 'end');
 			b.addEventListener('click', function () { show(k); });
 			$('moment-buttons').appendChild(b);
 		}
@@ -366,8 +380,15 @@
 
 	/* ---- top sites ---- */
 	var tb = document.querySelector('#sites tbody');
+	var sitesTitle = NOTRACE ? 'Top allocation sites of the allocated blocks, as recorded' :
+		'Top allocation sites at the peak';
+	text($('sites-panel').querySelector('h2'), sitesTitle);
+	if (NOTRACE)
+		text($('footer'), 'Written by memsnap from the segments the snapshot recorded (no trace, ' +
+			'no replay). Charts: dygraphs (MIT).');
 	if (!D.top_sites_at_peak || !D.top_sites_at_peak.length || !D.sites.length) {
-		text($('sites-panel').querySelector('h2'), 'Top allocation sites at the peak: the trace recorded no stacks');
+		text($('sites-panel').querySelector('h2'), sitesTitle + ': ' +
+			(NOTRACE ? 'the snapshot' : 'the trace') + ' recorded no stacks');
 		$('sites').hidden = true;
 	} else {
 		D.top_sites_at_peak.forEach(function (r) {
@@ -437,7 +458,7 @@
 
 	/* #selftest: click the timeline as a person would (at the middle, then with the x axis
 	   in seconds at three quarters); say what happened */
-	if (location.hash === '#selftest') {
+	if (location.hash === '#selftest' && !NOTRACE) {
 		var clickAt = function (frac) {
 			$('timeline').scrollIntoView();
 			var area = timeline.getArea(), rect = $('timeline').getBoundingClientRect();

@@ -14,7 +14,10 @@ void ms_render_title(const struct ms_render_input *in, char *buf, size_t cap)
 	                   : !strcmp(in->moment, "end") ? "at the end"
 	                                                : "after";
 
-	if (sn->at_oom)
+	if (!strcmp(in->moment, "snapshot"))
+		snprintf(buf, cap, "%s: as the snapshot recorded it (no trace), device %u",
+		         in->source, (unsigned)in->r->device);
+	else if (sn->at_oom)
 		snprintf(buf, cap, "%s: at the OOM (event %llu), device %u", in->source,
 		         (unsigned long long)sn->index, (unsigned)in->r->device);
 	else

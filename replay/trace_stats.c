@@ -43,6 +43,9 @@ struct ms_stats_builder {
 	uint64_t index;
 	struct ms_external ext;
 	int64_t only; /* the device counted, -1 all */
+	/* the end state's allocated blocks by stack: bytes and blocks */
+	struct ms_stats_site *blk;
+	size_t cap_blk;
 };
 
 static ms_status grow_devices(struct ms_stats_builder *b, uint32_t device)
@@ -98,6 +101,8 @@ void ms_stats_builder_free(struct ms_stats_builder *b)
 	ms_free(b->r.live_top);
 	ms_free(b->r.largest);
 	ms_free(b->r.sites);
+	ms_free(b->r.block_sites);
+	ms_free(b->blk);
 	ms_free(b->r.devices);
 	ms_free(b);
 }
@@ -328,6 +333,10 @@ static ms_status s_seg(void *ctx, const struct ms_segment *g, const struct ms_bl
 		const struct ms_block *k = &bl[i];
 		switch (k->state) {
 		case MS_BLOCK_ACTIVE_ALLOCATED:
+			if (grow_zero(&b->blk, &b->cap_blk, (size_t)k->stack + 1, sizeof(*b->blk)))
+				return MS_ERR_NOMEM;
+			b->blk[k->stack].bytes += k->size;
+			b->blk[k->stack].count++;
 			r->allocated += k->size;
 			r->active += k->size;
 			r->requested += k->requested_size;
@@ -424,6 +433,20 @@ const struct ms_trace_stats *ms_stats_builder_result(struct ms_stats_builder *b)
 	}
 	if (r->n_sites)
 		qsort(r->sites, r->n_sites, sizeof(*r->sites), site_desc);
+	/* the end state's allocated blocks by stack */
+	for (size_t st = 0; st < b->cap_blk; st++)
+		r->n_block_sites += b->blk[st].count != 0;
+	if (r->n_block_sites &&
+	    !(r->block_sites = ms_calloc(r->n_block_sites, sizeof(*r->block_sites))))
+		r->n_block_sites = 0; /* as above */
+	else if (r->n_block_sites) {
+		r->n_block_sites = 0;
+		for (size_t st = 0; st < b->cap_blk; st++)
+			if (b->blk[st].count)
+				r->block_sites[r->n_block_sites++] = (struct ms_stats_site){
+				        (uint32_t)st, b->blk[st].bytes, b->blk[st].count};
+		qsort(r->block_sites, r->n_block_sites, sizeof(*r->block_sites), site_desc);
+	}
 	return r;
 }
 

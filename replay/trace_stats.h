@@ -61,6 +61,10 @@ struct ms_trace_stats {
 	uint64_t external_peak, external_peak_index, external_end;
 	/* end state (segments) */
 	int has_segments;
+	/* the end state's allocated blocks by stack (their frames), by bytes, largest first:
+	 * what holds the memory when there is no trace */
+	struct ms_stats_site *block_sites;
+	size_t n_block_sites;
 	uint64_t n_segments, reserved, allocated, active, requested, internal, external_free,
 	        largest_free, pending_free_bytes, n_expandable;
 };

@@ -74,6 +74,22 @@ for name in dynamic_oom gpt_train multistream gpt_train_with_nccl; do
 		echo "ok $name ($size bytes; screenshot $art/$name.png)"
 	fi
 done
+# a snapshot without a trace: the segments as recorded, no timeline, no console message
+html="$art/no_trace.html"
+"$memsnap" render "$root/testdata/snapshots/versions/no_history_two_devices.pickle" -o "$html" 2>"$tmp/render.err" || { cat "$tmp/render.err"; exit 1; }
+chrome --enable-logging=stderr --v=0 --dump-dom "file://$html" >"$tmp/dom.html" 2>"$tmp/chrome.err"
+problems=""
+grep -q 'data-segmap="[0-9]' "$tmp/dom.html" || problems+=" segmap-not-drawn"
+grep -q 'id="timeline-panel" hidden' "$tmp/dom.html" || problems+=" timeline-shown"
+grep -q 'no trace' "$tmp/dom.html" || problems+=" no-trace-not-said"
+grep -q 'CONSOLE' "$tmp/chrome.err" && problems+=" console-messages"
+if [ -n "$problems" ]; then
+	echo "FAIL no_trace:$problems"
+	grep 'CONSOLE' "$tmp/chrome.err" | head -5
+	fail=1
+else
+	echo "ok no_trace"
+fi
 # names in the trace that try to close the data block and run a script stay text
 "$memsnap" render "$root/testdata/snapshots/hostile/script_in_names.json" -o "$art/hostile.html" 2>/dev/null
 title=$(chrome --dump-dom "file://$art/hostile.html" 2>/dev/null | grep -o '<title>[^<]*</title>')
