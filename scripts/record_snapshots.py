@@ -1,0 +1,798 @@
+#!/usr/bin/env python3
+"""Records real PyTorch CUDA memory snapshots, each with the truth PyTorch itself reports.
+
+    python3 scripts/record_snapshots.py CASE... --out DIR      # CASE "all" for every case
+    python3 scripts/record_snapshots.py --list
+
+Needs a CUDA GPU and PyTorch; some cases need transformers, timm, pytorch-lightning or CuPy.
+Nothing is downloaded: every model is built from a config with random weights.
+
+Each case runs in its own process (a crash or an OOM in one leaves the others alone) and writes
+DIR/NAME.pickle (what torch.cuda.memory._dump_snapshot writes, or for bare_list a pickle of
+torch.cuda.memory_snapshot()) and DIR/NAME.truth.json (torch.cuda.memory_stats and mem_get_info
+as PyTorch reported them, the allocator settings in force, the OOM message, what was done before
+history was turned on, and a summary of the pickle's content). DIR/env.json holds the versions and
+the signatures of the snapshot functions; DIR/run_log.json how each case ended; DIR/NAME.log its
+output. A case whose feature does not exist in the installed PyTorch exits 77 (skipped).
+"""
+import argparse
+import gc
+import inspect
+import json
+import os
+import pickle
+import random
+import socket
+import subprocess
+import sys
+import time
+import traceback
+
+HERE = os.path.abspath(__file__)
+GiB = 1 << 30
+SKIP = 77
+
+STAT_KEYS = [
+    "reserved_bytes.all.peak", "reserved_bytes.all.current",
+    "reserved_bytes.large_pool.peak", "reserved_bytes.small_pool.peak",
+    "allocated_bytes.all.peak", "allocated_bytes.all.current",
+    "requested_bytes.all.peak", "requested_bytes.all.current",
+    "active_bytes.all.peak", "active_bytes.all.current",
+    "inactive_split_bytes.all.current",
+    "segment.all.peak", "segment.all.current", "segment.all.allocated", "segment.all.freed",
+    "allocation.all.allocated", "allocation.all.freed", "allocation.all.current",
+    "num_alloc_retries", "num_ooms", "num_device_alloc", "num_device_free",
+    "num_sync_all_streams",
+]
+
+CASES = {}
+
+
+def case(name, what, env=None, outputs=None, timeout=180, fallback_env=None):
+    def deco(fn):
+        CASES[name] = dict(fn=fn, what=what, env=env or {}, outputs=outputs or [name],
+                           timeout=timeout, fallback_env=fallback_env)
+        return fn
+    return deco
+
+
+# ---------------------------------------------------------------------------------------------
+# helpers run inside a case's process
+
+def stats(d=0):
+    import torch
+    st = torch.cuda.memory_stats(d)
+    return {k: st.get(k) for k in STAT_KEYS}
+
+
+def mem_info(d=0):
+    import torch
+    free, total = torch.cuda.mem_get_info(d)
+    return {"free": free, "total": total}
+
+
+def moment():
+    """Stats of every device and mem_get_info of device 0, now."""
+    import torch
+    torch.cuda.synchronize()
+    return {"stats": stats(0), "mem_get_info": mem_info(0)}
+
+
+def gpt(d=512, layers=4, vocab=8192, heads=8, ff=None):
+    import torch.nn as nn
+
+    class GPT(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.emb = nn.Embedding(vocab, d)
+            self.blocks = nn.ModuleList(
+                nn.TransformerEncoderLayer(d, heads, ff or 4 * d, batch_first=True, norm_first=True,
+                                           dropout=0.0)
+                for _ in range(layers))
+            self.head = nn.Linear(d, vocab, bias=False)
+
+        def forward(self, x):
+            import torch.nn as nn
+            h = self.emb(x)
+            mask = nn.Transformer.generate_square_subsequent_mask(x.shape[1], device=x.device)
+            for b in self.blocks:
+                h = b(h, src_mask=mask, is_causal=True)
+            return self.head(h)
+
+    return GPT().cuda()
+
+
+def train_step(model, opt, b, s, vocab, amp=True):
+    import torch
+    import torch.nn.functional as F
+    x = torch.randint(0, vocab, (b, s), device="cuda")
+    with torch.autocast("cuda", dtype=torch.bfloat16, enabled=amp):
+        logits = model(x)
+        loss = F.cross_entropy(logits.float().view(-1, vocab), x.view(-1))
+    loss.backward()
+    opt.step()
+    opt.zero_grad(set_to_none=True)
+    return loss.item()
+
+
+def shapes(n, seed, bs=(2, 4, 8), ss=(64, 128, 192, 256, 384, 512)):
+    r = random.Random(seed)
+    return [(r.choice(bs), r.choice(ss)) for _ in range(n)]
+
+
+def summarize(obj):
+    """What the pickle holds: entries per device, actions, OOM index, frames."""
+    out = {}
+    segs = obj if isinstance(obj, list) else obj.get("segments", [])
+    blocks = [b for s in segs for b in s.get("blocks", [])]
+    out["segments"] = len(segs)
+    out["segments_bytes"] = sum(s.get("total_size", 0) for s in segs)
+    out["blocks"] = len(blocks)
+    out["blocks_with_frames"] = sum(1 for b in blocks if b.get("frames"))
+    out["block_states"] = {}
+    for b in blocks:
+        out["block_states"][b.get("state")] = out["block_states"].get(b.get("state"), 0) + 1
+    if isinstance(obj, list):
+        out["top_level"] = "list"
+        return out
+    out["top_level"] = "dict"
+    out["keys"] = sorted(obj.keys())
+    traces = obj.get("device_traces", [])
+    out["trace_entries"] = [len(t) for t in traces]
+    out["actions"] = []
+    out["oom_entry_index"] = None
+    nframes, cpp, py = 0, 0, 0
+    for di, t in enumerate(traces):
+        acts = {}
+        for i, e in enumerate(t):
+            a = e.get("action")
+            acts[a] = acts.get(a, 0) + 1
+            if a == "oom" and out["oom_entry_index"] is None and di == 0:
+                out["oom_entry_index"] = i
+            for f in e.get("frames") or ():
+                nframes += 1
+                if str(f.get("filename", "")).endswith(".py"):
+                    py += 1
+                else:
+                    cpp += 1
+        out["actions"].append(acts)
+    out["first_actions"] = [e.get("action") for e in traces[0][:8]] if traces else []
+    out["entry_frames"] = {"total": nframes, "python": py, "other (C++)": cpp}
+    if traces and traces[0]:
+        out["entry_time_us_first_last"] = [traces[0][0].get("time_us"), traces[0][-1].get("time_us")]
+    return out
+
+
+class Ctx:
+    def __init__(self, name, out, what):
+        import torch
+        self.name, self.out = name, out
+        self.t0 = time.time()
+        self.history_kw = None
+        props = torch.cuda.get_device_properties(0)
+        self.truth = {
+            "case": name,
+            "what": what,
+            "torch": torch.__version__,
+            "cuda_runtime": torch.version.cuda,
+            "python": sys.version.split()[0],
+            "device_count": torch.cuda.device_count(),
+            "device_name": torch.cuda.get_device_name(0),
+            "total_memory": props.total_memory,
+            "alloc_conf": os.environ.get("PYTORCH_CUDA_ALLOC_CONF", ""),
+            "fraction": None,
+            "limit_bytes": None,
+            "history": None,
+            "max_entries": None,
+            "before_history": None,
+            "steps": 0,
+            "oom": None,
+            "oom_entry_index": None,
+        }
+
+    def history(self, **kw):
+        import torch
+        torch.cuda.memory._record_memory_history(**kw)
+        self.history_kw = dict(kw)
+        self.truth["history"] = {k: v for k, v in kw.items()}
+        self.truth["max_entries"] = kw.get("max_entries", "default (sys.maxsize)")
+        self.truth["history"]["turned_on_after_steps"] = self.truth["steps"]
+
+    def fraction(self, f):
+        import torch
+        torch.cuda.set_per_process_memory_fraction(f)
+        total = torch.cuda.mem_get_info(0)[1]
+        self.truth["fraction"] = f
+        self.truth["limit_bytes"] = int(f * total)
+
+    def oom(self, e):
+        import torch
+        self.truth["oom"] = str(e)
+        self.truth["at_oom"] = {"stats": stats(0), "mem_get_info": mem_info(0),
+                                "steps_completed": self.truth["steps"]}
+
+    def finish(self, how="dump", stop_history=True):
+        import torch
+        gc.collect()
+        torch.cuda.synchronize()
+        path = os.path.join(self.out, self.name + ".pickle")
+        if how == "dump":
+            torch.cuda.memory._dump_snapshot(path)
+            self.truth["written_by"] = "torch.cuda.memory._dump_snapshot(path)"
+        elif how == "bare_list":
+            with open(path, "wb") as f:
+                pickle.dump(torch.cuda.memory_snapshot(), f)
+            self.truth["written_by"] = "pickle.dump(torch.cuda.memory_snapshot(), f)"
+        else:
+            how(path)
+        t = self.truth
+        t["seconds"] = round(time.time() - self.t0, 3)
+        t["stats_by_device"] = {str(d): stats(d) for d in range(torch.cuda.device_count())}
+        t["stats"] = t["stats_by_device"]["0"]
+        t["mem_get_info"] = mem_info(0)
+        st = t["stats"]
+        t["events_estimate_from_stats"] = {
+            "value": st["allocation.all.allocated"] + 2 * st["allocation.all.freed"]
+            + st["segment.all.allocated"] + st["segment.all.freed"] + st["num_ooms"],
+            "formula": "allocation.all.allocated + 2*allocation.all.freed (free_requested and "
+                       "free_completed) + segment.all.allocated + segment.all.freed + num_ooms",
+        }
+        if self.history_kw is not None and stop_history:
+            torch.cuda.memory._record_memory_history(enabled=None)
+        with open(path, "rb") as f:
+            obj = pickle.load(f)
+        t["pickle_bytes"] = os.path.getsize(path)
+        t["content"] = summarize(obj)
+        if isinstance(obj, dict):
+            t["trace_entries"] = t["content"]["trace_entries"]
+            t["oom_entry_index"] = t["content"]["oom_entry_index"]
+        with open(os.path.join(self.out, self.name + ".truth.json"), "w") as f:
+            json.dump(t, f, indent=1)
+        c = t["content"]
+        print("DONE", self.name, json.dumps({
+            "pickle_bytes": t["pickle_bytes"], "trace_entries": c.get("trace_entries"),
+            "segments": c["segments"], "reserved_peak": st["reserved_bytes.all.peak"],
+            "allocated_peak": st["allocated_bytes.all.peak"], "oom": bool(t["oom"]),
+            "oom_entry_index": t["oom_entry_index"], "seconds": t["seconds"]}), flush=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# cases
+
+def _gpt_train(cx, model, opt, shp, vocab):
+    for b, s in shp:
+        train_step(model, opt, b, s, vocab)
+        cx.truth["steps"] += 1
+
+
+@case("ring_wrap", "small GPT-like training (4 TransformerEncoderLayer, AdamW, bf16 autocast, random "
+      "batch and sequence lengths) recorded with max_entries=3000 from the start: the ring buffer "
+      "wraps many times, the pickle holds only the last 3000 events; the whole-run peaks are in stats")
+def c_ring_wrap(cx):
+    import torch
+    torch.manual_seed(0)
+    cx.history(enabled="all", context="all", stacks="python", max_entries=3000)
+    vocab = 8192
+    m = gpt(d=384, layers=4, vocab=vocab, heads=6)
+    opt = torch.optim.AdamW(m.parameters(), lr=1e-4)
+    _gpt_train(cx, m, opt, shapes(16, seed=2), vocab)
+    cx.finish()
+
+
+def _late(cx, empty_cache):
+    import torch
+    torch.manual_seed(0)
+    vocab = 16000
+    m = gpt(d=512, layers=4, vocab=vocab, heads=8)
+    opt = torch.optim.AdamW(m.parameters(), lr=1e-4)
+    shp = shapes(10, seed=3, bs=(2, 4, 8), ss=(128, 256, 512, 768, 1024))
+    _gpt_train(cx, m, opt, shp[:5], vocab)
+    cx.truth["before_history"] = dict(moment(), steps=5, reset_peak_memory_stats_called=False,
+                                      note="stats at the moment history was turned on; the trace "
+                                           "starts here, the model, its optimizer state and the "
+                                           "cached segments already exist")
+    cx.history(enabled="all", context="all", stacks="python")
+    if empty_cache:
+        torch.cuda.empty_cache()
+        cx.truth["after_empty_cache"] = dict(moment(), note="right after torch.cuda.empty_cache(), "
+                                             "the first call after history was turned on")
+    _gpt_train(cx, m, opt, shp[5:], vocab)
+    cx.finish()
+
+
+@case("late_history", "5 training steps with history off (no reset_peak_memory_stats), then "
+      "_record_memory_history() and 5 more steps: the trace starts mid-run, blocks and segments "
+      "made before it have no alloc events")
+def c_late_history(cx):
+    _late(cx, empty_cache=False)
+
+
+@case("late_after_empty_cache", "as late_history, with torch.cuda.empty_cache() right after history "
+      "was turned on: the trace begins with segment_free events of segments it never saw allocated")
+def c_late_after_empty_cache(cx):
+    _late(cx, empty_cache=True)
+
+
+@case("state_only", "_record_memory_history(enabled='state', context='state', stacks='python') for a "
+      "few steps: end-state segments whose blocks carry frames; no alloc/free events are kept in this "
+      "mode, device_traces is empty or close to it")
+def c_state_only(cx):
+    import torch
+    torch.manual_seed(0)
+    cx.history(enabled="state", context="state", stacks="python")
+    vocab = 8192
+    m = gpt(d=384, layers=4, vocab=vocab, heads=6)
+    opt = torch.optim.AdamW(m.parameters(), lr=1e-4)
+    _gpt_train(cx, m, opt, shapes(4, seed=4), vocab)
+    cx.finish()
+
+
+@case("no_history", "history never turned on, a few training steps, then _dump_snapshot: end-state "
+      "segments, blocks without frames, empty device_traces")
+def c_no_history(cx):
+    import torch
+    torch.manual_seed(0)
+    vocab = 8192
+    m = gpt(d=384, layers=4, vocab=vocab, heads=6)
+    opt = torch.optim.AdamW(m.parameters(), lr=1e-4)
+    _gpt_train(cx, m, opt, shapes(4, seed=4), vocab)
+    cx.finish()
+
+
+@case("bare_list", "pickle.dump(torch.cuda.memory_snapshot()): the bare list of segments (no dict, no "
+      "traces), after a few training steps with history on (enabled='all', stacks='python'), so "
+      "blocks carry frames")
+def c_bare_list(cx):
+    import torch
+    torch.manual_seed(0)
+    cx.history(enabled="all", context="all", stacks="python")
+    vocab = 8192
+    m = gpt(d=384, layers=4, vocab=vocab, heads=6)
+    opt = torch.optim.AdamW(m.parameters(), lr=1e-4)
+    _gpt_train(cx, m, opt, shapes(4, seed=4), vocab)
+    cx.finish("bare_list")
+
+
+@case("no_traces", "a snapshot that leaves the traces out, after a few training steps with history "
+      "on: _snapshot/_dump_snapshot have no such argument in PyTorch 2.11, "
+      "torch.cuda.memory_snapshot(include_traces=False) has; the dict its C++ call returns (the "
+      "form _dump_snapshot writes) is pickled")
+def c_no_traces(cx):
+    import torch
+    sig_s = inspect.signature(torch.cuda.memory._snapshot)
+    sig_d = inspect.signature(torch.cuda.memory._dump_snapshot)
+    sig_m = inspect.signature(torch.cuda.memory.memory_snapshot)
+    print("torch.cuda.memory._snapshot", sig_s, flush=True)
+    print("torch.cuda.memory._dump_snapshot", sig_d, flush=True)
+    print("torch.cuda.memory.memory_snapshot", sig_m, flush=True)
+    for f in (torch.cuda.memory._snapshot, torch.cuda.memory.memory_snapshot):
+        try:
+            print(inspect.getsource(f), flush=True)
+        except Exception as e:  # noqa: BLE001
+            print("no source:", e, flush=True)
+    cand = [p for p in sig_s.parameters if "trace" in p and "fx" not in p]
+    if not cand and "include_traces" not in sig_m.parameters:
+        print("SKIP: no snapshot function of torch.cuda.memory leaves the traces out", flush=True)
+        sys.exit(SKIP)
+    cx.truth["signatures"] = {"_snapshot": str(sig_s), "_dump_snapshot": str(sig_d),
+                              "memory_snapshot": str(sig_m)}
+    torch.manual_seed(0)
+    cx.history(enabled="all", context="all", stacks="python")
+    vocab = 8192
+    m = gpt(d=384, layers=4, vocab=vocab, heads=6)
+    opt = torch.optim.AdamW(m.parameters(), lr=1e-4)
+    _gpt_train(cx, m, opt, shapes(4, seed=4), vocab)
+
+    def write(path):
+        if cand:
+            p = cand[0]
+            cx.truth["snapshot_argument"] = f"{p}=False"
+            if p in sig_d.parameters:
+                torch.cuda.memory._dump_snapshot(path, **{p: False})
+                cx.truth["written_by"] = f"torch.cuda.memory._dump_snapshot(path, {p}=False)"
+            else:
+                with open(path, "wb") as f:
+                    pickle.dump(torch.cuda.memory._snapshot(**{p: False}), f)
+                cx.truth["written_by"] = f"pickle.dump(torch.cuda.memory._snapshot({p}=False), f)"
+            return
+        # memory_snapshot returns only the segments of what its C++ call gives: catch that whole
+        # value (the same form as _snapshot's) as it passes
+        seen = {}
+        real = torch._C._cuda_memorySnapshot
+
+        def spy(*args, **kw):
+            seen["args"] = [repr(x) for x in args] + [f"{k}={v!r}" for k, v in kw.items()]
+            seen["value"] = real(*args, **kw)
+            return seen["value"]
+        torch._C._cuda_memorySnapshot = spy
+        try:
+            segs = torch.cuda.memory.memory_snapshot(include_traces=False)
+        finally:
+            torch._C._cuda_memorySnapshot = real
+        if "value" not in seen:  # memory_snapshot reached it another way: call it as it would
+            for args, kw in (((None,), {"include_traces": False}), ((None, False), {})):
+                try:
+                    spy(*args, **kw)
+                    break
+                except TypeError as e:
+                    print("torch._C._cuda_memorySnapshot", args, kw, e, flush=True)
+        with open(path, "wb") as f:
+            pickle.dump(seen["value"], f)
+        with open(os.path.join(cx.out, cx.name + "_list.pickle"), "wb") as f:
+            pickle.dump(segs, f)
+        cx.truth["snapshot_argument"] = "include_traces=False"
+        cx.truth["written_by"] = ("pickle.dump(d, f), d the value torch._C._cuda_memorySnapshot(" +
+                                  ", ".join(seen["args"]) + ") returned inside "
+                                  "torch.cuda.memory.memory_snapshot(include_traces=False); "
+                                  + cx.name + "_list.pickle is what memory_snapshot returned")
+        cx.truth["list_summary"] = summarize(segs)
+    cx.finish(write)
+
+
+@case("stacks_all", "_record_memory_history(stacks='all'): every entry carries C++ and Python frames; "
+      "a tiny 2-layer model, 2 steps", timeout=300, fallback_env={"TORCH_SYMBOLIZE_MODE": "dladdr"})
+def c_stacks_all(cx):
+    import torch
+    torch.manual_seed(0)
+    cx.truth["symbolize_mode"] = os.environ.get("TORCH_SYMBOLIZE_MODE", "(default)")
+    cx.history(enabled="all", context="all", stacks="all")
+    vocab = 4096
+    m = gpt(d=256, layers=2, vocab=vocab, heads=4)
+    opt = torch.optim.AdamW(m.parameters(), lr=1e-4)
+    _gpt_train(cx, m, opt, [(4, 128), (4, 256)], vocab)
+    cx.finish()
+
+
+def _hold_outside(nbytes):
+    """cudaMalloc nbytes outside PyTorch's allocator; returns (how, free-function)."""
+    try:
+        import cupy
+        ptr = cupy.cuda.runtime.malloc(nbytes)
+        return "cupy.cuda.runtime.malloc (a plain cudaMalloc, not CuPy's pool)", \
+            lambda: cupy.cuda.runtime.free(ptr)
+    except ImportError:
+        import ctypes
+        import glob
+        import torch
+        libs = glob.glob(os.path.join(os.path.dirname(torch.__file__), "..", "nvidia", "*", "lib",
+                                      "libcudart.so*")) + ["libcudart.so"]
+        rt = ctypes.CDLL(libs[0])
+        p = ctypes.c_void_p()
+        rc = rt.cudaMalloc(ctypes.byref(p), ctypes.c_size_t(nbytes))
+        if rc:
+            raise RuntimeError(f"cudaMalloc failed: {rc}")
+        return f"ctypes cudaMalloc from {libs[0]}", lambda: rt.cudaFree(p)
+
+
+@case("oom_outside", "memory held outside PyTorch's allocator (a raw cudaMalloc leaving about 6 GiB "
+      "free), then a GPT training loop with growing batches that OOMs; the error is caught and the "
+      "snapshot dumped after")
+def c_oom_outside(cx):
+    import torch
+    torch.manual_seed(0)
+    torch.cuda.init()
+    torch.cuda.synchronize()
+    free, total = torch.cuda.mem_get_info(0)
+    hold = (free - 6 * GiB) // (2 << 20) * (2 << 20)
+    how, release = _hold_outside(hold)
+    cx.truth["outside"] = {"bytes": hold, "how": how, "mem_get_info_before": {"free": free,
+                           "total": total}, "mem_get_info_after": mem_info(0)}
+    cx.history(enabled="all", context="all", stacks="python")
+    vocab = 16000
+    m = gpt(d=768, layers=6, vocab=vocab, heads=12)
+    opt = torch.optim.AdamW(m.parameters(), lr=1e-4)
+    shp = [(2, 256), (4, 256), (4, 512), (8, 512), (8, 1024), (16, 1024), (16, 2048), (32, 2048),
+           (64, 2048), (128, 2048)]
+    cx.truth["shapes"] = shp
+    try:
+        _gpt_train(cx, m, opt, shp, vocab)
+    except torch.cuda.OutOfMemoryError as e:
+        cx.oom(e)
+    cx.finish()
+    release()
+
+
+@case("oom_fraction", "torch.cuda.set_per_process_memory_fraction(5 GiB / total_memory), then a GPT "
+      "training loop with random batch and sequence lengths that OOMs under the limit; caught, "
+      "snapshot dumped after")
+def c_oom_fraction(cx):
+    import torch
+    torch.manual_seed(0)
+    total = torch.cuda.mem_get_info(0)[1]
+    cx.fraction(5 * GiB / total)
+    cx.history(enabled="all", context="all", stacks="python")
+    vocab = 16000
+    m = gpt(d=768, layers=6, vocab=vocab, heads=12)
+    opt = torch.optim.AdamW(m.parameters(), lr=1e-4)
+    shp = [(2, 256), (4, 512), (4, 1024), (8, 512)] + \
+        shapes(30, seed=5, bs=(2, 4, 8, 12, 16), ss=(128, 256, 512, 768, 1024, 1536, 2048)) + \
+        [(16, 2048), (32, 2048)]
+    cx.truth["shapes"] = shp
+    try:
+        _gpt_train(cx, m, opt, shp, vocab)
+    except torch.cuda.OutOfMemoryError as e:
+        cx.oom(e)
+    cx.finish()
+
+
+def ddp_rank(rank, world, port, out, what):
+    import torch
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel as DDP
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank),
+                      WORLD_SIZE=str(world))
+    os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
+    torch.cuda.set_device(0)
+    cx = Ctx(f"ddp_gloo_rank{rank}", out, what)
+    cx.truth.update(rank=rank, world_size=world, backend="gloo", cuda_device=0,
+                    shared_device_note="both ranks ran on cuda:0 of the same GPU because only one "
+                                       "GPU was available; mem_get_info counts both processes")
+    torch.manual_seed(0)
+    cx.history(enabled="all", context="all", stacks="python")
+    dist.init_process_group("gloo", rank=rank, world_size=world)
+    vocab = 8192
+    m = DDP(gpt(d=384, layers=4, vocab=vocab, heads=6), device_ids=[0])
+    opt = torch.optim.AdamW(m.parameters(), lr=1e-4)
+    torch.manual_seed(100 + rank)
+    _gpt_train(cx, m, opt, shapes(6, seed=10 + rank), vocab)
+    dist.barrier()
+    cx.finish()
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+@case("ddp_gloo", "2-process DDP (backend gloo, both ranks on cuda:0), each rank records its own "
+      "snapshot: GPT training with random shapes, gradients all-reduced through gloo",
+      outputs=["ddp_gloo_rank0", "ddp_gloo_rank1"], timeout=240)
+def c_ddp_gloo(cx):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    procs = [subprocess.Popen([sys.executable, HERE, "--ddp-rank", str(r), "--port", str(port),
+                               "--out", cx.out]) for r in range(2)]
+    rcs = [p.wait(timeout=220) for p in procs]
+    print("ddp ranks exited", rcs, flush=True)
+    if any(rcs):
+        sys.exit(1)
+
+
+@case("hf_gpt2", "transformers GPT2LMHeadModel from a small GPT2Config (4 layers, n_embd 384, random "
+      "weights), AdamW, 6 steps with random batch and sequence lengths; history on from the start, "
+      "Python stacks")
+def c_hf_gpt2(cx):
+    import torch
+    import transformers
+    from transformers import GPT2Config, GPT2LMHeadModel
+    torch.manual_seed(0)
+    cx.truth["transformers"] = transformers.__version__
+    cx.history(enabled="all", context="all", stacks="python")
+    cfg = GPT2Config(vocab_size=8192, n_positions=512, n_embd=384, n_layer=4, n_head=6)
+    m = GPT2LMHeadModel(cfg).cuda()
+    m.train()
+    opt = torch.optim.AdamW(m.parameters(), lr=1e-4)
+    for b, s in shapes(6, seed=6, bs=(2, 4, 8), ss=(64, 128, 256, 512)):
+        ids = torch.randint(0, cfg.vocab_size, (b, s), device="cuda")
+        out = m(input_ids=ids, labels=ids)
+        out.loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        out.loss.item()
+        del out, ids
+        cx.truth["steps"] += 1
+    cx.truth["attn_implementation"] = getattr(m.config, "_attn_implementation", None)
+    cx.finish()
+
+
+@case("lightning", "pytorch-lightning Trainer(max_steps=8, one GPU, bf16-mixed) fitting a small GPT "
+      "LightningModule on random token batches; history on from the start; dumped in the module's "
+      "on_train_end hook, before the Trainer's teardown", outputs=["lightning", "lightning_teardown"])
+def c_lightning(cx):
+    import tempfile
+    import torch
+    try:
+        import pytorch_lightning as pl
+    except ImportError:
+        import lightning.pytorch as pl
+    import torch.nn.functional as F
+    torch.manual_seed(0)
+    cx.truth["lightning"] = pl.__version__
+    vocab = 8192
+    cx.history(enabled="all", context="all", stacks="python")
+
+    class LM(pl.LightningModule):
+        def __init__(self):
+            super().__init__()
+            self.net = gpt(d=384, layers=4, vocab=vocab, heads=6)
+
+        def training_step(self, batch, i):
+            (x,) = batch
+            logits = self.net(x)
+            return F.cross_entropy(logits.float().view(-1, vocab), x.view(-1))
+
+        def configure_optimizers(self):
+            return torch.optim.AdamW(self.parameters(), lr=1e-4)
+
+        def on_train_end(self):
+            # before Trainer's teardown moves the model to the CPU and empties the cache
+            cx.truth["steps"] = self.trainer.global_step
+            cx.finish(stop_history=False)
+
+    data = torch.utils.data.TensorDataset(torch.randint(0, vocab, (64, 256)))
+    dl = torch.utils.data.DataLoader(data, batch_size=8, shuffle=True, num_workers=0)
+    with tempfile.TemporaryDirectory() as tmp:
+        tr = pl.Trainer(max_steps=8, accelerator="gpu", devices=1, precision="bf16-mixed",
+                        logger=False, enable_checkpointing=False, enable_progress_bar=False,
+                        enable_model_summary=False, default_root_dir=tmp)
+        tr.fit(LM(), dl)
+    cx.name = "lightning_teardown"
+    cx.truth["case"] = cx.name
+    cx.truth["what"] = ("the same pytorch-lightning run dumped after Trainer.fit returned: its "
+                        "teardown moved the model to the CPU and called empty_cache, so the trace "
+                        "ends with segment_free events and no segment is left")
+    cx.truth["steps"] = tr.global_step
+    cx.finish()
+
+
+@case("timm", "timm resnet18 (pretrained=False, 100 classes), SGD with momentum, fp32, 5 steps of "
+      "batch 32 at 224x224; history on from the start (cuDNN workspaces through the caching allocator)")
+def c_timm(cx):
+    import torch
+    import torch.nn.functional as F
+    try:
+        import timm
+    except ImportError:
+        print("SKIP: timm is not installed", flush=True)
+        sys.exit(SKIP)
+    torch.manual_seed(0)
+    cx.truth["timm"] = timm.__version__
+    cx.history(enabled="all", context="all", stacks="python")
+    m = timm.create_model("resnet18", pretrained=False, num_classes=100).cuda()
+    opt = torch.optim.SGD(m.parameters(), lr=0.1, momentum=0.9)
+    for _ in range(5):
+        x = torch.randn(32, 3, 224, 224, device="cuda")
+        y = torch.randint(0, 100, (32,), device="cuda")
+        loss = F.cross_entropy(m(x), y)
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        loss.item()
+        del x, y, loss
+        cx.truth["steps"] += 1
+    cx.finish()
+
+
+ORDER = ["ring_wrap", "late_history", "late_after_empty_cache", "state_only", "no_history",
+         "bare_list", "no_traces", "oom_outside", "oom_fraction", "ddp_gloo", "hf_gpt2",
+         "lightning", "timm", "stacks_all"]
+assert sorted(ORDER) == sorted(CASES)
+
+
+# ---------------------------------------------------------------------------------------------
+# driver
+
+def env_info(out):
+    import torch
+    info = {"torch": torch.__version__, "cuda_runtime": torch.version.cuda,
+            "python": sys.version.split()[0], "device_count": torch.cuda.device_count(),
+            "devices": [{"name": torch.cuda.get_device_name(d),
+                         "total_memory": torch.cuda.get_device_properties(d).total_memory}
+                        for d in range(torch.cuda.device_count())],
+            "date_utc": time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime())}
+    try:
+        info["nvidia_smi"] = subprocess.run(
+            ["nvidia-smi", "--query-gpu=name,driver_version,memory.total", "--format=csv,noheader"],
+            capture_output=True, text=True, timeout=30).stdout.strip()
+    except Exception as e:  # noqa: BLE001
+        info["nvidia_smi"] = repr(e)
+    sigs = {}
+    for n in ("_record_memory_history", "_snapshot", "_dump_snapshot", "memory_snapshot"):
+        f = getattr(torch.cuda.memory, n, None)
+        try:
+            sigs[n] = str(inspect.signature(f))
+        except Exception as e:  # noqa: BLE001
+            sigs[n] = repr(e)
+    sigs["torch._C._cuda_memorySnapshot.__doc__"] = getattr(torch._C, "_cuda_memorySnapshot").__doc__
+    info["signatures"] = sigs
+    for mod in ("transformers", "timm", "pytorch_lightning", "lightning", "cupy", "torchvision"):
+        try:
+            info[mod] = __import__(mod).__version__
+        except Exception as e:  # noqa: BLE001
+            info[mod] = "not available: " + type(e).__name__
+    with open(os.path.join(out, "env.json"), "w") as f:
+        json.dump(info, f, indent=1)
+    print(json.dumps(info, indent=1), flush=True)
+
+
+def run_case(name, out):
+    c = CASES[name]
+    cx = None
+    try:
+        if name == "ddp_gloo":
+            class Light:
+                pass
+            cx = Light()
+            cx.out = out
+        else:
+            cx = Ctx(name, out, c["what"])
+        c["fn"](cx)
+    except SystemExit:
+        raise
+    except BaseException:
+        traceback.print_exc()
+        sys.exit(1)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("cases", nargs="*", help="case names, or 'all'")
+    ap.add_argument("--out", default="snapshots-out")
+    ap.add_argument("--list", action="store_true", help="list the cases and exit")
+    ap.add_argument("--deadline", type=float, default=540,
+                    help="seconds after which no further case is started (default 540)")
+    ap.add_argument("--child", help=argparse.SUPPRESS)
+    ap.add_argument("--env-info", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--ddp-rank", type=int, help=argparse.SUPPRESS)
+    ap.add_argument("--port", type=int, help=argparse.SUPPRESS)
+    a = ap.parse_args()
+    if a.list:
+        for n in ORDER:
+            print(f"{n:24s} {CASES[n]['what']}")
+        return 0
+    os.makedirs(a.out, exist_ok=True)
+    if a.env_info:
+        env_info(a.out)
+        return 0
+    if a.ddp_rank is not None:
+        try:
+            ddp_rank(a.ddp_rank, 2, a.port, a.out, CASES["ddp_gloo"]["what"])
+        except BaseException:
+            traceback.print_exc()
+            return 1
+        return 0
+    if a.child:
+        run_case(a.child, a.out)
+        return 0
+    names = ORDER if "all" in a.cases else a.cases
+    bad = [n for n in names if n not in CASES]
+    if bad or not names:
+        ap.error(f"unknown case(s) {bad}; known: {', '.join(ORDER)}" if bad else "no case named")
+    t0 = time.time()
+    log = []
+    subprocess.run([sys.executable, HERE, "--env-info", "--out", a.out], timeout=120)
+    for n in names:
+        c = CASES[n]
+        if time.time() - t0 > a.deadline:
+            log.append({"case": n, "status": "not started (deadline)"})
+            print("NOT STARTED (deadline)", n, flush=True)
+            continue
+        tries = [c["env"]] + ([dict(c["env"], **c["fallback_env"])] if c["fallback_env"] else [])
+        for env in tries:
+            t1 = time.time()
+            logpath = os.path.join(a.out, n + ".log")
+            print(f"=== {n} {env or ''}", flush=True)
+            with open(logpath, "a") as lf:
+                try:
+                    r = subprocess.run([sys.executable, HERE, "--child", n, "--out", a.out],
+                                       env=dict(os.environ, PYTHONUNBUFFERED="1", **env),
+                                       stdout=lf, stderr=subprocess.STDOUT, timeout=c["timeout"])
+                    rc = r.returncode
+                except subprocess.TimeoutExpired:
+                    rc = "timeout"
+            status = "ok" if rc == 0 else "skipped" if rc == SKIP else "failed"
+            with open(logpath) as lf:
+                tail = lf.read().splitlines()[-25:]
+            print("\n".join(tail), flush=True)
+            log.append({"case": n, "env": env, "rc": rc, "status": status,
+                        "seconds": round(time.time() - t1, 1),
+                        "outputs": c["outputs"], "log_tail": tail[-12:]})
+            print(f"=== {n}: {status} (rc {rc}, {time.time() - t1:.1f} s)", flush=True)
+            if status != "failed":
+                break
+    with open(os.path.join(a.out, "run_log.json"), "w") as f:
+        json.dump({"seconds": round(time.time() - t0, 1), "cases": log}, f, indent=1)
+    return 0 if all(x.get("status") in ("ok", "skipped") for x in log) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
