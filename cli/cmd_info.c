@@ -33,6 +33,8 @@ struct info {
 	size_t n_streams, cap_streams;
 	int oom;
 	struct ms_arena arena;
+	/* events and segments per device (devices past the array are counted in the last) */
+	uint64_t dev_events[64], dev_segs[64];
 };
 
 static ms_status i_begin(void *ctx, const struct ms_meta *m, const struct ms_symtab *syms)
@@ -47,6 +49,9 @@ static ms_status i_begin(void *ctx, const struct ms_meta *m, const struct ms_sym
 	        ms_arena_strndup(&x->arena, m->producer_version, strlen(m->producer_version));
 	x->meta.torch_version =
 	        ms_arena_strndup(&x->arena, m->torch_version, strlen(m->torch_version));
+	x->meta.layout_release =
+	        ms_arena_strndup(&x->arena, m->layout_release ? m->layout_release : "",
+	                         m->layout_release ? strlen(m->layout_release) : 0);
 	x->meta.settings.alloc_conf =
 	        ms_arena_strndup(&x->arena, m->settings.alloc_conf, strlen(m->settings.alloc_conf));
 	if (m->n_devices) {
@@ -61,7 +66,7 @@ static ms_status i_begin(void *ctx, const struct ms_meta *m, const struct ms_sym
 		x->meta.devices = d;
 	}
 	if (!x->meta.producer || !x->meta.producer_version || !x->meta.torch_version ||
-	    !x->meta.settings.alloc_conf)
+	    !x->meta.layout_release || !x->meta.settings.alloc_conf)
 		return MS_ERR_NOMEM;
 	return MS_OK;
 }
@@ -75,6 +80,7 @@ static ms_status i_event(void *ctx, const struct ms_event *e)
 	x->t_last = e->t_ns;
 	x->n++;
 	x->by_action[e->action]++;
+	x->dev_events[e->device < 64 ? e->device : 63]++;
 	if (e->stack)
 		x->with_stack++;
 	x->raw_cuda += e->source == MS_SRC_CUDA;
@@ -100,6 +106,7 @@ static ms_status i_seg(void *ctx, const struct ms_segment *s, const struct ms_bl
 
 	(void)b;
 	x->segs++;
+	x->dev_segs[s->device < 64 ? s->device : 63]++;
 	x->reserved += s->total_size;
 	return MS_OK;
 }
@@ -148,6 +155,7 @@ static void print_json(const char *path, const struct info *x, const struct ms_s
 	                        x->meta.producer_version ? x->meta.producer_version : "");
 	cJSON_AddStringToObject(o, "torch_version",
 	                        x->meta.torch_version ? x->meta.torch_version : "");
+	cJSON_AddStringToObject(o, "torch_release_from_fields", x->meta.layout_release);
 	a = cJSON_AddArrayToObject(o, "devices");
 	for (uint32_t i = 0; i < x->meta.n_devices; i++) {
 		dev = cJSON_CreateObject();
@@ -215,6 +223,28 @@ static void print_text(const char *path, const struct info *x, const struct ms_s
 	       x->meta.producer_version);
 	if (x->meta.torch_version[0])
 		printf("torch:        %s\n", x->meta.torch_version);
+	else if (x->meta.layout_release[0])
+		printf("torch:        %s (from the snapshot's fields)\n", x->meta.layout_release);
+	if (!strcmp(x->meta.producer, "torch_npu"))
+		printf("              another allocator: memsnap reads and draws it; its replay "
+		       "models "
+		       "PyTorch's CUDA allocator only\n");
+	{
+		int any = 0;
+		printf("used:         ");
+		for (int i = 0; i < 64; i++) {
+			if (!x->dev_events[i] && !x->dev_segs[i])
+				continue;
+			if (any++ == LIST_MAX / 4) {
+				printf(", and more");
+				break;
+			}
+			printf("%sdevice %d%s (%llu events, %llu segments)", any > 1 ? ", " : "", i,
+			       i == 63 ? " and up" : "", (unsigned long long)x->dev_events[i],
+			       (unsigned long long)x->dev_segs[i]);
+		}
+		printf("%s\n", any ? "" : "nothing: no events, no segments");
+	}
 	printf("devices:      %u", x->meta.n_devices);
 	for (uint32_t i = 0; i < x->meta.n_devices && i < LIST_MAX; i++) {
 		const struct ms_device *d = &x->meta.devices[i];

@@ -121,6 +121,14 @@ static int verify_one(struct ms_replay_cli *c, const char *path, uint32_t device
 
 	if (ms_replay_cli_run_reported(c, path, &r, &lim))
 		return MS_EXIT_ERROR;
+	if (r.other_allocator[0]) {
+		ms_error("%s: a %s snapshot: memsnap models PyTorch's CUDA caching allocator only, so "
+		         "there is nothing to verify it against (`memsnap replay` shows what that "
+		         "allocator would do with its requests)",
+		         label, r.other_allocator);
+		ms_replay_result_release(&r);
+		return MS_EXIT_ERROR;
+	}
 	/* sim: the model against the recording; torch: PyTorch's allocator against the model */
 	const struct ms_seg_event *ref = c->torch ? c->model.produced : r.recorded;
 	size_t n_ref = c->torch ? c->model.n_produced : r.n_recorded;
@@ -224,6 +232,7 @@ int cmd_verify(int argc, const char **argv)
 	if (n != 1)
 		ms_usage_error(opts, usage, n ? "one trace at a time" : "no trace given");
 	c.torch_ok = 1;
+	c.foreign_refused = 1;
 	ms_replay_cli_check(&c, opts, usage);
 	if (c.torch) { /* the model's state at the end, against PyTorch's own snapshot */
 		c.o.snap = 1;

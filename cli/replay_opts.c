@@ -272,6 +272,11 @@ int ms_replay_cli_run_reported(struct ms_replay_cli *c, const char *path,
 		return MS_EXIT_ERROR;
 	}
 	ms_report_warnings(path, &d);
+	if (r->other_allocator[0] && !c->foreign_refused)
+		ms_warning("%s: a %s snapshot: memsnap models PyTorch's CUDA caching allocator only; "
+		           "the replay shows what that allocator would do with these requests, not "
+		           "what %s did",
+		           path, r->other_allocator, r->other_allocator);
 	return MS_EXIT_OK;
 }
 

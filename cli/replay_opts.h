@@ -15,6 +15,7 @@ struct ms_replay_cli {
 	uint64_t device; /* --device, UINT64_MAX when not given */
 	int torch_ok; /* the command takes --backend torch (set before ms_replay_cli_check) */
 	int torch;    /* --backend torch */
+	int foreign_refused; /* the command refuses other allocators' traces itself (verify) */
 	int cuda;     /* --backend cuda */
 	struct ms_cuda_dev *dev; /* --backend cuda: the device, after the run (timings) */
 	/* --backend torch: the model's replay of the same trace (settings, limit, empty_cache) */

@@ -135,6 +135,9 @@ struct ms_meta {
 	const char *producer;                /* e.g. "memsnap-convert", "torch-snapshot" */
 	const char *producer_version;
 	const char *torch_version; /* "" when unknown */
+	/* a PyTorch snapshot: the releases its layout fits ("2.10 or 2.11"; parse/torch_release.h),
+	 * "" for other inputs */
+	const char *layout_release;
 	const char *hostname;
 	int64_t start_t_ns;
 	uint32_t time_unit_ns; /* natural tick of the source: 1, or 1000 for PyTorch's µs */

@@ -3,6 +3,7 @@
  * 'external_annotations') onto memsnap's model. Layout and quirks: torch-allocator.md §8.
  */
 #include "parse/torch_snapshot.h"
+#include "parse/torch_release.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -26,12 +27,15 @@ enum key_id {
 	K_LINE,
 	K_TIME_NS,
 	K_SOURCE,
+	K_POOL_ID,           /* 2.12: read only to tell the release */
+	K_INTERNAL_METADATA, /* 2.15: likewise */
 	K_COUNT
 };
 static const char *const key_names[K_COUNT] = {
-        "action",          "addr",          "device_free", "size", "stream",   "time_us",
-        "compile_context", "user_metadata", "frames",      "name", "filename", "line",
-        "time_ns",         "source",
+        "action",  "addr",    "device_free",     "size",
+        "stream",  "time_us", "compile_context", "user_metadata",
+        "frames",  "name",    "filename",        "line",
+        "time_ns", "source",  "pool_id",         "internal_metadata",
 };
 
 /* Keys of segments and their blocks (and legacy history entries), mapped in one pass. */
@@ -98,7 +102,14 @@ struct ms_snapmap {
 	struct ev_chunk *ev_head, *ev_tail;
 	size_t n_events;
 	uint32_t n_devices_seen;
-	struct ms_snapmap *helper; /* the second reader's (read_snapshot) */
+	/* entries skipped: actions that are no allocator event memsnap replays ("annotate",
+	 * "user_defined") or that it does not know; their names, each once, for one warning */
+	uint64_t n_skipped;
+	char skipped[160];
+	uint32_t keys_seen;         /* entry keys seen (1 << enum key_id) */
+	int user_defined, annotate; /* entries with these actions seen */
+	char release[96];           /* the releases the layout fits (meta.layout_release) */
+	struct ms_snapmap *helper;  /* the second reader's (read_snapshot) */
 	struct ms_diag helper_diag;
 	/* in the second reader's: its events' frames, mapped at the merge (snapmap_adopt) */
 	struct deferred {
@@ -341,6 +352,25 @@ static ms_status map_frames(struct ms_snapmap *m, const struct ms_pk_val *fr, ui
 	return MS_OK;
 }
 
+/*
+ * An entry whose action is no allocator event (2.14's "annotate" of a live allocation, the
+ * record_function scopes that 2024's nightly builds wrote as "user_defined") or one this reader
+ * does not know (a later release's): skipped, counted, its name kept for the warning.
+ */
+static void skip_entry(struct ms_snapmap *m, const struct ms_str *name)
+{
+	size_t len = strlen(m->skipped);
+	char quoted[64];
+
+	m->n_skipped++;
+	m->user_defined |= !strcmp(name->s, "user_defined");
+	m->annotate |= !strcmp(name->s, "annotate");
+	snprintf(quoted, sizeof(quoted), "'%.40s'", name->s);
+	if (strstr(m->skipped, quoted) || len + strlen(quoted) + 8 >= sizeof(m->skipped))
+		return;
+	snprintf(m->skipped + len, sizeof(m->skipped) - len, "%s%s", len ? ", " : "", quoted);
+}
+
 /* A trace entry's values by key (enum key_id; NULL: absent) -> the next event. */
 ms_status ms__snapmap_fields(void *ctx, uint32_t device, const struct ms_pk_val *vals,
                              uint32_t present, int64_t offset)
@@ -372,6 +402,7 @@ ms_status ms__snapmap_fields(void *ctx, uint32_t device, const struct ms_pk_val 
 	}
 	ep = &m->ev_tail->e[m->ev_tail->n];
 	ep->user_metadata = ep->compile_context = ep->stack = 0;
+	m->keys_seen |= present;
 	v = FIELD(K_ACTION);
 	if (!v || v->type != MS_PK_STR)
 		return entry_err(m, gidx, offset, "missing 'action'");
@@ -382,10 +413,8 @@ ms_status ms__snapmap_fields(void *ctx, uint32_t device, const struct ms_pk_val 
 			if (m->act_str[a] == v->v.str)
 				break;
 	if (a == MS_ACT_COUNT) {
-		const struct ms_str *n = ms_symtab_get_str(ms_pickle_strings(m->vm), v->v.str);
-		char msg[96];
-		snprintf(msg, sizeof(msg), "unknown action '%.40s'", n->s);
-		return entry_err(m, gidx, offset, msg);
+		skip_entry(m, ms_symtab_get_str(ms_pickle_strings(m->vm), v->v.str));
+		return MS_OK;
 	}
 	ep->action = (uint8_t)a;
 	v = FIELD(a == MS_ACT_OOM ? K_DEVICE_FREE : K_ADDR);
@@ -532,6 +561,7 @@ static ms_status snapmap_adopt(void *ctx, uint32_t device, uint64_t n)
 	h->ev_head = h->ev_tail = NULL;
 	m->n_events += n;
 	h->n_events = 0;
+	m->keys_seen |= h->keys_seen;
 	if (device + 1 > m->n_devices_seen)
 		m->n_devices_seen = device + 1;
 	return MS_OK;
@@ -852,6 +882,56 @@ static inline int ann_before(const struct ms_annotation *a, const struct ms_even
 	return a->device < e->device || (a->device == e->device && a->t_ns <= e->t_ns);
 }
 
+/* What the snapshot's fields say about the release that wrote it (parse/torch_release.h). */
+static void layout_of(const struct ms_snapmap *m, const struct ms_pk_val *root,
+                      const struct ms_pk_val *segs, struct ms_snapshot_layout *l)
+{
+	const struct ms_pk_val *x;
+
+	memset(l, 0, sizeof(*l));
+	l->bare_list = root->type == MS_PK_LIST;
+	l->has_entries = m->n_events > 0 || m->n_skipped > 0;
+	l->time_us = (m->keys_seen >> K_TIME_US) & 1;
+	l->compile_context = (m->keys_seen >> K_COMPILE_CONTEXT) & 1;
+	l->user_metadata = (m->keys_seen >> K_USER_METADATA) & 1;
+	l->pool_id = (m->keys_seen >> K_POOL_ID) & 1;
+	l->internal_metadata = (m->keys_seen >> K_INTERNAL_METADATA) & 1;
+	l->user_defined = m->user_defined;
+	l->annotate = m->annotate;
+	if (root->type == MS_PK_DICT) {
+		x = dget(m, root, "allocator_settings");
+		l->settings = x != NULL;
+		l->graph_reuse = x && x->type == MS_PK_DICT &&
+		                 dget(m, x, "graph_capture_record_stream_reuse") != NULL;
+		l->annotations = dget(m, root, "external_annotations") != NULL;
+		l->host = dget(m, root, "host_segments") || dget(m, root, "host_traces");
+	}
+	/* the first segment's key order, and the first block's keys */
+	for (uint32_t i = 0; segs && i < segs->v.o->n; i++) {
+		const struct ms_pk_val *g = &segs->v.o->items[i], *bl, *b;
+		int pool_at = -1, type_at = -1;
+		if (g->type != MS_PK_DICT)
+			continue;
+		for (uint32_t k = 0; k + 1 < g->v.o->n; k += 2) {
+			const struct ms_pk_val *key = &g->v.o->items[k];
+			if (key->type != MS_PK_STR)
+				continue;
+			if (key->v.str == m->gkey[G_SEGMENT_POOL_ID])
+				pool_at = (int)k;
+			else if (key->v.str == m->gkey[G_SEGMENT_TYPE])
+				type_at = (int)k;
+		}
+		l->npu = pool_at >= 0 && type_at >= 0 && pool_at < type_at;
+		bl = dget(m, g, "blocks");
+		if (!bl || bl->type != MS_PK_LIST || !bl->v.o->n)
+			continue;
+		b = &bl->v.o->items[0];
+		l->has_blocks = 1;
+		l->block_history = b->type == MS_PK_DICT && !dget(m, b, "address");
+		break;
+	}
+}
+
 ms_status ms__snapmap_finish(struct ms_snapmap *m, const struct ms_pk_val *root,
                              enum ms_input_kind kind, const struct ms_sink *sink,
                              struct ms_snapshot_info *info)
@@ -897,12 +977,25 @@ ms_status ms__snapmap_finish(struct ms_snapmap *m, const struct ms_pk_val *root,
 	}
 	if (traces && traces->v.o->n > m->n_devices_seen)
 		m->n_devices_seen = traces->v.o->n;
+	if (m->n_skipped)
+		ms__diag_warn(
+		        m->diag,
+		        "%llu trace entries skipped: their actions (%s) are no allocator event "
+		        "memsnap replays; event numbers count the entries kept",
+		        (unsigned long long)m->n_skipped, m->skipped);
 
 	memset(&meta, 0, sizeof(meta));
 	meta.input_kind = (uint8_t)kind;
 	meta.producer = "torch";
 	meta.producer_version = "";
 	meta.torch_version = "";
+	{
+		struct ms_snapshot_layout l;
+		layout_of(m, root, segs, &l);
+		meta.layout_release = ms_snapshot_release(&l, m->release, sizeof(m->release));
+		if (l.npu)
+			meta.producer = "torch_npu";
+	}
 	meta.hostname = "";
 	meta.limit_bytes = -1;
 	meta.time_unit_ns = 1000;

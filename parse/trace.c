@@ -50,6 +50,7 @@ static ms_status b_begin(void *ctx, const struct ms_meta *m, const struct ms_sym
 	if (!(t->meta.producer = dup(t, m->producer)) ||
 	    !(t->meta.producer_version = dup(t, m->producer_version)) ||
 	    !(t->meta.torch_version = dup(t, m->torch_version)) ||
+	    !(t->meta.layout_release = dup(t, m->layout_release)) ||
 	    !(t->meta.hostname = dup(t, m->hostname)) ||
 	    !(t->meta.settings.alloc_conf = dup(t, m->settings.alloc_conf)))
 		return MS_ERR_NOMEM;

@@ -114,6 +114,8 @@ static ms_status r_begin(void *ctx, const struct ms_meta *meta, const struct ms_
 	ms_status s;
 
 	p->syms = syms;
+	if (meta->producer && !strcmp(meta->producer, "torch_npu"))
+		snprintf(r->other_allocator, sizeof(r->other_allocator), "torch_npu (Ascend)");
 	ms_alloc_conf_from_settings(&p->mc.ac, &meta->settings);
 	snprintf(r->alloc_conf, sizeof(r->alloc_conf), "%s",
 	         meta->settings.present ? meta->settings.alloc_conf : "");

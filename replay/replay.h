@@ -131,6 +131,8 @@ struct ms_replay_result {
 	/* the backend's own OOM message (--backend torch: PyTorch's), or "" */
 	char backend_message[1024];
 	char backend[8]; /* "sim", "cuda" or "torch" */
+	/* the trace comes from another allocator (torch_npu): the model is PyTorch's CUDA one */
+	char other_allocator[32];
 	/* --backend torch: PyTorch's own snapshot of the segments at the end */
 	struct ms_end_segment *end_segs;
 	size_t n_end_segs;

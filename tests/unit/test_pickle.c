@@ -662,10 +662,6 @@ Test(pickle, fast_path_refuses_what_the_general_path_refuses)
 	         0, 0, -1},
 	        {"stored in a tuple", BYTES(HDR E1 E2 "2\x85" TAIL), MS_ERR_FORMAT, "not a dict", 1,
 	         0, 0, -1},
-	        {"unknown action",
-	         BYTES(HDR E1 "}\x94(h\x05\x8c\x03"
-	                      "foo\x94h\x07K\x03h\x08K\x04u" TAIL),
-	         MS_ERR_FORMAT, "unknown action 'foo'", 0, 0, 0, -1},
 	        {"no size", BYTES(HDR E1 "}\x94(h\x05h\x06h\x07K\x03u" TAIL), MS_ERR_FORMAT,
 	         "bad 'size'", 0, 0, 0, -1},
 	        {"memo hole", BYTES(HDR E1 "}\x94(h\x05h\x06h\x07h\x7fh\x08K\x04u" TAIL),
@@ -904,4 +900,37 @@ Test(pickle, two_readers_check_deferred_gets)
 	cr_assert_eq(done, 40);
 	free(copy);
 	free(data);
+}
+
+/* An entry of an action this reader does not know (a later release's): skipped with one counted
+ * warning naming it, by the fast path and the general path alike; the rest is read. */
+Test(pickle, unknown_action_skipped_with_a_warning)
+{
+	/* the layout of fast_path_refuses_what_the_general_path_refuses: entry 1 an alloc, entry
+	   2 of action 'foo' with its keys from the memo */
+	static const char bytes[] = "\x80\x04}\x94(\x8c\x0d"
+	                            "device_traces\x94]\x94]\x94("
+	                            "}\x94(\x8c\x06"
+	                            "action\x94\x8c\x05"
+	                            "alloc\x94\x8c\x04"
+	                            "addr\x94K\x01\x8c\x04"
+	                            "size\x94K\x02u"
+	                            "}\x94(h\x05\x8c\x03"
+	                            "foo\x94h\x07K\x03h\x08K\x04u"
+	                            "ea\x8c\x03pad\x8c\x10"
+	                            "0123456789abcdefu.";
+
+	for (int fast = 0; fast < 2; fast++) {
+		struct ms_trace *t = NULL;
+		struct ms_diag d = MS_DIAG_INIT;
+		ms_status s = th_pickle_load(bytes, sizeof(bytes) - 1, fast, fast ? SIZE_MAX : 7,
+		                             &t, NULL, &d);
+		cr_assert_eq(s, MS_OK, "fast %d: %s", fast, d.msg);
+		cr_expect_eq(t->n_events, 1, "fast %d: %zu events", fast, t->n_events);
+		cr_expect_eq(d.warnings, 1, "fast %d", fast);
+		cr_expect(strstr(d.warning, "1 trace entries skipped") &&
+		                  strstr(d.warning, "'foo'"),
+		          "fast %d: %s", fast, d.warning);
+		ms_trace_free(t);
+	}
 }

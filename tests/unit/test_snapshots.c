@@ -501,3 +501,106 @@ Test(snapshots, segment_strings)
 	cr_assert(strstr(d.msg, "segment 0 block 0: malformed field"), "%s", d.msg);
 	remove(path);
 }
+
+/*
+ * Every snapshot layout from PyTorch 2.0 to 2.15 (testdata/snapshots/versions, written by
+ * scripts/gen_version_cases.py with the expectations it computed from its own dicts): each
+ * device's events by action, segments, reserved and allocated bytes as written. Entries that
+ * are no allocator event ("annotate", "user_defined") or unknown are skipped with a warning.
+ */
+Test(snapshots, versions_read_as_written)
+{
+	char path[4096];
+	cJSON *exp, *f;
+	int n_files = 0;
+
+	snprintf(path, sizeof(path), "%s/snapshots/versions/expected.json", MS_TESTDATA);
+	exp = load_json(path);
+	cr_assert(exp, "%s: missing or not JSON", path);
+	cJSON_ArrayForEach(f, exp)
+	{
+		struct ms_trace *t;
+		struct ms_diag d = MS_DIAG_INIT;
+		const cJSON *ev = cJSON_GetObjectItemCaseSensitive(f, "n_events"), *dev, *a;
+		const cJSON *segs = cJSON_GetObjectItemCaseSensitive(f, "segments_by_device");
+		uint64_t skipped = 0, want_total = 0;
+		ms_status s;
+
+		snprintf(path, sizeof(path), "%s/snapshots/versions/%s.pickle", MS_TESTDATA,
+		         f->string);
+		s = ms_trace_load(path, NULL, &t, NULL, &d);
+		cr_assert_eq(s, MS_OK, "%s: %s", f->string, d.msg);
+		n_files++;
+		cJSON_ArrayForEach(dev, ev)
+		{
+			unsigned device = (unsigned)atoi(dev->string);
+			cJSON_ArrayForEach(a, dev)
+			{
+				int act = ms_action_parse(a->string, strlen(a->string));
+				uint64_t got = 0;
+				if (act < 0) { /* skipped, not replayed */
+					skipped += (uint64_t)a->valuedouble;
+					continue;
+				}
+				want_total += (uint64_t)a->valuedouble;
+				for (size_t i = 0; i < t->n_events; i++)
+					got += t->events[i].device == device &&
+					       t->events[i].action == act;
+				cr_expect_eq(got, (uint64_t)a->valuedouble,
+				             "%s: device %u, %s: %llu, want %d", f->string, device,
+				             a->string, (unsigned long long)got,
+				             (int)a->valuedouble);
+			}
+		}
+		cr_expect_eq(t->n_events, want_total, "%s: %zu events, want %llu", f->string,
+		             t->n_events, (unsigned long long)want_total);
+		{
+			/* the release its fields tell, as the generator worked it out */
+			const char *lo = cJSON_GetObjectItemCaseSensitive(f, "version_min")->valuestring;
+			const char *hi = cJSON_GetObjectItemCaseSensitive(f, "version_max")->valuestring;
+			char want[96];
+			if (!strncmp(f->string, "npu_", 4))
+				snprintf(want, sizeof(want), "torch_npu (Ascend)");
+			else if (!strncmp(f->string, "nightly_2024", 12))
+				snprintf(want, sizeof(want), "a nightly build between 2.4 and 2.5");
+			else if (!strcmp(lo, hi))
+				snprintf(want, sizeof(want), "%s", lo);
+			else if (!strcmp(hi, "main"))
+				snprintf(want, sizeof(want), "%s or later", lo);
+			else if (atoi(hi + 2) == atoi(lo + 2) + 1)
+				snprintf(want, sizeof(want), "%s or %s", lo, hi);
+			else
+				snprintf(want, sizeof(want), "%s to %s", lo, hi);
+			cr_expect_str_eq(t->meta.layout_release, want, "%s", f->string);
+		}
+		cr_expect_eq(skipped > 0, d.warnings > 0, "%s: %llu entries skipped, warnings %d",
+		             f->string, (unsigned long long)skipped, (int)d.warnings);
+		cJSON_ArrayForEach(dev, segs)
+		{
+			unsigned device = (unsigned)atoi(dev->string);
+			uint64_t n = 0, reserved = 0, allocated = 0;
+			const cJSON *r = cJSON_GetObjectItemCaseSensitive(
+			        cJSON_GetObjectItemCaseSensitive(f, "reserved_bytes"), dev->string);
+			const cJSON *al = cJSON_GetObjectItemCaseSensitive(
+			        cJSON_GetObjectItemCaseSensitive(f, "allocated_bytes"),
+			        dev->string);
+			for (size_t i = 0; i < t->n_segs; i++)
+				if (t->segs[i].device == device) {
+					n++;
+					reserved += t->segs[i].total_size;
+					allocated += t->segs[i].allocated_size;
+				}
+			cr_expect_eq(n, (uint64_t)dev->valuedouble, "%s: device %u: %llu segments",
+			             f->string, device, (unsigned long long)n);
+			cr_expect(r && (uint64_t)r->valuedouble == reserved,
+			          "%s: device %u reserved %llu", f->string, device,
+			          (unsigned long long)reserved);
+			cr_expect(al && (uint64_t)al->valuedouble == allocated,
+			          "%s: device %u allocated %llu", f->string, device,
+			          (unsigned long long)allocated);
+		}
+		ms_trace_free(t);
+	}
+	cr_expect_geq(n_files, 18, "only %d layouts", n_files);
+	cJSON_Delete(exp);
+}
