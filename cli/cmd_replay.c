@@ -238,6 +238,7 @@ static cJSON *json_report(const char *path, uint32_t device, const struct ms_rep
 	} else {
 		cJSON_AddNullToObject(o, "mid_run");
 	}
+	cJSON_AddBoolToObject(o, "peaks_are_lower_bounds", r->rebuilt);
 	json_memory_stats(o, &r->stats);
 	a = cJSON_AddArrayToObject(o, "segment_events");
 	for (size_t i = 0; i < r->n_produced; i++) {
@@ -316,7 +317,16 @@ static void text_report(const char *path, const struct ms_replay_result *r)
 	                                      : ms_format_size(b1, sizeof(b1), r->device_memory),
 	       r->limit ? ", limit " : "",
 	       r->limit ? ms_format_size(b2, sizeof(b2), r->limit) : "");
-	printf("  peaks:          reserved %s, allocated %s, requested %s\n",
+	if (r->rebuilt)
+		printf("  mid-run:        the trace starts with %llu segments (%s) and %llu blocks "
+		       "live, "
+		       "rebuilt from its end state; the peaks below are from its first event on, "
+		       "the job's may have been higher before\n",
+		       (unsigned long long)r->initial_segments,
+		       ms_format_size(b1, sizeof(b1), r->initial_reserved),
+		       (unsigned long long)r->initial_live_blocks);
+	printf("  peaks:          %sreserved %s, allocated %s, requested %s\n",
+	       r->rebuilt ? "at least: " : "",
 	       ms_format_size(b1, sizeof(b1), (uint64_t)r->stats.reserved_bytes[0].peak),
 	       ms_format_size(b2, sizeof(b2), (uint64_t)r->stats.allocated_bytes[0].peak),
 	       ms_format_size(b3, sizeof(b3), (uint64_t)r->stats.requested_bytes[0].peak));

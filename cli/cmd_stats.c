@@ -190,6 +190,12 @@ static double fragmentation(const struct ms_trace_stats *r)
 	return r->external_free ? 1.0 - (double)r->largest_free / (double)r->external_free : 0.0;
 }
 
+/* Does the trace start after the job did: blocks live before it, or frees of unknown blocks. */
+static int mid_run(const struct ms_trace_stats *r)
+{
+	return r->pre_trace_blocks || r->unmatched_frees;
+}
+
 static cJSON *job_json(const struct job *j)
 {
 	const struct ms_trace_stats *r = j->r;
@@ -208,7 +214,8 @@ static cJSON *job_json(const struct job *j)
 		cJSON_AddNullToObject(o, "peak_requested_index");
 		cJSON_AddNullToObject(o, "peak_requested_time_ns");
 	} else {
-		ms_json_u64(o, "peak_requested_bytes", (uint64_t)(r->peak_requested));
+		ms_json_u64(o, "peak_requested_bytes",
+		            (uint64_t)(r->peak_requested + r->pre_trace_requested));
 		ms_json_u64(o, "peak_requested_index", (uint64_t)(r->peak_index));
 		ms_json_i64(o, "peak_requested_time_ns", r->peak_t_ns);
 	}
@@ -234,6 +241,11 @@ static cJSON *job_json(const struct job *j)
 		cJSON_AddItemToArray(a, alloc_json(j, &r->live_top[i]));
 	ms_json_u64(o, "pending_frees_at_end", (uint64_t)(r->pending_count));
 	ms_json_u64(o, "unmatched_frees", (uint64_t)(r->unmatched_frees));
+	cJSON_AddBoolToObject(o, "starts_mid_run", mid_run(r));
+	cJSON_AddBoolToObject(o, "peak_is_lower_bound", mid_run(r));
+	x = cJSON_AddObjectToObject(o, "before_the_trace");
+	ms_json_u64(x, "live_blocks", r->pre_trace_blocks);
+	ms_json_u64(x, "requested_bytes", r->pre_trace_requested);
 	a = cJSON_AddArrayToObject(o, "largest_allocations");
 	for (size_t i = 0; i < r->n_largest; i++)
 		cJSON_AddItemToArray(a, alloc_json(j, &r->largest[i]));
@@ -335,13 +347,22 @@ static void print_one(const struct job *j)
 	}
 	printf("  events:           %llu (%llu allocations)\n", (unsigned long long)r->n_events,
 	       (unsigned long long)r->n_allocs);
+	if (mid_run(r))
+		printf("  mid-run:          the trace starts after the job did: %llu blocks (%s "
+		       "requested) were live before its first event%s; the peak below counts them, "
+		       "and may have been higher before the trace\n",
+		       (unsigned long long)r->pre_trace_blocks,
+		       ms_format_size(b1, sizeof(b1), r->pre_trace_requested),
+		       r->unmatched_frees ? ", and it frees blocks it never allocated" : "");
 	if (!r->n_allocs)
-		printf("  peak requested:   0 bytes (no allocations)");
+		printf("  peak requested:   %s (no allocations in the trace)",
+		       ms_format_size(b1, sizeof(b1), r->pre_trace_requested));
 	else
-		printf("  peak requested:   %s (%llu bytes) at event %llu, +%.3f s",
-		       ms_format_size(b1, sizeof(b1), r->peak_requested),
-		       (unsigned long long)r->peak_requested, (unsigned long long)r->peak_index,
-		       (double)(r->peak_t_ns - j->t0) / 1e9);
+		printf("  peak requested:   %s%s (%llu bytes) at event %llu, +%.3f s",
+		       mid_run(r) ? "at least " : "",
+		       ms_format_size(b1, sizeof(b1), r->peak_requested + r->pre_trace_requested),
+		       (unsigned long long)(r->peak_requested + r->pre_trace_requested),
+		       (unsigned long long)r->peak_index, (double)(r->peak_t_ns - j->t0) / 1e9);
 	if (r->peak_annotation)
 		printf(", in \"%s\"", ms_symtab_get_str(&j->syms, r->peak_annotation)->s);
 	if (r->raw_events)
@@ -362,6 +383,11 @@ static void print_one(const struct job *j)
 		printf("  unmatched frees:  %llu (the trace starts after these blocks were "
 		       "allocated)\n",
 		       (unsigned long long)r->unmatched_frees);
+	if (r->pre_trace_blocks)
+		printf("  live throughout:  %llu blocks allocated before the trace (%s requested), "
+		       "still live at its end\n",
+		       (unsigned long long)r->pre_trace_blocks,
+		       ms_format_size(b1, sizeof(b1), r->pre_trace_requested));
 	printf("  largest allocations:\n");
 	for (size_t i = 0; i < r->n_largest; i++)
 		print_alloc(j, &r->largest[i]);

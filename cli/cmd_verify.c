@@ -122,7 +122,8 @@ static int verify_one(struct ms_replay_cli *c, const char *path, uint32_t device
 	if (ms_replay_cli_run_reported(c, path, &r, &lim))
 		return MS_EXIT_ERROR;
 	if (r.other_allocator[0]) {
-		ms_error("%s: a %s snapshot: memsnap models PyTorch's CUDA caching allocator only, so "
+		ms_error("%s: a %s snapshot: memsnap models PyTorch's CUDA caching allocator only, "
+		         "so "
 		         "there is nothing to verify it against (`memsnap replay` shows what that "
 		         "allocator would do with its requests)",
 		         label, r.other_allocator);
@@ -172,16 +173,31 @@ static int verify_one(struct ms_replay_cli *c, const char *path, uint32_t device
 		ms_json_u64(o, "recorded_ooms", r.recorded_ooms);
 		ms_json_u64(o, "reproduced_ooms", r.reproduced_ooms);
 		cJSON_AddBoolToObject(o, "ended_by_oom", r.ended_by_oom);
+		/* a mid-run trace: what happened before its first event is unknown */
+		cJSON_AddBoolToObject(o, "starts_mid_run", r.rebuilt);
+		cJSON_AddBoolToObject(o, "peaks_are_lower_bounds", r.rebuilt);
 		if (c->torch)
 			cJSON_AddBoolToObject(o, "end_segments_same", end_same);
 		*jout = o;
+	} else if (same && !n_ref) {
+		/* nothing to compare is not "identical": say what agrees and what is unknown */
+		char b1[32];
+		printf("%s: agrees, with no segment event to compare: none recorded and none "
+		       "replayed over %llu events%s; reserved %s%s throughout, %llu of %llu "
+		       "recorded "
+		       "OOMs reproduced\n",
+		       label, (unsigned long long)r.events_replayed,
+		       r.rebuilt ? ", all inside segments that existed before the trace" : "",
+		       r.rebuilt ? "" : "at most ", ms_format_size(b1, sizeof(b1), rec_peak),
+		       (unsigned long long)r.reproduced_ooms, (unsigned long long)r.recorded_ooms);
 	} else if (same) {
 		char b1[32];
-		printf("%s: identical%s: %zu segment events, reserved peak %s, %llu of %llu "
-		       "recorded OOMs reproduced\n",
+		printf("%s: identical%s: %zu segment events, reserved peak %s%s, %llu of %llu "
+		       "recorded OOMs reproduced%s\n",
 		       label, c->torch ? " (PyTorch's allocator and the model)" : "", n_ref,
-		       ms_format_size(b1, sizeof(b1), rec_peak),
-		       (unsigned long long)r.reproduced_ooms, (unsigned long long)r.recorded_ooms);
+		       r.rebuilt ? "at least " : "", ms_format_size(b1, sizeof(b1), rec_peak),
+		       (unsigned long long)r.reproduced_ooms, (unsigned long long)r.recorded_ooms,
+		       r.rebuilt ? " (from the first event on: the trace starts mid-run)" : "");
 	} else {
 		printf("%s: DIVERGES%s\n", label,
 		       c->torch ? " (PyTorch's allocator against the model)" : "");

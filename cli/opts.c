@@ -11,7 +11,6 @@
 
 #include "cli/out.h"
 
-
 void ms_print_help(FILE *f, const struct ms_opt *opts, const char *const *usage)
 {
 	const struct ms_opt *o;
@@ -73,17 +72,16 @@ static void set_value(const struct ms_opt *o, const char *arg, const struct ms_o
 	case MS_OPT_T_STRING:
 		*(const char **)o->value = arg;
 		break;
-	case MS_OPT_T_SIZE:
-	{
+	case MS_OPT_T_SIZE: {
 		const char *why = ms_size_parse(arg, o->value);
 		if (!why && !*(uint64_t *)o->value)
 			ms_usage_error(opts, usage, "--%s: '%s': must be more than 0 bytes",
 			               o->long_name, arg);
 		if (why)
-			ms_usage_error(opts, usage, "--%s: '%s' is not a size: %s (e.g. 80GiB, 512MB)",
+			ms_usage_error(opts, usage,
+			               "--%s: '%s' is not a size: %s (e.g. 80GiB, 512MB)",
 			               o->long_name, arg, why);
-	}
-		break;
+	} break;
 	case MS_OPT_T_U64:
 		errno = 0;
 		*(uint64_t *)o->value = strtoull(arg, &end, 10);

@@ -69,58 +69,47 @@ void ms_replay_cli_check(struct ms_replay_cli *c, const struct ms_opt *opts,
 	c->o.device = c->device == UINT64_MAX ? 0 : (uint32_t)c->device;
 }
 
-/*
- * Frees of blocks the trace never allocated: it starts mid-run. Rebuild the state before its
- * first event from the end-state segments and replay again from there.
- */
+/* A trace that starts mid-run: replayed again from the state rebuilt before its first event. */
 static ms_status replay_mid_run(struct ms_replay_cli *c, const char *path,
                                 struct ms_replay_result *r, struct ms_diag *d)
 {
 	struct ms_trace *t;
-	struct ms_model_conf mc;
-	struct ms_model *m = NULL;
+	enum ms_mid_run what;
 	ms_status s;
 	uint64_t unmatched = r->unmatched_frees;
 
 	if ((s = ms_trace_load(path, NULL, &t, NULL, d)))
 		return s;
-	if (!t->n_segs) {
-		ms_warning(
-		        "%s: %llu frees of blocks allocated before the trace began, and no "
-		        "end-state "
-		        "segments to rebuild them from: the replay starts from an empty allocator",
-		        path, (unsigned long long)unmatched);
-		ms_trace_free(t);
-		return MS_OK;
-	}
-	memset(&mc, 0, sizeof(mc));
-	ms_alloc_conf_from_settings(&mc.ac, &t->meta.settings);
-	if (c->o.alloc_conf && (s = ms_alloc_conf_parse(&mc.ac, c->o.alloc_conf, d)))
-		goto out;
-	if ((s = ms_model_new(&mc, &m)))
-		goto out;
-	s = ms_rebuild_initial_state(t, c->o.device, m, &c->init, d);
-	if (s == MS_ERR_UNSUPPORTED) {
-		ms_warning("%s: the trace starts mid-run and %s; replaying from an empty allocator",
+	s = ms_replay_from_rebuilt(t, &c->o, &c->init, r, &what, d);
+	if (!s && what == MS_MID_RUN_NO_SEGMENTS)
+		ms_warning("%s: %llu frees of blocks allocated before the trace began, and no "
+		           "end-state segments to rebuild them from: the replay starts from an "
+		           "empty allocator",
+		           path, (unsigned long long)unmatched);
+	if (!s && what == MS_MID_RUN_UNSUPPORTED) {
+		ms_warning("%s: the trace may start mid-run and %s; replaying from an empty "
+		           "allocator",
 		           path, d->msg);
 		d->msg[0] = 0;
-		s = MS_OK;
-		goto out;
 	}
-	if (s)
-		goto out;
-	c->o.init = &c->init;
-	ms_replay_result_release(r);
-	s = ms_replay_trace(t, &c->o, r, d);
-	fprintf(stderr,
-	        "memsnap: note: %s starts mid-run (%llu frees of blocks allocated before it): the "
-	        "allocator state at its first event was rebuilt from the end-state segments (%zu "
-	        "segments, %llu blocks live)%s\n",
-	        path, (unsigned long long)unmatched, c->init.n_segs,
-	        (unsigned long long)c->init.live_blocks,
-	        c->init.inconsistent ? "; some recorded events did not fit it" : "");
-out:
-	ms_model_free(m);
+	if (!s && what == MS_MID_RUN_MISMATCH) {
+		ms_warning(
+		        "%s: the end-state segments do not fit the recorded events (%llu of them "
+		        "did not): replaying from an empty allocator; what came before the trace, "
+		        "if anything, is unknown",
+		        path, (unsigned long long)c->init.inconsistent);
+		ms_initial_state_release(&c->init);
+	}
+	if (!s && what == MS_MID_RUN_REBUILT)
+		fprintf(stderr,
+		        "memsnap: note: %s starts mid-run (%zu segments, %llu blocks live before "
+		        "its "
+		        "first event%s%s%s): the state there was rebuilt from the end-state "
+		        "segments; peaks before it are unknown\n",
+		        path, c->init.n_segs, (unsigned long long)c->init.live_blocks,
+		        unmatched ? ", " : "",
+		        unmatched ? "frees of blocks it never allocated" : "",
+		        c->init.inconsistent ? "; some recorded events did not fit it" : "");
 	ms_trace_free(t);
 	return s;
 }
@@ -217,7 +206,7 @@ ms_status ms_replay_cli_run(struct ms_replay_cli *c, const char *path, struct ms
 		return ms_replay_torch(path, plugin, &c->o, &c->model, r, d);
 	}
 	s = ms_replay_run(path, &c->o, r, d);
-	if (!s && r->unmatched_frees && !c->o.init)
+	if (!s && !c->o.init && (r->unmatched_frees || r->end_segments))
 		s = replay_mid_run(c, path, r, d);
 	if (s || !r->missed_ooms || c->o.limit || c->o.fraction > 0 || r->limit)
 		return s;
@@ -273,10 +262,11 @@ int ms_replay_cli_run_reported(struct ms_replay_cli *c, const char *path,
 	}
 	ms_report_warnings(path, &d);
 	if (r->other_allocator[0] && !c->foreign_refused)
-		ms_warning("%s: a %s snapshot: memsnap models PyTorch's CUDA caching allocator only; "
-		           "the replay shows what that allocator would do with these requests, not "
-		           "what %s did",
-		           path, r->other_allocator, r->other_allocator);
+		ms_warning(
+		        "%s: a %s snapshot: memsnap models PyTorch's CUDA caching allocator only; "
+		        "the replay shows what that allocator would do with these requests, not "
+		        "what %s did",
+		        path, r->other_allocator, r->other_allocator);
 	return MS_EXIT_OK;
 }
 

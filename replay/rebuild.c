@@ -9,6 +9,8 @@
 
 #include "common/alloc.h"
 #include "common/status.h"
+#include "replay/alloc_conf.h"
+#include "replay/replay.h"
 
 struct rseg {
 	struct ms_segment s;
@@ -422,4 +424,54 @@ void ms_initial_state_release(struct ms_initial_state *st)
 	ms_free(st->blocks);
 	ms_free(st->segs);
 	memset(st, 0, sizeof(*st));
+}
+
+ms_status ms_replay_from_rebuilt(const struct ms_trace *t, struct ms_replay_opts *o,
+                                 struct ms_initial_state *init, struct ms_replay_result *r,
+                                 enum ms_mid_run *what, struct ms_diag *diag)
+{
+	struct ms_model_conf mc;
+	struct ms_model *m = NULL;
+	uint64_t unmatched = r->unmatched_frees;
+	size_t n_dev_segs = 0;
+	ms_status s;
+
+	*what = MS_MID_RUN_NO;
+	memset(init, 0, sizeof(*init));
+	for (size_t i = 0; i < t->n_segs; i++)
+		n_dev_segs += t->segs[i].device == o->device;
+	if (!n_dev_segs) {
+		if (unmatched)
+			*what = MS_MID_RUN_NO_SEGMENTS;
+		return MS_OK;
+	}
+	memset(&mc, 0, sizeof(mc));
+	ms_alloc_conf_from_settings(&mc.ac, &t->meta.settings);
+	if (o->alloc_conf && (s = ms_alloc_conf_parse(&mc.ac, o->alloc_conf, diag)))
+		return s;
+	if ((s = ms_model_new(&mc, &m)))
+		return s;
+	s = ms_rebuild_initial_state(t, o->device, m, init, diag);
+	ms_model_free(m);
+	if (s == MS_ERR_UNSUPPORTED) {
+		*what = MS_MID_RUN_UNSUPPORTED;
+		return MS_OK;
+	}
+	if (s)
+		return s;
+	if (!init->n_segs && !unmatched) {
+		ms_initial_state_release(init);
+		return MS_OK;
+	}
+	if (init->inconsistent) {
+		*what = MS_MID_RUN_MISMATCH;
+		return MS_OK; /* init kept for its count; the caller releases it */
+	}
+	o->init = init;
+	ms_replay_result_release(r);
+	if ((s = ms_replay_trace(t, o, r, diag)))
+		return s;
+	r->mid_run_unmatched = unmatched;
+	*what = MS_MID_RUN_REBUILT;
+	return MS_OK;
 }

@@ -5,6 +5,9 @@
 #include "parse/trace.h"
 #include "replay/model.h"
 
+struct ms_replay_opts;
+struct ms_replay_result;
+
 struct ms_initial_state {
 	struct ms_segment *segs;  /* in address order */
 	struct ms_block **blocks; /* blocks[i]: segs[i].n_blocks blocks */
@@ -22,5 +25,28 @@ ms_status ms_rebuild_initial_state(const struct ms_trace *t, uint32_t device,
                                    const struct ms_model *m, struct ms_initial_state *out,
                                    struct ms_diag *diag);
 void ms_initial_state_release(struct ms_initial_state *st);
+
+/* What ms_replay_from_rebuilt did. */
+enum ms_mid_run {
+	MS_MID_RUN_NO = 0,          /* nothing before the first event: the replay stands */
+	MS_MID_RUN_REBUILT = 1,     /* replayed again from the rebuilt state */
+	MS_MID_RUN_NO_SEGMENTS = 2, /* frees of blocks never allocated, no end state to rebuild */
+	MS_MID_RUN_UNSUPPORTED = 3, /* the state cannot be rebuilt (diag says why) */
+	/* the end-state segments do not fit the events (init->inconsistent of them did not): the
+	 * snapshot's end state is not this trace's, and the replay from empty stands */
+	MS_MID_RUN_MISMATCH = 4,
+};
+
+/*
+ * r holds a replay of t (device o->device) from an empty allocator. Does t start mid-run? Its
+ * end-state segments with every event undone are the state before its first event: empty for
+ * a trace recorded from the start of the process, else what was there (history turned on late,
+ * a ring buffer that wrapped, frees of blocks or segments it never allocated). Then *init gets
+ * that state and r a replay from it (o->init points at init; the caller releases init). m_conf
+ * gives the rounding used to rebuild (the settings replayed).
+ */
+ms_status ms_replay_from_rebuilt(const struct ms_trace *t, struct ms_replay_opts *o,
+                                 struct ms_initial_state *init, struct ms_replay_result *r,
+                                 enum ms_mid_run *what, struct ms_diag *diag);
 
 #endif

@@ -97,6 +97,14 @@ static ms_status import_state(struct rp *p, const struct ms_initial_state *st)
 		}
 	}
 	ms_free(h);
+	if (s == MS_ERR_INVALID_ARG)
+		return ms__diag_set(
+		        p->diag, MS_ERR_FORMAT, -1, -1,
+		        "the state before the trace, rebuilt from the end-state segments "
+		        "and the recorded events, is not one PyTorch's allocator can be in "
+		        "(%llu recorded events did not fit it): the file does not hold a "
+		        "consistent record of PyTorch's allocator",
+		        (unsigned long long)st->inconsistent);
 	if (s)
 		return ms__diag_set(p->diag, s, -1, -1,
 		                    "cannot import the state before the trace: %s", ms_strerror(s));
@@ -104,6 +112,15 @@ static ms_status import_state(struct rp *p, const struct ms_initial_state *st)
 	p->r->initial_reserved = (uint64_t)ms_model_stats(p->m)->reserved_bytes[0].current;
 	p->r->initial_segments = st->n_segs;
 	p->r->initial_live_blocks = st->live_blocks;
+	return MS_OK;
+}
+
+static ms_status r_segment(void *ctx, const struct ms_segment *g, const struct ms_block *b)
+{
+	struct rp *p = ctx;
+
+	(void)b;
+	p->r->end_segments += g->device == p->o->device;
 	return MS_OK;
 }
 
@@ -116,6 +133,8 @@ static ms_status r_begin(void *ctx, const struct ms_meta *meta, const struct ms_
 	p->syms = syms;
 	if (meta->producer && !strcmp(meta->producer, "torch_npu"))
 		snprintf(r->other_allocator, sizeof(r->other_allocator), "torch_npu (Ascend)");
+	else if (meta->layout_release && !strncmp(meta->layout_release, "no PyTorch", 10))
+		snprintf(r->other_allocator, sizeof(r->other_allocator), "non-PyTorch");
 	ms_alloc_conf_from_settings(&p->mc.ac, &meta->settings);
 	snprintf(r->alloc_conf, sizeof(r->alloc_conf), "%s",
 	         meta->settings.present ? meta->settings.alloc_conf : "");
@@ -519,6 +538,7 @@ static ms_status replay(const char *path, const struct ms_trace *t, const struct
 	sink.event = r_event;
 	sink.end = r_end;
 	sink.annotation = r_annotation;
+	sink.segment = r_segment;
 	if (t) {
 		s = ms_trace_emit(t, &sink);
 	} else {

@@ -333,6 +333,11 @@ static ms_status s_seg(void *ctx, const struct ms_segment *g, const struct ms_bl
 		const struct ms_block *k = &bl[i];
 		switch (k->state) {
 		case MS_BLOCK_ACTIVE_ALLOCATED:
+			/* allocated at the end and not by the trace: before its first event */
+			if (!ms_u64map_get(&b->live, k->addr ^ ((uint64_t)g->device << 56))) {
+				r->pre_trace_blocks++;
+				r->pre_trace_requested += k->requested_size;
+			}
 			if (grow_zero(&b->blk, &b->cap_blk, (size_t)k->stack + 1, sizeof(*b->blk)))
 				return MS_ERR_NOMEM;
 			b->blk[k->stack].bytes += k->size;

@@ -11,6 +11,7 @@
 #include "helpers.h"
 #include "parse/trace.h"
 #include "replay/external.h"
+#include "replay/rebuild.h"
 #include "replay/replay.h"
 #include "replay/trace_stats.h"
 
@@ -678,4 +679,113 @@ Test(replay, external_memory_claimed_and_counted)
 	cr_assert_eq(x.peak_index, 6);
 	cr_assert_eq(x.cur, 10 << 20); /* NCCL's buffer and the late 2 MiB */
 	ms_external_release(&x);
+}
+
+/*
+ * The recordings of testdata/snapshots/real (scripts/record_snapshots.py on an H100, PyTorch
+ * 2.11) replayed against what PyTorch reported for the whole run (their truth files). A trace
+ * recorded from the start gives PyTorch's peaks and counters exactly; one that starts mid-run
+ * (history turned on late, a wrapped ring buffer) is replayed from the state rebuilt before its
+ * first event, and its peaks are lower bounds of PyTorch's, equal where the peak fell inside
+ * the trace.
+ */
+static uint64_t truth_stat(const cJSON *truth, const char *key)
+{
+	const cJSON *st = cJSON_GetObjectItemCaseSensitive(truth, "stats");
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(st, key);
+	cr_assert(cJSON_IsNumber(v), "truth without %s", key);
+	return (uint64_t)v->valuedouble;
+}
+
+Test(replay, real_recordings_against_their_truth)
+{
+	static const struct {
+		const char *name;
+		int mid_run;     /* starts after the job did */
+		int peak_inside; /* ... but every peak of the run falls inside the trace */
+	} cases[] = {
+	        {"ddp_gloo_rank0", 0, 0},
+	        {"ddp_gloo_rank1", 0, 0},
+	        {"hf_gpt2", 0, 0},
+	        {"lightning", 0, 0},
+	        {"lightning_teardown", 0, 0},
+	        {"timm", 0, 0},
+	        {"stacks_all", 0, 0},
+	        {"oom_outside", 0, 0},
+	        {"oom_fraction", 0, 0},
+	        {"late_history", 1, 1},
+	        {"late_after_empty_cache", 1, 1},
+	        {"ring_wrap", 1, 0},
+	};
+	char path[4096];
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct ms_trace *t;
+		struct ms_diag d = MS_DIAG_INIT;
+		struct ms_replay_opts o;
+		struct ms_replay_result r;
+		struct ms_initial_state init;
+		enum ms_mid_run what;
+		cJSON *truth;
+		const cJSON *lim;
+		size_t n;
+		char *js;
+		const char *nm = cases[i].name;
+
+		snprintf(path, sizeof(path), "%s/snapshots/real/%s.truth.json", MS_TESTDATA, nm);
+		js = th_read_file(path, &n);
+		cr_assert(js, "%s: missing", path);
+		truth = cJSON_Parse(js);
+		free(js);
+		cr_assert(truth, "%s: not JSON", path);
+		snprintf(path, sizeof(path), "%s/snapshots/real/%s.pickle.zst", MS_TESTDATA, nm);
+		cr_assert_eq(ms_trace_load(path, NULL, &t, NULL, &d), MS_OK, "%s: %s", nm, d.msg);
+		memset(&o, 0, sizeof(o));
+		lim = cJSON_GetObjectItemCaseSensitive(truth, "limit_bytes");
+		if (cJSON_IsNumber(lim)) /* the job's memory fraction, as PyTorch enforced it */
+			o.limit = (uint64_t)lim->valuedouble;
+		cr_assert_eq(ms_replay_trace(t, &o, &r, &d), MS_OK, "%s: %s", nm, d.msg);
+		cr_assert_eq(ms_replay_from_rebuilt(t, &o, &init, &r, &what, &d), MS_OK, "%s: %s",
+		             nm, d.msg);
+		cr_expect_eq(what, cases[i].mid_run ? MS_MID_RUN_REBUILT : MS_MID_RUN_NO,
+		             "%s: mid-run %d", nm, (int)what);
+		cr_expect_eq(r.rebuilt, cases[i].mid_run, "%s", nm);
+		cr_expect(!r.ended_by_oom, "%s: the replay ran out of memory at event %llu", nm,
+		          (unsigned long long)r.first_oom.index);
+		{
+			static const char *const keys[] = {"reserved_bytes.all.peak",
+			                                   "allocated_bytes.all.peak",
+			                                   "requested_bytes.all.peak"};
+			int64_t got[3] = {r.stats.reserved_bytes[0].peak,
+			                  r.stats.allocated_bytes[0].peak,
+			                  r.stats.requested_bytes[0].peak};
+			for (int k = 0; k < 3; k++) {
+				uint64_t want = truth_stat(truth, keys[k]);
+				if (!cases[i].mid_run || cases[i].peak_inside)
+					cr_expect_eq((uint64_t)got[k], want,
+					             "%s: %s %lld, PyTorch %llu", nm, keys[k],
+					             (long long)got[k], (unsigned long long)want);
+				else
+					cr_expect_leq((uint64_t)got[k], want,
+					              "%s: %s %lld above PyTorch's %llu", nm,
+					              keys[k], (long long)got[k],
+					              (unsigned long long)want);
+			}
+		}
+		if (!cases[i].mid_run) {
+			cr_expect_eq(r.stats.num_alloc_retries,
+			             truth_stat(truth, "num_alloc_retries"), "%s: retries %llu", nm,
+			             (unsigned long long)r.stats.num_alloc_retries);
+			cr_expect_eq(r.stats.num_device_alloc,
+			             truth_stat(truth, "num_device_alloc"), "%s", nm);
+			cr_expect_eq(r.stats.num_device_free, truth_stat(truth, "num_device_free"),
+			             "%s", nm);
+			cr_expect_eq(r.recorded_ooms, r.reproduced_ooms, "%s", nm);
+			cr_expect_eq(r.recorded_ooms, truth_stat(truth, "num_ooms"), "%s", nm);
+		}
+		ms_replay_result_release(&r);
+		ms_initial_state_release(&init);
+		ms_trace_free(t);
+		cJSON_Delete(truth);
+	}
 }
