@@ -213,6 +213,21 @@ static cJSON *json_report(const char *path, uint32_t device, const struct ms_rep
 		cJSON_AddNullToObject(o, "device_memory_bytes");
 	else
 		ms_json_u64(o, "device_memory_bytes", r->device_memory);
+	cJSON_AddStringToObject(o, "device_memory_source",
+	                        ms_devmem_source_name(r->device_memory_source));
+	cJSON_AddBoolToObject(o, "device_memory_is_lower_bound",
+	                      r->device_memory_source == MS_DEVMEM_FROM_OOM);
+	if (r->oom_seen) {
+		cJSON *x = cJSON_AddObjectToObject(o, "recorded_oom_device");
+		ms_json_u64(x, "device_free_bytes", r->oom_device_free);
+		ms_json_u64(x, "reserved_bytes", r->oom_reserved);
+		if (r->outside_at_oom)
+			ms_json_u64(x, "outside_pytorch_bytes", r->outside_at_oom);
+		else
+			cJSON_AddNullToObject(x, "outside_pytorch_bytes");
+	} else {
+		cJSON_AddNullToObject(o, "recorded_oom_device");
+	}
 	ms_json_u64(o, "events_total", r->events_total);
 	ms_json_u64(o, "events_replayed", r->events_replayed);
 	ms_json_u64(o, "events_external", r->events_external);
@@ -294,7 +309,46 @@ static cJSON *json_report(const char *path, uint32_t device, const struct ms_rep
 	return o;
 }
 
-static void text_report(const char *path, const struct ms_replay_result *r)
+/* The device's memory, and where that figure comes from: a guess is never shown as fact. */
+static void text_device(const struct ms_replay_result *r, const struct ms_limit_range *lim)
+{
+	char b1[32], b2[32], b3[32];
+
+	if (r->device_memory == UINT64_MAX)
+		printf("  device memory:  unbounded (the trace does not record the device's size; "
+		       "--device-memory sets it)");
+	else if (r->device_memory_source == MS_DEVMEM_FROM_OOM)
+		printf("  device memory:  %s, what PyTorch could use at the recorded OOM (%s "
+		       "reserved "
+		       "+ %s free on the device); the device's size is not recorded: at least "
+		       "that, "
+		       "the rest held outside PyTorch (other libraries, processes, the CUDA "
+		       "context)",
+		       ms_format_size(b1, sizeof(b1), r->device_memory),
+		       ms_format_size(b2, sizeof(b2), r->oom_reserved),
+		       ms_format_size(b3, sizeof(b3), r->oom_device_free));
+	else
+		printf("  device memory:  %s (%s)",
+		       ms_format_size(b1, sizeof(b1), r->device_memory),
+		       r->device_memory_source == MS_DEVMEM_GIVEN ? "--device-memory" : "recorded");
+	putchar('\n');
+	if (r->limit && lim && lim->inferred)
+		printf("  limit:          %s, inferred: the recorded OOM had room on the device, "
+		       "so the "
+		       "job ran under a per-process limit, of %s to %s\n",
+		       ms_format_size(b1, sizeof(b1), r->limit),
+		       ms_format_size(b2, sizeof(b2), lim->lo),
+		       ms_format_size(b3, sizeof(b3), lim->hi));
+	else if (r->limit)
+		printf("  limit:          %s\n", ms_format_size(b1, sizeof(b1), r->limit));
+	if (r->outside_at_oom)
+		printf("  outside PyTorch: %s of the device at the recorded OOM (its size less "
+		       "PyTorch's reserved and the free bytes)\n",
+		       ms_format_size(b1, sizeof(b1), r->outside_at_oom));
+}
+
+static void text_report(const char *path, const struct ms_replay_result *r,
+                        const struct ms_limit_range *lim)
 {
 	char b1[32], b2[32], b3[32];
 
@@ -312,11 +366,7 @@ static void text_report(const char *path, const struct ms_replay_result *r)
 		       (unsigned long long)r->events_external,
 		       ms_format_size(b3, sizeof(b3), r->external_peak),
 		       (unsigned long long)r->external_peak_index);
-	printf("  device memory:  %s%s%s\n",
-	       r->device_memory == UINT64_MAX ? "unbounded (unknown)"
-	                                      : ms_format_size(b1, sizeof(b1), r->device_memory),
-	       r->limit ? ", limit " : "",
-	       r->limit ? ms_format_size(b2, sizeof(b2), r->limit) : "");
+	text_device(r, lim);
 	if (r->rebuilt)
 		printf("  mid-run:        the trace starts with %llu segments (%s) and %llu blocks "
 		       "live, "
@@ -436,7 +486,7 @@ int cmd_replay(int argc, const char **argv)
 		} else {
 			if (i)
 				putchar('\n');
-			text_report(lbl, &r);
+			text_report(lbl, &r, &lim);
 			if (c.dev)
 				text_cuda(c.dev);
 		}

@@ -74,12 +74,17 @@ static int whatif_one(struct ms_replay_cli *c, const char *path, const struct ms
 	struct ms_limit_range lim;
 	size_t k;
 	ms_status s;
+	unsigned devsrc;
+	uint64_t devmem;
 
 	/* the limit: given, recorded, or inferred from recorded OOMs (as replay does) */
 	if (ms_replay_cli_run_reported(c, path, &first, &lim))
 		return MS_EXIT_ERROR;
 	if (!c->o.limit && first.limit)
 		c->o.limit = first.limit;
+	/* what the verdicts rest on: said wherever they are shown */
+	devsrc = first.device_memory_source;
+	devmem = first.device_memory;
 	ms_replay_result_release(&first);
 	rows = ms_calloc(nrows ? nrows : 1, sizeof(*rows));
 	if (!rows)
@@ -95,6 +100,19 @@ static int whatif_one(struct ms_replay_cli *c, const char *path, const struct ms
 		cJSON_AddStringToObject(root, "trace", path);
 		cJSON_AddNumberToObject(root, "device", device);
 		ms_json_u64(root, "limit_bytes", c->o.limit);
+		if (lim.inferred) {
+			cJSON *x = cJSON_AddObjectToObject(root, "limit_inferred");
+			ms_json_u64(x, "low_bytes", lim.lo);
+			ms_json_u64(x, "high_bytes", lim.hi);
+		} else {
+			cJSON_AddNullToObject(root, "limit_inferred");
+		}
+		cJSON_AddStringToObject(root, "device_memory_source",
+		                        ms_devmem_source_name(devsrc));
+		if (devmem == UINT64_MAX)
+			cJSON_AddNullToObject(root, "device_memory_bytes");
+		else
+			ms_json_u64(root, "device_memory_bytes", devmem);
 		a = cJSON_AddArrayToObject(root, "settings");
 		for (k = 0; k < nrows; k++) {
 			struct ms_whatif_row *j = &rows[k];
@@ -130,8 +148,25 @@ static int whatif_one(struct ms_replay_cli *c, const char *path, const struct ms
 		*jout = root;
 	} else {
 		char b1[32], b2[32], b3[32], b4[32];
-		printf("%s: %zu settings%s%s\n\n", label, nrows, c->o.limit ? ", limit " : "",
+		printf("%s: %zu settings%s%s\n", label, nrows, c->o.limit ? ", limit " : "",
 		       c->o.limit ? ms_format_size(b1, sizeof(b1), c->o.limit) : "");
+		if (lim.inferred)
+			printf("  the limit is inferred (the recorded OOM had room on the device): "
+			       "between %s and %s; --limit sets it\n",
+			       ms_format_size(b1, sizeof(b1), lim.lo),
+			       ms_format_size(b2, sizeof(b2), lim.hi));
+		if (devsrc == MS_DEVMEM_FROM_OOM)
+			printf("  the device's size is not recorded: %s is what PyTorch could use "
+			       "at the "
+			       "recorded OOM (memory outside PyTorch took the rest); "
+			       "--device-memory "
+			       "sets it\n",
+			       ms_format_size(b1, sizeof(b1), devmem));
+		else if (devsrc == MS_DEVMEM_UNKNOWN)
+			printf("  the device's size is not recorded and no OOM bounds it: replays "
+			       "are "
+			       "on an unbounded device (--device-memory sets it)\n");
+		putchar('\n');
 		int w = 10;
 		for (k = 0; k < nrows; k++) {
 			int l = (int)strlen(rows[k].conf ? rows[k].conf : rows[k].r.alloc_conf) +

@@ -182,6 +182,8 @@ ms_status ms_replay_cli_run(struct ms_replay_cli *c, const char *path, struct ms
                             struct ms_limit_range *lim, struct ms_diag *d)
 {
 	struct ms_trace *t;
+	struct ms_replay_opts q;
+	uint64_t missed;
 	ms_status s;
 	char b1[32], b2[32], b3[32];
 
@@ -208,12 +210,32 @@ ms_status ms_replay_cli_run(struct ms_replay_cli *c, const char *path, struct ms
 	s = ms_replay_run(path, &c->o, r, d);
 	if (!s && !c->o.init && (r->unmatched_frees || r->end_segments))
 		s = replay_mid_run(c, path, r, d);
-	if (s || !r->missed_ooms || c->o.limit || c->o.fraction > 0 || r->limit)
+	if (s || !r->recorded_ooms || c->o.limit || c->o.fraction > 0 || r->limit)
 		return s;
-	/* OOMs with room on the device: the job ran under a per-process limit */
+	/*
+	 * OOMs that the recorded settings' replay does not have, with room on the device: the job
+	 * ran under a per-process limit. It is a property of the job, found with the recorded
+	 * settings whatever --alloc-conf asks (which then replays under it).
+	 */
 	if ((s = ms_trace_load(path, NULL, &t, NULL, d)))
 		return s;
-	s = ms_replay_infer_limit(t, &c->o, &lim->lo, &lim->hi, d);
+	q = c->o;
+	q.alloc_conf = NULL;
+	missed = r->missed_ooms;
+	if (c->o.alloc_conf) {
+		struct ms_replay_result rr;
+		if ((s = ms_replay_trace(t, &q, &rr, d))) {
+			ms_trace_free(t);
+			return s;
+		}
+		missed = rr.missed_ooms;
+		ms_replay_result_release(&rr);
+	}
+	if (!missed) {
+		ms_trace_free(t);
+		return MS_OK;
+	}
+	s = ms_replay_infer_limit(t, &q, &lim->lo, &lim->hi, d);
 	if (s == MS_OK) {
 		lim->inferred = 1;
 		lim->used = lim->lo + (lim->hi - lim->lo) / 2;
@@ -222,10 +244,8 @@ ms_status ms_replay_cli_run(struct ms_replay_cli *c, const char *path, struct ms
 		s = ms_replay_trace(t, &c->o, r, d);
 		fprintf(stderr,
 		        "memsnap: note: %s recorded %llu OOM(s) while the device had room: the job "
-		        "ran "
-		        "under a per-process limit; inferred between %s and %s (%llu to %llu "
-		        "bytes), "
-		        "replayed with %s\n",
+		        "ran under a per-process limit; inferred between %s and %s (%llu to %llu "
+		        "bytes), replayed with %s\n",
 		        path, (unsigned long long)r->recorded_ooms,
 		        ms_format_size(b1, sizeof(b1), lim->lo),
 		        ms_format_size(b2, sizeof(b2), lim->hi), (unsigned long long)lim->lo,

@@ -19,6 +19,9 @@ struct rp {
 	struct ms_model *m;
 	struct ms_model_conf mc;
 	int device_known;
+	/* reserved bytes as the recorded segment events have them (with a mid-run trace's
+	 * rebuilt start): what PyTorch held at a recorded OOM, whatever settings are replayed */
+	uint64_t rec_reserved;
 	struct ms_u64map live;    /* recorded address -> model block, until its free is requested */
 	struct ms_u64map pending; /* free requested, completion not yet seen */
 	int slot_full;            /* the latest free requested (see r_event) */
@@ -110,6 +113,7 @@ static ms_status import_state(struct rp *p, const struct ms_initial_state *st)
 		                    "cannot import the state before the trace: %s", ms_strerror(s));
 	p->r->rebuilt = 1;
 	p->r->initial_reserved = (uint64_t)ms_model_stats(p->m)->reserved_bytes[0].current;
+	p->rec_reserved = p->r->initial_reserved;
 	p->r->initial_segments = st->n_segs;
 	p->r->initial_live_blocks = st->live_blocks;
 	return MS_OK;
@@ -151,12 +155,14 @@ static ms_status r_begin(void *ctx, const struct ms_meta *meta, const struct ms_
 	if (p->o->device_memory) {
 		p->mc.device_memory = p->o->device_memory;
 		p->device_known = 1;
+		r->device_memory_source = MS_DEVMEM_GIVEN;
 	} else {
 		for (uint32_t i = 0; i < meta->n_devices; i++)
 			if (meta->devices[i].index == p->o->device &&
 			    meta->devices[i].total_memory) {
 				p->mc.device_memory = meta->devices[i].total_memory;
 				p->device_known = 1;
+				r->device_memory_source = MS_DEVMEM_RECORDED;
 			}
 	}
 	p->mc.limit = p->o->limit;
@@ -353,14 +359,31 @@ static ms_status do_malloc(struct rp *p, const struct ms_event *e, int recorded_
 		if (ms_model_fits_without_release(p->m, e->size, e->stream))
 			flush_pending(p);
 	}
-	if (recorded_oom && !p->device_known) {
-		/* the device is as large as what was reserved after the flush plus what was free */
-		struct ms_model_stats const *st = ms_model_stats(p->m);
-		uint64_t res = (uint64_t)st->reserved_bytes[MS_POOL_ALL].current;
-		p->mc.device_memory =
-		        res - (p->pend_free_bytes < res ? p->pend_free_bytes : res) + e->addr;
-		p->device_known = 1;
-		ms_model_set_device_memory(p->m, p->mc.device_memory);
+	if (recorded_oom) {
+		/*
+		 * What PyTorch could use then: what it had reserved after the flush plus what the
+		 * device had free. The device's size is that or more (the rest was held outside
+		 * PyTorch); without it, the device is taken to be that; with it recorded, the
+		 * memory outside PyTorch is what is left over, and the model gets no more than
+		 * PyTorch could. A size given by the user stands as given.
+		 */
+		uint64_t res = p->rec_reserved, usable = res + e->addr;
+		if (!p->r->oom_seen) {
+			p->r->oom_seen = 1;
+			p->r->oom_reserved = res;
+			p->r->oom_device_free = e->addr;
+			if (p->device_known && p->mc.device_memory > usable)
+				p->r->outside_at_oom = p->mc.device_memory - usable;
+		}
+		if (!p->device_known) {
+			p->mc.device_memory = usable;
+			p->device_known = 1;
+			p->r->device_memory_source = MS_DEVMEM_FROM_OOM;
+			ms_model_set_device_memory(p->m, usable);
+		} else if (p->r->device_memory_source == MS_DEVMEM_RECORDED &&
+		           usable < p->mc.device_memory) {
+			ms_model_set_device_memory(p->m, usable);
+		}
 	}
 	if ((s = ms_model_malloc(p->m, e->size, e->stream, &b, &o)))
 		return s;
@@ -461,6 +484,7 @@ static ms_status r_event(void *ctx, const struct ms_event *e)
 		break;
 	case MS_ACT_SEGMENT_ALLOC:
 	case MS_ACT_SEGMENT_MAP:
+		p->rec_reserved += e->size;
 		if (!p->o->no_segment_log)
 			ms_seg_events_push(&p->r->recorded, &p->r->n_recorded, &p->cap_recorded,
 			                   p->index, e->action, e->addr, e->size, &p->err);
@@ -470,6 +494,7 @@ static ms_status r_event(void *ctx, const struct ms_event *e)
 		break;
 	case MS_ACT_SEGMENT_FREE:
 	case MS_ACT_SEGMENT_UNMAP:
+		p->rec_reserved -= p->rec_reserved > e->size ? e->size : p->rec_reserved;
 		if (!p->o->no_segment_log)
 			ms_seg_events_push(&p->r->recorded, &p->r->n_recorded, &p->cap_recorded,
 			                   p->index, e->action, e->addr, e->size, &p->err);
@@ -669,10 +694,25 @@ void ms_replay_result_release(struct ms_replay_result *r)
 	r->n_empty_cache_at = r->cap_empty_cache_at = 0;
 }
 
+/* "[not recorded; at least 5.77 GiB]": a size inferred from an OOM entry, said as such. */
+static const char *devmem_at_least(char *buf, size_t cap, uint64_t n)
+{
+	char b[32];
+
+	snprintf(buf, cap, "[not recorded; at least %s]", ms_format_size(b, sizeof(b), n));
+	return buf;
+}
+
+const char *ms_devmem_source_name(unsigned source)
+{
+	static const char *const names[] = {"unknown", "recorded", "given", "inferred_from_oom"};
+	return source < sizeof(names) / sizeof(names[0]) ? names[source] : "unknown";
+}
+
 void ms_replay_oom_message(const struct ms_replay_result *r, char *buf, size_t cap)
 {
 	const struct ms_model_oom *o = &r->first_oom.o;
-	char a[32], t[32], f[32], l[32], al[32], un[32], allowed[64] = "";
+	char a[32], t[48], f[32], l[32], al[32], un[32], allowed[64] = "";
 	uint64_t total = r->device_memory;
 	uint64_t dev_free = total == UINT64_MAX ? 0 : total - o->reserved;
 
@@ -690,7 +730,10 @@ void ms_replay_oom_message(const struct ms_replay_result *r, char *buf, size_t c
 	         "(https://docs.pytorch.org/docs/stable/notes/"
 	         "cuda.html#optimizing-memory-usage-with-pytorch-cuda-alloc-conf)",
 	         ms_format_size(a, sizeof(a), o->alloc_size), r->device,
-	         total == UINT64_MAX ? "(unknown)" : ms_format_size(t, sizeof(t), total),
+	         total == UINT64_MAX ? "(unknown)"
+	         : r->device_memory_source == MS_DEVMEM_FROM_OOM
+	                 ? devmem_at_least(t, sizeof(t), total)
+	                 : ms_format_size(t, sizeof(t), total),
 	         total == UINT64_MAX ? "(unknown)" : ms_format_size(f, sizeof(f), dev_free),
 	         allowed, ms_format_size(al, sizeof(al), o->allocated),
 	         ms_format_size(un, sizeof(un), o->reserved - o->allocated));

@@ -104,10 +104,31 @@ struct ms_end_segment {
 	uint8_t small, expandable;
 };
 
+/*
+ * The simulated device's memory: unknown (unbounded), as the trace recorded it, as given
+ * (--device-memory), or inferred from a recorded OOM: PyTorch's reserved bytes plus the device's
+ * free bytes then, which is what PyTorch could use, and a lower bound of the device's size (the
+ * rest was held outside PyTorch: other libraries, other processes, the CUDA context).
+ */
+enum ms_devmem_source {
+	MS_DEVMEM_UNKNOWN = 0,
+	MS_DEVMEM_RECORDED = 1,
+	MS_DEVMEM_GIVEN = 2,
+	MS_DEVMEM_FROM_OOM = 3,
+};
+/* "unknown", "recorded", "given", "inferred_from_oom" */
+const char *ms_devmem_source_name(unsigned source);
+
 struct ms_replay_result {
 	char alloc_conf[512];
 	uint32_t device;
 	uint64_t device_memory; /* UINT64_MAX: unbounded */
+	/* where device_memory comes from (enum ms_devmem_source) */
+	uint8_t device_memory_source;
+	/* a recorded OOM: the device's free bytes and PyTorch's reserved bytes then, and (where
+	 * the device's size is known) what was held outside PyTorch: size - reserved - free */
+	int oom_seen;
+	uint64_t oom_device_free, oom_reserved, outside_at_oom;
 	uint64_t limit;
 	uint64_t events_total, events_replayed, events_other_devices;
 	/* events of raw CUDA calls (the recorder's interposer): memory outside the allocator */
