@@ -67,8 +67,8 @@ static int emit(const char *out, const struct ms_buf *buf, const char *what, siz
 
 /* The HTML report: r is the first pass (released here). The trace is streamed from its file. */
 static int render_html(struct ms_replay_cli *c, const char *path, const char *out,
-                       struct ms_replay_result *r, size_t detail, int no_whatif, uint64_t from,
-                       uint64_t to)
+                       struct ms_replay_result *r, const struct ms_limit_range *lim, size_t detail,
+                       int no_whatif, uint64_t from, uint64_t to)
 {
 	struct ms_render_html_input in;
 	struct ms_buf buf = MS_BUF_INIT;
@@ -85,6 +85,9 @@ static int render_html(struct ms_replay_cli *c, const char *path, const char *ou
 	in.no_whatif = no_whatif;
 	in.from = from;
 	in.to = to;
+	in.limit_inferred = lim->inferred;
+	in.limit_lo = lim->lo;
+	in.limit_hi = lim->hi;
 	s = ms_render_html(&in, &buf, &d);
 	if (s) {
 		ms_report(path, s, &d);
@@ -339,7 +342,7 @@ int cmd_render(int argc, const char **argv)
 		return MS_EXIT_ERROR;
 	}
 	if (!strcmp(format, "html"))
-		return render_html(&c, argv[0], out, &r, (size_t)detail, no_whatif, from, to);
+		return render_html(&c, argv[0], out, &r, &lim, (size_t)detail, no_whatif, from, to);
 	windowed = from > 0 || to < r.events_total;
 	oom_in = r.has_oom && r.first_oom.index >= from && r.first_oom.index < to;
 	if (!moment)

@@ -918,6 +918,18 @@ ms_status ms_render_html(const struct ms_render_html_input *in, struct ms_buf *o
 		ms_jsonw_u64(&w, r.device_memory);
 	ms_jsonw_key(&w, "limit");
 	ms_jsonw_u64(&w, r.limit);
+	/* what the verdicts rest on: a guessed size or limit is said to be one */
+	ms_jsonw_key(&w, "device_memory_source");
+	ms_jsonw_cstr(&w, ms_devmem_source_name(in->first->device_memory_source));
+	ms_jsonw_key(&w, "limit_inferred");
+	if (in->limit_inferred) {
+		ms_jsonw_arr_begin(&w);
+		ms_jsonw_u64(&w, in->limit_lo);
+		ms_jsonw_u64(&w, in->limit_hi);
+		ms_jsonw_arr_end(&w);
+	} else {
+		ms_jsonw_null(&w);
+	}
 	ms_jsonw_key(&w, "events");
 	ms_jsonw_u64(&w, r.events_total);
 	ms_jsonw_key(&w, "replayed");

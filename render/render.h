@@ -61,6 +61,10 @@ struct ms_render_html_input {
 	size_t moments;                       /* segment maps besides peak and OOM; 0: 48 */
 	int no_whatif;     /* leave out the what-if table (it replays the trace many times) */
 	uint64_t from, to; /* the window of events drawn; to = 0: to the end */
+	/* the limit was inferred from the recorded OOMs, between limit_lo and limit_hi: the page
+	 * says so wherever a verdict rests on it */
+	int limit_inferred;
+	uint64_t limit_lo, limit_hi;
 };
 /*
  * The event in [from, to) after which allocated bytes were highest (the first such), from a

@@ -37,8 +37,12 @@
 		' \u00b7 peak reserved ' + fmt(D.peak.reserved) + ' \u00b7 settings "' + D.alloc_conf + '"';
 	if (D.window[0] > 0 || D.window[1] < D.events)
 		sum += ' \u00b7 showing events ' + D.window[0] + '\u2013' + (D.window[1] - 1);
-	if (D.limit) sum += ' \u00b7 limit ' + fmt(D.limit);
-	if (D.device_memory !== null) sum += ' \u00b7 device ' + fmt(D.device_memory);
+	if (D.limit) sum += ' \u00b7 limit ' + fmt(D.limit) + (D.limit_inferred ? ' (inferred from the ' +
+		'recorded OOM: between ' + fmt(D.limit_inferred[0]) + ' and ' + fmt(D.limit_inferred[1]) + ')' : '');
+	if (D.device_memory !== null)
+		sum += D.device_memory_source === 'inferred_from_oom' ? ' \u00b7 device: at least ' +
+			fmt(D.device_memory) + ' (its size is not recorded; what PyTorch could use at the recorded OOM)' :
+			' \u00b7 device ' + fmt(D.device_memory);
 	if (NOTRACE)
 		sum = 'device ' + D.device + ' \u00b7 no trace (taken with history off or enabled="state"): ' +
 			'the segments as the snapshot recorded them, nothing earlier \u00b7 ' + fmt(D.peak.allocated) +
@@ -70,6 +74,11 @@
 		if (D.whatif) {
 			p.appendChild(text(document.createElement('h3'),
 				'Would another setting have avoided it? (the same limit, replayed)'));
+			if (D.limit_inferred || D.device_memory_source === 'inferred_from_oom')
+				p.appendChild(text(document.createElement('p'), 'These replays rest on ' +
+					(D.limit_inferred ? 'a limit inferred from the recorded OOM (' + fmt(D.limit) + ')' :
+						'the memory PyTorch could use at the recorded OOM (' + fmt(D.device_memory) +
+						'; the device\'s size is not recorded)') + ', not on a recorded figure.'));
 			var wt = document.createElement('table');
 			wt.id = 'whatif';
 			wt.innerHTML = '<thead><tr><th>peak reserved</th><th>first OOM</th>' +
