@@ -281,6 +281,13 @@ int ms_replay_cli_run_reported(struct ms_replay_cli *c, const char *path,
 		return MS_EXIT_ERROR;
 	}
 	ms_report_warnings(path, &d);
+	if (r->older_release[0])
+		fprintf(stderr,
+		        "memsnap: note: %s was written by PyTorch %s (from its fields); the model "
+		        "is "
+		        "2.11's allocator, and where the two differ the replay follows 2.11 "
+		        "(docs/snapshot-versions.md lists the changes)\n",
+		        path, r->older_release);
 	if (r->other_allocator[0] && !c->foreign_refused)
 		ms_warning(
 		        "%s: a %s snapshot: memsnap models PyTorch's CUDA caching allocator only; "

@@ -128,6 +128,22 @@ static ms_status r_segment(void *ctx, const struct ms_segment *g, const struct m
 	return MS_OK;
 }
 
+/* Does a release range ("2.10 or 2.11", "2.9 or later", "2.3 to 2.7") take in 2.11? */
+static int fits_2_11(const char *range)
+{
+	int lo = -1, hi = -1;
+	char word[16] = "";
+
+	if (sscanf(range, "2.%d or 2.%d", &lo, &hi) == 2 ||
+	    sscanf(range, "2.%d to 2.%d", &lo, &hi) == 2)
+		return lo <= 11 && 11 <= hi;
+	if (sscanf(range, "2.%d or %15s", &lo, word) == 2 && !strcmp(word, "later"))
+		return lo <= 11;
+	if (sscanf(range, "2.%d", &lo) == 1)
+		return lo == 11;
+	return 1; /* not a range of releases: nothing to say */
+}
+
 static ms_status r_begin(void *ctx, const struct ms_meta *meta, const struct ms_symtab *syms)
 {
 	struct rp *p = ctx;
@@ -139,6 +155,9 @@ static ms_status r_begin(void *ctx, const struct ms_meta *meta, const struct ms_
 		snprintf(r->other_allocator, sizeof(r->other_allocator), "torch_npu (Ascend)");
 	else if (meta->layout_release && !strncmp(meta->layout_release, "no PyTorch", 10))
 		snprintf(r->other_allocator, sizeof(r->other_allocator), "non-PyTorch");
+	else if (meta->layout_release && meta->layout_release[0] &&
+	         !fits_2_11(meta->layout_release))
+		snprintf(r->older_release, sizeof(r->older_release), "%s", meta->layout_release);
 	ms_alloc_conf_from_settings(&p->mc.ac, &meta->settings);
 	snprintf(r->alloc_conf, sizeof(r->alloc_conf), "%s",
 	         meta->settings.present ? meta->settings.alloc_conf : "");

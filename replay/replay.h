@@ -157,6 +157,9 @@ struct ms_replay_result {
 	char backend[8]; /* "sim", "cuda" or "torch" */
 	/* the trace comes from another allocator (torch_npu): the model is PyTorch's CUDA one */
 	char other_allocator[32];
+	/* a snapshot written by a release other than the model's (2.11), from its fields: the
+	 * releases it fits ("2.1"), else "" */
+	char older_release[48];
 	/* --backend torch: PyTorch's own snapshot of the segments at the end */
 	struct ms_end_segment *end_segs;
 	size_t n_end_segs;
