@@ -7,6 +7,7 @@
 #include <cjson/cJSON.h>
 #include <criterion/criterion.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -500,4 +501,64 @@ Test(snapshots, segment_strings)
 	cr_assert_eq(ms_trace_load(path, NULL, &t, NULL, &d), MS_ERR_FORMAT);
 	cr_assert(strstr(d.msg, "segment 0 block 0: malformed field"), "%s", d.msg);
 	remove(path);
+}
+
+/* The frames of event i of t: n and the frame ids, innermost first. */
+static const uint32_t *frames_of(const struct ms_trace *t, size_t i, size_t *n)
+{
+	return ms_symtab_get_stack(&t->syms, t->events[i].stack, n);
+}
+
+/*
+ * What a frame's values may be: extra keys, a line that is None, a float or past uint32 (no
+ * line), a name that is None; and what is malformed: a line that is a string or a list, a
+ * frame that is not a dict, frames that are not a list.
+ */
+Test(snapshots, frame_values)
+{
+#define SNAP(frames)                                                                       \
+	"{\"segments\": [], \"device_traces\": [[{\"action\": \"alloc\", \"addr\": 4096, " \
+	"\"size\": "                                                                       \
+	"512, \"frames\": " frames "}]]}"
+	static const char *const good[] = {
+	        SNAP("[{\"name\": \"f\", \"filename\": \"a.py\", \"line\": 3, \"col\": 1, "
+	             "\"extra\": {\"x\": [1, 2]}}]"),
+	        SNAP("[{\"name\": \"f\", \"filename\": \"a.py\", \"line\": null}]"),
+	        SNAP("[{\"name\": \"f\", \"filename\": \"a.py\", \"line\": 18446744073709551615}]"),
+	        SNAP("[{\"name\": \"f\", \"filename\": \"a.py\", \"line\": -1}]"),
+	        SNAP("[{\"name\": null, \"filename\": \"a.py\"}]"),
+	        SNAP("null"),
+	};
+	static const char *const bad[] = {
+	        SNAP("[{\"name\": \"f\", \"filename\": \"a.py\", \"line\": \"3\"}]"),
+	        SNAP("[{\"name\": \"f\", \"filename\": \"a.py\", \"line\": [3]}]"),
+	        SNAP("[{\"name\": 5, \"filename\": \"a.py\", \"line\": 3}]"),
+	        SNAP("[\"f (a.py:3)\"]"),
+	        SNAP("7"),
+	};
+#undef SNAP
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		struct ms_trace *t = NULL;
+		struct ms_diag d = MS_DIAG_INIT;
+		const char *path = th_write_temp(good[i], strlen(good[i]), ".json");
+		size_t n;
+		const uint32_t *fr;
+		cr_assert_eq(ms_trace_load(path, NULL, &t, NULL, &d), MS_OK, "good %zu: %s", i,
+		             d.msg);
+		cr_assert_eq(t->n_events, 1);
+		fr = frames_of(t, 0, &n);
+		cr_expect_eq(n, i == 5 ? 0 : 1, "good %zu", i);
+		if (n)
+			cr_expect_eq(t->syms.frames[fr[0]].line, i == 0 ? 3 : 0, "good %zu", i);
+		ms_trace_free(t);
+		remove(path);
+	}
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct ms_trace *t = NULL;
+		struct ms_diag d = MS_DIAG_INIT;
+		const char *path = th_write_temp(bad[i], strlen(bad[i]), ".json");
+		cr_expect_eq(ms_trace_load(path, NULL, &t, NULL, &d), MS_ERR_FORMAT, "bad %zu", i);
+		cr_expect(strstr(d.msg, "bad 'frames'"), "bad %zu: %s", i, d.msg);
+		remove(path);
+	}
 }
