@@ -509,6 +509,64 @@ static const uint32_t *frames_of(const struct ms_trace *t, size_t i, size_t *n)
 	return ms_symtab_get_stack(&t->syms, t->events[i].stack, n);
 }
 
+static const char *frame_str(const struct ms_trace *t, uint32_t id)
+{
+	return ms_symtab_get_str(&t->syms, id)->s;
+}
+
+/*
+ * A snapshot as _record_memory_history(stacks="all") writes it (scripts/gen_stack_cases.py):
+ * C++ and Python frames in one list, a line of 2^64 - 1, keys PyTorch does not write, a stack
+ * 3000 frames deep. Read whole, by the general path in small pieces, and as events.
+ */
+Test(snapshots, stacks_all)
+{
+	static const size_t depth[] = {41, 41, 21, 3000, 30, 20, 41, 0, 18, 18, 41, 41};
+	const char *path = MS_TESTDATA "/snapshots/edge/stacks_all.pickle";
+	struct ms_trace *t = NULL, *g = NULL;
+	struct ms_diag d = MS_DIAG_INIT;
+	size_t n, len;
+	const uint32_t *fr;
+	char *data;
+	int saw_max_line = 0;
+
+	cr_assert_eq(ms_trace_load(path, NULL, &t, NULL, &d), MS_OK, "%s", d.msg);
+	cr_assert_eq(t->n_events, 12);
+	for (size_t i = 0; i < t->n_events; i++) {
+		frames_of(t, i, &n);
+		cr_expect_eq(n, depth[i], "event %zu: %zu frames", i, n);
+	}
+	fr = frames_of(t, 3, &n);
+	cr_assert_eq(n, 3000);
+	cr_expect_str_eq(frame_str(t, t->syms.frames[fr[0]].name), "torch::unwind::unwind()");
+	cr_expect_str_eq(frame_str(t, t->syms.frames[fr[0]].file), "??");
+	for (size_t i = 0; i < n; i++) {
+		const struct ms_frame *f = &t->syms.frames[fr[i]];
+		if (!strcmp(frame_str(t, f->name), "init_ctx")) {
+			cr_expect_eq(f->line, 0, "a line of 2^64 - 1 is read as none");
+			saw_max_line = 1;
+		}
+	}
+	cr_expect(saw_max_line);
+	/* the frames with keys PyTorch does not write ('column', 'end_line') */
+	cr_expect_str_eq(frame_str(t, t->syms.frames[fr[14]].file), "/home/ada/proj/deep.py");
+	cr_expect_eq(t->syms.frames[fr[14]].line, 7);
+	cr_expect_str_eq(frame_str(t, t->syms.frames[fr[2993]].name), "run");
+	cr_expect_eq(t->syms.frames[fr[2993]].line, 15);
+	cr_assert_eq(t->n_segs, 1);
+	cr_assert_eq(t->segs[0].n_blocks, 5);
+	ms_symtab_get_stack(&t->syms, t->blocks[t->seg_block0[0] + 2].stack, &n);
+	cr_expect_eq(n, 3000, "the deep block's frames");
+
+	cr_assert(data = th_read_file(path, &len));
+	cr_assert_eq(th_pickle_load(data, len, 0, 7, &g, NULL, &d), MS_OK, "%s", d.msg);
+	cr_expect_eq(th_events_diff(t, g), -1, "the general path differs at event %ld",
+	             th_events_diff(t, g));
+	ms_trace_free(g);
+	free(data);
+	ms_trace_free(t);
+}
+
 /*
  * What a frame's values may be: extra keys, a line that is None, a float or past uint32 (no
  * line), a name that is None; and what is malformed: a line that is a string or a list, a
