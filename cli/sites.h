@@ -3,6 +3,7 @@
 #define MEMSNAP_CLI_SITES_H
 
 #include "common/symtab.h"
+#include "replay/site.h"
 #include "replay/trace_stats.h"
 
 /* "name (file:line)" of the first frame outside torch's own files, else the innermost. */

@@ -15,7 +15,7 @@
 
 #include "common/alloc.h"
 #include "common/status.h"
-#include "replay/trace_stats.h"
+#include "replay/site.h"
 
 #define COLOR_ALLOC   "#4e79a7"
 #define COLOR_SLACK   "#a0cbe8"

@@ -21,7 +21,7 @@
 #include "common/jsonw.h"
 #include "common/status.h"
 #include "parse/trace.h"
-#include "replay/trace_stats.h"
+#include "replay/site.h"
 #include "replay/whatif.h"
 
 /* The window's peak: needed by render's other formats too, so outside MS_HAVE_HTML. */
