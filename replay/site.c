@@ -167,11 +167,16 @@ size_t ms_site_frames(const struct ms_symtab *y, uint32_t stack, uint32_t frames
                       size_t cap, size_t *site)
 {
 	size_t n, at, got = 0;
-	const uint32_t *fr = ms_symtab_get_stack(y, stack, &n);
+	const uint32_t *fr;
 	enum ms_frame_kind kind;
 
+	if (!stack)
+		return 0;
+	fr = ms_symtab_get_stack(y, stack, &n);
 	if (!n)
 		return 0;
+	if (!frames)
+		frames = MS_FRAMES_USER;
 	at = ms_site_pos(y, fr, n, &kind);
 	if (frames == MS_FRAMES_ALL) {
 		for (size_t i = 0; i < n && i < cap; i++)

@@ -37,16 +37,16 @@ enum ms_frame_kind ms_frame_kind(const char *name, const char *file);
 size_t ms_site_pos(const struct ms_symtab *y, const uint32_t *frames, size_t n,
                    enum ms_frame_kind *kind);
 
-/* How many frames are shown with a site: MS_FRAMES_ALL, else the site and n - 1 more. */
-#define MS_FRAMES_ALL  0u
+/* How many frames are shown with a site (--frames): the site alone (user), all, or N. */
 #define MS_FRAMES_USER 1u
+#define MS_FRAMES_ALL  UINT32_MAX
 
 /*
- * The frames shown for stack (not 0) under --frames `frames`: MS_FRAMES_ALL, the whole stack;
- * N, the site and the N - 1 frames of its kind further out (its callers among the user's code
- * when the site is user code; any frames when the site is the innermost by default). Writes up
- * to cap positions (innermost first) into pos and returns how many there are; *site (may be
- * NULL) gets the index in pos of the site's frame.
+ * The frames shown for stack under --frames `frames`: MS_FRAMES_ALL, the whole stack; N, the
+ * site and the N - 1 frames of its kind further out (its callers among the user's code when
+ * the site is user code; any frames when the site is the innermost by default); 0 counts as 1.
+ * Writes up to cap positions (innermost first) into pos and returns how many there are (0 for
+ * stack 0); *site (may be NULL) gets the index in pos of the site's frame.
  */
 size_t ms_site_frames(const struct ms_symtab *y, uint32_t stack, uint32_t frames, size_t *pos,
                       size_t cap, size_t *site);
