@@ -11,6 +11,7 @@
 #include "cli/opts.h"
 #include "cli/out.h"
 #include "cli/replay_opts.h"
+#include "cli/sites.h"
 #include "common/alloc.h"
 #include "parse/trace.h"
 #include "render/render.h"
@@ -18,7 +19,8 @@
 static const char *const usage[] = {
         "memsnap render [--format html|txt|dot|svg] [--at peak|oom|end|EVENT] [-o FILE]",
         "               [--alloc-conf S] [--limit N | --memory-fraction F] [--device-memory N]",
-        "               [--device D] [--from N] [--to N] [--detail N] <trace>",
+        "               [--device D] [--from N] [--to N] [--detail N] [--frames user|all|N]",
+        "               <trace>",
         "",
         "Replay a trace with memsnap's allocator model and draw what happened. --format html",
         "(the default for -o FILE.html) writes one self-contained page for postmortems: memory",
@@ -40,6 +42,11 @@ static const char *const usage[] = {
         "",
         "Without --format the extension of -o picks it (.html, .txt, .dot, .gv, .svg), else",
         "txt. The output file appears whole or not at all.",
+        "",
+        "Allocation sites (the first frame of the user's code: `memsnap help stats`) label",
+        "blocks in the DOT and SVG tooltips and in the page, whose tables also show a site's",
+        "whole stack when clicked or hovered. --frames all or N adds the whole stack or the",
+        "site's N-1 callers to the tooltips.",
         NULL,
 };
 
@@ -104,7 +111,7 @@ static int emit(const char *out, const struct ms_buf *buf, const char *what, siz
 /* The HTML report: r is the first pass (released here). The trace is streamed from its file. */
 static int render_html(struct ms_replay_cli *c, const char *path, const char *out,
                        struct ms_replay_result *r, size_t detail, int no_whatif, uint64_t from,
-                       uint64_t to)
+                       uint64_t to, uint32_t frames)
 {
 	struct ms_render_html_input in;
 	struct ms_buf buf = MS_BUF_INIT;
@@ -121,6 +128,7 @@ static int render_html(struct ms_replay_cli *c, const char *path, const char *ou
 	in.no_whatif = no_whatif;
 	in.from = from;
 	in.to = to;
+	in.frames = frames;
 	s = ms_render_html(&in, &buf, &d);
 	if (s) {
 		ms_report(path, s, &d);
@@ -137,7 +145,8 @@ static int render_html(struct ms_replay_cli *c, const char *path, const char *ou
 int cmd_render(int argc, const char **argv)
 {
 	struct ms_replay_cli c;
-	struct ms_opt opts[MS_REPLAY_OPTS_MAX + 7];
+	struct ms_opt opts[MS_REPLAY_OPTS_MAX + 8];
+	struct ms_frames_opt frames = {0};
 	const char *format = NULL, *at = NULL, *out = NULL, *moment;
 	struct ms_replay_result r;
 	struct ms_limit_range lim;
@@ -168,11 +177,13 @@ int cmd_render(int argc, const char **argv)
 	                                         "peak, oom, end or an event number");
 	opts[n++] = (struct ms_opt)MS_OPT_STRING('o', "output", &out, "FILE",
 	                                         "write here (default: standard output)");
+	opts[n++] = (struct ms_opt)MS_OPT_FRAMES(&frames);
 	opts[n] = (struct ms_opt)MS_OPT_END();
 	n = ms_parse_options(argc, argv, opts, usage);
 	if (n != 1)
 		ms_usage_error(opts, usage, n ? "one trace at a time" : "no trace given");
 	ms_replay_cli_check(&c, opts, usage);
+	ms_frames_opt_check(&frames, opts, usage);
 	if (!format)
 		format = !out                                                    ? "txt"
 		         : ms_ends_with(out, ".dot") || ms_ends_with(out, ".gv") ? "dot"
@@ -233,7 +244,8 @@ int cmd_render(int argc, const char **argv)
 		return MS_EXIT_ERROR;
 	}
 	if (!strcmp(format, "html"))
-		return render_html(&c, argv[0], out, &r, (size_t)detail, no_whatif, from, to);
+		return render_html(&c, argv[0], out, &r, (size_t)detail, no_whatif, from, to,
+		                   frames.n);
 	windowed = from > 0 || to < r.events_total;
 	oom_in = r.has_oom && r.first_oom.index >= from && r.first_oom.index < to;
 	if (!moment)
@@ -280,6 +292,7 @@ int cmd_render(int argc, const char **argv)
 	in.moment = moment;
 	in.r = &r;
 	in.syms = &syms;
+	in.frames = frames.n;
 	s = !strcmp(format, "txt")   ? ms_render_text(&in, &buf)
 	    : !strcmp(format, "dot") ? ms_render_dot(&in, &buf)
 	                             : ms_render_svg(&in, &buf, &d);
