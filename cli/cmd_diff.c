@@ -14,12 +14,13 @@
 #include "replay/trace_stats.h"
 
 static const char *const usage[] = {
-        "memsnap diff [--top N] [--json] [replay options] <a> <b>",
+        "memsnap diff [--top N] [--json] [--frames user|all|N] [replay options] <a> <b>",
         "",
         "What changed from run A to run B: the peaks of the allocator replay (reserved,",
         "allocated, requested, segments, retries), the bytes live at each run's peak by",
         "allocation site, and the peak requested bytes inside each annotation (PyTorch's",
-        "record_function scopes, phases and steps). Sites and annotations are matched by name.",
+        "record_function scopes, phases and steps). Sites and annotations are matched by name;",
+        "with --frames all or N, sites by all the frames printed (see `memsnap help stats`).",
         NULL,
 };
 
@@ -34,7 +35,7 @@ struct side {
 	size_t n_rows;
 };
 
-static int load(struct ms_replay_cli *c, struct side *s)
+static int load(struct ms_replay_cli *c, struct side *s, uint32_t frames)
 {
 	struct ms_limit_range lim;
 	struct ms_diag d = MS_DIAG_INIT;
@@ -56,7 +57,7 @@ static int load(struct ms_replay_cli *c, struct side *s)
 		return -1;
 	}
 	s->st = ms_stats_builder_result(s->b);
-	s->rows = ms_group_sites(&s->syms, s->st, &s->n_rows);
+	s->rows = ms_group_sites(&s->syms, s->st, frames, &s->n_rows);
 	return 0;
 }
 
@@ -80,6 +81,9 @@ static const char *signed_size(char *buf, size_t cap, int64_t d)
 struct row {
 	char name[512];
 	uint64_t a, b;
+	/* a site's stack, in the table of the first run that has it; NULL for annotations */
+	const struct ms_symtab *y;
+	uint32_t stack;
 };
 
 static int row_cmp(const void *x, const void *y)
@@ -90,21 +94,29 @@ static int row_cmp(const void *x, const void *y)
 
 	if (ap != aq)
 		return ap < aq ? 1 : -1;
+	if (p->y && q->y && p->y == q->y && p->stack != q->stack)
+		return p->stack < q->stack ? -1 : 1;
 	return strcmp(p->name, q->name);
 }
 
-/* Add (name, value) into rows (by: their names) for side a (which = 0) or b (1). */
+/*
+ * Add (name, value) into rows (by: key, which is name unless --frames groups sites by more)
+ * for side a (which = 0) or b (1); a site's stack y, stack (else NULL).
+ */
 static void put(struct row **rows, size_t *n, size_t *cap, struct ms_label_rows *by,
-                const char *name, uint64_t v, int which)
+                const char *key, const char *name, const struct ms_symtab *y, uint32_t stack,
+                uint64_t v, int which)
 {
 	int added;
-	size_t i = ms_label_row(by, name, &added);
+	size_t i = ms_label_row(by, key, &added);
 
 	if (added) {
 		if (ms_grow(rows, cap, *n + 1, sizeof(**rows)))
 			ms_die(MS_EXIT_ERROR, "out of memory");
 		memset(&(*rows)[i], 0, sizeof(**rows));
 		snprintf((*rows)[i].name, sizeof((*rows)[i].name), "%s", name);
+		(*rows)[i].y = y;
+		(*rows)[i].stack = stack;
 		(*n)++;
 	}
 	if (which)
@@ -114,7 +126,7 @@ static void put(struct row **rows, size_t *n, size_t *cap, struct ms_label_rows 
 }
 
 static void table(const char *title, struct row *rows, size_t n, size_t top, cJSON *json,
-                  const char *key)
+                  const char *key, uint32_t frames)
 {
 	char b1[32], b2[32], b3[48];
 	cJSON *arr = json ? cJSON_AddArrayToObject(json, key) : NULL;
@@ -128,6 +140,8 @@ static void table(const char *title, struct row *rows, size_t n, size_t top, cJS
 			cJSON_AddStringToObject(o, "name", rows[i].name);
 			ms_json_u64(o, "a_bytes", rows[i].a);
 			ms_json_u64(o, "b_bytes", rows[i].b);
+			if (rows[i].y)
+				ms_site_json_frames(o, rows[i].y, rows[i].stack, frames);
 			cJSON_AddItemToArray(arr, o);
 			continue;
 		}
@@ -135,6 +149,8 @@ static void table(const char *title, struct row *rows, size_t n, size_t top, cJS
 		       ms_format_size(b2, sizeof(b2), rows[i].b),
 		       signed_size(b3, sizeof(b3), (int64_t)rows[i].b - (int64_t)rows[i].a),
 		       rows[i].name);
+		if (rows[i].y)
+			ms_site_print_frames(rows[i].y, rows[i].stack, frames, 46);
 	}
 	if (!json && n == 0)
 		printf("    (none in either run)\n");
@@ -142,8 +158,9 @@ static void table(const char *title, struct row *rows, size_t n, size_t top, cJS
 
 /* One pair of devices, loaded: their peaks, sites and annotations; text, or *jout. */
 static void diff_pair(struct side *s, const char *la, const char *lb, size_t top, int json,
-                      cJSON **jout)
+                      uint32_t frames_n, cJSON **jout)
 {
+	struct ms_buf key = MS_BUF_INIT;
 	struct row *rows = NULL;
 	struct ms_label_rows by;
 	size_t nrows = 0, cap = 0, k;
@@ -199,28 +216,34 @@ static void diff_pair(struct side *s, const char *la, const char *lb, size_t top
 	ms_label_rows_init(&by);
 	for (int w = 0; w < 2; w++)
 		for (k = 0; k < s[w].n_rows; k++)
-			put(&rows, &nrows, &cap, &by, s[w].rows[k].label, s[w].rows[k].bytes, w);
+			put(&rows, &nrows, &cap, &by,
+			    ms_site_key(&key, &s[w].syms, s[w].rows[k].stack, frames_n),
+			    s[w].rows[k].label, &s[w].syms, s[w].rows[k].stack, s[w].rows[k].bytes,
+			    w);
 	table("bytes live at each run's peak, by allocation site (largest changes first):", rows,
-	      nrows, top, out, "sites");
+	      nrows, top, out, "sites", frames_n);
 	ms_label_rows_release(&by);
 	nrows = 0;
 	ms_label_rows_init(&by);
 	for (int w = 0; w < 2; w++)
-		for (k = 0; k < s[w].st->n_anns; k++)
-			put(&rows, &nrows, &cap, &by,
-			    ms_symtab_get_str(&s[w].syms, s[w].st->anns[k].name)->s,
+		for (k = 0; k < s[w].st->n_anns; k++) {
+			const char *name = ms_symtab_get_str(&s[w].syms, s[w].st->anns[k].name)->s;
+			put(&rows, &nrows, &cap, &by, name, name, NULL, 0,
 			    s[w].st->anns[k].peak_requested, w);
+		}
 	table("peak requested bytes inside each annotation (largest changes first):", rows, nrows,
-	      top, out, "annotations");
+	      top, out, "annotations", frames_n);
 	ms_label_rows_release(&by);
 	*jout = out;
 	ms_free(rows);
+	ms_buf_release(&key);
 }
 
 int cmd_diff(int argc, const char **argv)
 {
 	struct ms_replay_cli c;
-	struct ms_opt opts[MS_REPLAY_OPTS_MAX + 2];
+	struct ms_opt opts[MS_REPLAY_OPTS_MAX + 3];
+	struct ms_frames_opt frames = {0};
 	int n, json = 0, rc = MS_EXIT_OK;
 	uint64_t top = 10;
 	uint32_t *da, *db;
@@ -232,11 +255,13 @@ int cmd_diff(int argc, const char **argv)
 	for (k = 0; opts[k].type != MS_OPT_T_END; k++)
 		;
 	opts[k++] = (struct ms_opt)MS_OPT_U64(0, "top", &top, "N", "rows per table (default 10)");
+	opts[k++] = (struct ms_opt)MS_OPT_FRAMES(&frames);
 	opts[k] = (struct ms_opt)MS_OPT_END();
 	n = ms_parse_options(argc, argv, opts, usage);
 	if (n != 2)
 		ms_usage_error(opts, usage, "two traces are compared");
 	ms_replay_cli_check(&c, opts, usage);
+	ms_frames_opt_check(&frames, opts, usage);
 	if (ms_replay_cli_devices(&c, argv[0], "diff", &da, &na))
 		return MS_EXIT_ERROR;
 	if (ms_replay_cli_devices(&c, argv[1], "diff", &db, &nb)) {
@@ -292,7 +317,7 @@ int cmd_diff(int argc, const char **argv)
 		s[0].device = pa[k];
 		s[1].path = argv[1];
 		s[1].device = pb[k];
-		if (load(&c, &s[0]) || load(&c, &s[1])) {
+		if (load(&c, &s[0], frames.n) || load(&c, &s[1], frames.n)) {
 			rc = MS_EXIT_ERROR;
 			break;
 		}
@@ -301,7 +326,7 @@ int cmd_diff(int argc, const char **argv)
 		named = pairs > 1 || pa[k] != pb[k] ? 2 : 1; /* name the devices where it matters */
 		diff_pair(s, ms_replay_cli_label(argv[0], pa[k], named, la, sizeof(la)),
 		          ms_replay_cli_label(argv[1], pb[k], named, lb, sizeof(lb)), (size_t)top,
-		          json, &o);
+		          json, frames.n, &o);
 		if (arr)
 			cJSON_AddItemToArray(arr, o);
 		else

@@ -10,6 +10,7 @@
 #include "cli/out.h"
 #include "cli/output.h"
 #include "cli/replay_opts.h"
+#include "cli/sites.h"
 #include "common/alloc.h"
 #include "parse/devices.h"
 #include "parse/trace.h"
@@ -19,7 +20,8 @@
 static const char *const usage[] = {
         "memsnap render [--format html|txt|dot|svg] [--at peak|oom|end|EVENT] [-o FILE]",
         "               [--alloc-conf S] [--limit N | --memory-fraction F] [--device-memory N]",
-        "               [--device D] [--from N] [--to N] [--detail N] <trace>",
+        "               [--device D] [--from N] [--to N] [--detail N] [--frames user|all|N]",
+        "               <trace>",
         "",
         "Replay a trace with memsnap's allocator model and draw what happened. --format html",
         "(the default for -o FILE.html) writes one self-contained page for postmortems: memory",
@@ -41,6 +43,11 @@ static const char *const usage[] = {
         "",
         "Without --format the extension of -o picks it (.html, .txt, .dot, .gv, .svg), else",
         "txt. The output file appears whole or not at all.",
+        "",
+        "Allocation sites (the first frame of the user's code: `memsnap help stats`) label",
+        "blocks in the DOT and SVG tooltips and in the page, whose tables also show a site's",
+        "whole stack when clicked or hovered. --frames all or N adds the whole stack or the",
+        "site's N-1 callers to the tooltips.",
         NULL,
 };
 
@@ -68,7 +75,7 @@ static int emit(const char *out, const struct ms_buf *buf, const char *what, siz
 /* The HTML report: r is the first pass (released here). The trace is streamed from its file. */
 static int render_html(struct ms_replay_cli *c, const char *path, const char *out,
                        struct ms_replay_result *r, const struct ms_limit_range *lim, size_t detail,
-                       int no_whatif, uint64_t from, uint64_t to)
+                       int no_whatif, uint64_t from, uint64_t to, uint32_t frames)
 {
 	struct ms_render_html_input in;
 	struct ms_buf buf = MS_BUF_INIT;
@@ -88,6 +95,7 @@ static int render_html(struct ms_replay_cli *c, const char *path, const char *ou
 	in.limit_inferred = lim->inferred;
 	in.limit_lo = lim->lo;
 	in.limit_hi = lim->hi;
+	in.frames = frames;
 	s = ms_render_html(&in, &buf, &d);
 	if (s) {
 		ms_report(path, s, &d);
@@ -159,7 +167,7 @@ static int choose_device(struct ms_replay_cli *c, const char *path)
  * path has allocator events (the caller replays them), else 1 with *rc set.
  */
 static int render_no_trace(struct ms_replay_cli *c, const char *path, const char *format,
-                           const char *at, const char *out, int *rc)
+                           const char *at, const char *out, uint32_t frames, int *rc)
 {
 	struct ms_devices ds;
 	struct ms_diag d = MS_DIAG_INIT;
@@ -219,6 +227,7 @@ static int render_no_trace(struct ms_replay_cli *c, const char *path, const char
 		in.moment = "snapshot";
 		in.r = &r;
 		in.syms = &t->syms;
+		in.frames = frames;
 		s = !strcmp(format, "txt")   ? ms_render_text(&in, &buf)
 		    : !strcmp(format, "dot") ? ms_render_dot(&in, &buf)
 		    : !strcmp(format, "svg") ? ms_render_svg(&in, &buf, &d)
@@ -238,7 +247,8 @@ static int render_no_trace(struct ms_replay_cli *c, const char *path, const char
 int cmd_render(int argc, const char **argv)
 {
 	struct ms_replay_cli c;
-	struct ms_opt opts[MS_REPLAY_OPTS_MAX + 7];
+	struct ms_opt opts[MS_REPLAY_OPTS_MAX + 8];
+	struct ms_frames_opt frames = {0};
 	const char *format = NULL, *at = NULL, *out = NULL, *moment;
 	struct ms_replay_result r;
 	struct ms_limit_range lim;
@@ -269,12 +279,14 @@ int cmd_render(int argc, const char **argv)
 	                                         "peak, oom, end or an event number");
 	opts[n++] = (struct ms_opt)MS_OPT_STRING('o', "output", &out, "FILE",
 	                                         "write here (default: standard output)");
+	opts[n++] = (struct ms_opt)MS_OPT_FRAMES(&frames);
 	opts[n] = (struct ms_opt)MS_OPT_END();
 	n = ms_parse_options(argc, argv, opts, usage);
 	if (n != 1)
 		ms_usage_error(opts, usage, n ? "one trace at a time" : "no trace given");
 	ms_replay_cli_check(&c, opts, usage);
 	ms_output_refuse_inputs(out, argv, 1);
+	ms_frames_opt_check(&frames, opts, usage);
 	if (!format)
 		format = !out                                                    ? "txt"
 		         : ms_ends_with(out, ".dot") || ms_ends_with(out, ".gv") ? "dot"
@@ -310,7 +322,7 @@ int cmd_render(int argc, const char **argv)
 
 	c.o.no_segment_log = 1;
 	{
-		int no_trace = render_no_trace(&c, argv[0], format, at, out, &rc);
+		int no_trace = render_no_trace(&c, argv[0], format, at, out, frames.n, &rc);
 		if (no_trace)
 			return rc;
 	}
@@ -342,7 +354,8 @@ int cmd_render(int argc, const char **argv)
 		return MS_EXIT_ERROR;
 	}
 	if (!strcmp(format, "html"))
-		return render_html(&c, argv[0], out, &r, &lim, (size_t)detail, no_whatif, from, to);
+		return render_html(&c, argv[0], out, &r, &lim, (size_t)detail, no_whatif, from, to,
+		                   frames.n);
 	windowed = from > 0 || to < r.events_total;
 	oom_in = r.has_oom && r.first_oom.index >= from && r.first_oom.index < to;
 	if (!moment)
@@ -389,6 +402,7 @@ int cmd_render(int argc, const char **argv)
 	in.moment = moment;
 	in.r = &r;
 	in.syms = &syms;
+	in.frames = frames.n;
 	s = !strcmp(format, "txt")   ? ms_render_text(&in, &buf)
 	    : !strcmp(format, "dot") ? ms_render_dot(&in, &buf)
 	                             : ms_render_svg(&in, &buf, &d);

@@ -8,18 +8,20 @@
 #include "cli/out.h"
 #include "cli/replay_opts.h"
 #include "common/alloc.h"
+#include "cli/sites.h"
 #include "replay/device_cuda.h"
 #include "replay/replay.h"
 
 static const char *const usage[] = {
         "memsnap replay [--backend sim|cuda|torch] [--alloc-conf S] [--limit N | --memory-fraction "
         "F]",
-        "               [--device-memory N] [--device D] [--json] <trace>",
+        "               [--device-memory N] [--device D] [--frames user|all|N] [--json] <trace>",
         "",
         "Replay a trace against memsnap's model of PyTorch's CUDA caching allocator on a",
         "simulated device, to reproduce an out-of-memory error offline or to try other",
         "settings. Exit 0 when the replay completes, 3 when it ends in an OOM the recorded",
-        "run did not have, 1 on error, 2 on usage.",
+        "run did not have, 1 on error, 2 on usage. At an OOM it lists who holds the memory:",
+        "the largest live allocations and their sites (--frames: see `memsnap help stats`).",
         "",
         "--backend cuda runs the model over a real GPU (--device): each segment it creates is",
         "a cudaMalloc, each expandable segment an address range mapped page by page with the",
@@ -191,7 +193,8 @@ static void json_cuda(cJSON *o, struct ms_cuda_dev *dev)
 }
 
 static cJSON *json_report(const char *path, uint32_t device, const struct ms_replay_result *r,
-                          const struct ms_limit_range *lim, struct ms_cuda_dev *dev)
+                          const struct ms_limit_range *lim, struct ms_cuda_dev *dev,
+                          uint32_t frames)
 {
 	cJSON *o = cJSON_CreateObject(), *a;
 
@@ -300,6 +303,8 @@ static cJSON *json_report(const char *path, uint32_t device, const struct ms_rep
 				ms_json_u64(e, "size", w->size);
 				ms_json_u64(e, "index", w->index);
 				cJSON_AddStringToObject(e, "site", w->site);
+				if (r->holder_syms)
+					ms_site_json_frames(e, r->holder_syms, w->stack, frames);
 				cJSON_AddItemToArray(h, e);
 			}
 		}
@@ -348,7 +353,7 @@ static void text_device(const struct ms_replay_result *r, const struct ms_limit_
 }
 
 static void text_report(const char *path, const struct ms_replay_result *r,
-                        const struct ms_limit_range *lim)
+                        const struct ms_limit_range *lim, uint32_t frames)
 {
 	char b1[32], b2[32], b3[32];
 
@@ -436,6 +441,8 @@ static void text_report(const char *path, const struct ms_replay_result *r,
 			printf("    %12s  event %-8llu %s\n",
 			       ms_format_size(b1, sizeof(b1), w->size),
 			       (unsigned long long)w->index, w->site);
+			if (r->holder_syms)
+				ms_site_print_frames(r->holder_syms, w->stack, frames, 35);
 		}
 	}
 }
@@ -444,7 +451,8 @@ int cmd_replay(int argc, const char **argv)
 {
 	struct ms_replay_cli c;
 	int n, json = 0, rc = MS_EXIT_OK;
-	struct ms_opt opts[MS_REPLAY_OPTS_MAX];
+	struct ms_opt opts[MS_REPLAY_OPTS_MAX + 1];
+	struct ms_frames_opt frames = {0};
 	struct ms_replay_opts base;
 	struct ms_replay_result r;
 	struct ms_limit_range lim;
@@ -453,11 +461,16 @@ int cmd_replay(int argc, const char **argv)
 	cJSON *all = NULL, *by_dev = NULL;
 
 	ms_replay_cli_init(&c, opts, &json);
+	for (n = 0; opts[n].type != MS_OPT_T_END; n++)
+		;
+	opts[n++] = (struct ms_opt)MS_OPT_FRAMES(&frames);
+	opts[n] = (struct ms_opt)MS_OPT_END();
 	n = ms_parse_options(argc, argv, opts, usage);
 	if (n != 1)
 		ms_usage_error(opts, usage, n ? "one trace at a time" : "no trace given");
 	c.torch_ok = 1;
 	ms_replay_cli_check(&c, opts, usage);
+	ms_frames_opt_check(&frames, opts, usage);
 	if (ms_replay_cli_devices(&c, argv[0], "replay", &devs, &nd))
 		return MS_EXIT_ERROR;
 	if (json && nd > 1) {
@@ -477,7 +490,7 @@ int cmd_replay(int argc, const char **argv)
 		}
 		lbl = ms_replay_cli_label(argv[0], devs[i], nd, label, sizeof(label));
 		if (json) {
-			cJSON *o = json_report(argv[0], devs[i], &r, &lim, c.dev);
+			cJSON *o = json_report(argv[0], devs[i], &r, &lim, c.dev, frames.n);
 			snprintf(key, sizeof(key), "%u", devs[i]);
 			if (by_dev)
 				cJSON_AddItemToObject(by_dev, key, o);
@@ -486,7 +499,7 @@ int cmd_replay(int argc, const char **argv)
 		} else {
 			if (i)
 				putchar('\n');
-			text_report(lbl, &r, &lim);
+			text_report(lbl, &r, &lim, frames.n);
 			if (c.dev)
 				text_cuda(c.dev);
 		}

@@ -16,7 +16,7 @@
 #include "replay/trace_stats.h"
 
 static const char *const usage[] = {
-        "memsnap stats [--json] [--top N] [--jobs N] <file>...",
+        "memsnap stats [--json] [--top N] [--jobs N] [--frames user|all|N] <file>...",
         "",
         "From the trace alone: peak requested bytes (PyTorch's requested_bytes.all.peak)",
         "with the event, time and annotation where it happened; allocations still live",
@@ -25,6 +25,11 @@ static const char *const usage[] = {
         "reserved, allocated, internal (rounding) and external free bytes, the largest",
         "free block and the number of segments. Several files (one per rank) give one",
         "table with a row per file, read in parallel.",
+        "",
+        "A site is the first frame of the user's own code in the allocation's stack (else a",
+        "library's, torch's, then the C++ that says what ran); --frames all prints the whole",
+        "stack below it, --frames N its N-1 callers, and sites are then grouped by all that",
+        "is printed.",
         NULL,
 };
 
@@ -40,6 +45,7 @@ struct job {
 	ms_status s;
 	int64_t t0;
 	size_t top;
+	uint32_t frames; /* --frames */
 };
 
 struct pool {
@@ -168,6 +174,7 @@ static cJSON *alloc_json(const struct job *j, const struct ms_stats_alloc *a)
 	if (a->stack) {
 		ms_site_label(&j->syms, a->stack, buf, sizeof(buf));
 		cJSON_AddStringToObject(o, "site", buf);
+		ms_site_json_frames(o, &j->syms, a->stack, j->frames);
 	} else {
 		cJSON_AddNullToObject(o, "site");
 	}
@@ -181,7 +188,7 @@ static struct ms_site_row *block_rows(const struct job *j, size_t *n)
 
 	by_block.sites = j->r->block_sites;
 	by_block.n_sites = j->r->n_block_sites;
-	return ms_group_sites(&j->syms, &by_block, n);
+	return ms_group_sites(&j->syms, &by_block, j->frames, n);
 }
 
 /* 1 - largest free block / free bytes in segments: 0 when the free memory is one block. */
@@ -255,6 +262,7 @@ static cJSON *job_json(const struct job *j)
 		ms_site_label(&j->syms, r->sites[i].stack, buf, sizeof(buf));
 		cJSON_AddStringToObject(s, "site", buf);
 		cJSON_AddNumberToObject(s, "stack_id", r->sites[i].stack);
+		ms_site_json_frames(s, &j->syms, r->sites[i].stack, j->frames);
 		ms_json_u64(s, "bytes", (uint64_t)(r->sites[i].bytes));
 		ms_json_u64(s, "count", (uint64_t)(r->sites[i].count));
 		cJSON_AddItemToArray(a, s);
@@ -298,6 +306,7 @@ static void print_alloc(const struct job *j, const struct ms_stats_alloc *a)
 	ms_site_label(&j->syms, a->stack, site, sizeof(site));
 	printf("    %12s  event %-9llu %s\n", ms_format_size(b1, sizeof(b1), a->size),
 	       (unsigned long long)a->index, site);
+	ms_site_print_frames(&j->syms, a->stack, j->frames, 36);
 }
 
 /* A snapshot without a trace: what its end state holds, and by whom. */
@@ -394,11 +403,13 @@ static void print_one(const struct job *j)
 	printf("  top sites at the peak (bytes live, allocations):\n");
 	{
 		size_t nrows;
-		struct ms_site_row *rows = ms_group_sites(&j->syms, j->r, &nrows);
-		for (size_t i = 0; i < nrows && i < j->top; i++)
+		struct ms_site_row *rows = ms_group_sites(&j->syms, j->r, j->frames, &nrows);
+		for (size_t i = 0; i < nrows && i < j->top; i++) {
 			printf("    %12s %7llu  %s\n",
 			       ms_format_size(b1, sizeof(b1), rows[i].bytes),
 			       (unsigned long long)rows[i].count, rows[i].label);
+			ms_site_print_frames(&j->syms, rows[i].stack, j->frames, 28);
+		}
 		ms_free(rows);
 	}
 	(void)site;
@@ -484,6 +495,7 @@ static struct job *per_device(struct pool *p, size_t nth, size_t *n_out)
 				continue;
 			q.jobs[k].path = j->path;
 			q.jobs[k].top = j->top;
+			q.jobs[k].frames = j->frames;
 			q.jobs[k].only = dev;
 			q.jobs[k].device = dev;
 			q.todo[m++] = &q.jobs[k++];
@@ -503,12 +515,14 @@ int cmd_stats(int argc, const char **argv)
 {
 	int json = 0, n, rc = MS_EXIT_OK;
 	uint64_t top = 10, jobs = 0;
+	struct ms_frames_opt frames = {0};
 	const struct ms_opt opts[] = {
 	        MS_OPT_BOOL(0, "json", &json,
 	                    "print JSON (an object; an array for several files or devices)"),
 	        MS_OPT_U64(0, "top", &top, "N", "length of the top lists (default 10)"),
 	        MS_OPT_U64('j', "jobs", &jobs, "N",
 	                   "files read at once (default: the number of CPUs)"),
+	        MS_OPT_FRAMES(&frames),
 	        MS_OPT_END(),
 	};
 	struct pool p;
@@ -520,6 +534,7 @@ int cmd_stats(int argc, const char **argv)
 		ms_usage_error(opts, usage, "no file given");
 	if (top == 0 || top > 100000)
 		ms_usage_error(opts, usage, "--top must be 1 to 100000");
+	ms_frames_opt_check(&frames, opts, usage);
 	memset(&p, 0, sizeof(p));
 	p.n = (size_t)n;
 	p.top = (size_t)top;
@@ -530,6 +545,7 @@ int cmd_stats(int argc, const char **argv)
 		p.jobs[i].path = argv[i];
 		p.jobs[i].top = (size_t)top;
 		p.jobs[i].only = -1;
+		p.jobs[i].frames = frames.n;
 	}
 	nth = jobs ? (size_t)jobs : (size_t)sysconf(_SC_NPROCESSORS_ONLN);
 	if (nth < 1)

@@ -1,6 +1,8 @@
-/* Allocation sites: labels and grouping shared by stats and diff. */
+/* Allocation sites: --frames, the frames printed with a site, grouping for stats and diff. */
 #include "cli/sites.h"
 
+#include <cjson/cJSON.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,18 +10,131 @@
 #include "cli/out.h"
 #include "common/alloc.h"
 
+void ms_frames_opt_check(struct ms_frames_opt *f, const struct ms_opt *opts,
+                         const char *const *usage)
+{
+	char *end;
+	unsigned long long v;
+
+	f->n = MS_FRAMES_USER;
+	if (!f->arg || !strcmp(f->arg, "user"))
+		return;
+	if (!strcmp(f->arg, "all")) {
+		f->n = MS_FRAMES_ALL;
+		return;
+	}
+	errno = 0;
+	v = strtoull(f->arg, &end, 10);
+	if (errno || !f->arg[0] || *end || f->arg[0] == '-' || v < 1 || v >= MS_FRAMES_ALL)
+		ms_usage_error(opts, usage,
+		               "--frames must be user, all or a number of frames, not '%s'",
+		               f->arg);
+	f->n = (uint32_t)v;
+}
+
 void ms_site_label(const struct ms_symtab *y, uint32_t stack, char *buf, size_t cap)
 {
 	ms_stack_label(y, stack, buf, cap);
 }
 
+/* The positions --frames shows of stack (caller frees), their number and the site's index. */
+static size_t *shown(const struct ms_symtab *y, uint32_t stack, uint32_t frames, size_t *n,
+                     size_t *site)
+{
+	size_t depth, *pos;
+
+	*n = 0;
+	if (!stack)
+		return NULL;
+	ms_symtab_get_stack(y, stack, &depth);
+	if (!(pos = ms_malloc(sizeof(*pos) * (depth ? depth : 1))))
+		ms_die(MS_EXIT_ERROR, "out of memory");
+	*n = ms_site_frames(y, stack, frames, pos, depth, site);
+	return pos;
+}
+
+void ms_site_print_frames(const struct ms_symtab *y, uint32_t stack, uint32_t frames, int indent)
+{
+	size_t n, site = 0, *pos;
+	const uint32_t *fr;
+	size_t depth;
+
+	if (frames == MS_FRAMES_USER || !(pos = shown(y, stack, frames, &n, &site)))
+		return;
+	fr = ms_symtab_get_stack(y, stack, &depth);
+	for (size_t i = frames == MS_FRAMES_ALL ? 0 : 1; i < n; i++) {
+		char label[1024];
+		ms_frame_label(y, fr[pos[i]], label, sizeof(label));
+		printf("%*s%s%s\n", indent > 2 ? indent - 2 : 0, "",
+		       frames == MS_FRAMES_ALL && i == site ? "> " : "  ", label);
+	}
+	ms_free(pos);
+}
+
+void ms_site_json_frames(struct cJSON *o, const struct ms_symtab *y, uint32_t stack,
+                         uint32_t frames)
+{
+	size_t n, site = 0, *pos, depth;
+	const uint32_t *fr;
+	cJSON *a;
+
+	if (frames == MS_FRAMES_USER)
+		return;
+	if (!(pos = shown(y, stack, frames, &n, &site))) {
+		cJSON_AddNullToObject(o, "stack");
+		return;
+	}
+	fr = ms_symtab_get_stack(y, stack, &depth);
+	a = cJSON_AddArrayToObject(o, "stack");
+	for (size_t i = 0; i < n; i++) {
+		const struct ms_frame *f = &y->frames[fr[pos[i]]];
+		cJSON *e = cJSON_CreateObject();
+		cJSON_AddStringToObject(e, "name", ms_symtab_get_str(y, f->name)->s);
+		cJSON_AddStringToObject(e, "filename", ms_symtab_get_str(y, f->file)->s);
+		cJSON_AddNumberToObject(e, "line", f->line);
+		cJSON_AddItemToArray(a, e);
+	}
+	if (frames == MS_FRAMES_ALL)
+		cJSON_AddNumberToObject(o, "site_frame", (double)site);
+	ms_free(pos);
+}
+
+const char *ms_site_key(struct ms_buf *b, const struct ms_symtab *y, uint32_t stack,
+                        uint32_t frames)
+{
+	size_t n, *pos, depth;
+	const uint32_t *fr;
+	char label[1024];
+
+	b->len = 0;
+	if (frames == MS_FRAMES_USER || !(pos = shown(y, stack, frames, &n, NULL))) {
+		ms_site_label(y, stack, label, sizeof(label));
+		if (ms_buf_append(b, label, strlen(label) + 1))
+			ms_die(MS_EXIT_ERROR, "out of memory");
+		return b->data;
+	}
+	fr = ms_symtab_get_stack(y, stack, &depth);
+	for (size_t i = 0; i < n; i++) {
+		ms_frame_label(y, fr[pos[i]], label, sizeof(label));
+		if (ms_buf_printf(b, "%s%s", i ? "\n" : "", label))
+			ms_die(MS_EXIT_ERROR, "out of memory");
+	}
+	if (ms_buf_append(b, "", 1))
+		ms_die(MS_EXIT_ERROR, "out of memory");
+	ms_free(pos);
+	return b->data;
+}
+
 static int row_desc(const void *x, const void *y)
 {
 	const struct ms_site_row *a = x, *b = y;
+	int c;
 
 	if (a->bytes != b->bytes)
 		return a->bytes < b->bytes ? 1 : -1;
-	return strcmp(a->label, b->label);
+	if ((c = strcmp(a->label, b->label)))
+		return c;
+	return a->stack < b->stack ? -1 : a->stack > b->stack;
 }
 
 void ms_label_rows_init(struct ms_label_rows *l)
@@ -60,28 +175,30 @@ void ms_label_rows_release(struct ms_label_rows *l)
 }
 
 struct ms_site_row *ms_group_sites(const struct ms_symtab *y, const struct ms_trace_stats *r,
-                                   size_t *n)
+                                   uint32_t frames, size_t *n)
 {
 	struct ms_site_row *rows = ms_calloc(r->n_sites ? r->n_sites : 1, sizeof(*rows));
 	struct ms_label_rows by;
+	struct ms_buf key = MS_BUF_INIT;
 
 	if (!rows)
 		ms_die(MS_EXIT_ERROR, "out of memory");
 	ms_label_rows_init(&by);
 	for (size_t i = 0; i < r->n_sites; i++) {
-		char label[512];
 		size_t q;
 		int added;
-		ms_site_label(y, r->sites[i].stack, label, sizeof(label));
-		q = ms_label_row(&by, label, &added);
-		if (added)
-			memcpy(rows[q].label, label, sizeof(label));
+		q = ms_label_row(&by, ms_site_key(&key, y, r->sites[i].stack, frames), &added);
+		if (added) {
+			ms_site_label(y, r->sites[i].stack, rows[q].label, sizeof(rows[q].label));
+			rows[q].stack = r->sites[i].stack;
+		}
 		rows[q].bytes += r->sites[i].bytes;
 		rows[q].count += r->sites[i].count;
 		rows[q].stacks++;
 	}
 	*n = by.n;
 	ms_label_rows_release(&by);
+	ms_buf_release(&key);
 	qsort(rows, *n, sizeof(*rows), row_desc);
 	return rows;
 }

@@ -1,15 +1,56 @@
-/* Allocation sites as people read them: a stack shown by its first frame outside torch. */
+/*
+ * Allocation sites as people read them (replay/site.h: a stack shown by its user code), the
+ * --frames option of the commands that print them, and their grouping for stats and diff.
+ */
 #ifndef MEMSNAP_CLI_SITES_H
 #define MEMSNAP_CLI_SITES_H
 
+#include "cli/opts.h"
+#include "common/buf.h"
 #include "common/symtab.h"
+#include "replay/site.h"
 #include "replay/trace_stats.h"
 
-/* "name (file:line)" of the first frame outside torch's own files, else the innermost. */
+struct cJSON;
+
+/*
+ * --frames user|all|N: which frames are printed where a site is. user (the default): the site
+ * alone; all: below it, the whole stack; N: below it, its N - 1 callers of the same kind.
+ */
+struct ms_frames_opt {
+	const char *arg; /* as given; NULL: user */
+	uint32_t n;      /* MS_FRAMES_USER, MS_FRAMES_ALL or N, after ms_frames_opt_check */
+};
+#define MS_FRAMES_OPT_HELP \
+	"frames printed with a site: user (default), all, or N (the site, N-1 callers)"
+#define MS_OPT_FRAMES(f) MS_OPT_STRING(0, "frames", &(f)->arg, "user|all|N", MS_FRAMES_OPT_HELP)
+/* Parse f->arg into f->n; a bad value is a usage error (exit 2). */
+void ms_frames_opt_check(struct ms_frames_opt *f, const struct ms_opt *opts,
+                         const char *const *usage);
+
+/* The label of a stack's site (ms_stack_label). */
 void ms_site_label(const struct ms_symtab *y, uint32_t stack, char *buf, size_t cap);
+/*
+ * Text: the lines --frames adds below a printed site, each indented by indent columns: with
+ * all, every frame, the site's marked "> "; with N, the N - 1 callers. Nothing for user.
+ */
+void ms_site_print_frames(const struct ms_symtab *y, uint32_t stack, uint32_t frames, int indent);
+/*
+ * JSON: into o, "stack": [{"name", "filename", "line"}] of the frames --frames shows (the site
+ * first, or with all the whole stack and "site_frame", the site's index). Nothing for user.
+ */
+void ms_site_json_frames(struct cJSON *o, const struct ms_symtab *y, uint32_t stack,
+                         uint32_t frames);
+/*
+ * What sites are grouped by: the site's label, or with all or N the labels of every frame
+ * shown, one a line. Into b (cleared first; NUL-terminated). Dies on OOM.
+ */
+const char *ms_site_key(struct ms_buf *b, const struct ms_symtab *y, uint32_t stack,
+                        uint32_t frames);
 
 struct ms_site_row {
 	char label[512];
+	uint32_t stack; /* the first stack of the group (they all show the same frames) */
 	uint64_t bytes, count;
 	uint32_t stacks;
 };
@@ -29,8 +70,11 @@ void ms_label_rows_init(struct ms_label_rows *l);
 size_t ms_label_row(struct ms_label_rows *l, const char *label, int *added);
 void ms_label_rows_release(struct ms_label_rows *l);
 
-/* The sites at the peak of r grouped by label, largest first; caller frees with ms_free. */
+/*
+ * The sites at the peak of r grouped by what --frames shows of them (ms_site_key), largest
+ * first; caller frees with ms_free.
+ */
 struct ms_site_row *ms_group_sites(const struct ms_symtab *y, const struct ms_trace_stats *r,
-                                   size_t *n);
+                                   uint32_t frames, size_t *n);
 
 #endif

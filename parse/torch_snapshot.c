@@ -292,6 +292,35 @@ static inline int as_i64(const struct ms_pk_val *v, int64_t *out)
 }
 
 /*
+ * A frame dict's 'line' -> *line. PyTorch writes C++ frames (stacks="all") with the line
+ * unknown as size_t(-1), an int past int64 (a JSON reader makes it a float); None, such
+ * numbers and ints outside uint32 are read as 0, "no line". Anything else is malformed: -1.
+ */
+static int frame_line(const struct ms_pk_val *x, uint32_t *line)
+{
+	*line = 0;
+	if (!x || x->type == MS_PK_NONE || x->type == MS_PK_BIGINT || x->type == MS_PK_FLOAT)
+		return 0;
+	if (x->type != MS_PK_INT && x->type != MS_PK_BOOL)
+		return -1;
+	if (x->v.i >= 0 && x->v.i <= UINT32_MAX)
+		*line = (uint32_t)x->v.i;
+	return 0;
+}
+
+/* A frame dict's 'name' or 'filename': a string, or absent or None (""); else -1. */
+static inline int frame_str(const struct ms_pk_val *x, uint32_t *vid)
+{
+	*vid = 0;
+	if (!x || x->type == MS_PK_NONE)
+		return 0;
+	if (x->type != MS_PK_STR)
+		return -1;
+	*vid = x->v.str;
+	return 0;
+}
+
+/*
  * Frames list -> stack id. Frame dicts and whole frames lists are shared by entries through
  * the memo, so their ids are cached in aux (a value is complete before anything refers to it).
  */
@@ -321,8 +350,7 @@ static ms_status map_frames(struct ms_snapmap *m, const struct ms_pk_val *fr, ui
 	for (uint32_t i = 0; i < n; i++) {
 		const struct ms_pk_val *f = &items[i];
 		struct ms_frame fd;
-		const struct ms_pk_val *x;
-		int64_t line = 0;
+		uint32_t name, file;
 
 		if (f->type != MS_PK_DICT)
 			return MS_ERR_FORMAT;
@@ -330,18 +358,13 @@ static ms_status map_frames(struct ms_snapmap *m, const struct ms_pk_val *fr, ui
 			tmp[i] = f->v.o->aux - 1;
 			continue;
 		}
-		x = get(m, f, K_NAME);
-		if (x && x->type != MS_PK_STR)
+		/* other keys than these three are skipped */
+		if (frame_str(get(m, f, K_NAME), &name) ||
+		    frame_str(get(m, f, K_FILENAME), &file) ||
+		    frame_line(get(m, f, K_LINE), &fd.line))
 			return MS_ERR_FORMAT;
-		MS_TRY(map_str(m, x ? x->v.str : 0, &fd.name));
-		x = get(m, f, K_FILENAME);
-		if (x && x->type != MS_PK_STR)
-			return MS_ERR_FORMAT;
-		MS_TRY(map_str(m, x ? x->v.str : 0, &fd.file));
-		x = get(m, f, K_LINE);
-		if (x && as_i64(x, &line))
-			return MS_ERR_FORMAT;
-		fd.line = line < 0 || line > UINT32_MAX ? 0 : (uint32_t)line;
+		MS_TRY(map_str(m, name, &fd.name));
+		MS_TRY(map_str(m, file, &fd.file));
 		MS_TRY(ms_symtab_frame(m->syms, &fd, &tmp[i]));
 		f->v.o->aux = tmp[i] + 1;
 	}
@@ -519,15 +542,14 @@ static int frames_ok(const struct ms_snapmap *m, const struct ms_pk_val *fr)
 	if (fr->v.o->aux)
 		return 1; /* mapped before */
 	for (uint32_t i = 0; i < fr->v.o->n; i++) {
-		const struct ms_pk_val *f = &fr->v.o->items[i], *x;
-		int64_t line;
+		const struct ms_pk_val *f = &fr->v.o->items[i];
+		uint32_t name, file, line;
 		if (f->type != MS_PK_DICT)
 			return 0;
 		if (f->v.o->aux)
 			continue;
-		if (((x = get(m, f, K_NAME)) && x->type != MS_PK_STR) ||
-		    ((x = get(m, f, K_FILENAME)) && x->type != MS_PK_STR) ||
-		    ((x = get(m, f, K_LINE)) && as_i64(x, &line)))
+		if (frame_str(get(m, f, K_NAME), &name) ||
+		    frame_str(get(m, f, K_FILENAME), &file) || frame_line(get(m, f, K_LINE), &line))
 			return 0;
 	}
 	return 1;

@@ -15,7 +15,7 @@
 
 #include "common/alloc.h"
 #include "common/status.h"
-#include "replay/trace_stats.h"
+#include "replay/site.h"
 
 #define COLOR_ALLOC   "#4e79a7"
 #define COLOR_SLACK   "#a0cbe8"
@@ -110,6 +110,32 @@ size_t ms_render_cells(const struct ms_block *b, size_t n, struct cell *cells)
 static const char *const state_word[4] = {"allocated", "slack", "pending free", "free"};
 static const char *const state_color[4] = {COLOR_ALLOC, COLOR_SLACK, COLOR_PENDING, COLOR_FREE};
 
+/* The frames --frames adds to a site in a tooltip, a line each (replay/site.h). */
+static ms_status frame_lines(struct ms_buf *o, const struct ms_symtab *y, uint32_t stack,
+                             uint32_t frames)
+{
+	size_t n, site = 0, depth, *pos;
+	const uint32_t *fr;
+	ms_status s = MS_OK;
+
+	if (frames <= MS_FRAMES_USER)
+		return MS_OK;
+	fr = ms_symtab_get_stack(y, stack, &depth);
+	if (!(pos = ms_malloc(sizeof(*pos) * (depth ? depth : 1))))
+		return MS_ERR_NOMEM;
+	n = ms_site_frames(y, stack, frames, pos, depth, &site);
+	for (size_t i = frames == MS_FRAMES_ALL ? 0 : 1; i < n && !s; i++) {
+		char label[512];
+		ms_frame_label(y, fr[pos[i]], label, sizeof(label));
+		s = ms_buf_printf(o, "&#10;%s",
+		                  frames == MS_FRAMES_ALL && i == site ? "&gt; " : "  ");
+		if (!s)
+			s = ms_render_escape(o, label);
+	}
+	ms_free(pos);
+	return s;
+}
+
 static ms_status cell_td(struct ms_buf *o, const struct ms_render_input *in,
                          const struct ms_block *b, const struct cell *c, uint64_t seg_size)
 {
@@ -133,6 +159,7 @@ static ms_status cell_td(struct ms_buf *o, const struct ms_render_input *in,
 			ms_stack_label(in->syms, x->stack, site, sizeof(site));
 			MS_TRY(ms_buf_append(o, " at ", 4));
 			MS_TRY(ms_render_escape(o, site));
+			MS_TRY(frame_lines(o, in->syms, x->stack, in->frames));
 		}
 	} else {
 		MS_TRY(ms_buf_printf(o, "0x%llx: %zu blocks, %s",

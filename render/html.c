@@ -21,7 +21,7 @@
 #include "common/jsonw.h"
 #include "common/status.h"
 #include "parse/trace.h"
-#include "replay/trace_stats.h"
+#include "replay/site.h"
 #include "replay/whatif.h"
 
 /* The window's peak: needed by render's other formats too, so outside MS_HAVE_HTML. */
@@ -255,14 +255,20 @@ static int u64_cmp(const void *x, const void *y)
 }
 
 /*
- * Sites: the label of a stack (its first frame outside torch, ms_stack_label), each label once;
- * stacks that differ deeper down share their site. Labels are interned in a symtab of their
- * own: site i is its string id i + 1 (labels are never empty).
+ * Sites: the label of a stack (ms_stack_label, replay/site.h), each label once; stacks that
+ * differ deeper down share their site, and the page shows the first one's frames. Labels are
+ * interned in a symtab of their own: site i is its string id i + 1 (labels are never empty).
+ * The frames the page shows, of site stacks and OOM holders, are interned by content in
+ * frames (ids 1, 2, ...; written as the table `frames`, id - 1 each).
  */
 struct sites {
 	const struct ms_symtab *syms;
 	struct ms_u64map ids; /* stack -> site */
 	struct ms_symtab labels;
+	uint32_t *first; /* site -> the first stack seen with it */
+	size_t cap_first;
+	struct ms_symtab frames;
+	uint32_t shown; /* --frames */
 	int nomem;
 };
 
@@ -276,18 +282,85 @@ static int64_t site_of(struct sites *s, uint32_t stack)
 	const uint64_t *v;
 	char label[256];
 	uint32_t id;
+	size_t before;
 
 	if (!stack || !s->syms || stack >= ms_symtab_nstacks(s->syms))
 		return -1;
 	if ((v = ms_u64map_get(&s->ids, stack)))
 		return (int64_t)*v;
 	ms_stack_label(s->syms, stack, label, sizeof(label));
+	before = sites_n(s);
 	if (ms_symtab_str(&s->labels, label, strlen(label), &id) || id == 0 ||
-	    ms_u64map_put(&s->ids, stack, id - 1)) {
+	    ms_u64map_put(&s->ids, stack, id - 1) ||
+	    ms_grow(&s->first, &s->cap_first, id, sizeof(*s->first))) {
 		s->nomem = 1;
 		return -1;
 	}
+	if (sites_n(s) > before) /* a new label */
+		s->first[id - 1] = stack;
 	return (int64_t)id - 1;
+}
+
+/*
+ * A stack of y as the page has it: [frames (indexes into `frames`), the site's position, the
+ * positions --frames shows or null for all].
+ */
+static void stack_json(struct ms_jsonw *w, struct sites *s, const struct ms_symtab *y,
+                       uint32_t stack)
+{
+	size_t n, site = 0, *pos;
+	const uint32_t *fr = ms_symtab_get_stack(y, stack, &n);
+
+	if (!(pos = ms_malloc(sizeof(*pos) * (n ? n : 1)))) {
+		s->nomem = 1;
+		ms_jsonw_null(w);
+		return;
+	}
+	ms_jsonw_arr_begin(w);
+	ms_jsonw_arr_begin(w);
+	for (size_t i = 0; i < n; i++) {
+		const struct ms_frame *f = &y->frames[fr[i]];
+		const struct ms_str *name = ms_symtab_get_str(y, f->name);
+		const struct ms_str *file = ms_symtab_get_str(y, f->file);
+		struct ms_frame g = {0, 0, f->line};
+		uint32_t id = 0;
+		if (ms_symtab_str(&s->frames, name->s, name->len, &g.name) ||
+		    ms_symtab_str(&s->frames, file->s, file->len, &g.file) ||
+		    ms_symtab_frame(&s->frames, &g, &id))
+			s->nomem = 1;
+		ms_jsonw_u64(w, id ? id - 1 : 0);
+	}
+	ms_jsonw_arr_end(w);
+	ms_site_frames(y, stack, MS_FRAMES_ALL, pos, n, &site);
+	ms_jsonw_u64(w, site);
+	if (s->shown == MS_FRAMES_ALL) {
+		ms_jsonw_null(w);
+	} else {
+		size_t k = ms_site_frames(y, stack, s->shown, pos, n, NULL);
+		ms_jsonw_arr_begin(w);
+		for (size_t i = 0; i < k && i < n; i++)
+			ms_jsonw_u64(w, pos[i]);
+		ms_jsonw_arr_end(w);
+	}
+	ms_jsonw_arr_end(w);
+	ms_free(pos);
+}
+
+/* The table of the frames the stacks above refer to: [name, file, line] each. */
+static void frames_json(struct ms_jsonw *w, const struct sites *s)
+{
+	ms_jsonw_arr_begin(w);
+	for (uint32_t i = 1; i < ms_symtab_nframes(&s->frames); i++) {
+		const struct ms_frame *f = &s->frames.frames[i];
+		const struct ms_str *name = ms_symtab_get_str(&s->frames, f->name);
+		const struct ms_str *file = ms_symtab_get_str(&s->frames, f->file);
+		ms_jsonw_arr_begin(w);
+		ms_jsonw_str(w, name->s, name->len);
+		ms_jsonw_str(w, file->s, file->len);
+		ms_jsonw_u64(w, f->line);
+		ms_jsonw_arr_end(w);
+	}
+	ms_jsonw_arr_end(w);
 }
 
 static void snap_json(struct ms_jsonw *w, const struct ms_replay_snap *sn, const char *label,
@@ -497,7 +570,7 @@ static ms_status flame_json(struct ms_jsonw *w, const struct ms_replay_snap *sn,
 	return f.nomem ? MS_ERR_NOMEM : MS_OK;
 }
 
-static void oom_json(struct ms_jsonw *w, const struct ms_replay_result *r)
+static void oom_json(struct ms_jsonw *w, const struct ms_replay_result *r, struct sites *sites)
 {
 	const struct ms_replay_oom *x = &r->first_oom;
 	char msg[1024];
@@ -546,6 +619,10 @@ static void oom_json(struct ms_jsonw *w, const struct ms_replay_result *r)
 		ms_jsonw_u64(w, x->holders[i].size);
 		ms_jsonw_u64(w, x->holders[i].index);
 		ms_jsonw_cstr(w, x->holders[i].site);
+		if (r->holder_syms && x->holders[i].stack)
+			stack_json(w, sites, r->holder_syms, x->holders[i].stack);
+		else
+			ms_jsonw_null(w);
 		ms_jsonw_arr_end(w);
 	}
 	ms_jsonw_arr_end(w);
@@ -847,6 +924,11 @@ ms_status ms_render_html(const struct ms_render_html_input *in, struct ms_buf *o
 	oom_shown = in->first->has_oom && in->first->first_oom.index >= lo &&
 	            in->first->first_oom.index < hi;
 	sites.syms = syms;
+	sites.shown = in->frames ? in->frames : MS_FRAMES_USER;
+	if (ms_symtab_init(&sites.frames)) {
+		s = MS_ERR_NOMEM;
+		goto out;
+	}
 	if (ms_symtab_init(&sites.labels)) {
 		s = MS_ERR_NOMEM;
 		goto out;
@@ -1053,7 +1135,7 @@ ms_status ms_render_html(const struct ms_render_html_input *in, struct ms_buf *o
 	ms_jsonw_arr_end(&w);
 	ms_jsonw_key(&w, "oom");
 	if (oom_shown)
-		oom_json(&w, in->first);
+		oom_json(&w, in->first, &sites);
 	else
 		ms_jsonw_null(&w);
 	ms_jsonw_key(&w, "whatif");
@@ -1082,6 +1164,13 @@ ms_status ms_render_html(const struct ms_render_html_input *in, struct ms_buf *o
 	for (size_t i = 0; i < sites_n(&sites); i++)
 		ms_jsonw_cstr(&w, ms_symtab_get_str(&sites.labels, (uint32_t)i + 1)->s);
 	ms_jsonw_arr_end(&w);
+	ms_jsonw_key(&w, "site_stacks");
+	ms_jsonw_arr_begin(&w);
+	for (size_t i = 0; i < sites_n(&sites); i++)
+		stack_json(&w, &sites, syms, sites.first[i]);
+	ms_jsonw_arr_end(&w);
+	ms_jsonw_key(&w, "frames");
+	frames_json(&w, &sites);
 	ms_jsonw_obj_end(&w);
 	if (fclose(f) != 0 && !s)
 		s = MS_ERR_NOMEM;
@@ -1099,6 +1188,8 @@ out:
 	ms_free(lod.f);
 	ms_free(lod.anns);
 	ms_symtab_release(&sites.labels);
+	ms_symtab_release(&sites.frames);
+	ms_free(sites.first);
 	ms_u64map_release(&sites.ids);
 	ms_u64map_release(&named);
 	ms_replay_result_release(&r);

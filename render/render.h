@@ -18,6 +18,7 @@ struct ms_render_input {
 	const char *moment;
 	const struct ms_replay_result *r; /* r->snap.taken; r->first_oom when snap.at_oom */
 	const struct ms_symtab *syms;     /* for stack labels; NULL: none */
+	uint32_t frames; /* frames shown with a site (replay/site.h: MS_FRAMES_*); 0: the site */
 };
 
 /* Width of the text map's bars in characters. */
@@ -60,6 +61,7 @@ struct ms_render_html_input {
 	size_t buckets;                       /* timeline detail; 0: 2000 */
 	size_t moments;                       /* segment maps besides peak and OOM; 0: 48 */
 	int no_whatif;     /* leave out the what-if table (it replays the trace many times) */
+	uint32_t frames;   /* frames the segment map's tooltips show with a site; 0: the site */
 	uint64_t from, to; /* the window of events drawn; to = 0: to the end */
 	/* the limit was inferred from the recorded OOMs, between limit_lo and limit_hi: the page
 	 * says so wherever a verdict rests on it */

@@ -19,6 +19,38 @@
 	function $(id) { return document.getElementById(id); }
 	function text(node, s) { node.textContent = s; return node; }
 	function site(i) { return i >= 0 ? D.sites[i] : ''; }
+	/* frame i of D.frames as memsnap prints it: "name (file:line)", "name (file)", "name" */
+	function frameLabel(i) {
+		var f = D.frames[i], name = f[0] || '??', file = f[1];
+		if (!file || file === '??') return name;
+		return name + ' (' + file + (f[2] ? ':' + f[2] : '') + ')';
+	}
+	/* a stack ([frames, the site's position, the positions --frames shows or null for all]):
+	   every frame, innermost first, the site's marked '> ' */
+	function stackText(st) {
+		return st[0].map(function (f, i) {
+			return (i === st[1] ? '> ' : '  ') + frameLabel(f);
+		}).join('\n');
+	}
+	/* the lines --frames adds below a site in a tooltip: the whole stack, or the site's callers */
+	function shownText(st) {
+		if (!st) return '';
+		if (st[2] === null) return '\n' + stackText(st);
+		return st[2].slice(1).map(function (p) { return '\n  ' + frameLabel(st[0][p]); }).join('');
+	}
+	/* a table cell with a site: its whole stack on hover (title) and on click (details) */
+	function siteCell(label, st) {
+		var td = document.createElement('td');
+		if (!st) return text(td, label);
+		var d = document.createElement('details'), sum = document.createElement('summary');
+		var full = stackText(st);
+		text(sum, label);
+		sum.title = full;
+		d.appendChild(sum);
+		d.appendChild(text(document.createElement('pre'), full));
+		td.appendChild(d);
+		return td;
+	}
 
 	/* the bucket holding event x */
 	function bucketOf(x) {
@@ -64,9 +96,10 @@
 		var tb = document.createElement('tbody');
 		o.holders.forEach(function (w) {
 			var tr = document.createElement('tr');
-			[fmt(w[0]), String(w[1]), w[2]].forEach(function (c) {
+			[fmt(w[0]), String(w[1])].forEach(function (c) {
 				tr.appendChild(text(document.createElement('td'), c));
 			});
+			tr.appendChild(siteCell(w[2], w[3]));
 			tb.appendChild(tr);
 		});
 		t.appendChild(tb);
@@ -336,7 +369,8 @@
 				}
 				hit.push({ y: y, x0: x, x1: x + cw, text: (n > 1 ? n + ' blocks, mostly ' : '') +
 					STATE_WORD[st] + ' ' + fmt(size) + (st === 0 && n === 1 && req < size ?
-					' (requested ' + fmt(req) + ')' : '') + (s >= 0 ? '\n' + site(s) : '') });
+					' (requested ' + fmt(req) + ')' : '') +
+					(s >= 0 ? '\n' + site(s) + shownText(D.site_stacks[s]) : '') });
 				x += cw;
 			}
 			c.strokeStyle = i === holeSeg ? '#e15759' : '#888';
@@ -402,9 +436,11 @@
 	} else {
 		D.top_sites_at_peak.forEach(function (r) {
 			var tr = document.createElement('tr');
-			[fmt(r[0]), String(r[1]), r[2] >= 0 ? site(r[2]) : '(no stack recorded)'].forEach(function (s) {
+			[fmt(r[0]), String(r[1])].forEach(function (s) {
 				tr.appendChild(text(document.createElement('td'), s));
 			});
+			tr.appendChild(r[2] >= 0 ? siteCell(site(r[2]), D.site_stacks[r[2]]) :
+				text(document.createElement('td'), '(no stack recorded)'));
 			tb.appendChild(tr);
 		});
 	}

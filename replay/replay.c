@@ -10,7 +10,7 @@
 #include "common/hash.h"
 #include "common/status.h"
 #include "parse/trace.h"
-#include "replay/trace_stats.h"
+#include "replay/site.h"
 
 struct rp {
 	const struct ms_replay_opts *o;
@@ -262,10 +262,62 @@ static void add_holder(struct rp *p, struct ms_replay_oom *x, uint64_t blockv)
 	}
 	x->holders[i].size = size;
 	x->holders[i].index = index;
-	if (p->syms && stack < ms_symtab_nstacks(p->syms))
-		ms_stack_label(p->syms, stack, x->holders[i].site, sizeof(x->holders[i].site));
-	else
-		snprintf(x->holders[i].site, sizeof(x->holders[i].site), "(no stack recorded)");
+	x->holders[i].stack = p->syms && stack < ms_symtab_nstacks(p->syms) ? stack : 0;
+}
+
+/* A stack of y interned in t: its frames' strings, the frames, the stack. */
+static ms_status copy_stack(struct ms_symtab *t, const struct ms_symtab *y, uint32_t stack,
+                            uint32_t *out)
+{
+	size_t n;
+	const uint32_t *fr = ms_symtab_get_stack(y, stack, &n);
+	uint32_t *ids = ms_malloc(sizeof(*ids) * (n ? n : 1));
+	ms_status s = MS_OK;
+
+	if (!ids)
+		return MS_ERR_NOMEM;
+	for (size_t i = 0; i < n && !s; i++) {
+		const struct ms_frame *f = &y->frames[fr[i]];
+		const struct ms_str *name = ms_symtab_get_str(y, f->name);
+		const struct ms_str *file = ms_symtab_get_str(y, f->file);
+		struct ms_frame g = {0, 0, f->line};
+		if (!(s = ms_symtab_str(t, name->s, name->len, &g.name)) &&
+		    !(s = ms_symtab_str(t, file->s, file->len, &g.file)))
+			s = ms_symtab_frame(t, &g, &ids[i]);
+	}
+	if (!s)
+		s = ms_symtab_stack(t, ids, n, out);
+	ms_free(ids);
+	return s;
+}
+
+/*
+ * The holders' sites, and their stacks copied into the result (the trace's table goes with the
+ * replay). Out of memory, a holder keeps its site and loses its stack.
+ */
+static void holder_stacks(struct rp *p, struct ms_replay_oom *x)
+{
+	struct ms_replay_result *r = p->r;
+
+	for (size_t i = 0; i < x->n_holders; i++) {
+		struct ms_replay_holder *h = &x->holders[i];
+		uint32_t stack = h->stack;
+		ms_stack_label(p->syms, stack, h->site, sizeof(h->site));
+		h->stack = 0;
+		if (!stack)
+			continue;
+		if (!r->holder_syms) {
+			if (!(r->holder_syms = ms_malloc(sizeof(*r->holder_syms))))
+				continue;
+			if (ms_symtab_init(r->holder_syms)) {
+				ms_free(r->holder_syms);
+				r->holder_syms = NULL;
+				continue;
+			}
+		}
+		if (copy_stack(r->holder_syms, p->syms, stack, &h->stack))
+			h->stack = 0;
+	}
 }
 
 static void record_oom(struct rp *p, const struct ms_model_oom *o, int recorded)
@@ -284,6 +336,7 @@ static void record_oom(struct rp *p, const struct ms_model_oom *o, int recorded)
 	for (size_t i = 0; i < p->live.cap; i++)
 		if (p->live.keys[i])
 			add_holder(p, x, p->live.vals[i]);
+	holder_stacks(p, x);
 }
 
 /* The state now into sn. */
@@ -711,6 +764,11 @@ void ms_replay_result_release(struct ms_replay_result *r)
 	r->end_segs = NULL;
 	r->n_end_segs = 0;
 	r->n_empty_cache_at = r->cap_empty_cache_at = 0;
+	if (r->holder_syms) {
+		ms_symtab_release(r->holder_syms);
+		ms_free(r->holder_syms);
+		r->holder_syms = NULL;
+	}
 }
 
 /* "[not recorded; at least 5.77 GiB]": a size inferred from an OOM entry, said as such. */

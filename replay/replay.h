@@ -78,7 +78,8 @@ void ms_seg_events_push(struct ms_seg_event **arr, size_t *n, size_t *cap, uint6
 /* A live allocation at the OOM: who holds the memory. */
 struct ms_replay_holder {
 	uint64_t size, index; /* block bytes; the trace event that allocated it */
-	char site[160];       /* where (the stack's first frame outside torch), if recorded */
+	char site[160];       /* where: its stack's site (replay/site.h), if recorded */
+	uint32_t stack;       /* its stack in ms_replay_result.holder_syms, 0 if none */
 };
 
 #define MS_OOM_HOLES   5
@@ -172,6 +173,9 @@ struct ms_replay_result {
 	struct ms_replay_snap snap;   /* when opts.snap asked for it */
 	struct ms_replay_snap *snaps; /* opts.more_snaps, in order, as far as the replay got */
 	size_t n_snaps;
+	/* the stacks of first_oom's holders, copied from the trace's table (which the replay does
+	 * not keep); NULL when none has one */
+	struct ms_symtab *holder_syms;
 	/* a mid-run trace: the state rebuilt before its first event (opts.init) */
 	int rebuilt;
 	uint64_t initial_reserved, initial_segments, initial_live_blocks;

@@ -454,24 +454,3 @@ const struct ms_trace_stats *ms_stats_builder_result(struct ms_stats_builder *b)
 	}
 	return r;
 }
-
-void ms_stack_label(const struct ms_symtab *y, uint32_t stack, char *buf, size_t cap)
-{
-	size_t n, pick = 0;
-	const uint32_t *fr;
-
-	if (!stack) {
-		snprintf(buf, cap, "(no stack recorded)");
-		return;
-	}
-	fr = ms_symtab_get_stack(y, stack, &n);
-	for (size_t i = 0; i < n; i++) {
-		const char *file = ms_symtab_get_str(y, y->frames[fr[i]].file)->s;
-		if (!strstr(file, "/torch/") && !strstr(file, "<frozen")) {
-			pick = i;
-			break;
-		}
-	}
-	snprintf(buf, cap, "%s (%s:%u)", ms_symtab_get_str(y, y->frames[fr[pick]].name)->s,
-	         ms_symtab_get_str(y, y->frames[fr[pick]].file)->s, y->frames[fr[pick]].line);
-}

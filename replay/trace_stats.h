@@ -72,10 +72,6 @@ struct ms_trace_stats {
 	        largest_free, pending_free_bytes, n_expandable;
 };
 
-/* "name (file:line)" of a stack's first frame outside torch's own files, else its innermost;
- * "(no stack recorded)" for stack 0. */
-void ms_stack_label(const struct ms_symtab *y, uint32_t stack, char *buf, size_t cap);
-
 struct ms_stats_builder;
 
 /* top_n: length of the top lists (live_top, largest, sites). */

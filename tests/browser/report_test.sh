@@ -90,6 +90,16 @@ if [ -n "$problems" ]; then
 else
 	echo "ok no_trace"
 fi
+# a stacks="all" snapshot: the OOM's holders and the top sites show their whole stacks (on hover,
+# the summary's title; on click, the details), the site's frame marked; the segment map's
+# tooltips carry the callers --frames asks for
+"$memsnap" render --frames 2 "$root/testdata/snapshots/edge/stacks_all.pickle" -o "$art/stacks_all.html" 2>/dev/null
+chrome --dump-dom "file://$art/stacks_all.html" >"$tmp/dom.html" 2>/dev/null
+problems=""
+[ "$(grep -o '<summary title="  torch::unwind::unwind()' "$tmp/dom.html" | wc -l)" -ge 10 ] || problems+=" no-stacks-in-tables"
+grep -q '&gt; forward (/home/ada/proj/model.py:42)' "$tmp/dom.html" || problems+=" site-not-marked"
+grep -q '<pre>  torch::unwind::unwind()' "$tmp/dom.html" || problems+=" no-stack-on-click"
+if [ -n "$problems" ]; then echo "FAIL stacks_all:$problems"; fail=1; else echo "ok stacks_all"; fi
 # names in the trace that try to close the data block and run a script stay text
 "$memsnap" render "$root/testdata/snapshots/hostile/script_in_names.json" -o "$art/hostile.html" 2>/dev/null
 title=$(chrome --dump-dom "file://$art/hostile.html" 2>/dev/null | grep -o '<title>[^<]*</title>')

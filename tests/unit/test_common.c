@@ -254,7 +254,7 @@ Test(common, sizes_as_people_write_them)
 	        {"1.5GiB", 1610612736ull},
 	        {"11.81 GiB", 12680890941ull}, /* 11.81 * 2^30 = 12680890941.44 */
 	        {"0.5KiB", 512},
-	        {"1.0005KB", 1001},           /* 1000.5 rounds up */
+	        {"1.0005KB", 1001}, /* 1000.5 rounds up */
 	        {"2TB", 2000000000000ull},
 	        {"1T", 1099511627776ull},
 	        {"100B", 100},
@@ -263,16 +263,29 @@ Test(common, sizes_as_people_write_them)
 	        {"3.0", 3}, /* a whole number of bytes written with a point */
 	};
 	static const char *const bad[] = {
-	        "", "GiB", "12.5", "0x10", "1e3", "-5", "5 GB extra", "10 GiBs", "1.2.3G",
-	        "1.1234567G", "99999999999999999999", "20000000TiB", "nan", "inf", "12 XB",
+	        "",
+	        "GiB",
+	        "12.5",
+	        "0x10",
+	        "1e3",
+	        "-5",
+	        "5 GB extra",
+	        "10 GiBs",
+	        "1.2.3G",
+	        "1.1234567G",
+	        "99999999999999999999",
+	        "20000000TiB",
+	        "nan",
+	        "inf",
+	        "12 XB",
 	};
 
 	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
 		uint64_t v = 0;
 		const char *why = ms_size_parse(ok[i].s, &v);
 		cr_expect(why == NULL, "'%s': %s", ok[i].s, why ? why : "");
-		cr_expect_eq(v, ok[i].want, "'%s': %llu, want %llu", ok[i].s,
-		             (unsigned long long)v, (unsigned long long)ok[i].want);
+		cr_expect_eq(v, ok[i].want, "'%s': %llu, want %llu", ok[i].s, (unsigned long long)v,
+		             (unsigned long long)ok[i].want);
 	}
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		uint64_t v = 0;

@@ -788,12 +788,15 @@ Test(pickle, two_readers_read_what_one_reads)
 	cr_assert_geq(tried, 4, "the bundled snapshots are missing");
 }
 
-/* Gets back into the second reader's part, entries in two device lists, a streamed entry got. */
+/*
+ * Gets back into the second reader's part, entries in two device lists, a streamed entry got,
+ * stacks of C++ and Python frames 3000 deep.
+ */
 Test(pickle, two_readers_edge_cases)
 {
-	static const char *const names[] = {"split_back_refs", "split_two_devices",
+	static const char *const names[] = {"split_back_refs",   "split_two_devices",
 	                                    "split_entry_twice", "split_consumed_frame",
-	                                    "multi_device_p4"};
+	                                    "multi_device_p4",   "stacks_all"};
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
 		char path[512];
 		size_t n;

@@ -12,6 +12,7 @@
 #include "common/alloc.h"
 #include "parse/trace.h"
 #include "render/render.h"
+#include "replay/site.h"
 #include "replay/replay.h"
 #include "helpers.h"
 
@@ -164,7 +165,7 @@ Test(render, text_map_draws_each_mebibyte)
 	struct ms_replay_result r;
 	struct ms_segment g;
 	struct ms_block b[3];
-	struct ms_render_input in = {"hand", "event", &r, NULL};
+	struct ms_render_input in = {"hand", "event", &r, NULL, MS_FRAMES_USER};
 	struct ms_buf out = MS_BUF_INIT;
 	const char *want = "[######ssssss++++++++++++........................]";
 
@@ -194,7 +195,7 @@ Test(render, dot_merges_blocks_past_the_cell_limit)
 	struct ms_replay_result r;
 	struct ms_segment g;
 	struct ms_block *b = calloc(N, sizeof(*b));
-	struct ms_render_input in = {"many", "end", &r, NULL};
+	struct ms_render_input in = {"many", "end", &r, NULL, MS_FRAMES_USER};
 	struct ms_buf out = MS_BUF_INIT;
 	uint64_t alloc = 0;
 
@@ -228,7 +229,7 @@ Test(render, dot_escapes_labels)
 	struct ms_replay_result r;
 	struct ms_segment g;
 	struct ms_block b[3];
-	struct ms_render_input in = {"a<b>&\"c\".pickle", "end", &r, NULL};
+	struct ms_render_input in = {"a<b>&\"c\".pickle", "end", &r, NULL, MS_FRAMES_USER};
 	struct ms_buf out = MS_BUF_INIT;
 
 	hand_state(&r, &g, b);
@@ -409,4 +410,75 @@ Test(render, timeline_shows_memory_outside_pytorch)
 	ms_buf_release(&out);
 	ms_replay_result_release(&first);
 	ms_trace_free(t);
+}
+
+/* Frame f of the page's table as "name|file|line". */
+static void page_frame(const cJSON *data, int f, char *buf, size_t cap)
+{
+	const cJSON *x = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(data, "frames"), f);
+
+	cr_assert(cJSON_IsArray(x), "frame %d", f);
+	snprintf(buf, cap, "%s|%s|%d", cJSON_GetArrayItem(x, 0)->valuestring,
+	         cJSON_GetArrayItem(x, 1)->valuestring, cJSON_GetArrayItem(x, 2)->valueint);
+}
+
+/*
+ * The page's stacks (stacks="all" snapshot, --frames 3): each site's whole stack and the site's
+ * place in it, the frames --frames shows, the OOM holders' stacks, one table of frames.
+ */
+Test(render, page_carries_site_stacks)
+{
+	const char *path = MS_TESTDATA "/snapshots/edge/stacks_all.pickle";
+	struct ms_replay_opts o;
+	struct ms_replay_result first;
+	struct ms_render_html_input in;
+	struct ms_buf out = MS_BUF_INIT;
+	struct ms_diag d = MS_DIAG_INIT;
+	const cJSON *sites, *stacks, *holders, *st;
+	cJSON *data;
+	char buf[256];
+
+	if (!ms_render_have_html())
+		cr_skip_test("built without dygraphs");
+	memset(&o, 0, sizeof(o));
+	cr_assert_eq(ms_replay_run(path, &o, &first, &d), MS_OK, "%s", d.msg);
+	memset(&in, 0, sizeof(in));
+	in.source = in.path = path;
+	in.opts = &o;
+	in.first = &first;
+	in.no_whatif = 1;
+	in.frames = 3;
+	cr_assert_eq(ms_render_html(&in, &out, &d), MS_OK, "%s", d.msg);
+	data = page_data(&out);
+	sites = cJSON_GetObjectItemCaseSensitive(data, "sites");
+	stacks = cJSON_GetObjectItemCaseSensitive(data, "site_stacks");
+	cr_assert_eq(cJSON_GetArraySize(sites), 5);
+	cr_assert_eq(cJSON_GetArraySize(stacks), 5);
+	for (int i = 0; i < 5; i++) {
+		const char *label = cJSON_GetArrayItem(sites, i)->valuestring;
+		st = cJSON_GetArrayItem(stacks, i);
+		if (strcmp(label, "forward (/home/ada/proj/model.py:42)") != 0)
+			continue;
+		/* [frames, site position, shown positions] */
+		cr_assert_eq(cJSON_GetArraySize(cJSON_GetArrayItem(st, 0)), 41);
+		cr_assert_eq(cJSON_GetArrayItem(st, 1)->valueint, 31);
+		page_frame(data, cJSON_GetArrayItem(cJSON_GetArrayItem(st, 0), 31)->valueint, buf,
+		           sizeof(buf));
+		cr_expect_str_eq(buf, "forward|/home/ada/proj/model.py|42");
+		page_frame(data, cJSON_GetArrayItem(cJSON_GetArrayItem(st, 0), 0)->valueint, buf,
+		           sizeof(buf));
+		cr_expect_str_eq(buf, "torch::unwind::unwind()|??|0");
+		cr_assert_eq(cJSON_GetArraySize(cJSON_GetArrayItem(st, 2)), 3);
+		cr_expect_eq(cJSON_GetArrayItem(cJSON_GetArrayItem(st, 2), 1)->valueint, 39);
+	}
+	holders = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(data, "oom"),
+	                                           "holders");
+	cr_assert_eq(cJSON_GetArraySize(holders), 5);
+	st = cJSON_GetArrayItem(cJSON_GetArrayItem(holders, 2), 3);
+	cr_assert(cJSON_IsArray(st));
+	cr_expect_eq(cJSON_GetArraySize(cJSON_GetArrayItem(st, 0)), 3000);
+	cr_expect_eq(cJSON_GetArrayItem(st, 1)->valueint, 14);
+	cJSON_Delete(data);
+	ms_buf_release(&out);
+	ms_replay_result_release(&first);
 }

@@ -6,7 +6,9 @@
  */
 #include <cjson/cJSON.h>
 #include <criterion/criterion.h>
+#include <dirent.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -556,8 +558,10 @@ Test(snapshots, versions_read_as_written)
 		             t->n_events, (unsigned long long)want_total);
 		{
 			/* the release its fields tell, as the generator worked it out */
-			const char *lo = cJSON_GetObjectItemCaseSensitive(f, "version_min")->valuestring;
-			const char *hi = cJSON_GetObjectItemCaseSensitive(f, "version_max")->valuestring;
+			const char *lo =
+			        cJSON_GetObjectItemCaseSensitive(f, "version_min")->valuestring;
+			const char *hi =
+			        cJSON_GetObjectItemCaseSensitive(f, "version_max")->valuestring;
 			char want[96];
 			if (!strncmp(f->string, "npu_", 4))
 				snprintf(want, sizeof(want), "torch_npu (Ascend)");
@@ -603,4 +607,153 @@ Test(snapshots, versions_read_as_written)
 	}
 	cr_expect_geq(n_files, 18, "only %d layouts", n_files);
 	cJSON_Delete(exp);
+}
+
+/* The frames of event i of t: n and the frame ids, innermost first. */
+static const uint32_t *frames_of(const struct ms_trace *t, size_t i, size_t *n)
+{
+	return ms_symtab_get_stack(&t->syms, t->events[i].stack, n);
+}
+
+static const char *frame_str(const struct ms_trace *t, uint32_t id)
+{
+	return ms_symtab_get_str(&t->syms, id)->s;
+}
+
+/*
+ * A snapshot as _record_memory_history(stacks="all") writes it (scripts/gen_stack_cases.py):
+ * C++ and Python frames in one list, a line of 2^64 - 1, keys PyTorch does not write, a stack
+ * 3000 frames deep. Read whole, by the general path in small pieces, and as events.
+ */
+Test(snapshots, stacks_all)
+{
+	static const size_t depth[] = {41, 41, 21, 3000, 30, 20, 41, 0, 18, 18, 41, 41};
+	const char *path = MS_TESTDATA "/snapshots/edge/stacks_all.pickle";
+	struct ms_trace *t = NULL, *g = NULL;
+	struct ms_diag d = MS_DIAG_INIT;
+	size_t n, len;
+	const uint32_t *fr;
+	char *data;
+	int saw_max_line = 0;
+
+	cr_assert_eq(ms_trace_load(path, NULL, &t, NULL, &d), MS_OK, "%s", d.msg);
+	cr_assert_eq(t->n_events, 12);
+	for (size_t i = 0; i < t->n_events; i++) {
+		frames_of(t, i, &n);
+		cr_expect_eq(n, depth[i], "event %zu: %zu frames", i, n);
+	}
+	fr = frames_of(t, 3, &n);
+	cr_assert_eq(n, 3000);
+	cr_expect_str_eq(frame_str(t, t->syms.frames[fr[0]].name), "torch::unwind::unwind()");
+	cr_expect_str_eq(frame_str(t, t->syms.frames[fr[0]].file), "??");
+	for (size_t i = 0; i < n; i++) {
+		const struct ms_frame *f = &t->syms.frames[fr[i]];
+		if (!strcmp(frame_str(t, f->name), "init_ctx")) {
+			cr_expect_eq(f->line, 0, "a line of 2^64 - 1 is read as none");
+			saw_max_line = 1;
+		}
+	}
+	cr_expect(saw_max_line);
+	/* the frames with keys PyTorch does not write ('column', 'end_line') */
+	cr_expect_str_eq(frame_str(t, t->syms.frames[fr[14]].file), "/home/ada/proj/deep.py");
+	cr_expect_eq(t->syms.frames[fr[14]].line, 7);
+	cr_expect_str_eq(frame_str(t, t->syms.frames[fr[2993]].name), "run");
+	cr_expect_eq(t->syms.frames[fr[2993]].line, 15);
+	cr_assert_eq(t->n_segs, 1);
+	cr_assert_eq(t->segs[0].n_blocks, 5);
+	ms_symtab_get_stack(&t->syms, t->blocks[t->seg_block0[0] + 2].stack, &n);
+	cr_expect_eq(n, 3000, "the deep block's frames");
+
+	cr_assert(data = th_read_file(path, &len));
+	cr_assert_eq(th_pickle_load(data, len, 0, 7, &g, NULL, &d), MS_OK, "%s", d.msg);
+	cr_expect_eq(th_events_diff(t, g), -1, "the general path differs at event %ld",
+	             th_events_diff(t, g));
+	ms_trace_free(g);
+	free(data);
+	ms_trace_free(t);
+}
+
+/*
+ * What a frame's values may be: extra keys, a line that is None, a float or past uint32 (no
+ * line), a name that is None; and what is malformed: a line that is a string or a list, a
+ * frame that is not a dict, frames that are not a list.
+ */
+Test(snapshots, frame_values)
+{
+#define SNAP(frames)                                                                       \
+	"{\"segments\": [], \"device_traces\": [[{\"action\": \"alloc\", \"addr\": 4096, " \
+	"\"size\": "                                                                       \
+	"512, \"frames\": " frames "}]]}"
+	static const char *const good[] = {
+	        SNAP("[{\"name\": \"f\", \"filename\": \"a.py\", \"line\": 3, \"col\": 1, "
+	             "\"extra\": {\"x\": [1, 2]}}]"),
+	        SNAP("[{\"name\": \"f\", \"filename\": \"a.py\", \"line\": null}]"),
+	        SNAP("[{\"name\": \"f\", \"filename\": \"a.py\", \"line\": 18446744073709551615}]"),
+	        SNAP("[{\"name\": \"f\", \"filename\": \"a.py\", \"line\": -1}]"),
+	        SNAP("[{\"name\": null, \"filename\": \"a.py\"}]"),
+	        SNAP("null"),
+	};
+	static const char *const bad[] = {
+	        SNAP("[{\"name\": \"f\", \"filename\": \"a.py\", \"line\": \"3\"}]"),
+	        SNAP("[{\"name\": \"f\", \"filename\": \"a.py\", \"line\": [3]}]"),
+	        SNAP("[{\"name\": 5, \"filename\": \"a.py\", \"line\": 3}]"),
+	        SNAP("[\"f (a.py:3)\"]"),
+	        SNAP("7"),
+	};
+#undef SNAP
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		struct ms_trace *t = NULL;
+		struct ms_diag d = MS_DIAG_INIT;
+		const char *path = th_write_temp(good[i], strlen(good[i]), ".json");
+		size_t n;
+		const uint32_t *fr;
+		cr_assert_eq(ms_trace_load(path, NULL, &t, NULL, &d), MS_OK, "good %zu: %s", i,
+		             d.msg);
+		cr_assert_eq(t->n_events, 1);
+		fr = frames_of(t, 0, &n);
+		cr_expect_eq(n, i == 5 ? 0 : 1, "good %zu", i);
+		if (n)
+			cr_expect_eq(t->syms.frames[fr[0]].line, i == 0 ? 3 : 0, "good %zu", i);
+		ms_trace_free(t);
+		remove(path);
+	}
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct ms_trace *t = NULL;
+		struct ms_diag d = MS_DIAG_INIT;
+		const char *path = th_write_temp(bad[i], strlen(bad[i]), ".json");
+		cr_expect_eq(ms_trace_load(path, NULL, &t, NULL, &d), MS_ERR_FORMAT, "bad %zu", i);
+		cr_expect(strstr(d.msg, "bad 'frames'"), "bad %zu: %s", i, d.msg);
+		remove(path);
+	}
+}
+
+/*
+ * Every snapshot of ../shared/testdata/wild (third-party, recorded by others with PyTorch 2.0 to
+ * 2.10+, some with stacks="all") reads; skipped where that directory is absent.
+ */
+Test(snapshots, wild_snapshots_read)
+{
+	const char *dir = MS_SHARED_WILD;
+	DIR *dh = opendir(dir);
+	struct dirent *de;
+	int n = 0;
+
+	if (!dh) {
+		cr_skip_test("%s: absent (third-party snapshots, not bundled)", dir);
+		return;
+	}
+	while ((de = readdir(dh))) {
+		char path[1024];
+		struct ms_trace *t = NULL;
+		struct ms_diag d = MS_DIAG_INIT;
+		if (!strstr(de->d_name, ".pickle") && !strstr(de->d_name, ".pkl"))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		cr_expect_eq(ms_trace_load(path, NULL, &t, NULL, &d), MS_OK, "%s: %s", de->d_name,
+		             d.msg);
+		ms_trace_free(t);
+		n++;
+	}
+	closedir(dh);
+	cr_expect_gt(n, 0, "%s holds no snapshot", dir);
 }

@@ -1,0 +1,1 @@
+"$MEMSNAP" help replay
