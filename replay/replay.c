@@ -605,8 +605,11 @@ static ms_status r_end(void *ctx, uint64_t n)
 	struct rp *p = ctx;
 
 	(void)n;
-	if (!p->stopped)
+	if (!p->stopped) {
+		/* an empty_cache() after the last event: placed past it */
+		p->index = p->r->events_total;
 		flush_pending(p);
+	}
 	if (p->m && p->o->snap && !p->r->snap.taken) {
 		p->index = p->r->events_total ? p->r->events_total - 1 : 0;
 		take_snap(p, 0);

@@ -113,6 +113,14 @@ static ms_status run(struct tp *p, const struct ms_trace *t, const struct ms_rep
 
 		p->index = i;
 		r->events_total++;
+		/* the program's empty_cache() before this event, where the model put it (whatever
+		 * the event: another device's or a raw CUDA call's comes after it too) */
+		while (next_ec < n_ec && ec_at[next_ec] <= i) {
+			if (ec_at[next_ec++] == i) {
+				p->api->empty_cache();
+				r->empty_cache_calls++;
+			}
+		}
 		if (e->device != o->device) {
 			r->events_other_devices++;
 			continue;
@@ -122,13 +130,6 @@ static ms_status run(struct tp *p, const struct ms_trace *t, const struct ms_rep
 			continue;
 		}
 		r->events_replayed++;
-		/* the program's empty_cache() before this event, where the model put it */
-		while (next_ec < n_ec && ec_at[next_ec] <= i) {
-			if (ec_at[next_ec++] == i) {
-				p->api->empty_cache();
-				r->empty_cache_calls++;
-			}
-		}
 		switch (e->action) {
 		case MS_ACT_ALLOC:
 		case MS_ACT_OOM:
@@ -194,6 +195,11 @@ static ms_status run(struct tp *p, const struct ms_trace *t, const struct ms_rep
 		default:
 			break;
 		}
+	}
+	/* and those after the last event (the model places them at t->n_events) */
+	while (!p->err && next_ec < n_ec && ec_at[next_ec++] >= t->n_events) {
+		p->api->empty_cache();
+		r->empty_cache_calls++;
 	}
 	return p->err;
 }
