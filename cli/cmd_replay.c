@@ -335,7 +335,9 @@ static void text_device(const struct ms_replay_result *r, const struct ms_limit_
 	else
 		printf("  device memory:  %s (%s)",
 		       ms_format_size(b1, sizeof(b1), r->device_memory),
-		       r->device_memory_source == MS_DEVMEM_GIVEN ? "--device-memory" : "recorded");
+		       r->device_memory_source == MS_DEVMEM_GIVEN  ? "--device-memory"
+		       : r->device_memory_source == MS_DEVMEM_REAL ? "this GPU"
+		                                                   : "recorded");
 	putchar('\n');
 	if (r->limit && lim && lim->inferred)
 		printf("  limit:          %s, inferred: the recorded OOM had room on the device, "

@@ -136,6 +136,14 @@ static ms_status run_model_first(struct ms_replay_cli *c, const char *path,
 		                    "from a rebuilt state",
 		                    backend);
 	c->o.limit = sim.o.limit;
+	/*
+	 * A device size inferred from a recorded OOM is what PyTorch could use then: the real GPU
+	 * has more (nothing else holds it now), so PyTorch's allocator gets that much as a limit
+	 */
+	if (!c->o.limit && !c->model.limit && c->model.device_memory_source == MS_DEVMEM_FROM_OOM) {
+		c->o.limit = c->model.device_memory;
+		c->model.limit = c->model.device_memory;
+	}
 	return MS_OK;
 }
 
@@ -170,6 +178,7 @@ static ms_status run_cuda(struct ms_replay_cli *c, const char *path, struct ms_r
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, &old);
 	s = ms_replay_run(path, &o, r, d);
+	r->device_memory_source = MS_DEVMEM_REAL;
 	sigaction(SIGINT, &old, NULL);
 	snprintf(r->backend, sizeof(r->backend), "cuda");
 	if (!s && ms_cuda_interrupted)

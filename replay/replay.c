@@ -785,7 +785,8 @@ static const char *devmem_at_least(char *buf, size_t cap, uint64_t n)
 
 const char *ms_devmem_source_name(unsigned source)
 {
-	static const char *const names[] = {"unknown", "recorded", "given", "inferred_from_oom"};
+	static const char *const names[] = {"unknown", "recorded", "given", "inferred_from_oom",
+	                                    "this_gpu"};
 	return source < sizeof(names) / sizeof(names[0]) ? names[source] : "unknown";
 }
 

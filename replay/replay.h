@@ -116,8 +116,9 @@ enum ms_devmem_source {
 	MS_DEVMEM_RECORDED = 1,
 	MS_DEVMEM_GIVEN = 2,
 	MS_DEVMEM_FROM_OOM = 3,
+	MS_DEVMEM_REAL = 4, /* the GPU replayed on (--backend cuda or torch) */
 };
-/* "unknown", "recorded", "given", "inferred_from_oom" */
+/* "unknown", "recorded", "given", "inferred_from_oom", "this_gpu" */
 const char *ms_devmem_source_name(unsigned source);
 
 struct ms_replay_result {

@@ -118,6 +118,7 @@ static ms_status run(struct tp *p, const struct ms_trace *t, const struct ms_rep
 		while (next_ec < n_ec && ec_at[next_ec] <= i) {
 			if (ec_at[next_ec++] == i) {
 				p->api->empty_cache();
+				drain(p);
 				r->empty_cache_calls++;
 			}
 		}
@@ -198,7 +199,9 @@ static ms_status run(struct tp *p, const struct ms_trace *t, const struct ms_rep
 	}
 	/* and those after the last event (the model places them at t->n_events) */
 	while (!p->err && next_ec < n_ec && ec_at[next_ec++] >= t->n_events) {
+		p->index = t->n_events;
 		p->api->empty_cache();
+		drain(p);
 		r->empty_cache_calls++;
 	}
 	return p->err;
@@ -270,6 +273,7 @@ ms_status ms_replay_torch(const char *path, const char *plugin, const struct ms_
 	}
 	p.api->mem_info(&total, &free_bytes);
 	r->device_memory = total;
+	r->device_memory_source = MS_DEVMEM_REAL;
 	if (model->limit > free_bytes) {
 		p.api->close();
 		ms_trace_free(t);
