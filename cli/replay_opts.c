@@ -217,7 +217,16 @@ ms_status ms_replay_cli_run(struct ms_replay_cli *c, const char *path, struct ms
 		return ms_replay_torch(path, plugin, &c->o, &c->model, r, d);
 	}
 	s = ms_replay_run(path, &c->o, r, d);
-	if (!s && !c->o.init && (r->unmatched_frees || r->end_segments))
+	/*
+	 * A trace that starts mid-run frees what it never allocated, or ends with other segments
+	 * than its replay from an empty allocator: then the state before its first event is
+	 * rebuilt (which loads it whole). A replay that stopped at an OOM cannot tell: rebuild.
+	 */
+	if (!s && !c->o.init &&
+	    (r->unmatched_frees ||
+	     (r->end_segments &&
+	      (r->ended_by_oom ||
+	       r->end_reserved != (uint64_t)r->stats.reserved_bytes[0].current))))
 		s = replay_mid_run(c, path, r, d);
 	if (s || !r->recorded_ooms || c->o.limit || c->o.fraction > 0 || r->limit)
 		return s;

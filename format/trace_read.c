@@ -599,6 +599,24 @@ static ms_status end_record(struct rd *r, const msgpack_object *a)
 	if (by && by->type == MSGPACK_OBJECT_ARRAY)
 		for (uint32_t i = 0; i < by->via.array.size && i < MS_ACT_COUNT; i++)
 			r->info.end_by_action[i] = ms_mpk_u64(&by->via.array.ptr[i], 0, &b);
+	by = ms_mpk_field(a, 3); /* by_device, 1.2: device, events, raw events, ... */
+	if (by && by->type == MSGPACK_OBJECT_ARRAY && by->via.array.size % 3 == 0) {
+		r->info.has_end_devices = 1;
+		r->info.n_end_devices = 0;
+		for (uint32_t i = 0; i + 2 < by->via.array.size; i += 3) {
+			struct ms_zst_device_count *dc;
+			if (r->info.n_end_devices == 64) {
+				r->info.more_end_devices = 1;
+				break;
+			}
+			dc = &r->info.end_devices[r->info.n_end_devices++];
+			dc->device = (uint32_t)ms_mpk_u64(&by->via.array.ptr[i], 0, &b);
+			dc->events = ms_mpk_u64(&by->via.array.ptr[i + 1], 0, &b);
+			dc->raw_events = ms_mpk_u64(&by->via.array.ptr[i + 2], 0, &b);
+		}
+	} else if (by) {
+		b = 1;
+	}
 	if (b)
 		return BADREC(r, "END");
 	if (r->preread)

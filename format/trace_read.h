@@ -35,6 +35,14 @@ struct ms_zst_info {
 	uint64_t dropped_events;   /* sum of DROPPED records: events the recorder lost */
 	uint64_t first_drop_event; /* events before the first DROPPED record */
 	uint64_t end_by_action[MS_ACT_COUNT];
+	/* END's events by device (format 1.2; has_end_devices 0 before): the first 64 devices
+	 * with any, in device order; more_end_devices when there were more */
+	int has_end_devices, more_end_devices;
+	uint32_t n_end_devices;
+	struct ms_zst_device_count {
+		uint32_t device;
+		uint64_t events, raw_events; /* of PyTorch's allocator; raw CUDA calls */
+	} end_devices[64];
 };
 
 /* Does data start like a memsnap trace? */

@@ -23,6 +23,9 @@ struct ms_writer {
 	int ok;          /* 0 after a write error: later calls fail fast */
 	uint64_t offset; /* bytes written to f */
 	uint64_t n_events, by_action[MS_ACT_COUNT];
+	/* events by device, [2 * device] PyTorch's allocator's, [2 * device + 1] raw CUDA calls */
+	uint64_t *by_device;
+	size_t cap_by_device;
 	uint32_t strs_out, frames_out, stacks_out; /* definitions written: ids below these */
 	struct ms_u64map streams;                  /* handle -> index */
 	struct ms_u64map blocks;                   /* this frame's allocs: addr -> size */
@@ -438,6 +441,14 @@ ms_status ms_writer_event(struct ms_writer *w, const struct ms_event *e)
 	w->device = e->device;
 	w->n_events++;
 	w->by_action[e->action]++;
+	if ((size_t)e->device * 2 + 2 > w->cap_by_device) {
+		size_t old = w->cap_by_device;
+		if (ms_grow(&w->by_device, &w->cap_by_device, (size_t)e->device * 2 + 2,
+		            sizeof(uint64_t)))
+			return MS_ERR_NOMEM;
+		memset(w->by_device + old, 0, (w->cap_by_device - old) * sizeof(uint64_t));
+	}
+	w->by_device[2 * e->device + (e->source != MS_SRC_TORCH)]++;
 	return MS_OK;
 }
 
@@ -564,7 +575,7 @@ ms_status ms_writer_close(struct ms_writer *w, struct ms_diag *diag)
 			s = MS_ERR_NOMEM;
 			goto fail;
 		}
-	if (msgpack_pack_array(&w->pk, 3) || msgpack_pack_uint8(&w->pk, MS_REC_END) ||
+	if (msgpack_pack_array(&w->pk, 4) || msgpack_pack_uint8(&w->pk, MS_REC_END) ||
 	    msgpack_pack_uint64(&w->pk, w->n_events) || msgpack_pack_array(&w->pk, MS_ACT_COUNT)) {
 		s = MS_ERR_NOMEM;
 		goto fail;
@@ -574,6 +585,24 @@ ms_status ms_writer_close(struct ms_writer *w, struct ms_diag *diag)
 			s = MS_ERR_NOMEM;
 			goto fail;
 		}
+	/* by_device (1.2): device, allocator events, raw CUDA events, for each device with any */
+	{
+		size_t n = 0;
+		for (size_t k = 0; k + 1 < w->cap_by_device; k += 2)
+			n += w->by_device[k] || w->by_device[k + 1];
+		if (msgpack_pack_array(&w->pk, 3 * n)) {
+			s = MS_ERR_NOMEM;
+			goto fail;
+		}
+		for (size_t k = 0; k + 1 < w->cap_by_device; k += 2)
+			if ((w->by_device[k] || w->by_device[k + 1]) &&
+			    (msgpack_pack_uint32(&w->pk, (uint32_t)(k / 2)) ||
+			     msgpack_pack_uint64(&w->pk, w->by_device[k]) ||
+			     msgpack_pack_uint64(&w->pk, w->by_device[k + 1]))) {
+				s = MS_ERR_NOMEM;
+				goto fail;
+			}
+	}
 	w->frame_open = 1;
 	if ((s = emit_frame(w)))
 		goto fail;
@@ -608,6 +637,7 @@ void ms_writer_free(struct ms_writer *w)
 	ms_u64map_release(&w->seen);
 	ms_free(w->stream_handles);
 	ms_free(w->index);
+	ms_free(w->by_device);
 	ms_free(w);
 }
 

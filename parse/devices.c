@@ -44,6 +44,20 @@ static ms_status c_segment(void *ctx, const struct ms_segment *s, const struct m
 	return MS_OK;
 }
 
+/* Is path a memsnap trace (not a snapshot)? */
+static int is_trace(const char *path)
+{
+	struct ms_input *in;
+	struct ms_diag d = MS_DIAG_INIT;
+	int yes;
+
+	if (ms_input_open(path, &in, &d))
+		return 0;
+	yes = ms_input_kind(in) == MS_FILE_TRACE;
+	ms_input_close(in);
+	return yes;
+}
+
 ms_status ms_devices_read(const char *path, struct ms_devices *out, struct ms_diag *diag)
 {
 	struct counts c;
@@ -60,7 +74,31 @@ ms_status ms_devices_read(const char *path, struct ms_devices *out, struct ms_di
 		return MS_ERR_NOMEM;
 	}
 	sink.ctx = &c;
-	s = ms_source_read(path, NULL, &syms, &sink, NULL, diag);
+	s = MS_ERR_UNSUPPORTED;
+	if (is_trace(path)) {
+		/*
+		 * A memsnap trace with a trailer counts its events by device in its END record
+		 * (format 1.2): read that and the end state, not every frame
+		 */
+		struct ms_read_opts end_only = {UINT64_MAX, UINT64_MAX};
+		struct ms_source_info si;
+		struct ms_diag quiet = MS_DIAG_INIT;
+		s = ms_source_read(path, &end_only, &syms, &sink, &si, &quiet);
+		if (!s && si.zst.has_end_devices && !si.zst.more_end_devices && si.zst.has_footer) {
+			for (uint32_t i = 0; i < si.zst.n_end_devices; i++) {
+				const struct ms_zst_device_count *dc = &si.zst.end_devices[i];
+				if (dc->device < N_DEV) {
+					c.by_dev[dc->device].events = dc->events;
+					c.by_dev[dc->device].raw_events = dc->raw_events;
+				}
+			}
+		} else {
+			memset(c.by_dev, 0, N_DEV * sizeof(*c.by_dev));
+			s = MS_ERR_UNSUPPORTED;
+		}
+	}
+	if (s)
+		s = ms_source_read(path, NULL, &syms, &sink, NULL, diag);
 	ms_symtab_release(&syms);
 	for (uint32_t i = 0; !s && i < N_DEV; i++) {
 		struct ms_device_use *u = &c.by_dev[i];

@@ -124,7 +124,10 @@ static ms_status r_segment(void *ctx, const struct ms_segment *g, const struct m
 	struct rp *p = ctx;
 
 	(void)b;
-	p->r->end_segments += g->device == p->o->device;
+	if (g->device == p->o->device) {
+		p->r->end_segments++;
+		p->r->end_reserved += g->total_size;
+	}
 	return MS_OK;
 }
 

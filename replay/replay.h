@@ -149,6 +149,7 @@ struct ms_replay_result {
 	uint64_t missed_ooms; /* recorded OOMs the model satisfied */
 	uint64_t unmatched_frees, empty_cache_calls;
 	uint64_t end_segments;      /* the trace's end-state segments of the device */
+	uint64_t end_reserved;      /* ... and their bytes */
 	uint64_t mid_run_unmatched; /* a replay from a rebuilt state: the first replay's
 	                               unmatched_frees */
 	/* where the model placed the program's empty_cache() calls: before these events */

@@ -276,7 +276,8 @@ Test(format, released_versions_load)
 		ms_trace_free(t);
 	}
 	static const char *const files[] = {"v1.0/dynamic_oom.zst", "v1.0/random.zst",
-	                                    "v1.1/recorded_h100_expandable.zst"};
+	                                    "v1.1/recorded_h100_expandable.zst",
+	                                    "v1.2/two_devices.zst"};
 	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
 		char path[512];
 		struct ms_trace *t;
@@ -347,5 +348,47 @@ Test(format, recorded_trace_has_both_sources)
 	}
 	cr_assert(by_src[0] > 1000 && by_src[1] > 0);
 	cr_assert(maps[0] > 0 && maps[1] > 0, "segment_map from PyTorch and from cuMemMap");
+	ms_trace_free(t);
+}
+
+/*
+ * END's by_device (1.2): the events of each device, counted by the writer, read from the
+ * trailer alone, equal to a count over every decoded event; a 1.1 file has none.
+ */
+Test(format, end_counts_events_by_device)
+{
+	struct ms_trace *t;
+	struct ms_diag d = MS_DIAG_INIT;
+	struct ms_source_info si;
+	struct ms_read_opts end_only = {UINT64_MAX, UINT64_MAX};
+	struct ms_symtab syms;
+	struct ms_sink none = {0};
+	uint64_t want[2][2] = {{0, 0}, {0, 0}};
+
+	cr_assert_eq(ms_trace_load(MS_TESTDATA "/traces/v1.2/two_devices.zst", NULL, &t, &si, &d),
+	             MS_OK, "%s", d.msg);
+	for (size_t i = 0; i < t->n_events; i++) {
+		cr_assert_lt(t->events[i].device, 2);
+		want[t->events[i].device][t->events[i].source != MS_SRC_TORCH]++;
+	}
+	cr_assert(si.zst.has_end_devices);
+	cr_assert_eq(si.zst.n_end_devices, 2);
+	for (uint32_t k = 0; k < 2; k++) {
+		cr_expect_eq(si.zst.end_devices[k].device, k);
+		cr_expect_eq(si.zst.end_devices[k].events, want[k][0], "device %u", k);
+		cr_expect_eq(si.zst.end_devices[k].raw_events, want[k][1], "device %u", k);
+	}
+	ms_trace_free(t);
+	/* from the trailer alone */
+	cr_assert_eq(ms_symtab_init(&syms), MS_OK);
+	cr_assert_eq(ms_source_read(MS_TESTDATA "/traces/v1.2/two_devices.zst", &end_only, &syms,
+	                            &none, &si, &d),
+	             MS_OK, "%s", d.msg);
+	cr_expect(si.zst.has_footer && si.zst.has_end_devices);
+	cr_expect_eq(si.zst.end_devices[1].events, want[1][0]);
+	ms_symtab_release(&syms);
+	cr_assert_eq(ms_trace_load(MS_TESTDATA "/traces/v1.1/dropped.zst", NULL, &t, &si, &d),
+	             MS_OK);
+	cr_expect(!si.zst.has_end_devices);
 	ms_trace_free(t);
 }
