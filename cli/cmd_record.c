@@ -26,6 +26,7 @@
 #include "cli/cmds.h"
 #include "cli/opts.h"
 #include "cli/out.h"
+#include "format/trace_read.h"
 #include "common/model.h"
 #include "common/symtab.h"
 #include "parse/trace.h"
@@ -107,6 +108,42 @@ static void summary(const char *path)
 	ms_trace_free(t);
 }
 
+/*
+ * A stale trace from an earlier run must not pass for this one's, and nothing else is ever lost:
+ * an earlier memsnap trace at the path is kept as PATH.old (as perf record does), and any other
+ * file there is refused with one line before the program runs.
+ */
+static void keep_earlier_trace(const char *out, const char *abs_out)
+{
+	unsigned char head[64];
+	char old[PATH_MAX + 8];
+	struct stat st;
+	FILE *f;
+	size_t n;
+
+	if (lstat(abs_out, &st) != 0) {
+		if (errno != ENOENT)
+			ms_die(MS_EXIT_ERROR, "%s: %s", out, strerror(errno));
+		return;
+	}
+	if (!S_ISREG(st.st_mode))
+		ms_die(MS_EXIT_ERROR, "%s: exists and is not a file; choose another -o", out);
+	if (!(f = fopen(abs_out, "rb")))
+		ms_die(MS_EXIT_ERROR, "%s: %s", out, strerror(errno));
+	n = fread(head, 1, sizeof(head), f);
+	fclose(f);
+	if (st.st_size && !ms_zst_sniff(head, n))
+		ms_die(MS_EXIT_ERROR,
+		       "%s: exists and is not a memsnap trace; refusing to replace it (choose "
+		       "another -o)",
+		       out);
+	snprintf(old, sizeof(old), "%s.old", abs_out);
+	if (rename(abs_out, old) != 0)
+		ms_die(MS_EXIT_ERROR, "%s: cannot keep the earlier trace as %s.old: %s", out, out,
+		       strerror(errno));
+	fprintf(stderr, "memsnap: note: the earlier trace %s is kept as %s.old\n", out, out);
+}
+
 int cmd_record(int argc, const char **argv)
 {
 	const char *out = NULL, *stacks = "none";
@@ -163,9 +200,7 @@ int cmd_record(int argc, const char **argv)
 		if (ms_path_join(abs_out, sizeof(abs_out), out[0] == '/' ? NULL : cwd, out))
 			ms_die(MS_EXIT_ERROR, "%s: path too long", out);
 	}
-	/* a stale trace from an earlier run must not pass for this one's */
-	if (unlink(abs_out) != 0 && errno != ENOENT)
-		ms_die(MS_EXIT_ERROR, "%s: %s", out, strerror(errno));
+	keep_earlier_trace(out, abs_out);
 
 	setenv("MEMSNAP_RECORD", abs_out, 1);
 	setenv("MEMSNAP_LIBDIR", libdir, 1);

@@ -136,7 +136,9 @@ static int choose_device(struct ms_replay_cli *c, const char *path)
 		uint64_t peak;
 		c->o = base;
 		c->o.device = devs[i];
+		c->quiet_notes = 1;
 		s = ms_replay_cli_run(c, path, &r, &lim, &d);
+		c->quiet_notes = 0;
 		ms_replay_cli_release(c);
 		if (s) {
 			ms_report(path, s, &d);
@@ -185,7 +187,7 @@ static int render_no_trace(struct ms_replay_cli *c, const char *path, const char
 		return 1;
 	}
 	for (size_t i = 0; i < ds.n; i++) {
-		if (ds.d[i].events) {
+		if (ds.d[i].allocs) {
 			ms_devices_release(&ds);
 			return 0;
 		}

@@ -267,7 +267,7 @@ static cJSON *job_json(const struct job *j)
 		ms_json_u64(s, "count", (uint64_t)(r->sites[i].count));
 		cJSON_AddItemToArray(a, s);
 	}
-	cJSON_AddBoolToObject(o, "no_trace", !r->n_events && r->has_segments);
+	cJSON_AddBoolToObject(o, "no_trace", !r->n_allocs && r->has_segments);
 	if (r->has_segments) {
 		struct ms_site_row *rows;
 		size_t nrows;
@@ -350,7 +350,7 @@ static void print_one(const struct job *j)
 		printf("%s (device %lld)\n", j->path, (long long)j->device);
 	else
 		printf("%s\n", j->path);
-	if (!r->n_events && r->has_segments) {
+	if (!r->n_allocs && r->has_segments) {
 		print_no_trace(j);
 		return;
 	}

@@ -67,6 +67,7 @@ void ms_replay_cli_check(struct ms_replay_cli *c, const struct ms_opt *opts,
 	if (c->device != UINT64_MAX && c->device > 65535)
 		ms_usage_error(opts, usage, "--device must be below 65536");
 	c->o.device = c->device == UINT64_MAX ? 0 : (uint32_t)c->device;
+	c->o.limit_given = c->o.limit != 0;
 }
 
 /* A trace that starts mid-run: replayed again from the state rebuilt before its first event. */
@@ -81,18 +82,18 @@ static ms_status replay_mid_run(struct ms_replay_cli *c, const char *path,
 	if ((s = ms_trace_load(path, NULL, &t, NULL, d)))
 		return s;
 	s = ms_replay_from_rebuilt(t, &c->o, &c->init, r, &what, d);
-	if (!s && what == MS_MID_RUN_NO_SEGMENTS)
+	if (!s && what == MS_MID_RUN_NO_SEGMENTS && !c->quiet_notes)
 		ms_warning("%s: %llu frees of blocks allocated before the trace began, and no "
 		           "end-state segments to rebuild them from: the replay starts from an "
 		           "empty allocator",
 		           path, (unsigned long long)unmatched);
-	if (!s && what == MS_MID_RUN_UNSUPPORTED) {
+	if (!s && what == MS_MID_RUN_UNSUPPORTED && !c->quiet_notes) {
 		ms_warning("%s: the trace may start mid-run and %s; replaying from an empty "
 		           "allocator",
 		           path, d->msg);
 		d->msg[0] = 0;
 	}
-	if (!s && what == MS_MID_RUN_MISMATCH) {
+	if (!s && what == MS_MID_RUN_MISMATCH && !c->quiet_notes && !r->other_allocator[0]) {
 		ms_warning(
 		        "%s: the end-state segments do not fit the recorded events (%llu of them "
 		        "did not): replaying from an empty allocator; what came before the trace, "
@@ -100,7 +101,7 @@ static ms_status replay_mid_run(struct ms_replay_cli *c, const char *path,
 		        path, (unsigned long long)c->init.inconsistent);
 		ms_initial_state_release(&c->init);
 	}
-	if (!s && what == MS_MID_RUN_REBUILT)
+	if (!s && what == MS_MID_RUN_REBUILT && !c->quiet_notes)
 		fprintf(stderr,
 		        "memsnap: note: %s starts mid-run (%zu segments, %llu blocks live before "
 		        "its "
@@ -260,14 +261,18 @@ ms_status ms_replay_cli_run(struct ms_replay_cli *c, const char *path, struct ms
 		c->o.limit = lim->used;
 		ms_replay_result_release(r);
 		s = ms_replay_trace(t, &c->o, r, d);
-		fprintf(stderr,
-		        "memsnap: note: %s recorded %llu OOM(s) while the device had room: the job "
-		        "ran under a per-process limit; inferred between %s and %s (%llu to %llu "
-		        "bytes), replayed with %s\n",
-		        path, (unsigned long long)r->recorded_ooms,
-		        ms_format_size(b1, sizeof(b1), lim->lo),
-		        ms_format_size(b2, sizeof(b2), lim->hi), (unsigned long long)lim->lo,
-		        (unsigned long long)lim->hi, ms_format_size(b3, sizeof(b3), lim->used));
+		if (!c->quiet_notes)
+			fprintf(stderr,
+			        "memsnap: note: %s recorded %llu OOM(s) while the device had room: "
+			        "the job "
+			        "ran under a per-process limit; inferred between %s and %s (%llu "
+			        "to %llu "
+			        "bytes), replayed with %s\n",
+			        path, (unsigned long long)r->recorded_ooms,
+			        ms_format_size(b1, sizeof(b1), lim->lo),
+			        ms_format_size(b2, sizeof(b2), lim->hi),
+			        (unsigned long long)lim->lo, (unsigned long long)lim->hi,
+			        ms_format_size(b3, sizeof(b3), lim->used));
 	} else if (s == MS_ERR_UNSUPPORTED) {
 		ms_warning("%s: the recorded OOMs are not reproduced by any limit: %s", path,
 		           d->msg);
@@ -299,14 +304,14 @@ int ms_replay_cli_run_reported(struct ms_replay_cli *c, const char *path,
 		return MS_EXIT_ERROR;
 	}
 	ms_report_warnings(path, &d);
-	if (r->older_release[0])
+	if (r->older_release[0] && !c->quiet_notes && !c->said_release++)
 		fprintf(stderr,
 		        "memsnap: note: %s was written by PyTorch %s (from its fields); the model "
 		        "is "
 		        "2.11's allocator, and where the two differ the replay follows 2.11 "
 		        "(docs/snapshot-versions.md lists the changes)\n",
 		        path, r->older_release);
-	if (r->other_allocator[0] && !c->foreign_refused)
+	if (r->other_allocator[0] && !c->foreign_refused && !c->quiet_notes && !c->said_allocator++)
 		ms_warning(
 		        "%s: a %s snapshot: memsnap models PyTorch's CUDA caching allocator only; "
 		        "the replay shows what that allocator would do with these requests, not "
@@ -320,7 +325,7 @@ int ms_replay_cli_devices(const struct ms_replay_cli *c, const char *path, const
 {
 	struct ms_devices ds;
 	struct ms_diag d = MS_DIAG_INIT;
-	uint64_t raw = 0, segs = 0;
+	uint64_t raw = 0, segs = 0, events = 0;
 	char list[256];
 	ms_status s;
 
@@ -336,7 +341,8 @@ int ms_replay_cli_devices(const struct ms_replay_cli *c, const char *path, const
 	for (size_t i = 0; i < ds.n; i++) {
 		raw += ds.d[i].raw_events;
 		segs += ds.d[i].segments;
-		if (ds.d[i].events && (c->device == UINT64_MAX || ds.d[i].device == c->device))
+		events += ds.d[i].events;
+		if (ds.d[i].allocs && (c->device == UINT64_MAX || ds.d[i].device == c->device))
 			(*devs)[(*n)++] = ds.d[i].device;
 	}
 	if (*n) {
@@ -350,6 +356,13 @@ int ms_replay_cli_devices(const struct ms_replay_cli *c, const char *path, const
 	         strstr(list, "events"))
 		ms_error("%s: no allocator events on device %llu; events are on %s", path,
 		         (unsigned long long)c->device, list);
+	else if (segs && events)
+		ms_error(
+		        "%s: no trace: the snapshot holds %llu end-state segments but no "
+		        "allocation, only %llu other events (a snapshot taken with "
+		        "enabled=\"state\" keeps a few); %s needs the allocations; `memsnap stats` "
+		        "and `memsnap render` read the segments",
+		        path, (unsigned long long)segs, (unsigned long long)events, cmd);
 	else if (segs)
 		ms_error("%s: no trace: the snapshot holds %llu end-state segments, on %s, but "
 		         "no allocator events (taken without _record_memory_history, or with "

@@ -16,6 +16,8 @@ struct ms_replay_cli {
 	int torch_ok; /* the command takes --backend torch (set before ms_replay_cli_check) */
 	int torch;    /* --backend torch */
 	int foreign_refused; /* the command refuses other allocators' traces itself (verify) */
+	int quiet_notes;     /* no notes on stderr (a replay made only to choose a device) */
+	int said_release, said_allocator; /* notes said once a command, not once a device */
 	int cuda;     /* --backend cuda */
 	struct ms_cuda_dev *dev; /* --backend cuda: the device, after the run (timings) */
 	/* --backend torch: the model's replay of the same trace (settings, limit, empty_cache) */

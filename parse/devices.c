@@ -19,9 +19,10 @@ static ms_status c_event(void *ctx, const struct ms_event *e)
 {
 	struct ms_device_use *u = &((struct counts *)ctx)->by_dev[e->device];
 
-	if (e->source == MS_SRC_TORCH)
+	if (e->source == MS_SRC_TORCH) {
 		u->events++;
-	else
+		u->allocs += e->action == MS_ACT_ALLOC;
+	} else
 		u->raw_events++;
 	u->ooms += e->action == MS_ACT_OOM;
 	return MS_OK;
@@ -90,6 +91,11 @@ ms_status ms_devices_read(const char *path, struct ms_devices *out, struct ms_di
 				if (dc->device < N_DEV) {
 					c.by_dev[dc->device].events = dc->events;
 					c.by_dev[dc->device].raw_events = dc->raw_events;
+					/* by device, END counts events, not actions: with any
+					   allocation in the trace, each device is taken to have
+					   some */
+					c.by_dev[dc->device].allocs =
+					        si.zst.end_by_action[MS_ACT_ALLOC] ? dc->events : 0;
 				}
 			}
 		} else {

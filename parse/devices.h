@@ -15,6 +15,7 @@
 struct ms_device_use {
 	uint32_t device;
 	uint64_t events;     /* events of PyTorch's allocator (what a replay replays) */
+	uint64_t allocs;     /* of them, allocations (a trace without any has nothing to replay) */
 	uint64_t raw_events; /* raw CUDA calls (the interposer's) */
 	uint64_t ooms;       /* recorded oom entries */
 	uint64_t segments;   /* end-state segments */

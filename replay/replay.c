@@ -188,7 +188,8 @@ static ms_status r_begin(void *ctx, const struct ms_meta *meta, const struct ms_
 			}
 	}
 	p->mc.limit = p->o->limit;
-	if (p->o->limit && p->device_known && p->o->limit > p->mc.device_memory) {
+	if (p->o->limit && p->o->limit_given && p->device_known &&
+	    p->o->limit > p->mc.device_memory) {
 		char a[32], b[32];
 		return ms__diag_set(p->diag, MS_ERR_INVALID_ARG, -1, -1,
 		                    "--limit %s is more than the device's memory (%s%s)",
@@ -216,8 +217,27 @@ static ms_status r_begin(void *ctx, const struct ms_meta *meta, const struct ms_
 	if ((s = ms_model_new(&p->mc, &p->m)))
 		return ms__diag_set(p->diag, s, -1, -1, "cannot start the allocator model: %s",
 		                    ms_strerror(s));
-	if (p->o->init)
-		return import_state(p, p->o->init);
+	if (p->o->init) {
+		uint64_t at_start;
+		char a[32], b[32];
+		MS_TRY(import_state(p, p->o->init));
+		/* a replay cannot go back before the trace: what was there is there */
+		at_start = p->r->initial_reserved;
+		if (p->mc.limit && at_start > p->mc.limit)
+			return ms__diag_set(
+			        p->diag, MS_ERR_LIMIT, -1, -1,
+			        "the trace starts mid-run with %s reserved, more than the "
+			        "limit of %s: a replay cannot start below what was there",
+			        ms_format_size(a, sizeof(a), at_start),
+			        ms_format_size(b, sizeof(b), p->mc.limit));
+		if (p->device_known && at_start > p->mc.device_memory)
+			return ms__diag_set(
+			        p->diag, MS_ERR_LIMIT, -1, -1,
+			        "the trace starts mid-run with %s reserved, more than the "
+			        "device's %s: a replay cannot start below what was there",
+			        ms_format_size(a, sizeof(a), at_start),
+			        ms_format_size(b, sizeof(b), p->mc.device_memory));
+	}
 	return MS_OK;
 }
 
@@ -698,7 +718,10 @@ static int limit_outcome(const struct ms_trace *t, const struct ms_replay_opts *
 	q.limit = limit;
 	q.fraction = 0;
 	s = replay(NULL, t, &q, &r, diag);
-	out = s ? -1 : r.ended_by_oom ? 1 : r.missed_ooms ? 2 : 0;
+	/* a limit below a mid-run trace's start runs out at once */
+	out = s == MS_ERR_LIMIT ? 1 : s ? -1 : r.ended_by_oom ? 1 : r.missed_ooms ? 2 : 0;
+	if (s == MS_ERR_LIMIT && diag)
+		diag->msg[0] = 0;
 	ms_replay_result_release(&r);
 	return out;
 }
