@@ -1003,6 +1003,19 @@ ms_status ms_render_html(const struct ms_render_html_input *in, struct ms_buf *o
 	/* what the verdicts rest on: a guessed size or limit is said to be one */
 	ms_jsonw_key(&w, "device_memory_source");
 	ms_jsonw_cstr(&w, ms_devmem_source_name(in->first->device_memory_source));
+	ms_jsonw_key(&w, "mid_run");
+	if (r.rebuilt) {
+		ms_jsonw_obj_begin(&w);
+		ms_jsonw_key(&w, "reserved");
+		ms_jsonw_u64(&w, r.initial_reserved);
+		ms_jsonw_key(&w, "segments");
+		ms_jsonw_u64(&w, r.initial_segments);
+		ms_jsonw_key(&w, "live_blocks");
+		ms_jsonw_u64(&w, r.initial_live_blocks);
+		ms_jsonw_obj_end(&w);
+	} else {
+		ms_jsonw_null(&w);
+	}
 	ms_jsonw_key(&w, "limit_inferred");
 	if (in->limit_inferred) {
 		ms_jsonw_arr_begin(&w);

@@ -64,9 +64,14 @@
 
 	/* ---- header and OOM panel ---- */
 	text($('source'), D.source);
+	var least = D.mid_run ? 'at least ' : '';
 	var sum = 'device ' + D.device + ' \u00b7 ' + D.events + ' events (' + D.replayed +
-		' replayed) \u00b7 peak allocated ' + fmt(D.peak.allocated) + ' at event ' + D.peak.index +
-		' \u00b7 peak reserved ' + fmt(D.peak.reserved) + ' \u00b7 settings "' + D.alloc_conf + '"';
+		' replayed) \u00b7 peak allocated ' + least + fmt(D.peak.allocated) + ' at event ' + D.peak.index +
+		' \u00b7 peak reserved ' + least + fmt(D.peak.reserved) + ' \u00b7 settings "' + D.alloc_conf + '"';
+	if (D.mid_run)
+		sum += ' \u00b7 the trace starts mid-run: ' + D.mid_run.segments + ' segments (' +
+			fmt(D.mid_run.reserved) + ') and ' + D.mid_run.live_blocks + ' live blocks were there ' +
+			'before its first event, rebuilt from its end state; the job\'s peaks may have been higher before';
 	if (D.window[0] > 0 || D.window[1] < D.events)
 		sum += ' \u00b7 showing events ' + D.window[0] + '\u2013' + (D.window[1] - 1);
 	if (D.limit) sum += ' \u00b7 limit ' + fmt(D.limit) + (D.limit_inferred ? ' (inferred from the ' +
@@ -196,7 +201,7 @@
 		});
 		timeline = new Dygraph($('timeline'), rows, {
 			labels: ['event'].concat(seriesLabels),
-			customBars: true, visibility: visible,
+			customBars: true, visibility: visible, includeZero: true,
 			colors: ['#4e79a7', '#e15759', '#76b7b2', '#b07aa1', '#9c755f', '#edc948', '#59a14f',
 				'#ff9da7', '#bab0ac', '#8cd17d', '#f1ce63', '#499894', '#d37295', '#86bcb6'].slice(0, seriesLabels.length),
 			xlabel: 'event', axes: axes, legend: 'always', labelsDiv: $('timeline-legend'),
