@@ -28,6 +28,9 @@ struct figures {
 	double frag;
 	int oom;
 	uint64_t oom_index;
+	int mid_run;            /* peaks from the first event on: lower bounds */
+	uint64_t recorded_ooms; /* the recorded run's */
+	struct ms_limit_range lim;
 };
 
 static ms_status figures_of(struct ms_replay_cli *c, const char *path, struct figures *f)
@@ -57,6 +60,9 @@ static ms_status figures_of(struct ms_replay_cli *c, const char *path, struct fi
 	                      : 0.0;
 	f->oom = r.ended_by_oom;
 	f->oom_index = r.first_oom.index;
+	f->mid_run = r.rebuilt;
+	f->recorded_ooms = r.recorded_ooms;
+	f->lim = lim;
 	ms_replay_result_release(&r);
 	ms_replay_cli_release(c);
 	return MS_OK;
@@ -151,6 +157,16 @@ int cmd_check(int argc, const char **argv)
 			ms_json_u64(out, "peak_reserved_bytes", f.reserved);
 			ms_json_u64(out, "peak_allocated_bytes", f.allocated);
 			cJSON_AddNumberToObject(out, "fragmentation", f.frag);
+			cJSON_AddBoolToObject(out, "starts_mid_run", f.mid_run);
+			cJSON_AddBoolToObject(out, "peaks_are_lower_bounds", f.mid_run);
+			ms_json_u64(out, "recorded_ooms", f.recorded_ooms);
+			if (f.lim.inferred) {
+				cJSON *x = cJSON_AddObjectToObject(out, "limit_inferred");
+				ms_json_u64(x, "low_bytes", f.lim.lo);
+				ms_json_u64(x, "high_bytes", f.lim.hi);
+			} else {
+				cJSON_AddNullToObject(out, "limit_inferred");
+			}
 			fails = cJSON_AddArrayToObject(out, "exceeded");
 		}
 #define FAIL(...)                                                               \
@@ -204,12 +220,24 @@ int cmd_check(int argc, const char **argv)
 			else
 				all = out;
 		} else if (!failed) {
-			printf("%s: within budget: peak reserved %s, peak allocated %s, "
-			       "fragmentation "
-			       "%.3f\n",
-			       lbl, ms_format_size(b1, sizeof(b1), f.reserved),
+			printf("%s: within budget: peak reserved %s%s, peak allocated %s%s, "
+			       "fragmentation %.3f\n",
+			       lbl, f.mid_run ? "at least " : "",
+			       ms_format_size(b1, sizeof(b1), f.reserved),
+			       f.mid_run ? "at least " : "",
 			       ms_format_size(b2, sizeof(b2), f.allocated), f.frag);
 		}
+		/* what the verdict rests on, and what it does not say */
+		if (!json && f.mid_run)
+			printf("%s: note: the trace starts mid-run: its peaks are from its first "
+			       "event "
+			       "on, and the job's may have been higher before\n",
+			       lbl);
+		if (!json && f.recorded_ooms)
+			printf("%s: note: the recorded run ran out of memory %llu time%s%s\n", lbl,
+			       (unsigned long long)f.recorded_ooms, f.recorded_ooms == 1 ? "" : "s",
+			       f.lim.inferred ? " (under a per-process limit inferred from it)"
+			                      : "");
 		if (failed)
 			rc = MS_EXIT_BUDGET;
 	}

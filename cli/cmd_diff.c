@@ -173,8 +173,13 @@ static void diff_pair(struct side *s, const char *la, const char *lb, size_t top
 		cJSON_AddNumberToObject(out, "a_device", s[0].device);
 		cJSON_AddStringToObject(out, "b", s[1].path);
 		cJSON_AddNumberToObject(out, "b_device", s[1].device);
+		cJSON_AddBoolToObject(out, "a_starts_mid_run", s[0].r.rebuilt);
+		cJSON_AddBoolToObject(out, "b_starts_mid_run", s[1].r.rebuilt);
 	} else {
-		printf("a: %s\nb: %s\n\n    %12s %12s %12s\n", la, lb, "a", "b", "change");
+		printf("a: %s%s\nb: %s%s\n\n    %12s %12s %12s\n", la,
+		       s[0].r.rebuilt ? " (starts mid-run: its peaks are lower bounds)" : "", lb,
+		       s[1].r.rebuilt ? " (starts mid-run: its peaks are lower bounds)" : "", "a",
+		       "b", "change");
 	}
 	{
 		static const char *const names[] = {"peak reserved", "peak allocated",

@@ -76,6 +76,7 @@ static int whatif_one(struct ms_replay_cli *c, const char *path, const struct ms
 	ms_status s;
 	unsigned devsrc;
 	uint64_t devmem;
+	int mid_run;
 
 	/* the limit: given, recorded, or inferred from recorded OOMs (as replay does) */
 	if (ms_replay_cli_run_reported(c, path, &first, &lim))
@@ -85,6 +86,7 @@ static int whatif_one(struct ms_replay_cli *c, const char *path, const struct ms
 	/* what the verdicts rest on: said wherever they are shown */
 	devsrc = first.device_memory_source;
 	devmem = first.device_memory;
+	mid_run = first.rebuilt;
 	ms_replay_result_release(&first);
 	rows = ms_calloc(nrows ? nrows : 1, sizeof(*rows));
 	if (!rows)
@@ -162,7 +164,12 @@ static int whatif_one(struct ms_replay_cli *c, const char *path, const struct ms
 			       "--device-memory "
 			       "sets it\n",
 			       ms_format_size(b1, sizeof(b1), devmem));
-		else if (devsrc == MS_DEVMEM_UNKNOWN)
+		if (mid_run)
+			printf("  the trace starts mid-run: every setting is replayed from the "
+			       "state "
+			       "rebuilt before its first event, kept as it was; peaks are from "
+			       "there on\n");
+		if (devsrc == MS_DEVMEM_UNKNOWN)
 			printf("  the device's size is not recorded and no OOM bounds it: replays "
 			       "are "
 			       "on an unbounded device (--device-memory sets it)\n");
