@@ -85,6 +85,7 @@ int cmd_check(int argc, const char **argv)
 	size_t k;
 
 	ms_replay_cli_init(&c, opts, &json);
+	ms_opts_drop(opts, "backend");
 	for (k = 0; opts[k].type != MS_OPT_T_END; k++)
 		;
 	opts[k++] = (struct ms_opt)MS_OPT_SIZE(0, "max-peak-reserved", &max_res, "N",

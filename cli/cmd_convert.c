@@ -16,7 +16,8 @@ static const char *const usage[] = {
         "Convert a PyTorch memory snapshot (.pickle, .pickle.zst, .pickle.gz, .json)",
         "or a memsnap trace into a memsnap trace (.zst), or into PyTorch's snapshot",
         "layout as JSON. The output format follows --format, else the extension of",
-        "<out> (.json is JSON, anything else .zst). '-o -' writes to standard output.",
+        "<out> (.json or .zst; another name needs --format). '-o -' writes a .zst to",
+        "standard output (--format json for JSON).",
         NULL,
 };
 
@@ -50,8 +51,19 @@ int cmd_convert(int argc, const char **argv)
 		ms_usage_error(opts, usage, "--format must be zst or json");
 	if (level < 1 || level > 22)
 		ms_usage_error(opts, usage, "--level must be 1 to 22");
-	json = format ? strcmp(format, "json") == 0 : ms_ends_with(out, ".json");
 	ms_output_refuse_inputs(out, argv, 1);
+	if (!format && strcmp(out, "-") && !ms_ends_with(out, ".json") &&
+	    !ms_ends_with(out, ".zst"))
+		ms_usage_error(opts, usage,
+		               "-o %s: the name does not say which format (.zst or .json); give "
+		               "--format",
+		               out);
+	if (format && strcmp(out, "-") &&
+	    (ms_ends_with(out, ".json") || ms_ends_with(out, ".zst")) &&
+	    !ms_ends_with(out, strcmp(format, "json") ? ".zst" : ".json"))
+		ms_usage_error(opts, usage, "-o %s: the name says another format than --format %s",
+		               out, format);
+	json = format ? strcmp(format, "json") == 0 : ms_ends_with(out, ".json");
 	if (ms_output_open(&o, out))
 		return MS_EXIT_ERROR;
 	f = o.f;

@@ -257,6 +257,7 @@ int cmd_diff(int argc, const char **argv)
 	cJSON *all = NULL, *arr = NULL;
 
 	ms_replay_cli_init(&c, opts, &json);
+	ms_opts_drop(opts, "backend");
 	for (k = 0; opts[k].type != MS_OPT_T_END; k++)
 		;
 	opts[k++] = (struct ms_opt)MS_OPT_U64(0, "top", &top, "N", "rows per table (default 10)");

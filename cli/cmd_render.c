@@ -264,6 +264,10 @@ int cmd_render(int argc, const char **argv)
 	ms_status s;
 
 	ms_replay_cli_init(&c, opts, &json);
+	ms_opts_drop(opts, "backend");
+	ms_opts_help(opts, "device",
+	             "draw this device (default: the one that runs out of memory, else the one "
+	             "with the highest peak)");
 	/* no --json here: the replay's JSON is `memsnap replay --json` */
 	for (n = 0; opts[n].type != MS_OPT_T_END; n++)
 		if (opts[n].long_name && !strcmp(opts[n].long_name, "json"))
@@ -289,12 +293,20 @@ int cmd_render(int argc, const char **argv)
 	ms_replay_cli_check(&c, opts, usage);
 	ms_output_refuse_inputs(out, argv, 1);
 	ms_frames_opt_check(&frames, opts, usage);
-	if (!format)
-		format = !out                                                    ? "txt"
+	if (!format) {
+		format = !out || !strcmp(out, "-")                               ? "txt"
 		         : ms_ends_with(out, ".dot") || ms_ends_with(out, ".gv") ? "dot"
 		         : ms_ends_with(out, ".svg")                             ? "svg"
 		         : ms_ends_with(out, ".html")                            ? "html"
-		                                                                 : "txt";
+		         : ms_ends_with(out, ".txt")                             ? "txt"
+		                                                                 : NULL;
+		if (!format)
+			ms_usage_error(
+			        opts, usage,
+			        "-o %s: the name does not say which format (.html, .txt, .dot, "
+			        ".gv, .svg); give --format",
+			        out);
+	}
 	if (strcmp(format, "html") && strcmp(format, "txt") && strcmp(format, "dot") &&
 	    strcmp(format, "svg"))
 		ms_usage_error(opts, usage, "--format must be html, txt, dot or svg");

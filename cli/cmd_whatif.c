@@ -246,6 +246,8 @@ int cmd_whatif(int argc, const char **argv)
 	ms_status s;
 
 	ms_replay_cli_init(&c, opts, &json);
+	ms_opts_drop(opts, "backend");
+	ms_opts_drop(opts, "alloc-conf");
 	for (k = 0; opts[k].type != MS_OPT_T_END; k++)
 		;
 	opts[k++] = (struct ms_opt)MS_OPT_STRING(
@@ -257,9 +259,7 @@ int cmd_whatif(int argc, const char **argv)
 	if (n != 1)
 		ms_usage_error(opts, usage, n ? "one trace at a time" : "no trace given");
 	ms_replay_cli_check(&c, opts, usage);
-	if (c.o.alloc_conf)
-		ms_usage_error(opts, usage,
-		               "whatif tries settings itself: give them with --configs");
+
 	if (ms_replay_cli_devices(&c, argv[0], "whatif", &devs, &nd))
 		return MS_EXIT_ERROR;
 	if ((s = ms_trace_load(argv[0], NULL, &t, NULL, &d))) {

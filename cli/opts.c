@@ -56,7 +56,14 @@ void ms_usage_error(const struct ms_opt *opts, const char *const *usage, const c
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
 	fputc('\n', stderr);
-	ms_print_help(stderr, opts, usage);
+	/* the error, then the command's first usage line and where the rest is */
+	(void)opts;
+	if (usage && usage[0]) {
+		const char *cmd = strncmp(usage[0], "memsnap ", 8) ? usage[0] : usage[0] + 8;
+		int len = (int)strcspn(cmd, " ");
+		fprintf(stderr, "usage: %s\n       (`memsnap help %.*s` lists every option)\n",
+		        usage[0], len, cmd);
+	}
 	exit(MS_EXIT_USAGE);
 }
 
@@ -86,8 +93,8 @@ static void set_value(const struct ms_opt *o, const char *arg, const struct ms_o
 		errno = 0;
 		*(uint64_t *)o->value = strtoull(arg, &end, 10);
 		if (errno || !*arg || *end || *arg == '-')
-			ms_usage_error(opts, usage, "--%s: '%s' is not a number", o->long_name,
-			               arg);
+			ms_usage_error(opts, usage, "--%s: '%s' is not a whole number (0 or more)",
+			               o->long_name, arg);
 		break;
 	case MS_OPT_T_INT: {
 		long v;
@@ -161,4 +168,24 @@ int ms_parse_options(int argc, const char **argv, const struct ms_opt *opts,
 		set_value(o, val, opts, usage);
 	}
 	return npos;
+}
+
+void ms_opts_drop(struct ms_opt *opts, const char *long_name)
+{
+	size_t i, n;
+
+	for (n = 0; opts[n].type != MS_OPT_T_END; n++)
+		;
+	for (i = 0; i < n; i++)
+		if (opts[i].long_name && !strcmp(opts[i].long_name, long_name)) {
+			memmove(&opts[i], &opts[i + 1], (n - i) * sizeof(*opts)); /* the END too */
+			return;
+		}
+}
+
+void ms_opts_help(struct ms_opt *opts, const char *long_name, const char *help)
+{
+	for (size_t i = 0; opts[i].type != MS_OPT_T_END; i++)
+		if (opts[i].long_name && !strcmp(opts[i].long_name, long_name))
+			opts[i].help = help;
 }

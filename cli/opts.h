@@ -62,7 +62,11 @@ int ms_parse_options(int argc, const char **argv, const struct ms_opt *opts,
                      const char *const *usage);
 /* Print usage lines and the option table. */
 void ms_print_help(FILE *f, const struct ms_opt *opts, const char *const *usage);
-/* Usage error: message, then usage lines; exits 2. */
+/* Remove the option long_name from a table (a command that shares a fragment without it). */
+void ms_opts_drop(struct ms_opt *opts, const char *long_name);
+/* Give the option long_name another help text (what it does for this command). */
+void ms_opts_help(struct ms_opt *opts, const char *long_name, const char *help);
+/* Usage error: the message, the first usage line and where the rest is; exits 2. */
 _Noreturn void ms_usage_error(const struct ms_opt *opts, const char *const *usage, const char *fmt,
                               ...) __attribute__((format(printf, 3, 4)));
 

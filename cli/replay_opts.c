@@ -58,7 +58,9 @@ void ms_replay_cli_check(struct ms_replay_cli *c, const struct ms_opt *opts,
 		char *end;
 		double f = strtod(c->fraction, &end);
 		if (*end || f <= 0 || f > 1)
-			ms_usage_error(opts, usage, "--memory-fraction must be in (0, 1]");
+			ms_usage_error(opts, usage,
+			               "--memory-fraction: '%s' is not a number in (0, 1]",
+			               c->fraction);
 		if (c->o.limit)
 			ms_usage_error(opts, usage,
 			               "--limit and --memory-fraction exclude each other");
