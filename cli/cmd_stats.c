@@ -203,6 +203,17 @@ static int mid_run(const struct ms_trace_stats *r)
 	return r->pre_trace_blocks || r->unmatched_frees;
 }
 
+/* The peak of requested bytes, counting blocks from before a mid-run trace while they lived. */
+static uint64_t peak_of(const struct ms_trace_stats *r)
+{
+	return mid_run(r) ? r->mid_peak_requested : r->peak_requested;
+}
+
+static uint64_t peak_index_of(const struct ms_trace_stats *r)
+{
+	return mid_run(r) ? r->mid_peak_index : r->peak_index;
+}
+
 static cJSON *job_json(const struct job *j)
 {
 	const struct ms_trace_stats *r = j->r;
@@ -221,9 +232,8 @@ static cJSON *job_json(const struct job *j)
 		cJSON_AddNullToObject(o, "peak_requested_index");
 		cJSON_AddNullToObject(o, "peak_requested_time_ns");
 	} else {
-		ms_json_u64(o, "peak_requested_bytes",
-		            (uint64_t)(r->peak_requested + r->pre_trace_requested));
-		ms_json_u64(o, "peak_requested_index", (uint64_t)(r->peak_index));
+		ms_json_u64(o, "peak_requested_bytes", peak_of(r));
+		ms_json_u64(o, "peak_requested_index", peak_index_of(r));
 		ms_json_i64(o, "peak_requested_time_ns", r->peak_t_ns);
 	}
 	if (r->peak_annotation)
@@ -253,6 +263,7 @@ static cJSON *job_json(const struct job *j)
 	x = cJSON_AddObjectToObject(o, "before_the_trace");
 	ms_json_u64(x, "live_blocks", r->pre_trace_blocks);
 	ms_json_u64(x, "requested_bytes", r->pre_trace_requested);
+	ms_json_u64(x, "freed_in_trace_requested_bytes", r->pre_freed_requested);
 	a = cJSON_AddArrayToObject(o, "largest_allocations");
 	for (size_t i = 0; i < r->n_largest; i++)
 		cJSON_AddItemToArray(a, alloc_json(j, &r->largest[i]));
@@ -307,6 +318,16 @@ static void print_alloc(const struct job *j, const struct ms_stats_alloc *a)
 	printf("    %12s  event %-9llu %s\n", ms_format_size(b1, sizeof(b1), a->size),
 	       (unsigned long long)a->index, site);
 	ms_site_print_frames(&j->syms, a->stack, j->frames, 36);
+}
+
+/* The table's peak: "at least" written as ">=" where the trace starts mid-run. */
+static const char *peak_cell(char *buf, size_t cap, const struct ms_trace_stats *r)
+{
+	char b[32];
+
+	snprintf(buf, cap, "%s%s", mid_run(r) ? ">=" : "",
+	         ms_format_size(b, sizeof(b), peak_of(r)));
+	return buf;
 }
 
 /* A snapshot without a trace: what its end state holds, and by whom. */
@@ -368,10 +389,9 @@ static void print_one(const struct job *j)
 		       ms_format_size(b1, sizeof(b1), r->pre_trace_requested));
 	else
 		printf("  peak requested:   %s%s (%llu bytes) at event %llu, +%.3f s",
-		       mid_run(r) ? "at least " : "",
-		       ms_format_size(b1, sizeof(b1), r->peak_requested + r->pre_trace_requested),
-		       (unsigned long long)(r->peak_requested + r->pre_trace_requested),
-		       (unsigned long long)r->peak_index, (double)(r->peak_t_ns - j->t0) / 1e9);
+		       mid_run(r) ? "at least " : "", ms_format_size(b1, sizeof(b1), peak_of(r)),
+		       (unsigned long long)peak_of(r), (unsigned long long)peak_index_of(r),
+		       (double)((mid_run(r) ? r->mid_peak_t_ns : r->peak_t_ns) - j->t0) / 1e9);
 	if (r->peak_annotation)
 		printf(", in \"%s\"", ms_symtab_get_str(&j->syms, r->peak_annotation)->s);
 	if (r->raw_events)
@@ -602,9 +622,8 @@ int cmd_stats(int argc, const char **argv)
 			else
 				snprintf(dev, sizeof(dev), "-");
 			printf("%-40s %6s %10llu %14s %10llu %12s %14s %9llu\n", j->path, dev,
-			       (unsigned long long)j->r->n_events,
-			       ms_format_size(b1, sizeof(b1), j->r->peak_requested),
-			       (unsigned long long)j->r->peak_index,
+			       (unsigned long long)j->r->n_events, peak_cell(b1, sizeof(b1), j->r),
+			       (unsigned long long)peak_index_of(j->r),
 			       ms_format_size(b2, sizeof(b2), j->r->live_bytes),
 			       j->r->has_segments ? ms_format_size(b3, sizeof(b3), j->r->reserved)
 			                          : "-",

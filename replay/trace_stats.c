@@ -43,6 +43,9 @@ struct ms_stats_builder {
 	uint64_t index;
 	struct ms_external ext;
 	int64_t only; /* the device counted, -1 all */
+	/* frees of blocks from before the trace, so far; the highest of cur_total less them */
+	int64_t pre_freed_so_far, adj_peak;
+	int adj_seen;
 	/* the end state's allocated blocks by stack: bytes and blocks */
 	struct ms_stats_site *blk;
 	size_t cap_blk;
@@ -241,6 +244,14 @@ static ms_status s_event(void *ctx, const struct ms_event *e)
 			b->r.devices[e->device].peak_requested = b->cur_dev[e->device];
 			b->r.devices[e->device].peak_index = idx;
 		}
+		/* with blocks from before the trace freed in it, the peak may be elsewhere: what is
+		   live then is cur_total plus what of them is not freed yet (known at the end) */
+		if ((int64_t)b->cur_total - b->pre_freed_so_far > b->adj_peak || !b->adj_seen) {
+			b->adj_seen = 1;
+			b->adj_peak = (int64_t)b->cur_total - b->pre_freed_so_far;
+			b->r.mid_peak_index = idx;
+			b->r.mid_peak_t_ns = e->t_ns;
+		}
 		if (b->cur_total > b->r.peak_requested) {
 			b->r.peak_requested = b->cur_total;
 			b->r.peak_index = idx;
@@ -259,7 +270,10 @@ static ms_status s_event(void *ctx, const struct ms_event *e)
 	case MS_ACT_FREE_COMPLETED: {
 		uint64_t k;
 		if (!ms_u64map_del(&b->live, e->addr ^ ((uint64_t)e->device << 56), &k)) {
+			/* a block allocated before the trace: its requested size goes now */
 			b->r.unmatched_frees++;
+			b->r.pre_freed_requested += e->size;
+			b->pre_freed_so_far += (int64_t)e->size;
 			break;
 		}
 		b->cur_total -= b->slots[k].a.size;
@@ -402,6 +416,10 @@ const struct ms_trace_stats *ms_stats_builder_result(struct ms_stats_builder *b)
 		return r;
 	b->done = 1;
 	r->end_requested = b->cur_total;
+	/* a trace that starts mid-run: the most requested at once, with the blocks from before it
+	   (live at the end, or freed in it) counted while they lived */
+	r->mid_peak_requested = r->pre_trace_requested + r->pre_freed_requested +
+	                        (uint64_t)(b->adj_peak > 0 ? b->adj_peak : 0);
 	if (ms_external_finish(&b->ext) == MS_OK) {
 		r->raw_events = b->ext.events;
 		r->raw_claimed = b->ext.claimed;

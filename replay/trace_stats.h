@@ -56,6 +56,12 @@ struct ms_trace_stats {
 	/* end-state blocks allocated and never allocated in the trace: live before its first
 	 * event and throughout (with unmatched frees: the trace starts mid-run) */
 	uint64_t pre_trace_blocks, pre_trace_requested;
+	/* requested bytes of blocks from before the trace that it frees (unmatched frees) */
+	uint64_t pre_freed_requested;
+	/* a trace that starts mid-run: its peak of requested bytes counting the blocks from
+	   before it while they lived (a lower bound of the job's), at this event */
+	uint64_t mid_peak_requested, mid_peak_index;
+	int64_t mid_peak_t_ns;
 	struct ms_stats_ann *anns; /* by name, in order of first appearance */
 	size_t n_anns;
 	/* memory outside PyTorch's allocator: raw CUDA calls not PyTorch's own (replay/external.h)
