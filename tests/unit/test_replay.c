@@ -773,6 +773,27 @@ Test(replay, real_recordings_against_their_truth)
 					              (unsigned long long)want);
 			}
 		}
+		{
+			/* stats, from the trace alone, counts blocks from before it the same way */
+			struct ms_stats_builder *b;
+			struct ms_sink sink;
+			const struct ms_trace_stats *st;
+			uint64_t want = truth_stat(truth, "requested_bytes.all.peak"), got;
+			cr_assert_eq(ms_stats_builder_new(10, &b), MS_OK);
+			ms_stats_builder_sink(b, &sink);
+			cr_assert_eq(ms_trace_emit(t, &sink), MS_OK);
+			st = ms_stats_builder_result(b);
+			got = cases[i].mid_run ? st->mid_peak_requested : st->peak_requested;
+			if (!cases[i].mid_run || cases[i].peak_inside)
+				cr_expect_eq(got, want,
+				             "%s: stats' requested peak %llu, PyTorch %llu", nm,
+				             (unsigned long long)got, (unsigned long long)want);
+			else
+				cr_expect_leq(got, want,
+				              "%s: stats' requested peak %llu above %llu", nm,
+				              (unsigned long long)got, (unsigned long long)want);
+			ms_stats_builder_free(b);
+		}
 		if (!cases[i].mid_run) {
 			cr_expect_eq(r.stats.num_alloc_retries,
 			             truth_stat(truth, "num_alloc_retries"), "%s: retries %llu", nm,
