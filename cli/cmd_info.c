@@ -175,7 +175,11 @@ static void print_json(const char *path, const struct info *x, const struct ms_s
 		        a, cJSON_CreateNumber((double)x->stream_list[i])); /* < 2^53 in practice */
 	ms_json_i64(o, "time_first_ns", x->t_first);
 	ms_json_i64(o, "time_last_ns", x->t_last);
-	cJSON_AddNumberToObject(o, "duration_s", (double)(x->t_last - x->t_first) / 1e9);
+	if (!x->t_first && !x->t_last)
+		cJSON_AddNullToObject(o,
+		                      "duration_s"); /* no times recorded (PyTorch 2.1 and older) */
+	else
+		cJSON_AddNumberToObject(o, "duration_s", (double)(x->t_last - x->t_first) / 1e9);
 	ms_json_u64(o, "events_with_stack", (uint64_t)(x->with_stack));
 	cJSON_AddNumberToObject(o, "distinct_stacks", x->syms ? ms_symtab_nstacks(x->syms) - 1 : 0);
 	ms_json_u64(o, "annotations", (uint64_t)(x->anns));
@@ -269,7 +273,9 @@ static void print_text(const char *path, const struct info *x, const struct ms_s
 	if (x->n_streams > LIST_MAX)
 		printf(", and %zu more", x->n_streams - LIST_MAX);
 	printf(")\n");
-	if (x->n)
+	if (x->n && !x->t_first && !x->t_last)
+		printf("time span:    unknown (no times recorded)\n");
+	else if (x->n)
 		printf("time span:    %.3f s\n", (double)(x->t_last - x->t_first) / 1e9);
 	if (x->raw_cuda)
 		printf("sources:      %llu from PyTorch's allocator, %llu from raw CUDA calls\n",

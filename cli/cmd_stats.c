@@ -387,11 +387,14 @@ static void print_one(const struct job *j)
 	if (!r->n_allocs)
 		printf("  peak requested:   %s (no allocations in the trace)",
 		       ms_format_size(b1, sizeof(b1), r->pre_trace_requested));
-	else
-		printf("  peak requested:   %s%s (%llu bytes) at event %llu, +%.3f s",
+	else {
+		int64_t t = mid_run(r) ? r->mid_peak_t_ns : r->peak_t_ns;
+		printf("  peak requested:   %s%s (%llu bytes) at event %llu",
 		       mid_run(r) ? "at least " : "", ms_format_size(b1, sizeof(b1), peak_of(r)),
-		       (unsigned long long)peak_of(r), (unsigned long long)peak_index_of(r),
-		       (double)((mid_run(r) ? r->mid_peak_t_ns : r->peak_t_ns) - j->t0) / 1e9);
+		       (unsigned long long)peak_of(r), (unsigned long long)peak_index_of(r));
+		if (t || j->t0) /* times: PyTorch 2.2 and later */
+			printf(", +%.3f s", (double)(t - j->t0) / 1e9);
+	}
 	if (r->peak_annotation)
 		printf(", in \"%s\"", ms_symtab_get_str(&j->syms, r->peak_annotation)->s);
 	if (r->raw_events)
