@@ -113,7 +113,8 @@ static int render_html(struct ms_replay_cli *c, const char *path, const char *ou
  * A drawing is of one device: --device, the only one with events, else the one where the replay
  * runs out of memory (the first), else the one with the highest reserved peak; said on stderr.
  */
-static int choose_device(struct ms_replay_cli *c, const char *path)
+static int choose_device(struct ms_replay_cli *c, const char *path, uint32_t **devs_out,
+                         size_t *nd_out)
 {
 	uint32_t *devs, best = 0;
 	size_t nd;
@@ -123,9 +124,10 @@ static int choose_device(struct ms_replay_cli *c, const char *path)
 
 	if (ms_replay_cli_devices(c, path, "render", &devs, &nd))
 		return -1;
+	*devs_out = devs;
+	*nd_out = nd;
 	if (nd == 1) {
 		c->o.device = devs[0];
-		ms_free(devs);
 		return 0;
 	}
 	for (size_t i = 0; i < nd; i++) {
@@ -143,6 +145,7 @@ static int choose_device(struct ms_replay_cli *c, const char *path)
 		if (s) {
 			ms_report(path, s, &d);
 			ms_free(devs);
+			*devs_out = NULL;
 			return -1;
 		}
 		peak = (uint64_t)r.stats.reserved_bytes[0].peak;
@@ -156,10 +159,10 @@ static int choose_device(struct ms_replay_cli *c, const char *path)
 	c->o = base;
 	c->o.device = best;
 	fprintf(stderr,
-	        "memsnap: note: %s has events on %zu devices: drawing device %u (%s); --device "
+	        "memsnap: note: %s has events on %zu devices: %s device %u (%s); --device "
 	        "draws another\n",
-	        path, nd, best, best_oom ? "its replay runs out of memory" : "the highest peak");
-	ms_free(devs);
+	        path, nd, c->html ? "the page opens on" : "drawing", best,
+	        best_oom ? "its replay runs out of memory" : "the highest peak");
 	return 0;
 }
 
@@ -246,6 +249,78 @@ static int render_no_trace(struct ms_replay_cli *c, const char *path, const char
 	return 1;
 }
 
+/*
+ * The page of a trace with several devices: each device's first pass and data, one page with
+ * a switch, opening on the device choose_device picked (c->o.device).
+ */
+static int render_html_devices(struct ms_replay_cli *c, const char *path, const char *out,
+                               const uint32_t *devs, size_t nd, size_t detail, int no_whatif,
+                               uint64_t from, uint64_t to, uint32_t frames)
+{
+	struct ms_buf *datas = ms_calloc(nd, sizeof(*datas));
+	struct ms_buf page = MS_BUF_INIT;
+	struct ms_replay_opts base = c->o;
+	size_t first = 0, i;
+	int rc = MS_EXIT_OK;
+
+	if (!datas)
+		ms_die(MS_EXIT_ERROR, "out of memory");
+	for (i = 0; i < nd && rc == MS_EXIT_OK; i++) {
+		struct ms_replay_result r;
+		struct ms_limit_range lim;
+		struct ms_render_html_input in;
+		struct ms_diag d = MS_DIAG_INIT;
+		ms_status s;
+		uint64_t hi;
+		c->o = base;
+		c->o.device = devs[i];
+		if (devs[i] == base.device)
+			first = i;
+		if (ms_replay_cli_run_reported(c, path, &r, &lim)) {
+			rc = MS_EXIT_ERROR;
+			break;
+		}
+		hi = !to || to > r.events_total ? r.events_total : to;
+		if (from >= hi) {
+			ms_error(
+			        "%s: --from %llu: the window holds none of the trace's %llu events",
+			        path, (unsigned long long)from, (unsigned long long)r.events_total);
+			rc = MS_EXIT_ERROR;
+		} else {
+			memset(&in, 0, sizeof(in));
+			in.source = path;
+			in.path = path;
+			in.opts = &c->o;
+			in.first = &r;
+			in.buckets = detail;
+			in.no_whatif = no_whatif;
+			in.from = from;
+			in.to = hi;
+			in.frames = frames;
+			in.limit_inferred = lim.inferred;
+			in.limit_lo = lim.lo;
+			in.limit_hi = lim.hi;
+			in.data_only = 1;
+			if ((s = ms_render_html(&in, &datas[i], &d))) {
+				ms_report(path, s, &d);
+				rc = MS_EXIT_ERROR;
+			}
+		}
+		ms_replay_result_release(&r);
+		ms_replay_cli_release(c);
+	}
+	if (rc == MS_EXIT_OK) {
+		if (ms_render_html_devices(&page, path, datas, devs, nd, first))
+			ms_die(MS_EXIT_ERROR, "out of memory");
+		rc = emit(out, &page, "html", SIZE_MAX, 0);
+	}
+	for (i = 0; i < nd; i++)
+		ms_buf_release(&datas[i]);
+	ms_free(datas);
+	ms_buf_release(&page);
+	return rc;
+}
+
 int cmd_render(int argc, const char **argv)
 {
 	struct ms_replay_cli c;
@@ -258,6 +333,8 @@ int cmd_render(int argc, const char **argv)
 	struct ms_render_input in;
 	struct ms_symtab syms;
 	struct ms_buf buf = MS_BUF_INIT;
+	uint32_t *devs = NULL;
+	size_t nd = 0;
 	uint64_t event = 0, detail = 2000, from = 0, to = 0;
 	int windowed, oom_in;
 	int n, json = 0, no_whatif = 0, rc = MS_EXIT_OK;
@@ -340,8 +417,16 @@ int cmd_render(int argc, const char **argv)
 		if (no_trace)
 			return rc;
 	}
-	if (choose_device(&c, argv[0]))
+	c.html = !strcmp(format, "html");
+	if (choose_device(&c, argv[0], &devs, &nd))
 		return MS_EXIT_ERROR;
+	if (c.html && nd > 1) {
+		rc = render_html_devices(&c, argv[0], out, devs, nd, (size_t)detail, no_whatif,
+		                         from, to, frames.n);
+		ms_free(devs);
+		return rc;
+	}
+	ms_free(devs);
 	/* pass 1: the whole replay (the limit inference and a mid-run rebuild happen here) */
 	if (ms_replay_cli_run_reported(&c, argv[0], &r, &lim))
 		return MS_EXIT_ERROR;

@@ -17,6 +17,7 @@ struct ms_replay_cli {
 	int torch;    /* --backend torch */
 	int foreign_refused; /* the command refuses other allocators' traces itself (verify) */
 	int quiet_notes;     /* no notes on stderr (a replay made only to choose a device) */
+	int html;            /* render: the page (every device on it, with a switch) */
 	int said_release, said_allocator; /* notes said once a command, not once a device */
 	int cuda;     /* --backend cuda */
 	struct ms_cuda_dev *dev; /* --backend cuda: the device, after the run (timings) */

@@ -708,8 +708,25 @@ static ms_status append_script_safe(struct ms_buf *out, const char *data, size_t
 }
 
 /* The page: the template, the data as JSON, dygraphs and report.js, all inline. */
-static ms_status write_page(struct ms_buf *out, const char *source, const char *json,
-                            size_t json_len)
+/* One device's data block: <script id="memsnap-data-N" ...> (the first: "memsnap-data"). */
+static ms_status data_block(struct ms_buf *out, const char *json, size_t json_len, uint32_t device,
+                            int first)
+{
+	ms_status s;
+
+	if ((s = ms_buf_printf(out,
+	                       "<script id=\"memsnap-data%s%.0u\" type=\"application/json\" "
+	                       "class=\"memsnap-data\" data-device=\"%u\"%s>",
+	                       first ? "" : "-", first ? 0u : device, device,
+	                       first ? " data-first=\"1\"" : "")) ||
+	    (s = append_script_safe(out, json, json_len)))
+		return s;
+	return ms_buf_printf(out, "</script>\n");
+}
+
+/* The page: the template, the data blocks (one per device) as JSON, dygraphs and report.js. */
+static ms_status write_pages(struct ms_buf *out, const char *source, const struct ms_buf *datas,
+                             const uint32_t *devices, size_t n, size_t first)
 {
 	ms_status s;
 
@@ -723,16 +740,32 @@ static ms_status write_page(struct ms_buf *out, const char *source, const char *
 	    (s = ms_buf_append(out, ms_asset_dygraphs_css, ms_asset_dygraphs_css_len)) ||
 	    (s = ms_buf_append(out, ms_asset_report_css, ms_asset_report_css_len)) ||
 	    (s = ms_buf_printf(out, "</style>\n</head>\n<body>\n")) ||
-	    (s = ms_buf_append(out, ms_asset_report_body, ms_asset_report_body_len)) ||
-	    (s = ms_buf_printf(out, "<script id=\"memsnap-data\" type=\"application/json\">")) ||
-	    (s = append_script_safe(out, json, json_len)) ||
-	    (s = ms_buf_printf(out, "</script>\n<script>\n")) ||
+	    (s = ms_buf_append(out, ms_asset_report_body, ms_asset_report_body_len)))
+		return s;
+	for (size_t i = 0; i < n; i++)
+		if ((s = data_block(out, datas[i].data, datas[i].len, devices[i], i == first)))
+			return s;
+	if ((s = ms_buf_printf(out, "<script>\n")) ||
 	    (s = ms_buf_append(out, ms_asset_dygraphs_js, ms_asset_dygraphs_js_len)) ||
 	    (s = ms_buf_printf(out, "\n</script>\n<script>\n")) ||
 	    (s = ms_buf_append(out, ms_asset_report_js, ms_asset_report_js_len)) ||
 	    (s = ms_buf_printf(out, "</script>\n</body>\n</html>\n")))
 		return s;
 	return MS_OK;
+}
+
+static ms_status write_page(struct ms_buf *out, const char *source, const char *json,
+                            size_t json_len, uint32_t device)
+{
+	struct ms_buf one = {(char *)json, json_len, json_len};
+
+	return write_pages(out, source, &one, &device, 1, 0);
+}
+
+ms_status ms_render_html_devices(struct ms_buf *out, const char *source, const struct ms_buf *datas,
+                                 const uint32_t *devices, size_t n, size_t first)
+{
+	return write_pages(out, source, datas, devices, n, first);
 }
 
 /*
@@ -868,7 +901,7 @@ ms_status ms_render_html_snapshot(const struct ms_render_input *in, struct ms_bu
 	if (!s && (sites.nomem || !json))
 		s = MS_ERR_NOMEM;
 	if (!s)
-		s = write_page(out, in->source, json, json_len);
+		s = write_page(out, in->source, json, json_len, in->r->device);
 out:
 	free(json); /* open_memstream's buffer belongs to libc */
 	ms_free(cells);
@@ -1192,7 +1225,8 @@ ms_status ms_render_html(const struct ms_render_html_input *in, struct ms_buf *o
 	if (s)
 		goto out;
 
-	s = write_page(out, in->source, json, json_len);
+	s = in->data_only ? ms_buf_append(out, json, json_len)
+	                  : write_page(out, in->source, json, json_len, r.device);
 out:
 	free(json); /* open_memstream's buffer belongs to libc */
 	ms_free(at);
@@ -1235,5 +1269,17 @@ ms_status ms_render_html_snapshot(const struct ms_render_input *in, struct ms_bu
 	return ms__diag_set(d, MS_ERR_UNSUPPORTED, -1, -1,
 	                    "this memsnap was built without dygraphs (libjs-dygraphs): no HTML "
 	                    "report; use --format txt, dot or svg");
+}
+
+ms_status ms_render_html_devices(struct ms_buf *out, const char *source, const struct ms_buf *datas,
+                                 const uint32_t *devices, size_t n, size_t first)
+{
+	(void)out;
+	(void)source;
+	(void)datas;
+	(void)devices;
+	(void)n;
+	(void)first;
+	return MS_ERR_UNSUPPORTED;
 }
 #endif

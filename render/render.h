@@ -67,6 +67,8 @@ struct ms_render_html_input {
 	 * says so wherever a verdict rests on it */
 	int limit_inferred;
 	uint64_t limit_lo, limit_hi;
+	/* append the page's data (JSON) alone, for ms_render_html_devices, not the page */
+	int data_only;
 };
 /*
  * The event in [from, to) after which allocated bytes were highest (the first such), from a
@@ -75,6 +77,12 @@ struct ms_render_html_input {
 ms_status ms_render_window_peak(const struct ms_trace *t, const char *path,
                                 const struct ms_replay_opts *opts, uint64_t from, uint64_t to,
                                 uint64_t *index, struct ms_diag *d);
+/*
+ * One page for several devices: datas[i] (ms_render_html with data_only) is device devices[i];
+ * the page opens on devices[first] and has a switch to the others.
+ */
+ms_status ms_render_html_devices(struct ms_buf *out, const char *source, const struct ms_buf *datas,
+                                 const uint32_t *devices, size_t n, size_t first);
 /* 1 when this build embeds dygraphs and writes HTML, else 0. */
 int ms_render_have_html(void);
 /* The self-contained HTML report (html.c); replays the trace once more. */

@@ -1,7 +1,13 @@
 /* memsnap's HTML report: draws the data memsnap wrote into #memsnap-data (render/html.c). */
 (function () {
 	'use strict';
-	var D = JSON.parse(document.getElementById('memsnap-data').textContent);
+	/* one data block per device: the page opens on the first (or the #device=N asked for) */
+	var blocks = document.querySelectorAll('script.memsnap-data');
+	var want = /device=(\d+)/.exec(location.hash), block = blocks[0];
+	for (var bi = 0; bi < blocks.length; bi++) {
+		if (want ? blocks[bi].dataset.device === want[1] : blocks[bi].dataset.first) block = blocks[bi];
+	}
+	var D = JSON.parse(block.textContent);
 	var T = D.timeline, N = T.first.length;
 	/* a snapshot without a trace: the end state as recorded, no timeline (html.c) */
 	var NOTRACE = !!D.no_trace;
@@ -85,6 +91,23 @@
 			'the segments as the snapshot recorded them, nothing earlier \u00b7 ' + fmt(D.peak.allocated) +
 			' allocated of ' + fmt(D.peak.reserved) + ' reserved \u00b7 settings "' + D.alloc_conf + '"';
 	text($('summary'), sum);
+	/* the device switch: each device's page is drawn afresh from its own data */
+	if (blocks.length > 1) {
+		var nav = document.createElement('p');
+		nav.id = 'devices';
+		nav.appendChild(document.createTextNode('devices: '));
+		Array.prototype.forEach.call(blocks, function (b) {
+			var btn = document.createElement('button');
+			text(btn, 'device ' + b.dataset.device);
+			if (b === block) btn.className = 'on';
+			btn.addEventListener('click', function () {
+				location.hash = 'device=' + b.dataset.device;
+				location.reload();
+			});
+			nav.appendChild(btn);
+		});
+		$('summary').parentNode.insertBefore(nav, $('summary').nextSibling);
+	}
 	if (D.oom) {
 		var o = D.oom, p = $('oom');
 		$('oom-panel').hidden = false;
@@ -508,7 +531,7 @@
 
 	/* #selftest: click the timeline as a person would (at the middle, then with the x axis
 	   in seconds at three quarters); say what happened */
-	if (location.hash === '#selftest' && !NOTRACE) {
+	if (/selftest/.test(location.hash) && !NOTRACE) {
 		var clickAt = function (frac) {
 			$('timeline').scrollIntoView();
 			var area = timeline.getArea(), rect = $('timeline').getBoundingClientRect();

@@ -100,6 +100,19 @@ problems=""
 grep -q '&gt; forward (/home/ada/proj/model.py:42)' "$tmp/dom.html" || problems+=" site-not-marked"
 grep -q '<pre>  torch::unwind::unwind()' "$tmp/dom.html" || problems+=" no-stack-on-click"
 if [ -n "$problems" ]; then echo "FAIL stacks_all:$problems"; fail=1; else echo "ok stacks_all"; fi
+# a trace with two devices: one page, a switch, opening on the device whose replay runs out of
+# memory; #device=0 draws the other
+html="$art/two_devices.html"
+"$memsnap" render "$root/testdata/snapshots/devices/two_devices.pickle.zst" -o "$html" 2>/dev/null || { echo "FAIL two_devices: not written"; exit 1; }
+chrome --enable-logging=stderr --v=0 --dump-dom "file://$html" >"$tmp/dom.html" 2>"$tmp/chrome.err"
+chrome --dump-dom "file://$html#device=0" >"$tmp/dom0.html" 2>/dev/null
+problems=""
+grep -q '<button class="on">device 1</button>' "$tmp/dom.html" || problems+=" no-switch-on-device-1"
+grep -q '<p id="summary">device 1 ' "$tmp/dom.html" || problems+=" not-opened-on-device-1"
+grep -q '<p id="summary">device 0 ' "$tmp/dom0.html" || problems+=" device-0-not-drawn"
+grep -q 'data-segmap="[0-9]' "$tmp/dom0.html" || problems+=" segmap-not-drawn"
+grep -q 'CONSOLE' "$tmp/chrome.err" && problems+=" console-messages"
+if [ -n "$problems" ]; then echo "FAIL two_devices:$problems"; fail=1; else echo "ok two_devices"; fi
 # names in the trace that try to close the data block and run a script stay text
 "$memsnap" render "$root/testdata/snapshots/hostile/script_in_names.json" -o "$art/hostile.html" 2>/dev/null
 title=$(chrome --dump-dom "file://$art/hostile.html" 2>/dev/null | grep -o '<title>[^<]*</title>')

@@ -265,7 +265,7 @@ static cJSON *page_data(struct ms_buf *out)
 	cJSON *data;
 
 	cr_assert_eq(ms_buf_append(out, "", 1), MS_OK);
-	start = strstr(out->data, "<script id=\"memsnap-data\" type=\"application/json\">");
+	start = strstr(out->data, "<script id=\"memsnap-data\" type=\"application/json\"");
 	cr_assert(start);
 	start = strchr(start, '>') + 1;
 	end = strstr(start, "</script>");

@@ -7,7 +7,7 @@ grep -o 'Content-Security-Policy" content="[^"]*"' "$TMPDIR/r.html"
 python3 - "$TMPDIR/r.html" <<'PY'
 import json, re, sys
 page = open(sys.argv[1], encoding="utf-8").read()
-m = re.search(r'<script id="memsnap-data" type="application/json">(.*?)</script>', page, re.S)
+m = re.search(r'<script id="memsnap-data" type="application/json"[^>]*>(.*?)</script>', page, re.S)
 d = json.loads(m.group(1))
 t = d["timeline"]
 print("buckets", len(t["first"]), "of", d["bucket_events"], "events each")

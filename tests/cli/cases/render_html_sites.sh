@@ -7,7 +7,7 @@
 python3 - "$TMPDIR/g.html" "$TMPDIR/s.json" <<'PY'
 import json, re, sys
 page = open(sys.argv[1], encoding="utf-8").read()
-d = json.loads(re.search(r'<script id="memsnap-data" type="application/json">(.*?)</script>', page, re.S).group(1))
+d = json.loads(re.search(r'<script id="memsnap-data" type="application/json"[^>]*>(.*?)</script>', page, re.S).group(1))
 st = json.load(open(sys.argv[2]))
 html = [(r[0], r[1], d["sites"][r[2]] if r[2] >= 0 else "(no stack recorded)") for r in d["top_sites_at_peak"]]
 agg = {}

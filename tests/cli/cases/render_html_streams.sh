@@ -4,7 +4,7 @@
 python3 - "$TMPDIR/m.html" <<'PY'
 import json, re, sys
 page = open(sys.argv[1], encoding="utf-8").read()
-d = json.loads(re.search(r'<script id="memsnap-data" type="application/json">(.*?)</script>', page, re.S).group(1))
+d = json.loads(re.search(r'<script id="memsnap-data" type="application/json"[^>]*>(.*?)</script>', page, re.S).group(1))
 t = d["timeline"]
 print("streams", d["streams"])
 bad = [i for i in range(len(t["alloc"])) if sum(c[i] for c in t["stream_alloc"]) != t["alloc"][i]]

@@ -10,7 +10,7 @@ python3 - "$TMPDIR/full.html" "$TMPDIR/w.html" <<'PY'
 import json, re, sys
 def load(p):
     s = open(p, encoding="utf-8").read()
-    return json.loads(re.search(r'<script id="memsnap-data" type="application/json">(.*?)</script>', s, re.S).group(1))
+    return json.loads(re.search(r'<script id="memsnap-data" type="application/json"[^>]*>(.*?)</script>', s, re.S).group(1))
 full, w = load(sys.argv[1]), load(sys.argv[2])
 T = full["timeline"]
 best = max((T["alloc_max"][i], -T["first"][i]) for i in range(len(T["first"])) if 1000 <= T["first"][i] < 3000)
