@@ -249,6 +249,12 @@ static void print_text(const char *path, const struct info *x, const struct ms_s
 		}
 		printf("%s\n", any ? "" : "nothing: no events, no segments");
 	}
+	if (si->kind != MS_FILE_TRACE &&
+	    (si->snap.n_host_segments >= 0 || si->snap.n_host_traces >= 0))
+		printf("host memory:  %lld pinned host segments, %lld host trace entries (PyTorch's "
+		       "pinned host allocator: shown, not replayed)\n",
+		       (long long)(si->snap.n_host_segments > 0 ? si->snap.n_host_segments : 0),
+		       (long long)(si->snap.n_host_traces > 0 ? si->snap.n_host_traces : 0));
 	printf("devices:      %u", x->meta.n_devices);
 	for (uint32_t i = 0; i < x->meta.n_devices && i < LIST_MAX; i++) {
 		const struct ms_device *d = &x->meta.devices[i];

@@ -999,6 +999,21 @@ ms_status ms__snapmap_finish(struct ms_snapmap *m, const struct ms_pk_val *root,
 	}
 	if (traces && traces->v.o->n > m->n_devices_seen)
 		m->n_devices_seen = traces->v.o->n;
+	info->n_host_segments = info->n_host_traces = -1;
+	if (root->type == MS_PK_DICT) {
+		const struct ms_pk_val *hs = dget(m, root, "host_segments");
+		const struct ms_pk_val *ht = dget(m, root, "host_traces");
+		if (hs && hs->type == MS_PK_LIST)
+			info->n_host_segments = hs->v.o->n;
+		if (ht && ht->type == MS_PK_LIST) {
+			/* a list of entries, or (like device_traces) a list of lists of them */
+			info->n_host_traces = 0;
+			for (uint32_t i = 0; i < ht->v.o->n; i++)
+				info->n_host_traces += ht->v.o->items[i].type == MS_PK_LIST
+				                               ? ht->v.o->items[i].v.o->n
+				                               : 1;
+		}
+	}
 	if (m->n_skipped)
 		ms__diag_warn(
 		        m->diag,

@@ -18,6 +18,9 @@ struct ms_snapshot_info {
 	int legacy;               /* bare list of segments, or blocks with 'history' */
 	uint64_t n_fast_entries;  /* trace entries read by the pickle machine's fast path */
 	uint64_t n_split_entries; /* of those, read by the second reader (ms_pickle_split) */
+	/* pinned host memory (PyTorch 2.14's host_segments, host_traces): counted, not replayed;
+	 * -1 where the snapshot has no such key */
+	int64_t n_host_segments, n_host_traces;
 };
 
 /*
