@@ -251,7 +251,8 @@ static void print_text(const char *path, const struct info *x, const struct ms_s
 	}
 	if (si->kind != MS_FILE_TRACE &&
 	    (si->snap.n_host_segments >= 0 || si->snap.n_host_traces >= 0))
-		printf("host memory:  %lld pinned host segments, %lld host trace entries (PyTorch's "
+		printf("host memory:  %lld pinned host segments, %lld host trace entries "
+		       "(PyTorch's "
 		       "pinned host allocator: shown, not replayed)\n",
 		       (long long)(si->snap.n_host_segments > 0 ? si->snap.n_host_segments : 0),
 		       (long long)(si->snap.n_host_traces > 0 ? si->snap.n_host_traces : 0));

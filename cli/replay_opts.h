@@ -13,14 +13,14 @@ struct ms_replay_cli {
 	        init; /* a mid-run trace's rebuilt state (released by the process exit) */
 	const char *backend, *fraction;
 	uint64_t device; /* --device, UINT64_MAX when not given */
-	int torch_ok; /* the command takes --backend torch (set before ms_replay_cli_check) */
-	int torch;    /* --backend torch */
+	int torch_ok;    /* the command takes --backend torch (set before ms_replay_cli_check) */
+	int torch;       /* --backend torch */
 	int foreign_refused; /* the command refuses other allocators' traces itself (verify) */
 	int quiet_notes;     /* no notes on stderr (a replay made only to choose a device) */
 	int html;            /* render: the page (every device on it, with a switch) */
 	int said_release, said_allocator; /* notes said once a command, not once a device */
-	int cuda;     /* --backend cuda */
-	struct ms_cuda_dev *dev; /* --backend cuda: the device, after the run (timings) */
+	int cuda;                         /* --backend cuda */
+	struct ms_cuda_dev *dev;          /* --backend cuda: the device, after the run (timings) */
 	/* --backend torch: the model's replay of the same trace (settings, limit, empty_cache) */
 	struct ms_replay_result model;
 };

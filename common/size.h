@@ -3,7 +3,8 @@
  * with a unit, the unit's case ignored and a space allowed before it. Decimal units are decimal
  * and binary units binary, as PyTorch's messages print them (GiB): B; KB MB GB TB = 10^3..10^12;
  * KiB MiB GiB TiB = 2^10..2^40; K M G T alone = binary (as GNU coreutils read them). A fraction
- * takes a unit ("1.5GiB", up to 6 decimals; rounded to the nearest byte); a fraction of bytes ("12.5") is refused.
+ * takes a unit ("1.5GiB", up to 6 decimals; rounded to the nearest byte); a fraction of bytes
+ * ("12.5") is refused.
  */
 #ifndef MEMSNAP_COMMON_SIZE_H
 #define MEMSNAP_COMMON_SIZE_H
