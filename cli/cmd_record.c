@@ -138,6 +138,17 @@ static void keep_earlier_trace(const char *out, const char *abs_out)
 		       "another -o)",
 		       out);
 	snprintf(old, sizeof(old), "%s.old", abs_out);
+	/* an earlier .old is replaced only if it is a trace too */
+	if ((f = fopen(old, "rb"))) {
+		n = fread(head, 1, sizeof(head), f);
+		fclose(f);
+		if (lstat(old, &st) != 0 || !S_ISREG(st.st_mode) ||
+		    (st.st_size && !ms_zst_sniff(head, n)))
+			ms_die(MS_EXIT_ERROR,
+			       "%s.old: exists and is not a memsnap trace; refusing to replace it "
+			       "(choose another -o)",
+			       out);
+	}
 	if (rename(abs_out, old) != 0)
 		ms_die(MS_EXIT_ERROR, "%s: cannot keep the earlier trace as %s.old: %s", out, out,
 		       strerror(errno));

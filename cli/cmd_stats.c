@@ -209,6 +209,11 @@ static uint64_t peak_of(const struct ms_trace_stats *r)
 	return mid_run(r) ? r->mid_peak_requested : r->peak_requested;
 }
 
+static uint32_t peak_annotation_of(const struct ms_trace_stats *r)
+{
+	return mid_run(r) ? r->mid_peak_annotation : r->peak_annotation;
+}
+
 static uint64_t peak_index_of(const struct ms_trace_stats *r)
 {
 	return mid_run(r) ? r->mid_peak_index : r->peak_index;
@@ -234,11 +239,12 @@ static cJSON *job_json(const struct job *j)
 	} else {
 		ms_json_u64(o, "peak_requested_bytes", peak_of(r));
 		ms_json_u64(o, "peak_requested_index", peak_index_of(r));
-		ms_json_i64(o, "peak_requested_time_ns", r->peak_t_ns);
+		ms_json_i64(o, "peak_requested_time_ns",
+		            mid_run(r) ? r->mid_peak_t_ns : r->peak_t_ns);
 	}
-	if (r->peak_annotation)
+	if (peak_annotation_of(r))
 		cJSON_AddStringToObject(o, "peak_annotation",
-		                        ms_symtab_get_str(&j->syms, r->peak_annotation)->s);
+		                        ms_symtab_get_str(&j->syms, peak_annotation_of(r))->s);
 	else
 		cJSON_AddNullToObject(o, "peak_annotation");
 	ms_json_u64(o, "end_requested_bytes", (uint64_t)(r->end_requested));
@@ -395,8 +401,8 @@ static void print_one(const struct job *j)
 		if (t || j->t0) /* times: PyTorch 2.2 and later */
 			printf(", +%.3f s", (double)(t - j->t0) / 1e9);
 	}
-	if (r->peak_annotation)
-		printf(", in \"%s\"", ms_symtab_get_str(&j->syms, r->peak_annotation)->s);
+	if (peak_annotation_of(r))
+		printf(", in \"%s\"", ms_symtab_get_str(&j->syms, peak_annotation_of(r))->s);
 	if (r->raw_events)
 		printf("\n  outside PyTorch:  peak %s at event %llu, %s at the end (%llu raw CUDA "
 		       "events, %llu of them PyTorch's own segment calls)",

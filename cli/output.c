@@ -42,14 +42,27 @@ static void on_fatal(int sig)
 {
 	if (g_have_tmp)
 		unlink(g_tmp);
-	signal(sig, SIG_DFL);
+	for (size_t i = 0; i < sizeof(g_signals) / sizeof(g_signals[0]); i++)
+		if (g_signals[i] == sig)
+			sigaction(sig, &g_old[i], NULL); /* what the signal did before */
 	raise(sig);
+}
+
+/* An exit while a temporary file is open (ms_die on running out of memory) removes it too. */
+static void at_exit(void)
+{
+	if (g_have_tmp)
+		unlink(g_tmp);
 }
 
 static void guard(const char *tmp)
 {
+	static int registered;
 	struct sigaction sa;
 	size_t n = strlen(tmp);
+
+	if (!registered++)
+		atexit(at_exit);
 
 	if (n >= sizeof(g_tmp))
 		return; /* mkstemp made it, so the path fits PATH_MAX; never happens on Linux */
@@ -58,8 +71,12 @@ static void guard(const char *tmp)
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_fatal;
 	sigemptyset(&sa.sa_mask);
-	for (size_t i = 0; i < sizeof(g_signals) / sizeof(g_signals[0]); i++)
-		sigaction(g_signals[i], &sa, &g_old[i]);
+	for (size_t i = 0; i < sizeof(g_signals) / sizeof(g_signals[0]); i++) {
+		sigaction(g_signals[i], NULL, &g_old[i]);
+		/* a signal the caller ignores (nohup's SIGHUP) stays ignored */
+		if (g_old[i].sa_handler != SIG_IGN)
+			sigaction(g_signals[i], &sa, NULL);
+	}
 }
 
 static void unguard(void)

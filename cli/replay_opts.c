@@ -57,7 +57,7 @@ void ms_replay_cli_check(struct ms_replay_cli *c, const struct ms_opt *opts,
 	if (c->fraction) {
 		char *end;
 		double f = strtod(c->fraction, &end);
-		if (*end || f <= 0 || f > 1)
+		if (*end || !(f > 0 && f <= 1)) /* NaN too */
 			ms_usage_error(opts, usage,
 			               "--memory-fraction: '%s' is not a number in (0, 1]",
 			               c->fraction);
@@ -231,6 +231,16 @@ ms_status ms_replay_cli_run(struct ms_replay_cli *c, const char *path, struct ms
 	      (r->ended_by_oom ||
 	       r->end_reserved != (uint64_t)r->stats.reserved_bytes[0].current))))
 		s = replay_mid_run(c, path, r, d);
+	/*
+	 * A device size inferred from the recorded OOM bounds the whole run, not only what comes
+	 * after it: replay again with it from the start
+	 */
+	if (!s && r->device_memory_source == MS_DEVMEM_FROM_OOM && !c->o.device_memory) {
+		c->o.device_memory = r->device_memory;
+		c->o.device_memory_from_oom = 1;
+		ms_replay_result_release(r);
+		s = ms_replay_run(path, &c->o, r, d);
+	}
 	if (s || !r->recorded_ooms || c->o.limit || c->o.fraction > 0 || r->limit)
 		return s;
 	/*

@@ -85,7 +85,10 @@ ms_status ms_devices_read(const char *path, struct ms_devices *out, struct ms_di
 		struct ms_source_info si;
 		struct ms_diag quiet = MS_DIAG_INIT;
 		s = ms_source_read(path, &end_only, &syms, &sink, &si, &quiet);
-		if (!s && si.zst.has_end_devices && !si.zst.more_end_devices && si.zst.has_footer) {
+		/* END counts events, not allocations, by device: with one device the trace's
+		   allocations are its own; with several, every frame is read */
+		if (!s && si.zst.has_end_devices && !si.zst.more_end_devices && si.zst.has_footer &&
+		    si.zst.n_end_devices <= 1) {
 			for (uint32_t i = 0; i < si.zst.n_end_devices; i++) {
 				const struct ms_zst_device_count *dc = &si.zst.end_devices[i];
 				if (dc->device < N_DEV) {

@@ -712,13 +712,14 @@ static ms_status append_script_safe(struct ms_buf *out, const char *data, size_t
 static ms_status data_block(struct ms_buf *out, const char *json, size_t json_len, uint32_t device,
                             int first)
 {
+	char id[24];
 	ms_status s;
 
+	snprintf(id, sizeof(id), "-%u", device);
 	if ((s = ms_buf_printf(out,
-	                       "<script id=\"memsnap-data%s%.0u\" type=\"application/json\" "
+	                       "<script id=\"memsnap-data%s\" type=\"application/json\" "
 	                       "class=\"memsnap-data\" data-device=\"%u\"%s>",
-	                       first ? "" : "-", first ? 0u : device, device,
-	                       first ? " data-first=\"1\"" : "")) ||
+	                       first ? "" : id, device, first ? " data-first=\"1\"" : "")) ||
 	    (s = append_script_safe(out, json, json_len)))
 		return s;
 	return ms_buf_printf(out, "</script>\n");
@@ -808,8 +809,13 @@ ms_status ms_render_html_snapshot(const struct ms_render_input *in, struct ms_bu
 	(void)d;
 	memset(&sites, 0, sizeof(sites));
 	sites.syms = in->syms;
+	sites.shown = in->frames ? in->frames : MS_FRAMES_USER;
 	if (ms_symtab_init(&sites.labels))
 		return MS_ERR_NOMEM;
+	if (ms_symtab_init(&sites.frames)) {
+		ms_symtab_release(&sites.labels);
+		return MS_ERR_NOMEM;
+	}
 	if (!(cells = ms_malloc(sizeof(*cells) * MS_RENDER_DOT_CELLS)) ||
 	    !(f = open_memstream(&json, &json_len))) {
 		s = MS_ERR_NOMEM;
@@ -895,6 +901,13 @@ ms_status ms_render_html_snapshot(const struct ms_render_input *in, struct ms_bu
 	for (size_t i = 0; i < sites_n(&sites); i++)
 		ms_jsonw_cstr(&w, ms_symtab_get_str(&sites.labels, (uint32_t)i + 1)->s);
 	ms_jsonw_arr_end(&w);
+	ms_jsonw_key(&w, "site_stacks");
+	ms_jsonw_arr_begin(&w);
+	for (size_t i = 0; i < sites_n(&sites); i++)
+		stack_json(&w, &sites, in->syms, sites.first[i]);
+	ms_jsonw_arr_end(&w);
+	ms_jsonw_key(&w, "frames");
+	frames_json(&w, &sites);
 	ms_jsonw_obj_end(&w);
 	if (fclose(f) != 0 && !s)
 		s = MS_ERR_NOMEM;
@@ -906,6 +919,8 @@ out:
 	free(json); /* open_memstream's buffer belongs to libc */
 	ms_free(cells);
 	ms_symtab_release(&sites.labels);
+	ms_symtab_release(&sites.frames);
+	ms_free(sites.first);
 	ms_u64map_release(&sites.ids);
 	return s;
 }

@@ -4,9 +4,10 @@
 	/* one data block per device: the page opens on the first (or the #device=N asked for) */
 	var blocks = document.querySelectorAll('script.memsnap-data');
 	var want = /device=(\d+)/.exec(location.hash), block = blocks[0];
-	for (var bi = 0; bi < blocks.length; bi++) {
-		if (want ? blocks[bi].dataset.device === want[1] : blocks[bi].dataset.first) block = blocks[bi];
-	}
+	for (var bi = 0; bi < blocks.length; bi++)
+		if (blocks[bi].dataset.first) block = blocks[bi];
+	for (bi = 0; want && bi < blocks.length; bi++)
+		if (blocks[bi].dataset.device === want[1]) block = blocks[bi];
 	var D = JSON.parse(block.textContent);
 	var T = D.timeline, N = T.first.length;
 	/* a snapshot without a trace: the end state as recorded, no timeline (html.c) */

@@ -445,10 +445,10 @@ ms_status ms_replay_from_rebuilt(const struct ms_trace *t, struct ms_replay_opts
 			*what = MS_MID_RUN_NO_SEGMENTS;
 		return MS_OK;
 	}
+	/* the end state and the events were made under the recorded settings, whatever a replay
+	   tries: their sizes are undone with those */
 	memset(&mc, 0, sizeof(mc));
 	ms_alloc_conf_from_settings(&mc.ac, &t->meta.settings);
-	if (o->alloc_conf && (s = ms_alloc_conf_parse(&mc.ac, o->alloc_conf, diag)))
-		return s;
 	if ((s = ms_model_new(&mc, &m)))
 		return s;
 	s = ms_rebuild_initial_state(t, o->device, m, init, diag);

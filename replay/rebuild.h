@@ -42,8 +42,9 @@ enum ms_mid_run {
  * end-state segments with every event undone are the state before its first event: empty for
  * a trace recorded from the start of the process, else what was there (history turned on late,
  * a ring buffer that wrapped, frees of blocks or segments it never allocated). Then *init gets
- * that state and r a replay from it (o->init points at init; the caller releases init). m_conf
- * gives the rounding used to rebuild (the settings replayed).
+ * that state and r a replay from it (o->init points at init; the caller releases init). The
+ * state is rebuilt with the recorded settings' rounding (under which it was made), whatever
+ * settings o replays.
  */
 ms_status ms_replay_from_rebuilt(const struct ms_trace *t, struct ms_replay_opts *o,
                                  struct ms_initial_state *init, struct ms_replay_result *r,

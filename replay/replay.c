@@ -144,7 +144,7 @@ static int fits_2_11(const char *range)
 		return lo <= 11;
 	if (sscanf(range, "2.%d", &lo) == 1)
 		return lo == 11;
-	return 1; /* not a range of releases: nothing to say */
+	return strncmp(range, "a nightly", 9) != 0; /* no range of releases: nothing to say */
 }
 
 static ms_status r_begin(void *ctx, const struct ms_meta *meta, const struct ms_symtab *syms)
@@ -177,7 +177,8 @@ static ms_status r_begin(void *ctx, const struct ms_meta *meta, const struct ms_
 	if (p->o->device_memory) {
 		p->mc.device_memory = p->o->device_memory;
 		p->device_known = 1;
-		r->device_memory_source = MS_DEVMEM_GIVEN;
+		r->device_memory_source =
+		        p->o->device_memory_from_oom ? MS_DEVMEM_FROM_OOM : MS_DEVMEM_GIVEN;
 	} else {
 		for (uint32_t i = 0; i < meta->n_devices; i++)
 			if (meta->devices[i].index == p->o->device &&

@@ -251,6 +251,7 @@ static ms_status s_event(void *ctx, const struct ms_event *e)
 			b->adj_peak = (int64_t)b->cur_total - b->pre_freed_so_far;
 			b->r.mid_peak_index = idx;
 			b->r.mid_peak_t_ns = e->t_ns;
+			b->r.mid_peak_annotation = b->n_ann ? b->ann[b->n_ann - 1] : 0;
 		}
 		if (b->cur_total > b->r.peak_requested) {
 			b->r.peak_requested = b->cur_total;

@@ -62,6 +62,7 @@ struct ms_trace_stats {
 	   before it while they lived (a lower bound of the job's), at this event */
 	uint64_t mid_peak_requested, mid_peak_index;
 	int64_t mid_peak_t_ns;
+	uint32_t mid_peak_annotation;
 	struct ms_stats_ann *anns; /* by name, in order of first appearance */
 	size_t n_anns;
 	/* memory outside PyTorch's allocator: raw CUDA calls not PyTorch's own (replay/external.h)

@@ -76,12 +76,13 @@ for name in dynamic_oom gpt_train multistream gpt_train_with_nccl; do
 done
 # a snapshot without a trace: the segments as recorded, no timeline, no console message
 html="$art/no_trace.html"
-"$memsnap" render "$root/testdata/snapshots/versions/no_history_two_devices.pickle" -o "$html" 2>"$tmp/render.err" || { cat "$tmp/render.err"; exit 1; }
+"$memsnap" render "$root/testdata/snapshots/real/no_traces.pickle" -o "$html" 2>"$tmp/render.err" || { cat "$tmp/render.err"; exit 1; }
 chrome --enable-logging=stderr --v=0 --dump-dom "file://$html" >"$tmp/dom.html" 2>"$tmp/chrome.err"
 problems=""
 grep -q 'data-segmap="[0-9]' "$tmp/dom.html" || problems+=" segmap-not-drawn"
 grep -q 'id="timeline-panel" hidden' "$tmp/dom.html" || problems+=" timeline-shown"
 grep -q 'no trace' "$tmp/dom.html" || problems+=" no-trace-not-said"
+[ "$(grep -o '<tr><td>[0-9.]* [KMG]iB</td>' "$tmp/dom.html" | wc -l)" -ge 3 ] || problems+=" no-sites-of-blocks"
 grep -q 'CONSOLE' "$tmp/chrome.err" && problems+=" console-messages"
 if [ -n "$problems" ]; then
 	echo "FAIL no_trace:$problems"

@@ -10,7 +10,7 @@ feeder=$!
 pid=$!
 for _ in $(seq 100); do ls out.zst.tmp.* >/dev/null 2>&1 && break; sleep 0.05; done
 ls out.zst.tmp.* >/dev/null 2>&1 && echo "temporary output open"
-kill -INT $pid
+kill -TERM $pid
 wait $pid; echo "convert: exit $?"
 kill $feeder 2>/dev/null; wait $feeder 2>/dev/null
 ls
