@@ -12,17 +12,17 @@
 #include "replay/model.h"
 
 struct ms_replay_opts {
-	const char *alloc_conf; /* NULL: the settings the trace recorded */
-	uint64_t device_memory; /* 0: the trace's device total, else from its OOM entry, else
-	                           unbounded */
-	uint64_t limit;         /* 0: none (unless fraction) */
-	double fraction;        /* > 0: limit = fraction x device memory */
-	uint32_t device;        /* the device whose events are replayed */
-	int limit_given;        /* limit is the user's: refused above the device's memory */
+	const char *alloc_conf;     /* NULL: the settings the trace recorded */
+	uint64_t device_memory;     /* 0: the trace's device total, else from its OOM entry, else
+	                               unbounded */
+	uint64_t limit;             /* 0: none (unless fraction) */
+	double fraction;            /* > 0: limit = fraction x device memory */
+	uint32_t device;            /* the device whose events are replayed */
+	int limit_given;            /* limit is the user's: refused above the device's memory */
 	int device_memory_from_oom; /* device_memory was inferred from the recorded OOM */
-	int no_hints;           /* do not reuse the recorded segment addresses */
-	int no_segment_log;     /* leave result.produced and .recorded empty (they grow with the
-	                           trace; only verify and replay --json read them) */
+	int no_hints;               /* do not reuse the recorded segment addresses */
+	int no_segment_log;         /* leave result.produced and .recorded empty (they grow with the
+	                               trace; only verify and replay --json read them) */
 	/* the state before the first event (mid-run traces: rebuild.h), or NULL */
 	const struct ms_initial_state *init;
 	/*
