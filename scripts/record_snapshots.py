@@ -556,6 +556,35 @@ def c_ddp_gloo(cx):
         sys.exit(1)
 
 
+@case("fsdp2", "FSDP2 (torch.distributed.fsdp.fully_shard on each block and the model) over a "
+      "one-rank NCCL process group on cuda:0: GPT training with random shapes, AdamW; the "
+      "parameters are DTensors whose all-gathers and reduce-scatters go through the caching "
+      "allocator; history on from the start", timeout=240)
+def c_fsdp2(cx):
+    import torch
+    import torch.distributed as dist
+    from torch.distributed.fsdp import fully_shard
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK="0", WORLD_SIZE="1")
+    torch.cuda.set_device(0)
+    cx.truth.update(rank=0, world_size=1, backend="nccl", cuda_device=0,
+                    shared_device_note="one rank: a second rank needs a second GPU")
+    torch.manual_seed(0)
+    cx.history(enabled="all", context="all", stacks="python")
+    dist.init_process_group("nccl", rank=0, world_size=1, device_id=torch.device("cuda", 0))
+    vocab = 8192
+    m = gpt(d=384, layers=4, vocab=vocab, heads=6)
+    for blk in m.blocks:
+        fully_shard(blk)
+    fully_shard(m)
+    opt = torch.optim.AdamW(m.parameters(), lr=1e-4)
+    _gpt_train(cx, m, opt, shapes(6, seed=12), vocab)
+    cx.finish()
+    dist.destroy_process_group()
+
+
 @case("hf_gpt2", "transformers GPT2LMHeadModel from a small GPT2Config (4 layers, n_embd 384, random "
       "weights), AdamW, 6 steps with random batch and sequence lengths; history on from the start, "
       "Python stacks")
@@ -663,7 +692,7 @@ def c_timm(cx):
 
 ORDER = ["ring_wrap", "late_history", "late_after_empty_cache", "state_only", "no_history",
          "bare_list", "no_traces", "oom_outside", "oom_fraction", "ddp_gloo", "hf_gpt2",
-         "lightning", "timm", "stacks_all"]
+         "lightning", "timm", "stacks_all", "fsdp2"]
 assert sorted(ORDER) == sorted(CASES)
 
 

@@ -712,6 +712,7 @@ Test(replay, real_recordings_against_their_truth)
 	        {"lightning_teardown", 0, 0},
 	        {"timm", 0, 0},
 	        {"stacks_all", 0, 0},
+	        {"fsdp2", 0, 0},
 	        {"oom_outside", 0, 0},
 	        {"oom_fraction", 0, 0},
 	        {"late_history", 1, 1},
