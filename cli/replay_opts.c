@@ -369,18 +369,15 @@ int ms_replay_cli_devices(const struct ms_replay_cli *c, const char *path, const
 		ms_error("%s: no allocator events on device %llu; events are on %s", path,
 		         (unsigned long long)c->device, list);
 	else if (segs && events)
-		ms_error(
-		        "%s: no trace: the snapshot holds %llu end-state segments but no "
-		        "allocation, only %llu other events (a snapshot taken with "
-		        "enabled=\"state\" keeps a few); %s needs the allocations; `memsnap stats` "
-		        "and `memsnap render` read the segments",
-		        path, (unsigned long long)segs, (unsigned long long)events, cmd);
+		ms_error("%s: no trace: %llu end-state segments and %llu event%s but no allocation "
+		         "(enabled=\"state\" keeps a few); %s needs them (`memsnap stats` and "
+		         "`render` read the segments)",
+		         path, (unsigned long long)segs, (unsigned long long)events,
+		         events == 1 ? "" : "s", cmd);
 	else if (segs)
-		ms_error("%s: no trace: the snapshot holds %llu end-state segments, on %s, but "
-		         "no allocator events (taken without _record_memory_history, or with "
-		         "enabled=\"state\"); %s needs the events; `memsnap stats` and `memsnap "
-		         "render` read the segments",
-		         path, (unsigned long long)segs, list, cmd);
+		ms_error("%s: no trace: end-state segments only, on %s; no allocator events: %s "
+		         "needs them (`memsnap stats` and `render` read the segments)",
+		         path, list, cmd);
 	else if (raw)
 		ms_error("%s: only raw CUDA calls (%llu events), no events of PyTorch's allocator: "
 		         "nothing for the allocator model to replay (`memsnap stats` reads them)",

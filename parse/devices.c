@@ -139,6 +139,7 @@ void ms_devices_describe(const struct ms_devices *ds, char *buf, size_t cap)
 	int any_events = 0;
 
 	size_t count = 0;
+	uint64_t n;
 	int k;
 
 	buf[0] = 0;
@@ -161,12 +162,13 @@ void ms_devices_describe(const struct ms_devices *ds, char *buf, size_t cap)
 			len += k > 0 ? (size_t)k : 0;
 			break;
 		}
-		k = snprintf(buf + len, cap - len, "%s%u (%llu %s)",
+		n = any_events ? u->events : u->segments;
+		k = snprintf(buf + len, cap - len, "%s%u (%llu %s%s)",
 		             !shown               ? ""
 		             : shown + 1 == count ? " and "
 		                                  : ", ",
-		             u->device, (unsigned long long)(any_events ? u->events : u->segments),
-		             any_events ? "events" : "segments");
+		             u->device, (unsigned long long)n, any_events ? "event" : "segment",
+		             n == 1 ? "" : "s");
 		len += k > 0 ? (size_t)k : 0;
 		shown++;
 	}
