@@ -235,11 +235,38 @@ ms_status ms_replay_cli_run(struct ms_replay_cli *c, const char *path, struct ms
 	 * A device size inferred from the recorded OOM bounds the whole run, not only what comes
 	 * after it: replay again with it from the start
 	 */
+	if (!s && r->ended_by_oom && r->device_memory_source == MS_DEVMEM_UNKNOWN &&
+	    !c->o.device_memory) {
+		/* it ran out before the recorded OOM that bounds the device: find that bound
+		   without the limit */
+		struct ms_replay_opts unlimited = c->o;
+		struct ms_replay_result probe;
+		unlimited.limit = 0;
+		unlimited.limit_given = 0;
+		unlimited.fraction = 0;
+		if (ms_replay_run(path, &unlimited, &probe, d) == MS_OK &&
+		    probe.device_memory_source == MS_DEVMEM_FROM_OOM) {
+			r->device_memory_source = MS_DEVMEM_FROM_OOM;
+			r->device_memory = probe.device_memory;
+			r->oom_seen = 1;
+			r->oom_reserved = probe.oom_reserved;
+			r->oom_device_free = probe.oom_device_free;
+		}
+		d->msg[0] = 0;
+		ms_replay_result_release(&probe);
+	}
 	if (!s && r->device_memory_source == MS_DEVMEM_FROM_OOM && !c->o.device_memory) {
+		uint64_t ores = r->oom_reserved, ofree = r->oom_device_free;
 		c->o.device_memory = r->device_memory;
 		c->o.device_memory_from_oom = 1;
 		ms_replay_result_release(r);
 		s = ms_replay_run(path, &c->o, r, d);
+		if (!s &&
+		    !r->oom_seen) { /* the bound's figures, where this replay did not get there */
+			r->oom_seen = 1;
+			r->oom_reserved = ores;
+			r->oom_device_free = ofree;
+		}
 	}
 	if (s || !r->recorded_ooms || c->o.limit || c->o.fraction > 0 || r->limit)
 		return s;
