@@ -29,6 +29,7 @@ struct figures {
 	int oom;
 	uint64_t oom_index;
 	int mid_run;            /* peaks from the first event on: lower bounds */
+	unsigned devsrc;        /* where the device's size came from (enum ms_devmem_source) */
 	uint64_t recorded_ooms; /* the recorded run's */
 	struct ms_limit_range lim;
 };
@@ -61,6 +62,7 @@ static ms_status figures_of(struct ms_replay_cli *c, const char *path, struct fi
 	f->oom = r.ended_by_oom;
 	f->oom_index = r.first_oom.index;
 	f->mid_run = r.rebuilt;
+	f->devsrc = r.device_memory_source;
 	f->recorded_ooms = r.recorded_ooms;
 	f->lim = lim;
 	ms_replay_result_release(&r);
@@ -160,6 +162,8 @@ int cmd_check(int argc, const char **argv)
 			cJSON_AddNumberToObject(out, "fragmentation", f.frag);
 			cJSON_AddBoolToObject(out, "starts_mid_run", f.mid_run);
 			cJSON_AddBoolToObject(out, "peaks_are_lower_bounds", f.mid_run);
+			cJSON_AddStringToObject(out, "device_memory_source",
+			                        ms_devmem_source_name(f.devsrc));
 			ms_json_u64(out, "recorded_ooms", f.recorded_ooms);
 			if (f.lim.inferred) {
 				cJSON *x = cJSON_AddObjectToObject(out, "limit_inferred");

@@ -355,17 +355,22 @@ static void text_device(const struct ms_replay_result *r, const struct ms_limit_
 }
 
 static void text_report(const char *path, const struct ms_replay_result *r,
-                        const struct ms_limit_range *lim, uint32_t frames)
+                        const struct ms_limit_range *lim, uint32_t frames, int narrowed)
 {
 	char b1[32], b2[32], b3[32];
 
-	printf("%s: replayed %llu of %llu events (backend %s, alloc conf \"%s\")\n", path,
+	printf("%s: replayed %llu of %llu events (backend %s, alloc conf %s%s%s)\n", path,
 	       (unsigned long long)r->events_replayed,
 	       (unsigned long long)(r->events_total - r->events_other_devices), r->backend,
-	       r->alloc_conf);
+	       r->settings_recorded ? "\"" : "",
+	       r->settings_recorded ? r->alloc_conf
+	                            : "not recorded: "
+	                              "the defaults",
+	       r->settings_recorded ? "\"" : "");
 	if (r->events_other_devices)
-		printf("  other devices:  %llu events, replayed on their own\n",
-		       (unsigned long long)r->events_other_devices);
+		printf("  other devices:  %llu events, %s\n",
+		       (unsigned long long)r->events_other_devices,
+		       narrowed ? "not replayed (--device)" : "replayed on their own");
 	if (r->events_external)
 		printf("  not replayed:   %llu events of raw CUDA calls; outside PyTorch's "
 		       "allocator "
@@ -490,7 +495,8 @@ int cmd_replay(int argc, const char **argv)
 			rc = MS_EXIT_ERROR;
 			break;
 		}
-		lbl = ms_replay_cli_label(argv[0], devs[i], nd, label, sizeof(label));
+		lbl = ms_replay_cli_label(argv[0], devs[i], c.device != UINT64_MAX ? 2 : nd, label,
+		                          sizeof(label));
 		if (json) {
 			cJSON *o = json_report(argv[0], devs[i], &r, &lim, c.dev, frames.n);
 			snprintf(key, sizeof(key), "%u", devs[i]);
@@ -501,7 +507,7 @@ int cmd_replay(int argc, const char **argv)
 		} else {
 			if (i)
 				putchar('\n');
-			text_report(lbl, &r, &lim, frames.n);
+			text_report(lbl, &r, &lim, frames.n, c.device != UINT64_MAX);
 			if (c.dev)
 				text_cuda(c.dev);
 		}

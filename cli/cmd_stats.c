@@ -385,11 +385,14 @@ static void print_one(const struct job *j)
 	       (unsigned long long)r->n_allocs);
 	if (mid_run(r))
 		printf("  mid-run:          the trace starts after the job did: %llu blocks (%s "
-		       "requested) were live before its first event%s; the peak below counts them, "
-		       "and may have been higher before the trace\n",
-		       (unsigned long long)r->pre_trace_blocks,
-		       ms_format_size(b1, sizeof(b1), r->pre_trace_requested),
-		       r->unmatched_frees ? ", and it frees blocks it never allocated" : "");
+		       "requested) were live before its first event (%llu of them freed in it); "
+		       "the "
+		       "peak below counts them while they lived, and may have been higher before "
+		       "the trace\n",
+		       (unsigned long long)(r->pre_trace_blocks + r->unmatched_frees),
+		       ms_format_size(b1, sizeof(b1),
+		                      r->pre_trace_requested + r->pre_freed_requested),
+		       (unsigned long long)r->unmatched_frees);
 	if (!r->n_allocs)
 		printf("  peak requested:   %s (no allocations in the trace)",
 		       ms_format_size(b1, sizeof(b1), r->pre_trace_requested));

@@ -12,7 +12,8 @@
 #include "replay/replay.h"
 
 static const char *const usage[] = {
-        "memsnap verify [--backend sim|torch] [--alloc-conf S] [--limit N | --memory-fraction F]",
+        "memsnap verify [--backend sim|cuda|torch] [--alloc-conf S] [--limit N | --memory-fraction "
+        "F]",
         "               [--device-memory N] [--device D] [--json] <trace>",
         "",
         "Replay a trace with the recorded settings and compare what the model does with what",
@@ -175,6 +176,15 @@ static int verify_one(struct ms_replay_cli *c, const char *path, uint32_t device
 		cJSON_AddBoolToObject(o, "ended_by_oom", r.ended_by_oom);
 		/* a mid-run trace: what happened before its first event is unknown */
 		cJSON_AddBoolToObject(o, "starts_mid_run", r.rebuilt);
+		cJSON_AddStringToObject(o, "device_memory_source",
+		                        ms_devmem_source_name(r.device_memory_source));
+		if (lim.inferred) {
+			cJSON *x = cJSON_AddObjectToObject(o, "limit_inferred");
+			ms_json_u64(x, "low_bytes", lim.lo);
+			ms_json_u64(x, "high_bytes", lim.hi);
+		} else {
+			cJSON_AddNullToObject(o, "limit_inferred");
+		}
 		cJSON_AddBoolToObject(o, "peaks_are_lower_bounds", r.rebuilt);
 		if (c->torch)
 			cJSON_AddBoolToObject(o, "end_segments_same", end_same);

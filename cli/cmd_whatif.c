@@ -111,6 +111,8 @@ static int whatif_one(struct ms_replay_cli *c, const char *path, const struct ms
 		}
 		cJSON_AddStringToObject(root, "device_memory_source",
 		                        ms_devmem_source_name(devsrc));
+		cJSON_AddBoolToObject(root, "starts_mid_run", mid_run);
+		cJSON_AddBoolToObject(root, "peaks_are_lower_bounds", mid_run);
 		if (devmem == UINT64_MAX)
 			cJSON_AddNullToObject(root, "device_memory_bytes");
 		else
@@ -187,7 +189,10 @@ static int whatif_one(struct ms_replay_cli *c, const char *path, const struct ms
 			struct ms_whatif_row *j = &rows[k];
 			char name[600], oom[24];
 			if (!j->conf)
-				snprintf(name, sizeof(name), "(recorded) %s", j->r.alloc_conf);
+				snprintf(name, sizeof(name), "%s%s",
+				         j->r.settings_recorded ? "(recorded) "
+				                                : "(not recorded: the defaults)",
+				         j->r.alloc_conf);
 			else
 				snprintf(name, sizeof(name), "%s", j->conf);
 			if (j->s) {

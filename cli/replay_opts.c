@@ -300,6 +300,7 @@ ms_status ms_replay_cli_run(struct ms_replay_cli *c, const char *path, struct ms
 		c->o.limit = lim->used;
 		ms_replay_result_release(r);
 		s = ms_replay_trace(t, &c->o, r, d);
+		r->limit_inferred = 1;
 		if (!c->quiet_notes)
 			fprintf(stderr,
 			        "memsnap: note: %s recorded %llu OOM(s) while the device had room: "
@@ -353,9 +354,8 @@ int ms_replay_cli_run_reported(struct ms_replay_cli *c, const char *path,
 	if (r->other_allocator[0] && !c->foreign_refused && !c->quiet_notes && !c->said_allocator++)
 		ms_warning(
 		        "%s: a %s snapshot: memsnap models PyTorch's CUDA caching allocator only; "
-		        "the replay shows what that allocator would do with these requests, not "
-		        "what %s did",
-		        path, r->other_allocator, r->other_allocator);
+		        "the replay shows what that allocator would do with these requests",
+		        path, r->other_allocator);
 	return MS_EXIT_OK;
 }
 

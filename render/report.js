@@ -135,7 +135,7 @@
 		p.appendChild(t);
 		if (D.whatif) {
 			p.appendChild(text(document.createElement('h3'),
-				'Would another setting have avoided it? (the same limit, replayed)'));
+				'Would another setting have avoided it? (the same device and limit, replayed)'));
 			if (D.limit_inferred || D.device_memory_source === 'inferred_from_oom')
 				p.appendChild(text(document.createElement('p'), 'These replays rest on ' +
 					(D.limit_inferred ? 'a limit inferred from the recorded OOM (' + fmt(D.limit) + ')' :

@@ -164,6 +164,7 @@ static ms_status r_begin(void *ctx, const struct ms_meta *meta, const struct ms_
 	ms_alloc_conf_from_settings(&p->mc.ac, &meta->settings);
 	snprintf(r->alloc_conf, sizeof(r->alloc_conf), "%s",
 	         meta->settings.present ? meta->settings.alloc_conf : "");
+	r->settings_recorded = meta->settings.present || p->o->alloc_conf;
 	if (p->o->alloc_conf) {
 		ms_alloc_conf_init(&p->mc.ac);
 		if ((s = ms_alloc_conf_parse(&p->mc.ac, p->o->alloc_conf, p->diag)))
@@ -189,7 +190,7 @@ static ms_status r_begin(void *ctx, const struct ms_meta *meta, const struct ms_
 			}
 	}
 	p->mc.limit = p->o->limit;
-	if (p->o->limit && p->o->limit_given && p->device_known &&
+	if (p->o->limit && p->o->limit_given && p->device_known && !p->o->device_memory_from_oom &&
 	    p->o->limit > p->mc.device_memory) {
 		char a[32], b[32];
 		return ms__diag_set(p->diag, MS_ERR_INVALID_ARG, -1, -1,
@@ -476,8 +477,10 @@ static ms_status do_malloc(struct rp *p, const struct ms_event *e, int recorded_
 			p->device_known = 1;
 			p->r->device_memory_source = MS_DEVMEM_FROM_OOM;
 			ms_model_set_device_memory(p->m, usable);
-		} else if (p->r->device_memory_source == MS_DEVMEM_RECORDED &&
+		} else if ((p->r->device_memory_source == MS_DEVMEM_RECORDED ||
+		            p->r->device_memory_source == MS_DEVMEM_GIVEN) &&
 		           usable < p->mc.device_memory) {
+			/* the rest was held outside PyTorch then: the device was full */
 			ms_model_set_device_memory(p->m, usable);
 		}
 	}
@@ -825,7 +828,8 @@ void ms_replay_oom_message(const struct ms_replay_result *r, char *buf, size_t c
 	uint64_t dev_free = total == UINT64_MAX ? 0 : total - o->reserved;
 
 	if (r->limit)
-		snprintf(allowed, sizeof(allowed), "%s allowed; ",
+		snprintf(allowed, sizeof(allowed),
+		         r->limit_inferred ? "[inferred: %s] allowed; " : "%s allowed; ",
 		         ms_format_size(l, sizeof(l), r->limit));
 	snprintf(buf, cap,
 	         "CUDA out of memory. Tried to allocate %s. GPU %u has a total capacity of %s of "

@@ -134,6 +134,8 @@ struct ms_replay_result {
 	int oom_seen;
 	uint64_t oom_device_free, oom_reserved, outside_at_oom;
 	uint64_t limit;
+	int limit_inferred; /* the limit was inferred from the recorded OOMs (set by the caller) */
+	int settings_recorded; /* the trace recorded the allocator settings it ran with */
 	uint64_t events_total, events_replayed, events_other_devices;
 	/* events of raw CUDA calls (the recorder's interposer): memory outside the allocator */
 	uint64_t events_external;
