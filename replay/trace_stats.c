@@ -49,6 +49,9 @@ struct ms_stats_builder {
 	/* the end state's allocated blocks by stack: bytes and blocks */
 	struct ms_stats_site *blk;
 	size_t cap_blk;
+	/* of them, those allocated before the trace: live at any moment of it, its peak too */
+	struct ms_stats_site *pre;
+	size_t cap_pre;
 };
 
 static ms_status grow_devices(struct ms_stats_builder *b, uint32_t device)
@@ -106,6 +109,7 @@ void ms_stats_builder_free(struct ms_stats_builder *b)
 	ms_free(b->r.sites);
 	ms_free(b->r.block_sites);
 	ms_free(b->blk);
+	ms_free(b->pre);
 	ms_free(b->r.devices);
 	ms_free(b);
 }
@@ -352,6 +356,11 @@ static ms_status s_seg(void *ctx, const struct ms_segment *g, const struct ms_bl
 			if (!ms_u64map_get(&b->live, k->addr ^ ((uint64_t)g->device << 56))) {
 				r->pre_trace_blocks++;
 				r->pre_trace_requested += k->requested_size;
+				if (grow_zero(&b->pre, &b->cap_pre, (size_t)k->stack + 1,
+				              sizeof(*b->pre)))
+					return MS_ERR_NOMEM;
+				b->pre[k->stack].bytes += k->requested_size;
+				b->pre[k->stack].count++;
 			}
 			if (grow_zero(&b->blk, &b->cap_blk, (size_t)k->stack + 1, sizeof(*b->blk)))
 				return MS_ERR_NOMEM;
@@ -409,6 +418,13 @@ static int site_desc(const void *x, const void *y)
 	return a->stack < b->stack ? -1 : a->stack > b->stack;
 }
 
+/* Bytes of stack st at the peak: the trace's, and those from before it still live at its end. */
+static uint64_t site_bytes(const struct ms_stats_builder *b, size_t st)
+{
+	return (st < b->cap_snap && st < b->max_stack ? b->snap_bytes[st] : 0) +
+	       (st < b->cap_pre && b->r.n_allocs ? b->pre[st].bytes : 0); /* no trace: no peak */
+}
+
 const struct ms_trace_stats *ms_stats_builder_result(struct ms_stats_builder *b)
 {
 	struct ms_trace_stats *r = &b->r;
@@ -439,9 +455,10 @@ const struct ms_trace_stats *ms_stats_builder_result(struct ms_stats_builder *b)
 	}
 	qsort(r->live_top, r->n_live_top, sizeof(*r->live_top), by_size_desc);
 	qsort(r->largest, r->n_largest, sizeof(*r->largest), by_size_desc);
-	/* sites at the peak: every stack with bytes live then */
-	for (size_t st = 0; st < b->cap_snap && st < b->max_stack; st++)
-		r->n_sites += b->snap_bytes[st] != 0;
+	/* sites at the peak: every stack with bytes live then, with the blocks allocated before a
+	   mid-run trace that are still live at its end (live then too) */
+	for (size_t st = 0; st < b->cap_snap || st < b->cap_pre; st++)
+		r->n_sites += site_bytes(b, st) != 0;
 	if (r->n_sites) {
 		r->sites = ms_calloc(r->n_sites, sizeof(*r->sites));
 		if (!r->sites) {
@@ -450,10 +467,14 @@ const struct ms_trace_stats *ms_stats_builder_result(struct ms_stats_builder *b)
 			return r;
 		}
 		r->n_sites = 0;
-		for (size_t st = 0; st < b->cap_snap && st < b->max_stack; st++)
-			if (b->snap_bytes[st])
+		for (size_t st = 0; st < b->cap_snap || st < b->cap_pre; st++)
+			if (site_bytes(b, st))
 				r->sites[r->n_sites++] = (struct ms_stats_site){
-				        (uint32_t)st, b->snap_bytes[st], b->snap_cnt[st]};
+				        (uint32_t)st, site_bytes(b, st),
+				        (st < b->cap_snap && st < b->max_stack ? b->snap_cnt[st]
+				                                               : 0) +
+				                (st < b->cap_pre && r->n_allocs ? b->pre[st].count
+				                                                : 0)};
 	}
 	if (r->n_sites)
 		qsort(r->sites, r->n_sites, sizeof(*r->sites), site_desc);
