@@ -793,6 +793,15 @@ Test(replay, real_recordings_against_their_truth)
 				cr_expect_leq(got, want,
 				              "%s: stats' requested peak %llu above %llu", nm,
 				              (unsigned long long)got, (unsigned long long)want);
+			if (!st->unmatched_frees) {
+				/* the sites at the peak hold every byte live then, those from
+				   before the trace too */
+				uint64_t sum = 0;
+				for (size_t k = 0; k < st->n_sites; k++)
+					sum += st->sites[k].bytes;
+				cr_expect_eq(sum, got, "%s: sites at the peak hold %llu of %llu",
+				             nm, (unsigned long long)sum, (unsigned long long)got);
+			}
 			ms_stats_builder_free(b);
 		}
 		if (!cases[i].mid_run) {
