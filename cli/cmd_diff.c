@@ -136,7 +136,8 @@ static void table(const char *title, struct row *rows, size_t n, size_t top, cJS
 		printf("\n%s\n    %12s %12s %12s  %s\n", title, "a", "b", "change", "name");
 	for (size_t i = 0; i < n && i < top; i++) {
 		if (!rows[i].a && !rows[i].b)
-			continue; /* nothing in either run (an annotation with no allocation in it) */
+			continue; /* nothing in either run (an annotation with no allocation in it)
+			           */
 		if (json) {
 			cJSON *o = cJSON_CreateObject();
 			cJSON_AddStringToObject(o, "name", rows[i].name);
