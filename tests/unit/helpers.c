@@ -21,9 +21,6 @@ const char *th_snapshot_path(const char *name)
 		if (access(buf, R_OK) == 0)
 			return buf;
 	}
-	snprintf(buf, sizeof(buf), "%s/%s.pickle", MS_SHARED_TESTDATA, name);
-	if (access(buf, R_OK) == 0)
-		return buf;
 	return NULL;
 }
 
@@ -135,10 +132,7 @@ struct cJSON *th_truth(const char *name)
 	cJSON *j;
 
 	snprintf(path, sizeof(path), "%s/snapshots/%s.truth.json", MS_TESTDATA, name);
-	if (!(s = th_read_file(path, &n))) {
-		snprintf(path, sizeof(path), "%s/%s.truth.json", MS_SHARED_TESTDATA, name);
-		s = th_read_file(path, &n);
-	}
+	s = th_read_file(path, &n);
 	if (!s)
 		return NULL;
 	j = cJSON_Parse(s);

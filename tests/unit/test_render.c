@@ -63,10 +63,7 @@ static void end_state_equals_recorded(const char *name)
 	struct ms_trace *t = replay_to(name, UINT64_MAX, 0, &r, &init);
 	size_t n = 0, kb = 0;
 
-	if (!t) {
-		cr_skip_test("%s: not available", name);
-		return;
-	}
+	cr_assert(t, "%s: not in testdata/snapshots (bundled data is never skipped)", name);
 	cr_assert_eq(r.snap.index, r.events_total - 1);
 	for (size_t i = 0; i < t->n_segs; i++)
 		n += t->segs[i].device == 0;
@@ -303,10 +300,7 @@ static void timeline_keeps_peaks(const char *name, size_t buckets)
 	uint64_t want_res = truth_stat(name, "reserved_bytes.all.peak");
 	cJSON *data, *timeline;
 
-	if (!path || !want_alloc) {
-		cr_skip_test("%s: not available", name);
-		return;
-	}
+	cr_assert(path && want_alloc, "%s: not in testdata/snapshots with its truth", name);
 	memset(&o, 0, sizeof(o));
 	cr_assert_eq(ms_replay_run(path, &o, &first, &d), MS_OK, "%s", d.msg);
 	cr_assert_eq(first.unmatched_frees, 0, "%s starts mid-run: not for this test", name);
