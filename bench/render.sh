@@ -3,16 +3,19 @@
 # `memsnap render -o report.html` wall time and peak RSS (GNU time), the page's size, and the
 # time until the page has drawn everything in headless Chromium (performance.now() at the end
 # of its script, read back from the DOM; best of 3).
-# Usage: bench/render.sh [BUILD_DIR] [SNAPSHOT_DIR]   (defaults: build, ../shared/testdata/torch-2.11)
+# Usage: bench/render.sh [BUILD_DIR] [SNAPSHOT_DIR]   (defaults: build, testdata/snapshots)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
-snaps=${2:-../shared/testdata/torch-2.11}
+src_snaps=${2:-testdata/snapshots}
 ms=$build/cli/memsnap
 bp=$build/bench/bench_parse
 browser=$(command -v chromium || true)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+. bench/snapshots.sh
+snaps=$tmp/snaps
+plain_snapshots "$src_snaps" "$snaps"
 
 paint() {
 	[ -n "$browser" ] || { echo "-"; return; }

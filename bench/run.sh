@@ -4,17 +4,20 @@
 #     pickle.load on the same files (best run), entries/s and the ratio;
 #  2. .zst decode speed on one core, on a long trace (N copies of a real training run);
 #  3. bytes per event of each real trace converted at zstd level 3.
-# Usage: bench/run.sh [BUILD_DIR] [SNAPSHOT_DIR]   (defaults: build, ../shared/testdata/torch-2.11)
+# Usage: bench/run.sh [BUILD_DIR] [SNAPSHOT_DIR]   (defaults: build, testdata/snapshots)
 # BENCH_ONLY=import runs section 1 alone.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
-snaps=${2:-../shared/testdata/torch-2.11}
+src_snaps=${2:-testdata/snapshots}
 bp=$build/bench/bench_parse
 ms=$build/cli/memsnap
 [ -x "$bp" ] || { echo "build first: make build" >&2; exit 1; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+. bench/snapshots.sh
+snaps=$tmp/snaps
+plain_snapshots "$src_snaps" "$snaps"
 
 echo "# memsnap parse benchmarks"
 echo
