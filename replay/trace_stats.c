@@ -40,6 +40,10 @@ struct ms_stats_builder {
 	/* name id -> index + 1 in r.anns */
 	uint32_t *ann_slot;
 	size_t cap_ann_slot, cap_anns;
+	/* per r.anns entry: the highest cur_total less pre_freed_so_far inside it (INT64_MIN
+	   none yet); with the blocks from before the trace, its peak_requested (at the end) */
+	int64_t *ann_adj;
+	size_t cap_ann_adj;
 	uint64_t index;
 	struct ms_external ext;
 	int64_t only; /* the device counted, -1 all */
@@ -110,6 +114,7 @@ void ms_stats_builder_free(struct ms_stats_builder *b)
 	ms_free(b->r.block_sites);
 	ms_free(b->blk);
 	ms_free(b->pre);
+	ms_free(b->ann_adj);
 	ms_free(b->r.devices);
 	ms_free(b);
 }
@@ -179,6 +184,16 @@ static ms_status snapshot_peak(struct ms_stats_builder *b)
 	return MS_OK;
 }
 
+/* Requested bytes live now count toward annotation i's peak: kept less the frees of blocks from
+   before the trace so far, as adj_peak is, since what those blocks hold is known at the end. */
+static void ann_live(struct ms_stats_builder *b, size_t i)
+{
+	int64_t now = (int64_t)b->cur_total - b->pre_freed_so_far;
+
+	if (now > b->ann_adj[i])
+		b->ann_adj[i] = now;
+}
+
 static ms_status s_event(void *ctx, const struct ms_event *e)
 {
 	struct ms_stats_builder *b = ctx;
@@ -235,11 +250,10 @@ static ms_status s_event(void *ctx, const struct ms_event *e)
 		top_insert(b->r.largest, &b->r.n_largest, b->top_n, &sl->a);
 		b->cur_total += e->size;
 		if (b->n_ann) {
-			struct ms_stats_ann *an = &b->r.anns[b->ann_slot[b->ann[b->n_ann - 1]] - 1];
-			an->allocs++;
-			an->alloc_bytes += e->size;
-			if (b->cur_total > an->peak_requested)
-				an->peak_requested = b->cur_total;
+			size_t i = b->ann_slot[b->ann[b->n_ann - 1]] - 1;
+			b->r.anns[i].allocs++;
+			b->r.anns[i].alloc_bytes += e->size;
+			ann_live(b, i);
 		}
 		b->cur_dev[e->device] += e->size;
 		if ((s = stack_add(b, e->stack, (int64_t)e->size, 1)))
@@ -311,15 +325,14 @@ static ms_status s_ann(void *ctx, const struct ms_annotation *a)
 			if (ms_grow(&b->r.anns, &b->cap_anns, b->r.n_anns + 1, sizeof(*b->r.anns)))
 				return MS_ERR_NOMEM;
 			memset(&b->r.anns[b->r.n_anns], 0, sizeof(*b->r.anns));
+			if (ms_grow(&b->ann_adj, &b->cap_ann_adj, b->r.n_anns + 1, sizeof(int64_t)))
+				return MS_ERR_NOMEM;
+			b->ann_adj[b->r.n_anns] = INT64_MIN;
 			b->r.anns[b->r.n_anns].name = a->name;
 			b->ann_slot[a->name] = (uint32_t)++b->r.n_anns;
 		}
-		{
-			/* what is live when it opens counts for its peak too */
-			struct ms_stats_ann *an = &b->r.anns[b->ann_slot[a->name] - 1];
-			if (b->cur_total > an->peak_requested)
-				an->peak_requested = b->cur_total;
-		}
+		/* what is live when it opens counts for its peak too */
+		ann_live(b, b->ann_slot[a->name] - 1);
 	} else if (a->stage == MS_ANN_END) {
 		for (size_t i = b->n_ann; i-- > 0;)
 			if (b->ann[i] == a->name) {
@@ -437,6 +450,12 @@ const struct ms_trace_stats *ms_stats_builder_result(struct ms_stats_builder *b)
 	   (live at the end, or freed in it) counted while they lived */
 	r->mid_peak_requested = r->pre_trace_requested + r->pre_freed_requested +
 	                        (uint64_t)(b->adj_peak > 0 ? b->adj_peak : 0);
+	for (size_t i = 0; i < r->n_anns; i++)
+		r->anns[i].peak_requested = b->ann_adj[i] == INT64_MIN
+		                                    ? 0
+		                                    : (uint64_t)((int64_t)(r->pre_trace_requested +
+		                                                           r->pre_freed_requested) +
+		                                                 b->ann_adj[i]);
 	if (ms_external_finish(&b->ext) == MS_OK) {
 		r->raw_events = b->ext.events;
 		r->raw_claimed = b->ext.claimed;
