@@ -11,9 +11,9 @@ enum {
 	MS_EXIT_OK = 0,
 	MS_EXIT_ERROR = 1,
 	MS_EXIT_USAGE = 2,
-	MS_EXIT_OOM = 3,      /* replay ended in an OOM (later issues) */
-	MS_EXIT_DIVERGED = 4, /* verify found a difference (later issues) */
-	MS_EXIT_BUDGET = 5,   /* check: a budget was exceeded (later issues) */
+	MS_EXIT_OOM = 3,      /* replay ended in an OOM */
+	MS_EXIT_DIVERGED = 4, /* verify found a difference */
+	MS_EXIT_BUDGET = 5,   /* check: a budget was exceeded */
 };
 
 extern int ms_quiet;

@@ -69,7 +69,7 @@ Test(common, siphash_matches_the_reference)
 
 /*
  * Keys made to collide (a file can hold them) still spread over the tables: strings built
- * for the word-at-a-time FNV-style hash memsnap used until session 6 (a flipped top bit in
+ * for a word-at-a-time FNV-style hash (a flipped top bit in
  * one word and a fixed change in the next leave its state as it was, whatever the seed:
  * 2^13 strings with one hash, a 17 MB pickle of 2^16 of them took 11 s to read), and
  * addresses whose unkeyed mix agrees in its low 20 bits. Unkeyed, every key would sit in
