@@ -1,5 +1,5 @@
 #!/bin/bash
-# replay backends on a GPU (issue 6): events/s of sim, cuda and torch on a long trace (copies of
+# replay backends on a GPU: events/s of sim, cuda and torch on a long trace (copies of
 # the real dynamic_seq run, time-shifted; bench_parse long), whole commands, best of 3; then the
 # driver calls' latencies as `replay --backend cuda` measured them on dynamic_seq (cudaMalloc /
 # cudaFree) and dynamic_expandable (the virtual memory calls).

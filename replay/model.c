@@ -1,7 +1,6 @@
 /*
  * A model of PyTorch's CUDA caching allocator (2.11, native backend) over a simulated device.
- * Rules and their sources: docs/torch-allocator.md §1-7 (expandable segments: §4);
- * corrections in docs/DESIGN.md.
+ * Rules and their sources: docs/torch-allocator.md §1-7 (expandable segments: §4).
  */
 #include "replay/model.h"
 

@@ -1,5 +1,5 @@
 #!/bin/bash
-# The recorder's GPU tests (issue 5), on a machine with an NVIDIA GPU and PyTorch:
+# The recorder's GPU tests, on a machine with an NVIDIA GPU and PyTorch:
 #   1. a transformer training loop recorded with both sources: the trace reads, `memsnap
 #      verify` passes, its PyTorch events equal those of PyTorch's _record_memory_history for
 #      the same run, and raw CUDA events are there too;

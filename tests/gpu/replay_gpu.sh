@@ -1,5 +1,5 @@
 #!/bin/bash
-# GPU validation of replay --backend cuda and torch (issue 6), on a machine with an NVIDIA GPU
+# GPU validation of replay --backend cuda and torch, on a machine with an NVIDIA GPU
 # and PyTorch: every real trace replayed with the model over the real device (cuda; verify
 # compares it with the recording) and through PyTorch's own caching allocator (torch; verify
 # compares it with the model) must give the same

@@ -122,7 +122,7 @@ Test(model, alloc_conf_grammar)
  * spec's table omits one request that its own §7 statistics imply: allocated and requested
  * bytes exceed the table's sums by 10490368 and 10490367, i.e. a 10490367-byte request. Placed
  * before the 10 MiB request, it takes the 14 MiB free tail of the 20 MiB segment, which is why
- * the 10 MiB request then needs a segment of its own (docs/DESIGN.md, corrections).
+ * the 10 MiB request then needs a segment of its own (docs/torch-allocator.md §1.6).
  */
 Test(model, placement_table)
 {
