@@ -95,10 +95,9 @@ static void summary(const char *path)
 	uint64_t by_src[2] = {0, 0};
 	for (size_t i = 0; i < t->n_events; i++)
 		by_src[t->events[i].source ? 1 : 0]++;
-	fprintf(stderr,
-	        "memsnap: %s: %zu events (%llu from PyTorch, %llu from CUDA calls), %.2f "
+	ms_said("%s: %zu events (%llu from PyTorch, %llu from CUDA calls), %.2f "
 	        "bytes/event"
-	        "%s\n",
+	        "%s",
 	        path, t->n_events, (unsigned long long)by_src[0], (unsigned long long)by_src[1],
 	        t->n_events ? (double)st.st_size / (double)t->n_events : 0.0,
 	        info.zst.has_end ? "" : ", not finished (the program was killed)");
@@ -152,7 +151,7 @@ static void keep_earlier_trace(const char *out, const char *abs_out)
 	if (rename(abs_out, old) != 0)
 		ms_die(MS_EXIT_ERROR, "%s: cannot keep the earlier trace as %s.old: %s", out, out,
 		       strerror(errno));
-	fprintf(stderr, "memsnap: note: the earlier trace %s is kept as %s.old\n", out, out);
+	ms_note("the earlier trace %s is kept as %s.old", out, out);
 }
 
 int cmd_record(int argc, const char **argv)
@@ -241,7 +240,7 @@ int cmd_record(int argc, const char **argv)
 		snprintf(buf, sizeof(buf), "%d", (int)getpid());
 		setenv("MEMSNAP_RECORD_ROOT_PID", buf, 1);
 		execvp(prog[0], (char *const *)prog);
-		fprintf(stderr, "memsnap: error: %s: %s\n", prog[0], strerror(errno));
+		ms_error("%s: %s", prog[0], strerror(errno));
 		_exit(errno == ENOENT ? 127 : 126);
 	}
 	/* Ctrl-C reaches the program through the terminal; forward what is sent to memsnap alone */
@@ -278,7 +277,7 @@ int cmd_record(int argc, const char **argv)
 	if (WIFEXITED(status))
 		return WEXITSTATUS(status);
 	if (WIFSIGNALED(status)) {
-		fprintf(stderr, "memsnap: %s: killed by signal %d\n", prog[0], WTERMSIG(status));
+		ms_error("%s: killed by signal %d", prog[0], WTERMSIG(status));
 		return 128 + WTERMSIG(status);
 	}
 	return MS_EXIT_ERROR;

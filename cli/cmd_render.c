@@ -65,11 +65,10 @@ static int emit(const char *out, const struct ms_buf *buf, const char *what, siz
 	if (ms_output_write_whole(out, buf->data, buf->len))
 		return MS_EXIT_ERROR;
 	if (n_segs == SIZE_MAX)
-		fprintf(stderr, "memsnap: wrote %s (%s, %.1f MB)\n", out, what,
-		        (double)buf->len / 1e6);
+		ms_said("wrote %s (%s, %.1f MB)", out, what, (double)buf->len / 1e6);
 	else
-		fprintf(stderr, "memsnap: wrote %s (%s, %zu segments, event %llu)\n", out, what,
-		        n_segs, (unsigned long long)index);
+		ms_said("wrote %s (%s, %zu segments, event %llu)", out, what, n_segs,
+		        (unsigned long long)index);
 	return MS_EXIT_OK;
 }
 
@@ -159,9 +158,8 @@ static int choose_device(struct ms_replay_cli *c, const char *path, uint32_t **d
 	}
 	c->o = base;
 	c->o.device = best;
-	fprintf(stderr,
-	        "memsnap: note: %s has events on %zu devices: %s device %u (%s); --device "
-	        "draws another\n",
+	ms_note("%s has events on %zu devices: %s device %u (%s); --device "
+	        "draws another",
 	        path, nd, c->html ? "the page opens on" : "drawing", best,
 	        best_oom ? "its replay runs out of memory" : "the highest peak");
 	return 0;
@@ -215,10 +213,9 @@ static int render_no_trace(struct ms_replay_cli *c, const char *path, const char
 		return 1;
 	}
 	if (with_segs > 1 && c->device == UINT64_MAX)
-		fprintf(stderr,
-		        "memsnap: note: %s has segments on %zu devices: drawing device %u (the "
+		ms_note("%s has segments on %zu devices: drawing device %u (the "
 		        "most "
-		        "reserved); --device draws another\n",
+		        "reserved); --device draws another",
 		        path, with_segs, pick->device);
 	if ((s = ms_trace_load(path, NULL, &t, NULL, &d))) {
 		ms_report(path, s, &d);

@@ -32,6 +32,7 @@ static const struct cmd commands[] = {
 static void main_usage(FILE *f)
 {
 	fprintf(f, "usage: memsnap [-q] <command> [<args>]\n\n"
+	           "-q: no notes, warnings or \"wrote\" lines on stderr, errors only\n\n"
 	           "memsnap records, reads, replays and renders GPU memory traces.\n\n"
 	           "commands:\n");
 	for (size_t i = 0; i < N_COMMANDS; i++)
@@ -101,7 +102,7 @@ int cmd_help(int argc, const char **argv)
 static int close_stdout(int rc)
 {
 	if (fflush(stdout) != 0 || ferror(stdout) || fclose(stdout) != 0) {
-		fprintf(stderr, "memsnap: error: cannot write to standard output\n");
+		ms_error("cannot write to standard output");
 		return rc ? rc : MS_EXIT_ERROR;
 	}
 	return rc;

@@ -38,6 +38,28 @@ void ms_warning(const char *fmt, ...)
 	va_end(ap);
 }
 
+void ms_note(const char *fmt, ...)
+{
+	va_list ap;
+
+	if (ms_quiet)
+		return;
+	va_start(ap, fmt);
+	vmsg("note: ", fmt, ap);
+	va_end(ap);
+}
+
+void ms_said(const char *fmt, ...)
+{
+	va_list ap;
+
+	if (ms_quiet)
+		return;
+	va_start(ap, fmt);
+	vmsg("", fmt, ap);
+	va_end(ap);
+}
+
 void ms_die(int code, const char *fmt, ...)
 {
 	va_list ap;

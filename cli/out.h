@@ -20,6 +20,10 @@ extern int ms_quiet;
 
 void ms_error(const char *fmt, ...) MS_PRINTF(1, 2);
 void ms_warning(const char *fmt, ...) MS_PRINTF(1, 2);
+/* "note: what": something the reader should know about the result; silenced by -q. */
+void ms_note(const char *fmt, ...) MS_PRINTF(1, 2);
+/* "what" after "memsnap: ", such as "wrote FILE"; silenced by -q. */
+void ms_said(const char *fmt, ...) MS_PRINTF(1, 2);
 /* Print "error: what" and exit with code. */
 _Noreturn void ms_die(int code, const char *fmt, ...) MS_PRINTF(2, 3);
 /* One line for a failed library call on file path: "error: path: detail". */

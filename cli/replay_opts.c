@@ -104,11 +104,10 @@ static ms_status replay_mid_run(struct ms_replay_cli *c, const char *path,
 		ms_initial_state_release(&c->init);
 	}
 	if (!s && what == MS_MID_RUN_REBUILT && !c->quiet_notes)
-		fprintf(stderr,
-		        "memsnap: note: %s starts mid-run (%zu segments, %llu blocks live before "
+		ms_note("%s starts mid-run (%zu segments, %llu blocks live before "
 		        "its "
 		        "first event%s%s%s): the state there was rebuilt from the end-state "
-		        "segments; peaks before it are unknown\n",
+		        "segments; peaks before it are unknown",
 		        path, c->init.n_segs, (unsigned long long)c->init.live_blocks,
 		        unmatched ? ", " : "",
 		        unmatched ? "frees of blocks it never allocated" : "",
@@ -302,12 +301,11 @@ ms_status ms_replay_cli_run(struct ms_replay_cli *c, const char *path, struct ms
 		s = ms_replay_trace(t, &c->o, r, d);
 		r->limit_inferred = 1;
 		if (!c->quiet_notes)
-			fprintf(stderr,
-			        "memsnap: note: %s recorded %llu OOM(s) while the device had room: "
+			ms_note("%s recorded %llu OOM(s) while the device had room: "
 			        "the job "
 			        "ran under a per-process limit; inferred between %s and %s (%llu "
 			        "to %llu "
-			        "bytes), replayed with %s\n",
+			        "bytes), replayed with %s",
 			        path, (unsigned long long)r->recorded_ooms,
 			        ms_format_size(b1, sizeof(b1), lim->lo),
 			        ms_format_size(b2, sizeof(b2), lim->hi),
@@ -345,11 +343,10 @@ int ms_replay_cli_run_reported(struct ms_replay_cli *c, const char *path,
 	}
 	ms_report_warnings(path, &d);
 	if (r->older_release[0] && !c->quiet_notes && !c->said_release++)
-		fprintf(stderr,
-		        "memsnap: note: %s was written by PyTorch %s (from its fields); the model "
+		ms_note("%s was written by PyTorch %s (from its fields); the model "
 		        "is "
 		        "2.11's allocator, and where the two differ the replay follows 2.11 "
-		        "(docs/snapshot-versions.md lists the changes)\n",
+		        "(docs/snapshot-versions.md lists the changes)",
 		        path, r->older_release);
 	if (r->other_allocator[0] && !c->foreign_refused && !c->quiet_notes && !c->said_allocator++)
 		ms_warning(
