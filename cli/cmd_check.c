@@ -78,7 +78,7 @@ int cmd_check(int argc, const char **argv)
 	struct ms_replay_opts base;
 	uint32_t *devs, *bdevs = NULL;
 	size_t nd, nb = 0;
-	cJSON *all = NULL, *by_dev = NULL;
+	struct ms_json_devices jd;
 	uint64_t max_res = 0, max_alloc = 0;
 	const char *max_frag = NULL, *baseline = NULL, *growth = NULL;
 	double frag_budget = -1, growth_budget = -1;
@@ -129,14 +129,10 @@ int cmd_check(int argc, const char **argv)
 		if (ms_replay_cli_devices(&any, baseline, "check", &bdevs, &nb))
 			return MS_EXIT_ERROR;
 	}
-	if (json && nd > 1) {
-		all = cJSON_CreateObject();
-		cJSON_AddStringToObject(all, "trace", argv[0]);
-		by_dev = cJSON_AddObjectToObject(all, "devices");
-	}
+	ms_json_devices_begin(&jd, argv[0], json ? nd : 0);
 	base = c.o;
 	for (size_t i = 0; i < nd; i++) {
-		char label[4200], key[16];
+		char label[4200];
 		const char *lbl = ms_replay_cli_label(argv[0], devs[i], nd, label, sizeof(label));
 		cJSON *out = NULL, *fails = NULL;
 		int failed = 0;
@@ -219,11 +215,7 @@ int cmd_check(int argc, const char **argv)
 #undef FAIL
 		if (json) {
 			cJSON_AddBoolToObject(out, "passed", !failed);
-			snprintf(key, sizeof(key), "%u", devs[i]);
-			if (by_dev)
-				cJSON_AddItemToObject(by_dev, key, out);
-			else
-				all = out;
+			ms_json_devices_add(&jd, devs[i], out);
 		} else if (!failed) {
 			printf("%s: within budget: peak reserved %s%s, peak allocated %s%s, "
 			       "fragmentation %.3f\n",
@@ -246,15 +238,7 @@ int cmd_check(int argc, const char **argv)
 		if (failed)
 			rc = MS_EXIT_BUDGET;
 	}
-	if (all && rc != MS_EXIT_ERROR) {
-		char *str;
-		if (by_dev)
-			cJSON_AddBoolToObject(all, "passed", rc == MS_EXIT_OK);
-		if ((str = cJSON_Print(all)))
-			puts(str);
-		cJSON_free(str);
-	}
-	cJSON_Delete(all);
+	ms_json_devices_end(&jd, rc != MS_EXIT_ERROR, "passed", rc == MS_EXIT_OK);
 	ms_free(devs);
 	ms_free(bdevs);
 	return rc;

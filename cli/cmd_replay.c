@@ -465,7 +465,7 @@ int cmd_replay(int argc, const char **argv)
 	struct ms_limit_range lim;
 	uint32_t *devs;
 	size_t nd;
-	cJSON *all = NULL, *by_dev = NULL;
+	struct ms_json_devices jd;
 
 	ms_replay_cli_init(&c, opts, &json);
 	for (n = 0; opts[n].type != MS_OPT_T_END; n++)
@@ -480,14 +480,10 @@ int cmd_replay(int argc, const char **argv)
 	ms_frames_opt_check(&frames, opts, usage);
 	if (ms_replay_cli_devices(&c, argv[0], "replay", &devs, &nd))
 		return MS_EXIT_ERROR;
-	if (json && nd > 1) {
-		all = cJSON_CreateObject();
-		cJSON_AddStringToObject(all, "trace", argv[0]);
-		by_dev = cJSON_AddObjectToObject(all, "devices");
-	}
+	ms_json_devices_begin(&jd, argv[0], json ? nd : 0);
 	base = c.o;
 	for (size_t i = 0; i < nd; i++) {
-		char label[4200], key[16];
+		char label[4200];
 		const char *lbl;
 		c.o = base; /* an inferred limit or a rebuilt state belongs to one device */
 		c.o.device = devs[i];
@@ -499,11 +495,7 @@ int cmd_replay(int argc, const char **argv)
 		                          sizeof(label));
 		if (json) {
 			cJSON *o = json_report(argv[0], devs[i], &r, &lim, c.dev, frames.n);
-			snprintf(key, sizeof(key), "%u", devs[i]);
-			if (by_dev)
-				cJSON_AddItemToObject(by_dev, key, o);
-			else
-				all = o;
+			ms_json_devices_add(&jd, devs[i], o);
 		} else {
 			if (i)
 				putchar('\n');
@@ -516,13 +508,7 @@ int cmd_replay(int argc, const char **argv)
 		ms_replay_result_release(&r);
 		ms_replay_cli_release(&c);
 	}
-	if (all && rc != MS_EXIT_ERROR) {
-		char *s = cJSON_Print(all);
-		if (s)
-			puts(s);
-		cJSON_free(s);
-	}
-	cJSON_Delete(all);
+	ms_json_devices_end(&jd, rc != MS_EXIT_ERROR, NULL, rc == MS_EXIT_OK);
 	ms_free(devs);
 	return rc;
 }

@@ -251,7 +251,7 @@ int cmd_verify(int argc, const char **argv)
 	struct ms_replay_opts base;
 	uint32_t *devs;
 	size_t nd;
-	cJSON *all = NULL, *by_dev = NULL;
+	struct ms_json_devices jd;
 
 	ms_replay_cli_init(&c, opts, &json);
 	n = ms_parse_options(argc, argv, opts, usage);
@@ -266,14 +266,10 @@ int cmd_verify(int argc, const char **argv)
 	}
 	if (ms_replay_cli_devices(&c, argv[0], "verify", &devs, &nd))
 		return MS_EXIT_ERROR;
-	if (json && nd > 1) {
-		all = cJSON_CreateObject();
-		cJSON_AddStringToObject(all, "trace", argv[0]);
-		by_dev = cJSON_AddObjectToObject(all, "devices");
-	}
+	ms_json_devices_begin(&jd, argv[0], json ? nd : 0);
 	base = c.o;
 	for (size_t i = 0; i < nd; i++) {
-		char label[4200], key[16];
+		char label[4200];
 		cJSON *o = NULL;
 		int x;
 		c.o = base; /* an inferred limit or a rebuilt state belongs to one device */
@@ -288,21 +284,9 @@ int cmd_verify(int argc, const char **argv)
 		}
 		if (x != MS_EXIT_OK)
 			rc = x;
-		snprintf(key, sizeof(key), "%u", devs[i]);
-		if (by_dev)
-			cJSON_AddItemToObject(by_dev, key, o);
-		else if (o)
-			all = o;
+		ms_json_devices_add(&jd, devs[i], o);
 	}
-	if (all && rc != MS_EXIT_ERROR) {
-		char *str;
-		if (by_dev)
-			cJSON_AddBoolToObject(all, "identical", rc == MS_EXIT_OK);
-		if ((str = cJSON_Print(all)))
-			puts(str);
-		cJSON_free(str);
-	}
-	cJSON_Delete(all);
+	ms_json_devices_end(&jd, rc != MS_EXIT_ERROR, "identical", rc == MS_EXIT_OK);
 	ms_free(devs);
 	return rc;
 }

@@ -246,7 +246,7 @@ int cmd_whatif(int argc, const char **argv)
 	char **user = NULL;
 	size_t nuser = 0, k;
 	uint32_t *devs;
-	cJSON *all = NULL, *by_dev = NULL;
+	struct ms_json_devices jd;
 	int rc = MS_EXIT_OK;
 	ms_status s;
 
@@ -274,14 +274,10 @@ int cmd_whatif(int argc, const char **argv)
 	if (configs)
 		user = read_configs(configs, &nuser);
 	nrows = configs ? nuser : ms_whatif_n_default_configs;
-	if (json && nd > 1) {
-		all = cJSON_CreateObject();
-		cJSON_AddStringToObject(all, "trace", argv[0]);
-		by_dev = cJSON_AddObjectToObject(all, "devices");
-	}
+	ms_json_devices_begin(&jd, argv[0], json ? nd : 0);
 	base = c.o;
 	for (k = 0; k < nd && rc == MS_EXIT_OK; k++) {
-		char label[4200], key[16];
+		char label[4200];
 		cJSON *o = NULL;
 		c.o = base; /* an inferred limit or a rebuilt state belongs to one device */
 		c.o.device = devs[k];
@@ -291,19 +287,9 @@ int cmd_whatif(int argc, const char **argv)
 		                ms_replay_cli_label(argv[0], devs[k], nd, label, sizeof(label)),
 		                user, nrows, (unsigned)(jobs > 1024 ? 1024 : jobs), json, &o);
 		ms_replay_cli_release(&c);
-		snprintf(key, sizeof(key), "%u", devs[k]);
-		if (by_dev && o)
-			cJSON_AddItemToObject(by_dev, key, o);
-		else if (o)
-			all = o;
+		ms_json_devices_add(&jd, devs[k], o);
 	}
-	if (all && rc == MS_EXIT_OK) {
-		char *str = cJSON_Print(all);
-		if (str)
-			puts(str);
-		cJSON_free(str);
-	}
-	cJSON_Delete(all);
+	ms_json_devices_end(&jd, rc == MS_EXIT_OK, NULL, rc == MS_EXIT_OK);
 	for (k = 0; k < nuser; k++)
 		ms_free(user[k]);
 	ms_free(user);

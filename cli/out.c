@@ -84,6 +84,43 @@ void ms_report_warnings(const char *path, const struct ms_diag *d)
 		ms_warning("%s: %s", path, d->warning);
 }
 
+void ms_json_devices_begin(struct ms_json_devices *j, const char *trace, size_t n_devices)
+{
+	j->all = j->by_dev = NULL;
+	if (n_devices > 1) {
+		j->all = cJSON_CreateObject();
+		cJSON_AddStringToObject(j->all, "trace", trace);
+		j->by_dev = cJSON_AddObjectToObject(j->all, "devices");
+	}
+}
+
+void ms_json_devices_add(struct ms_json_devices *j, uint32_t device, struct cJSON *o)
+{
+	char key[16];
+
+	if (!o)
+		return;
+	snprintf(key, sizeof(key), "%u", device);
+	if (j->by_dev)
+		cJSON_AddItemToObject(j->by_dev, key, o);
+	else
+		j->all = o;
+}
+
+void ms_json_devices_end(struct ms_json_devices *j, int print, const char *verdict, int value)
+{
+	if (j->all && print) {
+		char *str;
+		if (j->by_dev && verdict)
+			cJSON_AddBoolToObject(j->all, verdict, value);
+		if ((str = cJSON_Print(j->all)))
+			puts(str);
+		cJSON_free(str);
+	}
+	cJSON_Delete(j->all);
+	j->all = j->by_dev = NULL;
+}
+
 void ms_json_u64(struct cJSON *o, const char *key, uint64_t v)
 {
 	char buf[24];

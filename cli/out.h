@@ -38,6 +38,19 @@ void ms_report_warnings(const char *path, const struct ms_diag *d);
 struct cJSON;
 void ms_json_u64(struct cJSON *o, const char *key, uint64_t v);
 void ms_json_i64(struct cJSON *o, const char *key, int64_t v);
+/*
+ * JSON of a command run on each device of a trace: one device's object alone, or with more than
+ * one device {"trace": path, "devices": {"N": object, ...}} (and a verdict, see _end).
+ */
+struct ms_json_devices {
+	struct cJSON *all, *by_dev;
+};
+void ms_json_devices_begin(struct ms_json_devices *j, const char *trace, size_t n_devices);
+/* Device's object o (owned from here; NULL: nothing to add). */
+void ms_json_devices_add(struct ms_json_devices *j, uint32_t device, struct cJSON *o);
+/* Print it to stdout when print is set, with verdict: value when there are several devices
+   (verdict NULL: none); then free it. */
+void ms_json_devices_end(struct ms_json_devices *j, int print, const char *verdict, int value);
 /* Does file name s end with suffix (".json", ".html")? */
 int ms_ends_with(const char *s, const char *suffix);
 /* "a/b" into out[cap] (b alone when a is NULL); 0, or -1 when out is too small. */
