@@ -27,7 +27,7 @@
 #include "cli/opts.h"
 #include "cli/out.h"
 #include "format/trace_read.h"
-#include "common/model.h"
+#include "common/event.h"
 #include "common/symtab.h"
 #include "parse/trace.h"
 

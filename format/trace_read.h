@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "common/model.h"
+#include "common/event.h"
 
 struct ms_read_opts {
 	uint64_t from; /* first event index delivered */

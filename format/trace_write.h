@@ -10,7 +10,7 @@
 
 #include <stdio.h>
 
-#include "common/model.h"
+#include "common/event.h"
 
 struct ms_writer_opts {
 	int level;             /* zstd level; 0 = 3 */

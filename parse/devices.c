@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "common/alloc.h"
-#include "common/model.h"
+#include "common/event.h"
 #include "common/status.h"
 #include "parse/trace.h"
 

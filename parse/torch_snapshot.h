@@ -6,7 +6,7 @@
 #ifndef MEMSNAP_PARSE_TORCH_SNAPSHOT_H
 #define MEMSNAP_PARSE_TORCH_SNAPSHOT_H
 
-#include "common/model.h"
+#include "common/event.h"
 #include "parse/input.h"
 #include "parse/pickle.h"
 

@@ -8,7 +8,7 @@
 #define MEMSNAP_PARSE_TRACE_H
 
 #include "common/arena.h"
-#include "common/model.h"
+#include "common/event.h"
 #include "format/trace_read.h"
 #include "parse/input.h"
 #include "parse/torch_snapshot.h"

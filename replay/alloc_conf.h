@@ -7,7 +7,7 @@
 
 #include <stdint.h>
 
-#include "common/model.h"
+#include "common/event.h"
 
 #define MS_MIB (1024ull * 1024ull)
 

@@ -14,7 +14,7 @@
 #include <stdint.h>
 
 #include "common/hash.h"
-#include "common/model.h"
+#include "common/event.h"
 #include "memsnap/memsnap.h"
 
 #define MS_EXT_WINDOW 64 /* trace events a raw allocation waits for PyTorch to claim it */

@@ -8,7 +8,7 @@
 #ifndef MEMSNAP_REPLAY_TRACE_STATS_H
 #define MEMSNAP_REPLAY_TRACE_STATS_H
 
-#include "common/model.h"
+#include "common/event.h"
 
 struct ms_stats_alloc {
 	uint64_t addr, size, stream, index;

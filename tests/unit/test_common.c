@@ -6,7 +6,7 @@
 #include "common/arena.h"
 #include "common/buf.h"
 #include "common/hash.h"
-#include "common/model.h"
+#include "common/event.h"
 #include "common/size.h"
 #include "common/symtab.h"
 #include "helpers.h"

@@ -1,5 +1,5 @@
 /* Names of the event actions. */
-#include "common/model.h"
+#include "common/event.h"
 
 #include <string.h>
 

@@ -1,13 +1,13 @@
 /*
- * The data model every layer shares: events, annotations, end-state segments
+ * The events every layer shares: events, annotations, end-state segments
  * and blocks, trace metadata, and the sink through which readers hand them out.
  *
  * Sizes and addresses are uint64_t (a trace may come from another machine);
  * times are nanoseconds since the Unix epoch (0 = unknown). Stack and string
  * fields are ids in the reader's struct ms_symtab (0 = none).
  */
-#ifndef MEMSNAP_COMMON_MODEL_H
-#define MEMSNAP_COMMON_MODEL_H
+#ifndef MEMSNAP_COMMON_EVENT_H
+#define MEMSNAP_COMMON_EVENT_H
 
 #include <stdint.h>
 #include <stddef.h>
