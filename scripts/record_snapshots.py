@@ -612,6 +612,32 @@ def c_hf_gpt2(cx):
     cx.finish()
 
 
+@case("hf_gpt2_long", "transformers GPT2LMHeadModel (6 layers, n_embd 512, random weights), AdamW, "
+      "400 steps with random batch and sequence lengths; history on from the start, Python stacks: "
+      "a long real trace (about half a million entries) for the benchmarks", timeout=480)
+def c_hf_gpt2_long(cx):
+    import torch
+    import transformers
+    from transformers import GPT2Config, GPT2LMHeadModel
+    torch.manual_seed(0)
+    cx.truth["transformers"] = transformers.__version__
+    cx.history(enabled="all", context="all", stacks="python")
+    cfg = GPT2Config(vocab_size=8192, n_positions=512, n_embd=512, n_layer=6, n_head=8)
+    m = GPT2LMHeadModel(cfg).cuda()
+    m.train()
+    opt = torch.optim.AdamW(m.parameters(), lr=1e-4)
+    for b, s in shapes(400, seed=16, bs=(2, 4, 8), ss=(64, 128, 256, 512)):
+        ids = torch.randint(0, cfg.vocab_size, (b, s), device="cuda")
+        out = m(input_ids=ids, labels=ids)
+        out.loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        out.loss.item()
+        del out, ids
+        cx.truth["steps"] += 1
+    cx.finish()
+
+
 @case("lightning", "pytorch-lightning Trainer(max_steps=8, one GPU, bf16-mixed) fitting a small GPT "
       "LightningModule on random token batches; history on from the start; dumped in the module's "
       "on_train_end hook, before the Trainer's teardown", outputs=["lightning", "lightning_teardown"])
@@ -692,7 +718,7 @@ def c_timm(cx):
 
 ORDER = ["ring_wrap", "late_history", "late_after_empty_cache", "state_only", "no_history",
          "bare_list", "no_traces", "oom_outside", "oom_fraction", "ddp_gloo", "hf_gpt2",
-         "lightning", "timm", "stacks_all", "fsdp2"]
+         "lightning", "timm", "stacks_all", "fsdp2", "hf_gpt2_long"]
 assert sorted(ORDER) == sorted(CASES)
 
 
