@@ -1,13 +1,18 @@
 # Convenience targets; the build itself is CMake (CMakeLists.txt).
-#   make demo   install what is missing, build, run memsnap on a bundled real trace
-#   make test   install what is missing, build (warnings as errors), run the tests,
-#               then build again with ASan+UBSan and run them there too
+#   make          build (build/cli/memsnap); installs nothing
+#   make demo     install what is missing, build, run what the README's quick start runs on a
+#                 bundled real snapshot
+#   make test     install what is missing, build (warnings as errors), run the tests,
+#                 then build again with ASan+UBSan and run them there too
+#   make install  put memsnap and its libraries under PREFIX (default /usr/local)
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 BUILD ?= build
 ASAN_BUILD ?= build-asan
 DEMO_TRACE ?= testdata/snapshots/dynamic_oom.pickle
+PREFIX ?= /usr/local
+MEMSNAP = ./$(BUILD)/cli/memsnap
 
-.PHONY: all deps test-deps build demo test test-fast test-asan format format-check clean
+.PHONY: all deps test-deps build install demo test test-fast test-asan format format-check clean
 
 all: build
 
@@ -18,43 +23,36 @@ deps:
 test-deps:
 	@bash scripts/install-deps.sh --test
 
-build: deps
-	@cmake -S . -B $(BUILD) -DMEMSNAP_WERROR=ON >$(BUILD).configure.log 2>&1 || (cat $(BUILD).configure.log; exit 1)
+build:
+	@cmake -S . -B $(BUILD) -DMEMSNAP_WERROR=ON >$(BUILD).configure.log 2>&1 || \
+		(cat $(BUILD).configure.log; echo "make deps installs what is missing (Debian, Ubuntu)"; exit 1)
 	@grep -A15 "feature summary" $(BUILD).configure.log | sed 's/^-- //'
 	@cmake --build $(BUILD) -j $(JOBS)
 
-demo: build
-	@echo "== memsnap info $(DEMO_TRACE)"
-	@./$(BUILD)/cli/memsnap info $(DEMO_TRACE)
-	@echo
-	@echo "== memsnap stats $(DEMO_TRACE)"
-	@./$(BUILD)/cli/memsnap stats $(DEMO_TRACE)
-	@echo
-	@echo "== memsnap convert $(DEMO_TRACE) -o $(BUILD)/demo.zst"
-	@./$(BUILD)/cli/memsnap convert $(DEMO_TRACE) -o $(BUILD)/demo.zst
-	@./$(BUILD)/cli/memsnap info $(BUILD)/demo.zst | grep -E 'format|bytes/event'
-	@echo
-	@echo "== memsnap verify --limit 13061062656 $(DEMO_TRACE)   (the job ran under a memory fraction)"
-	@./$(BUILD)/cli/memsnap verify --limit 13061062656 $(DEMO_TRACE)
-	@echo
-	@echo "== memsnap replay --limit 13061062656 $(DEMO_TRACE)"
-	@./$(BUILD)/cli/memsnap replay --limit 13061062656 $(DEMO_TRACE)
-	@echo
-	@echo "== memsnap replay --limit 9GiB $(DEMO_TRACE)   (what if the limit had been lower?)"
-	@./$(BUILD)/cli/memsnap replay --limit 9GiB $(DEMO_TRACE) || echo "(exit $$?: the replay ended in an OOM)"
-	@echo
-	@echo "== memsnap whatif --limit 13061062656 $(DEMO_TRACE)   (which setting avoids the OOM?)"
-	@./$(BUILD)/cli/memsnap whatif --limit 13061062656 $(DEMO_TRACE)
-	@echo
-	@echo "== memsnap render --limit 13061062656 $(DEMO_TRACE) -o $(BUILD)/demo-oom.svg   (the segments at the OOM)"
-	@./$(BUILD)/cli/memsnap render --limit 13061062656 $(DEMO_TRACE) --format txt | head -12
-	@./$(BUILD)/cli/memsnap render --limit 13061062656 $(DEMO_TRACE) -o $(BUILD)/demo-oom.svg
-	@echo
-	@echo "== memsnap render --limit 13061062656 $(DEMO_TRACE) -o $(BUILD)/report.html   (the postmortem page)"
-	@./$(BUILD)/cli/memsnap render --limit 13061062656 $(DEMO_TRACE) -o $(BUILD)/report.html
-	@echo "report: $(CURDIR)/$(BUILD)/report.html (and the OOM's segments: $(CURDIR)/$(BUILD)/demo-oom.svg)"
+install: build
+	cmake --install $(BUILD) --prefix $(PREFIX)
 
-test-fast: test-deps build
+# what a user runs on a snapshot of a job that died of an OOM (README, "Quick start")
+demo: deps
+	@$(MAKE) --no-print-directory build
+	@echo "== memsnap info $(DEMO_TRACE)"
+	@$(MEMSNAP) info $(DEMO_TRACE)
+	@echo
+	@echo "== memsnap replay $(DEMO_TRACE)   (why did it run out of memory?)"
+	@$(MEMSNAP) replay $(DEMO_TRACE)
+	@echo
+	@echo "== memsnap stats $(DEMO_TRACE)   (where does the memory go?)"
+	@$(MEMSNAP) stats $(DEMO_TRACE)
+	@echo
+	@echo "== memsnap whatif $(DEMO_TRACE)   (which setting, how much memory, would have avoided it?)"
+	@$(MEMSNAP) whatif $(DEMO_TRACE)
+	@echo
+	@echo "== memsnap render $(DEMO_TRACE) -o $(BUILD)/report.html   (the postmortem page)"
+	@$(MEMSNAP) render $(DEMO_TRACE) -o $(BUILD)/report.html
+	@echo "report: $(CURDIR)/$(BUILD)/report.html"
+
+test-fast: test-deps
+	@$(MAKE) --no-print-directory build
 	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
 test-asan: test-deps

@@ -3,7 +3,8 @@
 # no recording; PyTorch's _record_memory_history without stacks and with Python stacks;
 # memsnap without stacks and with Python stacks (memsnap.record in the script); memsnap record
 # (the launcher: PyTorch hook and CUDA interposer). Each configuration runs ROUNDS times,
-# interleaved; the figure is the median of the runs' median step times.
+# interleaved; each run's median step time is compared with the base run of its own round, and the
+# figure is the median of the rounds' overheads, with their range.
 # Then the cost per event on the allocating thread, measured where nothing else hides it:
 # tests/gpu/alloc_loop.py allocates and frees a small tensor 200000 times (3 events each, no
 # GPU work), best of 5 loops, under each recorder; ROUNDS rounds interleaved, the best kept.
@@ -37,24 +38,29 @@ done
 "$py" - "$out" "$build/cli/memsnap" "$steps" "${configs[@]}" <<'PY'
 import json, os, statistics, subprocess, sys
 out, ms, steps, configs = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4:]
-med = {}
-for c in configs:
-    runs = sorted(f for f in os.listdir(out) if f.startswith(c + ".") and f.endswith(".json"))
-    med[c] = statistics.median(json.load(open(os.path.join(out, f)))["median_ms"] for f in runs)
+def step_ms(c, r):
+    return json.load(open(os.path.join(out, f"{c}.{r}.json")))["median_ms"]
+rounds = sorted({int(f.split(".")[1]) for f in os.listdir(out)
+                 if f.startswith("base.") and f.endswith(".json")})
+med = {c: statistics.median(step_ms(c, r) for r in rounds) for c in configs}
+# each round's overhead against the same round's base run: the machine's drift between rounds
+# (larger than the effects measured) cancels, and the spread of the rounds is shown
+paired = {c: sorted(100 * (step_ms(c, r) / step_ms("base", r) - 1) for r in rounds) for c in configs}
 info = json.loads(subprocess.run([ms, "info", "--json", os.path.join(out, "memsnap_nostacks.zst")],
                                  capture_output=True, text=True).stdout)
 n_ev = info["events_total"]
 size = os.path.getsize(os.path.join(out, "memsnap_nostacks.zst"))
 ev_step = n_ev / (steps + 10)  # warmup steps record too; set-up events are few
 print(f"events: {n_ev} in {steps + 10} steps, {ev_step:.0f} per step; "
-      f"{size / n_ev:.2f} bytes/event without stacks")
-print("| configuration | median step (ms) | overhead | per event (µs) |")
-print("|---|---|---|---|")
+      f"{size / n_ev:.2f} bytes/event without stacks; {len(rounds)} rounds")
+print("| configuration | median step (ms) | overhead (median of rounds) | rounds' range | per event (µs) |")
+print("|---|---|---|---|---|")
 b = med["base"]
 for c in configs:
-    d = med[c] - b
-    per = d * 1e3 / ev_step
-    print(f"| {c} | {med[c]:.3f} | {100 * d / b:+.2f}% | {per:+.3f} |")
+    o = statistics.median(paired[c])
+    per = o / 100 * b * 1e3 / ev_step
+    print(f"| {c} | {med[c]:.3f} | {o:+.2f}% | {paired[c][0]:+.2f}% to {paired[c][-1]:+.2f}% "
+          f"| {per:+.3f} |")
 PY
 fi
 [ "$what" = train ] && exit 0

@@ -2,7 +2,8 @@
 # Builds memsnap on a GPU machine that has PyTorch, CMake and a C/C++ compiler but neither the
 # development files of msgpack-c, cJSON, zstd and zlib nor a package registry. DEBS holds their
 # Debian packages, fetched beforehand where there is one:
-#   apt-get download libmsgpack-dev libmsgpackc2 libcjson-dev libcjson1 libzstd-dev libzstd1 zlib1g-dev
+#   apt-get download libmsgpack-dev libmsgpackc2 libcjson-dev libcjson1 libzstd-dev libzstd1 zlib1g-dev \
+#     libjs-dygraphs
 # They are unpacked into BUILD_DIR/deps-root (never into /), and CMake and pkg-config are pointed
 # there (msgpack-c through pkg-config: its CMake package names absolute paths). The build is
 # Release, with the PyTorch hook and replay plugin, without tests.
@@ -20,7 +21,10 @@ lib=$root/usr/lib/x86_64-linux-gnu
 export PKG_CONFIG_PATH=$lib/pkgconfig PKG_CONFIG_SYSROOT_DIR=$root
 export LD_LIBRARY_PATH=$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 cmake -S "$here" -B "$build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$root/usr" \
-	-DZLIB_ROOT="$root/usr" -DCMAKE_DISABLE_FIND_PACKAGE_msgpack=ON -DMEMSNAP_BUILD_TESTS=OFF -DMEMSNAP_TORCH=ON -DMEMSNAP_GRAPHVIZ=AUTO \
+	-DZLIB_ROOT="$root/usr" -DCMAKE_DISABLE_FIND_PACKAGE_msgpack=ON \
+	-DMEMSNAP_BUILD_TESTS=OFF -DMEMSNAP_TORCH=ON -DMEMSNAP_GRAPHVIZ=AUTO \
+	-DMS_DYGRAPHS_JS="$root/usr/share/javascript/dygraphs/dygraph.min.js" \
+	-DMS_DYGRAPHS_CSS="$root/usr/share/javascript/dygraphs/dygraph.min.css" \
 	>"$build/configure.log" 2>&1 || { cat "$build/configure.log"; exit 1; }
 grep -A15 "feature summary" "$build/configure.log" | sed 's/^-- //'
 cmake --build "$build" -j "$(nproc)" >"$build/build.log" 2>&1 || { tail -40 "$build/build.log"; exit 1; }
