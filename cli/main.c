@@ -143,7 +143,7 @@ int main(int argc, const char **argv)
 		}
 		ms_error("'%s' is not a memsnap command", argv[i]);
 		if (best)
-			fprintf(stderr, "\nthe most similar command is\n\t%s\n", best);
+			ms_error_more("\nthe most similar command is\n\t%s\n", best);
 		return MS_EXIT_USAGE;
 	}
 	/* 'memsnap CMD --help' is 'memsnap help CMD' */

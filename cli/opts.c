@@ -50,19 +50,19 @@ void ms_print_help(FILE *f, const struct ms_opt *opts, const char *const *usage)
 void ms_usage_error(const struct ms_opt *opts, const char *const *usage, const char *fmt, ...)
 {
 	va_list ap;
+	char msg[1024];
 
-	fprintf(stderr, "memsnap: error: ");
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
+	ms_error("%s", msg);
 	/* the error, then the command's first usage line and where the rest is */
 	(void)opts;
 	if (usage && usage[0]) {
 		const char *cmd = strncmp(usage[0], "memsnap ", 8) ? usage[0] : usage[0] + 8;
 		int len = (int)strcspn(cmd, " ");
-		fprintf(stderr, "usage: %s\n       (`memsnap help %.*s` lists every option)\n",
-		        usage[0], len, cmd);
+		ms_error_more("usage: %s\n       (`memsnap help %.*s` lists every option)\n",
+		              usage[0], len, cmd);
 	}
 	exit(MS_EXIT_USAGE);
 }

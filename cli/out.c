@@ -27,6 +27,15 @@ void ms_error(const char *fmt, ...)
 	va_end(ap);
 }
 
+void ms_error_more(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+}
+
 void ms_warning(const char *fmt, ...)
 {
 	va_list ap;

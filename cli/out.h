@@ -19,6 +19,8 @@ enum {
 extern int ms_quiet;
 
 void ms_error(const char *fmt, ...) MS_PRINTF(1, 2);
+/* Lines that follow an error (its usage line, a suggestion), as they are: not silenced by -q. */
+void ms_error_more(const char *fmt, ...) MS_PRINTF(1, 2);
 void ms_warning(const char *fmt, ...) MS_PRINTF(1, 2);
 /* "note: what": something the reader should know about the result; silenced by -q. */
 void ms_note(const char *fmt, ...) MS_PRINTF(1, 2);

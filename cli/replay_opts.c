@@ -348,6 +348,14 @@ int ms_replay_cli_run_reported(struct ms_replay_cli *c, const char *path,
 		        "2.11's allocator, and where the two differ the replay follows 2.11 "
 		        "(docs/snapshot-versions.md lists the changes)",
 		        path, r->older_release);
+	if (r->torch_misplaced_segments)
+		ms_note("%s: --backend torch: %llu segments not at their recorded place (the "
+		        "replay's order differs from the recording's there)",
+		        path, (unsigned long long)r->torch_misplaced_segments);
+	if (r->torch_forced_frees)
+		ms_warning("%s: --backend torch: %llu deferred frees were completed early (the "
+		           "allocator waited on them)",
+		           path, (unsigned long long)r->torch_forced_frees);
 	if (r->other_allocator[0] && !c->foreign_refused && !c->quiet_notes && !c->said_allocator++)
 		ms_warning(
 		        "%s: a %s snapshot: memsnap models PyTorch's CUDA caching allocator only; "

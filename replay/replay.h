@@ -162,6 +162,9 @@ struct ms_replay_result {
 	/* the backend's own OOM message (--backend torch: PyTorch's), or "" */
 	char backend_message[1024];
 	char backend[8]; /* "sim", "cuda" or "torch" */
+	/* --backend torch: segments not at their recorded place (the replay's order differs from
+	 * the recording's there), deferred frees completed early (the allocator waited on them) */
+	uint64_t torch_misplaced_segments, torch_forced_frees;
 	/* the trace comes from another allocator (torch_npu): the model is PyTorch's CUDA one */
 	char other_allocator[32];
 	/* a snapshot written by a release other than the model's (2.11), from its fields: the

@@ -316,6 +316,7 @@ ms_status ms_replay_torch(const char *path, const char *plugin, const struct ms_
 	}
 	if (!s)
 		s = end_state(&p);
+	p.api->deviations(&r->torch_misplaced_segments, &r->torch_forced_frees);
 	p.api->close();
 	ms_u64map_release(&p.live);
 	ms_u64map_release(&p.deferred);

@@ -221,6 +221,7 @@ int open_backend(int device, const char *alloc_conf, uint64_t limit, char *err, 
 		say(err, n, "the torch backend is already open");
 		return -1;
 	}
+	g_fallbacks = g_forced = 0;
 	if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
 		say(err, n, "no CUDA device");
 		return -1;
@@ -468,16 +469,6 @@ void close_backend()
 		g_base = 0;
 		g_hints.clear();
 	}
-	if (g_fallbacks)
-		fprintf(stderr,
-		        "memsnap: note: --backend torch: %llu segments not at their recorded place "
-		        "(the replay's order differs from the recording's there)\n",
-		        static_cast<unsigned long long>(g_fallbacks));
-	if (g_forced)
-		fprintf(stderr,
-		        "memsnap: warning: --backend torch: %llu deferred frees were completed early "
-		        "(the allocator waited on them)\n",
-		        static_cast<unsigned long long>(g_forced));
 	for (auto &kv : g_streams)
 		cudaStreamDestroy(kv.second);
 	g_streams.clear();
@@ -512,9 +503,15 @@ extern "C" __attribute__((visibility("default"))) cudaError_t cudaFree(void *p)
 
 namespace {
 
-const mst_api g_api = {MST_ABI,     torch_version, open_backend, place,        mem_info,
+void deviations(uint64_t *misplaced, uint64_t *forced)
+{
+	*misplaced = g_fallbacks;
+	*forced = g_forced;
+}
+
+const mst_api g_api = {MST_ABI,     torch_version, open_backend, place,      mem_info,
                        do_malloc,   do_free,       free_request, free_complete,
-                       empty_cache, take_segments, stats,        segments,
+                       empty_cache, take_segments, stats,        segments,   deviations,
                        close_backend};
 
 } // namespace

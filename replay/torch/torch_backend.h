@@ -14,7 +14,7 @@
 extern "C" {
 #endif
 
-#define MST_ABI 4
+#define MST_ABI 5
 
 /* A segment event of the real allocator (its trace tracker): PyTorch's action numbers. */
 struct mst_seg {
@@ -77,6 +77,12 @@ struct mst_api {
 	void (*stats)(struct mst_stats *out);
 	/* PyTorch's snapshot of the device's segments now: at most max; returns how many exist. */
 	size_t (*segments)(struct mst_segment *out, size_t max);
+	/*
+	 * What the replay had to do differently from the recording: segments the allocator asked
+	 * for where place() had no room kept (the replay's order differs there), and deferred frees
+	 * completed early because the allocator waited on them. memsnap reports both.
+	 */
+	void (*deviations)(uint64_t *misplaced_segments, uint64_t *forced_frees);
 	/* Free everything this replay holds and empty the cache. */
 	void (*close)(void);
 };
