@@ -585,21 +585,18 @@ def c_fsdp2(cx):
     dist.destroy_process_group()
 
 
-@case("hf_gpt2", "transformers GPT2LMHeadModel from a small GPT2Config (4 layers, n_embd 384, random "
-      "weights), AdamW, 6 steps with random batch and sequence lengths; history on from the start, "
-      "Python stacks")
-def c_hf_gpt2(cx):
+def _hf_gpt2(cx, n_embd, n_layer, n_head, steps, seed):
     import torch
     import transformers
     from transformers import GPT2Config, GPT2LMHeadModel
     torch.manual_seed(0)
     cx.truth["transformers"] = transformers.__version__
     cx.history(enabled="all", context="all", stacks="python")
-    cfg = GPT2Config(vocab_size=8192, n_positions=512, n_embd=384, n_layer=4, n_head=6)
+    cfg = GPT2Config(vocab_size=8192, n_positions=512, n_embd=n_embd, n_layer=n_layer, n_head=n_head)
     m = GPT2LMHeadModel(cfg).cuda()
     m.train()
     opt = torch.optim.AdamW(m.parameters(), lr=1e-4)
-    for b, s in shapes(6, seed=6, bs=(2, 4, 8), ss=(64, 128, 256, 512)):
+    for b, s in shapes(steps, seed=seed, bs=(2, 4, 8), ss=(64, 128, 256, 512)):
         ids = torch.randint(0, cfg.vocab_size, (b, s), device="cuda")
         out = m(input_ids=ids, labels=ids)
         out.loss.backward()
@@ -612,30 +609,18 @@ def c_hf_gpt2(cx):
     cx.finish()
 
 
+@case("hf_gpt2", "transformers GPT2LMHeadModel from a small GPT2Config (4 layers, n_embd 384, random "
+      "weights), AdamW, 6 steps with random batch and sequence lengths; history on from the start, "
+      "Python stacks")
+def c_hf_gpt2(cx):
+    _hf_gpt2(cx, n_embd=384, n_layer=4, n_head=6, steps=6, seed=6)
+
+
 @case("hf_gpt2_long", "transformers GPT2LMHeadModel (6 layers, n_embd 512, random weights), AdamW, "
       "400 steps with random batch and sequence lengths; history on from the start, Python stacks: "
       "a long real trace (about half a million entries) for the benchmarks", timeout=480)
 def c_hf_gpt2_long(cx):
-    import torch
-    import transformers
-    from transformers import GPT2Config, GPT2LMHeadModel
-    torch.manual_seed(0)
-    cx.truth["transformers"] = transformers.__version__
-    cx.history(enabled="all", context="all", stacks="python")
-    cfg = GPT2Config(vocab_size=8192, n_positions=512, n_embd=512, n_layer=6, n_head=8)
-    m = GPT2LMHeadModel(cfg).cuda()
-    m.train()
-    opt = torch.optim.AdamW(m.parameters(), lr=1e-4)
-    for b, s in shapes(400, seed=16, bs=(2, 4, 8), ss=(64, 128, 256, 512)):
-        ids = torch.randint(0, cfg.vocab_size, (b, s), device="cuda")
-        out = m(input_ids=ids, labels=ids)
-        out.loss.backward()
-        opt.step()
-        opt.zero_grad(set_to_none=True)
-        out.loss.item()
-        del out, ids
-        cx.truth["steps"] += 1
-    cx.finish()
+    _hf_gpt2(cx, n_embd=512, n_layer=6, n_head=8, steps=400, seed=16)
 
 
 @case("lightning", "pytorch-lightning Trainer(max_steps=8, one GPU, bf16-mixed) fitting a small GPT "

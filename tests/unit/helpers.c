@@ -1,10 +1,13 @@
 /* Shared helpers of the unit tests. */
+#define _DEFAULT_SOURCE /* scandir, alphasort */
 #include "helpers.h"
 
 #include "parse/input.h"
 #include "parse/torch_snapshot.h"
 
 #include <cjson/cJSON.h>
+#include <criterion/criterion.h>
+#include <dirent.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -219,4 +222,32 @@ char *th_read_decompressed(const char *path, size_t *len)
 	ms_input_close(in);
 	*len = n;
 	return buf;
+}
+
+static int wild_file(const struct dirent *de)
+{
+	return strstr(de->d_name, ".pickle") || strstr(de->d_name, ".pkl");
+}
+
+int th_each_wild(void (*fn)(const char *name, struct ms_trace *t, void *ctx), void *ctx)
+{
+	struct dirent **list = NULL;
+	int n = scandir(MS_SHARED_WILD, &list, wild_file, alphasort);
+
+	if (n < 0)
+		return -1;
+	for (int i = 0; i < n; i++) {
+		char path[1024];
+		struct ms_trace *t = NULL;
+		struct ms_diag d = MS_DIAG_INIT;
+		snprintf(path, sizeof(path), "%s/%s", MS_SHARED_WILD, list[i]->d_name);
+		cr_assert_eq(ms_trace_load(path, NULL, &t, NULL, &d), MS_OK, "%s: %s",
+		             list[i]->d_name, d.msg);
+		fn(list[i]->d_name, t, ctx);
+		ms_trace_free(t);
+	}
+	for (int i = 0; i < n; i++)
+		free(list[i]);
+	free(list);
+	return n;
 }

@@ -44,6 +44,13 @@ ms_status th_pickle_load(const void *data, size_t n, int fast, size_t chunk, str
  */
 ms_status th_pickle_load_split(const void *data, size_t n, int64_t split, struct ms_trace **out,
                                uint64_t *n_split, struct ms_diag *d);
+/*
+ * Each snapshot of the third-party corpus (MS_SHARED_WILD: *.pickle and *.pkl files) in name
+ * order, loaded: fn gets the file's name and its trace, freed when fn returns; a file that does
+ * not load fails the test. Returns how many there were, or -1 where the directory is absent
+ * (the caller skips: the corpus is not bundled).
+ */
+int th_each_wild(void (*fn)(const char *name, struct ms_trace *t, void *ctx), void *ctx);
 /* The whole decompressed content of a snapshot file; caller frees. NULL if it cannot. */
 char *th_read_decompressed(const char *path, size_t *len);
 

@@ -4,7 +4,6 @@
  * (*.truth.json), never against the model's earlier output.
  */
 #include <cjson/cJSON.h>
-#include <dirent.h>
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <string.h>
@@ -827,81 +826,67 @@ Test(replay, real_recordings_against_their_truth)
  * the recorded one; never a divergence. Snapshots of other allocators (torch_npu) and files
  * whose fields fit no PyTorch release are left out: there is nothing to compare them with.
  */
+static void wild_agree(const char *name, struct ms_trace *t, void *ctx)
+{
+	int *compared = ctx;
+	struct ms_diag d = MS_DIAG_INIT;
+	uint32_t devs[8];
+	size_t nd = 0;
+
+	if (!strcmp(t->meta.producer, "torch_npu") ||
+	    !strncmp(t->meta.layout_release, "no PyTorch", 10))
+		return;
+	for (size_t i = 0; i < t->n_events; i++) {
+		size_t k;
+		for (k = 0; k < nd && devs[k] != t->events[i].device; k++)
+			;
+		if (k == nd && nd < 8)
+			devs[nd++] = t->events[i].device;
+	}
+	for (size_t k = 0; k < nd; k++) {
+		struct ms_replay_opts o;
+		struct ms_replay_result r;
+		struct ms_initial_state init;
+		enum ms_mid_run what;
+		int64_t cur, peak;
+		memset(&o, 0, sizeof(o));
+		o.device = devs[k];
+		cr_assert_eq(ms_replay_trace(t, &o, &r, &d), MS_OK, "%s: %s", name, d.msg);
+		cr_assert_eq(ms_replay_from_rebuilt(t, &o, &init, &r, &what, &d), MS_OK, "%s: %s",
+		             name, d.msg);
+		cr_expect(what == MS_MID_RUN_NO || what == MS_MID_RUN_REBUILT, "%s: %d", name,
+		          (int)what);
+		cr_expect_eq(r.n_produced, r.n_recorded, "%s: %zu segment events, %zu recorded",
+		             name, r.n_produced, r.n_recorded);
+		for (size_t i = 0; i < r.n_produced && i < r.n_recorded; i++)
+			cr_expect(r.produced[i].action == r.recorded[i].action &&
+			                  r.produced[i].size == r.recorded[i].size,
+			          "%s: segment event %zu differs", name, i);
+		cur = peak = (int64_t)r.initial_reserved;
+		for (size_t i = 0; i < r.n_recorded; i++) {
+			int grow = r.recorded[i].action == MS_ACT_SEGMENT_ALLOC ||
+			           r.recorded[i].action == MS_ACT_SEGMENT_MAP;
+			cur += grow ? (int64_t)r.recorded[i].size : -(int64_t)r.recorded[i].size;
+			peak = cur > peak ? cur : peak;
+		}
+		cr_expect_eq(r.stats.reserved_bytes[0].peak, peak,
+		             "%s: reserved peak %lld, "
+		             "recorded %lld",
+		             name, (long long)r.stats.reserved_bytes[0].peak, (long long)peak);
+		cr_expect(!r.ended_by_oom, "%s", name);
+		ms_replay_result_release(&r);
+		ms_initial_state_release(&init);
+		(*compared)++;
+	}
+}
+
 Test(replay, wild_snapshots_agree)
 {
-	const char *dir = MS_SHARED_WILD;
-	DIR *dh = opendir(dir);
-	struct dirent *de;
 	int compared = 0;
 
-	if (!dh) {
-		cr_skip_test("%s: absent (third-party snapshots, not bundled)", dir);
+	if (th_each_wild(wild_agree, &compared) < 0) {
+		cr_skip_test("%s: absent (third-party snapshots, not bundled)", MS_SHARED_WILD);
 		return;
 	}
-	while ((de = readdir(dh))) {
-		char path[1024];
-		struct ms_trace *t = NULL;
-		struct ms_diag d = MS_DIAG_INIT;
-		uint32_t devs[8];
-		size_t nd = 0;
-		if (!strstr(de->d_name, ".pickle") && !strstr(de->d_name, ".pkl"))
-			continue;
-		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
-		cr_assert_eq(ms_trace_load(path, NULL, &t, NULL, &d), MS_OK, "%s: %s", de->d_name,
-		             d.msg);
-		if (!strcmp(t->meta.producer, "torch_npu") ||
-		    !strncmp(t->meta.layout_release, "no PyTorch", 10)) {
-			ms_trace_free(t);
-			continue;
-		}
-		for (size_t i = 0; i < t->n_events; i++) {
-			size_t k;
-			for (k = 0; k < nd && devs[k] != t->events[i].device; k++)
-				;
-			if (k == nd && nd < 8)
-				devs[nd++] = t->events[i].device;
-		}
-		for (size_t k = 0; k < nd; k++) {
-			struct ms_replay_opts o;
-			struct ms_replay_result r;
-			struct ms_initial_state init;
-			enum ms_mid_run what;
-			int64_t cur, peak;
-			memset(&o, 0, sizeof(o));
-			o.device = devs[k];
-			cr_assert_eq(ms_replay_trace(t, &o, &r, &d), MS_OK, "%s: %s", de->d_name,
-			             d.msg);
-			cr_assert_eq(ms_replay_from_rebuilt(t, &o, &init, &r, &what, &d), MS_OK,
-			             "%s: %s", de->d_name, d.msg);
-			cr_expect(what == MS_MID_RUN_NO || what == MS_MID_RUN_REBUILT, "%s: %d",
-			          de->d_name, (int)what);
-			cr_expect_eq(r.n_produced, r.n_recorded,
-			             "%s: %zu segment events, %zu recorded", de->d_name,
-			             r.n_produced, r.n_recorded);
-			for (size_t i = 0; i < r.n_produced && i < r.n_recorded; i++)
-				cr_expect(r.produced[i].action == r.recorded[i].action &&
-				                  r.produced[i].size == r.recorded[i].size,
-				          "%s: segment event %zu differs", de->d_name, i);
-			cur = peak = (int64_t)r.initial_reserved;
-			for (size_t i = 0; i < r.n_recorded; i++) {
-				int grow = r.recorded[i].action == MS_ACT_SEGMENT_ALLOC ||
-				           r.recorded[i].action == MS_ACT_SEGMENT_MAP;
-				cur += grow ? (int64_t)r.recorded[i].size
-				            : -(int64_t)r.recorded[i].size;
-				peak = cur > peak ? cur : peak;
-			}
-			cr_expect_eq(r.stats.reserved_bytes[0].peak, peak,
-			             "%s: reserved peak %lld, "
-			             "recorded %lld",
-			             de->d_name, (long long)r.stats.reserved_bytes[0].peak,
-			             (long long)peak);
-			cr_expect(!r.ended_by_oom, "%s", de->d_name);
-			ms_replay_result_release(&r);
-			ms_initial_state_release(&init);
-			compared++;
-		}
-		ms_trace_free(t);
-	}
-	closedir(dh);
 	cr_expect_geq(compared, 9, "only %d devices compared", compared);
 }

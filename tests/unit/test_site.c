@@ -1,6 +1,5 @@
 /* The site rule (replay/site.c): frame kinds, the site of a stack, the frames shown with it. */
 #include <criterion/criterion.h>
-#include <dirent.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -428,56 +427,45 @@ Test(site, stacks_all_snapshot)
  * allocation is named by the stack capture, the allocator or any other plumbing (every stack
  * there has Python or an operator), and user code names some.
  */
+static void wild_sites(const char *name, struct ms_trace *t, void *ctx)
+{
+	size_t *with_cpp = ctx;
+	char buf[512];
+	size_t allocs = 0, user = 0, cpp_stacks = 0, kinds[5] = {0};
+	for (size_t i = 0; i < t->n_events; i++) {
+		const struct ms_event *e = &t->events[i];
+		size_t n;
+		const uint32_t *fr;
+		enum ms_frame_kind k;
+		if (e->action != MS_ACT_ALLOC || !e->stack)
+			continue;
+		fr = ms_symtab_get_stack(&t->syms, e->stack, &n);
+		cpp_stacks += !strcmp(ms_symtab_get_str(&t->syms, t->syms.frames[fr[0]].name)->s,
+		                      "torch::unwind::unwind()");
+		ms_stack_label(&t->syms, e->stack, buf, sizeof(buf));
+		cr_expect(strncmp(buf, "torch::unwind", 13) && strncmp(buf, "c10::", 5),
+		          "%s: event %zu named by %s", name, i, buf);
+		ms_site_pos(&t->syms, fr, n, &k);
+		user += k == MS_FRAME_USER;
+		kinds[k]++;
+		allocs++;
+	}
+	if (cpp_stacks) {
+		(*with_cpp)++;
+		cr_expect_gt(user, 0, "%s: no allocation by user code of %zu", name, allocs);
+		cr_expect_eq(kinds[MS_FRAME_PLUMBING], 0,
+		             "%s: %zu allocations named by their innermost frame", name,
+		             kinds[MS_FRAME_PLUMBING]);
+	}
+}
+
 Test(site, wild_snapshots)
 {
-	const char *dir = MS_SHARED_WILD;
-	DIR *dh = opendir(dir);
-	struct dirent *de;
 	size_t with_cpp = 0;
 
-	if (!dh) {
-		cr_skip_test("%s: absent (third-party snapshots, not bundled)", dir);
+	if (th_each_wild(wild_sites, &with_cpp) < 0) {
+		cr_skip_test("%s: absent (third-party snapshots, not bundled)", MS_SHARED_WILD);
 		return;
 	}
-	while ((de = readdir(dh))) {
-		char path[1024], buf[512];
-		struct ms_trace *t = NULL;
-		struct ms_diag d = MS_DIAG_INIT;
-		size_t allocs = 0, user = 0, cpp_stacks = 0, kinds[5] = {0};
-		if (!strstr(de->d_name, ".pickle") && !strstr(de->d_name, ".pkl"))
-			continue;
-		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
-		cr_assert_eq(ms_trace_load(path, NULL, &t, NULL, &d), MS_OK, "%s: %s", de->d_name,
-		             d.msg);
-		for (size_t i = 0; i < t->n_events; i++) {
-			const struct ms_event *e = &t->events[i];
-			size_t n;
-			const uint32_t *fr;
-			enum ms_frame_kind k;
-			if (e->action != MS_ACT_ALLOC || !e->stack)
-				continue;
-			fr = ms_symtab_get_stack(&t->syms, e->stack, &n);
-			cpp_stacks +=
-			        !strcmp(ms_symtab_get_str(&t->syms, t->syms.frames[fr[0]].name)->s,
-			                "torch::unwind::unwind()");
-			ms_stack_label(&t->syms, e->stack, buf, sizeof(buf));
-			cr_expect(strncmp(buf, "torch::unwind", 13) && strncmp(buf, "c10::", 5),
-			          "%s: event %zu named by %s", de->d_name, i, buf);
-			ms_site_pos(&t->syms, fr, n, &k);
-			user += k == MS_FRAME_USER;
-			kinds[k]++;
-			allocs++;
-		}
-		if (cpp_stacks) {
-			with_cpp++;
-			cr_expect_gt(user, 0, "%s: no allocation by user code of %zu", de->d_name,
-			             allocs);
-			cr_expect_eq(kinds[MS_FRAME_PLUMBING], 0,
-			             "%s: %zu allocations named by their innermost frame",
-			             de->d_name, kinds[MS_FRAME_PLUMBING]);
-		}
-		ms_trace_free(t);
-	}
-	closedir(dh);
-	cr_expect_gt(with_cpp, 0, "%s holds no stacks=\"all\" snapshot", dir);
+	cr_expect_gt(with_cpp, 0, "%s holds no stacks=\"all\" snapshot", MS_SHARED_WILD);
 }
