@@ -12,6 +12,7 @@
 #include "common/alloc.h"
 #include "parse/trace.h"
 #include "render/render.h"
+#include "render/report.h"
 #include "replay/site.h"
 #include "replay/replay.h"
 #include "helpers.h"
@@ -255,6 +256,17 @@ static uint64_t truth_stat(const char *name, const char *key)
 	return out;
 }
 
+/* The page of in's report, without a what-if table. */
+static void render_page(const struct ms_report_input *in, struct ms_buf *out)
+{
+	struct ms_report rep;
+	struct ms_diag d = MS_DIAG_INIT;
+
+	cr_assert_eq(ms_report_collect(in, &rep, &d), MS_OK, "%s", d.msg);
+	cr_assert_eq(ms_render_html(&rep, NULL, 0, out), MS_OK);
+	ms_report_release(&rep);
+}
+
 /* The data block the report page carries (parsed; the caller frees it). */
 static cJSON *page_data(struct ms_buf *out)
 {
@@ -293,7 +305,7 @@ static void timeline_keeps_peaks(const char *name, size_t buckets)
 	const char *path = th_snapshot_path(name);
 	struct ms_replay_opts o;
 	struct ms_replay_result first;
-	struct ms_render_html_input in;
+	struct ms_report_input in;
 	struct ms_buf out = MS_BUF_INIT;
 	struct ms_diag d = MS_DIAG_INIT;
 	uint64_t want_alloc = truth_stat(name, "allocated_bytes.all.peak");
@@ -310,8 +322,7 @@ static void timeline_keeps_peaks(const char *name, size_t buckets)
 	in.opts = &o;
 	in.first = &first;
 	in.buckets = buckets;
-	in.no_whatif = 1;
-	cr_assert_eq(ms_render_html(&in, &out, &d), MS_OK, "%s", d.msg);
+	render_page(&in, &out);
 	data = page_data(&out);
 	timeline = cJSON_GetObjectItemCaseSensitive(data, "timeline");
 	cr_assert_leq(
@@ -351,7 +362,7 @@ Test(render, timeline_shows_memory_outside_pytorch)
 	struct ms_event e;
 	struct ms_replay_opts o;
 	struct ms_replay_result first;
-	struct ms_render_html_input in;
+	struct ms_report_input in;
 	struct ms_buf out = MS_BUF_INIT;
 	struct ms_diag d = MS_DIAG_INIT;
 	cJSON *data;
@@ -395,8 +406,7 @@ Test(render, timeline_shows_memory_outside_pytorch)
 	in.opts = &o;
 	in.first = &first;
 	in.buckets = 40;
-	in.no_whatif = 1;
-	cr_assert_eq(ms_render_html(&in, &out, &d), MS_OK, "%s", d.msg);
+	render_page(&in, &out);
 	data = page_data(&out);
 	cr_assert_eq(column_max(cJSON_GetObjectItemCaseSensitive(data, "timeline"), "ext"),
 	             64 << 20);
@@ -425,7 +435,7 @@ Test(render, page_carries_site_stacks)
 	const char *path = MS_TESTDATA "/snapshots/edge/stacks_all.pickle";
 	struct ms_replay_opts o;
 	struct ms_replay_result first;
-	struct ms_render_html_input in;
+	struct ms_report_input in;
 	struct ms_buf out = MS_BUF_INIT;
 	struct ms_diag d = MS_DIAG_INIT;
 	const cJSON *sites, *stacks, *holders, *st;
@@ -440,9 +450,8 @@ Test(render, page_carries_site_stacks)
 	in.source = in.path = path;
 	in.opts = &o;
 	in.first = &first;
-	in.no_whatif = 1;
 	in.frames = 3;
-	cr_assert_eq(ms_render_html(&in, &out, &d), MS_OK, "%s", d.msg);
+	render_page(&in, &out);
 	data = page_data(&out);
 	sites = cJSON_GetObjectItemCaseSensitive(data, "sites");
 	stacks = cJSON_GetObjectItemCaseSensitive(data, "site_stacks");
