@@ -139,26 +139,25 @@ static int page_data(const struct ms_replay_cli *c, const char *path,
                      const struct ms_replay_result *r, const struct ms_limit_range *lim,
                      const struct page_opts *pg, int whole_page, struct ms_buf *out)
 {
-	struct ms_report_input in;
+	struct ms_report_input in = {
+	        .source = path,
+	        .path = path,
+	        .opts = &c->o,
+	        .first = r,
+	        .buckets = pg->detail,
+	        .frames = pg->frames,
+	        .from = pg->from,
+	        .to = pg->to,
+	        .limit_inferred = lim->inferred,
+	        .limit_lo = lim->lo,
+	        .limit_hi = lim->hi,
+	};
 	struct ms_report rep;
 	struct ms_whatif_row *rows = NULL;
 	size_t n_rows = 0;
 	struct ms_diag d = MS_DIAG_INIT;
-	ms_status s;
+	ms_status s = ms_report_collect(&in, &rep, &d);
 
-	memset(&in, 0, sizeof(in));
-	in.source = path;
-	in.path = path;
-	in.opts = &c->o;
-	in.first = r;
-	in.buckets = pg->detail;
-	in.from = pg->from;
-	in.to = pg->to;
-	in.frames = pg->frames;
-	in.limit_inferred = lim->inferred;
-	in.limit_lo = lim->lo;
-	in.limit_hi = lim->hi;
-	s = ms_report_collect(&in, &rep, &d);
 	if (!s && rep.has_oom && !pg->no_whatif)
 		s = whatif_rows(path, &c->o, &rows, &n_rows, &d);
 	if (!s)

@@ -66,15 +66,14 @@ ms_status ms_report_window_peak(const struct ms_trace *t, const char *path,
 struct builder {
 	struct ms_report *rep;
 	uint64_t width, fine_width; /* events per bucket, per fine bucket */
-	size_t cap_buckets, cap_fine, cap_moments, cap_segs, cap_cells, cap_sites;
+	size_t cap_buckets, cap_fine, cap_moments, cap_segs, cap_cells;
 	struct ms_annotation *anns; /* the trace's, collected as the replay reads them */
 	size_t n_anns, cap_anns;
 	int64_t stream_cur[MS_REPORT_STREAMS + 1], prev_alloc;
 	const struct ms_replay_result *res; /* the replay's result as it runs: external_now */
-	/* sites */
-	const struct ms_symtab *syms; /* the stacks the blocks and buckets name */
-	struct ms_u64map site_ids;    /* stack -> site */
-	uint32_t *site_first;         /* site -> the first stack seen with it */
+	/* sites, of the stacks of rep->syms */
+	struct ms_u64map site_ids; /* stack -> site */
+	uint32_t *site_first;      /* site -> the first stack seen with it */
 	size_t cap_first;
 	uint32_t shown; /* --frames */
 	struct ms_render_cell *cells;
@@ -117,8 +116,9 @@ static void on_event(void *ctx, uint64_t index, const struct ms_event *e, const 
 	l->prev_alloc = (int64_t)a;
 	if (index < rep->from || index >= rep->to)
 		return;
-	if (!rep->n_fine || (index - rep->from) / l->fine_width !=
-	                            (rep->fine[rep->n_fine - 1].first - rep->from) / l->fine_width) {
+	if (!rep->n_fine ||
+	    (index - rep->from) / l->fine_width !=
+	            (rep->fine[rep->n_fine - 1].first - rep->from) / l->fine_width) {
 		if (ms_grow(&rep->fine, &l->cap_fine, rep->n_fine + 1, sizeof(*rep->fine))) {
 			l->nomem = 1;
 			return;
@@ -127,9 +127,9 @@ static void on_event(void *ctx, uint64_t index, const struct ms_event *e, const 
 	} else {
 		span_extend(&rep->fine[rep->n_fine - 1], a, r);
 	}
-	if (!rep->n_buckets || (index - rep->from) / l->width !=
-	                               (rep->buckets[rep->n_buckets - 1].s.first - rep->from) /
-	                                       l->width) {
+	if (!rep->n_buckets ||
+	    (index - rep->from) / l->width !=
+	            (rep->buckets[rep->n_buckets - 1].s.first - rep->from) / l->width) {
 		if (ms_grow(&rep->buckets, &l->cap_buckets, rep->n_buckets + 1,
 		            sizeof(*rep->buckets))) {
 			l->nomem = 1;
@@ -247,11 +247,11 @@ static int64_t site_of(struct builder *l, uint32_t stack)
 	uint32_t id;
 	size_t before;
 
-	if (!stack || !l->syms || stack >= ms_symtab_nstacks(l->syms))
+	if (!stack || !rep->syms || stack >= ms_symtab_nstacks(rep->syms))
 		return -1;
 	if ((v = ms_u64map_get(&l->site_ids, stack)))
 		return (int64_t)*v;
-	ms_stack_label(l->syms, stack, label, sizeof(label));
+	ms_stack_label(rep->syms, stack, label, sizeof(label));
 	before = sites_n(rep);
 	if (ms_symtab_str(&rep->site_labels, label, strlen(label), &id) || id == 0 ||
 	    ms_u64map_put(&l->site_ids, stack, id - 1) ||
@@ -336,8 +336,9 @@ static void add_moment(struct builder *l, const struct ms_replay_snap *sn, const
 			x->size = c->bytes[0] + c->bytes[1] + c->bytes[2] + c->bytes[3];
 			x->state = ms_render_cell_state(c);
 			x->requested = x->state == 0 ? c->bytes[0] : 0;
-			x->site = c->to - c->from == 1 && x->state != 3 ? site_of(l, b[c->from].stack)
-			                                                : -1;
+			x->site = c->to - c->from == 1 && x->state != 3
+			                  ? site_of(l, b[c->from].stack)
+			                  : -1;
 			x->blocks = c->to - c->from;
 		}
 		k += g->n_blocks;
@@ -466,7 +467,7 @@ static ms_status finish(struct builder *l, const struct ms_replay_snap *peak,
 	                                                sizeof(*rep->site_stacks))))
 		l->nomem = 1;
 	for (size_t i = 0; i < rep->n_sites && !l->nomem; i++)
-		stack_of(l, l->syms, l->site_first[i], &rep->site_stacks[i]);
+		stack_of(l, rep->syms, l->site_first[i], &rep->site_stacks[i]);
 	return l->nomem ? MS_ERR_NOMEM : MS_OK;
 }
 
@@ -517,7 +518,7 @@ ms_status ms_report_collect(const struct ms_report_input *in, struct ms_report *
 	if ((s = start(rep, &l, in->source, in->frames)))
 		goto out;
 	/* a trace in memory has its table; one streamed from its file fills ours */
-	rep->syms = l.syms = in->trace ? &in->trace->syms : &rep->own_syms;
+	rep->syms = in->trace ? &in->trace->syms : &rep->own_syms;
 	if (in->to && in->to < hi)
 		hi = in->to;
 	if (lo >= hi) {
@@ -608,9 +609,9 @@ ms_status ms_report_collect(const struct ms_report_input *in, struct ms_report *
 	for (size_t i = 0; i < r.n_snaps && !l.nomem; i++) {
 		const struct ms_replay_snap *sn = &r.snaps[i];
 		add_moment(&l, sn,
-		           sn->index == rep->peak_index                                 ? "peak"
+		           sn->index == rep->peak_index                              ? "peak"
 		           : rep->has_oom && sn->index == in->first->first_oom.index ? "oom"
-		                                                                        : "");
+		                                                                     : "");
 		if (sn->index == rep->peak_index)
 			peak = sn;
 	}
@@ -634,7 +635,7 @@ ms_status ms_report_end_state(const struct ms_render_input *in, struct ms_report
 
 	if (!(s = start(rep, &l, in->source, in->frames))) {
 		rep->no_trace = 1;
-		rep->syms = l.syms = in->syms;
+		rep->syms = in->syms;
 		rep->device = in->r->device;
 		memcpy(rep->alloc_conf, in->r->alloc_conf, sizeof(rep->alloc_conf));
 		rep->device_memory = UINT64_MAX;

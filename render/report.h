@@ -34,11 +34,11 @@ struct ms_report_span {
 struct ms_report_bucket {
 	struct ms_report_span s;
 	int64_t stream_alloc[MS_REPORT_STREAMS + 1]; /* allocated bytes per stream, last event */
-	int64_t ann;                      /* innermost open annotation (string id), or -1 */
-	uint64_t big_size, big_index;     /* the largest allocation requested in the bucket */
-	uint32_t big_stack;               /* ... its stack */
-	int64_t big_site;                 /* ... and its site, or -1 */
-	uint64_t last;                    /* trace event */
+	int64_t ann;                  /* innermost open annotation (string id), or -1 */
+	uint64_t big_size, big_index; /* the largest allocation requested in the bucket */
+	uint32_t big_stack;           /* ... its stack */
+	int64_t big_site;             /* ... and its site, or -1 */
+	uint64_t last;                /* trace event */
 	uint64_t active_max;
 	uint64_t ext_max; /* bytes outside PyTorch's allocator, the most in the bucket */
 	/* at the last event */

@@ -15,6 +15,7 @@
 #include "render/report.h"
 #include "replay/site.h"
 #include "replay/replay.h"
+#include "replay/whatif.h"
 #include "helpers.h"
 
 /* Replay name to the end (or to event `at`) as the CLI does: a mid-run rebuild, an inferred
@@ -484,4 +485,74 @@ Test(render, page_carries_site_stacks)
 	cJSON_Delete(data);
 	ms_buf_release(&out);
 	ms_replay_result_release(&first);
+}
+
+/*
+ * The report of a trace in memory and the what-if table its caller computed: the page's data
+ * draws the rows given where the report has an OOM, and null without them.
+ */
+Test(render, page_draws_the_whatif_rows_given)
+{
+	const char *path = MS_TESTDATA "/snapshots/edge/stacks_all.pickle";
+	struct ms_trace *t;
+	struct ms_replay_opts o;
+	struct ms_replay_result first;
+	struct ms_report_input in;
+	struct ms_report rep;
+	struct ms_whatif_row rows[2];
+	struct ms_buf with = MS_BUF_INIT, without = MS_BUF_INIT;
+	struct ms_diag d = MS_DIAG_INIT;
+	const cJSON *table, *moments, *m;
+	cJSON *data;
+	int peak = 0, oom = 0;
+
+	cr_assert_eq(ms_trace_load(path, NULL, &t, NULL, &d), MS_OK, "%s", d.msg);
+	memset(&o, 0, sizeof(o));
+	cr_assert_eq(ms_replay_trace(t, &o, &first, &d), MS_OK, "%s", d.msg);
+	cr_assert(first.has_oom);
+	memset(&in, 0, sizeof(in));
+	in.source = path;
+	in.trace = t;
+	in.opts = &o;
+	in.first = &first;
+	cr_assert_eq(ms_report_collect(&in, &rep, &d), MS_OK, "%s", d.msg);
+	cr_assert(rep.has_oom);
+	memset(rows, 0, sizeof(rows));
+	rows[0].conf = NULL; /* the recorded setting */
+	rows[1].conf = "expandable_segments:True";
+	cr_assert_eq(ms_whatif_run(t, &o, rows, 2, 1), MS_OK);
+	cr_assert_eq(ms_render_html_data(&rep, rows, 2, &with), MS_OK);
+	cr_assert_eq(ms_render_html_data(&rep, NULL, 0, &without), MS_OK);
+	cr_assert_eq(ms_buf_append(&with, "", 1), MS_OK);
+	cr_assert_eq(ms_buf_append(&without, "", 1), MS_OK);
+
+	data = cJSON_Parse(with.data);
+	cr_assert(data);
+	table = cJSON_GetObjectItemCaseSensitive(data, "whatif");
+	cr_assert_eq(cJSON_GetArraySize(table), 2);
+	cr_expect(cJSON_IsTrue(cJSON_GetArrayItem(cJSON_GetArrayItem(table, 0), 1)));
+	cr_expect_str_eq(cJSON_GetArrayItem(cJSON_GetArrayItem(table, 1), 0)->valuestring,
+	                 "expandable_segments:True");
+	moments = cJSON_GetObjectItemCaseSensitive(data, "moments");
+	cJSON_ArrayForEach(m, moments)
+	{
+		const char *label = cJSON_GetObjectItemCaseSensitive(m, "label")->valuestring;
+		peak += !strcmp(label, "peak");
+		oom += !strcmp(label, "oom");
+	}
+	cr_expect_eq(peak, 1);
+	cr_expect_eq(oom, 1);
+	cJSON_Delete(data);
+
+	data = cJSON_Parse(without.data);
+	cr_assert(data);
+	cr_expect(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(data, "whatif")));
+	cJSON_Delete(data);
+
+	ms_buf_release(&with);
+	ms_buf_release(&without);
+	ms_whatif_release(rows, 2);
+	ms_report_release(&rep);
+	ms_replay_result_release(&first);
+	ms_trace_free(t);
 }
