@@ -444,9 +444,10 @@ static void flame(struct builder *l, const struct ms_replay_snap *sn)
 }
 
 /*
- * What the moments lead to, in the order that numbers sites and frames as the page's tables
- * have them: the top sites and flame graph at the peak (NULL: none), the OOM holders' stacks
- * (holders, from the first pass; NULL: none), then each site's stack.
+ * What follows the moments, in the order the page's data names sites and frames (so that both
+ * are numbered in the order they first appear in it): the top sites and flame graph at the
+ * peak (NULL: none), the OOM holders' stacks (of holders, the first pass's table; NULL: none),
+ * then each site's stack.
  */
 static ms_status finish(struct builder *l, const struct ms_replay_snap *peak,
                         const struct ms_symtab *holders)
@@ -603,6 +604,8 @@ ms_status ms_report_collect(const struct ms_report_input *in, struct ms_report *
 		rep->peak_allocated = x->amax > rep->peak_allocated ? x->amax : rep->peak_allocated;
 		rep->peak_reserved = x->rmax > rep->peak_reserved ? x->rmax : rep->peak_reserved;
 	}
+	/* sites are numbered as the page's data names them: the buckets' largest allocations,
+	 * the moments' blocks, then the top sites (finish) */
 	for (size_t i = 0; i < rep->n_buckets; i++)
 		rep->buckets[i].big_site = site_of(&l, rep->buckets[i].big_stack);
 	ann_names(&l);
