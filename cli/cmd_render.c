@@ -14,8 +14,10 @@
 #include "common/alloc.h"
 #include "parse/devices.h"
 #include "parse/trace.h"
-#include "replay/end_state.h"
 #include "render/render.h"
+#include "render/report.h"
+#include "replay/end_state.h"
+#include "replay/whatif.h"
 
 static const char *const usage[] = {
         "memsnap render [--format html|txt|dot|svg] [--at peak|oom|end|EVENT] [-o FILE]",
@@ -72,37 +74,115 @@ static int emit(const char *out, const struct ms_buf *buf, const char *what, siz
 	return MS_EXIT_OK;
 }
 
-/* The HTML report: r is the first pass (released here). The trace is streamed from its file. */
-static int render_html(struct ms_replay_cli *c, const char *path, const char *out,
-                       struct ms_replay_result *r, const struct ms_limit_range *lim, size_t detail,
-                       int no_whatif, uint64_t from, uint64_t to, uint32_t frames)
-{
-	struct ms_render_html_input in;
-	struct ms_buf buf = MS_BUF_INIT;
-	struct ms_diag d = MS_DIAG_INIT;
-	ms_status s;
-	int rc;
+/* What the page shows: --detail, --no-whatif, --from/--to, --frames. */
+struct page_opts {
+	size_t detail;
+	int no_whatif;
+	uint64_t from, to;
+	uint32_t frames;
+};
 
-	memset(&in, 0, sizeof(in));
-	in.source = path;
-	in.path = path;
-	in.opts = &c->o;
-	in.first = r;
-	in.buckets = detail;
-	in.no_whatif = no_whatif;
-	in.from = from;
-	in.to = to;
-	in.limit_inferred = lim->inferred;
-	in.limit_lo = lim->lo;
-	in.limit_hi = lim->hi;
-	in.frames = frames;
-	s = ms_render_html(&in, &buf, &d);
-	if (s) {
-		ms_report(path, s, &d);
-		rc = MS_EXIT_ERROR;
-	} else {
-		rc = emit(out, &buf, "html", SIZE_MAX, 0);
+/*
+ * The window [from, *to) of a trace of total events (*to 0 or past the end: to the end). An
+ * empty window is an error, said here: returns -1.
+ */
+static int window_check(const char *path, uint64_t from, uint64_t *to, uint64_t total)
+{
+	if (!*to || *to > total)
+		*to = total;
+	if (from < *to)
+		return 0;
+	ms_error("%s: --from %llu: the window holds none of the trace's %llu events", path,
+	         (unsigned long long)from, (unsigned long long)total);
+	return -1;
+}
+
+/*
+ * Which settings would have avoided the OOM: whatif.h's default matrix under o (the first
+ * pass's options: the same limit). The searches replay the trace dozens of times: from memory.
+ * Release *rows with ms_whatif_release() and ms_free().
+ */
+static ms_status whatif_rows(const char *path, const struct ms_replay_opts *o,
+                             struct ms_whatif_row **rows_out, size_t *n_out, struct ms_diag *d)
+{
+	size_t n = ms_whatif_n_default_configs;
+	struct ms_whatif_row *rows;
+	struct ms_trace *t;
+	ms_status s;
+
+	if ((s = ms_trace_load(path, NULL, &t, NULL, d)))
+		return s;
+	if (!(rows = ms_calloc(n, sizeof(*rows)))) {
+		ms_trace_free(t);
+		return MS_ERR_NOMEM;
 	}
+	for (size_t i = 0; i < n; i++)
+		rows[i].conf = ms_whatif_default_configs[i];
+	s = ms_whatif_run(t, o, rows, n, 0);
+	ms_trace_free(t);
+	if (s) {
+		ms_whatif_release(rows, n);
+		ms_free(rows);
+		return s;
+	}
+	*rows_out = rows;
+	*n_out = n;
+	return MS_OK;
+}
+
+/*
+ * One device's page (whole_page) or its data alone, appended to out: the report from one more
+ * replay (r is the first pass, with c's options; the trace is streamed from its file), the
+ * what-if table at an OOM. MS_EXIT_OK, or MS_EXIT_ERROR with the error said.
+ */
+static int page_data(const struct ms_replay_cli *c, const char *path,
+                     const struct ms_replay_result *r, const struct ms_limit_range *lim,
+                     const struct page_opts *pg, int whole_page, struct ms_buf *out)
+{
+	struct ms_report_input in = {
+	        .source = path,
+	        .path = path,
+	        .opts = &c->o,
+	        .first = r,
+	        .buckets = pg->detail,
+	        .frames = pg->frames,
+	        .from = pg->from,
+	        .to = pg->to,
+	        .limit_inferred = lim->inferred,
+	        .limit_lo = lim->lo,
+	        .limit_hi = lim->hi,
+	};
+	struct ms_report rep;
+	struct ms_whatif_row *rows = NULL;
+	size_t n_rows = 0;
+	struct ms_diag d = MS_DIAG_INIT;
+	ms_status s = ms_report_collect(&in, &rep, &d);
+
+	if (!s && rep.has_oom && !pg->no_whatif)
+		s = whatif_rows(path, &c->o, &rows, &n_rows, &d);
+	if (!s)
+		s = whole_page ? ms_render_html(&rep, rows, n_rows, out)
+		               : ms_render_html_data(&rep, rows, n_rows, out);
+	if (s)
+		ms_report(path, s, &d);
+	if (rows) {
+		ms_whatif_release(rows, n_rows);
+		ms_free(rows);
+	}
+	ms_report_release(&rep);
+	return s ? MS_EXIT_ERROR : MS_EXIT_OK;
+}
+
+/* The HTML report: r is the first pass (released here). */
+static int render_html(struct ms_replay_cli *c, const char *path, const char *out,
+                       struct ms_replay_result *r, const struct ms_limit_range *lim,
+                       const struct page_opts *pg)
+{
+	struct ms_buf buf = MS_BUF_INIT;
+	int rc = page_data(c, path, r, lim, pg, 1, &buf);
+
+	if (rc == MS_EXIT_OK)
+		rc = emit(out, &buf, "html", SIZE_MAX, 0);
 	ms_buf_release(&buf);
 	ms_replay_result_release(r);
 	ms_replay_cli_release(c);
@@ -163,6 +243,18 @@ static int choose_device(struct ms_replay_cli *c, const char *path, uint32_t **d
 	        path, nd, c->html ? "the page opens on" : "drawing", best,
 	        best_oom ? "its replay runs out of memory" : "the highest peak");
 	return 0;
+}
+
+/* The page of a snapshot's end state (no timeline). */
+static ms_status end_state_page(const struct ms_render_input *in, struct ms_buf *out)
+{
+	struct ms_report rep;
+	ms_status s = ms_report_end_state(in, &rep);
+
+	if (!s)
+		s = ms_render_html(&rep, NULL, 0, out);
+	ms_report_release(&rep);
+	return s;
 }
 
 /*
@@ -234,7 +326,7 @@ static int render_no_trace(struct ms_replay_cli *c, const char *path, const char
 		s = !strcmp(format, "txt")   ? ms_render_text(&in, &buf)
 		    : !strcmp(format, "dot") ? ms_render_dot(&in, &buf)
 		    : !strcmp(format, "svg") ? ms_render_svg(&in, &buf, &d)
-		                             : ms_render_html_snapshot(&in, &buf, &d);
+		                             : end_state_page(&in, &buf);
 		if (s)
 			ms_report(path, s, &d);
 		else
@@ -252,8 +344,7 @@ static int render_no_trace(struct ms_replay_cli *c, const char *path, const char
  * a switch, opening on the device choose_device picked (c->o.device).
  */
 static int render_html_devices(struct ms_replay_cli *c, const char *path, const char *out,
-                               const uint32_t *devs, size_t nd, size_t detail, int no_whatif,
-                               uint64_t from, uint64_t to, uint32_t frames)
+                               const uint32_t *devs, size_t nd, const struct page_opts *pg)
 {
 	struct ms_buf *datas = ms_calloc(nd, sizeof(*datas));
 	struct ms_buf page = MS_BUF_INIT;
@@ -266,10 +357,7 @@ static int render_html_devices(struct ms_replay_cli *c, const char *path, const 
 	for (i = 0; i < nd && rc == MS_EXIT_OK; i++) {
 		struct ms_replay_result r;
 		struct ms_limit_range lim;
-		struct ms_render_html_input in;
-		struct ms_diag d = MS_DIAG_INIT;
-		ms_status s;
-		uint64_t hi;
+		struct page_opts one = *pg;
 		c->o = base;
 		c->o.device = devs[i];
 		if (devs[i] == base.device)
@@ -278,32 +366,10 @@ static int render_html_devices(struct ms_replay_cli *c, const char *path, const 
 			rc = MS_EXIT_ERROR;
 			break;
 		}
-		hi = !to || to > r.events_total ? r.events_total : to;
-		if (from >= hi) {
-			ms_error(
-			        "%s: --from %llu: the window holds none of the trace's %llu events",
-			        path, (unsigned long long)from, (unsigned long long)r.events_total);
+		if (window_check(path, one.from, &one.to, r.events_total))
 			rc = MS_EXIT_ERROR;
-		} else {
-			memset(&in, 0, sizeof(in));
-			in.source = path;
-			in.path = path;
-			in.opts = &c->o;
-			in.first = &r;
-			in.buckets = detail;
-			in.no_whatif = no_whatif;
-			in.from = from;
-			in.to = hi;
-			in.frames = frames;
-			in.limit_inferred = lim.inferred;
-			in.limit_lo = lim.lo;
-			in.limit_hi = lim.hi;
-			in.data_only = 1;
-			if ((s = ms_render_html(&in, &datas[i], &d))) {
-				ms_report(path, s, &d);
-				rc = MS_EXIT_ERROR;
-			}
-		}
+		else
+			rc = page_data(c, path, &r, &lim, &one, 0, &datas[i]);
 		ms_replay_result_release(&r);
 		ms_replay_cli_release(c);
 	}
@@ -331,6 +397,7 @@ int cmd_render(int argc, const char **argv)
 	struct ms_render_input in;
 	struct ms_symtab syms;
 	struct ms_buf buf = MS_BUF_INIT;
+	struct page_opts pg;
 	uint32_t *devs = NULL;
 	size_t nd = 0;
 	uint64_t event = 0, detail = 2000, from = 0, to = 0;
@@ -418,9 +485,9 @@ int cmd_render(int argc, const char **argv)
 	c.html = !strcmp(format, "html");
 	if (choose_device(&c, argv[0], &devs, &nd))
 		return MS_EXIT_ERROR;
+	pg = (struct page_opts){(size_t)detail, no_whatif, from, to, frames.n};
 	if (c.html && nd > 1) {
-		rc = render_html_devices(&c, argv[0], out, devs, nd, (size_t)detail, no_whatif,
-		                         from, to, frames.n);
+		rc = render_html_devices(&c, argv[0], out, devs, nd, &pg);
 		ms_free(devs);
 		return rc;
 	}
@@ -442,17 +509,14 @@ int cmd_render(int argc, const char **argv)
 		return MS_EXIT_ERROR;
 	}
 	/* the window: events [from, to) */
-	if (!to || to > r.events_total)
-		to = r.events_total;
-	if (from >= to) {
-		ms_error("%s: --from %llu: the window holds none of the trace's %llu events",
-		         argv[0], (unsigned long long)from, (unsigned long long)r.events_total);
+	if (window_check(argv[0], from, &to, r.events_total)) {
 		ms_replay_result_release(&r);
 		return MS_EXIT_ERROR;
 	}
-	if (!strcmp(format, "html"))
-		return render_html(&c, argv[0], out, &r, &lim, (size_t)detail, no_whatif, from, to,
-		                   frames.n);
+	if (!strcmp(format, "html")) {
+		pg.to = to;
+		return render_html(&c, argv[0], out, &r, &lim, &pg);
+	}
 	windowed = from > 0 || to < r.events_total;
 	oom_in = r.has_oom && r.first_oom.index >= from && r.first_oom.index < to;
 	if (!moment)
@@ -483,7 +547,7 @@ int cmd_render(int argc, const char **argv)
 		ms_die(MS_EXIT_ERROR, "out of memory");
 	c.o.syms = &syms;
 	if ((windowed && !strcmp(moment, "peak") &&
-	     (s = ms_render_window_peak(NULL, argv[0], &c.o, from, to, &c.o.snap_index, &d))) ||
+	     (s = ms_report_window_peak(NULL, argv[0], &c.o, from, to, &c.o.snap_index, &d))) ||
 	    (s = ms_replay_run(argv[0], &c.o, &r, &d))) {
 		ms_report(argv[0], s, &d);
 		ms_symtab_release(&syms);

@@ -1,6 +1,7 @@
 /*
- * Drawing the allocator's state at one moment (a replay's snapshot, replay.h) for people:
- * a text map for terminals, Graphviz DOT, and SVG laid out in-process by libgvc.
+ * Drawing for people: the allocator's state at one moment (a replay's snapshot, replay.h) as a
+ * text map for terminals, Graphviz DOT, or SVG laid out in-process by libgvc; and the HTML
+ * report of a whole replay (gathered in report.h).
  */
 #ifndef MEMSNAP_RENDER_RENDER_H
 #define MEMSNAP_RENDER_RENDER_H
@@ -8,8 +9,6 @@
 #include "common/buf.h"
 #include "common/symtab.h"
 #include "replay/replay.h"
-
-struct ms_trace;
 
 struct ms_render_input {
 	const char *source; /* the trace's name, for titles */
@@ -49,52 +48,28 @@ int ms_render_have_svg(void);
 ms_status ms_render_svg(const struct ms_render_input *in, struct ms_buf *out, struct ms_diag *d);
 
 /*
- * What the HTML report needs: the trace (in memory, or streamed from path: only the what-if
- * table at an OOM loads it whole), the replay's options and its first pass.
+ * The HTML report. Its data is gathered first into a struct ms_report (render/report.h); the
+ * page is written from it, with the what-if table the caller computed (replay/whatif.h's
+ * default matrix under the same limit: rows[0 .. n_whatif)), drawn where the report has an OOM
+ * (NULL: none). Each appends to out.
  */
-struct ms_render_html_input {
-	const char *source;
-	const char *path;
-	const struct ms_trace *trace;         /* or NULL */
-	const struct ms_replay_opts *opts;    /* as the first pass ran (limit, mid-run state) */
-	const struct ms_replay_result *first; /* the first pass: events, peak, OOM */
-	size_t buckets;                       /* timeline detail; 0: 2000 */
-	size_t moments;                       /* segment maps besides peak and OOM; 0: 48 */
-	int no_whatif;     /* leave out the what-if table (it replays the trace many times) */
-	uint32_t frames;   /* frames the segment map's tooltips show with a site; 0: the site */
-	uint64_t from, to; /* the window of events drawn; to = 0: to the end */
-	/* the limit was inferred from the recorded OOMs, between limit_lo and limit_hi: the page
-	 * says so wherever a verdict rests on it */
-	int limit_inferred;
-	uint64_t limit_lo, limit_hi;
-	/* append the page's data (JSON) alone, for ms_render_html_devices, not the page */
-	int data_only;
-};
+struct ms_report;
+struct ms_whatif_row;
+/* 1 when this build embeds dygraphs and writes the page, else 0. */
+int ms_render_have_html(void);
+/* The self-contained page; MS_ERR_NOMEM, or MS_ERR_UNSUPPORTED without dygraphs. */
+ms_status ms_render_html(const struct ms_report *rep, const struct ms_whatif_row *whatif,
+                         size_t n_whatif, struct ms_buf *out);
+/* The page's data (JSON) alone, for ms_render_html_devices; MS_ERR_NOMEM only. */
+ms_status ms_render_html_data(const struct ms_report *rep, const struct ms_whatif_row *whatif,
+                              size_t n_whatif, struct ms_buf *out);
 /*
- * The event in [from, to) after which allocated bytes were highest (the first such), from a
- * replay with opts of t, or (t NULL) of the file path, that stops at to.
- */
-ms_status ms_render_window_peak(const struct ms_trace *t, const char *path,
-                                const struct ms_replay_opts *opts, uint64_t from, uint64_t to,
-                                uint64_t *index, struct ms_diag *d);
-/*
- * One page for several devices: datas[i] (ms_render_html with data_only) is device devices[i];
- * the page opens on devices[first] and has a switch to the others.
+ * One page for several devices: datas[i] (ms_render_html_data) is device devices[i]; the page
+ * opens on devices[first] and has a switch to the others. MS_ERR_NOMEM, or MS_ERR_UNSUPPORTED
+ * without dygraphs.
  */
 ms_status ms_render_html_devices(struct ms_buf *out, const char *source, const struct ms_buf *datas,
                                  const uint32_t *devices, size_t n, size_t first);
-/* 1 when this build embeds dygraphs and writes HTML, else 0. */
-int ms_render_have_html(void);
-/* The self-contained HTML report (html.c); replays the trace once more. */
-ms_status ms_render_html(const struct ms_render_html_input *in, struct ms_buf *out,
-                         struct ms_diag *d);
-
-/*
- * The page of a snapshot without a trace (in->moment "snapshot", replay/end_state.h): the
- * segment map of the end state as recorded, its top sites and stacks; no timeline.
- */
-ms_status ms_render_html_snapshot(const struct ms_render_input *in, struct ms_buf *out,
-                                  struct ms_diag *d);
 
 /* s as text inside HTML (or a DOT HTML-like label or attribute): &, <, >, " escaped, control
  * characters dropped. */

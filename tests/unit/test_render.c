@@ -12,8 +12,10 @@
 #include "common/alloc.h"
 #include "parse/trace.h"
 #include "render/render.h"
+#include "render/report.h"
 #include "replay/site.h"
 #include "replay/replay.h"
+#include "replay/whatif.h"
 #include "helpers.h"
 
 /* Replay name to the end (or to event `at`) as the CLI does: a mid-run rebuild, an inferred
@@ -255,6 +257,17 @@ static uint64_t truth_stat(const char *name, const char *key)
 	return out;
 }
 
+/* The page of in's report, without a what-if table. */
+static void render_page(const struct ms_report_input *in, struct ms_buf *out)
+{
+	struct ms_report rep;
+	struct ms_diag d = MS_DIAG_INIT;
+
+	cr_assert_eq(ms_report_collect(in, &rep, &d), MS_OK, "%s", d.msg);
+	cr_assert_eq(ms_render_html(&rep, NULL, 0, out), MS_OK);
+	ms_report_release(&rep);
+}
+
 /* The data block the report page carries (parsed; the caller frees it). */
 static cJSON *page_data(struct ms_buf *out)
 {
@@ -293,7 +306,7 @@ static void timeline_keeps_peaks(const char *name, size_t buckets)
 	const char *path = th_snapshot_path(name);
 	struct ms_replay_opts o;
 	struct ms_replay_result first;
-	struct ms_render_html_input in;
+	struct ms_report_input in;
 	struct ms_buf out = MS_BUF_INIT;
 	struct ms_diag d = MS_DIAG_INIT;
 	uint64_t want_alloc = truth_stat(name, "allocated_bytes.all.peak");
@@ -310,8 +323,7 @@ static void timeline_keeps_peaks(const char *name, size_t buckets)
 	in.opts = &o;
 	in.first = &first;
 	in.buckets = buckets;
-	in.no_whatif = 1;
-	cr_assert_eq(ms_render_html(&in, &out, &d), MS_OK, "%s", d.msg);
+	render_page(&in, &out);
 	data = page_data(&out);
 	timeline = cJSON_GetObjectItemCaseSensitive(data, "timeline");
 	cr_assert_leq(
@@ -351,7 +363,7 @@ Test(render, timeline_shows_memory_outside_pytorch)
 	struct ms_event e;
 	struct ms_replay_opts o;
 	struct ms_replay_result first;
-	struct ms_render_html_input in;
+	struct ms_report_input in;
 	struct ms_buf out = MS_BUF_INIT;
 	struct ms_diag d = MS_DIAG_INIT;
 	cJSON *data;
@@ -395,8 +407,7 @@ Test(render, timeline_shows_memory_outside_pytorch)
 	in.opts = &o;
 	in.first = &first;
 	in.buckets = 40;
-	in.no_whatif = 1;
-	cr_assert_eq(ms_render_html(&in, &out, &d), MS_OK, "%s", d.msg);
+	render_page(&in, &out);
 	data = page_data(&out);
 	cr_assert_eq(column_max(cJSON_GetObjectItemCaseSensitive(data, "timeline"), "ext"),
 	             64 << 20);
@@ -425,7 +436,7 @@ Test(render, page_carries_site_stacks)
 	const char *path = MS_TESTDATA "/snapshots/edge/stacks_all.pickle";
 	struct ms_replay_opts o;
 	struct ms_replay_result first;
-	struct ms_render_html_input in;
+	struct ms_report_input in;
 	struct ms_buf out = MS_BUF_INIT;
 	struct ms_diag d = MS_DIAG_INIT;
 	const cJSON *sites, *stacks, *holders, *st;
@@ -440,9 +451,8 @@ Test(render, page_carries_site_stacks)
 	in.source = in.path = path;
 	in.opts = &o;
 	in.first = &first;
-	in.no_whatif = 1;
 	in.frames = 3;
-	cr_assert_eq(ms_render_html(&in, &out, &d), MS_OK, "%s", d.msg);
+	render_page(&in, &out);
 	data = page_data(&out);
 	sites = cJSON_GetObjectItemCaseSensitive(data, "sites");
 	stacks = cJSON_GetObjectItemCaseSensitive(data, "site_stacks");
@@ -475,4 +485,74 @@ Test(render, page_carries_site_stacks)
 	cJSON_Delete(data);
 	ms_buf_release(&out);
 	ms_replay_result_release(&first);
+}
+
+/*
+ * The report of a trace in memory and the what-if table its caller computed: the page's data
+ * draws the rows given where the report has an OOM, and null without them.
+ */
+Test(render, page_draws_the_whatif_rows_given)
+{
+	const char *path = MS_TESTDATA "/snapshots/edge/stacks_all.pickle";
+	struct ms_trace *t;
+	struct ms_replay_opts o;
+	struct ms_replay_result first;
+	struct ms_report_input in;
+	struct ms_report rep;
+	struct ms_whatif_row rows[2];
+	struct ms_buf with = MS_BUF_INIT, without = MS_BUF_INIT;
+	struct ms_diag d = MS_DIAG_INIT;
+	const cJSON *table, *moments, *m;
+	cJSON *data;
+	int peak = 0, oom = 0;
+
+	cr_assert_eq(ms_trace_load(path, NULL, &t, NULL, &d), MS_OK, "%s", d.msg);
+	memset(&o, 0, sizeof(o));
+	cr_assert_eq(ms_replay_trace(t, &o, &first, &d), MS_OK, "%s", d.msg);
+	cr_assert(first.has_oom);
+	memset(&in, 0, sizeof(in));
+	in.source = path;
+	in.trace = t;
+	in.opts = &o;
+	in.first = &first;
+	cr_assert_eq(ms_report_collect(&in, &rep, &d), MS_OK, "%s", d.msg);
+	cr_assert(rep.has_oom);
+	memset(rows, 0, sizeof(rows));
+	rows[0].conf = NULL; /* the recorded setting */
+	rows[1].conf = "expandable_segments:True";
+	cr_assert_eq(ms_whatif_run(t, &o, rows, 2, 1), MS_OK);
+	cr_assert_eq(ms_render_html_data(&rep, rows, 2, &with), MS_OK);
+	cr_assert_eq(ms_render_html_data(&rep, NULL, 0, &without), MS_OK);
+	cr_assert_eq(ms_buf_append(&with, "", 1), MS_OK);
+	cr_assert_eq(ms_buf_append(&without, "", 1), MS_OK);
+
+	data = cJSON_Parse(with.data);
+	cr_assert(data);
+	table = cJSON_GetObjectItemCaseSensitive(data, "whatif");
+	cr_assert_eq(cJSON_GetArraySize(table), 2);
+	cr_expect(cJSON_IsTrue(cJSON_GetArrayItem(cJSON_GetArrayItem(table, 0), 1)));
+	cr_expect_str_eq(cJSON_GetArrayItem(cJSON_GetArrayItem(table, 1), 0)->valuestring,
+	                 "expandable_segments:True");
+	moments = cJSON_GetObjectItemCaseSensitive(data, "moments");
+	cJSON_ArrayForEach(m, moments)
+	{
+		const char *label = cJSON_GetObjectItemCaseSensitive(m, "label")->valuestring;
+		peak += !strcmp(label, "peak");
+		oom += !strcmp(label, "oom");
+	}
+	cr_expect_eq(peak, 1);
+	cr_expect_eq(oom, 1);
+	cJSON_Delete(data);
+
+	data = cJSON_Parse(without.data);
+	cr_assert(data);
+	cr_expect(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(data, "whatif")));
+	cJSON_Delete(data);
+
+	ms_buf_release(&with);
+	ms_buf_release(&without);
+	ms_whatif_release(rows, 2);
+	ms_report_release(&rep);
+	ms_replay_result_release(&first);
+	ms_trace_free(t);
 }

@@ -1,0 +1,210 @@
+/*
+ * The HTML report's data, gathered before anything is written: one replay of a trace (or the
+ * end state a snapshot recorded) into struct ms_report, from which render/html.c writes the
+ * page (docs/RENDER.md lists what the page's data holds).
+ */
+#ifndef MEMSNAP_RENDER_REPORT_H
+#define MEMSNAP_RENDER_REPORT_H
+
+#include "common/symtab.h"
+#include "render/render.h"
+#include "replay/replay.h"
+
+struct ms_trace;
+
+/* Streams drawn apart in the timeline; later ones are summed as "other streams". */
+#define MS_REPORT_STREAMS 8
+/*
+ * The finer level the page switches to when zoomed in: MS_REPORT_FINE times the buckets, with
+ * only the extremes of allocated and reserved bytes (they are what zooming in is for).
+ */
+#define MS_REPORT_FINE 8
+/* The top allocation sites at the peak listed. */
+#define MS_REPORT_TOP_SITES 25
+
+/* Events [first, ...) of one bucket: when the first began, and the extremes of allocated and
+ * reserved bytes after each. */
+struct ms_report_span {
+	uint64_t first;
+	int64_t t_ns;
+	uint64_t amin, amax, rmin, rmax;
+};
+
+/* One bucket of the timeline. */
+struct ms_report_bucket {
+	struct ms_report_span s;
+	int64_t stream_alloc[MS_REPORT_STREAMS + 1]; /* allocated bytes per stream, last event */
+	int64_t ann;                  /* innermost open annotation (string id), or -1 */
+	uint64_t big_size, big_index; /* the largest allocation requested in the bucket */
+	uint32_t big_stack;           /* ... its stack */
+	int64_t big_site;             /* ... and its site, or -1 */
+	uint64_t last;                /* trace event */
+	uint64_t active_max;
+	uint64_t ext_max; /* bytes outside PyTorch's allocator, the most in the bucket */
+	/* at the last event */
+	uint64_t alloc, reserved, inactive_split, small_reserved, large_reserved;
+	uint64_t free_in_reserved, largest_free; /* at the first event */
+};
+
+/* Blocks of a segment drawn as one cell (ms_render_cells). */
+struct ms_report_cell {
+	uint64_t size;      /* bytes, of every state */
+	uint64_t requested; /* allocated cells: the requested bytes; else 0 */
+	int64_t site;       /* a cell of one block not free: the block's site, else -1 */
+	uint64_t blocks;
+	int state; /* 0 allocated, 2 pending free, 3 free (ms_render_cell_state) */
+};
+
+/* A segment at a moment; its n_cells cells follow the previous segment's in ms_report.cells. */
+struct ms_report_segment {
+	uint64_t addr, size, stream;
+	int small, expandable;
+	size_t n_cells;
+};
+
+/* A state the segment map can show; its n_segs segments follow the previous moment's. */
+struct ms_report_moment {
+	uint64_t index;    /* the last trace event replayed */
+	const char *label; /* "peak", "oom", "snapshot" or "" (static) */
+	int64_t allocated, reserved;
+	size_t n_segs;
+};
+
+/*
+ * A stack as the page shows it: its frames innermost first (indexes into ms_report.frames,
+ * id - 1), the site frame's position among them, and the positions --frames shows (all of
+ * them: shown_all).
+ */
+struct ms_report_stack {
+	int known; /* 0: no stack recorded (an OOM holder without one) */
+	uint32_t *frames;
+	size_t n;
+	size_t site;
+	size_t *shown;
+	size_t n_shown;
+	int shown_all;
+};
+
+/* Bytes and allocations of one site among the allocated blocks at the peak. */
+struct ms_report_site_bytes {
+	int64_t site; /* -1: no stack */
+	uint64_t bytes, count;
+};
+
+/*
+ * The flame graph of the allocated blocks at the peak: a tree of frames from the outermost in,
+ * each node with the bytes allocated below it. Node 0 is the root ("all").
+ */
+struct ms_report_flame_node {
+	uint32_t frame; /* in ms_report.syms */
+	uint64_t bytes;
+	size_t child, next; /* first child and next sibling, 0 = none */
+};
+
+struct ms_report {
+	const char *source; /* borrowed from the input */
+	int no_trace;       /* the end state of a snapshot without a trace: no timeline */
+	/* the replay */
+	uint32_t device;
+	char alloc_conf[512];
+	uint64_t device_memory; /* UINT64_MAX: unbounded */
+	uint64_t limit;
+	unsigned device_memory_source; /* enum ms_devmem_source */
+	int rebuilt; /* a mid-run trace: the state rebuilt before its first event */
+	uint64_t initial_reserved, initial_segments, initial_live_blocks;
+	int limit_inferred; /* the limit was inferred from the recorded OOMs, in [lo, hi] */
+	uint64_t limit_lo, limit_hi;
+	uint64_t events, replayed;
+	int ended_by_oom;
+	uint64_t from, to; /* the window drawn, [from, to) */
+	/* the window's peak: the first event with the most allocated bytes, and the extremes */
+	uint64_t peak_index, peak_allocated, peak_reserved;
+
+	/* the timeline: buckets of bucket_events events, and the finer level */
+	uint64_t bucket_events, fine_events;
+	struct ms_report_bucket *buckets;
+	size_t n_buckets;
+	struct ms_report_span *fine;
+	size_t n_fine;
+	uint64_t streams[MS_REPORT_STREAMS]; /* in order of first allocation */
+	size_t n_streams;
+	uint32_t *ann_names; /* the annotations the buckets name (string ids of syms), each once */
+	size_t n_ann_names;
+
+	/* the states the segment map shows, in event order */
+	struct ms_report_moment *moments;
+	size_t n_moments;
+	struct ms_report_segment *segs;
+	size_t n_segs;
+	struct ms_report_cell *cells;
+	size_t n_cells;
+
+	/* the first OOM in the window */
+	int has_oom;
+	struct ms_replay_oom oom;
+	char oom_message[1024];                               /* PyTorch's, the model's numbers */
+	struct ms_report_stack holder_stacks[MS_OOM_HOLDERS]; /* oom.holders' */
+
+	/* at the peak (when it is one of the moments) */
+	int has_peak;
+	struct ms_report_site_bytes *top_sites; /* by bytes, the most first */
+	size_t n_top_sites;
+	struct ms_report_flame_node *flame; /* n_flame 0 or no bytes at the root: none */
+	size_t n_flame;
+
+	/* sites: site i is string i + 1 of site_labels; its first stack seen */
+	struct ms_symtab site_labels;
+	struct ms_report_stack *site_stacks;
+	size_t n_sites;
+	/* the frames the stacks use: [name, file, line], frame id i + 1 */
+	struct ms_symtab frames;
+
+	/* the trace's strings and stacks (annotation names, flame frames) */
+	const struct ms_symtab *syms;
+	struct ms_symtab own_syms; /* those of a trace streamed from its file */
+};
+
+/*
+ * What the report needs: the trace (in memory, or streamed from path), the replay's options and
+ * its first pass.
+ */
+struct ms_report_input {
+	const char *source;
+	const char *path;
+	const struct ms_trace *trace;         /* or NULL */
+	const struct ms_replay_opts *opts;    /* as the first pass ran (limit, mid-run state) */
+	const struct ms_replay_result *first; /* the first pass: events, peak, OOM */
+	size_t buckets;                       /* timeline detail; 0: 2000 */
+	size_t moments;                       /* segment maps besides peak and OOM; 0: 48 */
+	uint32_t frames;   /* frames the segment map's tooltips show with a site; 0: the site */
+	uint64_t from, to; /* the window of events drawn; to = 0: to the end */
+	/* the limit was inferred from the recorded OOMs, between limit_lo and limit_hi: the page
+	 * says so wherever a verdict rests on it */
+	int limit_inferred;
+	uint64_t limit_lo, limit_hi;
+};
+
+/*
+ * Fill rep from one more replay of the trace. rep is the caller's; release it with
+ * ms_report_release() whatever the return (which is MS_OK, MS_ERR_NOMEM, the replay's error, or
+ * MS_ERR_INVALID_ARG for a window without events of the device).
+ */
+ms_status ms_report_collect(const struct ms_report_input *in, struct ms_report *rep,
+                            struct ms_diag *d);
+/*
+ * The report of a snapshot without a trace (in->moment "snapshot", replay/end_state.h): the end
+ * state as recorded, its top sites and stacks; no timeline. in->syms must outlive rep.
+ * Release with ms_report_release() whatever the return (MS_OK or MS_ERR_NOMEM).
+ */
+ms_status ms_report_end_state(const struct ms_render_input *in, struct ms_report *rep);
+void ms_report_release(struct ms_report *rep);
+
+/*
+ * The event in [from, to) after which allocated bytes were highest (the first such), from a
+ * replay with opts of t, or (t NULL) of the file path, that stops at to.
+ */
+ms_status ms_report_window_peak(const struct ms_trace *t, const char *path,
+                                const struct ms_replay_opts *opts, uint64_t from, uint64_t to,
+                                uint64_t *index, struct ms_diag *d);
+
+#endif
