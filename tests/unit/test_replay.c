@@ -9,12 +9,12 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "analysis/external.h"
+#include "analysis/trace_stats.h"
 #include "helpers.h"
 #include "parse/trace.h"
-#include "replay/external.h"
 #include "replay/rebuild.h"
 #include "replay/replay.h"
-#include "replay/trace_stats.h"
 
 #define MiB (1024ull * 1024ull)
 
