@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/trace_stats.h"
 #include "cli/cmds.h"
 #include "cli/opts.h"
 #include "cli/out.h"
@@ -11,7 +12,6 @@
 #include "cli/sites.h"
 #include "common/alloc.h"
 #include "parse/trace.h"
-#include "replay/trace_stats.h"
 
 static const char *const usage[] = {
         "memsnap diff [--top N] [--json] [--frames user|all|N] [replay options] <a> <b>",

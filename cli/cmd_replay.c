@@ -494,14 +494,14 @@ int cmd_replay(int argc, const char **argv)
 		lbl = ms_replay_cli_label(argv[0], devs[i], c.device != UINT64_MAX ? 2 : nd, label,
 		                          sizeof(label));
 		if (json) {
-			cJSON *o = json_report(argv[0], devs[i], &r, &lim, c.dev, frames.n);
+			cJSON *o = json_report(argv[0], devs[i], &r, &lim, c.out.dev, frames.n);
 			ms_json_devices_add(&jd, devs[i], o);
 		} else {
 			if (i)
 				putchar('\n');
 			text_report(lbl, &r, &lim, frames.n, c.device != UINT64_MAX);
-			if (c.dev)
-				text_cuda(c.dev);
+			if (c.out.dev)
+				text_cuda(c.out.dev);
 		}
 		if (r.ended_by_oom && rc == MS_EXIT_OK)
 			rc = MS_EXIT_OOM;

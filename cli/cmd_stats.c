@@ -7,13 +7,13 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "analysis/trace_stats.h"
 #include "cli/cmds.h"
 #include "cli/opts.h"
 #include "cli/out.h"
 #include "cli/sites.h"
 #include "common/alloc.h"
 #include "parse/trace.h"
-#include "replay/trace_stats.h"
 
 static const char *const usage[] = {
         "memsnap stats [--json] [--top N] [--jobs N] [--frames user|all|N] <file>...",

@@ -132,24 +132,25 @@ static int verify_one(struct ms_replay_cli *c, const char *path, uint32_t device
 		return MS_EXIT_ERROR;
 	}
 	/* sim: the model against the recording; torch: PyTorch's allocator against the model */
-	const struct ms_seg_event *ref = c->torch ? c->model.produced : r.recorded;
-	size_t n_ref = c->torch ? c->model.n_produced : r.n_recorded;
+	const struct ms_seg_event *ref = c->torch ? c->out.model.produced : r.recorded;
+	size_t n_ref = c->torch ? c->out.model.n_produced : r.n_recorded;
 	const char *ref_name = c->torch ? "model" : "recorded";
 	const char *got_name = c->torch ? "PyTorch" : "replayed";
 	k = r.n_produced < n_ref ? r.n_produced : n_ref;
 	for (i = 0; i < k; i++)
 		if (r.produced[i].action != ref[i].action || r.produced[i].size != ref[i].size)
 			break;
-	rec_peak = c->torch ? (uint64_t)c->model.stats.reserved_bytes[0].peak : recorded_peak(&r);
+	rec_peak =
+	        c->torch ? (uint64_t)c->out.model.stats.reserved_bytes[0].peak : recorded_peak(&r);
 	same = i == k && r.n_produced == n_ref &&
 	       (uint64_t)r.stats.reserved_bytes[0].peak == rec_peak &&
 	       r.reproduced_ooms == r.recorded_ooms && !r.ended_by_oom;
 	int end_same = 1;
 	if (c->torch) {
-		end_same = same_end_state(&c->model.snap, &r);
-		same = same && end_same && r.ended_by_oom == c->model.ended_by_oom &&
+		end_same = same_end_state(&c->out.model.snap, &r);
+		same = same && end_same && r.ended_by_oom == c->out.model.ended_by_oom &&
 		       (uint64_t)r.stats.allocated_bytes[0].peak ==
-		               (uint64_t)c->model.stats.allocated_bytes[0].peak;
+		               (uint64_t)c->out.model.stats.allocated_bytes[0].peak;
 	}
 	if (json) {
 		cJSON *o = cJSON_CreateObject();
@@ -222,9 +223,9 @@ static int verify_one(struct ms_replay_cli *c, const char *path, uint32_t device
 			       (unsigned long long)rec_peak, got_name,
 			       (long long)r.stats.reserved_bytes[0].peak);
 		if (c->torch &&
-		    r.stats.allocated_bytes[0].peak != c->model.stats.allocated_bytes[0].peak)
+		    r.stats.allocated_bytes[0].peak != c->out.model.stats.allocated_bytes[0].peak)
 			printf("  allocated peak: model %lld, PyTorch %lld\n",
-			       (long long)c->model.stats.allocated_bytes[0].peak,
+			       (long long)c->out.model.stats.allocated_bytes[0].peak,
 			       (long long)r.stats.allocated_bytes[0].peak);
 		if (r.reproduced_ooms != r.recorded_ooms)
 			printf("  OOMs: %llu recorded, %llu reproduced\n",
@@ -237,7 +238,7 @@ static int verify_one(struct ms_replay_cli *c, const char *path, uint32_t device
 		if (!end_same)
 			printf("  the segments at the end differ: the model has %zu, PyTorch's "
 			       "snapshot %zu (sizes, allocated bytes and blocks compared)\n",
-			       c->model.snap.n_segs, r.n_end_segs);
+			       c->out.model.snap.n_segs, r.n_end_segs);
 	}
 	ms_replay_result_release(&r);
 	return same ? MS_EXIT_OK : MS_EXIT_DIVERGED;

@@ -1,19 +1,13 @@
-/* Options shared by the replay commands. */
+/* Options shared by the replay commands, and their replay through replay/run.h. */
 #include "cli/replay_opts.h"
 
-#include "cli/out.h"
-#include "common/status.h"
-#include "common/alloc.h"
-#include "parse/devices.h"
-#include "parse/trace.h"
-#include "replay/device_cuda.h"
-#include "replay/replay_torch.h"
-
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
+
+#include "cli/out.h"
+#include "common/alloc.h"
+#include "parse/devices.h"
 
 void ms_replay_cli_init(struct ms_replay_cli *c, struct ms_opt *opts, int *json)
 {
@@ -72,262 +66,87 @@ void ms_replay_cli_check(struct ms_replay_cli *c, const struct ms_opt *opts,
 	c->o.limit_given = c->o.limit != 0;
 }
 
-/* A trace that starts mid-run: replayed again from the state rebuilt before its first event. */
-static ms_status replay_mid_run(struct ms_replay_cli *c, const char *path,
-                                struct ms_replay_result *r, struct ms_diag *d)
+/* What the replay decided, on stderr. */
+static void say_notes(const struct ms_replay_cli *c, const char *path)
 {
-	struct ms_trace *t;
-	enum ms_mid_run what;
-	ms_status s;
-	uint64_t unmatched = r->unmatched_frees;
+	char b1[32], b2[32], b3[32];
 
-	if ((s = ms_trace_load(path, NULL, &t, NULL, d)))
-		return s;
-	s = ms_replay_from_rebuilt(t, &c->o, &c->init, r, &what, d);
-	if (!s && what == MS_MID_RUN_NO_SEGMENTS && !c->quiet_notes)
-		ms_warning("%s: %llu frees of blocks allocated before the trace began, and no "
-		           "end-state segments to rebuild them from: the replay starts from an "
-		           "empty allocator",
-		           path, (unsigned long long)unmatched);
-	if (!s && what == MS_MID_RUN_UNSUPPORTED && !c->quiet_notes) {
-		ms_warning("%s: the trace may start mid-run and %s; replaying from an empty "
-		           "allocator",
-		           path, d->msg);
-		d->msg[0] = 0;
+	for (size_t i = 0; i < c->out.n_notes; i++) {
+		const struct ms_replay_note *n = &c->out.notes[i];
+		/* a limit that reproduces nothing is said even by a replay made only to choose a
+		   device */
+		if (c->quiet_notes && n->kind != MS_REPLAY_NOTE_NO_LIMIT)
+			continue;
+		switch (n->kind) {
+		case MS_REPLAY_NOTE_NO_SEGMENTS:
+			ms_warning("%s: %llu frees of blocks allocated before the trace began, and "
+			           "no end-state segments to rebuild them from: the replay starts "
+			           "from an empty allocator",
+			           path, (unsigned long long)n->n);
+			break;
+		case MS_REPLAY_NOTE_NOT_REBUILT:
+			ms_warning("%s: the trace may start mid-run and %s; replaying from an "
+			           "empty allocator",
+			           path, n->why);
+			break;
+		case MS_REPLAY_NOTE_MISMATCH:
+			ms_warning(
+			        "%s: the end-state segments do not fit the recorded events (%llu "
+			        "of them did not): replaying from an empty allocator; what came "
+			        "before the trace, if anything, is unknown",
+			        path, (unsigned long long)n->n);
+			break;
+		case MS_REPLAY_NOTE_REBUILT:
+			ms_note("%s starts mid-run (%zu segments, %llu blocks live before its "
+			        "first "
+			        "event%s%s%s): the state there was rebuilt from the end-state "
+			        "segments; peaks before it are unknown",
+			        path, n->segments, (unsigned long long)n->blocks, n->n ? ", " : "",
+			        n->n ? "frees of blocks it never allocated" : "",
+			        n->inconsistent ? "; some recorded events did not fit it" : "");
+			break;
+		case MS_REPLAY_NOTE_LIMIT_INFERRED:
+			ms_note("%s recorded %llu OOM(s) while the device had room: the job ran "
+			        "under a per-process limit; inferred between %s and %s (%llu to "
+			        "%llu bytes), replayed with %s",
+			        path, (unsigned long long)n->n,
+			        ms_format_size(b1, sizeof(b1), n->lim.lo),
+			        ms_format_size(b2, sizeof(b2), n->lim.hi),
+			        (unsigned long long)n->lim.lo, (unsigned long long)n->lim.hi,
+			        ms_format_size(b3, sizeof(b3), n->lim.used));
+			break;
+		case MS_REPLAY_NOTE_NO_LIMIT:
+			ms_warning("%s: the recorded OOMs are not reproduced by any limit: %s",
+			           path, n->why);
+			break;
+		}
 	}
-	if (!s && what == MS_MID_RUN_MISMATCH && !c->quiet_notes && !r->other_allocator[0]) {
-		ms_warning(
-		        "%s: the end-state segments do not fit the recorded events (%llu of them "
-		        "did not): replaying from an empty allocator; what came before the trace, "
-		        "if anything, is unknown",
-		        path, (unsigned long long)c->init.inconsistent);
-		ms_initial_state_release(&c->init);
-	}
-	if (!s && what == MS_MID_RUN_REBUILT && !c->quiet_notes)
-		ms_note("%s starts mid-run (%zu segments, %llu blocks live before "
-		        "its "
-		        "first event%s%s%s): the state there was rebuilt from the end-state "
-		        "segments; peaks before it are unknown",
-		        path, c->init.n_segs, (unsigned long long)c->init.live_blocks,
-		        unmatched ? ", " : "",
-		        unmatched ? "frees of blocks it never allocated" : "",
-		        c->init.inconsistent ? "; some recorded events did not fit it" : "");
-	ms_trace_free(t);
-	return s;
-}
-
-/*
- * The GPU backends replay after the model on the simulated device: the limit (inferred when the
- * trace needs one) and, for torch, the program's empty_cache() calls come from it (c->model).
- * Mid-run traces are refused: only the model replays them from a rebuilt state.
- */
-static ms_status run_model_first(struct ms_replay_cli *c, const char *path,
-                                 struct ms_limit_range *lim, const char *backend, struct ms_diag *d)
-{
-	struct ms_replay_cli sim = *c;
-	ms_status s;
-
-	sim.cuda = sim.torch = 0;
-	s = ms_replay_cli_run(&sim, path, &c->model, lim, d);
-	ms_initial_state_release(&sim.init);
-	if (s)
-		return s;
-	if (c->model.rebuilt)
-		return ms__diag_set(d, MS_ERR_UNSUPPORTED, -1, -1,
-		                    "--backend %s: the trace starts mid-run; only sim replays it "
-		                    "from a rebuilt state",
-		                    backend);
-	c->o.limit = sim.o.limit;
-	/*
-	 * A device size inferred from a recorded OOM is what PyTorch could use then: the real GPU
-	 * has more (nothing else holds it now), so PyTorch's allocator gets that much as a limit
-	 */
-	if (!c->o.limit && !c->model.limit && c->model.device_memory_source == MS_DEVMEM_FROM_OOM) {
-		c->o.limit = c->model.device_memory;
-		c->model.limit = c->model.device_memory;
-	}
-	return MS_OK;
-}
-
-static void on_sigint(int sig)
-{
-	(void)sig;
-	ms_cuda_interrupted = 1;
-}
-
-/*
- * --backend cuda: the model first on the simulated device (the limit, inferred if the trace
- * needs one), then the model again over the real device; Ctrl-C ends the replay at the next
- * device call and everything is freed.
- */
-static ms_status run_cuda(struct ms_replay_cli *c, const char *path, struct ms_replay_result *r,
-                          struct ms_limit_range *lim, struct ms_diag *d)
-{
-	struct ms_replay_opts o;
-	struct sigaction sa, old;
-	uint64_t fr, total;
-	ms_status s;
-
-	if ((s = run_model_first(c, path, lim, "cuda", d)) ||
-	    (s = ms_cuda_open((int)c->o.device, c->o.limit, &c->dev, d)))
-		return s;
-	ms_cuda_mem_info(c->dev, &fr, &total);
-	o = c->o;
-	o.device_memory = total; /* the real device: its cudaMalloc says when it is full */
-	o.dev = ms_cuda_model_device(c->dev);
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_sigint;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, &old);
-	s = ms_replay_run(path, &o, r, d);
-	r->device_memory_source = MS_DEVMEM_REAL;
-	sigaction(SIGINT, &old, NULL);
-	snprintf(r->backend, sizeof(r->backend), "cuda");
-	if (!s && ms_cuda_interrupted)
-		s = ms__diag_set(d, MS_ERR_BACKEND, -1, -1,
-		                 "--backend cuda: interrupted; device memory freed");
-	return s;
 }
 
 ms_status ms_replay_cli_run(struct ms_replay_cli *c, const char *path, struct ms_replay_result *r,
                             struct ms_limit_range *lim, struct ms_diag *d)
 {
-	struct ms_trace *t;
-	struct ms_replay_opts q;
-	uint64_t missed;
+	struct ms_replay_request q;
+	char libdir[4096];
 	ms_status s;
-	char b1[32], b2[32], b3[32];
 
-	memset(lim, 0, sizeof(*lim));
-	if (c->cuda)
-		return run_cuda(c, path, r, lim, d);
-	if (c->torch) {
-		char libdir[4096], plugin[4200];
-		if ((s = run_model_first(c, path, lim, "torch", d)))
-			return s;
-		if (ms_find_libdir(libdir, sizeof(libdir)))
-			return ms__diag_set(
-			        d, MS_ERR_BACKEND, -1, -1,
-			        "--backend torch: the plugins' folder is not found (set "
-			        "MEMSNAP_LIBDIR)");
-		snprintf(plugin, sizeof(plugin), "%s/libmemsnap_torch_replay.so", libdir);
-		if (access(plugin, R_OK) != 0)
-			return ms__diag_set(d, MS_ERR_BACKEND, -1, -1,
-			                    "--backend torch: %s: not built (MEMSNAP_TORCH needs "
-			                    "PyTorch and CUDA at build time)",
-			                    plugin);
-		return ms_replay_torch(path, plugin, &c->o, &c->model, r, d);
-	}
-	s = ms_replay_run(path, &c->o, r, d);
-	/*
-	 * A trace that starts mid-run frees what it never allocated, or ends with other segments
-	 * than its replay from an empty allocator: then the state before its first event is
-	 * rebuilt (which loads it whole). A replay that stopped at an OOM cannot tell: rebuild.
-	 */
-	if (!s && !c->o.init &&
-	    (r->unmatched_frees ||
-	     (r->end_segments &&
-	      (r->ended_by_oom ||
-	       r->end_reserved != (uint64_t)r->stats.reserved_bytes[0].current))))
-		s = replay_mid_run(c, path, r, d);
-	/*
-	 * A device size inferred from the recorded OOM bounds the whole run, not only what comes
-	 * after it: replay again with it from the start
-	 */
-	if (!s && r->ended_by_oom && r->device_memory_source == MS_DEVMEM_UNKNOWN &&
-	    !c->o.device_memory) {
-		/* it ran out before the recorded OOM that bounds the device: find that bound
-		   without the limit */
-		struct ms_replay_opts unlimited = c->o;
-		struct ms_replay_result probe;
-		unlimited.limit = 0;
-		unlimited.limit_given = 0;
-		unlimited.fraction = 0;
-		if (ms_replay_run(path, &unlimited, &probe, d) == MS_OK &&
-		    probe.device_memory_source == MS_DEVMEM_FROM_OOM) {
-			r->device_memory_source = MS_DEVMEM_FROM_OOM;
-			r->device_memory = probe.device_memory;
-			r->oom_seen = 1;
-			r->oom_reserved = probe.oom_reserved;
-			r->oom_device_free = probe.oom_device_free;
-		}
-		d->msg[0] = 0;
-		ms_replay_result_release(&probe);
-	}
-	if (!s && r->device_memory_source == MS_DEVMEM_FROM_OOM && !c->o.device_memory) {
-		uint64_t ores = r->oom_reserved, ofree = r->oom_device_free;
-		c->o.device_memory = r->device_memory;
-		c->o.device_memory_from_oom = 1;
-		ms_replay_result_release(r);
-		s = ms_replay_run(path, &c->o, r, d);
-		if (!s &&
-		    !r->oom_seen) { /* the bound's figures, where this replay did not get there */
-			r->oom_seen = 1;
-			r->oom_reserved = ores;
-			r->oom_device_free = ofree;
-		}
-	}
-	if (s || !r->recorded_ooms || c->o.limit || c->o.fraction > 0 || r->limit)
-		return s;
-	/*
-	 * OOMs that the recorded settings' replay does not have, with room on the device: the job
-	 * ran under a per-process limit. It is a property of the job, found with the recorded
-	 * settings whatever --alloc-conf asks (which then replays under it).
-	 */
-	if ((s = ms_trace_load(path, NULL, &t, NULL, d)))
-		return s;
-	q = c->o;
-	q.alloc_conf = NULL;
-	missed = r->missed_ooms;
-	if (c->o.alloc_conf) {
-		struct ms_replay_result rr;
-		if ((s = ms_replay_trace(t, &q, &rr, d))) {
-			ms_trace_free(t);
-			return s;
-		}
-		missed = rr.missed_ooms;
-		ms_replay_result_release(&rr);
-	}
-	if (!missed) {
-		ms_trace_free(t);
-		return MS_OK;
-	}
-	s = ms_replay_infer_limit(t, &q, &lim->lo, &lim->hi, d);
-	if (s == MS_OK) {
-		lim->inferred = 1;
-		lim->used = lim->lo + (lim->hi - lim->lo) / 2;
-		c->o.limit = lim->used;
-		ms_replay_result_release(r);
-		s = ms_replay_trace(t, &c->o, r, d);
-		r->limit_inferred = 1;
-		if (!c->quiet_notes)
-			ms_note("%s recorded %llu OOM(s) while the device had room: "
-			        "the job "
-			        "ran under a per-process limit; inferred between %s and %s (%llu "
-			        "to %llu "
-			        "bytes), replayed with %s",
-			        path, (unsigned long long)r->recorded_ooms,
-			        ms_format_size(b1, sizeof(b1), lim->lo),
-			        ms_format_size(b2, sizeof(b2), lim->hi),
-			        (unsigned long long)lim->lo, (unsigned long long)lim->hi,
-			        ms_format_size(b3, sizeof(b3), lim->used));
-	} else if (s == MS_ERR_UNSUPPORTED) {
-		ms_warning("%s: the recorded OOMs are not reproduced by any limit: %s", path,
-		           d->msg);
-		d->msg[0] = 0;
-		s = MS_OK;
-	}
-	ms_trace_free(t);
+	memset(&q, 0, sizeof(q));
+	q.path = path;
+	q.o = c->o;
+	q.backend = c->cuda ? MS_REPLAY_CUDA : c->torch ? MS_REPLAY_TORCH : MS_REPLAY_SIM;
+	if (c->torch && ms_find_libdir(libdir, sizeof(libdir)) == 0)
+		q.libdir = libdir;
+	s = ms_replay_request_run(&q, &c->out, r, d);
+	c->o = c->out.o;
+	*lim = c->out.lim;
+	say_notes(c, path);
 	return s;
 }
 
 void ms_replay_cli_release(struct ms_replay_cli *c)
 {
-	ms_initial_state_release(&c->init);
+	ms_replay_outcome_release(&c->out);
 	c->o.init = NULL;
-	ms_replay_result_release(&c->model);
-	ms_cuda_close(c->dev);
-	c->dev = NULL;
 }
 
 int ms_replay_cli_run_reported(struct ms_replay_cli *c, const char *path,

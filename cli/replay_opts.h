@@ -1,16 +1,22 @@
-/* The options replay, verify and (later) whatif share: one table fragment, one check. */
+/*
+ * The options the replay commands share (one table fragment, one check), and their replay:
+ * the request to replay/run.h made from the flags, its notes and errors printed.
+ */
 #ifndef MEMSNAP_CLI_REPLAY_OPTS_H
 #define MEMSNAP_CLI_REPLAY_OPTS_H
 
 #include "cli/opts.h"
-#include "replay/replay.h"
+#include "replay/run.h"
 
 #define MS_REPLAY_OPTS_MAX 12
 
 struct ms_replay_cli {
+	/* the options given; after ms_replay_cli_run, those that reproduce its replay (the limit
+	 * inferred, the rebuilt state of a mid-run trace: out.o) */
 	struct ms_replay_opts o;
-	struct ms_initial_state
-	        init; /* a mid-run trace's rebuilt state (released by the process exit) */
+	/* the last run's outcome: the rebuilt state, the model's replay (--backend torch and
+	 * cuda), the device (--backend cuda: its timings) */
+	struct ms_replay_outcome out;
 	const char *backend, *fraction;
 	uint64_t device; /* --device, UINT64_MAX when not given */
 	int torch_ok;    /* the command takes --backend torch (set before ms_replay_cli_check) */
@@ -20,22 +26,15 @@ struct ms_replay_cli {
 	int html;            /* render: the page (every device on it, with a switch) */
 	int said_release, said_allocator; /* notes said once a command, not once a device */
 	int cuda;                         /* --backend cuda */
-	struct ms_cuda_dev *dev;          /* --backend cuda: the device, after the run (timings) */
-	/* --backend torch: the model's replay of the same trace (settings, limit, empty_cache) */
-	struct ms_replay_result model;
 };
 
 /* Fill opts (MS_REPLAY_OPTS_MAX entries) with the shared options and --json into *json. */
 void ms_replay_cli_init(struct ms_replay_cli *c, struct ms_opt *opts, int *json);
 /*
- * Replay path with c's options. When the trace recorded OOMs that the device had room for and
- * no limit was given, the limit is inferred (a range; the replay uses its middle) and said on
- * stderr; *inferred is set with the range. Returns the status of the replay.
+ * Replay path with c's options (ms_replay_request_run), its notes said on stderr: a rebuilt
+ * state, a limit inferred from the recorded OOMs (*lim gets the range). Returns the status of
+ * the replay; c->o and c->out hold what it decided until ms_replay_cli_release.
  */
-struct ms_limit_range {
-	int inferred;
-	uint64_t lo, hi, used;
-};
 ms_status ms_replay_cli_run(struct ms_replay_cli *c, const char *path, struct ms_replay_result *r,
                             struct ms_limit_range *lim, struct ms_diag *d);
 
@@ -59,7 +58,7 @@ int ms_replay_cli_devices(const struct ms_replay_cli *c, const char *path, const
 const char *ms_replay_cli_label(const char *path, uint32_t dev, size_t n_devs, char *buf,
                                 size_t cap);
 
-/* Release what ms_replay_cli_run kept in c (a rebuilt state); c can run again afterwards. */
+/* Release what ms_replay_cli_run kept in c (c->out); c can run again afterwards. */
 void ms_replay_cli_release(struct ms_replay_cli *c);
 
 /* Validate after parsing; usage errors exit 2. */

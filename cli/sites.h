@@ -5,11 +5,11 @@
 #ifndef MEMSNAP_CLI_SITES_H
 #define MEMSNAP_CLI_SITES_H
 
+#include "analysis/trace_stats.h"
 #include "cli/opts.h"
 #include "common/buf.h"
 #include "common/symtab.h"
 #include "replay/site.h"
-#include "replay/trace_stats.h"
 
 struct cJSON;
 

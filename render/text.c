@@ -4,8 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "analysis/trace_stats.h"
 #include "common/status.h"
-#include "replay/trace_stats.h"
 
 void ms_render_title(const struct ms_render_input *in, char *buf, size_t cap)
 {

@@ -84,7 +84,7 @@ uint64_t ms_model_allocation_size(const struct ms_model *m, uint64_t rounded);
  * Offer the address of the next segment the model creates, if it has this size (replays use
  * the addresses the trace recorded, so that ties in best fit break as they did). Queued.
  * map: it comes from a recorded segment_map (expandable segments); with the device's memory
- * unknown such a hint also ends a reservation it falls in (model.c: xs_cut_at).
+ * unknown such a hint also ends a reservation it falls in (model_expandable.c: xs_cut_at).
  */
 void ms_model_hint_segment(struct ms_model *m, uint64_t size, uint64_t addr, int map);
 

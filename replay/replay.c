@@ -1,11 +1,10 @@
 /* Drives a trace through the allocator model (replay.h) and collects what a report needs. */
 #include "replay/replay.h"
 
-#include "replay/external.h"
-
 #include <stdio.h>
 #include <string.h>
 
+#include "analysis/external.h"
 #include "common/alloc.h"
 #include "common/hash.h"
 #include "common/status.h"

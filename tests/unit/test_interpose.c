@@ -11,9 +11,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "analysis/trace_stats.h"
 #include "helpers.h"
 #include "parse/trace.h"
-#include "replay/trace_stats.h"
 
 static char g_dir[256];
 

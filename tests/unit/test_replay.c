@@ -8,12 +8,13 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "analysis/external.h"
+#include "analysis/trace_stats.h"
 #include "helpers.h"
 #include "parse/trace.h"
-#include "replay/external.h"
 #include "replay/rebuild.h"
 #include "replay/replay.h"
-#include "replay/trace_stats.h"
+#include "replay/run.h"
 
 #define MiB (1024ull * 1024ull)
 
@@ -433,6 +434,80 @@ Test(replay, infers_the_limit_of_dynamic_oom)
 	          (unsigned long long)hi);
 	cr_assert_lt(lo, hi);
 	ms_trace_free(t);
+}
+
+/* The request's decisions come back as data: the inferred limit, its note, the options. */
+Test(replay, request_infers_the_limit_as_a_note)
+{
+	struct ms_replay_request q;
+	struct ms_replay_outcome out;
+	struct ms_replay_result r;
+	struct ms_diag d = MS_DIAG_INIT;
+
+	memset(&q, 0, sizeof(q));
+	q.path = th_snapshot_path("dynamic_oom");
+	cr_assert(q.path);
+	cr_assert_eq(ms_replay_request_run(&q, &out, &r, &d), MS_OK, "%s", d.msg);
+	cr_assert(out.lim.inferred);
+	cr_assert_eq(out.o.limit, out.lim.used);
+	cr_assert(out.lim.lo <= out.lim.used && out.lim.used <= out.lim.hi);
+	cr_assert(r.limit_inferred);
+	cr_assert_eq(r.limit, out.lim.used);
+	cr_assert_eq(out.n_notes, 1);
+	cr_assert_eq(out.notes[0].kind, MS_REPLAY_NOTE_LIMIT_INFERRED);
+	cr_assert_eq(out.notes[0].n, r.recorded_ooms);
+	cr_assert_eq(out.notes[0].lim.used, out.lim.used);
+	cr_assert_null(out.init);
+	ms_replay_result_release(&r);
+	ms_replay_outcome_release(&out);
+}
+
+/* A trace that starts mid-run: replayed from its rebuilt state, which the options carry on. */
+Test(replay, request_rebuilds_a_mid_run_trace)
+{
+	char path[4096];
+	struct ms_replay_request q;
+	struct ms_replay_outcome out;
+	struct ms_replay_result r;
+	struct ms_diag d = MS_DIAG_INIT;
+
+	snprintf(path, sizeof(path), "%s/snapshots/real/late_history.pickle.zst", MS_TESTDATA);
+	memset(&q, 0, sizeof(q));
+	q.path = path;
+	cr_assert_eq(ms_replay_request_run(&q, &out, &r, &d), MS_OK, "%s", d.msg);
+	cr_assert(r.rebuilt);
+	cr_assert_not_null(out.init);
+	cr_assert_eq(out.o.init, out.init);
+	cr_assert_eq(out.n_notes, 1);
+	cr_assert_eq(out.notes[0].kind, MS_REPLAY_NOTE_REBUILT);
+	cr_assert_eq(out.notes[0].segments, out.init->n_segs);
+	cr_assert_eq(out.notes[0].blocks, out.init->live_blocks);
+	ms_replay_result_release(&r);
+	ms_replay_outcome_release(&out);
+	cr_assert_null(out.init);
+}
+
+/* A GPU backend refuses a mid-run trace after the model's replay, whose note stays. */
+Test(replay, request_refuses_a_mid_run_trace_on_a_gpu)
+{
+	char path[4096];
+	struct ms_replay_request q;
+	struct ms_replay_outcome out;
+	struct ms_replay_result r;
+	struct ms_diag d = MS_DIAG_INIT;
+
+	snprintf(path, sizeof(path), "%s/snapshots/real/late_history.pickle.zst", MS_TESTDATA);
+	memset(&q, 0, sizeof(q));
+	q.path = path;
+	q.backend = MS_REPLAY_TORCH;
+	cr_assert_eq(ms_replay_request_run(&q, &out, &r, &d), MS_ERR_UNSUPPORTED);
+	cr_assert(strstr(d.msg, "starts mid-run"), "%s", d.msg);
+	cr_assert_eq(out.n_notes, 1);
+	cr_assert_eq(out.notes[0].kind, MS_REPLAY_NOTE_REBUILT);
+	cr_assert(out.model.rebuilt);
+	cr_assert_null(out.init);
+	cr_assert_null(out.o.init);
+	ms_replay_outcome_release(&out);
 }
 
 /* Annotation peaks (diff): requested bytes at their highest while each one is innermost. */

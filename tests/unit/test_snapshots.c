@@ -11,11 +11,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "analysis/trace_stats.h"
 #include "format/trace_write.h"
 #include "helpers.h"
 #include "parse/torch_json_write.h"
 #include "parse/trace.h"
-#include "replay/trace_stats.h"
 
 static cJSON *load_json(const char *path)
 {

@@ -1,12 +1,11 @@
 /* One streaming pass of trace statistics (see trace_stats.h). */
-#include "replay/trace_stats.h"
-
-#include "replay/external.h"
+#include "analysis/trace_stats.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/external.h"
 #include "common/alloc.h"
 #include "common/hash.h"
 

@@ -5,8 +5,8 @@
  * allocations, top allocation sites at the peak, and the end-state segments.
  * Memory is bounded by the live set and the number of distinct stacks.
  */
-#ifndef MEMSNAP_REPLAY_TRACE_STATS_H
-#define MEMSNAP_REPLAY_TRACE_STATS_H
+#ifndef MEMSNAP_ANALYSIS_TRACE_STATS_H
+#define MEMSNAP_ANALYSIS_TRACE_STATS_H
 
 #include "common/event.h"
 
@@ -65,8 +65,7 @@ struct ms_trace_stats {
 	uint32_t mid_peak_annotation;
 	struct ms_stats_ann *anns; /* by name, in order of first appearance */
 	size_t n_anns;
-	/* memory outside PyTorch's allocator: raw CUDA calls not PyTorch's own (replay/external.h)
-	 */
+	/* memory outside PyTorch's allocator: raw CUDA calls not PyTorch's own (external.h) */
 	uint64_t raw_events, raw_claimed; /* raw CUDA events; of them PyTorch's own segment calls */
 	uint64_t external_peak, external_peak_index, external_end;
 	/* end state (segments) */

@@ -1,5 +1,5 @@
 /* Memory outside PyTorch's allocator, from the raw CUDA events of a trace (external.h). */
-#include "replay/external.h"
+#include "analysis/external.h"
 
 #include <string.h>
 

@@ -8,8 +8,8 @@
  * covering it claims it as PyTorch's. What is not claimed is memory others allocated (NCCL,
  * cuBLAS and cuDNN workspaces, other libraries), counted live until its free or unmap.
  */
-#ifndef MEMSNAP_REPLAY_EXTERNAL_H
-#define MEMSNAP_REPLAY_EXTERNAL_H
+#ifndef MEMSNAP_ANALYSIS_EXTERNAL_H
+#define MEMSNAP_ANALYSIS_EXTERNAL_H
 
 #include <stdint.h>
 

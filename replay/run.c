@@ -1,0 +1,311 @@
+/* A replay command's decisions in one call (run.h): backend, model first, mid-run, limit. */
+#include "replay/run.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/alloc.h"
+#include "common/status.h"
+#include "parse/trace.h"
+#include "replay/replay_torch.h"
+
+static struct ms_replay_note *add_note(struct ms_replay_outcome *out, unsigned kind)
+{
+	struct ms_replay_note *n;
+
+	if (out->n_notes == MS_REPLAY_NOTES_MAX)
+		MS_BUG("more than %d replay notes", MS_REPLAY_NOTES_MAX);
+	n = &out->notes[out->n_notes++];
+	memset(n, 0, sizeof(*n));
+	n->kind = kind;
+	return n;
+}
+
+/* The note's reason: the diagnostic's message, which the note takes. */
+static void take_why(struct ms_replay_note *n, struct ms_diag *d)
+{
+	snprintf(n->why, sizeof(n->why), "%s", d->msg);
+	d->msg[0] = 0;
+}
+
+/* A trace that starts mid-run: replayed again from the state rebuilt before its first event. */
+static ms_status replay_mid_run(const char *path, struct ms_replay_outcome *out,
+                                struct ms_replay_result *r, struct ms_diag *d)
+{
+	struct ms_trace *t;
+	struct ms_initial_state *init;
+	struct ms_replay_note *n;
+	enum ms_mid_run what;
+	ms_status s;
+	uint64_t unmatched = r->unmatched_frees;
+
+	if (!(init = ms_calloc(1, sizeof(*init))))
+		return MS_ERR_NOMEM;
+	if ((s = ms_trace_load(path, NULL, &t, NULL, d))) {
+		ms_free(init);
+		return s;
+	}
+	s = ms_replay_from_rebuilt(t, &out->o, init, r, &what, d);
+	ms_trace_free(t);
+	if (!s && what == MS_MID_RUN_NO_SEGMENTS)
+		add_note(out, MS_REPLAY_NOTE_NO_SEGMENTS)->n = unmatched;
+	if (!s && what == MS_MID_RUN_UNSUPPORTED)
+		take_why(add_note(out, MS_REPLAY_NOTE_NOT_REBUILT), d);
+	/* another allocator's end state need not fit: its replay is a what-if anyway */
+	if (!s && what == MS_MID_RUN_MISMATCH && !r->other_allocator[0])
+		add_note(out, MS_REPLAY_NOTE_MISMATCH)->n = init->inconsistent;
+	if (!s && what == MS_MID_RUN_REBUILT) {
+		n = add_note(out, MS_REPLAY_NOTE_REBUILT);
+		n->segments = init->n_segs;
+		n->blocks = init->live_blocks;
+		n->n = unmatched;
+		n->inconsistent = init->inconsistent != 0;
+	}
+	if (out->o.init == init) {
+		out->init = init;
+	} else {
+		ms_initial_state_release(init);
+		ms_free(init);
+	}
+	return s;
+}
+
+/*
+ * The model on the simulated device: a trace that starts mid-run replayed from its rebuilt
+ * state, the device's size from a recorded OOM, a limit inferred from recorded OOMs the device
+ * had room for. out->o is the request's options and becomes those that reproduce r.
+ */
+static ms_status run_sim(const char *path, struct ms_replay_outcome *out,
+                         struct ms_replay_result *r, struct ms_diag *d)
+{
+	struct ms_replay_opts *o = &out->o, q;
+	struct ms_limit_range *lim = &out->lim;
+	struct ms_replay_note *n;
+	struct ms_trace *t;
+	uint64_t missed;
+	ms_status s;
+
+	s = ms_replay_run(path, o, r, d);
+	/*
+	 * A trace that starts mid-run frees what it never allocated, or ends with other segments
+	 * than its replay from an empty allocator: then the state before its first event is
+	 * rebuilt (which loads it whole). A replay that stopped at an OOM cannot tell: rebuild.
+	 */
+	if (!s && !o->init &&
+	    (r->unmatched_frees ||
+	     (r->end_segments &&
+	      (r->ended_by_oom ||
+	       r->end_reserved != (uint64_t)r->stats.reserved_bytes[0].current))))
+		s = replay_mid_run(path, out, r, d);
+	/*
+	 * A device size inferred from the recorded OOM bounds the whole run, not only what comes
+	 * after it: replay again with it from the start
+	 */
+	if (!s && r->ended_by_oom && r->device_memory_source == MS_DEVMEM_UNKNOWN &&
+	    !o->device_memory) {
+		/* it ran out before the recorded OOM that bounds the device: find that bound
+		   without the limit */
+		struct ms_replay_opts unlimited = *o;
+		struct ms_replay_result probe;
+		unlimited.limit = 0;
+		unlimited.limit_given = 0;
+		unlimited.fraction = 0;
+		if (ms_replay_run(path, &unlimited, &probe, d) == MS_OK &&
+		    probe.device_memory_source == MS_DEVMEM_FROM_OOM) {
+			r->device_memory_source = MS_DEVMEM_FROM_OOM;
+			r->device_memory = probe.device_memory;
+			r->oom_seen = 1;
+			r->oom_reserved = probe.oom_reserved;
+			r->oom_device_free = probe.oom_device_free;
+		}
+		d->msg[0] = 0;
+		ms_replay_result_release(&probe);
+	}
+	if (!s && r->device_memory_source == MS_DEVMEM_FROM_OOM && !o->device_memory) {
+		uint64_t ores = r->oom_reserved, ofree = r->oom_device_free;
+		o->device_memory = r->device_memory;
+		o->device_memory_from_oom = 1;
+		ms_replay_result_release(r);
+		s = ms_replay_run(path, o, r, d);
+		if (!s &&
+		    !r->oom_seen) { /* the bound's figures, where this replay did not get there */
+			r->oom_seen = 1;
+			r->oom_reserved = ores;
+			r->oom_device_free = ofree;
+		}
+	}
+	if (s || !r->recorded_ooms || o->limit || o->fraction > 0 || r->limit)
+		return s;
+	/*
+	 * OOMs that the recorded settings' replay does not have, with room on the device: the job
+	 * ran under a per-process limit. It is a property of the job, found with the recorded
+	 * settings whatever --alloc-conf asks (which then replays under it).
+	 */
+	if ((s = ms_trace_load(path, NULL, &t, NULL, d)))
+		return s;
+	q = *o;
+	q.alloc_conf = NULL;
+	missed = r->missed_ooms;
+	if (o->alloc_conf) {
+		struct ms_replay_result rr;
+		if ((s = ms_replay_trace(t, &q, &rr, d))) {
+			ms_trace_free(t);
+			return s;
+		}
+		missed = rr.missed_ooms;
+		ms_replay_result_release(&rr);
+	}
+	if (!missed) {
+		ms_trace_free(t);
+		return MS_OK;
+	}
+	s = ms_replay_infer_limit(t, &q, &lim->lo, &lim->hi, d);
+	if (s == MS_OK) {
+		lim->inferred = 1;
+		lim->used = lim->lo + (lim->hi - lim->lo) / 2;
+		o->limit = lim->used;
+		ms_replay_result_release(r);
+		s = ms_replay_trace(t, o, r, d);
+		r->limit_inferred = 1;
+		n = add_note(out, MS_REPLAY_NOTE_LIMIT_INFERRED);
+		n->n = r->recorded_ooms;
+		n->lim = *lim;
+	} else if (s == MS_ERR_UNSUPPORTED) {
+		take_why(add_note(out, MS_REPLAY_NOTE_NO_LIMIT), d);
+		s = MS_OK;
+	}
+	ms_trace_free(t);
+	return s;
+}
+
+/*
+ * The GPU backends replay after the model on the simulated device: the limit (inferred when the
+ * trace needs one) and, for torch, the program's empty_cache() calls come from it (out->model).
+ * Mid-run traces are refused: only the model replays them from a rebuilt state.
+ */
+static ms_status run_model_first(const char *path, struct ms_replay_outcome *out,
+                                 const char *backend, struct ms_diag *d)
+{
+	struct ms_replay_opts asked = out->o;
+	ms_status s = run_sim(path, out, &out->model, d);
+	uint64_t limit = out->o.limit;
+
+	/* of the simulated device's replay only its limit carries over */
+	if (out->init) {
+		ms_initial_state_release(out->init);
+		ms_free(out->init);
+		out->init = NULL;
+	}
+	out->o = asked;
+	if (s)
+		return s;
+	if (out->model.rebuilt)
+		return ms__diag_set(d, MS_ERR_UNSUPPORTED, -1, -1,
+		                    "--backend %s: the trace starts mid-run; only sim replays it "
+		                    "from a rebuilt state",
+		                    backend);
+	out->o.limit = limit;
+	/*
+	 * A device size inferred from a recorded OOM is what PyTorch could use then: the real GPU
+	 * has more (nothing else holds it now), so PyTorch's allocator gets that much as a limit
+	 */
+	if (!out->o.limit && !out->model.limit &&
+	    out->model.device_memory_source == MS_DEVMEM_FROM_OOM) {
+		out->o.limit = out->model.device_memory;
+		out->model.limit = out->model.device_memory;
+	}
+	return MS_OK;
+}
+
+static void on_sigint(int sig)
+{
+	(void)sig;
+	ms_cuda_interrupted = 1;
+}
+
+/*
+ * The model first on the simulated device (the limit, inferred if the trace needs one), then
+ * the model again over the real device; Ctrl-C ends the replay at the next device call and
+ * everything is freed.
+ */
+static ms_status run_cuda(const char *path, struct ms_replay_outcome *out,
+                          struct ms_replay_result *r, struct ms_diag *d)
+{
+	struct ms_replay_opts o;
+	struct sigaction sa, old;
+	uint64_t fr, total;
+	ms_status s;
+
+	if ((s = run_model_first(path, out, "cuda", d)) ||
+	    (s = ms_cuda_open((int)out->o.device, out->o.limit, &out->dev, d)))
+		return s;
+	ms_cuda_mem_info(out->dev, &fr, &total);
+	o = out->o;
+	o.device_memory = total; /* the real device: its cudaMalloc says when it is full */
+	o.dev = ms_cuda_model_device(out->dev);
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_sigint;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, &old);
+	s = ms_replay_run(path, &o, r, d);
+	r->device_memory_source = MS_DEVMEM_REAL;
+	sigaction(SIGINT, &old, NULL);
+	snprintf(r->backend, sizeof(r->backend), "cuda");
+	if (!s && ms_cuda_interrupted)
+		s = ms__diag_set(d, MS_ERR_BACKEND, -1, -1,
+		                 "--backend cuda: interrupted; device memory freed");
+	return s;
+}
+
+/* The model first, then PyTorch's allocator through the plugin found in libdir. */
+static ms_status run_torch(const char *path, const char *libdir, struct ms_replay_outcome *out,
+                           struct ms_replay_result *r, struct ms_diag *d)
+{
+	char plugin[4200];
+	ms_status s;
+
+	if ((s = run_model_first(path, out, "torch", d)))
+		return s;
+	if (!libdir)
+		return ms__diag_set(d, MS_ERR_BACKEND, -1, -1,
+		                    "--backend torch: the plugins' folder is not found (set "
+		                    "MEMSNAP_LIBDIR)");
+	snprintf(plugin, sizeof(plugin), "%s/libmemsnap_torch_replay.so", libdir);
+	if (access(plugin, R_OK) != 0)
+		return ms__diag_set(d, MS_ERR_BACKEND, -1, -1,
+		                    "--backend torch: %s: not built (MEMSNAP_TORCH needs "
+		                    "PyTorch and CUDA at build time)",
+		                    plugin);
+	return ms_replay_torch(path, plugin, &out->o, &out->model, r, d);
+}
+
+ms_status ms_replay_request_run(const struct ms_replay_request *q, struct ms_replay_outcome *out,
+                                struct ms_replay_result *r, struct ms_diag *diag)
+{
+	struct ms_diag own = MS_DIAG_INIT;
+	struct ms_diag *d = diag ? diag : &own;
+
+	memset(out, 0, sizeof(*out));
+	out->o = q->o;
+	switch (q->backend) {
+	case MS_REPLAY_CUDA:
+		return run_cuda(q->path, out, r, d);
+	case MS_REPLAY_TORCH:
+		return run_torch(q->path, q->libdir, out, r, d);
+	default:
+		return run_sim(q->path, out, r, d);
+	}
+}
+
+void ms_replay_outcome_release(struct ms_replay_outcome *out)
+{
+	if (out->init) {
+		ms_initial_state_release(out->init);
+		ms_free(out->init);
+	}
+	ms_replay_result_release(&out->model);
+	ms_cuda_close(out->dev);
+	memset(out, 0, sizeof(*out));
+}
