@@ -107,19 +107,20 @@ static ms_status whatif_rows(const char *path, const struct ms_replay_opts *o,
 {
 	size_t n = ms_whatif_n_default_configs;
 	struct ms_whatif_row *rows;
-	struct ms_trace *t;
+	const struct ms_trace *t;
+	struct ms_trace *owned;
 	ms_status s;
 
-	if ((s = ms_trace_load(path, NULL, &t, NULL, d)))
+	if ((s = ms_replay_cli_trace_whole(path, &t, &owned, d)))
 		return s;
 	if (!(rows = ms_calloc(n, sizeof(*rows)))) {
-		ms_trace_free(t);
+		ms_trace_free(owned);
 		return MS_ERR_NOMEM;
 	}
 	for (size_t i = 0; i < n; i++)
 		rows[i].conf = ms_whatif_default_configs[i];
 	s = ms_whatif_run(t, o, rows, n, 0);
-	ms_trace_free(t);
+	ms_trace_free(owned);
 	if (s) {
 		ms_whatif_release(rows, n);
 		ms_free(rows);
@@ -156,8 +157,13 @@ static int page_data(const struct ms_replay_cli *c, const char *path,
 	struct ms_whatif_row *rows = NULL;
 	size_t n_rows = 0;
 	struct ms_diag d = MS_DIAG_INIT;
-	ms_status s = ms_report_collect(&in, &rep, &d);
+	ms_status s;
 
+	/* a snapshot is in memory already; a .zst trace streams from its file */
+	if (!(s = ms_replay_cli_trace(path, &in.trace, &d)))
+		s = ms_report_collect(&in, &rep, &d);
+	else
+		memset(&rep, 0, sizeof(rep));
 	if (!s && rep.has_oom && !pg->no_whatif)
 		s = whatif_rows(path, &c->o, &rows, &n_rows, &d);
 	if (!s)
@@ -267,7 +273,8 @@ static int render_no_trace(struct ms_replay_cli *c, const char *path, const char
 {
 	struct ms_devices ds;
 	struct ms_diag d = MS_DIAG_INIT;
-	struct ms_trace *t;
+	const struct ms_trace *t;
+	struct ms_trace *owned;
 	struct ms_replay_result r;
 	struct ms_render_input in;
 	struct ms_buf buf = MS_BUF_INIT;
@@ -276,7 +283,8 @@ static int render_no_trace(struct ms_replay_cli *c, const char *path, const char
 	ms_status s;
 
 	*rc = MS_EXIT_ERROR;
-	if ((s = ms_devices_read(path, &ds, &d))) {
+	if ((s = ms_replay_cli_trace(path, &t, &d)) ||
+	    (s = t ? ms_devices_of(t, &ds) : ms_devices_read(path, &ds, &d))) {
 		ms_report(path, s, &d);
 		return 1;
 	}
@@ -309,7 +317,7 @@ static int render_no_trace(struct ms_replay_cli *c, const char *path, const char
 		        "most "
 		        "reserved); --device draws another",
 		        path, with_segs, pick->device);
-	if ((s = ms_trace_load(path, NULL, &t, NULL, &d))) {
+	if ((s = ms_replay_cli_trace_whole(path, &t, &owned, &d))) {
 		ms_report(path, s, &d);
 		ms_devices_release(&ds);
 		return 1;
@@ -334,7 +342,7 @@ static int render_no_trace(struct ms_replay_cli *c, const char *path, const char
 		ms_replay_result_release(&r);
 	}
 	ms_buf_release(&buf);
-	ms_trace_free(t);
+	ms_trace_free(owned);
 	ms_devices_release(&ds);
 	return 1;
 }

@@ -240,7 +240,8 @@ int cmd_whatif(int argc, const char **argv)
 	uint64_t jobs = 0;
 	struct ms_opt opts[MS_REPLAY_OPTS_MAX + 2];
 	size_t nrows, nd;
-	struct ms_trace *t;
+	const struct ms_trace *t;
+	struct ms_trace *owned;
 	struct ms_diag d = MS_DIAG_INIT;
 	struct ms_replay_opts base;
 	char **user = NULL;
@@ -267,7 +268,7 @@ int cmd_whatif(int argc, const char **argv)
 
 	if (ms_replay_cli_devices(&c, argv[0], "whatif", &devs, &nd))
 		return MS_EXIT_ERROR;
-	if ((s = ms_trace_load(argv[0], NULL, &t, NULL, &d))) {
+	if ((s = ms_replay_cli_trace_whole(argv[0], &t, &owned, &d))) {
 		ms_report(argv[0], s, &d);
 		return MS_EXIT_ERROR;
 	}
@@ -294,6 +295,6 @@ int cmd_whatif(int argc, const char **argv)
 		ms_free(user[k]);
 	ms_free(user);
 	ms_free(devs);
-	ms_trace_free(t);
+	ms_trace_free(owned);
 	return rc;
 }

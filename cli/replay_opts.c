@@ -8,6 +8,65 @@
 #include "cli/out.h"
 #include "common/alloc.h"
 #include "parse/devices.h"
+#include "parse/trace.h"
+
+/*
+ * The snapshots a command has read, by path: a snapshot (pickle or JSON, or anything from
+ * standard input) is read once, whatever the devices and passes the command makes of it; a
+ * memsnap .zst trace streams from its file each time instead, in bounded memory. Two slots, for
+ * the two files of diff and check --baseline; freed at exit.
+ */
+static struct {
+	char *path;
+	struct ms_trace *t;
+	struct ms_diag read; /* the warnings of its reading, given with it every time */
+} read_once[2];
+
+static void forget_snapshots(void)
+{
+	for (size_t i = 0; i < 2; i++) {
+		ms_trace_free(read_once[i].t);
+		ms_free(read_once[i].path);
+		read_once[i].t = NULL;
+		read_once[i].path = NULL;
+	}
+}
+
+ms_status ms_replay_cli_trace(const char *path, const struct ms_trace **t, struct ms_diag *d)
+{
+	static int registered;
+	size_t slot;
+	ms_status s;
+
+	*t = NULL;
+	for (slot = 0; slot < 2; slot++)
+		if (read_once[slot].path && !strcmp(read_once[slot].path, path))
+			goto found;
+	if (strcmp(path, "-") && ms_devices_is_trace(path))
+		return MS_OK;
+	slot = read_once[0].path ? 1 : 0;
+	ms_trace_free(read_once[slot].t);
+	ms_free(read_once[slot].path);
+	read_once[slot].t = NULL;
+	if (!(read_once[slot].path = ms_strndup(path, strlen(path))))
+		return MS_ERR_NOMEM;
+	if (!registered++)
+		atexit(forget_snapshots);
+	read_once[slot].read = (struct ms_diag)MS_DIAG_INIT;
+	if ((s = ms_trace_load(path, NULL, &read_once[slot].t, NULL, &read_once[slot].read))) {
+		*d = read_once[slot].read;
+		ms_free(read_once[slot].path);
+		read_once[slot].path = NULL;
+		return s;
+	}
+found:
+	*t = read_once[slot].t;
+	if (read_once[slot].read.warnings) {
+		d->warnings = read_once[slot].read.warnings;
+		memcpy(d->warning, read_once[slot].read.warning, sizeof(d->warning));
+	}
+	return MS_OK;
+}
 
 void ms_replay_cli_init(struct ms_replay_cli *c, struct ms_opt *opts, int *json)
 {
@@ -123,6 +182,19 @@ static void say_notes(const struct ms_replay_cli *c, const char *path)
 	}
 }
 
+ms_status ms_replay_cli_trace_whole(const char *path, const struct ms_trace **t,
+                                    struct ms_trace **owned, struct ms_diag *d)
+{
+	ms_status s;
+
+	*owned = NULL;
+	if ((s = ms_replay_cli_trace(path, t, d)) || *t)
+		return s;
+	if (!(s = ms_trace_load(path, NULL, owned, NULL, d)))
+		*t = *owned;
+	return s;
+}
+
 ms_status ms_replay_cli_run(struct ms_replay_cli *c, const char *path, struct ms_replay_result *r,
                             struct ms_limit_range *lim, struct ms_diag *d)
 {
@@ -132,6 +204,8 @@ ms_status ms_replay_cli_run(struct ms_replay_cli *c, const char *path, struct ms
 
 	memset(&q, 0, sizeof(q));
 	q.path = path;
+	if ((s = ms_replay_cli_trace(path, &q.trace, d)))
+		return s;
 	q.o = c->o;
 	q.backend = c->cuda ? MS_REPLAY_CUDA : c->torch ? MS_REPLAY_TORCH : MS_REPLAY_SIM;
 	if (c->torch && ms_find_libdir(libdir, sizeof(libdir)) == 0)
@@ -190,11 +264,13 @@ int ms_replay_cli_devices(const struct ms_replay_cli *c, const char *path, const
 	struct ms_diag d = MS_DIAG_INIT;
 	uint64_t raw = 0, segs = 0, events = 0;
 	char list[256];
+	const struct ms_trace *t;
 	ms_status s;
 
 	*devs = NULL;
 	*n = 0;
-	if ((s = ms_devices_read(path, &ds, &d))) {
+	if ((s = ms_replay_cli_trace(path, &t, &d)) ||
+	    (s = t ? ms_devices_of(t, &ds) : ms_devices_read(path, &ds, &d))) {
 		ms_report(path, s, &d);
 		return MS_EXIT_ERROR;
 	}

@@ -54,6 +54,18 @@ int ms_replay_cli_run_reported(struct ms_replay_cli *c, const char *path,
  */
 int ms_replay_cli_devices(const struct ms_replay_cli *c, const char *path, const char *cmd,
                           uint32_t **devs, size_t *n);
+/*
+ * The trace at path in memory, read once per command (*t stays valid until exit): a snapshot,
+ * or anything from standard input ("-"). *t is NULL for a memsnap .zst trace, which the
+ * commands stream from its file instead.
+ */
+ms_status ms_replay_cli_trace(const char *path, const struct ms_trace **t, struct ms_diag *d);
+/*
+ * The trace at path whole in memory: the snapshot read once (ms_replay_cli_trace), else the
+ * .zst trace loaded into *owned, which the caller frees with ms_trace_free.
+ */
+ms_status ms_replay_cli_trace_whole(const char *path, const struct ms_trace **t,
+                                    struct ms_trace **owned, struct ms_diag *d);
 /* "path" for device 0 of a one-device trace, else "path (device D)". */
 const char *ms_replay_cli_label(const char *path, uint32_t dev, size_t n_devs, char *buf,
                                 size_t cap);

@@ -45,8 +45,7 @@ static ms_status c_segment(void *ctx, const struct ms_segment *s, const struct m
 	return MS_OK;
 }
 
-/* Is path a memsnap trace (not a snapshot)? */
-static int is_trace(const char *path)
+int ms_devices_is_trace(const char *path)
 {
 	struct ms_input *in;
 	struct ms_diag d = MS_DIAG_INIT;
@@ -59,13 +58,28 @@ static int is_trace(const char *path)
 	return yes;
 }
 
+/* The devices with something, in order, into out (which takes c's array). */
+static void compact(struct counts *c, struct ms_devices *out)
+{
+	size_t n = 0;
+
+	for (uint32_t i = 0; i < N_DEV; i++) {
+		struct ms_device_use *u = &c->by_dev[i];
+		if (!u->events && !u->raw_events && !u->segments)
+			continue;
+		u->device = i;
+		c->by_dev[n++] = *u; /* n <= i: compacted in place */
+	}
+	out->n = n;
+	out->d = c->by_dev; /* the first n entries */
+}
+
 ms_status ms_devices_read(const char *path, struct ms_devices *out, struct ms_diag *diag)
 {
 	struct counts c;
 	struct ms_symtab syms;
 	struct ms_sink sink = {.event = c_event, .events = c_events, .segment = c_segment};
 	ms_status s;
-	size_t n = 0;
 
 	memset(out, 0, sizeof(*out));
 	if (!(c.by_dev = ms_calloc(N_DEV, sizeof(*c.by_dev))))
@@ -76,7 +90,7 @@ ms_status ms_devices_read(const char *path, struct ms_devices *out, struct ms_di
 	}
 	sink.ctx = &c;
 	s = MS_ERR_UNSUPPORTED;
-	if (is_trace(path)) {
+	if (ms_devices_is_trace(path)) {
 		/*
 		 * A memsnap trace with a trailer counts its events by device in its END record
 		 * (format 1.2): read that and the end state, not every frame
@@ -109,19 +123,25 @@ ms_status ms_devices_read(const char *path, struct ms_devices *out, struct ms_di
 	if (s)
 		s = ms_source_read(path, NULL, &syms, &sink, NULL, diag);
 	ms_symtab_release(&syms);
-	for (uint32_t i = 0; !s && i < N_DEV; i++) {
-		struct ms_device_use *u = &c.by_dev[i];
-		if (!u->events && !u->raw_events && !u->segments)
-			continue;
-		u->device = i;
-		c.by_dev[n++] = *u; /* n <= i: compacted in place */
-	}
 	if (s) {
 		ms_free(c.by_dev);
 		return s;
 	}
-	out->n = n;
-	out->d = c.by_dev; /* the first n entries */
+	compact(&c, out);
+	return MS_OK;
+}
+
+ms_status ms_devices_of(const struct ms_trace *t, struct ms_devices *out)
+{
+	struct counts c;
+
+	memset(out, 0, sizeof(*out));
+	if (!(c.by_dev = ms_calloc(N_DEV, sizeof(*c.by_dev))))
+		return MS_ERR_NOMEM;
+	c_events(&c, t->events, t->n_events);
+	for (size_t i = 0; i < t->n_segs; i++)
+		c_segment(&c, &t->segs[i], NULL);
+	compact(&c, out);
 	return MS_OK;
 }
 

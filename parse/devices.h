@@ -27,8 +27,14 @@ struct ms_devices {
 	struct ms_device_use *d; /* in device order, only devices with something */
 };
 
+struct ms_trace;
+
 /* Read path once; *out is released with ms_devices_release. */
 ms_status ms_devices_read(const char *path, struct ms_devices *out, struct ms_diag *diag);
+/* The same from a trace in memory. */
+ms_status ms_devices_of(const struct ms_trace *t, struct ms_devices *out);
+/* Is path a memsnap .zst trace (not a snapshot, not unreadable)? */
+int ms_devices_is_trace(const char *path);
 /* The entry of device dev, or NULL. */
 const struct ms_device_use *ms_devices_find(const struct ms_devices *ds, uint32_t dev);
 /* "devices 0 (4742 events) and 1 (21722 events)": those with events, else with segments. */

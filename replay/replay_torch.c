@@ -239,12 +239,13 @@ static ms_status end_state(struct tp *p)
 	return MS_OK;
 }
 
-ms_status ms_replay_torch(const char *path, const char *plugin, const struct ms_replay_opts *o,
-                          const struct ms_replay_result *model, struct ms_replay_result *r,
-                          struct ms_diag *d)
+ms_status ms_replay_torch(const char *path, const struct ms_trace *trace, const char *plugin,
+                          const struct ms_replay_opts *o, const struct ms_replay_result *model,
+                          struct ms_replay_result *r, struct ms_diag *d)
 {
 	struct tp p;
-	struct ms_trace *t = NULL;
+	const struct ms_trace *t = trace;
+	struct ms_trace *owned = NULL;
 	void *h;
 	mst_api_fn get;
 	char err[1024] = "";
@@ -263,12 +264,14 @@ ms_status ms_replay_torch(const char *path, const char *plugin, const struct ms_
 	if (!p.api || p.api->abi != MST_ABI)
 		return ms__diag_set(d, MS_ERR_BACKEND, -1, -1,
 		                    "%s: not a memsnap torch plugin (ABI %u)", plugin, MST_ABI);
-	if ((s = ms_trace_load(path, NULL, &t, NULL, d)))
+	if (!t && (s = ms_trace_load(path, NULL, &owned, NULL, d)))
 		return s;
+	if (!t)
+		t = owned;
 	snprintf(r->alloc_conf, sizeof(r->alloc_conf), "%s", model->alloc_conf);
 	r->limit = model->limit;
 	if (p.api->open((int)o->device, model->alloc_conf, model->limit, err, sizeof(err))) {
-		ms_trace_free(t);
+		ms_trace_free(owned);
 		return ms__diag_set(d, MS_ERR_BACKEND, -1, -1, "--backend torch: %s", err);
 	}
 	p.api->mem_info(&total, &free_bytes);
@@ -276,7 +279,7 @@ ms_status ms_replay_torch(const char *path, const char *plugin, const struct ms_
 	r->device_memory_source = MS_DEVMEM_REAL;
 	if (model->limit > free_bytes) {
 		p.api->close();
-		ms_trace_free(t);
+		ms_trace_free(owned);
 		return ms__diag_set(
 		        d, MS_ERR_INVALID_ARG, -1, -1,
 		        "--backend torch: the limit (%llu bytes) is more than the device "
@@ -290,7 +293,7 @@ ms_status ms_replay_torch(const char *path, const char *plugin, const struct ms_
 		size_t n = 0;
 		if (!pairs) {
 			p.api->close();
-			ms_trace_free(t);
+			ms_trace_free(owned);
 			return MS_ERR_NOMEM;
 		}
 		for (size_t i = 0; i < t->n_events; i++) {
@@ -320,6 +323,6 @@ ms_status ms_replay_torch(const char *path, const char *plugin, const struct ms_
 	p.api->close();
 	ms_u64map_release(&p.live);
 	ms_u64map_release(&p.deferred);
-	ms_trace_free(t);
+	ms_trace_free(owned);
 	return s;
 }

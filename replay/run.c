@@ -30,11 +30,33 @@ static void take_why(struct ms_replay_note *n, struct ms_diag *d)
 	d->msg[0] = 0;
 }
 
+/* One replay of the request's trace: the one in memory, else streamed from its file. */
+static ms_status replay_once(const struct ms_replay_request *q, const struct ms_replay_opts *o,
+                             struct ms_replay_result *r, struct ms_diag *d)
+{
+	return q->trace ? ms_replay_trace(q->trace, o, r, d) : ms_replay_run(q->path, o, r, d);
+}
+
+/* The request's trace in memory: its own, else loaded (*owned, for ms_trace_free). */
+static ms_status trace_of(const struct ms_replay_request *q, const struct ms_trace **t,
+                          struct ms_trace **owned, struct ms_diag *d)
+{
+	ms_status s = MS_OK;
+
+	*owned = NULL;
+	if (q->trace)
+		*t = q->trace;
+	else if (!(s = ms_trace_load(q->path, NULL, owned, NULL, d)))
+		*t = *owned;
+	return s;
+}
+
 /* A trace that starts mid-run: replayed again from the state rebuilt before its first event. */
-static ms_status replay_mid_run(const char *path, struct ms_replay_outcome *out,
+static ms_status replay_mid_run(const struct ms_replay_request *q, struct ms_replay_outcome *out,
                                 struct ms_replay_result *r, struct ms_diag *d)
 {
-	struct ms_trace *t;
+	const struct ms_trace *t;
+	struct ms_trace *owned;
 	struct ms_initial_state *init;
 	struct ms_replay_note *n;
 	enum ms_mid_run what;
@@ -43,12 +65,12 @@ static ms_status replay_mid_run(const char *path, struct ms_replay_outcome *out,
 
 	if (!(init = ms_calloc(1, sizeof(*init))))
 		return MS_ERR_NOMEM;
-	if ((s = ms_trace_load(path, NULL, &t, NULL, d))) {
+	if ((s = trace_of(q, &t, &owned, d))) {
 		ms_free(init);
 		return s;
 	}
 	s = ms_replay_from_rebuilt(t, &out->o, init, r, &what, d);
-	ms_trace_free(t);
+	ms_trace_free(owned);
 	if (!s && what == MS_MID_RUN_NO_SEGMENTS)
 		add_note(out, MS_REPLAY_NOTE_NO_SEGMENTS)->n = unmatched;
 	if (!s && what == MS_MID_RUN_UNSUPPORTED)
@@ -77,17 +99,18 @@ static ms_status replay_mid_run(const char *path, struct ms_replay_outcome *out,
  * state, the device's size from a recorded OOM, a limit inferred from recorded OOMs the device
  * had room for. out->o is the request's options and becomes those that reproduce r.
  */
-static ms_status run_sim(const char *path, struct ms_replay_outcome *out,
+static ms_status run_sim(const struct ms_replay_request *req, struct ms_replay_outcome *out,
                          struct ms_replay_result *r, struct ms_diag *d)
 {
 	struct ms_replay_opts *o = &out->o, q;
 	struct ms_limit_range *lim = &out->lim;
 	struct ms_replay_note *n;
-	struct ms_trace *t;
+	const struct ms_trace *t;
+	struct ms_trace *owned;
 	uint64_t missed;
 	ms_status s;
 
-	s = ms_replay_run(path, o, r, d);
+	s = replay_once(req, o, r, d);
 	/*
 	 * A trace that starts mid-run frees what it never allocated, or ends with other segments
 	 * than its replay from an empty allocator: then the state before its first event is
@@ -98,7 +121,7 @@ static ms_status run_sim(const char *path, struct ms_replay_outcome *out,
 	     (r->end_segments &&
 	      (r->ended_by_oom ||
 	       r->end_reserved != (uint64_t)r->stats.reserved_bytes[0].current))))
-		s = replay_mid_run(path, out, r, d);
+		s = replay_mid_run(req, out, r, d);
 	/*
 	 * A device size inferred from the recorded OOM bounds the whole run, not only what comes
 	 * after it: replay again with it from the start
@@ -112,7 +135,7 @@ static ms_status run_sim(const char *path, struct ms_replay_outcome *out,
 		unlimited.limit = 0;
 		unlimited.limit_given = 0;
 		unlimited.fraction = 0;
-		if (ms_replay_run(path, &unlimited, &probe, d) == MS_OK &&
+		if (replay_once(req, &unlimited, &probe, d) == MS_OK &&
 		    probe.device_memory_source == MS_DEVMEM_FROM_OOM) {
 			r->device_memory_source = MS_DEVMEM_FROM_OOM;
 			r->device_memory = probe.device_memory;
@@ -128,7 +151,7 @@ static ms_status run_sim(const char *path, struct ms_replay_outcome *out,
 		o->device_memory = r->device_memory;
 		o->device_memory_from_oom = 1;
 		ms_replay_result_release(r);
-		s = ms_replay_run(path, o, r, d);
+		s = replay_once(req, o, r, d);
 		if (!s &&
 		    !r->oom_seen) { /* the bound's figures, where this replay did not get there */
 			r->oom_seen = 1;
@@ -143,7 +166,7 @@ static ms_status run_sim(const char *path, struct ms_replay_outcome *out,
 	 * ran under a per-process limit. It is a property of the job, found with the recorded
 	 * settings whatever --alloc-conf asks (which then replays under it).
 	 */
-	if ((s = ms_trace_load(path, NULL, &t, NULL, d)))
+	if ((s = trace_of(req, &t, &owned, d)))
 		return s;
 	q = *o;
 	q.alloc_conf = NULL;
@@ -151,14 +174,14 @@ static ms_status run_sim(const char *path, struct ms_replay_outcome *out,
 	if (o->alloc_conf) {
 		struct ms_replay_result rr;
 		if ((s = ms_replay_trace(t, &q, &rr, d))) {
-			ms_trace_free(t);
+			ms_trace_free(owned);
 			return s;
 		}
 		missed = rr.missed_ooms;
 		ms_replay_result_release(&rr);
 	}
 	if (!missed) {
-		ms_trace_free(t);
+		ms_trace_free(owned);
 		return MS_OK;
 	}
 	s = ms_replay_infer_limit(t, &q, &lim->lo, &lim->hi, d);
@@ -176,7 +199,7 @@ static ms_status run_sim(const char *path, struct ms_replay_outcome *out,
 		take_why(add_note(out, MS_REPLAY_NOTE_NO_LIMIT), d);
 		s = MS_OK;
 	}
-	ms_trace_free(t);
+	ms_trace_free(owned);
 	return s;
 }
 
@@ -185,11 +208,11 @@ static ms_status run_sim(const char *path, struct ms_replay_outcome *out,
  * trace needs one) and, for torch, the program's empty_cache() calls come from it (out->model).
  * Mid-run traces are refused: only the model replays them from a rebuilt state.
  */
-static ms_status run_model_first(const char *path, struct ms_replay_outcome *out,
+static ms_status run_model_first(const struct ms_replay_request *q, struct ms_replay_outcome *out,
                                  const char *backend, struct ms_diag *d)
 {
 	struct ms_replay_opts asked = out->o;
-	ms_status s = run_sim(path, out, &out->model, d);
+	ms_status s = run_sim(q, out, &out->model, d);
 	uint64_t limit = out->o.limit;
 
 	/* of the simulated device's replay only its limit carries over */
@@ -230,7 +253,7 @@ static void on_sigint(int sig)
  * the model again over the real device; Ctrl-C ends the replay at the next device call and
  * everything is freed.
  */
-static ms_status run_cuda(const char *path, struct ms_replay_outcome *out,
+static ms_status run_cuda(const struct ms_replay_request *q, struct ms_replay_outcome *out,
                           struct ms_replay_result *r, struct ms_diag *d)
 {
 	struct ms_replay_opts o;
@@ -238,7 +261,7 @@ static ms_status run_cuda(const char *path, struct ms_replay_outcome *out,
 	uint64_t fr, total;
 	ms_status s;
 
-	if ((s = run_model_first(path, out, "cuda", d)) ||
+	if ((s = run_model_first(q, out, "cuda", d)) ||
 	    (s = ms_cuda_open((int)out->o.device, out->o.limit, &out->dev, d)))
 		return s;
 	ms_cuda_mem_info(out->dev, &fr, &total);
@@ -249,7 +272,7 @@ static ms_status run_cuda(const char *path, struct ms_replay_outcome *out,
 	sa.sa_handler = on_sigint;
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, &old);
-	s = ms_replay_run(path, &o, r, d);
+	s = replay_once(q, &o, r, d);
 	r->device_memory_source = MS_DEVMEM_REAL;
 	sigaction(SIGINT, &old, NULL);
 	snprintf(r->backend, sizeof(r->backend), "cuda");
@@ -260,25 +283,25 @@ static ms_status run_cuda(const char *path, struct ms_replay_outcome *out,
 }
 
 /* The model first, then PyTorch's allocator through the plugin found in libdir. */
-static ms_status run_torch(const char *path, const char *libdir, struct ms_replay_outcome *out,
+static ms_status run_torch(const struct ms_replay_request *q, struct ms_replay_outcome *out,
                            struct ms_replay_result *r, struct ms_diag *d)
 {
 	char plugin[4200];
 	ms_status s;
 
-	if ((s = run_model_first(path, out, "torch", d)))
+	if ((s = run_model_first(q, out, "torch", d)))
 		return s;
-	if (!libdir)
+	if (!q->libdir)
 		return ms__diag_set(d, MS_ERR_BACKEND, -1, -1,
 		                    "--backend torch: the plugins' folder is not found (set "
 		                    "MEMSNAP_LIBDIR)");
-	snprintf(plugin, sizeof(plugin), "%s/libmemsnap_torch_replay.so", libdir);
+	snprintf(plugin, sizeof(plugin), "%s/libmemsnap_torch_replay.so", q->libdir);
 	if (access(plugin, R_OK) != 0)
 		return ms__diag_set(d, MS_ERR_BACKEND, -1, -1,
 		                    "--backend torch: %s: not built (MEMSNAP_TORCH needs "
 		                    "PyTorch and CUDA at build time)",
 		                    plugin);
-	return ms_replay_torch(path, plugin, &out->o, &out->model, r, d);
+	return ms_replay_torch(q->path, q->trace, plugin, &out->o, &out->model, r, d);
 }
 
 ms_status ms_replay_request_run(const struct ms_replay_request *q, struct ms_replay_outcome *out,
@@ -291,11 +314,11 @@ ms_status ms_replay_request_run(const struct ms_replay_request *q, struct ms_rep
 	out->o = q->o;
 	switch (q->backend) {
 	case MS_REPLAY_CUDA:
-		return run_cuda(q->path, out, r, d);
+		return run_cuda(q, out, r, d);
 	case MS_REPLAY_TORCH:
-		return run_torch(q->path, q->libdir, out, r, d);
+		return run_torch(q, out, r, d);
 	default:
-		return run_sim(q->path, out, r, d);
+		return run_sim(q, out, r, d);
 	}
 }
 

@@ -22,7 +22,10 @@ enum ms_replay_backend {
 };
 
 struct ms_replay_request {
-	const char *path;        /* the trace */
+	const char *path; /* the trace */
+	/* the same trace already in memory, or NULL: every pass then reads path (a snapshot is
+	 * best read once by the caller and passed here; a .zst trace streams in bounded memory) */
+	const struct ms_trace *trace;
 	struct ms_replay_opts o; /* the settings asked for */
 	unsigned backend;        /* enum ms_replay_backend */
 	/* MS_REPLAY_TORCH: the folder of memsnap's plugins (libmemsnap_torch_replay.so), or NULL
