@@ -83,9 +83,38 @@ endmacro()
 # ms_target(TARGET): project-wide compile settings for one of our targets.
 function(ms_target t)
 	target_compile_options(${t} PRIVATE ${MS_WARNINGS})
-	target_include_directories(${t} PRIVATE ${PROJECT_SOURCE_DIR} ${PROJECT_SOURCE_DIR}/include
+	target_include_directories(${t} PRIVATE ${PROJECT_SOURCE_DIR}/include
 		${PROJECT_BINARY_DIR}/generated)
 	target_compile_definitions(${t} PRIVATE _POSIX_C_SOURCE=200809L)
+endfunction()
+
+# Each layer (common, format, parse, analysis, replay, render, cli) has an include root of its
+# own, a folder holding one link to the layer's folder, so `#include "parse/trace.h"` finds the
+# header only where the target reads that layer: a layer's library gives its root to those that
+# link it (ms_layer), and every link is PRIVATE, so the build, not discipline, keeps the layers
+# one way (docs/DESIGN.md, "Layers").
+function(ms_layer_root dir out)
+	set(root ${PROJECT_BINARY_DIR}/layers/${dir})
+	if(NOT EXISTS ${root}/${dir})
+		file(MAKE_DIRECTORY ${root})
+		file(CREATE_LINK ${PROJECT_SOURCE_DIR}/${dir} ${root}/${dir} SYMBOLIC)
+	endif()
+	set(${out} ${root} PARENT_SCOPE)
+endfunction()
+
+# The library of layer dir: its own headers for itself and for the targets that link it.
+function(ms_layer lib dir)
+	ms_layer_root(${dir} root)
+	target_include_directories(${lib} PUBLIC ${root})
+endfunction()
+
+# A target that reads the headers of these layers without linking their libraries (the
+# recorder, built from format's and common's sources; the command line's own headers).
+function(ms_reads t)
+	foreach(dir ${ARGN})
+		ms_layer_root(${dir} root)
+		target_include_directories(${t} PRIVATE ${root})
+	endforeach()
 endfunction()
 
 function(ms_feature_summary)
