@@ -462,6 +462,14 @@ Test(replay, request_infers_the_limit_as_a_note)
 	ms_replay_outcome_release(&out);
 }
 
+/* A request to replay the real trace whose history was turned on late (it starts mid-run). */
+static void late_history_request(struct ms_replay_request *q, char *path, size_t cap)
+{
+	snprintf(path, cap, "%s/snapshots/real/late_history.pickle.zst", MS_TESTDATA);
+	memset(q, 0, sizeof(*q));
+	q->path = path;
+}
+
 /* A trace that starts mid-run: replayed from its rebuilt state, which the options carry on. */
 Test(replay, request_rebuilds_a_mid_run_trace)
 {
@@ -471,9 +479,7 @@ Test(replay, request_rebuilds_a_mid_run_trace)
 	struct ms_replay_result r;
 	struct ms_diag d = MS_DIAG_INIT;
 
-	snprintf(path, sizeof(path), "%s/snapshots/real/late_history.pickle.zst", MS_TESTDATA);
-	memset(&q, 0, sizeof(q));
-	q.path = path;
+	late_history_request(&q, path, sizeof(path));
 	cr_assert_eq(ms_replay_request_run(&q, &out, &r, &d), MS_OK, "%s", d.msg);
 	cr_assert(r.rebuilt);
 	cr_assert_not_null(out.init);
@@ -496,9 +502,7 @@ Test(replay, request_refuses_a_mid_run_trace_on_a_gpu)
 	struct ms_replay_result r;
 	struct ms_diag d = MS_DIAG_INIT;
 
-	snprintf(path, sizeof(path), "%s/snapshots/real/late_history.pickle.zst", MS_TESTDATA);
-	memset(&q, 0, sizeof(q));
-	q.path = path;
+	late_history_request(&q, path, sizeof(path));
 	q.backend = MS_REPLAY_TORCH;
 	cr_assert_eq(ms_replay_request_run(&q, &out, &r, &d), MS_ERR_UNSUPPORTED);
 	cr_assert(strstr(d.msg, "starts mid-run"), "%s", d.msg);
