@@ -179,35 +179,46 @@ static void u64_put(uint64_t *keys, uint64_t *vals, size_t cap, uint64_t k1, uin
 	vals[i] = v;
 }
 
+/* Double the table (half full at most: a miss probes 2.5 slots on average, not 8.5 at 3/4). */
+static ms_status u64_grow(struct ms_u64map *m)
+{
+	size_t ncap = m->cap ? m->cap * 2 : 64;
+	uint64_t *nk = ms_calloc(ncap, sizeof(uint64_t));
+	uint64_t *nv = ms_malloc(ncap * sizeof(uint64_t));
+
+	if (!nk || !nv) {
+		ms_free(nk);
+		ms_free(nv);
+		return MS_ERR_NOMEM;
+	}
+	for (size_t i = 0; i < m->cap; i++)
+		if (m->keys[i])
+			u64_put(nk, nv, ncap, m->keys[i], m->vals[i]);
+	ms_free(m->keys);
+	ms_free(m->vals);
+	m->keys = nk;
+	m->vals = nv;
+	m->cap = ncap;
+	return MS_OK;
+}
+
 ms_status ms_u64map_put(struct ms_u64map *m, uint64_t key, uint64_t val)
 {
-	uint64_t *v = ms_u64map_get(m, key);
+	size_t mask, i;
 
-	if (v) {
-		*v = val;
-		return MS_OK;
-	}
 	if (key == UINT64_MAX)
 		return MS_ERR_INVALID_ARG;
-	if ((m->n + 1) * 4 > m->cap * 3) {
-		size_t ncap = m->cap ? m->cap * 2 : 64, i;
-		uint64_t *nk = ms_calloc(ncap, sizeof(uint64_t));
-		uint64_t *nv = ms_malloc(ncap * sizeof(uint64_t));
-		if (!nk || !nv) {
-			ms_free(nk);
-			ms_free(nv);
-			return MS_ERR_NOMEM;
+	if ((m->n + 1) * 2 > m->cap && u64_grow(m))
+		return MS_ERR_NOMEM;
+	/* one walk: the key's slot, or the empty one that ends its chain */
+	mask = m->cap - 1;
+	for (i = u64_home(key, mask); m->keys[i]; i = (i + 1) & mask)
+		if (m->keys[i] == key + 1) {
+			m->vals[i] = val;
+			return MS_OK;
 		}
-		for (i = 0; i < m->cap; i++)
-			if (m->keys[i])
-				u64_put(nk, nv, ncap, m->keys[i], m->vals[i]);
-		ms_free(m->keys);
-		ms_free(m->vals);
-		m->keys = nk;
-		m->vals = nv;
-		m->cap = ncap;
-	}
-	u64_put(m->keys, m->vals, m->cap, key + 1, val);
+	m->keys[i] = key + 1;
+	m->vals[i] = val;
 	m->n++;
 	return MS_OK;
 }
