@@ -17,8 +17,7 @@ static struct ms_pk_val *pool_take(struct ms_pickle *p, size_t n);
 
 ms_status ms_pickle_new(struct ms_pickle **out)
 {
-	/* on lines of its own: the second reader's machine runs beside the first (ms_pickle_split)
-	 */
+	/* on lines of its own: stats reads several files at once, a machine each */
 	struct ms_pickle *p = ms_calloc_lines(sizeof(*p));
 
 	if (!p)
@@ -33,7 +32,6 @@ ms_status ms_pickle_new(struct ms_pickle **out)
 	p->lim.max_objects = 1u << 28;
 	for (size_t i = 0; i <= MS_PK_SLOTS; i++)
 		p->slot_str[i].len = UINT32_MAX; /* none */
-	p->defer_slot = -1;
 	*out = p;
 	return MS_OK;
 }
@@ -57,8 +55,6 @@ void ms_pickle_free(struct ms_pickle *p)
 		p->pool = c->next;
 		ms_free(c);
 	}
-	if (p->split && !p->peer) /* p2 only borrows p's */
-		ms__pk_split_free(p);
 	ms_symtab_release(&p->strs);
 	ms_free(p->stack);
 	ms_free(p->marks);
@@ -588,12 +584,6 @@ static inline ms_status memo_put(struct ms_pickle *p, uint64_t idx)
 		return fail(p, MS_ERR_FORMAT, "memo store with an empty stack");
 	if (idx > p->lim.max_memo)
 		return fail(p, MS_ERR_LIMIT, "memo index out of range");
-	if (idx < p->n_memo && (p->split || p->fx_n)) {
-		/* written again: not while p2 reads p's slots, nor as p2's */
-		ms__pk_split_stop(p, SPLIT_ABORT);
-		if (idx - p->fx_lo < p->fx_n)
-			MS_TRY(ms__pk_split_materialize(p));
-	}
 	if (idx >= p->n_memo) {
 		/*
 		 * Python's picklers put at the next index; a gap costs a memo slot per index
@@ -644,7 +634,7 @@ static ms_status tuple_n(struct ms_pickle *p, size_t n)
 }
 
 /* Items above the innermost mark, applied to the value right under it. */
-ms_status ms__pk_batch(struct ms_pickle *p, int set)
+static ms_status batch(struct ms_pickle *p, int set)
 {
 	size_t m;
 	ms_status s;
@@ -716,7 +706,7 @@ static ms_status step(struct ms_pickle *p)
 		p->sp -= 2;
 		break;
 	case 'u': /* SETITEMS */
-		MS_TRY(ms__pk_batch(p, 1));
+		MS_TRY(batch(p, 1));
 		break;
 	case 'a': /* APPEND */
 		if (p->sp < 2 || p->sp - 2 < mark_top(p))
@@ -726,7 +716,7 @@ static ms_status step(struct ms_pickle *p)
 		break;
 	case 'e':  /* APPENDS */
 	case 0x90: /* ADDITEMS */
-		MS_TRY(ms__pk_batch(p, 0));
+		MS_TRY(batch(p, 0));
 		break;
 	case '0': /* POP */
 		if (p->n_marks && mark_top(p) == p->sp)
@@ -898,7 +888,7 @@ static inline int fast_get(const struct ms_pickle *p, const unsigned char **ipp,
 	int64_t i = get_index(&ip);
 	uint64_t idx = (uint64_t)i;
 
-	if (i < 0 || idx >= n_memo || idx - p->fx_lo < p->fx_n) /* p2's: the general path's */
+	if (i < 0 || idx >= n_memo)
 		return 0;
 	m = MEMO_AT(p, idx);
 	if (m->type > MS_PK_DICT || (m->type >= MS_PK_LIST && m->v.o->consumed))
@@ -906,83 +896,6 @@ static inline int fast_get(const struct ms_pickle *p, const unsigned char **ipp,
 	*type = m->type;
 	*payload = payload_of(m);
 	*ipp = ip;
-	return 1;
-}
-
-/*
- * fast_get for p2 (the second reader). Below what p has published, the slot is p's and final;
- * at or above it, it is p's or p2's depending on where p's memo ends at the split, so p2 waits
- * until p publishes past it or lands (or gives up). Plain values only: a container or a
- * streamed entry is p's to read; a string of p's that p2 has not got is marked REMOTE_STR.
- */
-static inline __attribute__((always_inline)) int helper_get(struct ms_pickle *p,
-                                                            const unsigned char **ipp,
-                                                            size_t n_memo, uint64_t *type,
-                                                            uint64_t *payload)
-{
-	struct split *x = p->split;
-	const unsigned char *ip = *ipp;
-	const struct ms_pk_val *m;
-	int64_t i = get_index(&ip);
-	uint64_t idx = (uint64_t)i;
-	int mine = 0;
-
-	if (i < 0)
-		return 0;
-	if (idx < p->n1_seen)
-		m = &x->memo1[idx >> MEMO_SHIFT][idx & (MEMO_CHUNK - 1)];
-	else if (!(m = ms__pk_helper_wait(p, idx, n_memo, &mine)))
-		return 0;
-	if (m->type > MS_PK_BYTES)
-		return 0;
-	*type = m->type;
-	*payload = payload_of(m);
-	/* p's string, not interned by p2 (p2's own are its ids) */
-	if (!mine && (m->type == MS_PK_STR || m->type == MS_PK_BYTES) && *payload >= x->n_pre)
-		*payload = (uint32_t)*payload | REMOTE_STR;
-	*ipp = ip;
-	return 1;
-}
-
-/*
- * fast_list for p2, in its deferred slot: the items are memo gets kept as MS_PK_DEFERRED (p's
- * frame dicts, which p2 must not read while p runs), resolved at the merge. 0: give up; -1: out
- * of memory.
- */
-static int helper_list(struct ms_pickle *p, const unsigned char **ipp, const unsigned char *end,
-                       size_t n_memo, struct ms_pk_obj *o)
-{
-	const unsigned char *ip = *ipp, *q = ip;
-	uint64_t at = (uint64_t)n_memo << 32;
-	int64_t idx;
-	size_t n = 0;
-
-	o->deferred = 1;
-	if (*ip != '(') {
-		/* one get and APPEND; or nothing, and what follows is the next key or SETITEMS */
-		if ((idx = get_index(&q)) < 0 || *q != 'a')
-			return 1;
-		if (!(o->items = pool_take(p, 1)))
-			return -1;
-		put_val(&o->items[0], MS_PK_DEFERRED, (uint64_t)idx | at);
-		o->n = o->cap = 1;
-		o->pooled = 1;
-		*ipp = q + 1;
-		return 1;
-	}
-	for (q = ip + 1; end - q >= 16 && *q != 'e'; n++)
-		if (get_index(&q) < 0)
-			return 0;
-	if (end - q < 16 || n == 0 || n > UINT32_MAX)
-		return 0;
-	if (!(o->items = pool_take(p, n)))
-		return -1;
-	q = ip + 1;
-	for (size_t i = 0; i < n; i++)
-		put_val(&o->items[i], MS_PK_DEFERRED, (uint64_t)get_index(&q) | at);
-	o->n = o->cap = (uint32_t)n;
-	o->pooled = 1;
-	*ipp = q + 1;
 	return 1;
 }
 
@@ -1065,17 +978,11 @@ static void unmake_last(struct ms_pickle *p)
  * general path has the whole say on what is wrong: this one gives up instead of failing. Only
  * the hook's own error and running out of memory come back.
  */
-static inline __attribute__((always_inline)) ms_status
-fast_entries_t(struct ms_pickle *p, const unsigned char **ipp, const unsigned char *end,
-               uint32_t tag, struct ms_pk_val *st, size_t *spp, int *gave_up, const int helper)
+static ms_status fast_entries(struct ms_pickle *p, const unsigned char **ipp,
+                              const unsigned char *end, uint32_t tag, struct ms_pk_val *st,
+                              size_t *spp, int *gave_up)
 {
-#define GET(ipp_, n_, t_, pl_) \
-	(helper ? helper_get(p, (ipp_), (n_), (t_), (pl_)) : fast_get(p, (ipp_), (n_), (t_), (pl_)))
-	/* p2 puts by MEMOIZE only: a put naming its slot names p's index, which p2 does not know */
-#define PUT_OP(c_) (helper ? (c_) == 0x94 : put_op[(c_)])
 	const unsigned char *ip = *ipp;
-	/* p with a second reader: where p2 starts, and what p publishes after each entry */
-	struct split *sx = !helper && p->split && p->split->active ? p->split : NULL;
 	struct ms_pk_val vals[MS_PK_SLOTS + 1]; /* the last for values of unwanted keys */
 	size_t sp = *spp;
 	/* ip <= last: 32 bytes readable */
@@ -1096,23 +1003,7 @@ next_entry:;
 	size_t n_memo = p->n_memo;
 	uint64_t me = p->ev_mapped | (uint64_t)tag << ORD_BITS;
 
-	if (!helper && sx && ip == atomic_load_explicit(&sx->land, memory_order_relaxed)) {
-		/* p at the second reader's start: its merge goes on from here (split_land) */
-		*ipp = ip - 1;
-		*spp = sp;
-		*gave_up = 0;
-		return MS_OK;
-	}
-	/*
-	 * p2 stops at the next entry once p is there (or gone): p reads the rest itself rather
-	 * than wait for a thread that may be slow (on a shared machine its core may be taken)
-	 */
-	if (helper) {
-		int phase = atomic_load_explicit(&p->split->phase, memory_order_relaxed);
-		if (phase == SPLIT_ABORT || (phase == SPLIT_LANDED && !p->split->wait))
-			goto give_up;
-	}
-	if (p->ev_mapped > ORD_MASK || end - ip < 16 || !PUT_OP(*ip) ||
+	if (p->ev_mapped > ORD_MASK || end - ip < 16 || !put_op[*ip] ||
 	    !fast_put(p, &ip, &n_memo, PK_STREAMED, me) || *ip++ != '(')
 		goto give_up;
 	/*
@@ -1158,15 +1049,15 @@ next_entry:;
 			slot = kc->slot;
 		} else {
 			ip = key;
-			if (!GET(&ip, n_memo, &type, &payload) || type > MS_PK_BYTES)
+			if (!fast_get(p, &ip, n_memo, &type, &payload) || type > MS_PK_BYTES)
 				goto give_up; /* a container key: the general path decides */
 			if (type == MS_PK_STR && payload == p->id_device_traces)
 				goto give_up; /* the general path gives its lists roles */
 			slot = type == MS_PK_STR && payload < 64 && p->key_slot[payload] >= 0
 			               ? p->key_slot[payload]
 			               : SLOT_UNWANTED;
-			/* not a slot of this entry's own: only those are final (p2: only p's) */
-			if (idx < (helper ? p->n1_seen : p->n_memo) && idx < UINT32_MAX) {
+			/* not a slot of this entry's own: only those are final */
+			if (idx < p->n_memo && idx < UINT32_MAX) {
 				kc->idx1 = (uint32_t)idx + 1;
 				kc->slot = (int8_t)slot;
 			}
@@ -1198,19 +1089,7 @@ next_entry:;
 		switch (*ip) {
 		case 'h': /* BINGET */
 		case 'j': /* LONG_BINGET */
-			if (helper && slot == p->defer_slot) {
-				/*
-				 * p2: read at the merge (a frames list, most likely); a second one
-				 * would hide the first from the merge's checks, which reading alone
-				 * makes here
-				 */
-				if (present & slot_bit[slot])
-					goto give_up;
-				type = MS_PK_DEFERRED;
-				payload = (uint64_t)get_index(&ip) | (uint64_t)n_memo << 32;
-				break;
-			}
-			if (!GET(&ip, n_memo, &type, &payload))
+			if (!fast_get(p, &ip, n_memo, &type, &payload))
 				goto give_up;
 			break;
 		case 'K': /* BININT1 */
@@ -1262,18 +1141,15 @@ next_entry:;
 			type = MS_PK_BOOL, payload = *ip == 0x88, ip++;
 			break;
 		case ']': /* EMPTY_LIST: one list of memo gets per entry (its frames) */
-			if (made || p->n_objs >= p->lim.max_objects ||
-			    (helper && (slot != p->defer_slot || (present & slot_bit[slot]))))
+			if (made || p->n_objs >= p->lim.max_objects)
 				goto give_up;
 			if ((s = new_obj(p, MS_PK_LIST, &made)))
 				return s;
 			type = MS_PK_LIST, payload = (uint64_t)(uintptr_t)made, ip++;
-			while (PUT_OP(*ip))
+			while (put_op[*ip])
 				if (end - ip < 16 || !fast_put(p, &ip, &n_memo, type, payload))
 					goto give_up;
-			if (end - ip < 16 ||
-			    (r = helper ? helper_list(p, &ip, end, n_memo, made)
-			                : fast_list(p, &ip, end, n_memo, made)) == 0)
+			if (end - ip < 16 || (r = fast_list(p, &ip, end, n_memo, made)) == 0)
 				goto give_up;
 			if (r < 0)
 				return MS_ERR_NOMEM;
@@ -1297,8 +1173,6 @@ next_entry:;
 				n_memo++;
 				ip++;
 			} else {
-				if (helper && put_op[*ip])
-					goto give_up;
 				while (put_op[*ip])
 					if (end - ip < 16 ||
 					    !fast_put(p, &ip, &n_memo, type, payload))
@@ -1309,22 +1183,10 @@ next_entry:;
 		present |= slot_bit[slot];
 	}
 	/* SETITEMS: the entry is complete */
-	if (helper) {
-		/* p2 leaves p what its hook refuses: p's hook gives the error, if any */
-		if (p->fields_fn(p->item_ctx, tag, vals, present, -1))
-			goto give_up;
-		p->n_memo = n_memo;
-	} else {
-		p->n_memo = n_memo;
-		if (sx) {
-			atomic_store_explicit(&sx->pos_pub, p->base + (size_t)(ip - p->buf),
-			                      memory_order_relaxed);
-			atomic_store_explicit(&sx->memo_pub, n_memo, memory_order_release);
-		}
-		if ((s = p->fields_fn(p->item_ctx, tag, vals, present,
-		                      (int64_t)(p->base + (size_t)(ip - p->buf)))))
-			return s;
-	}
+	p->n_memo = n_memo;
+	if ((s = p->fields_fn(p->item_ctx, tag, vals, present,
+	                      (int64_t)(p->base + (size_t)(ip - p->buf)))))
+		return s;
 	p->ev_mapped++;
 	p->n_fast++;
 	put_val(&st[sp++], PK_STREAMED, me);
@@ -1342,23 +1204,6 @@ give_up:
 		unmake_last(p);
 	*ipp = start;
 	return MS_OK;
-#undef GET
-#undef PUT_OP
-}
-
-static ms_status fast_entries(struct ms_pickle *p, const unsigned char **ipp,
-                              const unsigned char *end, uint32_t tag, struct ms_pk_val *st,
-                              size_t *spp, int *gave_up)
-{
-	return fast_entries_t(p, ipp, end, tag, st, spp, gave_up, 0);
-}
-
-ms_status ms__pk_helper_entries(struct ms_pickle *p, const unsigned char **ipp,
-                                const unsigned char *end, struct ms_pk_val *st, size_t *spp,
-                                int *gave_up)
-{
-	/* device 0 and ordinals from 0: the merge puts them right (split_land, translate) */
-	return fast_entries_t(p, ipp, end, 0, st, spp, gave_up, 1);
 }
 
 /*
@@ -1367,8 +1212,8 @@ ms_status ms__pk_helper_entries(struct ms_pickle *p, const unsigned char **ipp,
  * stack pointer; everything else goes through step() with the state saved first. Before
  * each opcode the stack has room for one more value (no opcode pushes more than one).
  */
-static ms_status run(struct ms_pickle *p, ms_pk_read_fn rd, void *rd_ctx, struct ms_pk_val *root,
-                     struct ms_diag *diag)
+ms_status ms_pickle_run(struct ms_pickle *p, ms_pk_read_fn rd, void *rd_ctx, struct ms_pk_val *root,
+                        struct ms_diag *diag)
 {
 	const unsigned char *buf, *ip, *end; /* input window, cursor, end of what was read */
 	struct ms_pk_val *st;                /* p->stack */
@@ -1439,13 +1284,6 @@ static ms_status run(struct ms_pickle *p, ms_pk_read_fn rd, void *rd_ctx, struct
 			ip += 4;
 		get : {
 			const struct ms_pk_val *m;
-			if (idx - p->fx_lo < p->fx_n) {
-				SAVE();
-				s = ms__pk_split_materialize(p);
-				LOAD();
-				if (s)
-					return s;
-			}
 			if (idx >= p->n_memo || (m = MEMO_AT(p, idx))->type == PK_CONSUMED)
 				FAIL(MS_ERR_FORMAT, "memo reference to an unknown slot");
 			if (m->type == PK_STREAMED)
@@ -1469,8 +1307,7 @@ static ms_status run(struct ms_pickle *p, ms_pk_read_fn rd, void *rd_ctx, struct
 			idx = ms_load_le32(ip);
 			ip += 4;
 		put:
-			/* a slot written again with a second reader about: memo_put's to handle */
-			if ((idx < p->n_memo && !p->split && !p->fx_n) ||
+			if (idx < p->n_memo ||
 			    (idx == p->n_memo && (idx >> MEMO_SHIFT) < p->n_memo_chunks)) {
 				if (sp == 0 || (p->n_marks && sp == p->marks[p->n_marks - 1]))
 					FAIL(MS_ERR_FORMAT, "memo store with an empty stack");
@@ -1553,28 +1390,10 @@ static ms_status run(struct ms_pickle *p, ms_pk_read_fn rd, void *rd_ctx, struct
 			}
 			if (under && p->fields_fn) {
 				int gave_up;
-				struct split *sx = p->split && p->split->active ? p->split : NULL;
-				if (sx) {
-					atomic_store_explicit(&sx->pos_pub, (size_t)off,
-					                      memory_order_relaxed);
-					atomic_store_explicit(&sx->memo_pub, p->n_memo,
-					                      memory_order_release);
-				}
 				/* and the entries right after it, while they go the fast way */
 				s = fast_entries(p, &ip, end, under->v.o->tag, st, &sp, &gave_up);
 				if (s)
 					return s;
-				if (!gave_up && sx &&
-				    ip + 1 ==
-				            atomic_load_explicit(&sx->land, memory_order_relaxed)) {
-					/* at the second reader's start: take over what it read */
-					SAVE();
-					s = ms__pk_split_land(p);
-					LOAD();
-					if (s)
-						return s;
-					break;
-				}
 				if (!gave_up)
 					break;
 				/* the general path reads the one at ip - 1 */
@@ -1618,18 +1437,6 @@ static ms_status run(struct ms_pickle *p, ms_pk_read_fn rd, void *rd_ctx, struct
 #undef NEED
 #undef FAIL
 #undef PUSH
-}
-
-ms_status ms_pickle_run(struct ms_pickle *p, ms_pk_read_fn rd, void *rd_ctx, struct ms_pk_val *root,
-                        struct ms_diag *diag)
-{
-	ms_status s;
-
-	if (p->split && !p->peer && p->pos == 0)
-		ms__pk_split_start(p);
-	s = run(p, rd, rd_ctx, root, diag);
-	ms__pk_split_stop(p, SPLIT_ABORT);
-	return s;
 }
 
 const struct ms_pk_val *ms_pk_dict_get(const struct ms_pickle *p, const struct ms_pk_val *d,

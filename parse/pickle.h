@@ -29,12 +29,6 @@ enum ms_pk_type {
 	MS_PK_LIST,
 	MS_PK_TUPLE,
 	MS_PK_DICT,
-	/*
-	 * Only in the second reader's values (ms_pickle_split), in its deferred slot: a memo get
-	 * it does not read now (payload: the index; and the second reader's memo count then,
-	 * shifted left 32); ms_pickle_split_resolve reads it at the merge.
-	 */
-	MS_PK_DEFERRED = 200,
 };
 
 struct ms_pk_obj;
@@ -64,8 +58,7 @@ struct ms_pk_obj {
 	uint8_t kind; /* MS_PK_LIST, MS_PK_TUPLE or MS_PK_DICT */
 	uint8_t role; /* stream hook bookkeeping */
 	uint8_t consumed;
-	uint8_t pooled;   /* items in the machine's pool (not their own allocation) */
-	uint8_t deferred; /* the second reader's list: its items are MS_PK_DEFERRED until merged */
+	uint8_t pooled; /* items in the machine's pool (not their own allocation) */
 };
 
 /* Pulls up to cap bytes of (decompressed) input; *got == 0 at the end. */
@@ -125,51 +118,6 @@ void ms_pickle_stream_traces(struct ms_pickle *p, ms_pk_item_fn fn, void *ctx);
  * skips the dict and the general opcode dispatch.
  */
 void ms_pickle_entry_fields(struct ms_pickle *p, const int8_t slot_of[64], ms_pk_fields_fn fn);
-
-/*
- * A second reader for the trace entries (docs/DESIGN.md, "Two readers"). With the whole
- * input borrowed, p2 (a new machine with the same hooks, set up the same way, so that the
- * same strings were interned first, and the same input borrowed) reads the entries from the
- * EMPTY_DICT at offset `at` on (MS_PK_SPLIT_AUTO: one p2 chooses when its thread runs), on a
- * thread of its own, while p reads up to there. If p then lands there at an entry of a device
- * list, p2 stops at its next entry and p takes over what p2 read (merge(ctx, device, n)
- * adopts the n entries p2's hook mapped; device is the list's) and goes on where p2 stopped;
- * otherwise p2's work is dropped and p reads on alone. Either way the values, the
- * hook's calls and every error are those of reading alone: p2 stops, and leaves the rest to
- * p, at anything it cannot read the same way. p2 must outlive p's run; ms_pickle_run starts
- * the thread and always stops it (ms_pickle_free joins it). n_pre: strings below this id mean the
- * same in both machines (those interned before the run).
- */
-typedef ms_status (*ms_pk_merge_fn)(void *ctx, uint32_t device, uint64_t n_entries);
-/* at: p2 chooses when its thread runs: the first entry past the middle of what p has left then */
-#define MS_PK_SPLIT_AUTO UINT64_MAX
-/*
- * wait: p2 goes on to the end of what it can read after p lands, and p waits for it (not what
- * a reader wants: for tests and the fuzzer, whose merges then do not depend on how soon the
- * thread runs).
- */
-ms_status ms_pickle_split(struct ms_pickle *p, struct ms_pickle *p2, uint64_t at, int wait,
-                          ms_pk_merge_fn merge, void *ctx);
-/*
- * Where to split data[0..len): the first trace entry start from `from` on (an EMPTY_DICT,
- * MEMOIZE, MARK after the end of an entry or a MARK), or len if none. A guess, checked by
- * landing on it.
- */
-uint64_t ms_pickle_split_point(const void *data, size_t len, size_t from);
-/*
- * p2: values of trace entry slot `slot` (the frames) may be containers and memo gets p2
- * cannot read while p runs: they come as MS_PK_DEFERRED, or as a list of p2's whose items are.
- */
-void ms_pickle_defer_slot(struct ms_pickle *p2, int slot);
-/*
- * During merge (p: the first machine): *v, one of p2's values, as p reads it at the split:
- * a deferred get resolved, a list of p2's with its items resolved (in place). MS_ERR_UNSUPPORTED
- * where reading alone would not give a plain value there (a hole, a streamed entry, a consumed
- * container, a slot not yet written): the merge then refuses.
- */
-ms_status ms_pickle_split_resolve(struct ms_pickle *p, struct ms_pk_val *v);
-/* Trace entries the second reader read and p took over (0: none, or it was dropped). */
-uint64_t ms_pickle_split_entries(const struct ms_pickle *p);
 
 /*
  * Run the machine to STOP; *root gets the result, valid until

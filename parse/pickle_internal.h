@@ -1,13 +1,9 @@
 /*
- * The unpickler's insides, shared by its two files and by nothing else: pickle.c (the opcode
- * machine and the fast path for trace entries) and pickle_split.c (the second reader's thread
- * and the merge by which the first takes its work over; pickle.h, ms_pickle_split).
+ * The unpickler's insides (pickle.c: the opcode machine and the fast path for trace entries).
  */
 #ifndef MEMSNAP_PARSE_PICKLE_INTERNAL_H
 #define MEMSNAP_PARSE_PICKLE_INTERNAL_H
 
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -53,57 +49,6 @@ struct pool_chunk {
 };
 
 #define KCACHE 256
-
-/*
- * The second reader (ms_pickle_split; docs/DESIGN.md, "Two readers"). p2 reads trace entries
- * from `at` on while p reads up to there; p2's memo indices are its own (from 0), as p's count
- * at the split, the base, is known only when p lands. A memo get in p2 below what p has
- * published is p's slot, final; at or above it, p2 waits until p publishes past it or lands.
- */
-enum { SPLIT_RUNNING = 0, SPLIT_LANDED, SPLIT_ABORT };
-#define SPLIT_AUTO SIZE_MAX
-#define REMOTE_STR 0x80000000u /* in p2: a string id of p's (not below n_pre): unreadable */
-struct split {
-	struct ms_pickle *p2;
-	ms_pk_merge_fn merge;
-	void *merge_ctx;
-	size_t at; /* offset of the EMPTY_DICT p2 starts at (SPLIT_AUTO: p2 chooses, see
-	              helper_main) */
-	pthread_t thread;
-	int started; /* the thread is running, or has ended and is not joined yet */
-	int wait;    /* p lets p2 read all it can once p is there (tests: ms_pickle_split) */
-	int active;  /* p2 reads: p publishes and looks for its start (until split_stop) */
-	/* each on a cache line of its own: p writes memo_pub after every entry, p2 reads phase */
-	char pad0[64];
-	_Atomic size_t memo_pub; /* p's memo slots below it are written for good */
-	_Atomic size_t pos_pub;  /* and its offset then */
-	char pad1[64];
-	_Atomic int phase;
-	_Atomic int done; /* p2's last act: what it read is all in place */
-	/* right past the EMPTY_DICT p2 starts at, once p2 has chosen it: where p lands */
-	const unsigned char *_Atomic land;
-	char pad2[64];
-	size_t base; /* p's memo count at the split, once LANDED */
-	/*
-	 * p's memo index, which never moves while p2 reads it: p2 reads it here, not in p, where
-	 * it shares a cache line with n_memo, which p writes after every entry.
-	 */
-	struct ms_pk_val *const *memo1;
-	uint32_t n_pre; /* string ids below it mean the same in both machines */
-	/* p2's result, read after the join */
-	size_t stop;          /* offset where p goes on */
-	size_t first_close;   /* offset of p2's first APPENDS; 0: none */
-	uint64_t first_batch; /* p2's entries before it */
-	uint64_t open_n;      /* p2's entries after its last MARK, when one is open at the stop */
-	int mark_open;
-	ms_status status;
-	/* after the merge: p's memo slots [fx_lo, fx_lo + fx_n) are p2's [0, fx_n) */
-	uint64_t e1;      /* p's entries before the split */
-	uint32_t tag;     /* the device list */
-	uint32_t *str_xl; /* p2's string id - n_pre -> p's id + 1 */
-	size_t str_xl_cap;
-	size_t memo_chunks; /* room in each memo index for what the input can put */
-};
 
 struct ms_pickle {
 	struct ms_symtab strs;
@@ -161,13 +106,6 @@ struct ms_pickle {
 		uint32_t len, id;
 		uint64_t head;
 	} slot_str[MS_PK_SLOTS + 1];
-	/* the second reader: in p, its state (owned); in p2, p's (peer) */
-	struct split *split;
-	struct ms_pickle *peer;
-	size_t n1_seen;     /* p2: p's memo_pub as last read */
-	size_t fx_lo, fx_n; /* p: memo slots that are p2's (see struct split) */
-	uint64_t n_split;   /* p: entries taken over from p2 */
-	int defer_slot;     /* p2: the slot whose values may be deferred, or -1 */
 };
 
 /*
@@ -219,30 +157,5 @@ static inline ms_status memo_reach(struct ms_pickle *p, uint64_t idx)
 	}
 	return MS_OK;
 }
-
-/* pickle.c */
-
-/* A batch of items (APPENDS or SETITEMS: set) from the top MARK onto the container below. */
-ms_status ms__pk_batch(struct ms_pickle *p, int set);
-/* p2's fast path over the entries from *ipp (see fast_entries_t in pickle.c). */
-ms_status ms__pk_helper_entries(struct ms_pickle *p, const unsigned char **ipp,
-                                const unsigned char *end, struct ms_pk_val *st, size_t *spp,
-                                int *gave_up);
-
-/* pickle_split.c */
-
-/* p: starts the second reader's thread (ms_pickle_run, before p reads anything). */
-void ms__pk_split_start(struct ms_pickle *p);
-/* p: the second reader told to stop (phase: SPLIT_*) and done reading. */
-void ms__pk_split_stop(struct ms_pickle *p, int phase);
-/* p: the second reader stopped, its thread joined, the split freed (ms_pickle_free). */
-void ms__pk_split_free(struct ms_pickle *p);
-/* p reads one of p2's memo slots, or writes one again: all of them become p's own. */
-ms_status ms__pk_split_materialize(struct ms_pickle *p);
-/* p at the second reader's start: takes its work over, or drops it. */
-ms_status ms__pk_split_land(struct ms_pickle *p);
-/* p2: a memo slot at or above what p had published (see helper_get in pickle.c). */
-const struct ms_pk_val *ms__pk_helper_wait(struct ms_pickle *p, uint64_t idx, size_t n_memo,
-                                           int *mine);
 
 #endif

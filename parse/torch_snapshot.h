@@ -15,9 +15,8 @@ struct ms_snapshot_info {
 	uint64_t n_entries;  /* trace entries over all devices */
 	uint64_t n_segments;
 	uint64_t n_annotations;
-	int legacy;               /* bare list of segments, or blocks with 'history' */
-	uint64_t n_fast_entries;  /* trace entries read by the pickle machine's fast path */
-	uint64_t n_split_entries; /* of those, read by the second reader (ms_pickle_split) */
+	int legacy;              /* bare list of segments, or blocks with 'history' */
+	uint64_t n_fast_entries; /* trace entries read by the pickle machine's fast path */
 	/* pinned host memory (PyTorch 2.14's host_segments, host_traces): counted, not replayed;
 	 * -1 where the snapshot has no such key */
 	int64_t n_host_segments, n_host_traces;
@@ -40,15 +39,10 @@ ms_status ms_torch_snapshot_read(struct ms_input *in, struct ms_symtab *syms,
  * The pickle half of ms_torch_snapshot_read, from any reader or, if whole is not NULL and not
  * empty, from the whole input in memory, read in place; with the machine's limits (NULL: the
  * defaults) and its fast path for trace entries on or off (tests and the fuzzer compare the
- * ways); split: a second reader (ms_pickle_split) from the first entry at or after that
- * offset, read to its end whatever the timing (wait; or stopped when the first reader gets
- * there, as commands have it, with MS__SPLIT_NO_WAIT or'ed in), -1 where the input is in memory
- * and large (as commands read), 0 none (and none without the fast path).
- * info must be zeroed by the caller.
+ * ways). info must be zeroed by the caller.
  */
-#define MS__SPLIT_NO_WAIT ((int64_t)1 << 62)
 ms_status ms__torch_pickle_read(ms_pk_read_fn rd, void *rd_ctx, const struct ms_mapped *whole,
-                                const struct ms_pickle_limits *lim, int fast, int64_t split,
+                                const struct ms_pickle_limits *lim, int fast,
                                 struct ms_symtab *syms, const struct ms_sink *sink,
                                 struct ms_snapshot_info *info, struct ms_diag *diag);
 
