@@ -106,8 +106,9 @@ struct ms_snapmap {
 	uint32_t keys_seen;         /* entry keys seen (1 << enum key_id) */
 	int user_defined, annotate; /* entries with these actions seen */
 	char release[96];           /* the releases the layout fits (meta.layout_release) */
+	uint64_t n_read;            /* trace entries read by read_entries */
 };
-_Static_assert(K_COUNT <= MS_PK_SLOTS, "trace entry keys fit the fast path's slots");
+_Static_assert(K_COUNT <= MS_PK_SLOTS, "trace entry keys fit the item reader's slots");
 
 /* Intern names[0..n) in vm: ids[i] gets name i's id, of[id] = i for ids below of_n (else -1). */
 static ms_status intern_keys(struct ms_pickle *vm, const char *const *names, int n, uint32_t *ids,
@@ -140,7 +141,7 @@ ms_status ms__snapmap_new(struct ms_pickle *vm, struct ms_symtab *syms, struct m
 	m->diag = diag;
 	for (i = 0; i < MS_ACT_COUNT; i++)
 		act_names[i] = ms_action_name((unsigned)i);
-	/* entry keys first: the fast path wants their ids below 64 */
+	/* entry keys first: the item reader (read_entries) wants their ids below 64 */
 	if (intern_keys(vm, key_names, K_COUNT, m->key, m->key_of, sizeof(m->key_of)) ||
 	    intern_keys(vm, act_names, MS_ACT_COUNT, m->act_str, m->act_of, sizeof(m->act_of)) ||
 	    ms__pk_str(vm, "N/A", 3, &v) ||
@@ -382,9 +383,9 @@ static void skip_entry(struct ms_snapmap *m, const struct ms_str *name)
 	snprintf(m->skipped + len, sizeof(m->skipped) - len, "%s%s", len ? ", " : "", quoted);
 }
 
-/* A trace entry's values by key (enum key_id; NULL: absent) -> the next event. */
-ms_status ms__snapmap_fields(void *ctx, uint32_t device, const struct ms_pk_val *vals,
-                             uint32_t present, int64_t offset)
+/* A trace entry's values by key (enum key_id; in present) -> the next event. */
+static ms_status snapmap_fields(void *ctx, uint32_t device, const struct ms_pk_val *vals,
+                                uint32_t present, int64_t offset)
 {
 #define FIELD(k) ((present >> (k)) & 1 ? &vals[k] : NULL)
 	struct ms_snapmap *m = ctx;
@@ -483,7 +484,7 @@ ms_status ms__snapmap_entry(void *ctx, uint32_t device, uint64_t index,
                             const struct ms_pk_val *item, int64_t offset)
 {
 	struct ms_snapmap *m = ctx;
-	struct ms_pk_val vals[MS_PK_SLOTS];
+	struct ms_pk_val vals[K_COUNT];
 	uint32_t present = 0;
 
 	(void)index;
@@ -501,16 +502,40 @@ ms_status ms__snapmap_entry(void *ctx, uint32_t device, uint64_t index,
 			present |= (uint32_t)1 << key;
 		}
 	}
-	return ms__snapmap_fields(m, device, vals, present, offset);
+	return snapmap_fields(m, device, vals, present, offset);
 }
 
-void ms__snapmap_fast_path(struct ms_snapmap *m)
+/*
+ * The trace entries read by the pickle machine's item reader (pickle.h, ms_pk_items), each
+ * mapped by its values by key; the entries it leaves go to ms__snapmap_entry as dicts.
+ */
+static ms_status read_entries(void *ctx, struct ms_pickle *p, struct ms_pk_cursor *c)
 {
-	/* the fast path only knows keys by ids < 64; they are, interned first in a new vm */
-	for (int i = 0; i < K_COUNT; i++)
+	struct ms_snapmap *m = ctx;
+	ms_status s, st;
+	int n;
+
+	do {
+		n = ms_pk_items(p, c, &st);
+		for (int i = 0; i < n; i++) {
+			const struct ms_pk_item *e = &c->items[i];
+			if ((s = snapmap_fields(m, e->list, e->vals, e->present, e->offset)))
+				return s;
+		}
+		m->n_read += (uint64_t)n;
+	} while (n == MS_PK_BATCH && !st);
+	return st;
+}
+
+/* The device lists streamed, their entries read by read_entries if fast. */
+static ms_status stream_entries(struct ms_snapmap *m, int fast)
+{
+	MS_TRY(ms_pickle_stream_lists(m->vm, "device_traces", ms__snapmap_entry, m));
+	/* the item reader knows keys by ids < 64; they are, interned first in a new vm */
+	for (int i = 0; fast && i < K_COUNT; i++)
 		if (m->key[i] >= sizeof(m->key_of))
-			return;
-	ms_pickle_entry_fields(m->vm, m->key_of, ms__snapmap_fields);
+			fast = 0;
+	return fast ? ms_pickle_item_reader(m->vm, m->key_of, read_entries, m) : MS_OK;
 }
 
 /* --- everything but the trace entries ----------------------------------- */
@@ -1025,7 +1050,10 @@ static ms_status input_read(void *ctx, void *buf, size_t cap, size_t *got, struc
 	return ms_input_read(ctx, buf, cap, got, diag);
 }
 
-/* Either form: a pickle pulled through rd (with the machine's limits and fast path), or JSON. */
+/*
+ * Either form: a pickle pulled through rd (with the machine's limits, and the entries read by
+ * read_entries if fast), or JSON.
+ */
 static ms_status read_snapshot(enum ms_file_kind kind, ms_pk_read_fn rd, void *rd_ctx,
                                const struct ms_mapped *whole, const struct ms_pickle_limits *lim,
                                int fast, struct ms_symtab *syms, const struct ms_sink *sink,
@@ -1041,14 +1069,13 @@ static ms_status read_snapshot(enum ms_file_kind kind, ms_pk_read_fn rd, void *r
 	if (kind == MS_FILE_PICKLE) {
 		if (lim)
 			ms_pickle_set_limits(vm, lim);
-		ms_pickle_stream_traces(vm, ms__snapmap_entry, m);
-		if (fast)
-			ms__snapmap_fast_path(m);
+		if ((s = stream_entries(m, fast)))
+			goto out;
 		if (whole && whole->data && whole->len)
 			ms_pickle_borrow_input(vm, whole->data, whole->len);
 		s = ms_pickle_run(vm, rd, rd_ctx, &root, diag);
 		info->pickle_protocol = ms_pickle_protocol(vm);
-		info->n_fast_entries = ms_pickle_fast_entries(vm);
+		info->n_fast_entries = m->n_read;
 	} else {
 		s = ms__json_snapshot_build(rd_ctx, vm, m, &root, diag);
 	}
