@@ -1048,22 +1048,23 @@ static const uint64_t len_mask[9] = {0,
 #define WIDE 16
 
 /*
- * The memo index a get at *ipp names (BINGET, LONG_BINGET), *ipp past it. 1: a get; 0: one
- * that needs *len bytes, more than the window has; -1: not a get. wide: WIDE bytes are
- * readable at *ipp.
+ * The memo index a get at *ipp names (BINGET, LONG_BINGET; op: the opcode there), *ipp past
+ * it. 1: a get; 0: one that needs *len bytes, more than the window has; -1: not a get. wide:
+ * WIDE bytes are readable at *ipp.
  */
-static inline __attribute__((always_inline)) int get_index(const unsigned char **ipp,
+static inline __attribute__((always_inline)) int get_index(unsigned char op,
+                                                           const unsigned char **ipp,
                                                            const unsigned char *end, uint64_t *idx,
                                                            size_t *len, const int wide)
 {
 	const unsigned char *ip = *ipp;
 
-	if (*ip == OP_BINGET) {
+	if (op == OP_BINGET) {
 		*len = 2;
 		if (!wide && end - ip < 2)
 			return 0;
 		*idx = ip[1];
-	} else if (*ip == OP_LONG_BINGET) {
+	} else if (op == OP_LONG_BINGET) {
 		*len = 5;
 		if (!wide && end - ip < 5)
 			return 0;
@@ -1097,16 +1098,17 @@ static inline int memo_value(const struct ms_pickle *p, uint64_t idx, size_t n_m
 	return V_OK;
 }
 
-/* A memo get at *ipp (BINGET, LONG_BINGET): its value, as decode_value gives it. */
+/* A memo get at *ipp (op: BINGET, LONG_BINGET): its value, as decode_value gives it. */
 static inline __attribute__((always_inline)) int
-get_value(const struct ms_pickle *p, const unsigned char **ipp, const unsigned char *end,
-          size_t n_memo, uint64_t *type, uint64_t *payload, size_t *need, const int wide)
+get_value(const struct ms_pickle *p, unsigned char op, const unsigned char **ipp,
+          const unsigned char *end, size_t n_memo, uint64_t *type, uint64_t *payload, size_t *need,
+          const int wide)
 {
 	const unsigned char *ip = *ipp;
 	uint64_t idx;
 	int r;
 
-	if ((r = get_index(ipp, end, &idx, need, wide)) != 1)
+	if ((r = get_index(op, ipp, end, &idx, need, wide)) != 1)
 		return r ? V_OTHER : V_SHORT;
 	if ((r = memo_value(p, idx, n_memo, type, payload)) != V_OK)
 		*ipp = ip;
@@ -1116,23 +1118,24 @@ get_value(const struct ms_pickle *p, const unsigned char **ipp, const unsigned c
 /*
  * The one decoder of the opcodes that push a plain value: memo gets (BINGET, LONG_BINGET),
  * BININT1, BININT2, BININT, LONG1 of 1 to 8 bytes, SHORT_BINUNICODE, NONE, NEWTRUE and
- * NEWFALSE, at *ipp (end: the end of the window). Memo slots below n_memo count as written; h
+ * NEWFALSE, op at *ipp (end: the end of the window; where the caller knows op, the switch on
+ * it folds away). Memo slots below n_memo count as written; h
  * (if not NULL) is checked before a short string is interned. Nothing is read past end, and
  * *ipp moves only on V_OK. wide: WIDE bytes are readable at *ipp (bounds within them are
  * known).
  */
 static inline __attribute__((always_inline)) int
-decode_value(struct ms_pickle *p, const unsigned char **ipp, const unsigned char *end,
-             size_t n_memo, uint64_t *type, uint64_t *payload, size_t *need, ms_status *st,
-             struct str_hint *h, const int wide)
+decode_value(struct ms_pickle *p, unsigned char op, const unsigned char **ipp,
+             const unsigned char *end, size_t n_memo, uint64_t *type, uint64_t *payload,
+             size_t *need, ms_status *st, struct str_hint *h, const int wide)
 {
 	const unsigned char *ip = *ipp;
 	size_t avail = (size_t)(end - ip), len, n;
 
-	switch (*ip) {
+	switch (op) {
 	case OP_BINGET:
 	case OP_LONG_BINGET:
-		return get_value(p, ipp, end, n_memo, type, payload, need, wide);
+		return get_value(p, op, ipp, end, n_memo, type, payload, need, wide);
 	case OP_BININT1:
 		len = 2;
 		if (!wide && avail < len)
@@ -1196,7 +1199,7 @@ decode_value(struct ms_pickle *p, const unsigned char **ipp, const unsigned char
 	case OP_NEWTRUE:
 	case OP_NEWFALSE:
 		len = 1;
-		*type = MS_PK_BOOL, *payload = *ip == OP_NEWTRUE;
+		*type = MS_PK_BOOL, *payload = op == OP_NEWTRUE;
 		break;
 	default:
 		return V_OTHER;
@@ -1209,21 +1212,23 @@ short_:
 }
 
 /*
- * The memo index a put at ip names (MEMOIZE: the next, n_memo) and *len its length. 1: a put;
- * 0: one that needs *len bytes, more than the window has; -1: not a put.
+ * The memo index a put at ip names (op: the opcode there; MEMOIZE: the next, n_memo) and *len
+ * its length. 1: a put; 0: one that needs *len bytes, more than the window has; -1: not a put.
  */
-static inline int put_index(const unsigned char *ip, const unsigned char *end, size_t n_memo,
-                            uint64_t *idx, size_t *len)
+static inline __attribute__((always_inline)) int put_index(unsigned char op,
+                                                           const unsigned char *ip,
+                                                           const unsigned char *end, size_t n_memo,
+                                                           uint64_t *idx, size_t *len)
 {
-	if (*ip == OP_MEMOIZE) {
+	if (op == OP_MEMOIZE) {
 		*len = 1;
 		*idx = n_memo;
-	} else if (*ip == OP_BINPUT) {
+	} else if (op == OP_BINPUT) {
 		*len = 2;
 		if (end - ip < 2)
 			return 0;
 		*idx = ip[1];
-	} else if (*ip == OP_LONG_BINPUT) {
+	} else if (op == OP_LONG_BINPUT) {
 		*len = 5;
 		if (end - ip < 5)
 			return 0;
@@ -1249,7 +1254,7 @@ static inline int put_next(struct ms_pickle *p, const unsigned char **ipp, const
 	uint64_t idx;
 	size_t len;
 
-	if (put_index(*ipp, end, *n_memo, &idx, &len) != 1 || idx != *n_memo ||
+	if (put_index(**ipp, *ipp, end, *n_memo, &idx, &len) != 1 || idx != *n_memo ||
 	    idx > p->lim.max_memo || (idx >> MEMO_SHIFT) >= p->n_memo_chunks)
 		return 0;
 	put_val(MEMO_AT(p, idx), type, payload);
@@ -1340,7 +1345,7 @@ item_pair(struct ms_pickle *p, const unsigned char **ipp, const unsigned char *e
 	 * other plain value with its puts (a key written out where it first appears). Never a
 	 * container nor the stream key: after those the machine may give a list a role.
 	 */
-	if (get_index(&ip, end, &idx, &need, wide) == 1) {
+	if (get_index(*ip, &ip, end, &idx, &need, wide) == 1) {
 		struct key_cache *kc = &p->kcache[idx & (KCACHE - 1)];
 		if (kc->idx1 == idx + 1) {
 			slot = kc->slot;
@@ -1358,7 +1363,7 @@ item_pair(struct ms_pickle *p, const unsigned char **ipp, const unsigned char *e
 	} else {
 		/* wide: what is left of the 32 bytes must be there again (else the machine reads
 		 * it) */
-		if (decode_value(p, &ip, end, n_memo, &type, &payload, &need, st, NULL, 0) !=
+		if (decode_value(p, *ip, &ip, end, n_memo, &type, &payload, &need, st, NULL, 0) !=
 		            V_OK ||
 		    type > MS_PK_BYTES || (type == MS_PK_STR && payload == p->stream_key) ||
 		    !puts_after(p, &ip, end, &n_memo, type, payload) ||
@@ -1379,7 +1384,7 @@ item_pair(struct ms_pickle *p, const unsigned char **ipp, const unsigned char *e
 	if (!wide && ip == end)
 		return PAIR_STOP;
 	op = *ip;
-	if (decode_value(p, &ip, end, n_memo, &type, &payload, &need, st, &p->slot_str[slot],
+	if (decode_value(p, op, &ip, end, n_memo, &type, &payload, &need, st, &p->slot_str[slot],
 	                 wide) != V_OK) {
 		if (op != OP_EMPTY_LIST)
 			return PAIR_STOP;
@@ -1441,11 +1446,12 @@ static size_t read_values(struct ms_pickle *p, const unsigned char **ipp, const 
 
 		if (end - ip >= WIDE)
 			r = op == OP_BINGET || op == OP_LONG_BINGET
-			            ? get_value(p, &ip, end, *n_memo, &type, &payload, &need, 1)
-			            : decode_value(p, &ip, end, *n_memo, &type, &payload, &need, st,
-			                           NULL, 1);
+			            ? get_value(p, op, &ip, end, *n_memo, &type, &payload, &need, 1)
+			            : decode_value(p, op, &ip, end, *n_memo, &type, &payload, &need,
+			                           st, NULL, 1);
 		else
-			r = decode_value(p, &ip, end, *n_memo, &type, &payload, &need, st, NULL, 0);
+			r = decode_value(p, op, &ip, end, *n_memo, &type, &payload, &need, st, NULL,
+			                 0);
 		if (r != V_OK) {
 			if (op != OP_FRAME || end - ip < 9)
 				break;
@@ -1641,6 +1647,10 @@ ms_status ms_pickle_run(struct ms_pickle *p, ms_pk_read_fn rd, void *rd_ctx, str
 		return MS_ERR_NOMEM;
 	LOAD();
 	for (;;) {
+		uint64_t type, payload;
+		size_t need;
+		int vr;
+
 		off = (int64_t)(base + (size_t)(ip - buf));
 		if (sp == p->stack_cap) {
 			if (ms_grow(&p->stack, &p->stack_cap, sp + 1, sizeof(*st)))
@@ -1661,72 +1671,32 @@ ms_status ms_pickle_run(struct ms_pickle *p, ms_pk_read_fn rd, void *rd_ctx, str
 				return s;
 		}
 		p->op = *ip;
+		/* the value opcodes and the puts decoded with the opcode known, one case each */
 		switch (p->op) {
-		case OP_BINGET:
-		case OP_LONG_BINGET:
-		case OP_BININT1:
-		case OP_BININT2:
-		case OP_BININT:
-		case OP_LONG1:
-		case OP_SHORT_BINUNICODE:
-		case OP_NONE:
-		case OP_NEWTRUE:
-		case OP_NEWFALSE: {
-			uint64_t type, payload;
-			size_t need;
-			switch (decode_value(p, &ip, end, p->n_memo, &type, &payload, &need, &s,
-			                     NULL, 0)) {
-			case V_OK:
-				PUSH(type, payload);
-				break;
-			case V_SHORT:
-				REFILL(need);
-				continue;
-			case V_UNKNOWN_SLOT:
-				FAIL(MS_ERR_FORMAT, "memo reference to an unknown slot");
-			case V_STREAMED:
-				FAIL(MS_ERR_UNSUPPORTED, "reference to a streamed trace entry");
-			case V_TOO_LONG:
-				FAIL(MS_ERR_LIMIT, "string longer than the limit");
-			case V_FAILED:
-				return s;
-			default: /* V_OTHER: a LONG1 longer than 8 bytes, or of 0 */
-				ip += 2;
-				SAVE();
-				s = push_long(p, ip[-1]);
-				LOAD();
-				if (s)
-					return s;
-				break;
-			}
-			break;
-		}
-		case OP_MEMOIZE:
-		case OP_BINPUT:
-		case OP_LONG_BINPUT: {
-			uint64_t idx = 0;
-			size_t len = 1;
-			if (!put_index(ip, end, p->n_memo, &idx, &len)) {
-				REFILL(len);
-				continue;
-			}
-			ip += len;
-			if (idx < p->n_memo ||
-			    (idx == p->n_memo && (idx >> MEMO_SHIFT) < p->n_memo_chunks)) {
-				if (sp == 0 || (p->n_marks && sp == p->marks[p->n_marks - 1]))
-					FAIL(MS_ERR_FORMAT, "memo store with an empty stack");
-				copy_vals(MEMO_AT(p, idx), &st[sp - 1], 1);
-				p->n_memo += idx == p->n_memo;
-				p->kcache[idx & (KCACHE - 1)].idx1 = 0;
-			} else {
-				SAVE();
-				s = memo_put(p, idx);
-				LOAD();
-				if (s)
-					return s;
-			}
-			break;
-		}
+#define VALUE(op_)                                                                               \
+	case op_:                                                                                \
+		vr = decode_value(p, op_, &ip, end, p->n_memo, &type, &payload, &need, &s, NULL, \
+		                  0);                                                            \
+		goto value
+			VALUE(OP_BINGET);
+			VALUE(OP_LONG_BINGET);
+			VALUE(OP_BININT1);
+			VALUE(OP_BININT2);
+			VALUE(OP_BININT);
+			VALUE(OP_LONG1);
+			VALUE(OP_SHORT_BINUNICODE);
+			VALUE(OP_NONE);
+			VALUE(OP_NEWTRUE);
+			VALUE(OP_NEWFALSE);
+#undef VALUE
+#define PUT(op_)                                                          \
+	case op_:                                                         \
+		vr = put_index(op_, ip, end, p->n_memo, &payload, &need); \
+		goto put
+			PUT(OP_MEMOIZE);
+			PUT(OP_BINPUT);
+			PUT(OP_LONG_BINPUT);
+#undef PUT
 		case OP_MARK:
 			ip++;
 			if (p->n_marks == p->marks_cap &&
@@ -1785,6 +1755,53 @@ ms_status ms_pickle_run(struct ms_pickle *p, ms_pk_read_fn rd, void *rd_ctx, str
 			if (s)
 				return s;
 			break;
+		}
+		continue;
+	value:
+		switch (vr) {
+		case V_OK:
+			PUSH(type, payload);
+			continue;
+		case V_SHORT:
+			REFILL(need);
+			continue;
+		case V_UNKNOWN_SLOT:
+			FAIL(MS_ERR_FORMAT, "memo reference to an unknown slot");
+		case V_STREAMED:
+			FAIL(MS_ERR_UNSUPPORTED, "reference to a streamed trace entry");
+		case V_TOO_LONG:
+			FAIL(MS_ERR_LIMIT, "string longer than the limit");
+		case V_FAILED:
+			return s;
+		default: /* V_OTHER: a LONG1 longer than 8 bytes, or of 0 */
+			ip += 2;
+			SAVE();
+			s = push_long(p, ip[-1]);
+			LOAD();
+			if (s)
+				return s;
+			continue;
+		}
+	put:
+		/* payload: the memo index, need: the put's length */
+		if (!vr) {
+			REFILL(need);
+			continue;
+		}
+		ip += need;
+		if (payload < p->n_memo ||
+		    (payload == p->n_memo && (payload >> MEMO_SHIFT) < p->n_memo_chunks)) {
+			if (sp == 0 || (p->n_marks && sp == p->marks[p->n_marks - 1]))
+				FAIL(MS_ERR_FORMAT, "memo store with an empty stack");
+			copy_vals(MEMO_AT(p, payload), &st[sp - 1], 1);
+			p->n_memo += payload == p->n_memo;
+			p->kcache[payload & (KCACHE - 1)].idx1 = 0;
+		} else {
+			SAVE();
+			s = memo_put(p, payload);
+			LOAD();
+			if (s)
+				return s;
 		}
 	}
 #undef SAVE
