@@ -54,8 +54,7 @@ static ms_status c_events(void *ctx, const struct ms_event *e, size_t n)
 	return MS_OK;
 }
 
-static int general_only;    /* import --general */
-static uint64_t last_split; /* the last run's entries read by the second reader */
+static int general_only; /* import --general */
 
 static ms_status in_read(void *ctx, void *buf, size_t cap, size_t *got, struct ms_diag *d)
 {
@@ -76,8 +75,7 @@ static ms_status read_general(const char *path, struct ms_symtab *syms, const st
 	if (ms_input_kind(in) != MS_FILE_PICKLE)
 		s = ms__diag_set(d, MS_ERR_INVALID_ARG, -1, -1, "--general needs a pickle");
 	else if (!(s = ms_input_map_plain(in, &whole, d))) /* as ms_source_read does */
-		s = ms__torch_pickle_read(in_read, in, &whole, NULL, 0, 0, syms, sink, &info->snap,
-		                          d);
+		s = ms__torch_pickle_read(in_read, in, &whole, NULL, 0, syms, sink, &info->snap, d);
 	ms_input_unmap(&whole);
 	ms_input_close(in);
 	return s;
@@ -120,7 +118,6 @@ static double time_read(const char *path, const struct ms_read_opts *o, uint64_t
 		*events = c.n;
 		if (fast)
 			*fast = info.snap.n_fast_entries;
-		last_split = info.snap.n_split_entries;
 	}
 	return best;
 }
@@ -186,10 +183,9 @@ int main(int argc, char **argv)
 			uint64_t n, fast = 0;
 			double first, t = time_read(argv[i], NULL, &n, runs, &first, &fast);
 			printf("file %s entries %llu seconds %.6f entries_per_s %.0f "
-			       "first_entries_per_s %.0f fast_path_entries %llu split_entries "
-			       "%llu\n",
+			       "first_entries_per_s %.0f fast_path_entries %llu\n",
 			       argv[i], (unsigned long long)n, t, (double)n / t, (double)n / first,
-			       (unsigned long long)fast, (unsigned long long)last_split);
+			       (unsigned long long)fast);
 		}
 		return 0;
 	}

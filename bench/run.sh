@@ -28,9 +28,7 @@ echo
 echo "## 1. Snapshot import (entries/s; best of >= 5 runs and >= 0.5 s, and the first run)"
 echo
 echo "The first run of a process pays its page faults; it is what one \`memsnap\` command sees."
-echo "memsnap reads a plain pickle of 256 KiB or more with two threads (docs/DESIGN.md, \"Two"
-echo "readers\"); \"one reader\" is its best run with MEMSNAP_THREADS=1. \"Fast path off\" is"
-echo "memsnap's best run with one reader and the unpickler's fast path for trace entries off"
+echo "\"Fast path off\" is memsnap's best run with the unpickler's fast path for trace entries off"
 echo "(every entry read by the general opcode loop); the \"fast path\" column is the share of"
 echo "entries the fast path reads."
 echo
@@ -40,8 +38,8 @@ echo "file a round, not all of one file's. Best runs are the best of all rounds,
 echo "median of the rounds' (each round a new process), and the last ratio column the lowest and"
 echo "highest of the rounds' own best-run ratios."
 echo
-echo "| snapshot | entries | Python best | memsnap best | ratio | one reader | ratio | Python first | memsnap first | ratio | fast path off | fast path | ratio by round |"
-echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+echo "| snapshot | entries | Python best | memsnap best | ratio | Python first | memsnap first | ratio | fast path off | fast path | ratio by round |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|"
 for ((r = 0; r < ${ROUNDS:-5}; r++)); do
 	for f in "$snaps"/*.pickle; do
 		py=$(python3 - "$f" <<'PY'
@@ -66,8 +64,7 @@ PY
 		read -r n pyr pyf <<<"$py"
 		read -r msr msf fast <<<"$($bp import "$f" | awk '{print $8, $10, $12}')"
 		gen=$($bp import --general "$f" | awk '{print $8}')
-		one=$(MEMSNAP_THREADS=1 $bp import "$f" | awk '{print $8}')
-		echo "$n $pyr $msr $pyf $msf $gen $fast $one" >>"$tmp/rounds.$(basename "$f")"
+		echo "$n $pyr $msr $pyf $msf $gen $fast" >>"$tmp/rounds.$(basename "$f")"
 	done
 done
 for f in "$snaps"/*.pickle; do
@@ -77,12 +74,11 @@ for f in "$snaps"/*.pickle; do
 	awk -v f="$(basename "$f")" -v pyf="$(med 4)" -v msf="$(med 5)" '
 		{ n = $1; fast = $7; r = $3 / $2
 		  if ($2 > pyr) pyr = $2; if ($3 > msr) msr = $3; if ($6 > gen) gen = $6
-		  if ($8 > one) one = $8
 		  if (NR == 1 || r < rlo) rlo = r; if (r > rhi) rhi = r }
 		END {
-		  printf "| %s | %d | %.2f M/s | %.2f M/s | %.1fx | %.2f M/s | %.1fx | %.2f M/s | %.2f M/s | %.1fx | %.2f M/s | %.1f%% | %.1fx to %.1fx |\n",
-			f, n, pyr / 1e6, msr / 1e6, msr / pyr, one / 1e6, one / pyr, pyf / 1e6,
-			msf / 1e6, msf / pyf, gen / 1e6, 100 * fast / n, rlo, rhi }' "$tmp/rounds"
+		  printf "| %s | %d | %.2f M/s | %.2f M/s | %.1fx | %.2f M/s | %.2f M/s | %.1fx | %.2f M/s | %.1f%% | %.1fx to %.1fx |\n",
+			f, n, pyr / 1e6, msr / 1e6, msr / pyr, pyf / 1e6, msf / 1e6, msf / pyf,
+			gen / 1e6, 100 * fast / n, rlo, rhi }' "$tmp/rounds"
 done
 # BENCH_ONLY=import: the import table alone (e.g. on a machine without zstd or bc)
 [ "${BENCH_ONLY:-}" = import ] && exit 0

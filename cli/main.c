@@ -41,9 +41,7 @@ static void main_usage(FILE *f)
 	        "\n'memsnap help <command>' describes a command and its options.\n"
 	        "Exit codes: 0 ok, 1 error, 2 usage, 3 the replay ran out of memory where the\n"
 	        "recorded run did not, 4 verify found a divergence, 5 a check budget was exceeded\n"
-	        "(on any device); docs/FORMAT.md describes the .zst format.\n"
-	        "A plain pickle snapshot of 256 KiB or more is read by two threads;\n"
-	        "MEMSNAP_THREADS=1 reads it with one.\n");
+	        "(on any device); docs/FORMAT.md describes the .zst format.\n");
 }
 
 static const struct cmd *find(const char *name)

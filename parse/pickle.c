@@ -1,39 +1,229 @@
 /*
- * Restricted unpickler: an opcode machine over plain values that refuses
- * every opcode able to import or call Python code (see pickle.h).
- * Opcode reference: CPython Lib/pickletools.py; layout facts: torch-allocator.md §8.7.
+ * Restricted unpickler: the one opcode machine and decoder, over plain values, refusing every
+ * opcode able to import or call Python code, and the item readers' calls (see pickle.h).
+ * Opcode reference: CPython Lib/pickletools.py.
  */
 #include "parse/pickle.h"
 
 #include <stddef.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "common/alloc.h"
 #include "common/bytes.h"
 #include "common/status.h"
-#include "parse/pickle_internal.h"
+
+/*
+ * Stream hook roles. ROLE_LISTS: the list at the stream key of the top-level dict; ROLE_LIST:
+ * a list in it (tag: its index). ROLE_ITEM: a dict created as an item of such a list; its
+ * items are handed over where they lie on the stack at its SETITEM(S), never copied, and it
+ * becomes ROLE_HANDED (consumed, ord = its place in mapping order) until the APPEND(S) that
+ * adds it to the list checks that order and makes it ROLE_DONE.
+ */
+enum { ROLE_NONE = 0, ROLE_LISTS, ROLE_LIST, ROLE_ITEM, ROLE_HANDED, ROLE_DONE };
+#define PK_CONSUMED 255 /* memo slot never written (a hole) */
+/*
+ * An item read by an item reader (ms_pk_items): no object, only its place in mapping
+ * order and its list, payload ord | tag << 40. Internal: it never leaves the stack or the memo
+ * as such (a copy stored in a container becomes a streamed, empty dict there).
+ */
+#define PK_STREAMED   254
+#define ORD_BITS      40
+#define ORD_MASK      (((uint64_t)1 << ORD_BITS) - 1)
+#define SLAB_OBJS     1024
+#define MEMO_SHIFT    16
+#define MEMO_CHUNK    ((size_t)1 << MEMO_SHIFT)
+#define MEMO_AT(p, i) (&(p)->memo[(i) >> MEMO_SHIFT][(i) & (MEMO_CHUNK - 1)])
+#define MEMO_SLACK    4096 /* memo slots a pickle may skip beyond one per input byte */
+#define KCACHE        256
+#define SLOT_UNWANTED MS_PK_SLOTS /* an item reader's slot for values of keys not wanted */
+
+struct slab {
+	struct slab *next;
+	uint32_t used;
+	struct ms_pk_obj objs[SLAB_OBJS];
+};
+
+/* Items of containers filled at once, bump-allocated: one allocation per MiB, not per list. */
+#define POOL_VALS ((size_t)1 << 16)
+struct pool_chunk {
+	struct pool_chunk *next;
+	size_t used, cap;
+	struct ms_pk_val v[];
+};
+
+struct ms_pickle {
+	struct ms_symtab strs;
+	uint32_t stream_key; /* string id of the stream hook's key (UINT32_MAX: none) */
+	struct slab *slabs;
+	uint64_t n_objs;
+	struct pool_chunk *pool;
+	struct ms_pk_val *stack;
+	size_t sp, stack_cap;
+	size_t *marks;
+	size_t n_marks, marks_cap;
+	/* the memo in chunks of MEMO_CHUNK values: it grows without copying */
+	struct ms_pk_val **memo;
+	size_t n_memo, n_memo_chunks, memo_chunks_cap;
+	uint64_t memo_holes; /* memo slots skipped by puts past the next index, in all */
+	/* input window */
+	unsigned char *buf;
+	size_t pos, len, cap;
+	uint64_t base; /* offset of buf[0] */
+	int eof;
+	int borrowed; /* buf is the caller's whole input (ms_pickle_borrow_input), not ours */
+	ms_pk_read_fn rd;
+	void *rd_ctx;
+	int proto;
+	struct ms_pickle_limits lim;
+	ms_pk_item_fn item_fn;
+	void *item_ctx;
+	ms_pk_reader_fn reader_fn; /* the item reader, with the stream hook */
+	void *reader_ctx;
+	struct ms_pk_cursor *cursor; /* the item reader's */
+	int8_t key_slot[64]; /* the item reader's slot of a key by string id, or SLOT_UNWANTED */
+	/*
+	 * The item reader's keys: memo index + 1 (0: empty) -> the key's slot. Filled only from
+	 * memo slots already final, cleared where a memo slot is written again.
+	 */
+	struct key_cache {
+		uint32_t idx1;
+		int8_t slot;
+	} kcache[KCACHE];
+	struct str_hint {
+		uint32_t len, id;
+		uint64_t head;
+	} slot_str[MS_PK_SLOTS + 1]; /* the item reader's last short string by slot */
+	struct ms_diag *diag;
+	int64_t op_off;
+	uint8_t op;
+	/* streamed items handed over (to the hook or an item reader), and added to their lists;
+	 * equal at STOP */
+	uint64_t n_handed, n_added;
+	/* last strings interned, by length and first bytes: repeated values skip the hash */
+	struct {
+		uint32_t len, id;
+		uint64_t head;
+	} scache[64];
+};
+
+/*
+ * Values are written and copied as two 8-byte words, never in narrower or wider pieces.
+ * A load that spans several recent stores (a 16-byte struct copy of a value whose type byte
+ * and payload were stored separately, or memcpy's vector loads over a run of values) cannot
+ * be forwarded from the store buffer and waits for the stores to commit; perf put most of
+ * the import on such loads (MEMOIZE right after a push, SETITEMS right after its items).
+ */
+_Static_assert(offsetof(struct ms_pk_val, v) == 8 && sizeof(struct ms_pk_val) == 16,
+               "ms_pk_val layout");
+static inline void put_val(struct ms_pk_val *dst, uint64_t type, uint64_t payload)
+{
+	memcpy(dst, &type, 8);
+	memcpy((char *)dst + 8, &payload, 8);
+}
+
+static inline uint64_t payload_of(const struct ms_pk_val *v)
+{
+	uint64_t u;
+
+	memcpy(&u, (const char *)v + 8, 8);
+	return u;
+}
+
+/* The empty asm keeps the compiler from merging the word copies into wider ones (or memcpy). */
+static inline void copy_vals(struct ms_pk_val *dst, const struct ms_pk_val *src, size_t n)
+{
+	for (size_t i = 0; i < 2 * n; i++) {
+		uint64_t w;
+		memcpy(&w, (const char *)src + 8 * i, 8);
+#if defined(__GNUC__)
+		__asm__("" : "+r"(w));
+#endif
+		memcpy((char *)dst + 8 * i, &w, 8);
+	}
+}
+
+/* Memo chunks up to the one of slot idx. */
+static inline ms_status memo_reach(struct ms_pickle *p, uint64_t idx)
+{
+	while ((idx >> MEMO_SHIFT) >= p->n_memo_chunks) {
+		struct ms_pk_val *c;
+		if (ms_grow(&p->memo, &p->memo_chunks_cap, p->n_memo_chunks + 1,
+		            sizeof(*p->memo)) ||
+		    !(c = ms_malloc(MEMO_CHUNK * sizeof(*c))))
+			return MS_ERR_NOMEM;
+		p->memo[p->n_memo_chunks++] = c;
+	}
+	return MS_OK;
+}
+
+/* The opcodes this machine knows (pickletools' names). */
+enum {
+	OP_MARK = '(',
+	OP_STOP = '.',
+	OP_POP = '0',
+	OP_POP_MARK = '1',
+	OP_DUP = '2',
+	OP_BINBYTES = 'B',
+	OP_SHORT_BINBYTES = 'C',
+	OP_BINFLOAT = 'G',
+	OP_BININT = 'J',
+	OP_BININT1 = 'K',
+	OP_BININT2 = 'M',
+	OP_NONE = 'N',
+	OP_BINUNICODE = 'X',
+	OP_EMPTY_LIST = ']',
+	OP_APPEND = 'a',
+	OP_DICT = 'd',
+	OP_APPENDS = 'e',
+	OP_BINGET = 'h',
+	OP_LONG_BINGET = 'j',
+	OP_LIST = 'l',
+	OP_BINPUT = 'q',
+	OP_LONG_BINPUT = 'r',
+	OP_SETITEM = 's',
+	OP_TUPLE = 't',
+	OP_SETITEMS = 'u',
+	OP_EMPTY_DICT = '}',
+	OP_EMPTY_TUPLE = ')',
+	OP_PROTO = 0x80,
+	OP_TUPLE1 = 0x85,
+	OP_TUPLE2 = 0x86,
+	OP_TUPLE3 = 0x87,
+	OP_NEWTRUE = 0x88,
+	OP_NEWFALSE = 0x89,
+	OP_LONG1 = 0x8a,
+	OP_LONG4 = 0x8b,
+	OP_SHORT_BINUNICODE = 0x8c,
+	OP_BINUNICODE8 = 0x8d,
+	OP_BINBYTES8 = 0x8e,
+	OP_EMPTY_SET = 0x8f,
+	OP_ADDITEMS = 0x90,
+	OP_FROZENSET = 0x91,
+	OP_MEMOIZE = 0x94,
+	OP_FRAME = 0x95,
+	OP_BYTEARRAY8 = 0x96,
+};
 
 static struct ms_pk_val *pool_take(struct ms_pickle *p, size_t n);
 
 ms_status ms_pickle_new(struct ms_pickle **out)
 {
-	/* on lines of its own: the second reader's machine runs beside the first (ms_pickle_split)
-	 */
+	/* on lines of its own: stats reads several files at once, a machine each */
 	struct ms_pickle *p = ms_calloc_lines(sizeof(*p));
 
 	if (!p)
 		return MS_ERR_NOMEM;
-	if (ms_symtab_init(&p->strs) ||
-	    ms_symtab_str(&p->strs, "device_traces", 13, &p->id_device_traces)) {
+	if (ms_symtab_init(&p->strs)) {
 		ms_pickle_free(p);
 		return MS_ERR_NOMEM;
 	}
+	p->stream_key = UINT32_MAX;
+	for (size_t i = 0; i <= MS_PK_SLOTS; i++)
+		p->slot_str[i].len = UINT32_MAX; /* none */
 	p->lim.max_string = 256u << 20;
 	p->lim.max_memo = UINT32_MAX - 1;
 	p->lim.max_objects = 1u << 28;
-	for (size_t i = 0; i <= MS_PK_SLOTS; i++)
-		p->slot_str[i].len = UINT32_MAX; /* none */
-	p->defer_slot = -1;
 	*out = p;
 	return MS_OK;
 }
@@ -57,14 +247,13 @@ void ms_pickle_free(struct ms_pickle *p)
 		p->pool = c->next;
 		ms_free(c);
 	}
-	if (p->split && !p->peer) /* p2 only borrows p's */
-		ms__pk_split_free(p);
 	ms_symtab_release(&p->strs);
 	ms_free(p->stack);
 	ms_free(p->marks);
 	for (size_t i = 0; i < p->n_memo_chunks; i++)
 		ms_free(p->memo[i]);
 	ms_free(p->memo);
+	ms_free(p->cursor);
 	if (!p->borrowed)
 		ms_free(p->buf);
 	ms_free(p);
@@ -93,17 +282,12 @@ void ms_pickle_borrow_input(struct ms_pickle *p, const void *data, size_t len)
 	p->borrowed = 1;
 }
 
-void ms_pickle_stream_traces(struct ms_pickle *p, ms_pk_item_fn fn, void *ctx)
+ms_status ms_pickle_stream_lists(struct ms_pickle *p, const char *key, ms_pk_item_fn fn, void *ctx)
 {
+	MS_TRY(ms_symtab_str(&p->strs, key, strlen(key), &p->stream_key));
 	p->item_fn = fn;
 	p->item_ctx = ctx;
-}
-
-void ms_pickle_entry_fields(struct ms_pickle *p, const int8_t slot_of[64], ms_pk_fields_fn fn)
-{
-	for (int i = 0; i < 64; i++)
-		p->key_slot[i] = slot_of[i] < MS_PK_SLOTS ? slot_of[i] : -1;
-	p->fields_fn = fn;
+	return MS_OK;
 }
 
 const struct ms_symtab *ms_pickle_strings(const struct ms_pickle *p)
@@ -114,11 +298,6 @@ const struct ms_symtab *ms_pickle_strings(const struct ms_pickle *p)
 int ms_pickle_protocol(const struct ms_pickle *p)
 {
 	return p->proto;
-}
-
-uint64_t ms_pickle_fast_entries(const struct ms_pickle *p)
-{
-	return p->n_fast;
 }
 
 uint64_t ms_pickle_offset(const struct ms_pickle *p)
@@ -315,8 +494,8 @@ static ms_status push_obj(struct ms_pickle *p, struct ms_pk_obj *o)
 }
 
 /*
- * obj_add for the general path: a fast-path entry stored anywhere but its device list
- * becomes what the general path would have there, a streamed (consumed, empty) dict.
+ * obj_add for the opcode loop: an item an item reader read, stored anywhere but its list,
+ * becomes what the loop would have there, a streamed (consumed, empty) dict.
  */
 static ms_status add_items(struct ms_pickle *p, struct ms_pk_obj *o, struct ms_pk_val *v, size_t n)
 {
@@ -330,12 +509,12 @@ static ms_status add_items(struct ms_pickle *p, struct ms_pk_obj *o, struct ms_p
 		put_val(&v[i], MS_PK_DICT, (uint64_t)(uintptr_t)d);
 	}
 	/*
-	 * A container's first items from the pool, as the fast path's lists get theirs: most
-	 * get all their items at once (segments, blocks, settings), and a malloc, a realloc and
-	 * a free each cost a snapshot's fixed part a fifth of its instructions. Not a trace
-	 * entry's: those are consumed, and their items given back at once.
+	 * A container's first items from the pool, as an item reader's lists get theirs: most
+	 * get all their items at once (a snapshot's segments, blocks, settings), and a malloc, a
+	 * realloc and a free each cost a snapshot's fixed part a fifth of its instructions. Not a
+	 * streamed item's: those are consumed, and their items given back at once.
 	 */
-	if (o->n == 0 && !o->items && n && n <= POOL_VALS && o->role != ROLE_ENTRY) {
+	if (o->n == 0 && !o->items && n && n <= POOL_VALS && o->role != ROLE_ITEM) {
 		if (!(o->items = pool_take(p, n)))
 			return MS_ERR_NOMEM;
 		copy_vals(o->items, v, n);
@@ -346,7 +525,7 @@ static ms_status add_items(struct ms_pickle *p, struct ms_pk_obj *o, struct ms_p
 	return obj_add(o, v, n);
 }
 
-/* Pre: a new list is about to be pushed. Recognise device_traces and its lists. */
+/* Pre: a new list is about to be pushed. Recognise the stream key's list and its lists. */
 static void assign_role(struct ms_pickle *p, struct ms_pk_obj *o)
 {
 	const struct ms_pk_val *top;
@@ -354,18 +533,18 @@ static void assign_role(struct ms_pickle *p, struct ms_pk_obj *o)
 	if (!p->item_fn || p->sp == 0)
 		return;
 	top = &p->stack[p->sp - 1];
-	if (top->type == MS_PK_STR && top->v.str == p->id_device_traces &&
+	if (top->type == MS_PK_STR && top->v.str == p->stream_key &&
 	    p->stack[0].type == MS_PK_DICT && p->n_marks <= 1 &&
 	    (p->n_marks == 0 || p->marks[0] == 1)) {
-		o->role = ROLE_OUTER;
-	} else if (top->type == MS_PK_LIST && top->v.o->role == ROLE_OUTER) {
-		o->role = ROLE_DEVICE;
+		o->role = ROLE_LISTS;
+	} else if (top->type == MS_PK_LIST && top->v.o->role == ROLE_LISTS) {
+		o->role = ROLE_LIST;
 		o->tag = top->v.o->n;
-	} else if (top->type == MS_PK_LIST && top->v.o->role == ROLE_DEVICE && p->sp >= 2 &&
+	} else if (top->type == MS_PK_LIST && top->v.o->role == ROLE_LIST && p->sp >= 2 &&
 	           mark_top(p) <= p->sp - 1 && p->n_marks &&
 	           p->stack[mark_top(p) - 1].type == MS_PK_LIST &&
-	           p->stack[mark_top(p) - 1].v.o->role == ROLE_OUTER) {
-		o->role = ROLE_DEVICE;
+	           p->stack[mark_top(p) - 1].v.o->role == ROLE_LISTS) {
+		o->role = ROLE_LIST;
 		o->tag = top->v.o->tag + 1;
 	}
 }
@@ -383,12 +562,13 @@ static void consume(struct ms_pk_obj *o)
 }
 
 /*
- * A trace entry's items, key, value, ..., where they lie on the stack: to the hook at once
- * (they are hot in the cache now, and 1000 entries later at APPENDS they are not). PyTorch's
- * pickler, like Python's, sets all items of a dict this small with one SETITEM(S), so the
- * entry is complete here; a second one is refused in append_to.
+ * A streamed dict item's items, key, value, ..., where they lie on the stack: to the hook at
+ * once (they are hot in the cache now, and 1000 items later at APPENDS they are not).
+ * Python's pickler sets all items of a dict this small (a trace entry) with one SETITEM(S),
+ * so the item is complete here; a second one is refused in append_to. (The messages call
+ * streamed items trace entries, which is what they are in a snapshot.)
  */
-static ms_status map_entry(struct ms_pickle *p, struct ms_pk_obj *o, struct ms_pk_val *items,
+static ms_status hand_item(struct ms_pickle *p, struct ms_pk_obj *o, struct ms_pk_val *items,
                            size_t n)
 {
 	struct ms_pk_obj view = {0};
@@ -402,19 +582,19 @@ static ms_status map_entry(struct ms_pickle *p, struct ms_pk_obj *o, struct ms_p
 	view.kind = MS_PK_DICT;
 	v.type = MS_PK_DICT;
 	v.v.o = &view;
-	if ((s = p->item_fn(p->item_ctx, o->tag, p->ev_mapped, &v, p->op_off)))
+	if ((s = p->item_fn(p->item_ctx, o->tag, p->n_handed, &v, p->op_off)))
 		return s;
 	consume(o);
-	o->role = ROLE_MAPPED;
-	o->ord = p->ev_mapped++;
+	o->role = ROLE_HANDED;
+	o->ord = p->n_handed++;
 	return MS_OK;
 }
 
 /*
- * items[0..n) appended to a device list: entries mapped at their SETITEM(S) must arrive in
- * the order they were mapped; any other item goes to the hook now. Entry dicts are then
- * released, only the dicts themselves: what they hold (frames lists, frame dicts) may be
- * shared with later entries through the memo.
+ * items[0..n) appended to a streamed list: items handed over at their SETITEM(S) (or read by
+ * an item reader) must arrive in the order they were handed over; any other item goes to the
+ * hook now. Item dicts are then released, only the dicts themselves: what they hold (a trace
+ * entry's frames list and frame dicts) may be shared with later items through the memo.
  */
 static ms_status stream_items(struct ms_pickle *p, struct ms_pk_obj *list,
                               const struct ms_pk_val *items, size_t n)
@@ -425,26 +605,26 @@ static ms_status stream_items(struct ms_pickle *p, struct ms_pk_obj *list,
 
 		if (items[i].type == PK_STREAMED) {
 			uint64_t w = payload_of(&items[i]);
-			if (w == (p->ev_appended | (uint64_t)list->tag << ORD_BITS)) {
-				p->ev_appended++; /* the next in order, of this list: the usual case
-				                   */
+			if (w == (p->n_added | (uint64_t)list->tag << ORD_BITS)) {
+				/* the next in order, of this list: the usual case */
+				p->n_added++;
 				list->n++;
 				continue;
 			}
-			if ((w & ORD_MASK) < p->ev_appended)
+			if ((w & ORD_MASK) < p->n_added)
 				return fail(p, MS_ERR_UNSUPPORTED, "trace entry object used twice");
-			if ((w & ORD_MASK) != p->ev_appended || (w >> ORD_BITS) != list->tag)
+			if ((w & ORD_MASK) != p->n_added || (w >> ORD_BITS) != list->tag)
 				return fail(p, MS_ERR_UNSUPPORTED,
 				            "trace entry added to its list out of order");
-			p->ev_appended++;
+			p->n_added++;
 			list->n++;
 			continue;
 		}
 		if (items[i].type == MS_PK_LIST || items[i].type == MS_PK_DICT ||
 		    items[i].type == MS_PK_TUPLE)
 			o = items[i].v.o;
-		if (o && o->role == ROLE_MAPPED) {
-			if (o->ord != p->ev_appended || o->tag != list->tag)
+		if (o && o->role == ROLE_HANDED) {
+			if (o->ord != p->n_added || o->tag != list->tag)
 				return fail(p, MS_ERR_UNSUPPORTED,
 				            "trace entry added to its list out of order");
 			o->role = ROLE_DONE;
@@ -452,19 +632,19 @@ static ms_status stream_items(struct ms_pickle *p, struct ms_pk_obj *list,
 			if (o && o->consumed)
 				return fail(p, MS_ERR_UNSUPPORTED, "trace entry object used twice");
 			/* the hook first: what is wrong with the item is the better message */
-			s = p->item_fn(p->item_ctx, list->tag, p->ev_mapped, &items[i], p->op_off);
+			s = p->item_fn(p->item_ctx, list->tag, p->n_handed, &items[i], p->op_off);
 			if (s)
 				return s;
-			if (p->ev_mapped != p->ev_appended)
+			if (p->n_handed != p->n_added)
 				return fail(p, MS_ERR_UNSUPPORTED,
 				            "trace entry added to its list out of order");
-			p->ev_mapped++;
+			p->n_handed++;
 			if (o && o->kind == MS_PK_DICT) {
 				consume(o);
 				o->role = ROLE_DONE;
 			}
 		}
-		p->ev_appended++;
+		p->n_added++;
 		list->n++;
 	}
 	return MS_OK;
@@ -484,10 +664,10 @@ static ms_status append_to(struct ms_pickle *p, struct ms_pk_val *target, struct
 	o = target->v.o;
 	if (target->type == PK_STREAMED || o->consumed)
 		return fail(p, MS_ERR_UNSUPPORTED, "streamed object modified later");
-	if (o->role == ROLE_DEVICE)
+	if (o->role == ROLE_LIST)
 		return stream_items(p, o, items, n);
-	if (o->role == ROLE_ENTRY)
-		return map_entry(p, o, items, n);
+	if (o->role == ROLE_ITEM)
+		return hand_item(p, o, items, n);
 	return add_items(p, o, items, n);
 }
 
@@ -588,12 +768,6 @@ static inline ms_status memo_put(struct ms_pickle *p, uint64_t idx)
 		return fail(p, MS_ERR_FORMAT, "memo store with an empty stack");
 	if (idx > p->lim.max_memo)
 		return fail(p, MS_ERR_LIMIT, "memo index out of range");
-	if (idx < p->n_memo && (p->split || p->fx_n)) {
-		/* written again: not while p2 reads p's slots, nor as p2's */
-		ms__pk_split_stop(p, SPLIT_ABORT);
-		if (idx - p->fx_lo < p->fx_n)
-			MS_TRY(ms__pk_split_materialize(p));
-	}
 	if (idx >= p->n_memo) {
 		/*
 		 * Python's picklers put at the next index; a gap costs a memo slot per index
@@ -644,7 +818,7 @@ static ms_status tuple_n(struct ms_pickle *p, size_t n)
 }
 
 /* Items above the innermost mark, applied to the value right under it. */
-ms_status ms__pk_batch(struct ms_pickle *p, int set)
+static ms_status batch(struct ms_pickle *p, int set)
 {
 	size_t m;
 	ms_status s;
@@ -661,8 +835,8 @@ ms_status ms__pk_batch(struct ms_pickle *p, int set)
 }
 
 /*
- * One opcode, the general way (the hot ones are inlined in ms_pickle_run): p->op is set,
- * p->pos is past it and p->op_off is its offset. STOP is handled by the caller.
+ * One opcode with more to do than a push (the others are in ms_pickle_run's loop): p->op is
+ * set, p->pos is past it and p->op_off is its offset. STOP is handled by the caller.
  */
 static ms_status step(struct ms_pickle *p)
 {
@@ -671,7 +845,7 @@ static ms_status step(struct ms_pickle *p)
 	const unsigned char *b;
 
 	switch (p->op) {
-	case 0x80: /* PROTO */
+	case OP_PROTO:
 		MS_TRY(need(p, 1));
 		p->proto = *take(p, 1);
 		if (p->proto < 2 || p->proto > 5)
@@ -680,55 +854,55 @@ static ms_status step(struct ms_pickle *p)
 			                    "supported (2 to 5 are)",
 			                    p->proto, (long long)p->op_off);
 		break;
-	case 0x95: /* FRAME: an 8-byte length; framing needs no action */
+	case OP_FRAME: /* an 8-byte length; framing needs no action */
 		MS_TRY(need(p, 8));
 		take(p, 8);
 		break;
-	case ']':  /* EMPTY_LIST */
-	case 0x8f: /* EMPTY_SET: read as a list */
+	case OP_EMPTY_LIST:
+	case OP_EMPTY_SET: /* read as a list */
 		MS_TRY(new_obj(p, MS_PK_LIST, &o));
-		if (p->op == ']')
+		if (p->op == OP_EMPTY_LIST)
 			assign_role(p, o);
 		MS_TRY(push_obj(p, o));
 		break;
-	case ')': /* EMPTY_TUPLE */
+	case OP_EMPTY_TUPLE:
 		MS_TRY(tuple_n(p, 0));
 		break;
-	case 0x85: /* TUPLE1 */
-	case 0x86: /* TUPLE2 */
-	case 0x87: /* TUPLE3 */
+	case OP_TUPLE1:
+	case OP_TUPLE2:
+	case OP_TUPLE3:
 		MS_TRY(tuple_n(p, (size_t)(p->op - 0x84)));
 		break;
-	case 'd': /* DICT */
+	case OP_DICT:
 		MS_TRY(from_mark(p, MS_PK_DICT));
 		break;
-	case 'l':  /* LIST */
-	case 0x91: /* FROZENSET */
+	case OP_LIST:
+	case OP_FROZENSET:
 		MS_TRY(from_mark(p, MS_PK_LIST));
 		break;
-	case 't': /* TUPLE */
+	case OP_TUPLE:
 		MS_TRY(from_mark(p, MS_PK_TUPLE));
 		break;
-	case 's': /* SETITEM */
+	case OP_SETITEM:
 		if (p->sp < 3 || p->sp - 3 < mark_top(p))
 			return fail(p, MS_ERR_FORMAT, "stack underflow");
 		MS_TRY(append_to(p, &p->stack[p->sp - 3], p->stack + p->sp - 2, 2, 1));
 		p->sp -= 2;
 		break;
-	case 'u': /* SETITEMS */
-		MS_TRY(ms__pk_batch(p, 1));
+	case OP_SETITEMS:
+		MS_TRY(batch(p, 1));
 		break;
-	case 'a': /* APPEND */
+	case OP_APPEND:
 		if (p->sp < 2 || p->sp - 2 < mark_top(p))
 			return fail(p, MS_ERR_FORMAT, "stack underflow");
 		MS_TRY(append_to(p, &p->stack[p->sp - 2], p->stack + p->sp - 1, 1, 0));
 		p->sp -= 1;
 		break;
-	case 'e':  /* APPENDS */
-	case 0x90: /* ADDITEMS */
-		MS_TRY(ms__pk_batch(p, 0));
+	case OP_APPENDS:
+	case OP_ADDITEMS:
+		MS_TRY(batch(p, 0));
 		break;
-	case '0': /* POP */
+	case OP_POP:
 		if (p->n_marks && mark_top(p) == p->sp)
 			p->n_marks--;
 		else if (p->sp)
@@ -736,24 +910,24 @@ static ms_status step(struct ms_pickle *p)
 		else
 			return fail(p, MS_ERR_FORMAT, "stack underflow");
 		break;
-	case '1': /* POP_MARK */
+	case OP_POP_MARK:
 		if (!p->n_marks)
 			return fail(p, MS_ERR_FORMAT, "missing MARK");
 		p->sp = p->marks[--p->n_marks];
 		break;
-	case '2': /* DUP */
+	case OP_DUP:
 		if (p->sp == 0 || (p->n_marks && p->sp == mark_top(p)))
 			return fail(p, MS_ERR_FORMAT, "stack underflow");
 		MS_TRY(push(p, p->stack[p->sp - 1]));
 		break;
-	case 0x8b: /* LONG4 */
+	case OP_LONG4:
 		MS_TRY(need(p, 4));
 		b = take(p, 4);
 		if (b[3] & 0x80)
 			return fail(p, MS_ERR_FORMAT, "negative LONG4 length");
 		MS_TRY(push_long(p, ms_load_le32(b)));
 		break;
-	case 'G': { /* BINFLOAT: big-endian double */
+	case OP_BINFLOAT: { /* big-endian double */
 		uint64_t u = 0;
 		MS_TRY(need(p, 8));
 		b = take(p, 8);
@@ -764,24 +938,24 @@ static ms_status step(struct ms_pickle *p)
 		MS_TRY(push(p, v));
 		break;
 	}
-	case 'X': /* BINUNICODE */
+	case OP_BINUNICODE:
 		MS_TRY(need(p, 4));
 		MS_TRY(push_str(p, ms_load_le32(take(p, 4)), MS_PK_STR));
 		break;
-	case 0x8d: /* BINUNICODE8 */
+	case OP_BINUNICODE8:
 		MS_TRY(need(p, 8));
 		MS_TRY(push_str(p, ms_load_le64(take(p, 8)), MS_PK_STR));
 		break;
-	case 'C': /* SHORT_BINBYTES */
+	case OP_SHORT_BINBYTES:
 		MS_TRY(need(p, 1));
 		MS_TRY(push_str(p, *take(p, 1), MS_PK_BYTES));
 		break;
-	case 'B': /* BINBYTES */
+	case OP_BINBYTES:
 		MS_TRY(need(p, 4));
 		MS_TRY(push_str(p, ms_load_le32(take(p, 4)), MS_PK_BYTES));
 		break;
-	case 0x8e: /* BINBYTES8 */
-	case 0x96: /* BYTEARRAY8 */
+	case OP_BINBYTES8:
+	case OP_BYTEARRAY8:
 		MS_TRY(need(p, 8));
 		MS_TRY(push_str(p, ms_load_le64(take(p, 8)), MS_PK_BYTES));
 		break;
@@ -808,29 +982,56 @@ static ms_status step(struct ms_pickle *p)
 	return MS_OK;
 }
 
-/*
- * A memo put the fast path can do: at the next index (as Python's pickler always puts),
- * within the limit and an existing chunk. ip has 5 bytes readable.
- */
-static inline int fast_put(struct ms_pickle *p, const unsigned char **ipp, size_t *n_memo,
-                           uint64_t type, uint64_t payload)
+/* Free room in the pool for at least want values (a new chunk if the last has less), not taken. */
+static struct ms_pk_val *pool_room(struct ms_pickle *p, size_t want, size_t *room)
 {
-	const unsigned char *ip = *ipp;
-	uint64_t idx = *n_memo;
+	struct pool_chunk *c = p->pool;
 
-	if (*ip == 'q')
-		idx = ip[1], ip += 2;
-	else if (*ip == 'r')
-		idx = ms_load_le32(ip + 1), ip += 5;
-	else
-		ip++; /* MEMOIZE */
-	if (idx != *n_memo || idx > p->lim.max_memo || (idx >> MEMO_SHIFT) >= p->n_memo_chunks)
-		return 0;
-	put_val(MEMO_AT(p, idx), type, payload);
-	*n_memo = idx + 1;
-	*ipp = ip;
-	return 1;
+	if (!c || c->cap - c->used < want) {
+		size_t cap = want > POOL_VALS ? want : POOL_VALS;
+		if (!(c = ms_malloc(sizeof(*c) + cap * sizeof(c->v[0]))))
+			return NULL;
+		c->used = 0;
+		c->cap = cap;
+		c->next = p->pool;
+		p->pool = c;
+	}
+	*room = c->cap - c->used;
+	return &c->v[c->used];
 }
+
+/* n values from the pool, the last ones taken (so that unmake_last can give them back). */
+static struct ms_pk_val *pool_take(struct ms_pickle *p, size_t n)
+{
+	size_t room;
+	struct ms_pk_val *v = pool_room(p, n, &room);
+
+	if (v)
+		p->pool->used += n;
+	return v;
+}
+
+/* Take back the last object made and its pooled items (an item reader's list, left). */
+static void unmake_last(struct ms_pickle *p)
+{
+	struct ms_pk_obj *o = &p->slabs->objs[--p->slabs->used];
+
+	if (o->pooled)
+		p->pool->used -= o->n;
+	p->n_objs--;
+}
+
+/* --- the value opcodes, for the opcode loop and the item readers ---------------------- */
+
+enum {
+	V_OK,           /* *type, *payload: the value; *ipp past the opcode */
+	V_OTHER,        /* not a value opcode read here (LONG1 of another length included) */
+	V_SHORT,        /* the opcode needs *need bytes from its start, more than the window has */
+	V_UNKNOWN_SLOT, /* a memo get of a slot not written */
+	V_STREAMED,     /* a memo get of a streamed item, or of a consumed container */
+	V_TOO_LONG,     /* a string longer than the limit */
+	V_FAILED,       /* interning failed: *st */
+};
 
 /* The first n bytes of a little-endian load. */
 static const uint64_t len_mask[9] = {0,
@@ -843,532 +1044,574 @@ static const uint64_t len_mask[9] = {0,
                                      0xffffffffffffff,
                                      0xffffffffffffffff};
 
-static const unsigned char put_op[256] = {[0x94] = 1, ['q'] = 1, ['r'] = 1};
-#define SLOT_UNWANTED MS_PK_SLOTS /* the fast path's slot for values of keys not wanted */
+/* Bytes readable at the cursor where a decoder is told wide (the longest value opcode's). */
+#define WIDE 16
+
+/*
+ * The memo index a get at *ipp names (BINGET, LONG_BINGET; op: the opcode there), *ipp past
+ * it. 1: a get; 0: one that needs *len bytes, more than the window has; -1: not a get. wide:
+ * WIDE bytes are readable at *ipp.
+ */
+static inline __attribute__((always_inline)) int get_index(unsigned char op,
+                                                           const unsigned char **ipp,
+                                                           const unsigned char *end, uint64_t *idx,
+                                                           size_t *len, const int wide)
+{
+	const unsigned char *ip = *ipp;
+
+	if (op == OP_BINGET) {
+		*len = 2;
+		if (!wide && end - ip < 2)
+			return 0;
+		*idx = ip[1];
+	} else if (op == OP_LONG_BINGET) {
+		*len = 5;
+		if (!wide && end - ip < 5)
+			return 0;
+		*idx = ms_load_le32(ip + 1);
+	} else {
+		return -1;
+	}
+	*ipp = ip + *len;
+	return 1;
+}
+
+/* Memo slot idx as a get reads it (slots below n_memo are written): V_OK or why not. */
+static inline int memo_value(const struct ms_pickle *p, uint64_t idx, size_t n_memo, uint64_t *type,
+                             uint64_t *payload)
+{
+	const struct ms_pk_val *m;
+	uint8_t t;
+
+	if (idx >= n_memo)
+		return V_UNKNOWN_SLOT;
+	m = MEMO_AT(p, idx);
+	t = m->type;
+	if (t > MS_PK_BYTES) { /* containers, streamed items, holes */
+		if (t == PK_CONSUMED)
+			return V_UNKNOWN_SLOT;
+		if (t == PK_STREAMED || m->v.o->consumed)
+			return V_STREAMED;
+	}
+	*type = t;
+	*payload = payload_of(m);
+	return V_OK;
+}
+
+/* A memo get at *ipp (op: BINGET, LONG_BINGET): its value, as decode_value gives it. */
+static inline __attribute__((always_inline)) int
+get_value(const struct ms_pickle *p, unsigned char op, const unsigned char **ipp,
+          const unsigned char *end, size_t n_memo, uint64_t *type, uint64_t *payload, size_t *need,
+          const int wide)
+{
+	const unsigned char *ip = *ipp;
+	uint64_t idx;
+	int r;
+
+	if ((r = get_index(op, ipp, end, &idx, need, wide)) != 1)
+		return r ? V_OTHER : V_SHORT;
+	if ((r = memo_value(p, idx, n_memo, type, payload)) != V_OK)
+		*ipp = ip;
+	return r;
+}
+
+/*
+ * The one decoder of the opcodes that push a plain value: memo gets (BINGET, LONG_BINGET),
+ * BININT1, BININT2, BININT, LONG1 of 1 to 8 bytes, SHORT_BINUNICODE, NONE, NEWTRUE and
+ * NEWFALSE, op at *ipp (end: the end of the window; where the caller knows op, the switch on
+ * it folds away). Memo slots below n_memo count as written; h
+ * (if not NULL) is checked before a short string is interned. Nothing is read past end, and
+ * *ipp moves only on V_OK. wide: WIDE bytes are readable at *ipp (bounds within them are
+ * known).
+ */
+static inline __attribute__((always_inline)) int
+decode_value(struct ms_pickle *p, unsigned char op, const unsigned char **ipp,
+             const unsigned char *end, size_t n_memo, uint64_t *type, uint64_t *payload,
+             size_t *need, ms_status *st, struct str_hint *h, const int wide)
+{
+	const unsigned char *ip = *ipp;
+	size_t avail = (size_t)(end - ip), len, n;
+
+	switch (op) {
+	case OP_BINGET:
+	case OP_LONG_BINGET:
+		return get_value(p, op, ipp, end, n_memo, type, payload, need, wide);
+	case OP_BININT1:
+		len = 2;
+		if (!wide && avail < len)
+			goto short_;
+		*type = MS_PK_INT, *payload = ip[1];
+		break;
+	case OP_BININT2:
+		len = 3;
+		if (!wide && avail < len)
+			goto short_;
+		*type = MS_PK_INT, *payload = (uint64_t)ip[1] | (uint64_t)ip[2] << 8;
+		break;
+	case OP_BININT: /* signed 32-bit */
+		len = 5;
+		if (!wide && avail < len)
+			goto short_;
+		*type = MS_PK_INT, *payload = (uint64_t)(int64_t)(int32_t)ms_load_le32(ip + 1);
+		break;
+	case OP_LONG1: /* up to 8 bytes here, longer ones in push_long */
+		len = 2;
+		if (!wide && avail < len)
+			goto short_;
+		n = ip[1];
+		if (n < 1 || n > 8 || (!wide && avail - 2 < 8))
+			return V_OTHER;
+		*type = MS_PK_INT, *payload = long1_value(ip + 2, n);
+		len += n;
+		break;
+	case OP_SHORT_BINUNICODE: {
+		uint32_t id;
+		len = 2;
+		if (!wide && avail < len)
+			goto short_;
+		n = ip[1];
+		if (n > p->lim.max_string)
+			return V_TOO_LONG;
+		len += n;
+		if ((!wide || len > WIDE) && avail < len)
+			goto short_;
+		if (h && n <= 8 && (wide || avail - 2 >= 8)) {
+			uint64_t head = ms_load_le64(ip + 2) & len_mask[n];
+			if (h->len == n && h->head == head) {
+				id = h->id;
+			} else {
+				if ((*st = intern(p, ip + 2, n, 1, &id)))
+					return V_FAILED;
+				h->len = (uint32_t)n;
+				h->head = head;
+				h->id = id;
+			}
+		} else if ((*st = intern(p, ip + 2, n, (wide && n <= 8) || avail - 2 >= 8, &id))) {
+			return V_FAILED;
+		}
+		*type = MS_PK_STR, *payload = id;
+		break;
+	}
+	case OP_NONE:
+		len = 1;
+		*type = MS_PK_NONE, *payload = 0;
+		break;
+	case OP_NEWTRUE:
+	case OP_NEWFALSE:
+		len = 1;
+		*type = MS_PK_BOOL, *payload = op == OP_NEWTRUE;
+		break;
+	default:
+		return V_OTHER;
+	}
+	*ipp = ip + len;
+	return V_OK;
+short_:
+	*need = len;
+	return V_SHORT;
+}
+
+/*
+ * The memo index a put at ip names (op: the opcode there; MEMOIZE: the next, n_memo) and *len
+ * its length. 1: a put; 0: one that needs *len bytes, more than the window has; -1: not a put.
+ */
+static inline __attribute__((always_inline)) int put_index(unsigned char op,
+                                                           const unsigned char *ip,
+                                                           const unsigned char *end, size_t n_memo,
+                                                           uint64_t *idx, size_t *len)
+{
+	if (op == OP_MEMOIZE) {
+		*len = 1;
+		*idx = n_memo;
+	} else if (op == OP_BINPUT) {
+		*len = 2;
+		if (end - ip < 2)
+			return 0;
+		*idx = ip[1];
+	} else if (op == OP_LONG_BINPUT) {
+		*len = 5;
+		if (end - ip < 5)
+			return 0;
+		*idx = ms_load_le32(ip + 1);
+	} else {
+		return -1;
+	}
+	return 1;
+}
+
+static const unsigned char put_op[256] = {[OP_MEMOIZE] = 1, [OP_BINPUT] = 1, [OP_LONG_BINPUT] = 1};
 static const uint32_t slot_bit[MS_PK_SLOTS + 1] = {
         1u << 0, 1u << 1,  1u << 2,  1u << 3,  1u << 4,  1u << 5,  1u << 6,  1u << 7, 1u << 8,
         1u << 9, 1u << 10, 1u << 11, 1u << 12, 1u << 13, 1u << 14, 1u << 15, 0};
 
-/* n values from the pool, the last ones taken (so that unmake_last can give them back). */
-static struct ms_pk_val *pool_take(struct ms_pickle *p, size_t n)
-{
-	struct pool_chunk *c = p->pool;
-
-	if (!c || c->cap - c->used < n) {
-		size_t cap = n > POOL_VALS ? n : POOL_VALS;
-		if (!(c = ms_malloc(sizeof(*c) + cap * sizeof(c->v[0]))))
-			return NULL;
-		c->used = 0;
-		c->cap = cap;
-		c->next = p->pool;
-		p->pool = c;
-	}
-	c->used += n;
-	return &c->v[c->used - n];
-}
-
 /*
- * The memo index of a BINGET or LONG_BINGET at *ipp (5 bytes readable), *ipp past it; -1 if
- * it is not one.
+ * A put at *ipp of (type, payload) that an item reader does: at the next index (as Python's
+ * pickler always puts), within the limit and an existing memo chunk. 0: not such a put.
  */
-static inline int64_t get_index(const unsigned char **ipp)
+static inline int put_next(struct ms_pickle *p, const unsigned char **ipp, const unsigned char *end,
+                           size_t *n_memo, uint64_t type, uint64_t payload)
 {
-	const unsigned char *ip = *ipp;
+	uint64_t idx;
+	size_t len;
 
-	if (*ip == 'h') {
-		*ipp = ip + 2;
-		return ip[1];
-	}
-	if (*ip == 'j') {
-		*ipp = ip + 5;
-		return ms_load_le32(ip + 1);
-	}
-	return -1;
-}
-
-/*
- * A memo get the fast path can do, at *ipp (BINGET or LONG_BINGET, 5 bytes readable): of a
- * slot written, not a streamed entry or object. 0: give up.
- */
-static inline int fast_get(const struct ms_pickle *p, const unsigned char **ipp, size_t n_memo,
-                           uint64_t *type, uint64_t *payload)
-{
-	const unsigned char *ip = *ipp;
-	const struct ms_pk_val *m;
-	int64_t i = get_index(&ip);
-	uint64_t idx = (uint64_t)i;
-
-	if (i < 0 || idx >= n_memo || idx - p->fx_lo < p->fx_n) /* p2's: the general path's */
+	if (put_index(**ipp, *ipp, end, *n_memo, &idx, &len) != 1 || idx != *n_memo ||
+	    idx > p->lim.max_memo || (idx >> MEMO_SHIFT) >= p->n_memo_chunks)
 		return 0;
-	m = MEMO_AT(p, idx);
-	if (m->type > MS_PK_DICT || (m->type >= MS_PK_LIST && m->v.o->consumed))
-		return 0;
-	*type = m->type;
-	*payload = payload_of(m);
-	*ipp = ip;
+	put_val(MEMO_AT(p, idx), type, payload);
+	*n_memo = idx + 1;
+	*ipp += len;
 	return 1;
 }
 
-/*
- * fast_get for p2 (the second reader). Below what p has published, the slot is p's and final;
- * at or above it, it is p's or p2's depending on where p's memo ends at the split, so p2 waits
- * until p publishes past it or lands (or gives up). Plain values only: a container or a
- * streamed entry is p's to read; a string of p's that p2 has not got is marked REMOTE_STR.
- */
-static inline __attribute__((always_inline)) int helper_get(struct ms_pickle *p,
-                                                            const unsigned char **ipp,
-                                                            size_t n_memo, uint64_t *type,
-                                                            uint64_t *payload)
+/* The puts after a value, as put_next does them. 0: one it does not. */
+static inline int puts_after(struct ms_pickle *p, const unsigned char **ipp,
+                             const unsigned char *end, size_t *n_memo, uint64_t type,
+                             uint64_t payload)
 {
-	struct split *x = p->split;
-	const unsigned char *ip = *ipp;
-	const struct ms_pk_val *m;
-	int64_t i = get_index(&ip);
-	uint64_t idx = (uint64_t)i;
-	int mine = 0;
-
-	if (i < 0)
-		return 0;
-	if (idx < p->n1_seen)
-		m = &x->memo1[idx >> MEMO_SHIFT][idx & (MEMO_CHUNK - 1)];
-	else if (!(m = ms__pk_helper_wait(p, idx, n_memo, &mine)))
-		return 0;
-	if (m->type > MS_PK_BYTES)
-		return 0;
-	*type = m->type;
-	*payload = payload_of(m);
-	/* p's string, not interned by p2 (p2's own are its ids) */
-	if (!mine && (m->type == MS_PK_STR || m->type == MS_PK_BYTES) && *payload >= x->n_pre)
-		*payload = (uint32_t)*payload | REMOTE_STR;
-	*ipp = ip;
-	return 1;
-}
-
-/*
- * fast_list for p2, in its deferred slot: the items are memo gets kept as MS_PK_DEFERRED (p's
- * frame dicts, which p2 must not read while p runs), resolved at the merge. 0: give up; -1: out
- * of memory.
- */
-static int helper_list(struct ms_pickle *p, const unsigned char **ipp, const unsigned char *end,
-                       size_t n_memo, struct ms_pk_obj *o)
-{
-	const unsigned char *ip = *ipp, *q = ip;
-	uint64_t at = (uint64_t)n_memo << 32;
-	int64_t idx;
-	size_t n = 0;
-
-	o->deferred = 1;
-	if (*ip != '(') {
-		/* one get and APPEND; or nothing, and what follows is the next key or SETITEMS */
-		if ((idx = get_index(&q)) < 0 || *q != 'a')
-			return 1;
-		if (!(o->items = pool_take(p, 1)))
-			return -1;
-		put_val(&o->items[0], MS_PK_DEFERRED, (uint64_t)idx | at);
-		o->n = o->cap = 1;
-		o->pooled = 1;
-		*ipp = q + 1;
-		return 1;
-	}
-	for (q = ip + 1; end - q >= 16 && *q != 'e'; n++)
-		if (get_index(&q) < 0)
+	while (*ipp < end && put_op[**ipp])
+		if (!put_next(p, ipp, end, n_memo, type, payload))
 			return 0;
-	if (end - q < 16 || n == 0 || n > UINT32_MAX)
-		return 0;
-	if (!(o->items = pool_take(p, n)))
-		return -1;
-	q = ip + 1;
-	for (size_t i = 0; i < n; i++)
-		put_val(&o->items[i], MS_PK_DEFERRED, (uint64_t)get_index(&q) | at);
-	o->n = o->cap = (uint32_t)n;
-	o->pooled = 1;
-	*ipp = q + 1;
 	return 1;
 }
 
-/*
- * A list value made of memo gets (a frames list of frames seen before): after EMPTY_LIST and
- * its puts, MARK, gets, APPENDS, or one get and APPEND, or nothing. Its items into o.
- * 0: give up; -1: out of memory.
- */
-static int fast_list(struct ms_pickle *p, const unsigned char **ipp, const unsigned char *end,
-                     size_t n_memo, struct ms_pk_obj *o)
-{
-	const unsigned char *ip = *ipp, *q = ip;
-	uint64_t type = 0, payload = 0;
-	struct ms_pk_val *dst = NULL;
-	size_t n = 0, room = 0;
-
-	if (*ip != '(') {
-		/* one get and APPEND; or nothing, and what follows is the next key or SETITEMS */
-		if (!fast_get(p, &q, n_memo, &type, &payload) || *q != 'a')
-			return 1;
-		if (!(o->items = pool_take(p, 1)))
-			return -1;
-		put_val(&o->items[0], type, payload);
-		o->n = o->cap = 1;
-		o->pooled = 1;
-		*ipp = q + 1;
-		return 1;
-	}
-	/* straight into the pool's free room; a second pass only if the room runs out */
-	if (p->pool) {
-		room = p->pool->cap - p->pool->used;
-		dst = &p->pool->v[p->pool->used];
-	}
-	for (q = ip + 1; end - q >= 16 && *q != 'e'; n++) {
-		if (!fast_get(p, &q, n_memo, &type, &payload))
-			return 0;
-		if (n < room)
-			put_val(&dst[n], type, payload);
-	}
-	if (end - q < 16 || n == 0 || n > UINT32_MAX)
-		return 0;
-	if (n <= room) {
-		o->items = pool_take(p, n); /* == dst */
-	} else {
-		if (!(o->items = pool_take(p, n)))
-			return -1;
-		q = ip + 1;
-		for (size_t i = 0; i < n; i++) {
-			fast_get(p, &q, n_memo, &type, &payload);
-			put_val(&o->items[i], type, payload);
-		}
-	}
-	o->n = o->cap = (uint32_t)n;
-	o->pooled = 1;
-	*ipp = q + 1;
-	return 1;
-}
-
-/* Take back the last object made and its pooled items (the fast path's list, giving up). */
-static void unmake_last(struct ms_pickle *p)
-{
-	struct ms_pk_obj *o = &p->slabs->objs[--p->slabs->used];
-
-	if (o->pooled)
-		p->pool->used -= o->n;
-	p->n_objs--;
-}
+/* --- item readers (pickle.h) ----------------------------------------------------------- */
 
 /*
- * The fast path (ms_pickle_entry_fields), at the EMPTY_DICT that starts a trace entry of
- * device list tag, *ipp past it. If the whole entry lies in the window and has the layout
- * PyTorch writes (a memo put, MARK, then pairs of a string key by memo get and a plain value
- * with its memo puts, then SETITEMS; a plain value is a memo get, an int of up to 64 bits, a
- * short string, None, a bool, or one list of memo gets), its values go to the fields hook by
- * slot, st[(*spp)++] gets the entry (PK_STREAMED) and *ipp moves past SETITEMS; then the same
- * for the entries right after it, while the stack has room. *gave_up is set when the last one
- * tried is not read (*ipp then right past its EMPTY_DICT, for the general path): of that one
- * nothing is done that the general path, run from the same opcode, would not redo the same
- * way (memo slots past n_memo written, strings interned; a list made is taken back), and the
- * general path has the whole say on what is wrong: this one gives up instead of failing. Only
- * the hook's own error and running out of memory come back.
+ * The streamed list a dict made now would be an item of (right under it, or under the mark
+ * over it), or NULL.
  */
-static inline __attribute__((always_inline)) ms_status
-fast_entries_t(struct ms_pickle *p, const unsigned char **ipp, const unsigned char *end,
-               uint32_t tag, struct ms_pk_val *st, size_t *spp, int *gave_up, const int helper)
+static inline struct ms_pk_obj *streamed_list(const struct ms_pickle *p, const struct ms_pk_val *st,
+                                              size_t sp)
 {
-#define GET(ipp_, n_, t_, pl_) \
-	(helper ? helper_get(p, (ipp_), (n_), (t_), (pl_)) : fast_get(p, (ipp_), (n_), (t_), (pl_)))
-	/* p2 puts by MEMOIZE only: a put naming its slot names p's index, which p2 does not know */
-#define PUT_OP(c_) (helper ? (c_) == 0x94 : put_op[(c_)])
+	const struct ms_pk_val *under = NULL;
+
+	if (!p->item_fn)
+		return NULL;
+	if (p->n_marks && p->marks[p->n_marks - 1] == sp && sp)
+		under = &st[sp - 1];
+	else if (p->n_marks && p->marks[p->n_marks - 1])
+		under = &st[p->marks[p->n_marks - 1] - 1];
+	else if (!p->n_marks && sp)
+		under = &st[sp - 1];
+	return under && under->type == MS_PK_LIST && under->v.o->role == ROLE_LIST ? under->v.o
+	                                                                           : NULL;
+}
+
+ms_status ms_pickle_item_reader(struct ms_pickle *p, const int8_t slots[64], ms_pk_reader_fn fn,
+                                void *ctx)
+{
+	if (!p->cursor && !(p->cursor = ms_malloc(sizeof(*p->cursor))))
+		return MS_ERR_NOMEM;
+	for (int i = 0; i < 64; i++)
+		p->key_slot[i] = slots[i] >= 0 && slots[i] < MS_PK_SLOTS ? slots[i] : SLOT_UNWANTED;
+	p->reader_fn = fn;
+	p->reader_ctx = ctx;
+	return MS_OK;
+}
+
+/* The slot of a key (type, payload). */
+static inline int key_slot(const struct ms_pickle *p, uint64_t type, uint64_t payload)
+{
+	return type == MS_PK_STR && payload < 64 ? p->key_slot[payload] : SLOT_UNWANTED;
+}
+
+enum { PAIR_READ, PAIR_LIST, PAIR_STOP };
+
+/*
+ * One key and its value at *ipp into vals by slot (see ms_pk_item), or a FRAME before them.
+ * PAIR_LIST: the value starts with EMPTY_LIST (*ipp there, *slotp the key's); PAIR_STOP: not
+ * such a pair, *ipp and *n_memop as they were (*st: out of memory, if so). wide: 32 bytes are
+ * readable at *ipp.
+ */
+static inline __attribute__((always_inline)) int
+item_pair(struct ms_pickle *p, const unsigned char **ipp, const unsigned char *end, size_t *n_memop,
+          struct ms_pk_val *vals, uint32_t *presentp, int *slotp, ms_status *st, const int wide)
+{
 	const unsigned char *ip = *ipp;
-	/* p with a second reader: where p2 starts, and what p publishes after each entry */
-	struct split *sx = !helper && p->split && p->split->active ? p->split : NULL;
-	struct ms_pk_val vals[MS_PK_SLOTS + 1]; /* the last for values of unwanted keys */
-	size_t sp = *spp;
-	/* ip <= last: 32 bytes readable */
-	uintptr_t last = (uintptr_t)end >= 32 ? (uintptr_t)end - 32 : 0;
-	/* memo slots below it can be written: in the chunks there, within the limit */
-	size_t memo_room = p->n_memo_chunks << MEMO_SHIFT;
-	ms_status s;
+	size_t n_memo = *n_memop, need;
+	uint64_t idx, type, payload;
+	unsigned char op;
+	int slot;
 
-	*gave_up = 1;
-	if (memo_room > p->lim.max_memo)
-		memo_room = p->lim.max_memo + 1;
-	if (tag >> (64 - ORD_BITS))
-		return MS_OK;
-next_entry:;
-	const unsigned char *start = ip;
-	struct ms_pk_obj *made = NULL;
-	uint32_t present = 0;
-	size_t n_memo = p->n_memo;
-	uint64_t me = p->ev_mapped | (uint64_t)tag << ORD_BITS;
-
-	if (!helper && sx && ip == atomic_load_explicit(&sx->land, memory_order_relaxed)) {
-		/* p at the second reader's start: its merge goes on from here (split_land) */
-		*ipp = ip - 1;
-		*spp = sp;
-		*gave_up = 0;
-		return MS_OK;
+	/* Python's framer may end a frame after any key or value: framing needs no action */
+	if (*ip == OP_FRAME) {
+		if (!wide && end - ip < 9)
+			return PAIR_STOP;
+		*ipp = ip + 9;
+		return PAIR_READ;
 	}
 	/*
-	 * p2 stops at the next entry once p is there (or gone): p reads the rest itself rather
-	 * than wait for a thread that may be slow (on a shared machine its core may be taken)
+	 * The key. A memo get's slot from the cache by memo index, or worked out (and cached); any
+	 * other plain value with its puts (a key written out where it first appears). Never a
+	 * container nor the stream key: after those the machine may give a list a role.
 	 */
-	if (helper) {
-		int phase = atomic_load_explicit(&p->split->phase, memory_order_relaxed);
-		if (phase == SPLIT_ABORT || (phase == SPLIT_LANDED && !p->split->wait))
-			goto give_up;
-	}
-	if (p->ev_mapped > ORD_MASK || end - ip < 16 || !PUT_OP(*ip) ||
-	    !fast_put(p, &ip, &n_memo, PK_STREAMED, me) || *ip++ != '(')
-		goto give_up;
-	/*
-	 * 32 bytes readable at each key: the key (5 at most), a value (10 at most; a string or a
-	 * list checks for itself), a memo put (5) and the next opcode.
-	 */
-	for (;;) {
-		uint64_t idx, type, payload;
-		uint32_t id;
-		int slot, r;
-		struct key_cache *kc;
-		const unsigned char *key;
-		int memoized = 0;
-		size_t n;
-
-		if ((uintptr_t)ip > last) {
-			if (ip < end && *ip == 'u')
-				break;
-			goto give_up;
-		}
-		/*
-		 * FRAME (protocol 4): Python's framer may end a 64 KiB frame after any key or
-		 * value, so one entry in a thousand has one inside; framing needs no action.
-		 */
-		if (*ip == 0x95) {
-			ip += 9;
-			continue;
-		}
-		/* the key's slot, from the cache by memo index or worked out (and cached) */
-		key = ip;
-		if (*ip == 'h')
-			idx = ip[1], ip += 2;
-		else if (*ip == 'j')
-			idx = ms_load_le32(ip + 1), ip += 5;
-		else if (*ip == 'u')
-			break;
-		else if (*ip == 0x8c)
-			goto inline_key;
-		else
-			goto give_up;
-		kc = &p->kcache[idx & (KCACHE - 1)];
+	if (get_index(*ip, &ip, end, &idx, &need, wide) == 1) {
+		struct key_cache *kc = &p->kcache[idx & (KCACHE - 1)];
 		if (kc->idx1 == idx + 1) {
 			slot = kc->slot;
 		} else {
-			ip = key;
-			if (!GET(&ip, n_memo, &type, &payload) || type > MS_PK_BYTES)
-				goto give_up; /* a container key: the general path decides */
-			if (type == MS_PK_STR && payload == p->id_device_traces)
-				goto give_up; /* the general path gives its lists roles */
-			slot = type == MS_PK_STR && payload < 64 && p->key_slot[payload] >= 0
-			               ? p->key_slot[payload]
-			               : SLOT_UNWANTED;
-			/* not a slot of this entry's own: only those are final (p2: only p's) */
-			if (idx < (helper ? p->n1_seen : p->n_memo) && idx < UINT32_MAX) {
+			if (memo_value(p, idx, n_memo, &type, &payload) != V_OK ||
+			    type > MS_PK_BYTES || (type == MS_PK_STR && payload == p->stream_key))
+				return PAIR_STOP;
+			slot = key_slot(p, type, payload);
+			/* not a slot of this item's own: only those are final */
+			if (idx < p->n_memo && idx < UINT32_MAX) {
 				kc->idx1 = (uint32_t)idx + 1;
 				kc->slot = (int8_t)slot;
 			}
 		}
-		if (0) {
-		inline_key:
-			/*
-			 * A key seen for the first time (PyTorch's "device_free" in its one OOM
-			 * entry): a short string and its MEMOIZE, then the value as usual.
-			 */
-			n = ip[1];
-			if (n > p->lim.max_string || (size_t)(end - ip) < 2 + n + 1 + 32 ||
-			    ip[2 + n] != 0x94 || n_memo >= memo_room)
-				goto give_up;
-			if ((s = intern(p, ip + 2, n, 1, &id)))
-				return s;
-			if (id == p->id_device_traces)
-				goto give_up;
-			put_val(MEMO_AT(p, n_memo), MS_PK_STR, id);
-			n_memo++;
-			ip += 2 + n + 1;
-			slot = id < 64 && p->key_slot[id] >= 0 ? p->key_slot[id] : SLOT_UNWANTED;
-		}
-		if (*ip == 0x95) { /* FRAME between the key and its value: the same */
-			ip += 9;
-			if ((size_t)(end - ip) < 32)
-				goto give_up;
-		}
-		switch (*ip) {
-		case 'h': /* BINGET */
-		case 'j': /* LONG_BINGET */
-			if (helper && slot == p->defer_slot) {
-				/*
-				 * p2: read at the merge (a frames list, most likely); a second one
-				 * would hide the first from the merge's checks, which reading alone
-				 * makes here
-				 */
-				if (present & slot_bit[slot])
-					goto give_up;
-				type = MS_PK_DEFERRED;
-				payload = (uint64_t)get_index(&ip) | (uint64_t)n_memo << 32;
-				break;
-			}
-			if (!GET(&ip, n_memo, &type, &payload))
-				goto give_up;
-			break;
-		case 'K': /* BININT1 */
-			type = MS_PK_INT, payload = ip[1], ip += 2;
-			break;
-		case 'M': /* BININT2 */
-			type = MS_PK_INT, payload = (uint64_t)ip[1] | (uint64_t)ip[2] << 8, ip += 3;
-			break;
-		case 'J': /* BININT */
-			type = MS_PK_INT,
-			payload = (uint64_t)(int64_t)(int32_t)ms_load_le32(ip + 1);
-			ip += 5;
-			break;
-		case 0x8a: /* LONG1 */
-			n = ip[1];
-			if (n < 1 || n > 8)
-				goto give_up;
-			type = MS_PK_INT, payload = long1_value(ip + 2, n), ip += 2 + n;
-			break;
-		case 0x8c: /* SHORT_BINUNICODE */
-			n = ip[1];
-			if (n > p->lim.max_string)
-				goto give_up;
-			if (n <= 8) { /* the 16 bytes after it are within the 32 checked */
-				uint64_t head = ms_load_le64(ip + 2) & len_mask[n];
-				if (p->slot_str[slot].len == n && p->slot_str[slot].head == head) {
-					id = p->slot_str[slot].id;
-				} else {
-					if ((s = intern(p, ip + 2, n, 1, &id)))
-						return s;
-					p->slot_str[slot].len = (uint32_t)n;
-					p->slot_str[slot].head = head;
-					p->slot_str[slot].id = id;
-				}
-			} else {
-				if ((size_t)(end - ip) < 2 + n + 16)
-					goto give_up;
-				if ((s = intern(p, ip + 2, n, 1, &id)))
-					return s;
-			}
-			type = MS_PK_STR, payload = id, ip += 2 + n;
-			memoized = 1;
-			break;
-		case 'N': /* NONE */
-			type = MS_PK_NONE, payload = 0, ip++;
-			break;
-		case 0x88: /* NEWTRUE */
-		case 0x89: /* NEWFALSE */
-			type = MS_PK_BOOL, payload = *ip == 0x88, ip++;
-			break;
-		case ']': /* EMPTY_LIST: one list of memo gets per entry (its frames) */
-			if (made || p->n_objs >= p->lim.max_objects ||
-			    (helper && (slot != p->defer_slot || (present & slot_bit[slot]))))
-				goto give_up;
-			if ((s = new_obj(p, MS_PK_LIST, &made)))
-				return s;
-			type = MS_PK_LIST, payload = (uint64_t)(uintptr_t)made, ip++;
-			while (PUT_OP(*ip))
-				if (end - ip < 16 || !fast_put(p, &ip, &n_memo, type, payload))
-					goto give_up;
-			if (end - ip < 16 ||
-			    (r = helper ? helper_list(p, &ip, end, n_memo, made)
-			                : fast_list(p, &ip, end, n_memo, made)) == 0)
-				goto give_up;
-			if (r < 0)
-				return MS_ERR_NOMEM;
-			memoized = 1;
-			break;
-		default:
-			goto give_up;
-		}
-		/*
-		 * Python memoizes strings and lists, never ints or what it got from the memo; a put
-		 * after those ends up where a key should be, and the general path reads it.
-		 */
-		if (memoized) {
-			/*
-			 * Protocol 4's MEMOIZE, the next slot, checked against a bound worked out
-			 * once; a second put after it reads as a key, and the general path takes
-			 * it. Protocols 2 and 3 name the slot.
-			 */
-			if (*ip == 0x94 && n_memo < memo_room) {
-				put_val(MEMO_AT(p, n_memo), type, payload);
-				n_memo++;
-				ip++;
-			} else {
-				if (helper && put_op[*ip])
-					goto give_up;
-				while (put_op[*ip])
-					if (end - ip < 16 ||
-					    !fast_put(p, &ip, &n_memo, type, payload))
-						goto give_up;
-			}
-		}
-		put_val(&vals[slot], type, payload);
-		present |= slot_bit[slot];
-	}
-	/* SETITEMS: the entry is complete */
-	if (helper) {
-		/* p2 leaves p what its hook refuses: p's hook gives the error, if any */
-		if (p->fields_fn(p->item_ctx, tag, vals, present, -1))
-			goto give_up;
-		p->n_memo = n_memo;
 	} else {
-		p->n_memo = n_memo;
-		if (sx) {
-			atomic_store_explicit(&sx->pos_pub, p->base + (size_t)(ip - p->buf),
-			                      memory_order_relaxed);
-			atomic_store_explicit(&sx->memo_pub, n_memo, memory_order_release);
-		}
-		if ((s = p->fields_fn(p->item_ctx, tag, vals, present,
-		                      (int64_t)(p->base + (size_t)(ip - p->buf)))))
-			return s;
+		/* wide: what is left of the 32 bytes must be there again (else the machine reads
+		 * it) */
+		if (decode_value(p, *ip, &ip, end, n_memo, &type, &payload, &need, st, NULL, 0) !=
+		            V_OK ||
+		    type > MS_PK_BYTES || (type == MS_PK_STR && payload == p->stream_key) ||
+		    !puts_after(p, &ip, end, &n_memo, type, payload) ||
+		    (wide && end - ip < 9 + WIDE))
+			return PAIR_STOP;
+		slot = key_slot(p, type, payload);
 	}
-	p->ev_mapped++;
-	p->n_fast++;
-	put_val(&st[sp++], PK_STREAMED, me);
-	*ipp = ++ip;
-	*spp = sp;
-	/* the next one, if an entry follows and the stack has room for it and one more */
-	if (ip < end && *ip == '}' && sp < p->stack_cap) {
-		ip++;
-		goto next_entry;
+	if ((wide || ip < end) && *ip == OP_FRAME) {
+		if (!wide && end - ip < 9)
+			return PAIR_STOP;
+		ip += 9;
 	}
-	*gave_up = 0;
-	return MS_OK;
-give_up:
-	if (made)
-		unmake_last(p);
-	*ipp = start;
-	return MS_OK;
-#undef GET
-#undef PUT_OP
-}
-
-static ms_status fast_entries(struct ms_pickle *p, const unsigned char **ipp,
-                              const unsigned char *end, uint32_t tag, struct ms_pk_val *st,
-                              size_t *spp, int *gave_up)
-{
-	return fast_entries_t(p, ipp, end, tag, st, spp, gave_up, 0);
-}
-
-ms_status ms__pk_helper_entries(struct ms_pickle *p, const unsigned char **ipp,
-                                const unsigned char *end, struct ms_pk_val *st, size_t *spp,
-                                int *gave_up)
-{
-	/* device 0 and ordinals from 0: the merge puts them right (split_land, translate) */
-	return fast_entries_t(p, ipp, end, 0, st, spp, gave_up, 1);
+	/*
+	 * The value (wide: 18 bytes readable). Python memoizes strings (and lists), never ints or
+	 * what it got from the memo: a put after those is where the next key should be, and the
+	 * pairs end there.
+	 */
+	if (!wide && ip == end)
+		return PAIR_STOP;
+	op = *ip;
+	if (decode_value(p, op, &ip, end, n_memo, &type, &payload, &need, st, &p->slot_str[slot],
+	                 wide) != V_OK) {
+		if (op != OP_EMPTY_LIST)
+			return PAIR_STOP;
+		*ipp = ip;
+		*n_memop = n_memo;
+		*slotp = slot;
+		return PAIR_LIST;
+	}
+	if (op == OP_SHORT_BINUNICODE && !puts_after(p, &ip, end, &n_memo, type, payload))
+		return PAIR_STOP;
+	put_val(&vals[slot], type, payload);
+	*presentp |= slot_bit[slot];
+	*ipp = ip;
+	*n_memop = n_memo;
+	return PAIR_READ;
 }
 
 /*
- * The opcode loop. The opcodes of PyTorch's trace entries (memo gets and puts, small
- * ints, short strings, empty dicts, marks) run inline on local copies of the cursor and the
- * stack pointer; everything else goes through step() with the state saved first. Before
- * each opcode the stack has room for one more value (no opcode pushes more than one).
+ * An item's keys and values from *ipp into vals by slot (see ms_pk_item). It stops before anything
+ * else, and returns 1 if that is a key's value that starts with EMPTY_LIST (*slotp: the key's),
+ * else 0; *st gets an out-of-memory status.
  */
-static ms_status run(struct ms_pickle *p, ms_pk_read_fn rd, void *rd_ctx, struct ms_pk_val *root,
-                     struct ms_diag *diag)
+static inline int item_pairs(struct ms_pickle *p, const unsigned char **ipp,
+                             const unsigned char *end, size_t *n_memop, struct ms_pk_val *vals,
+                             uint32_t *presentp, int *slotp, ms_status *st)
+{
+	const unsigned char *ip = *ipp;
+	int r = PAIR_STOP;
+
+	for (;;) {
+		if (end - ip >= 2 * WIDE)
+			r = item_pair(p, &ip, end, n_memop, vals, presentp, slotp, st, 1);
+		else if (ip < end)
+			r = item_pair(p, &ip, end, n_memop, vals, presentp, slotp, st, 0);
+		else
+			r = PAIR_STOP;
+		if (r != PAIR_READ)
+			break;
+	}
+	*ipp = ip;
+	return r == PAIR_LIST;
+}
+
+/*
+ * A list's items from *ipp into out[0..max): plain values, a string's memo puts after it,
+ * FRAMEs skipped (a list of frames is memo gets of frame dicts, and gets go first).
+ */
+static size_t read_values(struct ms_pickle *p, const unsigned char **ipp, const unsigned char *end,
+                          size_t *n_memo, struct ms_pk_val *out, size_t max, ms_status *st)
+{
+	const unsigned char *ip = *ipp;
+	size_t n = 0;
+
+	while (ip < end && n < max) {
+		unsigned char op = *ip;
+		uint64_t type, payload;
+		size_t need;
+		int r;
+
+		if (end - ip >= WIDE)
+			r = op == OP_BINGET || op == OP_LONG_BINGET
+			            ? get_value(p, op, &ip, end, *n_memo, &type, &payload, &need, 1)
+			            : decode_value(p, op, &ip, end, *n_memo, &type, &payload, &need,
+			                           st, NULL, 1);
+		else
+			r = decode_value(p, op, &ip, end, *n_memo, &type, &payload, &need, st, NULL,
+			                 0);
+		if (r != V_OK) {
+			if (op != OP_FRAME || end - ip < 9)
+				break;
+			ip += 9; /* framing needs no action */
+			continue;
+		}
+		put_val(&out[n++], type, payload);
+		/* Python memoizes strings, not what it got from the memo nor ints */
+		if (op == OP_SHORT_BINUNICODE && !puts_after(p, &ip, end, n_memo, type, payload))
+			break;
+	}
+	*ipp = ip;
+	return n;
+}
+
+/*
+ * An item's list value at *ipp, EMPTY_LIST (see ms_pk_item), into *out and *made. 0: not such
+ * a list, nothing left made (*st: out of memory, if so).
+ */
+static int list_value(struct ms_pickle *p, const unsigned char **ipp, const unsigned char *end,
+                      size_t *n_memop, struct ms_pk_obj **made, struct ms_pk_val *out,
+                      ms_status *st)
+{
+	const unsigned char *ip = *ipp;
+	size_t n_memo = *n_memop, n = 0;
+	struct ms_pk_obj *o = NULL;
+	uint64_t self;
+
+	if (p->n_objs >= p->lim.max_objects)
+		return 0;
+	if ((*st = new_obj(p, MS_PK_LIST, &o)))
+		return 0;
+	self = (uint64_t)(uintptr_t)o;
+	ip++;
+	if (!puts_after(p, &ip, end, &n_memo, MS_PK_LIST, self))
+		goto fail;
+	if (ip < end && *ip == OP_MARK) {
+		/* the items straight into the pool's free room, moved to a new chunk if it runs out
+		 */
+		size_t room;
+		struct ms_pk_val *dst = pool_room(p, 1, &room), *more;
+		ip++;
+		while (dst) {
+			n += read_values(p, &ip, end, &n_memo, dst + n, room - n, st);
+			if (*st || n < room)
+				break;
+			if ((more = pool_room(p, 2 * room, &room)))
+				copy_vals(more, dst, n);
+			dst = more;
+		}
+		if (!dst)
+			*st = MS_ERR_NOMEM;
+		if (*st || n == 0 || ip == end || *ip != OP_APPENDS)
+			goto fail;
+		o->items = pool_take(p, n); /* == dst */
+		ip++;
+	} else if (ip < end) {
+		/* one value and APPEND; or nothing, and what follows is the next key or SETITEMS */
+		const unsigned char *q = ip;
+		size_t m = n_memo;
+		struct ms_pk_val v;
+		if (read_values(p, &q, end, &m, &v, 1, st) == 1 && q < end && *q == OP_APPEND) {
+			if (!(o->items = pool_take(p, 1)))
+				*st = MS_ERR_NOMEM;
+			else
+				copy_vals(o->items, &v, 1);
+			n = 1;
+			ip = q + 1;
+			n_memo = m;
+		}
+		if (*st)
+			goto fail;
+	}
+	if (n) {
+		o->n = o->cap = (uint32_t)n;
+		o->pooled = 1;
+	}
+	*made = o;
+	*ipp = ip;
+	*n_memop = n_memo;
+	put_val(out, MS_PK_LIST, self);
+	return 1;
+fail:
+	unmake_last(p);
+	return 0;
+}
+
+int ms_pk_items(struct ms_pickle *p, struct ms_pk_cursor *c, ms_status *st)
+{
+	const unsigned char *ip = c->ip, *end = c->end;
+	struct ms_pk_obj *list = NULL;
+	int n = 0;
+
+	*st = MS_OK;
+	for (; n < MS_PK_BATCH; n++) {
+		const unsigned char *start = ip;
+		struct ms_pk_item *it = &c->items[n];
+		struct ms_pk_obj *made = NULL;
+		size_t n_memo = p->n_memo;
+		uint32_t present = 0;
+		uint64_t mark;
+		int slot;
+
+		/*
+		 * The machine makes room on its stack for the item first. After an item read here,
+		 * the stack's top is that item, above the MARK over the list (if none, no item
+		 * follows: the item under the next dict would be the one read).
+		 */
+		if (ip == end || *ip != OP_EMPTY_DICT || p->sp == p->stack_cap)
+			break;
+		if (n == 0)
+			list = streamed_list(p, p->stack, p->sp);
+		else if (!p->n_marks || !p->marks[p->n_marks - 1])
+			list = NULL;
+		if (!list)
+			break;
+		if (p->n_handed > ORD_MASK || list->tag >> (64 - ORD_BITS))
+			goto leave;
+		mark = p->n_handed | (uint64_t)list->tag << ORD_BITS;
+		/* EMPTY_DICT, its puts and MARK */
+		ip++;
+		if (ip == end || !put_op[*ip] ||
+		    !puts_after(p, &ip, end, &n_memo, PK_STREAMED, mark) || ip == end ||
+		    *ip++ != OP_MARK)
+			goto leave;
+		/* keys and values, one value maybe a list (after a key assign_role leaves alone) */
+		while (item_pairs(p, &ip, end, &n_memo, it->vals, &present, &slot, st)) {
+			if (*st || made ||
+			    !list_value(p, &ip, end, &n_memo, &made, &it->vals[slot], st))
+				goto leave;
+			present |= slot_bit[slot];
+		}
+		if (*st || ip == end || *ip != OP_SETITEMS)
+			goto leave;
+		it->offset = (int64_t)(p->base + (size_t)(ip - p->buf));
+		it->list = list->tag;
+		it->present = present;
+		ip++;
+		p->n_memo = n_memo;
+		p->n_handed++;
+		put_val(&p->stack[p->sp++], PK_STREAMED, mark);
+		continue;
+	leave:
+		if (made)
+			unmake_last(p);
+		ip = start;
+		c->left = 1;
+		break;
+	}
+	c->ip = ip;
+	return n;
+}
+
+/*
+ * The opcode loop, on local copies of the cursor and the stack pointer; opcodes with more to
+ * do than a push go through step() with the state saved first. Before each opcode the stack
+ * has room for one more value (no opcode pushes more than one).
+ */
+ms_status ms_pickle_run(struct ms_pickle *p, ms_pk_read_fn rd, void *rd_ctx, struct ms_pk_val *root,
+                        struct ms_diag *diag)
 {
 	const unsigned char *buf, *ip, *end; /* input window, cursor, end of what was read */
 	struct ms_pk_val *st;                /* p->stack */
@@ -1384,15 +1627,14 @@ static ms_status run(struct ms_pickle *p, ms_pk_read_fn rd, void *rd_ctx, struct
 #define LOAD()                                                                               \
 	(buf = p->buf, ip = buf + p->pos, end = buf + p->len, base = p->base, st = p->stack, \
 	 sp = p->sp)
-#define NEED(n)                                         \
-	do {                                            \
-		if ((size_t)(end - ip) < (size_t)(n)) { \
-			SAVE();                         \
-			s = need_slow(p, (n));          \
-			LOAD();                         \
-			if (s)                          \
-				return s;               \
-		}                                       \
+	/* the opcode at ip needs n bytes from its start: refilled, and read again */
+#define REFILL(n)                      \
+	do {                           \
+		SAVE();                \
+		s = need_slow(p, (n)); \
+		LOAD();                \
+		if (s)                 \
+			return s;      \
 	} while (0)
 #define FAIL(st_, what)                        \
 	do {                                   \
@@ -1405,8 +1647,9 @@ static ms_status run(struct ms_pickle *p, ms_pk_read_fn rd, void *rd_ctx, struct
 		return MS_ERR_NOMEM;
 	LOAD();
 	for (;;) {
-		uint64_t idx;
-		size_t n;
+		uint64_t type, payload;
+		size_t need;
+		int vr;
 
 		off = (int64_t)(base + (size_t)(ip - buf));
 		if (sp == p->stack_cap) {
@@ -1427,184 +1670,85 @@ static ms_status run(struct ms_pickle *p, ms_pk_read_fn rd, void *rd_ctx, struct
 			if (s)
 				return s;
 		}
-		p->op = *ip++;
+		p->op = *ip;
+		/* the value opcodes and the puts decoded with the opcode known, one case each */
 		switch (p->op) {
-		case 'h': /* BINGET */
-			NEED(1);
-			idx = *ip++;
-			goto get;
-		case 'j': /* LONG_BINGET */
-			NEED(4);
-			idx = ms_load_le32(ip);
-			ip += 4;
-		get : {
-			const struct ms_pk_val *m;
-			if (idx - p->fx_lo < p->fx_n) {
-				SAVE();
-				s = ms__pk_split_materialize(p);
-				LOAD();
-				if (s)
-					return s;
-			}
-			if (idx >= p->n_memo || (m = MEMO_AT(p, idx))->type == PK_CONSUMED)
-				FAIL(MS_ERR_FORMAT, "memo reference to an unknown slot");
-			if (m->type == PK_STREAMED)
-				FAIL(MS_ERR_UNSUPPORTED, "reference to a streamed trace entry");
-			if ((m->type == MS_PK_LIST || m->type == MS_PK_DICT ||
-			     m->type == MS_PK_TUPLE) &&
-			    m->v.o->consumed)
-				FAIL(MS_ERR_UNSUPPORTED, "reference to a streamed trace entry");
-			copy_vals(&st[sp++], m, 1);
-			break;
-		}
-		case 0x94: /* MEMOIZE */
-			idx = p->n_memo;
-			goto put;
-		case 'q': /* BINPUT */
-			NEED(1);
-			idx = *ip++;
-			goto put;
-		case 'r': /* LONG_BINPUT */
-			NEED(4);
-			idx = ms_load_le32(ip);
-			ip += 4;
-		put:
-			/* a slot written again with a second reader about: memo_put's to handle */
-			if ((idx < p->n_memo && !p->split && !p->fx_n) ||
-			    (idx == p->n_memo && (idx >> MEMO_SHIFT) < p->n_memo_chunks)) {
-				if (sp == 0 || (p->n_marks && sp == p->marks[p->n_marks - 1]))
-					FAIL(MS_ERR_FORMAT, "memo store with an empty stack");
-				copy_vals(MEMO_AT(p, idx), &st[sp - 1], 1);
-				p->n_memo += idx == p->n_memo;
-				p->kcache[idx & (KCACHE - 1)].idx1 = 0;
-			} else {
-				SAVE();
-				s = memo_put(p, idx);
-				LOAD();
-				if (s)
-					return s;
-			}
-			break;
-		case 'K': /* BININT1 */
-			NEED(1);
-			PUSH(MS_PK_INT, *ip++);
-			break;
-		case 'M': /* BININT2 */
-			NEED(2);
-			PUSH(MS_PK_INT, (uint64_t)ip[0] | (uint64_t)ip[1] << 8);
-			ip += 2;
-			break;
-		case 'J': /* BININT: signed 32-bit */
-			NEED(4);
-			PUSH(MS_PK_INT, (uint64_t)(int64_t)(int32_t)ms_load_le32(ip));
-			ip += 4;
-			break;
-		case 0x8a: /* LONG1: up to 8 bytes inline, longer ones in push_long */
-			NEED(1);
-			n = *ip;
-			if (n >= 1 && n <= 8 && end - ip >= 9) {
-				PUSH(MS_PK_INT, long1_value(ip + 1, n));
-				ip += 1 + n;
-				break;
-			}
+#define VALUE(op_)                                                                               \
+	case op_:                                                                                \
+		vr = decode_value(p, op_, &ip, end, p->n_memo, &type, &payload, &need, &s, NULL, \
+		                  0);                                                            \
+		goto value
+			VALUE(OP_BINGET);
+			VALUE(OP_LONG_BINGET);
+			VALUE(OP_BININT1);
+			VALUE(OP_BININT2);
+			VALUE(OP_BININT);
+			VALUE(OP_LONG1);
+			VALUE(OP_SHORT_BINUNICODE);
+			VALUE(OP_NONE);
+			VALUE(OP_NEWTRUE);
+			VALUE(OP_NEWFALSE);
+#undef VALUE
+#define PUT(op_)                                                          \
+	case op_:                                                         \
+		vr = put_index(op_, ip, end, p->n_memo, &payload, &need); \
+		goto put
+			PUT(OP_MEMOIZE);
+			PUT(OP_BINPUT);
+			PUT(OP_LONG_BINPUT);
+#undef PUT
+		case OP_MARK:
 			ip++;
-			SAVE();
-			s = push_long(p, n);
-			LOAD();
-			if (s)
-				return s;
-			break;
-		case 0x8c: /* SHORT_BINUNICODE */
-			NEED(1);
-			n = *ip;
-			if (n > p->lim.max_string)
-				FAIL(MS_ERR_LIMIT, "string longer than the limit");
-			NEED(1 + n);
-			{
-				uint32_t id;
-				if ((s = intern(p, ip + 1, n, end - ip >= 9, &id)))
-					return s;
-				PUSH(MS_PK_STR, id);
-			}
-			ip += 1 + n;
-			break;
-		case '(': /* MARK */
 			if (p->n_marks == p->marks_cap &&
 			    ms_grow(&p->marks, &p->marks_cap, p->n_marks + 1, sizeof(size_t)))
 				return MS_ERR_NOMEM;
 			p->marks[p->n_marks++] = sp;
 			break;
-		case '}': { /* EMPTY_DICT */
-			struct ms_pk_obj *o = NULL;
-			const struct ms_pk_val *under = NULL;
-			p->op_off = off;
-			if (p->item_fn) {
-				/* an item of a device list: right above it, or above the mark over
-				 * it */
-				if (p->n_marks && p->marks[p->n_marks - 1] == sp && sp)
-					under = &st[sp - 1];
-				else if (p->n_marks && p->marks[p->n_marks - 1])
-					under = &st[p->marks[p->n_marks - 1] - 1];
-				else if (!p->n_marks && sp)
-					under = &st[sp - 1];
-				if (under &&
-				    (under->type != MS_PK_LIST || under->v.o->role != ROLE_DEVICE))
-					under = NULL;
-			}
-			if (under && p->fields_fn) {
-				int gave_up;
-				struct split *sx = p->split && p->split->active ? p->split : NULL;
-				if (sx) {
-					atomic_store_explicit(&sx->pos_pub, (size_t)off,
-					                      memory_order_relaxed);
-					atomic_store_explicit(&sx->memo_pub, p->n_memo,
-					                      memory_order_release);
-				}
-				/* and the entries right after it, while they go the fast way */
-				s = fast_entries(p, &ip, end, under->v.o->tag, st, &sp, &gave_up);
+		case OP_EMPTY_DICT: {
+			struct ms_pk_obj *o = NULL, *list = streamed_list(p, st, sp);
+			if (list && p->reader_fn) {
+				/* the item reader reads it and the items right after it, if it can
+				 */
+				struct ms_pk_cursor *c = p->cursor;
+				c->ip = ip;
+				c->end = end;
+				c->left = 0;
+				SAVE();
+				s = p->reader_fn(p->reader_ctx, p, c);
+				LOAD();
 				if (s)
 					return s;
-				if (!gave_up && sx &&
-				    ip + 1 ==
-				            atomic_load_explicit(&sx->land, memory_order_relaxed)) {
-					/* at the second reader's start: take over what it read */
-					SAVE();
-					s = ms__pk_split_land(p);
-					LOAD();
-					if (s)
-						return s;
+				if (!c->left && c->ip != ip) {
+					ip = c->ip;
 					break;
 				}
-				if (!gave_up)
-					break;
-				/* the general path reads the one at ip - 1 */
-				p->op_off = off = (int64_t)(base + (size_t)(ip - 1 - buf));
+				/* the machine reads the item at c->ip */
+				ip = c->ip;
+				off = (int64_t)(base + (size_t)(ip - buf));
+				list = streamed_list(p, st, sp);
 			}
+			ip++;
+			p->op_off = off;
 			if ((s = new_obj(p, MS_PK_DICT, &o)))
 				return s;
-			if (under) {
-				o->role = ROLE_ENTRY;
-				o->tag = under->v.o->tag;
+			if (list) {
+				o->role = ROLE_ITEM;
+				o->tag = list->tag;
 			}
 			PUSH(MS_PK_DICT, (uint64_t)(uintptr_t)o);
 			break;
 		}
-		case 'N': /* NONE */
-			PUSH(MS_PK_NONE, 0);
-			break;
-		case 0x88: /* NEWTRUE */
-		case 0x89: /* NEWFALSE */
-			PUSH(MS_PK_BOOL, p->op == 0x88);
-			break;
-		case '.': /* STOP */
+		case OP_STOP:
+			ip++;
 			if (sp != 1 || p->n_marks)
 				FAIL(MS_ERR_FORMAT, "STOP with a malformed stack");
-			if (p->ev_mapped != p->ev_appended)
+			if (p->n_handed != p->n_added)
 				FAIL(MS_ERR_UNSUPPORTED, "a trace entry never added to its list");
 			SAVE();
 			copy_vals(root, &st[0], 1);
 			return MS_OK;
 		default:
+			ip++;
 			SAVE();
 			s = step(p);
 			LOAD();
@@ -1612,24 +1756,59 @@ static ms_status run(struct ms_pickle *p, ms_pk_read_fn rd, void *rd_ctx, struct
 				return s;
 			break;
 		}
+		continue;
+	value:
+		switch (vr) {
+		case V_OK:
+			PUSH(type, payload);
+			continue;
+		case V_SHORT:
+			REFILL(need);
+			continue;
+		case V_UNKNOWN_SLOT:
+			FAIL(MS_ERR_FORMAT, "memo reference to an unknown slot");
+		case V_STREAMED:
+			FAIL(MS_ERR_UNSUPPORTED, "reference to a streamed trace entry");
+		case V_TOO_LONG:
+			FAIL(MS_ERR_LIMIT, "string longer than the limit");
+		case V_FAILED:
+			return s;
+		default: /* V_OTHER: a LONG1 longer than 8 bytes, or of 0 */
+			ip += 2;
+			SAVE();
+			s = push_long(p, ip[-1]);
+			LOAD();
+			if (s)
+				return s;
+			continue;
+		}
+	put:
+		/* payload: the memo index, need: the put's length */
+		if (!vr) {
+			REFILL(need);
+			continue;
+		}
+		ip += need;
+		if (payload < p->n_memo ||
+		    (payload == p->n_memo && (payload >> MEMO_SHIFT) < p->n_memo_chunks)) {
+			if (sp == 0 || (p->n_marks && sp == p->marks[p->n_marks - 1]))
+				FAIL(MS_ERR_FORMAT, "memo store with an empty stack");
+			copy_vals(MEMO_AT(p, payload), &st[sp - 1], 1);
+			p->n_memo += payload == p->n_memo;
+			p->kcache[payload & (KCACHE - 1)].idx1 = 0;
+		} else {
+			SAVE();
+			s = memo_put(p, payload);
+			LOAD();
+			if (s)
+				return s;
+		}
 	}
 #undef SAVE
 #undef LOAD
-#undef NEED
+#undef REFILL
 #undef FAIL
 #undef PUSH
-}
-
-ms_status ms_pickle_run(struct ms_pickle *p, ms_pk_read_fn rd, void *rd_ctx, struct ms_pk_val *root,
-                        struct ms_diag *diag)
-{
-	ms_status s;
-
-	if (p->split && !p->peer && p->pos == 0)
-		ms__pk_split_start(p);
-	s = run(p, rd, rd_ctx, root, diag);
-	ms__pk_split_stop(p, SPLIT_ABORT);
-	return s;
 }
 
 const struct ms_pk_val *ms_pk_dict_get(const struct ms_pickle *p, const struct ms_pk_val *d,

@@ -7,8 +7,13 @@
  *
  * Input is pulled through a read callback in chunks, so the file is never
  * held whole. A "stream hook" lets the caller consume the items of large
- * lists as they are appended (PyTorch's device_traces) instead of keeping
- * them: the consumed objects are released at once.
+ * lists as they are appended (the lists in the list at one key of the top-level
+ * dict: a PyTorch snapshot's device_traces) instead of keeping them: the consumed
+ * objects are released at once. An "item reader" lets the caller read such items
+ * itself with the machine's own decoder, without the machine's stack and dispatch.
+ *
+ * This file and pickle.c are the whole of the decoding: whatever reads a pickle
+ * reads it through these calls.
  */
 #ifndef MEMSNAP_PARSE_PICKLE_H
 #define MEMSNAP_PARSE_PICKLE_H
@@ -29,12 +34,6 @@ enum ms_pk_type {
 	MS_PK_LIST,
 	MS_PK_TUPLE,
 	MS_PK_DICT,
-	/*
-	 * Only in the second reader's values (ms_pickle_split), in its deferred slot: a memo get
-	 * it does not read now (payload: the index; and the second reader's memo count then,
-	 * shifted left 32); ms_pickle_split_resolve reads it at the merge.
-	 */
-	MS_PK_DEFERRED = 200,
 };
 
 struct ms_pk_obj;
@@ -58,14 +57,13 @@ struct ms_pk_val {
 struct ms_pk_obj {
 	struct ms_pk_val *items;
 	uint32_t n, cap;
-	uint64_t ord; /* stream hook: a trace entry's place in mapping order */
+	uint64_t ord; /* stream hook: a streamed item's place in mapping order */
 	uint32_t aux; /* free for the consumer (a cached id + 1) */
-	uint32_t tag; /* stream hook: device index (device lists and their entries) */
+	uint32_t tag; /* stream hook: a streamed list's index (the lists and their items) */
 	uint8_t kind; /* MS_PK_LIST, MS_PK_TUPLE or MS_PK_DICT */
 	uint8_t role; /* stream hook bookkeeping */
 	uint8_t consumed;
-	uint8_t pooled;   /* items in the machine's pool (not their own allocation) */
-	uint8_t deferred; /* the second reader's list: its items are MS_PK_DEFERRED until merged */
+	uint8_t pooled; /* items in the machine's pool (not their own allocation) */
 };
 
 /* Pulls up to cap bytes of (decompressed) input; *got == 0 at the end. */
@@ -73,24 +71,15 @@ typedef ms_status (*ms_pk_read_fn)(void *ctx, void *buf, size_t cap, size_t *got
                                    struct ms_diag *diag);
 
 /*
- * Called for each item of a streamed list, PyTorch's device_traces[device], in list
- * order. A dict item (a trace entry) is handed over at its SETITEM(S), its items where they
+ * Called for each item of a streamed list (ms_pickle_stream_lists), number `list` in the list
+ * of lists, in list order. A dict item is handed over at its SETITEM(S), its items where they
  * lie on the machine's stack, and another item at the APPEND(S) that adds it; offset is
  * that opcode's byte offset and index the item's position among all streamed items. The
  * item is valid during the call only. If the items do not reach their lists in the order
  * they were handed over, the run fails (MS_ERR_UNSUPPORTED).
  */
-typedef ms_status (*ms_pk_item_fn)(void *ctx, uint32_t device, uint64_t index,
+typedef ms_status (*ms_pk_item_fn)(void *ctx, uint32_t list, uint64_t index,
                                    const struct ms_pk_val *item, int64_t offset);
-
-/*
- * The fast path for trace entries (see ms_pickle_entry_fields): an entry's values by field
- * slot, vals[slot] set where bit slot of present is (the last value given wins, as in
- * Python). The values are valid during the call only.
- */
-#define MS_PK_SLOTS 16
-typedef ms_status (*ms_pk_fields_fn)(void *ctx, uint32_t device, const struct ms_pk_val *vals,
-                                     uint32_t present, int64_t offset);
 
 struct ms_pickle;
 
@@ -105,71 +94,66 @@ ms_status ms_pickle_new(struct ms_pickle **out);
 void ms_pickle_free(struct ms_pickle *p);
 void ms_pickle_set_limits(struct ms_pickle *p, const struct ms_pickle_limits *l);
 /*
- * Set the hook for PyTorch snapshots: items of device_traces[d] (the list at
- * key "device_traces" of the top-level dict) go to fn instead of staying.
- */
-/*
  * The whole input at once (len > 0), in memory the caller keeps (a mapped file) until
  * ms_pickle_free: ms_pickle_run then reads it in place, with no copy and no read callback.
  */
 void ms_pickle_borrow_input(struct ms_pickle *p, const void *data, size_t len);
-void ms_pickle_stream_traces(struct ms_pickle *p, ms_pk_item_fn fn, void *ctx);
 /*
- * With the stream hook set: trace entries laid out as PyTorch writes them (a dict of string
- * keys got from the memo and plain values: memo gets, ints of up to 64 bits, short strings,
- * None, bools, one list of memo gets) are read straight from the input by a second, narrower
- * decoder and handed to fn (with the stream hook's ctx) as values by slot: key string id k < 64
- * goes to slot slot_of[k] (-1: not wanted; keys of other ids and non-string keys are never wanted).
- * Any other entry, or one that crosses the end of the input window, goes to the stream hook as a
- * dict. The two paths accept and refuse the same pickles and give the same values; the fast one
- * skips the dict and the general opcode dispatch.
+ * The stream hook: the items of the lists in the list at key `key` of the top-level dict go to
+ * fn instead of staying (the list of lists and its lists keep the role, and no items). The key
+ * is interned in p's strings now. @return MS_OK or MS_ERR_NOMEM.
  */
-void ms_pickle_entry_fields(struct ms_pickle *p, const int8_t slot_of[64], ms_pk_fields_fn fn);
+ms_status ms_pickle_stream_lists(struct ms_pickle *p, const char *key, ms_pk_item_fn fn, void *ctx);
 
 /*
- * A second reader for the trace entries (docs/DESIGN.md, "Two readers"). With the whole
- * input borrowed, p2 (a new machine with the same hooks, set up the same way, so that the
- * same strings were interned first, and the same input borrowed) reads the entries from the
- * EMPTY_DICT at offset `at` on (MS_PK_SPLIT_AUTO: one p2 chooses when its thread runs), on a
- * thread of its own, while p reads up to there. If p then lands there at an entry of a device
- * list, p2 stops at its next entry and p takes over what p2 read (merge(ctx, device, n)
- * adopts the n entries p2's hook mapped; device is the list's) and goes on where p2 stopped;
- * otherwise p2's work is dropped and p reads on alone. Either way the values, the
- * hook's calls and every error are those of reading alone: p2 stops, and leaves the rest to
- * p, at anything it cannot read the same way. p2 must outlive p's run; ms_pickle_run starts
- * the thread and always stops it (ms_pickle_free joins it). n_pre: strings below this id mean the
- * same in both machines (those interned before the run).
+ * Item readers: the dict items of streamed lists read by the caller itself, with the machine's
+ * own decoder, straight from its input window: values handed over by key, without a dict, the
+ * machine's stack or its general dispatch (a PyTorch snapshot's trace entries,
+ * parse/torch_snapshot.c). At the EMPTY_DICT of such an item the machine calls the reader with a
+ * cursor there; the reader takes items with ms_pk_items while it gets them, hands them on as it
+ * likes (the stream hook is not called for them) and returns. An item that ms_pk_items does not
+ * read (another layout, or one that crosses the end of the window) the machine then reads as
+ * usual. ms_pk_items never fails on bad input: it leaves the item, and the machine says what is
+ * wrong; of an item left nothing is done that the machine, reading it, does not redo the same
+ * way (memo slots past its count written, strings interned) or that is not taken back.
  */
-typedef ms_status (*ms_pk_merge_fn)(void *ctx, uint32_t device, uint64_t n_entries);
-/* at: p2 chooses when its thread runs: the first entry past the middle of what p has left then */
-#define MS_PK_SPLIT_AUTO UINT64_MAX
+#define MS_PK_SLOTS 16 /* keys an item reader wants, by slot */
+#define MS_PK_BATCH 32 /* items ms_pk_items reads at most in one call */
+struct ms_pk_item {
+	uint32_t list;    /* its list (ms_pk_item_fn's list) */
+	uint32_t present; /* the slots its keys have (bit slot) */
+	int64_t offset;   /* its SETITEMS' byte offset (for messages) */
+	/*
+	 * Its values by the slots of their keys, vals[slot] where bit slot of present is set (the
+	 * last one given wins, as in Python); vals[MS_PK_SLOTS] those of keys not wanted.
+	 */
+	struct ms_pk_val vals[MS_PK_SLOTS + 1];
+};
+struct ms_pk_cursor {
+	const unsigned char *ip, *end; /* the machine's: the next opcode, the end of the window */
+	int left;                      /* the machine's: the cursor is at an item left to it */
+	struct ms_pk_item items[MS_PK_BATCH]; /* the items ms_pk_items read */
+};
+typedef ms_status (*ms_pk_reader_fn)(void *ctx, struct ms_pickle *p, struct ms_pk_cursor *c);
 /*
- * wait: p2 goes on to the end of what it can read after p lands, and p waits for it (not what
- * a reader wants: for tests and the fuzzer, whose merges then do not depend on how soon the
- * thread runs).
+ * The item reader (with the stream hook set): a key that is a string of id i < 64 has slot
+ * slots[i] (below MS_PK_SLOTS; -1: not wanted, as keys of other ids and of other types).
+ * @return MS_OK or MS_ERR_NOMEM (the cursor is allocated here).
  */
-ms_status ms_pickle_split(struct ms_pickle *p, struct ms_pickle *p2, uint64_t at, int wait,
-                          ms_pk_merge_fn merge, void *ctx);
+ms_status ms_pickle_item_reader(struct ms_pickle *p, const int8_t slots[64], ms_pk_reader_fn fn,
+                                void *ctx);
 /*
- * Where to split data[0..len): the first trace entry start from `from` on (an EMPTY_DICT,
- * MEMOIZE, MARK after the end of an entry or a MARK), or len if none. A guess, checked by
- * landing on it.
+ * The items at the cursor, into c->items[0..n) (n returned, MS_PK_BATCH at most), each as
+ * Python's pickler writes a dict: EMPTY_DICT, its memo puts, MARK, keys and values, SETITEMS.
+ * A key is a plain value other than a container or the stream hook's key; a value a plain
+ * value (a memo get of anything but a streamed item, an int of up to 64 bits, a short string,
+ * None or a bool, and a string's memo puts), or in one key a list of plain values (EMPTY_LIST
+ * and its memo puts, then MARK, values and APPENDS, or one value and APPEND, or nothing);
+ * FRAME opcodes between them. Each item read is on the machine's stack, as a streamed item.
+ * It stops at an item it does not read (left to the machine; *st: out of memory, if that is
+ * why), or where no item follows. The values are valid until the reader returns.
  */
-uint64_t ms_pickle_split_point(const void *data, size_t len, size_t from);
-/*
- * p2: values of trace entry slot `slot` (the frames) may be containers and memo gets p2
- * cannot read while p runs: they come as MS_PK_DEFERRED, or as a list of p2's whose items are.
- */
-void ms_pickle_defer_slot(struct ms_pickle *p2, int slot);
-/*
- * During merge (p: the first machine): *v, one of p2's values, as p reads it at the split:
- * a deferred get resolved, a list of p2's with its items resolved (in place). MS_ERR_UNSUPPORTED
- * where reading alone would not give a plain value there (a hole, a streamed entry, a consumed
- * container, a slot not yet written): the merge then refuses.
- */
-ms_status ms_pickle_split_resolve(struct ms_pickle *p, struct ms_pk_val *v);
-/* Trace entries the second reader read and p took over (0: none, or it was dropped). */
-uint64_t ms_pickle_split_entries(const struct ms_pickle *p);
+int ms_pk_items(struct ms_pickle *p, struct ms_pk_cursor *c, ms_status *st);
 
 /*
  * Run the machine to STOP; *root gets the result, valid until
@@ -186,8 +170,6 @@ ms_status ms_pickle_run(struct ms_pickle *p, ms_pk_read_fn rd, void *rd_ctx, str
 const struct ms_symtab *ms_pickle_strings(const struct ms_pickle *p);
 /* Protocol from the PROTO opcode (0 if none). */
 int ms_pickle_protocol(const struct ms_pickle *p);
-/* Trace entries read by the fast path so far. */
-uint64_t ms_pickle_fast_entries(const struct ms_pickle *p);
 /* Bytes consumed so far. */
 uint64_t ms_pickle_offset(const struct ms_pickle *p);
 

@@ -71,10 +71,7 @@ static const char *const state_names[4] = {"active_allocated", "active_pending_f
 static const int state_of[4] = {MS_BLOCK_ACTIVE_ALLOCATED, MS_BLOCK_ACTIVE_PENDING_FREE,
                                 MS_BLOCK_ACTIVE_PENDING_FREE, MS_BLOCK_INACTIVE};
 
-/*
- * Events in chunks, in order: buffered until the end without copying; a second reader's
- * chunks are linked in whole (snapmap_adopt), so a chunk may be part full.
- */
+/* Events in chunks, in order: buffered until the end without copying. */
 #define EV_CHUNK ((size_t)1 << 14)
 struct ev_chunk {
 	struct ev_chunk *next;
@@ -109,16 +106,9 @@ struct ms_snapmap {
 	uint32_t keys_seen;         /* entry keys seen (1 << enum key_id) */
 	int user_defined, annotate; /* entries with these actions seen */
 	char release[96];           /* the releases the layout fits (meta.layout_release) */
-	struct ms_snapmap *helper;  /* the second reader's (read_snapshot) */
-	struct ms_diag helper_diag;
-	/* in the second reader's: its events' frames, mapped at the merge (snapmap_adopt) */
-	struct deferred {
-		struct ms_event *e;
-		struct ms_pk_val frames;
-	} * defer;
-	size_t n_defer, cap_defer;
+	uint64_t n_read;            /* trace entries read by read_entries */
 };
-_Static_assert(K_COUNT <= MS_PK_SLOTS, "trace entry keys fit the fast path's slots");
+_Static_assert(K_COUNT <= MS_PK_SLOTS, "trace entry keys fit the item reader's slots");
 
 /* Intern names[0..n) in vm: ids[i] gets name i's id, of[id] = i for ids below of_n (else -1). */
 static ms_status intern_keys(struct ms_pickle *vm, const char *const *names, int n, uint32_t *ids,
@@ -139,7 +129,7 @@ static ms_status intern_keys(struct ms_pickle *vm, const char *const *names, int
 ms_status ms__snapmap_new(struct ms_pickle *vm, struct ms_symtab *syms, struct ms_diag *diag,
                           struct ms_snapmap **out)
 {
-	struct ms_snapmap *m = ms_calloc_lines(sizeof(*m)); /* as ms_pickle_new: two run at once */
+	struct ms_snapmap *m = ms_calloc_lines(sizeof(*m)); /* as ms_pickle_new */
 	const char *act_names[MS_ACT_COUNT];
 	struct ms_pk_val v;
 	int i;
@@ -151,7 +141,7 @@ ms_status ms__snapmap_new(struct ms_pickle *vm, struct ms_symtab *syms, struct m
 	m->diag = diag;
 	for (i = 0; i < MS_ACT_COUNT; i++)
 		act_names[i] = ms_action_name((unsigned)i);
-	/* entry keys first: the fast path wants their ids below 64 */
+	/* entry keys first: the item reader (read_entries) wants their ids below 64 */
 	if (intern_keys(vm, key_names, K_COUNT, m->key, m->key_of, sizeof(m->key_of)) ||
 	    intern_keys(vm, act_names, MS_ACT_COUNT, m->act_str, m->act_of, sizeof(m->act_of)) ||
 	    ms__pk_str(vm, "N/A", 3, &v) ||
@@ -185,7 +175,6 @@ void ms__snapmap_free(struct ms_snapmap *m)
 		m->ev_head = c->next;
 		ms_free(c);
 	}
-	ms_free(m->defer);
 	ms_free(m);
 }
 
@@ -394,9 +383,9 @@ static void skip_entry(struct ms_snapmap *m, const struct ms_str *name)
 	snprintf(m->skipped + len, sizeof(m->skipped) - len, "%s%s", len ? ", " : "", quoted);
 }
 
-/* A trace entry's values by key (enum key_id; NULL: absent) -> the next event. */
-ms_status ms__snapmap_fields(void *ctx, uint32_t device, const struct ms_pk_val *vals,
-                             uint32_t present, int64_t offset)
+/* A trace entry's values by key (enum key_id; in present) -> the next event. */
+static ms_status snapmap_fields(void *ctx, uint32_t device, const struct ms_pk_val *vals,
+                                uint32_t present, int64_t offset)
 {
 #define FIELD(k) ((present >> (k)) & 1 ? &vals[k] : NULL)
 	struct ms_snapmap *m = ctx;
@@ -491,109 +480,11 @@ ms_status ms__snapmap_fields(void *ctx, uint32_t device, const struct ms_pk_val 
 #undef FIELD
 }
 
-/*
- * The second reader's fields hook: what maps without the trace's symtab (which the first
- * reader alone writes): strings only "N/A" and "" where strings are mapped, frames kept for
- * the merge (they may be the first reader's, and their stacks go in the symtab in event
- * order). Any other entry is refused, and the first reader reads it.
- */
-static ms_status helper_fields(void *ctx, uint32_t device, const struct ms_pk_val *vals,
-                               uint32_t present, int64_t offset)
-{
-	struct ms_snapmap *m = ctx;
-	const struct ms_pk_val *v;
-	ms_status s;
-#define HAS(k) ((present >> (k)) & 1)
-	v = &vals[K_ACTION];
-	if (!HAS(K_ACTION) || v->type != MS_PK_STR || v->v.str >= sizeof(m->act_of) ||
-	    m->act_of[v->v.str] < 0)
-		return MS_ERR_UNSUPPORTED;
-	v = &vals[K_COMPILE_CONTEXT];
-	if (HAS(K_COMPILE_CONTEXT) && v->type == MS_PK_STR && v->v.str != m->id_na && v->v.str)
-		return MS_ERR_UNSUPPORTED;
-	v = &vals[K_USER_METADATA];
-	if (HAS(K_USER_METADATA) && v->type == MS_PK_STR && v->v.str)
-		return MS_ERR_UNSUPPORTED;
-	if (HAS(K_TIME_NS) && vals[K_TIME_NS].type == MS_PK_STR)
-		return MS_ERR_UNSUPPORTED;
-	v = &vals[K_FRAMES];
-	if (!HAS(K_FRAMES) || v->type == MS_PK_NONE)
-		return ms__snapmap_fields(ctx, device, vals, present, offset);
-	if (v->type != MS_PK_DEFERRED && v->type != MS_PK_LIST)
-		return MS_ERR_UNSUPPORTED;
-	if (m->n_defer == m->cap_defer &&
-	    ms_grow(&m->defer, &m->cap_defer, m->n_defer + 1, sizeof(*m->defer)))
-		return MS_ERR_NOMEM;
-	if ((s = ms__snapmap_fields(ctx, device, vals, present & ~(1u << K_FRAMES), offset)))
-		return s;
-	m->defer[m->n_defer].e = &m->ev_tail->e[m->ev_tail->n - 1];
-	m->defer[m->n_defer++].frames = *v;
-	return MS_OK;
-#undef HAS
-}
-
-/* What map_frames would refuse (MS_ERR_FORMAT), found without interning anything. */
-static int frames_ok(const struct ms_snapmap *m, const struct ms_pk_val *fr)
-{
-	if (fr->type == MS_PK_NONE)
-		return 1;
-	if (fr->type != MS_PK_LIST && fr->type != MS_PK_TUPLE)
-		return 0;
-	if (fr->v.o->aux)
-		return 1; /* mapped before */
-	for (uint32_t i = 0; i < fr->v.o->n; i++) {
-		const struct ms_pk_val *f = &fr->v.o->items[i];
-		uint32_t name, file, line;
-		if (f->type != MS_PK_DICT)
-			return 0;
-		if (f->v.o->aux)
-			continue;
-		if (frame_str(get(m, f, K_NAME), &name) ||
-		    frame_str(get(m, f, K_FILENAME), &file) || frame_line(get(m, f, K_LINE), &line))
-			return 0;
-	}
-	return 1;
-}
-
-/* The first reader takes the second's n entries, read as device 0 (ms_pk_merge_fn). */
-static ms_status snapmap_adopt(void *ctx, uint32_t device, uint64_t n)
-{
-	struct ms_snapmap *m = ctx, *h = m->helper;
-	ms_status s;
-
-	if (!h || h->n_events != n || device > UINT16_MAX)
-		return MS_ERR_UNSUPPORTED; /* the first reader reads them, and says what is wrong */
-	/* frames: all read and checked before the first is mapped (which interns) */
-	for (size_t i = 0; i < h->n_defer; i++)
-		if (ms_pickle_split_resolve(m->vm, &h->defer[i].frames) ||
-		    !frames_ok(m, &h->defer[i].frames))
-			return MS_ERR_UNSUPPORTED;
-	for (size_t i = 0; i < h->n_defer; i++)
-		if ((s = map_frames(m, &h->defer[i].frames, &h->defer[i].e->stack)))
-			return s; /* out of memory: frames_ok has checked the rest */
-	if (device)
-		for (struct ev_chunk *c = h->ev_head; c; c = c->next)
-			for (size_t i = 0; i < c->n; i++)
-				c->e[i].device = (uint16_t)device;
-	if (m->ev_tail)
-		m->ev_tail->next = h->ev_head;
-	else
-		m->ev_head = h->ev_head;
-	m->ev_tail = h->ev_tail;
-	h->ev_head = h->ev_tail = NULL;
-	m->n_events += n;
-	h->n_events = 0;
-	m->keys_seen |= h->keys_seen;
-	if (device + 1 > m->n_devices_seen)
-		m->n_devices_seen = device + 1;
-	return MS_OK;
-}
-
 ms_status ms__snapmap_entry(void *ctx, uint32_t device, uint64_t index,
                             const struct ms_pk_val *item, int64_t offset)
 {
 	struct ms_snapmap *m = ctx;
-	struct ms_pk_val vals[MS_PK_SLOTS];
+	struct ms_pk_val vals[K_COUNT];
 	uint32_t present = 0;
 
 	(void)index;
@@ -611,16 +502,40 @@ ms_status ms__snapmap_entry(void *ctx, uint32_t device, uint64_t index,
 			present |= (uint32_t)1 << key;
 		}
 	}
-	return ms__snapmap_fields(m, device, vals, present, offset);
+	return snapmap_fields(m, device, vals, present, offset);
 }
 
-void ms__snapmap_fast_path(struct ms_snapmap *m)
+/*
+ * The trace entries read by the pickle machine's item reader (pickle.h, ms_pk_items), each
+ * mapped by its values by key; the entries it leaves go to ms__snapmap_entry as dicts.
+ */
+static ms_status read_entries(void *ctx, struct ms_pickle *p, struct ms_pk_cursor *c)
 {
-	/* the fast path only knows keys by ids < 64; they are, interned first in a new vm */
-	for (int i = 0; i < K_COUNT; i++)
+	struct ms_snapmap *m = ctx;
+	ms_status s, st;
+	int n;
+
+	do {
+		n = ms_pk_items(p, c, &st);
+		for (int i = 0; i < n; i++) {
+			const struct ms_pk_item *e = &c->items[i];
+			if ((s = snapmap_fields(m, e->list, e->vals, e->present, e->offset)))
+				return s;
+		}
+		m->n_read += (uint64_t)n;
+	} while (n == MS_PK_BATCH && !st);
+	return st;
+}
+
+/* The device lists streamed, their entries read by read_entries if fast. */
+static ms_status stream_entries(struct ms_snapmap *m, int fast)
+{
+	MS_TRY(ms_pickle_stream_lists(m->vm, "device_traces", ms__snapmap_entry, m));
+	/* the item reader knows keys by ids < 64; they are, interned first in a new vm */
+	for (int i = 0; fast && i < K_COUNT; i++)
 		if (m->key[i] >= sizeof(m->key_of))
-			return;
-	ms_pickle_entry_fields(m->vm, m->key_of, ms__snapmap_fields);
+			fast = 0;
+	return fast ? ms_pickle_item_reader(m->vm, m->key_of, read_entries, m) : MS_OK;
 }
 
 /* --- everything but the trace entries ----------------------------------- */
@@ -1135,62 +1050,16 @@ static ms_status input_read(void *ctx, void *buf, size_t cap, size_t *got, struc
 	return ms_input_read(ctx, buf, cap, got, diag);
 }
 
-/* Inputs from this size on are read by two readers (ms_pickle_split), when split is -1. */
-#define SPLIT_MIN_BYTES ((size_t)256 << 10)
-
 /*
- * The second reader for vm: a machine and a mapper of its own, set up as vm's were (so the
- * same strings come first), starting at the first entry from `at` on (-1: about the middle).
- * Not splitting is never an error: vm then reads alone.
- */
-static ms_status setup_split(struct ms_pickle *vm, struct ms_snapmap *m,
-                             const struct ms_mapped *whole, const struct ms_pickle_limits *lim,
-                             int64_t split, struct ms_pickle **vm2)
-{
-	struct ms_snapmap *h = NULL;
-	uint64_t at;
-	ms_status s;
-
-	/* a start given (tests, the fuzzer): the merge then takes all p2 can read, unless told */
-	int wait = split > 0 && !(split & MS__SPLIT_NO_WAIT);
-
-	/* by default the second reader chooses, when it starts (ms_pickle_split) */
-	at = split < 0 ? MS_PK_SPLIT_AUTO
-	               : ms_pickle_split_point(whole->data, whole->len,
-	                                       (size_t)(split & ~MS__SPLIT_NO_WAIT));
-	if (at == 0 || (at >= whole->len && at != MS_PK_SPLIT_AUTO))
-		return MS_OK;
-	if ((s = ms_pickle_new(vm2)) || (s = ms__snapmap_new(*vm2, NULL, &m->helper_diag, &h)))
-		goto fail;
-	if (lim)
-		ms_pickle_set_limits(*vm2, lim);
-	ms_pickle_stream_traces(*vm2, ms__snapmap_entry, h);
-	ms_pickle_entry_fields(*vm2, h->key_of, helper_fields);
-	ms_pickle_defer_slot(*vm2, K_FRAMES);
-	ms_pickle_borrow_input(*vm2, whole->data, whole->len);
-	if ((s = ms_pickle_split(vm, *vm2, at, wait, snapmap_adopt, m)))
-		goto fail;
-	m->helper = h;
-	return MS_OK;
-fail:
-	ms__snapmap_free(h);
-	ms_pickle_free(*vm2);
-	*vm2 = NULL;
-	return s == MS_ERR_NOMEM ? s : MS_OK;
-}
-
-/*
- * Either form: a pickle pulled through rd (with the machine's limits and fast path, and a
- * second reader where split says: 0 none, -1 for a large input in memory, else at that offset),
- * or JSON.
+ * Either form: a pickle pulled through rd (with the machine's limits, and the entries read by
+ * read_entries if fast), or JSON.
  */
 static ms_status read_snapshot(enum ms_file_kind kind, ms_pk_read_fn rd, void *rd_ctx,
                                const struct ms_mapped *whole, const struct ms_pickle_limits *lim,
-                               int fast, int64_t split, struct ms_symtab *syms,
-                               const struct ms_sink *sink, struct ms_snapshot_info *info,
-                               struct ms_diag *diag)
+                               int fast, struct ms_symtab *syms, const struct ms_sink *sink,
+                               struct ms_snapshot_info *info, struct ms_diag *diag)
 {
-	struct ms_pickle *vm = NULL, *vm2 = NULL;
+	struct ms_pickle *vm = NULL;
 	struct ms_snapmap *m = NULL;
 	struct ms_pk_val root;
 	ms_status s;
@@ -1198,22 +1067,15 @@ static ms_status read_snapshot(enum ms_file_kind kind, ms_pk_read_fn rd, void *r
 	if ((s = ms_pickle_new(&vm)) || (s = ms__snapmap_new(vm, syms, diag, &m)))
 		goto out;
 	if (kind == MS_FILE_PICKLE) {
-		int in_memory = whole && whole->data && whole->len;
 		if (lim)
 			ms_pickle_set_limits(vm, lim);
-		ms_pickle_stream_traces(vm, ms__snapmap_entry, m);
-		if (fast)
-			ms__snapmap_fast_path(m);
-		if (in_memory)
-			ms_pickle_borrow_input(vm, whole->data, whole->len);
-		if (fast && in_memory &&
-		    (split > 0 || (split < 0 && whole->len >= SPLIT_MIN_BYTES)) &&
-		    (s = setup_split(vm, m, whole, lim, split, &vm2)))
+		if ((s = stream_entries(m, fast)))
 			goto out;
+		if (whole && whole->data && whole->len)
+			ms_pickle_borrow_input(vm, whole->data, whole->len);
 		s = ms_pickle_run(vm, rd, rd_ctx, &root, diag);
 		info->pickle_protocol = ms_pickle_protocol(vm);
-		info->n_fast_entries = ms_pickle_fast_entries(vm);
-		info->n_split_entries = ms_pickle_split_entries(vm);
+		info->n_fast_entries = m->n_read;
 	} else {
 		s = ms__json_snapshot_build(rd_ctx, vm, m, &root, diag);
 	}
@@ -1224,29 +1086,17 @@ static ms_status read_snapshot(enum ms_file_kind kind, ms_pk_read_fn rd, void *r
 out:
 	if (s == MS_ERR_NOMEM && diag && !diag->msg[0])
 		ms__diag_set(diag, s, -1, -1, "out of memory");
-	/* the first machine first: it joins the second reader's thread */
 	ms_pickle_free(vm);
-	if (m)
-		ms__snapmap_free(m->helper);
 	ms__snapmap_free(m);
-	ms_pickle_free(vm2);
 	return s;
 }
 
 ms_status ms__torch_pickle_read(ms_pk_read_fn rd, void *rd_ctx, const struct ms_mapped *whole,
-                                const struct ms_pickle_limits *lim, int fast, int64_t split,
+                                const struct ms_pickle_limits *lim, int fast,
                                 struct ms_symtab *syms, const struct ms_sink *sink,
                                 struct ms_snapshot_info *info, struct ms_diag *diag)
 {
-	return read_snapshot(MS_FILE_PICKLE, rd, rd_ctx, whole, lim, fast, split, syms, sink, info,
-	                     diag);
-}
-
-/* MEMSNAP_THREADS=1: one reader, whatever the size. */
-static int64_t split_default(void)
-{
-	const char *t = getenv("MEMSNAP_THREADS");
-	return t && strcmp(t, "1") == 0 ? 0 : -1;
+	return read_snapshot(MS_FILE_PICKLE, rd, rd_ctx, whole, lim, fast, syms, sink, info, diag);
 }
 
 ms_status ms_torch_snapshot_read(struct ms_input *in, struct ms_symtab *syms,
@@ -1267,10 +1117,10 @@ ms_status ms_torch_snapshot_read(struct ms_input *in, struct ms_symtab *syms,
 		struct ms_mapped whole;
 		ms_status s = ms_input_map_plain(in, &whole, diag);
 		if (!s)
-			s = read_snapshot(kind, input_read, in, &whole, NULL, 1, split_default(),
-			                  syms, sink, info, diag);
+			s = read_snapshot(kind, input_read, in, &whole, NULL, 1, syms, sink, info,
+			                  diag);
 		ms_input_unmap(&whole);
 		return s;
 	}
-	return read_snapshot(kind, input_read, in, NULL, NULL, 1, 0, syms, sink, info, diag);
+	return read_snapshot(kind, input_read, in, NULL, NULL, 1, syms, sink, info, diag);
 }

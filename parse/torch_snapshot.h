@@ -15,9 +15,8 @@ struct ms_snapshot_info {
 	uint64_t n_entries;  /* trace entries over all devices */
 	uint64_t n_segments;
 	uint64_t n_annotations;
-	int legacy;               /* bare list of segments, or blocks with 'history' */
-	uint64_t n_fast_entries;  /* trace entries read by the pickle machine's fast path */
-	uint64_t n_split_entries; /* of those, read by the second reader (ms_pickle_split) */
+	int legacy;              /* bare list of segments, or blocks with 'history' */
+	uint64_t n_fast_entries; /* trace entries read by the pickle machine's item reader */
 	/* pinned host memory (PyTorch 2.14's host_segments, host_traces): counted, not replayed;
 	 * -1 where the snapshot has no such key */
 	int64_t n_host_segments, n_host_traces;
@@ -39,16 +38,11 @@ ms_status ms_torch_snapshot_read(struct ms_input *in, struct ms_symtab *syms,
 /*
  * The pickle half of ms_torch_snapshot_read, from any reader or, if whole is not NULL and not
  * empty, from the whole input in memory, read in place; with the machine's limits (NULL: the
- * defaults) and its fast path for trace entries on or off (tests and the fuzzer compare the
- * ways); split: a second reader (ms_pickle_split) from the first entry at or after that
- * offset, read to its end whatever the timing (wait; or stopped when the first reader gets
- * there, as commands have it, with MS__SPLIT_NO_WAIT or'ed in), -1 where the input is in memory
- * and large (as commands read), 0 none (and none without the fast path).
- * info must be zeroed by the caller.
+ * defaults) and the trace entries read by its item reader, or all by the opcode loop (fast 0:
+ * tests and the fuzzer compare the ways). info must be zeroed by the caller.
  */
-#define MS__SPLIT_NO_WAIT ((int64_t)1 << 62)
 ms_status ms__torch_pickle_read(ms_pk_read_fn rd, void *rd_ctx, const struct ms_mapped *whole,
-                                const struct ms_pickle_limits *lim, int fast, int64_t split,
+                                const struct ms_pickle_limits *lim, int fast,
                                 struct ms_symtab *syms, const struct ms_sink *sink,
                                 struct ms_snapshot_info *info, struct ms_diag *diag);
 
@@ -57,11 +51,6 @@ ms_status ms__snapmap_new(struct ms_pickle *vm, struct ms_symtab *syms, struct m
                           struct ms_snapmap **out);
 ms_status ms__snapmap_entry(void *ctx, uint32_t device, uint64_t index,
                             const struct ms_pk_val *item, int64_t offset);
-/* The same for the pickle machine's fast path: the values by key (ms_pickle_entry_fields). */
-ms_status ms__snapmap_fields(void *ctx, uint32_t device, const struct ms_pk_val *vals,
-                             uint32_t present, int64_t offset);
-/* Let m's machine read trace entries through its fast path (ms_pickle_entry_fields). */
-void ms__snapmap_fast_path(struct ms_snapmap *m);
 ms_status ms__snapmap_finish(struct ms_snapmap *m, const struct ms_pk_val *root,
                              enum ms_input_kind kind, const struct ms_sink *sink,
                              struct ms_snapshot_info *info);

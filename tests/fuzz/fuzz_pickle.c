@@ -2,9 +2,8 @@
  * libFuzzer target: the restricted unpickler and the snapshot mapping on arbitrary bytes.
  * Differential: the input is read twice, once with the fast path for trace entries over the
  * whole input in place (as a mapped file is read), once by the general path alone in reads of 7
- * bytes (refills land inside opcodes), and once more in place with a second reader from the
- * first entry past the middle (ms_pickle_split). All must give the same status, message and
- * events (the second reader: the same string and stack ids too); a difference aborts.
+ * bytes (refills land inside opcodes). Both must give the same status, message and events; a
+ * difference aborts.
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -70,8 +69,7 @@ struct result {
 	char msg[sizeof(((struct ms_diag *)0)->msg)];
 };
 
-static void read_once(const uint8_t *data, size_t size, int fast, int64_t split, size_t chunk,
-                      struct result *r)
+static void read_once(const uint8_t *data, size_t size, int fast, size_t chunk, struct result *r)
 {
 	/* SIZE_MAX: the whole input, read in place */
 	struct ms_mapped whole = {data, size, 0};
@@ -91,8 +89,8 @@ static void read_once(const uint8_t *data, size_t size, int fast, int64_t split,
 		r->s = MS_ERR_NOMEM;
 		return;
 	}
-	r->s = ms__torch_pickle_read(rd, &in, chunk == SIZE_MAX ? &whole : NULL, &lim, fast, split,
-	                             &syms, &sink, &info, &d);
+	r->s = ms__torch_pickle_read(rd, &in, chunk == SIZE_MAX ? &whole : NULL, &lim, fast, &syms,
+	                             &sink, &info, &d);
 	memcpy(r->msg, d.msg, sizeof(r->msg));
 	ms_symtab_release(&syms);
 }
@@ -115,19 +113,10 @@ static void expect_same(const char *what, const char *na, const struct result *a
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct result a, b, c;
+	struct result a, b;
 
-	read_once(data, size, 1, 0, SIZE_MAX, &a);
-	read_once(data, size, 0, 0, 7, &b);
-	/*
-	 * and with a second reader from an entry about the middle: the same as one, whether it
-	 * reads all it can before the merge or stops when the first gets there (as in commands:
-	 * then how much it merged depends on its thread's timing, and the result must not)
-	 */
-	read_once(data, size, 1, (int64_t)(size / 2 + 1) | (size % 2 ? MS__SPLIT_NO_WAIT : 0),
-	          SIZE_MAX, &c);
-	if (a.s != MS_ERR_NOMEM && c.s != MS_ERR_NOMEM)
-		expect_same("one reader and two", "one:", &a, "two:", &c);
+	read_once(data, size, 1, SIZE_MAX, &a);
+	read_once(data, size, 0, 7, &b);
 	/* the object limit counts the general path's entry dicts, which the fast path has not */
 	if (a.s == MS_ERR_LIMIT || b.s == MS_ERR_LIMIT || a.s == MS_ERR_NOMEM ||
 	    b.s == MS_ERR_NOMEM)

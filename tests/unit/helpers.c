@@ -159,44 +159,23 @@ ms_status th_mem_read(void *ctx, void *buf, size_t cap, size_t *got, struct ms_d
 	return MS_OK;
 }
 
-/* Either way: in chunks through th_mem_read, or whole and in place (maybe split). */
-static ms_status pickle_load(const void *data, size_t n, int fast, size_t chunk, int in_place,
-                             int64_t split, struct ms_trace **out, struct ms_snapshot_info *info,
-                             struct ms_diag *d)
+ms_status th_pickle_load(const void *data, size_t n, int fast, size_t chunk, struct ms_trace **out,
+                         uint64_t *n_fast, struct ms_diag *d)
 {
 	struct th_mem m = {data, n, 0, chunk};
-	struct ms_mapped whole = {data, n, 0};
+	struct ms_snapshot_info info;
 	struct ms_sink sink;
 	ms_status s;
 
-	memset(info, 0, sizeof(*info));
+	memset(&info, 0, sizeof(info));
 	*out = NULL;
 	if ((s = ms_trace_new(out)))
 		return s;
 	ms_trace_sink(*out, &sink);
-	return ms__torch_pickle_read(th_mem_read, &m, in_place ? &whole : NULL, NULL, fast, split,
-	                             &(*out)->syms, &sink, info, d);
-}
-
-ms_status th_pickle_load(const void *data, size_t n, int fast, size_t chunk, struct ms_trace **out,
-                         uint64_t *n_fast, struct ms_diag *d)
-{
-	struct ms_snapshot_info info;
-	ms_status s = pickle_load(data, n, fast, chunk, 0, 0, out, &info, d);
-
+	s = ms__torch_pickle_read(th_mem_read, &m, NULL, NULL, fast, &(*out)->syms, &sink, &info,
+	                          d);
 	if (n_fast)
 		*n_fast = info.n_fast_entries;
-	return s;
-}
-
-ms_status th_pickle_load_split(const void *data, size_t n, int64_t split, struct ms_trace **out,
-                               uint64_t *n_split, struct ms_diag *d)
-{
-	struct ms_snapshot_info info;
-	ms_status s = pickle_load(data, n, 1, SIZE_MAX, 1, split, out, &info, d);
-
-	if (n_split)
-		*n_split = info.n_split_entries;
 	return s;
 }
 

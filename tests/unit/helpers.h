@@ -38,13 +38,6 @@ ms_status th_mem_read(void *ctx, void *buf, size_t cap, size_t *got, struct ms_d
 ms_status th_pickle_load(const void *data, size_t n, int fast, size_t chunk, struct ms_trace **out,
                          uint64_t *n_fast, struct ms_diag *d);
 /*
- * The same, the whole input in memory, read in place, with a second reader from the first
- * trace entry at or after offset split (-1: where ms_source_read would split, 0: none); *n_split
- * (if not NULL) gets the entries the second reader read.
- */
-ms_status th_pickle_load_split(const void *data, size_t n, int64_t split, struct ms_trace **out,
-                               uint64_t *n_split, struct ms_diag *d);
-/*
  * Each snapshot of the third-party corpus (MS_SHARED_WILD: *.pickle and *.pkl files) in name
  * order, loaded: fn gets the file's name and its trace, freed when fn returns; a file that does
  * not load fails the test. Returns how many there were, or -1 where the directory is absent
