@@ -2,8 +2,8 @@
 # The README's headline numbers: bench/commands.py (whole commands, fresh processes, the
 # alternative in the same run) over the largest real inputs.
 #   long   testdata/bench/hf_gpt2_long.pickle.zst decompressed: a real 400-step GPT-2 training
-#          trace (transformers, Python stacks); every command, PyTorch's trace_plot where PyTorch
-#          is installed, then info and stats again with one reader thread (MEMSNAP_THREADS=1)
+#          trace (transformers, Python stacks); every command, and PyTorch's trace_plot where
+#          PyTorch is installed
 #   big    a 1 GB snapshot made of that trace's entries (bench/make_big_snapshot.py): info, stats
 #          and Python's pickle.load, ROUNDS_BIG rounds (default 3)
 #   10m    a 10.4 M-event .zst trace (bench_parse long: 150 copies of dynamic_seq): info, stats,
@@ -22,8 +22,6 @@ long=$out/hf_gpt2_long.pickle
 bench() { "$py" "$here/bench/commands.py" "$ms" "$@"; }
 case $what in long | all)
 	bench "$long" --rounds "$rounds" --out "$out/commands-long.md"
-	MEMSNAP_THREADS=1 bench "$long" --rounds "$rounds" --only info,stats \
-		--out "$out/commands-long-one-thread.md"
 	;;
 esac
 case $what in big | all)
