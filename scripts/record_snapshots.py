@@ -313,29 +313,30 @@ def c_late_after_empty_cache(cx):
     _late(cx, empty_cache=True)
 
 
-@case("state_only", "_record_memory_history(enabled='state', context='state', stacks='python') for a "
-      "few steps: end-state segments whose blocks carry frames; no alloc/free events are kept in this "
-      "mode, device_traces is empty or close to it")
-def c_state_only(cx):
+def _four_small_steps(cx, **history):
+    """A few training steps of a small GPT stack, with history turned on as given (if at all)."""
     import torch
     torch.manual_seed(0)
-    cx.history(enabled="state", context="state", stacks="python")
+    if history:
+        cx.history(**history)
     vocab = 8192
     m = gpt(d=384, layers=4, vocab=vocab, heads=6)
     opt = torch.optim.AdamW(m.parameters(), lr=1e-4)
     _gpt_train(cx, m, opt, shapes(4, seed=4), vocab)
+
+
+@case("state_only", "_record_memory_history(enabled='state', context='state', stacks='python') for a "
+      "few steps: end-state segments whose blocks carry frames; no alloc/free events are kept in this "
+      "mode, device_traces is empty or close to it")
+def c_state_only(cx):
+    _four_small_steps(cx, enabled="state", context="state", stacks="python")
     cx.finish()
 
 
 @case("no_history", "history never turned on, a few training steps, then _dump_snapshot: end-state "
       "segments, blocks without frames, empty device_traces")
 def c_no_history(cx):
-    import torch
-    torch.manual_seed(0)
-    vocab = 8192
-    m = gpt(d=384, layers=4, vocab=vocab, heads=6)
-    opt = torch.optim.AdamW(m.parameters(), lr=1e-4)
-    _gpt_train(cx, m, opt, shapes(4, seed=4), vocab)
+    _four_small_steps(cx)
     cx.finish()
 
 
@@ -343,13 +344,7 @@ def c_no_history(cx):
       "traces), after a few training steps with history on (enabled='all', stacks='python'), so "
       "blocks carry frames")
 def c_bare_list(cx):
-    import torch
-    torch.manual_seed(0)
-    cx.history(enabled="all", context="all", stacks="python")
-    vocab = 8192
-    m = gpt(d=384, layers=4, vocab=vocab, heads=6)
-    opt = torch.optim.AdamW(m.parameters(), lr=1e-4)
-    _gpt_train(cx, m, opt, shapes(4, seed=4), vocab)
+    _four_small_steps(cx, enabled="all", context="all", stacks="python")
     cx.finish("bare_list")
 
 
