@@ -324,12 +324,12 @@ static ms_status map_frames(struct ms_snapmap *m, const struct ms_pk_val *fr, ui
 	if (fr->type != MS_PK_LIST && fr->type != MS_PK_TUPLE)
 		return MS_ERR_FORMAT;
 	l = fr->v.o;
-	if (l->n == 0)
-		return MS_OK;
-	if (l->aux) {
+	if (l->aux) { /* first: a list mapped may have given up its items (ms_pk_release) */
 		*stack = l->aux - 1;
 		return MS_OK;
 	}
+	if (l->n == 0)
+		return MS_OK;
 	if (l->n > m->tmp_cap && ms_grow(&m->tmp, &m->tmp_cap, l->n, sizeof(uint32_t)))
 		return MS_ERR_NOMEM;
 	/* in locals: the stores to tmp could alias them (all uint32_t) and reload them */
@@ -464,6 +464,9 @@ static ms_status snapmap_fields(void *ctx, uint32_t device, const struct ms_pk_v
 			return entry_err(m, gidx, offset, "bad 'frames'");
 		if (s)
 			return s;
+		/* its stack id is cached in aux: the frames themselves are needed no more */
+		if (v->type != MS_PK_NONE && v->v.o->aux)
+			ms_pk_release(m->vm, v->v.o);
 	}
 	if (device > UINT16_MAX)
 		return entry_err(m, gidx, offset, "device index too large");
