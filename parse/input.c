@@ -275,6 +275,7 @@ static ms_status map_fd(int fd, size_t len, struct ms_mapped *m, struct ms_diag 
 	m->data = p;
 	m->len = len;
 	m->is_mmap = 1;
+	m->let_go = 0;
 	return MS_OK;
 }
 
@@ -324,6 +325,7 @@ ms_status ms_input_map(const char *path, struct ms_mapped *m, struct ms_diag *di
 	m->data = buf;
 	m->len = n;
 	m->is_mmap = 0;
+	m->let_go = 0;
 	return MS_OK;
 }
 
@@ -336,6 +338,22 @@ ms_status ms_input_map_plain(const struct ms_input *in, struct ms_mapped *m, str
 	    st.st_size <= 0 || (uint64_t)st.st_size > SIZE_MAX)
 		return MS_OK;
 	return map_fd(in->fd, (size_t)st.st_size, m, diag);
+}
+
+#define LET_GO_STEP  ((size_t)32 << 20)
+#define LET_GO_SLACK ((size_t)4 << 20)
+
+void ms_input_mapped_read(struct ms_mapped *m, uint64_t done)
+{
+	size_t page, to;
+
+	if (!m->is_mmap || done > m->len || done < (uint64_t)m->let_go + LET_GO_STEP + LET_GO_SLACK)
+		return;
+	page = (size_t)sysconf(_SC_PAGESIZE);
+	to = ((size_t)done - LET_GO_SLACK) / page * page;
+	/* the mapping starts on a page; an error leaves the pages resident, nothing else */
+	madvise((char *)m->data + m->let_go, to - m->let_go, MADV_DONTNEED);
+	m->let_go = to;
 }
 
 void ms_input_unmap(struct ms_mapped *m)

@@ -45,6 +45,7 @@ struct ms_mapped {
 	const void *data;
 	size_t len;
 	int is_mmap;
+	size_t let_go; /* ms_input_mapped_read: the bytes before it are out of resident memory */
 };
 ms_status ms_input_map(const char *path, struct ms_mapped *m, struct ms_diag *diag);
 /*
@@ -52,6 +53,14 @@ ms_status ms_input_map(const char *path, struct ms_mapped *m, struct ms_diag *di
  * already read does not matter); m->data NULL when in is compressed or not a regular file.
  */
 ms_status ms_input_map_plain(const struct ms_input *in, struct ms_mapped *m, struct ms_diag *diag);
+/*
+ * The bytes of m before offset done are read, and will not be read again soon: the pages of a
+ * mapping well behind done (a few MiB of slack) leave the process's resident memory, 32 MiB at
+ * a time. They stay readable: a private read-only file mapping faults them in again from the
+ * file (page cache) if they are read after all. Nothing for a copy in memory. Cheap to call
+ * often.
+ */
+void ms_input_mapped_read(struct ms_mapped *m, uint64_t done);
 /* NULL-safe; m is zeroed. */
 void ms_input_unmap(struct ms_mapped *m);
 

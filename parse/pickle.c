@@ -58,6 +58,15 @@ struct ms_pickle {
 	struct slab *slabs;
 	uint64_t n_objs;
 	struct pool_chunk *pool;
+	/*
+	 * The pool room the lists of ms_pk_items' last call took: [batch_from, batch_to) of
+	 * chunk batch_chunk, and those lists. Once none of them has pooled items (all given up
+	 * with ms_pk_release) and nothing has been taken since, the next call takes it again.
+	 */
+	struct pool_chunk *batch_chunk;
+	size_t batch_from, batch_to;
+	struct ms_pk_obj *batch_made[MS_PK_BATCH];
+	int batch_n;
 	struct ms_pk_val *stack;
 	size_t sp, stack_cap;
 	size_t *marks;
@@ -1539,6 +1548,48 @@ fail:
 	return 0;
 }
 
+void ms_pk_release(struct ms_pickle *p, struct ms_pk_obj *o)
+{
+	(void)p;
+	if (!o->pooled)
+		ms_free(o->items);
+	o->items = NULL;
+	o->n = o->cap = 0;
+	o->pooled = 0;
+}
+
+/*
+ * The pool room of the lists the last ms_pk_items call made, if none of them has pooled items
+ * any more and nothing was taken from the pool since: back to the pool. Then the lists it
+ * makes now: their room, from the pool's free room now.
+ */
+static void batch_begin(struct ms_pickle *p)
+{
+	struct pool_chunk *c = p->pool;
+
+	if (c && c == p->batch_chunk && c->used == p->batch_to) {
+		int i = 0;
+		while (i < p->batch_n && !p->batch_made[i]->pooled)
+			i++;
+		if (i == p->batch_n)
+			c->used = p->batch_from;
+	}
+	p->batch_n = 0;
+	p->batch_chunk = c;
+	p->batch_from = c ? c->used : 0;
+}
+
+/* The room the lists of this call took, from its start in the chunk they ended in. */
+static void batch_end(struct ms_pickle *p)
+{
+	struct pool_chunk *c = p->pool;
+
+	if (c != p->batch_chunk) /* a new chunk: this call's room in it starts at 0 */
+		p->batch_from = 0;
+	p->batch_chunk = c;
+	p->batch_to = c ? c->used : 0;
+}
+
 int ms_pk_items(struct ms_pickle *p, struct ms_pk_cursor *c, ms_status *st)
 {
 	const unsigned char *ip = c->ip, *end = c->end;
@@ -1546,6 +1597,7 @@ int ms_pk_items(struct ms_pickle *p, struct ms_pk_cursor *c, ms_status *st)
 	int n = 0;
 
 	*st = MS_OK;
+	batch_begin(p);
 	for (; n < MS_PK_BATCH; n++) {
 		const unsigned char *start = ip;
 		struct ms_pk_item *it = &c->items[n];
@@ -1593,6 +1645,8 @@ int ms_pk_items(struct ms_pickle *p, struct ms_pk_cursor *c, ms_status *st)
 		p->n_memo = n_memo;
 		p->n_handed++;
 		put_val(&p->stack[p->sp++], PK_STREAMED, mark);
+		if (made && made->pooled)
+			p->batch_made[p->batch_n++] = made;
 		continue;
 	leave:
 		if (made)
@@ -1601,6 +1655,7 @@ int ms_pk_items(struct ms_pickle *p, struct ms_pk_cursor *c, ms_status *st)
 		c->left = 1;
 		break;
 	}
+	batch_end(p);
 	c->ip = ip;
 	return n;
 }

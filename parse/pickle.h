@@ -58,7 +58,7 @@ struct ms_pk_obj {
 	struct ms_pk_val *items;
 	uint32_t n, cap;
 	uint64_t ord; /* stream hook: a streamed item's place in mapping order */
-	uint32_t aux; /* free for the consumer (a cached id + 1) */
+	uint32_t aux; /* free for the consumer (a cached id + 1; see ms_pk_release) */
 	uint32_t tag; /* stream hook: a streamed list's index (the lists and their items) */
 	uint8_t kind; /* MS_PK_LIST, MS_PK_TUPLE or MS_PK_DICT */
 	uint8_t role; /* stream hook bookkeeping */
@@ -154,6 +154,14 @@ ms_status ms_pickle_item_reader(struct ms_pickle *p, const int8_t slots[64], ms_
  * why), or where no item follows. The values are valid until the reader returns.
  */
 int ms_pk_items(struct ms_pickle *p, struct ms_pk_cursor *c, ms_status *st);
+/*
+ * The caller has what it needs from container o (and keeps it, e.g. in o->aux): o's items go,
+ * and o stays, empty, with its aux; every later reader of o, a memo get of it included, meets
+ * an empty container. The items of the lists ms_pk_items made go back to its pool once all the
+ * lists of a call are given up so (before anything else takes from the pool): a reader that
+ * gives up each list it has mapped, before it asks for more items, keeps no list's items.
+ */
+void ms_pk_release(struct ms_pickle *p, struct ms_pk_obj *o);
 
 /*
  * Run the machine to STOP; *root gets the result, valid until

@@ -81,6 +81,7 @@ struct ev_chunk {
 
 struct ms_snapmap {
 	struct ms_pickle *vm;
+	struct ms_mapped whole; /* the input the machine reads in place, if mapped (else zero) */
 	struct ms_symtab *syms;
 	struct ms_diag *diag;
 	uint32_t key[K_COUNT];          /* vm string ids of the keys */
@@ -324,12 +325,12 @@ static ms_status map_frames(struct ms_snapmap *m, const struct ms_pk_val *fr, ui
 	if (fr->type != MS_PK_LIST && fr->type != MS_PK_TUPLE)
 		return MS_ERR_FORMAT;
 	l = fr->v.o;
-	if (l->n == 0)
-		return MS_OK;
-	if (l->aux) {
+	if (l->aux) { /* first: a list mapped may have given up its items (ms_pk_release) */
 		*stack = l->aux - 1;
 		return MS_OK;
 	}
+	if (l->n == 0)
+		return MS_OK;
 	if (l->n > m->tmp_cap && ms_grow(&m->tmp, &m->tmp_cap, l->n, sizeof(uint32_t)))
 		return MS_ERR_NOMEM;
 	/* in locals: the stores to tmp could alias them (all uint32_t) and reload them */
@@ -464,6 +465,9 @@ static ms_status snapmap_fields(void *ctx, uint32_t device, const struct ms_pk_v
 			return entry_err(m, gidx, offset, "bad 'frames'");
 		if (s)
 			return s;
+		/* its stack id is cached in aux: the frames themselves are needed no more */
+		if (v->type != MS_PK_NONE && v->v.o->aux)
+			ms_pk_release(m->vm, v->v.o);
 	}
 	if (device > UINT16_MAX)
 		return entry_err(m, gidx, offset, "device index too large");
@@ -488,6 +492,8 @@ ms_status ms__snapmap_entry(void *ctx, uint32_t device, uint64_t index,
 	uint32_t present = 0;
 
 	(void)index;
+	if (offset > 0)
+		ms_input_mapped_read(&m->whole, (uint64_t)offset);
 	if (item->type != MS_PK_DICT)
 		return entry_err(m, m->n_events, offset, "not a dict");
 	/* one pass over the dict: a later duplicate key wins, as in Python */
@@ -523,6 +529,9 @@ static ms_status read_entries(void *ctx, struct ms_pickle *p, struct ms_pk_curso
 				return s;
 		}
 		m->n_read += (uint64_t)n;
+		/* the input behind these entries is read (the memo holds what is used again) */
+		if (n)
+			ms_input_mapped_read(&m->whole, (uint64_t)c->items[n - 1].offset);
 	} while (n == MS_PK_BATCH && !st);
 	return st;
 }
@@ -1071,8 +1080,10 @@ static ms_status read_snapshot(enum ms_file_kind kind, ms_pk_read_fn rd, void *r
 			ms_pickle_set_limits(vm, lim);
 		if ((s = stream_entries(m, fast)))
 			goto out;
-		if (whole && whole->data && whole->len)
+		if (whole && whole->data && whole->len) {
 			ms_pickle_borrow_input(vm, whole->data, whole->len);
+			m->whole = *whole;
+		}
 		s = ms_pickle_run(vm, rd, rd_ctx, &root, diag);
 		info->pickle_protocol = ms_pickle_protocol(vm);
 		info->n_fast_entries = m->n_read;

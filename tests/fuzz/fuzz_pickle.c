@@ -72,7 +72,7 @@ struct result {
 static void read_once(const uint8_t *data, size_t size, int fast, size_t chunk, struct result *r)
 {
 	/* SIZE_MAX: the whole input, read in place */
-	struct ms_mapped whole = {data, size, 0};
+	struct ms_mapped whole = {.data = data, .len = size};
 	struct ms_symtab syms;
 	struct ms_diag d = MS_DIAG_INIT;
 	struct mem in = {data, size, 0, chunk};
