@@ -510,6 +510,143 @@ def c_oom_fraction(cx):
     cx.finish()
 
 
+def _mlp():
+    import torch
+    return torch.nn.Sequential(torch.nn.Linear(1024, 4096), torch.nn.GELU(),
+                               torch.nn.Linear(4096, 4096), torch.nn.GELU(),
+                               torch.nn.Linear(4096, 1024)).cuda()
+
+
+@case("graph_pools", "a small MLP's training step (SGD) captured as one CUDA graph "
+      "(torch.cuda.graph, after 3 warm-up steps on a side stream) and replayed 30 times, and a second "
+      "graph (a forward under no_grad) captured into the same pool (graph_pool_handle); history on "
+      "from the start: the captures allocate in a private pool")
+def c_graph_pools(cx):
+    import torch
+    import torch.nn.functional as F
+    torch.manual_seed(0)
+    cx.history(enabled="all", context="all", stacks="python")
+    model = _mlp()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    x = torch.randn(256, 1024, device="cuda")
+    y = torch.randn(256, 1024, device="cuda")
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(3):
+            opt.zero_grad(set_to_none=True)
+            F.mse_loss(model(x), y).backward()
+            opt.step()
+    torch.cuda.current_stream().wait_stream(side)
+    pool = torch.cuda.graph_pool_handle()
+    train = torch.cuda.CUDAGraph()
+    opt.zero_grad(set_to_none=True)
+    with torch.cuda.graph(train, pool=pool):
+        loss = F.mse_loss(model(x), y)
+        loss.backward()
+        opt.step()
+    infer = torch.cuda.CUDAGraph()
+    with torch.no_grad(), torch.cuda.graph(infer, pool=pool):
+        out = model(x)
+    for _ in range(30):
+        x.copy_(torch.randn_like(x))
+        train.replay()
+        cx.truth["steps"] += 1
+    infer.replay()
+    torch.cuda.synchronize()
+    cx.truth["pool"] = list(pool)
+    cx.truth["outputs"] = [float(loss.item()), float(out.float().abs().mean().item())]
+    cx.finish()
+
+
+@case("compile_reduce_overhead", "torch.compile(mode='reduce-overhead') (inductor's CUDA graph trees) "
+      "of a small MLP, forward and backward with SGD, on batch sizes 64, 128 and 256, 4 steps each; "
+      "history on from the start", timeout=480)
+def c_compile_reduce_overhead(cx):
+    import torch
+    torch.manual_seed(0)
+    cx.history(enabled="all", context="all", stacks="python")
+    model = _mlp()
+    step_fn = torch.compile(model, mode="reduce-overhead")
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    for bs in (64, 128, 256):
+        x = torch.randn(bs, 1024, device="cuda")
+        for _ in range(4):
+            opt.zero_grad(set_to_none=True)
+            step_fn(x).float().pow(2).mean().backward()
+            opt.step()
+            cx.truth["steps"] += 1
+    torch.cuda.synchronize()
+    cx.finish()
+
+
+@case("mempool", "torch.cuda.MemPool with use_mem_pool: tensors allocated outside and inside the pool, "
+      "one inside freed and its room reused by the pool, a tensor outside that cannot use it, the pool "
+      "deleted with its tensors and the cache emptied; history on from the start")
+def c_mempool(cx):
+    import torch
+    MiB = 1 << 20
+    cx.history(enabled="all", context="all", stacks="python")
+
+    def t(n):
+        return torch.empty(n, dtype=torch.uint8, device="cuda")
+    outside = [t(3 * MiB), t(5 * MiB), t(MiB)]
+    pool = torch.cuda.MemPool()
+    with torch.cuda.use_mem_pool(pool):
+        inside = [t(4 * MiB), t(7 * MiB), t(MiB // 2), t(20 * MiB)]
+    del inside[1]
+    outside.append(t(6 * MiB))
+    with torch.cuda.use_mem_pool(pool):
+        inside.append(t(6 * MiB))
+    cx.truth["pool_id"] = list(pool.id)
+    cx.truth["pool_segments"] = [{k: seg.get(k) for k in ("address", "total_size",
+                                                          "allocated_size", "segment_pool_id")}
+                                 for seg in pool.snapshot()]
+    cx.truth["before_delete"] = moment()
+    del inside
+    del pool
+    gc.collect()
+    torch.cuda.empty_cache()
+    cx.truth["after_delete"] = moment()
+    del outside
+    cx.finish()
+
+
+def _settings_run(cx):
+    """The same training under a 6 GiB limit, whatever PYTORCH_CUDA_ALLOC_CONF the case sets."""
+    import torch
+    torch.manual_seed(0)
+    total = torch.cuda.mem_get_info(0)[1]
+    cx.fraction(6 * GiB / total)
+    cx.history(enabled="all", context="all", stacks="python")
+    vocab = 16000
+    m = gpt(d=768, layers=6, vocab=vocab, heads=12)
+    opt = torch.optim.AdamW(m.parameters(), lr=1e-4)
+    shp = shapes(24, seed=9, bs=(2, 4, 8, 12), ss=(256, 512, 1024, 1536))
+    cx.truth["shapes"] = shp
+    try:
+        _gpt_train(cx, m, opt, shp, vocab)
+    except torch.cuda.OutOfMemoryError as e:
+        cx.oom(e)
+    cx.finish()
+
+
+SETTINGS = {
+    "settings_default": "",
+    "settings_rp4": "roundup_power2_divisions:4",
+    "settings_expandable": "expandable_segments:True",
+    "settings_ms128": "max_split_size_mb:128",
+    "settings_gc06": "garbage_collection_threshold:0.6",
+    "settings_gc06_ms256": "garbage_collection_threshold:0.6,max_split_size_mb:256",
+}
+for _name, _conf in SETTINGS.items():
+    case(_name, f"GPT training (6 layers, d=768, AdamW, bf16 autocast, 24 steps of random batch and "
+         f"sequence lengths) under a 6 GiB per-process limit with PYTORCH_CUDA_ALLOC_CONF="
+         f"'{_conf}': one of a set recorded alike under different settings, so that a replay of one "
+         f"under another's settings can be checked against what PyTorch did",
+         env={"PYTORCH_CUDA_ALLOC_CONF": _conf} if _conf else None)(_settings_run)
+
+
 def ddp_rank(rank, world, port, out, what):
     import torch
     import torch.distributed as dist
@@ -698,7 +835,8 @@ def c_timm(cx):
 
 ORDER = ["ring_wrap", "late_history", "late_after_empty_cache", "state_only", "no_history",
          "bare_list", "no_traces", "oom_outside", "oom_fraction", "ddp_gloo", "hf_gpt2",
-         "lightning", "timm", "stacks_all", "fsdp2", "hf_gpt2_long"]
+         "lightning", "timm", "stacks_all", "fsdp2", "hf_gpt2_long", "graph_pools",
+         "compile_reduce_overhead", "mempool"] + list(SETTINGS)
 assert sorted(ORDER) == sorted(CASES)
 
 
