@@ -257,6 +257,7 @@ static cJSON *json_report(const char *path, uint32_t device, const struct ms_rep
 		cJSON_AddNullToObject(o, "mid_run");
 	}
 	cJSON_AddBoolToObject(o, "peaks_are_lower_bounds", r->rebuilt);
+	ms_json_u64(o, "private_pool_segments_at_end", r->end_private_segments);
 	json_memory_stats(o, &r->stats);
 	a = cJSON_AddArrayToObject(o, "segment_events");
 	for (size_t i = 0; i < r->n_produced; i++) {

@@ -24,8 +24,9 @@ struct ms_replay_cli {
 	int foreign_refused; /* the command refuses other allocators' traces itself (verify) */
 	int quiet_notes;     /* no notes on stderr (a replay made only to choose a device) */
 	int html;            /* render: the page (every device on it, with a switch) */
-	int said_release, said_allocator; /* notes said once a command, not once a device */
-	int cuda;                         /* --backend cuda */
+	/* notes said once a command, not once a device */
+	int said_release, said_allocator, said_pools;
+	int cuda; /* --backend cuda */
 };
 
 /* Fill opts (MS_REPLAY_OPTS_MAX entries) with the shared options and --json into *json. */

@@ -126,6 +126,7 @@ static ms_status r_segment(void *ctx, const struct ms_segment *g, const struct m
 	if (g->device == p->o->device) {
 		p->r->end_segments++;
 		p->r->end_reserved += g->total_size;
+		p->r->end_private_segments += g->pool_id[0] || g->pool_id[1];
 	}
 	return MS_OK;
 }

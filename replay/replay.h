@@ -152,8 +152,11 @@ struct ms_replay_result {
 	uint64_t recorded_ooms, reproduced_ooms;
 	uint64_t missed_ooms; /* recorded OOMs the model satisfied */
 	uint64_t unmatched_frees, empty_cache_calls;
-	uint64_t end_segments;      /* the trace's end-state segments of the device */
-	uint64_t end_reserved;      /* ... and their bytes */
+	uint64_t end_segments; /* the trace's end-state segments of the device */
+	uint64_t end_reserved; /* ... and their bytes */
+	/* of them, in a private pool (segment_pool_id not (0, 0): a CUDA graph's, a MemPool's),
+	 * which the model does not have: it replays every allocation into the default pools */
+	uint64_t end_private_segments;
 	uint64_t mid_run_unmatched; /* a replay from a rebuilt state: the first replay's
 	                               unmatched_frees */
 	/* where the model placed the program's empty_cache() calls: before these events */
