@@ -38,15 +38,10 @@ static ms_status figures_of(struct ms_replay_cli *c, const char *path, struct fi
 {
 	struct ms_replay_result r;
 	struct ms_limit_range lim;
-	struct ms_diag d = MS_DIAG_INIT;
-	ms_status s = ms_replay_cli_run(c, path, &r, &lim, &d);
 
-	if (s) {
-		ms_report(path, s, &d);
-		ms_replay_result_release(&r);
-		return s;
-	}
-	ms_report_warnings(path, &d);
+	/* its error, warnings and notes said as every replay command says them */
+	if (ms_replay_cli_run_reported(c, path, &r, &lim) != MS_EXIT_OK)
+		return MS_ERR_INVALID_ARG;
 	if (!r.events_replayed) {
 		ms_error("%s: no allocator events on device %u to compare with", path,
 		         (unsigned)c->o.device);
