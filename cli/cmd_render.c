@@ -1,5 +1,6 @@
 /* memsnap render TRACE: the allocator's state at one moment, drawn (render/render.h). */
 #include <errno.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -193,6 +194,198 @@ static int render_html(struct ms_replay_cli *c, const char *path, const char *ou
 	ms_replay_result_release(r);
 	ms_replay_cli_release(c);
 	return rc;
+}
+
+/* A first pass that replayed nothing of the device: said, r released. */
+static int no_events(struct ms_replay_cli *c, const char *path, struct ms_replay_result *r)
+{
+	if (r->events_other_devices)
+		ms_error("%s: no events of device %u to draw; %llu events are on other devices "
+		         "(`memsnap info` lists them; choose one with --device)",
+		         path, (unsigned)c->o.device, (unsigned long long)r->events_other_devices);
+	else
+		ms_error("%s: the trace has no events to draw", path);
+	ms_replay_result_release(r);
+	ms_replay_cli_release(c);
+	return MS_EXIT_ERROR;
+}
+
+/*
+ * The first pass of render_html_together, on a thread of its own, and how far it has come: the
+ * last event at which allocated bytes reached a new high (the peak so far), and whether it is
+ * done. A replay of the same trace with the same options on the other thread meets the same
+ * highs, and at each asks (peak_gate) whether it will stay the peak: it waits until the first
+ * pass has found a higher one, or ended. If the first pass starts a replay again (a mid-run
+ * rebuild, a limit inferred), its highs are of another run: it counts as ended, and the page
+ * is made again after it.
+ */
+struct first_pass {
+	struct ms_replay_cli *c;
+	const char *path;
+	struct ms_replay_result r;
+	struct ms_limit_range lim;
+	int rc;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	int64_t seen;        /* the allocated peak so far (the first pass's thread only) */
+	uint64_t last, peak; /* its last event and its peak's; the peak's under mu */
+	int have, done, again;
+};
+
+static void first_pass_event(void *ctx, uint64_t index, const struct ms_event *e,
+                             const struct ms_model *m)
+{
+	struct first_pass *f = ctx;
+	int64_t peak = ms_model_stats(m)->allocated_bytes[0].peak;
+
+	(void)e;
+	if (f->again)
+		return;
+	if (f->have && index <= f->last) {
+		pthread_mutex_lock(&f->mu);
+		f->again = f->done = 1;
+		pthread_cond_broadcast(&f->cv);
+		pthread_mutex_unlock(&f->mu);
+		return;
+	}
+	f->last = index;
+	if (peak > f->seen) {
+		f->seen = peak;
+		pthread_mutex_lock(&f->mu);
+		f->peak = index;
+		f->have = 1;
+		pthread_cond_broadcast(&f->cv);
+		pthread_mutex_unlock(&f->mu);
+	}
+}
+
+static int first_pass_gate(void *ctx, uint64_t index)
+{
+	struct first_pass *f = ctx;
+	int take;
+
+	pthread_mutex_lock(&f->mu);
+	while (!f->done && !(f->have && f->peak > index))
+		pthread_cond_wait(&f->cv, &f->mu);
+	take = !f->again && f->have && f->peak == index;
+	pthread_mutex_unlock(&f->mu);
+	return take;
+}
+
+static void *first_pass_run(void *arg)
+{
+	struct first_pass *f = arg;
+
+	f->rc = ms_replay_cli_run_reported(f->c, f->path, &f->r, &f->lim);
+	pthread_mutex_lock(&f->mu);
+	f->done = 1;
+	pthread_cond_broadcast(&f->cv);
+	pthread_mutex_unlock(&f->mu);
+	return NULL;
+}
+
+/* Every event of path, from the trace in memory or the trailer of a .zst; 0 if unknown. */
+static uint64_t events_in(const char *path, const struct ms_trace *t)
+{
+	struct ms_devices ds;
+	struct ms_diag d = MS_DIAG_INIT;
+	uint64_t n = 0;
+
+	if (t)
+		return t->n_events;
+	if (ms_devices_read(path, &ds, &d))
+		return 0;
+	for (size_t i = 0; i < ds.n; i++)
+		n += ds.d[i].events + ds.d[i].raw_events;
+	ms_devices_release(&ds);
+	return n;
+}
+
+/*
+ * The whole page (no window) with the first pass (the whole replay, which infers a limit or
+ * rebuilds a mid-run state where the trace needs it) and the report's replay at the same time,
+ * on two threads: the report's replay runs with the options asked, finds the peak itself and
+ * takes the state there with a replay up to it, so that it needs nothing from the first pass.
+ * Where the first pass ends with other options than asked, an OOM or a rebuilt state, that
+ * replay is not the page's: the report is made again after it (render_html), as it would have
+ * been without the second thread. Returns 0 when it wrote the page or failed (said), -1 when
+ * the caller is to go on alone.
+ */
+static int render_html_together(struct ms_replay_cli *c, const char *path, const char *out,
+                                const struct page_opts *pg, int *rc)
+{
+	const struct ms_trace *t;
+	struct ms_diag d = MS_DIAG_INIT;
+	struct ms_replay_opts asked = c->o;
+	struct ms_replay_result known;
+	struct first_pass f = {.c = c,
+	                       .path = path,
+	                       .mu = PTHREAD_MUTEX_INITIALIZER,
+	                       .cv = PTHREAD_COND_INITIALIZER};
+	struct ms_report rep;
+	struct ms_report_input in;
+	struct ms_buf buf = MS_BUF_INIT;
+	pthread_t th;
+	ms_status s;
+
+	/* read (or found in the command's cache) before the threads share it */
+	if (ms_replay_cli_trace(path, &t, &d))
+		return -1;
+	memset(&known, 0, sizeof(known));
+	if (!(known.events_total = events_in(path, t)))
+		return -1;
+	in = (struct ms_report_input){.source = path,
+	                              .path = path,
+	                              .trace = t,
+	                              .opts = &asked,
+	                              .first = &known,
+	                              .buckets = pg->detail,
+	                              .frames = pg->frames,
+	                              .find_peak = 1};
+	asked.peak_gate = first_pass_gate;
+	asked.peak_gate_ctx = &f;
+	c->o.on_event = first_pass_event;
+	c->o.ctx = &f;
+	if (pthread_create(&th, NULL, first_pass_run, &f)) {
+		c->o.on_event = NULL;
+		c->o.ctx = NULL;
+		return -1;
+	}
+	s = ms_report_collect(&in, &rep, &d);
+	pthread_join(th, NULL);
+	/* the options the first pass leaves are the page's, without this function's hooks */
+	c->o.on_event = NULL;
+	c->o.ctx = NULL;
+	asked.peak_gate = NULL;
+	asked.peak_gate_ctx = NULL;
+	if (f.rc) {
+		ms_report_release(&rep);
+		*rc = f.rc;
+		return 0;
+	}
+	if (!f.r.events_replayed) {
+		ms_report_release(&rep);
+		*rc = no_events(c, path, &f.r);
+		return 0;
+	}
+	if (s || f.again || f.r.has_oom || f.r.rebuilt || f.lim.inferred ||
+	    f.r.events_total != known.events_total || f.r.peak_allocated_index != rep.peak_index ||
+	    c->o.limit != asked.limit || c->o.device_memory != asked.device_memory || c->o.init ||
+	    c->o.fraction != asked.fraction) {
+		/* the first pass decided otherwise: the report is made the usual way */
+		ms_report_release(&rep);
+		*rc = render_html(c, path, out, &f.r, &f.lim, pg);
+		return 0;
+	}
+	rep.device_memory_source = f.r.device_memory_source;
+	if ((s = ms_render_html(&rep, NULL, 0, &buf)))
+		ms_report(path, s, &d);
+	*rc = s ? MS_EXIT_ERROR : emit(out, &buf, "html", SIZE_MAX, 0);
+	ms_buf_release(&buf);
+	ms_report_release(&rep);
+	ms_replay_result_release(&f.r);
+	ms_replay_cli_release(c);
+	return 0;
 }
 
 /*
@@ -500,22 +693,13 @@ int cmd_render(int argc, const char **argv)
 		return rc;
 	}
 	ms_free(devs);
+	if (c.html && !from && !to && render_html_together(&c, argv[0], out, &pg, &rc) == 0)
+		return rc;
 	/* pass 1: the whole replay (the limit inference and a mid-run rebuild happen here) */
 	if (ms_replay_cli_run_reported(&c, argv[0], &r, &lim))
 		return MS_EXIT_ERROR;
-	if (!r.events_replayed) {
-		if (r.events_other_devices)
-			ms_error("%s: no events of device %u to draw; %llu events are on other "
-			         "devices "
-			         "(`memsnap info` lists them; choose one with --device)",
-			         argv[0], (unsigned)c.o.device,
-			         (unsigned long long)r.events_other_devices);
-		else
-			ms_error("%s: the trace has no events to draw", argv[0]);
-		ms_replay_result_release(&r);
-		ms_replay_cli_release(&c);
-		return MS_EXIT_ERROR;
-	}
+	if (!r.events_replayed)
+		return no_events(&c, argv[0], &r);
 	/* the window: events [from, to) */
 	if (window_check(argv[0], from, &to, r.events_total)) {
 		ms_replay_result_release(&r);

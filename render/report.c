@@ -502,11 +502,44 @@ static int u64_cmp(const void *x, const void *y)
 	return a < b ? -1 : a > b;
 }
 
+/*
+ * The state at the peak r found (in->find_peak), into out->snaps[0]: the one its peak gate took
+ * (moved from r), else a replay that stops there, taking it as the moments are taken; none when
+ * r has a moment there already.
+ */
+static ms_status peak_state(const struct ms_report_input *in, struct ms_replay_result *r,
+                            struct ms_symtab *syms, struct ms_replay_result *out, struct ms_diag *d)
+{
+	struct ms_replay_opts o = *in->opts;
+	uint64_t at = r->peak_allocated_index;
+
+	for (size_t i = 0; i < r->n_snaps; i++)
+		if (r->snaps[i].index == at)
+			return MS_OK;
+	if (r->peak_snap.taken && r->peak_snap.index == at) {
+		if (!(out->snaps = ms_calloc(1, sizeof(*out->snaps))))
+			return MS_ERR_NOMEM;
+		out->snaps[0] = r->peak_snap;
+		out->n_snaps = 1;
+		memset(&r->peak_snap, 0, sizeof(r->peak_snap));
+		return MS_OK;
+	}
+	o.peak_gate = NULL;
+	o.more_snaps = &at;
+	o.n_more_snaps = 1;
+	o.snap = 1;
+	o.snap_index = at;
+	o.no_segment_log = 1;
+	o.syms = syms; /* a streamed trace's stacks get the ids the report's replay gave them */
+	return in->trace ? ms_replay_trace(in->trace, &o, out, d)
+	                 : ms_replay_run(in->path, &o, out, d);
+}
+
 ms_status ms_report_collect(const struct ms_report_input *in, struct ms_report *rep,
                             struct ms_diag *d)
 {
 	struct ms_replay_opts o = *in->opts;
-	struct ms_replay_result r;
+	struct ms_replay_result r, at_peak;
 	struct builder l;
 	const struct ms_replay_snap *peak = NULL;
 	uint64_t *at = NULL;
@@ -516,6 +549,7 @@ ms_status ms_report_collect(const struct ms_report_input *in, struct ms_report *
 	uint64_t total = in->first->events_total, lo = in->from, hi = total;
 
 	memset(&r, 0, sizeof(r));
+	memset(&at_peak, 0, sizeof(at_peak));
 	if ((s = start(rep, &l, in->source, in->frames)))
 		goto out;
 	/* a trace in memory has its table; one streamed from its file fills ours */
@@ -532,7 +566,7 @@ ms_status ms_report_collect(const struct ms_report_input *in, struct ms_report *
 	rep->from = lo;
 	rep->to = hi;
 	/* the peak and the OOM shown are the window's */
-	rep->peak_index = in->first->peak_allocated_index;
+	rep->peak_index = in->find_peak ? UINT64_MAX : in->first->peak_allocated_index;
 	if ((lo > 0 || hi < total) &&
 	    (s = ms_report_window_peak(in->trace, in->path, in->opts, lo, hi, &rep->peak_index, d)))
 		goto out;
@@ -547,7 +581,8 @@ ms_status ms_report_collect(const struct ms_report_input *in, struct ms_report *
 	}
 	for (size_t i = 0; i < moments; i++)
 		at[n_at++] = lo + (hi - lo - 1) * (i + 1) / moments;
-	at[n_at++] = rep->peak_index;
+	if (!in->find_peak)
+		at[n_at++] = rep->peak_index;
 	if (rep->has_oom)
 		at[n_at++] = in->first->first_oom.index;
 	qsort(at, n_at, sizeof(*at), u64_cmp);
@@ -609,8 +644,18 @@ ms_status ms_report_collect(const struct ms_report_input *in, struct ms_report *
 	for (size_t i = 0; i < rep->n_buckets; i++)
 		rep->buckets[i].big_site = site_of(&l, rep->buckets[i].big_stack);
 	ann_names(&l);
-	for (size_t i = 0; i < r.n_snaps && !l.nomem; i++) {
-		const struct ms_replay_snap *sn = &r.snaps[i];
+	if (in->find_peak) {
+		rep->peak_index = r.peak_allocated_index;
+		if ((s = peak_state(in, &r, &rep->own_syms, &at_peak, d)))
+			goto out;
+	}
+	for (size_t i = 0, k = 0; i < r.n_snaps + at_peak.n_snaps && !l.nomem; i++) {
+		/* the moments in event order, the peak's taken by its own replay among them */
+		const struct ms_replay_snap *sn =
+		        k < at_peak.n_snaps && (i - k == r.n_snaps ||
+		                                at_peak.snaps[k].index < r.snaps[i - k].index)
+		                ? &at_peak.snaps[k++]
+		                : &r.snaps[i - k];
 		add_moment(&l, sn,
 		           sn->index == rep->peak_index                              ? "peak"
 		           : rep->has_oom && sn->index == in->first->first_oom.index ? "oom"
@@ -626,6 +671,7 @@ ms_status ms_report_collect(const struct ms_report_input *in, struct ms_report *
 out:
 	ms_free(at);
 	builder_release(&l);
+	ms_replay_result_release(&at_peak);
 	ms_replay_result_release(&r);
 	return s;
 }

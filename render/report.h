@@ -182,6 +182,12 @@ struct ms_report_input {
 	 * says so wherever a verdict rests on it */
 	int limit_inferred;
 	uint64_t limit_lo, limit_hi;
+	/*
+	 * first is not the whole first pass but its events_total alone (a command running its
+	 * first pass at the same time): the report finds the peak in its own replay and takes the
+	 * state there with a replay up to it; first->has_oom must be 0 (no window)
+	 */
+	int find_peak;
 };
 
 /*

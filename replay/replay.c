@@ -34,6 +34,7 @@ struct rp {
 	uint64_t pend_index;
 	size_t model_frees_unmatched;
 	int64_t peak_seen, peak_alloc_seen;
+	int new_peak;     /* this event raised the allocated peak (opts.peak_gate) */
 	size_t next_snap; /* into o->more_snaps */
 	const struct ms_symtab *syms;
 	ms_status err;
@@ -364,6 +365,13 @@ static void record_oom(struct rp *p, const struct ms_model_oom *o, int recorded)
 	holder_stacks(p, x);
 }
 
+static void snap_release(struct ms_replay_snap *sn)
+{
+	ms_free(sn->segs);
+	ms_free(sn->blocks);
+	memset(sn, 0, sizeof(*sn));
+}
+
 /* The state now into sn. */
 static void snap_into(struct rp *p, struct ms_replay_snap *sn, int at_oom)
 {
@@ -430,6 +438,7 @@ static void note_peak(struct rp *p)
 	if (st->allocated_bytes[0].peak > p->peak_alloc_seen) {
 		p->peak_alloc_seen = st->allocated_bytes[0].peak;
 		p->r->peak_allocated_index = p->index;
+		p->new_peak = 1;
 	}
 	if (st->reserved_bytes[0].peak > p->peak_seen)
 		p->r->peak_reserved_index = p->index;
@@ -524,6 +533,7 @@ static ms_status r_event(void *ctx, const struct ms_event *e)
 	ms_status s = MS_OK;
 
 	p->index = p->r->events_total++;
+	p->new_peak = 0;
 	if (p->stopped || p->err)
 		return p->err;
 	if (p->o->snap && p->index > p->o->snap_index) {
@@ -613,6 +623,13 @@ static ms_status r_event(void *ctx, const struct ms_event *e)
 		p->o->on_event(p->o->ctx, p->index, e, p->m);
 	if (!s && p->o->n_more_snaps)
 		more_snaps(p);
+	if (!s && p->new_peak && p->o->peak_gate) {
+		p->new_peak = 0;
+		if (p->o->peak_gate(p->o->peak_gate_ctx, p->index)) {
+			snap_release(&p->r->peak_snap);
+			snap_into(p, &p->r->peak_snap, 0);
+		}
+	}
 	if (!s && p->o->snap && !p->stopped && p->index == p->o->snap_index) {
 		flush_pending(p);
 		take_snap(p, 0);
@@ -779,9 +796,8 @@ void ms_replay_result_release(struct ms_replay_result *r)
 {
 	ms_free(r->produced);
 	ms_free(r->recorded);
-	ms_free(r->snap.segs);
-	ms_free(r->snap.blocks);
-	memset(&r->snap, 0, sizeof(r->snap));
+	snap_release(&r->snap);
+	snap_release(&r->peak_snap);
 	for (size_t i = 0; i < r->n_snaps; i++) {
 		ms_free(r->snaps[i].segs);
 		ms_free(r->snaps[i].blocks);

@@ -43,6 +43,14 @@ struct ms_replay_opts {
 	/* Called after each replayed event of the device with the statistics then, or NULL. */
 	void (*on_event)(void *ctx, uint64_t index, const struct ms_event *e,
 	                 const struct ms_model *m);
+	/*
+	 * At the end of each event where allocated bytes first reach a new high (the peak so far),
+	 * peak_gate(peak_gate_ctx, index) says whether that will stay the run's peak: 1 takes the
+	 * state there, as more_snaps would, into result.peak_snap (a later one replaces it), 0
+	 * not. It may wait (for another replay of the same trace that is ahead of this one).
+	 */
+	int (*peak_gate)(void *ctx, uint64_t index);
+	void *peak_gate_ctx;
 	/* Called with each annotation of the trace, in order, or NULL. */
 	ms_status (*on_annotation)(void *ctx, const struct ms_annotation *a);
 	void *ctx;
@@ -182,8 +190,9 @@ struct ms_replay_result {
 	uint64_t requested_at_peak_reserved; /* requested bytes at that same moment */
 	/* the events at which allocated and reserved bytes first reached their peaks */
 	uint64_t peak_allocated_index, peak_reserved_index;
-	struct ms_replay_snap snap;   /* when opts.snap asked for it */
-	struct ms_replay_snap *snaps; /* opts.more_snaps, in order, as far as the replay got */
+	struct ms_replay_snap snap;      /* when opts.snap asked for it */
+	struct ms_replay_snap peak_snap; /* opts.peak_gate's */
+	struct ms_replay_snap *snaps;    /* opts.more_snaps, in order, as far as the replay got */
 	size_t n_snaps;
 	/* the stacks of first_oom's holders, copied from the trace's table (which the replay does
 	 * not keep); NULL when none has one */

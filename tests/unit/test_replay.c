@@ -417,6 +417,71 @@ Test(replay, dynamic_expandable)
 	check_trace("dynamic_expandable");
 }
 
+/* A peak gate that counts the highs it is asked about and takes every one. */
+static int take_every_high(void *ctx, uint64_t index)
+{
+	(void)index;
+	(*(unsigned *)ctx)++;
+	return 1;
+}
+
+/*
+ * The state a peak gate takes at the run's peak is the one more_snaps takes at that event in
+ * another replay: the same segments and blocks, byte for byte, on real traces.
+ */
+Test(replay, peak_gate_takes_the_state_more_snaps_takes)
+{
+	const char *names[] = {"gpt_train", "dynamic_seq", "multistream"};
+
+	for (size_t k = 0; k < 3; k++) {
+		struct ms_trace *t;
+		struct ms_replay_opts o;
+		struct ms_replay_result a, b;
+		struct ms_diag d = MS_DIAG_INIT;
+		unsigned asked = 0;
+		uint64_t at;
+		cr_assert_eq(ms_trace_load(th_snapshot_path(names[k]), NULL, &t, NULL, &d), MS_OK);
+		memset(&o, 0, sizeof(o));
+		o.peak_gate = take_every_high;
+		o.peak_gate_ctx = &asked;
+		cr_assert_eq(ms_replay_trace(t, &o, &a, &d), MS_OK, "%s", d.msg);
+		cr_assert_gt(asked, 1, "%s", names[k]);
+		cr_assert(a.peak_snap.taken, "%s", names[k]);
+		cr_assert_eq(a.peak_snap.index, a.peak_allocated_index, "%s", names[k]);
+		at = a.peak_allocated_index;
+		memset(&o, 0, sizeof(o));
+		o.more_snaps = &at;
+		o.n_more_snaps = 1;
+		cr_assert_eq(ms_replay_trace(t, &o, &b, &d), MS_OK, "%s", d.msg);
+		cr_assert_eq(b.n_snaps, 1);
+		cr_assert_eq(a.peak_snap.n_segs, b.snaps[0].n_segs, "%s", names[k]);
+		cr_assert_eq(a.peak_snap.n_blocks, b.snaps[0].n_blocks, "%s", names[k]);
+		for (size_t i = 0; i < a.peak_snap.n_segs; i++) {
+			const struct ms_segment *x = &a.peak_snap.segs[i], *y = &b.snaps[0].segs[i];
+			cr_assert(x->addr == y->addr && x->total_size == y->total_size &&
+			                  x->allocated_size == y->allocated_size &&
+			                  x->active_size == y->active_size &&
+			                  x->requested_size == y->requested_size &&
+			                  x->stream == y->stream && x->n_blocks == y->n_blocks &&
+			                  x->is_small == y->is_small,
+			          "%s: segment %zu", names[k], i);
+		}
+		for (size_t i = 0; i < a.peak_snap.n_blocks; i++) {
+			const struct ms_block *x = &a.peak_snap.blocks[i],
+			                      *y = &b.snaps[0].blocks[i];
+			cr_assert(x->addr == y->addr && x->size == y->size &&
+			                  x->requested_size == y->requested_size &&
+			                  x->stack == y->stack && x->state == y->state,
+			          "%s: block %zu", names[k], i);
+		}
+		cr_assert_eq(a.peak_snap.stats.allocated_bytes[0].current,
+		             b.snaps[0].stats.allocated_bytes[0].current);
+		ms_replay_result_release(&a);
+		ms_replay_result_release(&b);
+		ms_trace_free(t);
+	}
+}
+
 /* A recorded OOM with room on the device: the limit it ran under is inferred, as a range. */
 Test(replay, infers_the_limit_of_dynamic_oom)
 {
