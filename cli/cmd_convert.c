@@ -11,7 +11,8 @@
 #include "parse/trace.h"
 
 static const char *const usage[] = {
-        "memsnap convert [--format zst|json] [--level N] [--from N] [--to N] <in> -o <out>",
+        "memsnap convert [--format zst|json] [--level N] [--frame-kib N] [--from N] [--to N] <in> "
+        "-o <out>",
         "",
         "Convert a PyTorch memory snapshot (.pickle, .pickle.zst, .pickle.gz, .json)",
         "or a memsnap trace into a memsnap trace (.zst), or into PyTorch's snapshot",

@@ -551,7 +551,8 @@ int cmd_stats(int argc, const char **argv)
 	const struct ms_opt opts[] = {
 	        MS_OPT_BOOL(0, "json", &json,
 	                    "print JSON (an object; an array for several files or devices)"),
-	        MS_OPT_U64(0, "top", &top, "N", "length of the top lists (default 10)"),
+	        MS_OPT_U64(0, "top", &top, "N",
+	                   "length of the top lists, 1 to 100000 (default 10)"),
 	        MS_OPT_U64('j', "jobs", &jobs, "N",
 	                   "files read at once (default: the number of CPUs)"),
 	        MS_OPT_FRAMES(&frames),

@@ -12,6 +12,7 @@
 #include "common/alloc.h"
 #include "parse/trace.h"
 #include "replay/replay.h"
+#include "replay/alloc_conf.h"
 #include "replay/whatif.h"
 
 static const char *const usage[] = {
@@ -34,14 +35,24 @@ static char **read_configs(const char *path, size_t *n)
 	char line[1024], **out = NULL;
 	size_t cap = 0;
 
+	size_t lineno = 0;
+
 	*n = 0;
 	if (!f)
 		ms_die(MS_EXIT_ERROR, "cannot open '%s': %s", path, strerror(errno));
 	while (fgets(line, sizeof(line), f)) {
 		size_t l = strcspn(line, "\r\n");
+		struct ms_alloc_conf conf;
+		struct ms_diag d = MS_DIAG_INIT;
+		lineno++;
 		line[l] = 0;
 		if (!line[0] || line[0] == '#')
 			continue;
+		/* a setting the model cannot read is the user's mistake, found before any replay */
+		ms_alloc_conf_init(&conf);
+		if (strcmp(line, "recorded") && ms_alloc_conf_parse(&conf, line, &d))
+			ms_die(MS_EXIT_USAGE, "%s, line %zu: %s", path, lineno,
+			       d.msg[0] ? d.msg : "not a PYTORCH_CUDA_ALLOC_CONF");
 		if (ms_grow(&out, &cap, *n + 1, sizeof(*out)))
 			ms_die(MS_EXIT_ERROR, "out of memory");
 		/* "recorded" stands for the trace's own setting */
@@ -258,7 +269,7 @@ int cmd_whatif(int argc, const char **argv)
 		;
 	opts[k++] = (struct ms_opt)MS_OPT_STRING(
 	        0, "configs", &configs, "FILE",
-	        "settings to try, one per line ('recorded' for the trace's)");
+	        "settings to try, one per line ('recorded' for the trace's; # comments)");
 	opts[k++] = (struct ms_opt)MS_OPT_U64('j', "jobs", &jobs, "N", "threads (default: CPUs)");
 	opts[k] = (struct ms_opt)MS_OPT_END();
 	n = ms_parse_options(argc, argv, opts, usage);
