@@ -70,11 +70,16 @@
 	}
 
 	/* ---- header and OOM panel ---- */
+	/* the allocator settings, or that the snapshot did not record them */
+	function settingsText() {
+		return D.settings_recorded === false ? 'settings not recorded (the defaults: "' + D.alloc_conf + '")'
+			: 'settings "' + D.alloc_conf + '"';
+	}
 	text($('source'), D.source);
 	var least = D.mid_run ? 'at least ' : '';
 	var sum = 'device ' + D.device + ' \u00b7 ' + D.events + ' events (' + D.replayed +
 		' replayed) \u00b7 peak allocated ' + least + fmt(D.peak.allocated) + ' at event ' + D.peak.index +
-		' \u00b7 peak reserved ' + least + fmt(D.peak.reserved) + ' \u00b7 settings "' + D.alloc_conf + '"';
+		' \u00b7 peak reserved ' + least + fmt(D.peak.reserved) + ' \u00b7 ' + settingsText();
 	if (D.mid_run)
 		sum += ' \u00b7 the trace starts mid-run: ' + D.mid_run.segments + ' segments (' +
 			fmt(D.mid_run.reserved) + ') and ' + D.mid_run.live_blocks + ' live blocks were there ' +
@@ -90,7 +95,7 @@
 	if (NOTRACE)
 		sum = 'device ' + D.device + ' \u00b7 no trace (taken with history off or enabled="state"): ' +
 			'the segments as the snapshot recorded them, nothing earlier \u00b7 ' + fmt(D.peak.allocated) +
-			' allocated of ' + fmt(D.peak.reserved) + ' reserved \u00b7 settings "' + D.alloc_conf + '"';
+			' allocated of ' + fmt(D.peak.reserved) + ' reserved \u00b7 ' + settingsText();
 	text($('summary'), sum);
 	/* the device switch: each device's page is drawn afresh from its own data */
 	if (blocks.length > 1) {

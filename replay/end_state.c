@@ -48,6 +48,7 @@ ms_status ms_end_state_snap(const struct ms_trace *t, uint32_t dev, struct ms_re
 	snprintf(r->backend, sizeof(r->backend), "sim");
 	snprintf(r->alloc_conf, sizeof(r->alloc_conf), "%s",
 	         t->meta.settings.present ? t->meta.settings.alloc_conf : "");
+	r->settings_recorded = t->meta.settings.present;
 	for (size_t i = 0; i < t->n_segs; i++)
 		if (t->segs[i].device == dev) {
 			n++;
