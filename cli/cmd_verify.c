@@ -217,6 +217,12 @@ static int verify_one(struct ms_replay_cli *c, const char *path, uint32_t device
 			       n_ref, ref_name, r.n_produced, got_name);
 			show(ref_name, ref, n_ref, i);
 			show(got_name, r.produced, r.n_produced, i);
+			if (!c->torch)
+				printf("  (a recorded segment event is numbered by its own entry, "
+				       "a "
+				       "replayed one by the allocation or free that made it: "
+				       "PyTorch "
+				       "records a segment_alloc just before its alloc)\n");
 		}
 		if ((uint64_t)r.stats.reserved_bytes[0].peak != rec_peak)
 			printf("  reserved peak: %s %llu, %s %lld\n", ref_name,
