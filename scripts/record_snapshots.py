@@ -487,27 +487,33 @@ def c_oom_outside(cx):
     release()
 
 
-@case("oom_fraction", "torch.cuda.set_per_process_memory_fraction(5 GiB / total_memory), then a GPT "
-      "training loop with random batch and sequence lengths that OOMs under the limit; caught, "
-      "snapshot dumped after")
-def c_oom_fraction(cx):
+def _train_under_limit(cx, gib, shp):
+    """GPT training (6 layers, d=768) on shapes shp under a per-process limit of gib GiB, history
+    on from the start; an OOM is caught and kept in the truth."""
     import torch
     torch.manual_seed(0)
     total = torch.cuda.mem_get_info(0)[1]
-    cx.fraction(5 * GiB / total)
+    cx.fraction(gib * GiB / total)
     cx.history(enabled="all", context="all", stacks="python")
     vocab = 16000
     m = gpt(d=768, layers=6, vocab=vocab, heads=12)
     opt = torch.optim.AdamW(m.parameters(), lr=1e-4)
-    shp = [(2, 256), (4, 512), (4, 1024), (8, 512)] + \
-        shapes(30, seed=5, bs=(2, 4, 8, 12, 16), ss=(128, 256, 512, 768, 1024, 1536, 2048)) + \
-        [(16, 2048), (32, 2048)]
     cx.truth["shapes"] = shp
     try:
         _gpt_train(cx, m, opt, shp, vocab)
     except torch.cuda.OutOfMemoryError as e:
         cx.oom(e)
     cx.finish()
+
+
+@case("oom_fraction", "torch.cuda.set_per_process_memory_fraction(5 GiB / total_memory), then a GPT "
+      "training loop with random batch and sequence lengths that OOMs under the limit; caught, "
+      "snapshot dumped after")
+def c_oom_fraction(cx):
+    shp = [(2, 256), (4, 512), (4, 1024), (8, 512)] + \
+        shapes(30, seed=5, bs=(2, 4, 8, 12, 16), ss=(128, 256, 512, 768, 1024, 1536, 2048)) + \
+        [(16, 2048), (32, 2048)]
+    _train_under_limit(cx, 5, shp)
 
 
 def _mlp():
@@ -614,21 +620,7 @@ def c_mempool(cx):
 
 def _settings_run(cx):
     """The same training under a 6 GiB limit, whatever PYTORCH_CUDA_ALLOC_CONF the case sets."""
-    import torch
-    torch.manual_seed(0)
-    total = torch.cuda.mem_get_info(0)[1]
-    cx.fraction(6 * GiB / total)
-    cx.history(enabled="all", context="all", stacks="python")
-    vocab = 16000
-    m = gpt(d=768, layers=6, vocab=vocab, heads=12)
-    opt = torch.optim.AdamW(m.parameters(), lr=1e-4)
-    shp = shapes(24, seed=9, bs=(2, 4, 8, 12), ss=(256, 512, 1024, 1536))
-    cx.truth["shapes"] = shp
-    try:
-        _gpt_train(cx, m, opt, shp, vocab)
-    except torch.cuda.OutOfMemoryError as e:
-        cx.oom(e)
-    cx.finish()
+    _train_under_limit(cx, 6, shapes(24, seed=9, bs=(2, 4, 8, 12), ss=(256, 512, 1024, 1536)))
 
 
 SETTINGS = {
