@@ -32,7 +32,8 @@ static const struct cmd commands[] = {
 static void main_usage(FILE *f)
 {
 	fprintf(f, "usage: memsnap [-q] <command> [<args>]\n\n"
-	           "-q: no notes, warnings or \"wrote\" lines on stderr, errors only\n\n"
+	           "-q: no notes, warnings or \"wrote\" lines on stderr, errors only (before or\n"
+	           "after the command)\n\n"
 	           "memsnap records, reads, replays and renders GPU memory traces.\n\n"
 	           "commands:\n");
 	for (size_t i = 0; i < N_COMMANDS; i++)
@@ -143,6 +144,22 @@ int main(int argc, const char **argv)
 		if (best)
 			ms_error_more("\nthe most similar command is\n\t%s\n", best);
 		return MS_EXIT_USAGE;
+	}
+	/* -q after the command too (before any "--", after which the arguments are a program's) */
+	for (int j = i + 1, k = i + 1; j <= argc; j++) {
+		if (j < argc && strcmp(argv[j], "--") == 0) {
+			while (j <= argc)
+				argv[k++] = argv[j++];
+			argc = k - 1;
+			break;
+		}
+		if (j < argc && (strcmp(argv[j], "-q") == 0 || strcmp(argv[j], "--quiet") == 0)) {
+			ms_quiet = 1;
+			continue;
+		}
+		argv[k++] = argv[j];
+		if (j == argc)
+			argc = k - 1;
 	}
 	/* 'memsnap CMD --help' is 'memsnap help CMD' */
 	return close_stdout(c->fn(argc - i, argv + i));

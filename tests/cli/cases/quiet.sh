@@ -8,3 +8,6 @@ f=testdata/snapshots/real/late_history.pickle.zst
 "$MEMSNAP" -q render "$f" -o "$t/r.html" 2>&1 | wc -l
 test -s "$t/r.html" && echo "page written"
 "$MEMSNAP" -q replay "$t/missing.zst" 2>&1 | sed "s|$t|TMP|"
+# -q (or --quiet) after the command works the same
+"$MEMSNAP" replay -q "$f" 2>&1 >/dev/null | wc -l
+"$MEMSNAP" replay "$f" --quiet 2>&1 >/dev/null | wc -l
