@@ -544,15 +544,15 @@ static void garbage_collect(struct ms_model *m)
 			total_age += p->gc_clock - b->gc_base;
 			count++;
 		}
-	/* every pass frees all candidates at or above the (integer) average age */
+	/* every pass frees all candidates at or above the average age, a double in PyTorch */
 	while (reclaimed < target && freed && count > 0) {
-		uint64_t threshold_age = total_age / count;
+		double threshold_age = (double)total_age / (double)count;
 		freed = 0;
 		for (b = lower_bound(p->root, 0, 0, 0); b;) {
 			struct ms_model_block *nx =
 			        lower_bound(p->root, b->stream, b->size, b->addr + 1);
 			uint64_t age = p->gc_clock - b->gc_base;
-			if (releasable(b) && age >= threshold_age) {
+			if (releasable(b) && (double)age >= threshold_age) {
 				freed = 1;
 				reclaimed += b->size;
 				total_age -= age;
