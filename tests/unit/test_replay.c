@@ -756,6 +756,37 @@ Test(model, garbage_collection)
 	ms_model_free(m);
 }
 
+/*
+ * §3.3: the average age is a double. Ages 2, 1 and 1 average 1.33: only the block of age 2 is
+ * released, where an average rounded down to 1 would release all three.
+ */
+Test(model, garbage_collection_average_is_not_rounded)
+{
+	struct ms_model *m = model("garbage_collection_threshold:0.5", 10ull << 30, NULL);
+	struct ms_model_block *a, *b, *x;
+
+	/* a 20 MiB segment cached whole (GC clock 1) */
+	cr_assert_eq(ms_model_malloc(m, MiB + 1, 0, &x, NULL), MS_OK);
+	ms_model_free_requested(m, x);
+	cr_assert_eq(ms_model_free_completed(m, x), MS_OK);
+	cr_assert_eq(ms_model_malloc(m, 4ull << 30, 0, &a, NULL), MS_OK); /* clock 2 */
+	cr_assert_eq(ms_model_malloc(m, 4ull << 30, 0, &b, NULL), MS_OK); /* clock 3 */
+	ms_model_free_requested(m, a);
+	cr_assert_eq(ms_model_free_completed(m, a), MS_OK);            /* a cached at 3 */
+	cr_assert_eq(ms_model_malloc(m, MiB + 1, 0, &x, NULL), MS_OK); /* a hit, clock 4 */
+	ms_model_free_requested(m, x);
+	cr_assert_eq(ms_model_free_completed(m, x), MS_OK); /* the 20 MiB block cached at 4 */
+	ms_model_free_requested(m, b);
+	cr_assert_eq(ms_model_free_completed(m, b), MS_OK); /* b cached at 4 */
+	/* 5 GiB fits no cached block (clock 5): ages a 2, b 1, the small one 1; reserved 8 GiB +
+	 * 20 MiB is over half the limit by about 3 GiB, which a alone covers */
+	cr_assert_eq(ms_model_malloc(m, 5ull << 30, 0, &x, NULL), MS_OK);
+	cr_assert(x);
+	cr_assert_eq(ms_model_stats(m)->num_device_free, 1);
+	cr_assert_eq(ms_model_stats(m)->reserved_bytes[0].current, (9ull << 30) + 20 * MiB);
+	ms_model_free(m);
+}
+
 /* §3.2: with max_split_size and a limit, a cached oversize block is released before a retry. */
 Test(model, release_available_cached_blocks)
 {
