@@ -115,5 +115,10 @@ int cmd_convert(int argc, const char **argv)
 		ms_output_abort(&o); /* no half-written output */
 		return MS_EXIT_ERROR;
 	}
-	return ms_output_commit(&o) ? MS_EXIT_ERROR : MS_EXIT_OK;
+	if (ms_output_commit(&o))
+		return MS_EXIT_ERROR;
+	if (strcmp(out, "-"))
+		ms_said("wrote %s (%s)", out,
+		        json ? "PyTorch's snapshot layout, JSON" : "memsnap trace");
+	return MS_EXIT_OK;
 }
