@@ -26,7 +26,9 @@ struct ms_input {
 	unsigned char *in; /* raw bytes read from fd */
 	size_t in_pos, in_len;
 	int raw_eof;
-	int filled; /* fill_raw has read once */
+	int filled;         /* fill_raw has read once */
+	uint64_t raw_total; /* bytes read from the file */
+	size_t zst_left;    /* ZSTD_decompressStream's last answer: 0 at the end of a frame */
 	ZSTD_DCtx *zd;
 	z_stream gz;
 	int gz_init;
@@ -57,6 +59,7 @@ static ms_status fill_raw(struct ms_input *in, struct ms_diag *diag)
 		return ms__diag_set(diag, MS_ERR_IO, -1, -1, "read error: %s", strerror(errno));
 	in->in_pos = 0;
 	in->in_len = (size_t)n;
+	in->raw_total += (uint64_t)n;
 	if (n == 0)
 		in->raw_eof = 1;
 	return MS_OK;
@@ -157,16 +160,28 @@ static ms_status read_decomp(struct ms_input *in, void *buf, size_t cap, size_t 
 			ZSTD_inBuffer ib = {in->in, in->in_len, in->in_pos};
 			ZSTD_outBuffer ob = {buf, cap, 0};
 			size_t r;
-			if (in->raw_eof) {
+			if (in->raw_eof && !in->zst_left) {
 				in->done = 1;
 				break;
 			}
+			/* at the end of the file, what zstd still holds is flushed first */
 			r = ZSTD_decompressStream(in->zd, &ob, &ib);
 			if (ZSTD_isError(r))
 				return ms__diag_set(diag, MS_ERR_COMPRESSION, -1, -1, "zstd: %s",
 				                    ZSTD_getErrorName(r));
 			in->in_pos = ib.pos;
+			in->zst_left = r;
 			*got = ob.pos;
+			if (in->raw_eof && !ob.pos) {
+				if (r)
+					return ms__diag_set(
+					        diag, MS_ERR_FORMAT, (int64_t)in->raw_total, -1,
+					        "the zstd stream ends inside a frame at byte "
+					        "%llu: the file is cut off",
+					        (unsigned long long)in->raw_total);
+				in->done = 1;
+				break;
+			}
 		} else {
 			int r;
 			if (in->raw_eof) {
