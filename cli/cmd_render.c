@@ -229,6 +229,7 @@ struct first_pass {
 	pthread_cond_t cv;
 	int64_t seen;        /* the allocated peak so far (the first pass's thread only) */
 	uint64_t last, peak; /* its last event and its peak's; the peak's under mu */
+	int started;         /* it has replayed an event (the first pass's thread only) */
 	int have, done, again;
 };
 
@@ -241,7 +242,7 @@ static void first_pass_event(void *ctx, uint64_t index, const struct ms_event *e
 	(void)e;
 	if (f->again)
 		return;
-	if (f->have && index <= f->last) {
+	if (f->started && index <= f->last) {
 		pthread_mutex_lock(&f->mu);
 		f->again = f->done = 1;
 		pthread_cond_broadcast(&f->cv);
@@ -249,6 +250,7 @@ static void first_pass_event(void *ctx, uint64_t index, const struct ms_event *e
 		return;
 	}
 	f->last = index;
+	f->started = 1;
 	if (peak > f->seen) {
 		f->seen = peak;
 		pthread_mutex_lock(&f->mu);
