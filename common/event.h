@@ -54,9 +54,37 @@ struct ms_event {
 	uint32_t user_metadata;   /* string id, 0 = "" */
 	uint32_t compile_context; /* string id, 0 = "N/A" (PyTorch's default) */
 	uint16_t device;
+	uint16_t pool;  /* the memory pool, as ms_pool_code(); MS_POOL_UNKNOWN where not recorded */
 	uint8_t action; /* enum ms_action */
 	uint8_t source; /* enum ms_source */
 };
+
+/*
+ * A memory pool's id (PyTorch's MempoolId_t, torch-allocator.md §14.1) as one number. Exactly one
+ * half of a private pool's id is non-zero: a CUDA graph's own pool is (n, 0), a MemPool or
+ * graph_pool_handle() is (0, n). MS_POOL_DEFAULT is (0, 0), the device's default pools.
+ */
+#define MS_POOL_DEFAULT  0
+#define MS_POOL_UNKNOWN  0xffff
+#define MS_POOL_MAX_HALF 32766 /* the largest n that fits */
+
+/* The code of pool id (first, second), or -1 where it has none (both halves set, or too large). */
+static inline int ms_pool_code(uint64_t first, uint64_t second, uint16_t *code)
+{
+	if (first && second)
+		return -1;
+	if (first > MS_POOL_MAX_HALF || second > MS_POOL_MAX_HALF)
+		return -1;
+	*code = (uint16_t)(first ? first << 1 : second ? second << 1 | 1 : 0);
+	return 0;
+}
+
+/* The id of a pool code (not MS_POOL_UNKNOWN). */
+static inline void ms_pool_id(uint16_t code, uint64_t id[2])
+{
+	id[0] = code & 1 ? 0 : code >> 1;
+	id[1] = code & 1 ? code >> 1 : 0;
+}
 
 enum ms_ann_stage { MS_ANN_START = 0, MS_ANN_END = 1, MS_ANN_MARK = 2 };
 enum ms_ann_kind {

@@ -56,6 +56,7 @@ struct rd {
 	int64_t t;
 	uint64_t addr, size, stream_idx;
 	uint16_t device;
+	uint16_t pool;         /* the previous event's, MS_POOL_UNKNOWN at a frame's start */
 	struct ms_u64map live; /* this frame's allocs: addr -> size, for sizes given as true */
 	uint64_t ring[MS_ADDR_RING]; /* addresses of this frame's last events */
 	uint64_t frame_seq;
@@ -308,7 +309,7 @@ static int in_window(const struct rd *r)
  * 2 a negative integer, 3 anything else (a malformed field), 4 true (size field only),
  * 5 a one-integer array [k] (daddr field only).
  */
-#define EVF_MAX 10
+#define EVF_MAX 11
 struct evf {
 	uint8_t kind[EVF_MAX];
 	uint64_t u[EVF_MAX];
@@ -472,6 +473,11 @@ static ms_status event_record(struct rd *r, unsigned type, const struct evf *f)
 	if (b || v > 255)
 		return BADREC(r, "EVENT");
 	e.source = (uint8_t)v;
+	v = evf_u64(f, 10, r->pool, &b);
+	if (b || v > UINT16_MAX)
+		return BADREC(r, "EVENT (bad pool)");
+	r->pool = (uint16_t)v;
+	e.pool = r->pool;
 	if (e.action == MS_ACT_ALLOC && r->addr != UINT64_MAX &&
 	    ms_u64map_put(&r->live, r->addr, r->size))
 		return MS_ERR_NOMEM;
@@ -673,6 +679,7 @@ static ms_status record(struct rd *r, const msgpack_object *a)
 		r->size = 0;
 		r->stream_idx = 0;
 		r->device = 0;
+		r->pool = MS_POOL_UNKNOWN;
 		r->frame_seq = 0;
 		ms_u64map_clear(&r->live);
 		return MS_OK;
@@ -1025,6 +1032,7 @@ ms_status ms_zst_read(const void *data, size_t len, const struct ms_read_opts *o
 	ms_status s;
 
 	memset(&r, 0, sizeof(r));
+	r.pool = MS_POOL_UNKNOWN;
 	r.data = data;
 	r.len = len;
 	r.o.to = UINT64_MAX;

@@ -40,6 +40,7 @@ struct ms_writer {
 	int64_t t;
 	uint64_t addr, size, stream_idx;
 	uint16_t device;
+	uint16_t pool;          /* the previous event's, MS_POOL_UNKNOWN at a frame's start */
 	struct ms_buf meta_rec; /* packed META record, repeated in the trailer */
 };
 
@@ -239,6 +240,7 @@ static ms_status open_frame(struct ms_writer *w)
 	w->frame_open = 1;
 	w->stream_idx = 0;
 	w->device = 0;
+	w->pool = MS_POOL_UNKNOWN;
 	w->size = 0;
 	w->frame_seq = 0;
 	ms_u64map_clear(&w->blocks);
@@ -378,7 +380,9 @@ ms_status ms_writer_event(struct ms_writer *w, const struct ms_event *e)
 	MS_TRY(sync_defs(w));
 	MS_TRY(stream_index(w, e->stream, &sidx));
 	/* trailing fields equal to their defaults are left out */
-	if (e->source)
+	if (e->pool != w->pool)
+		nf = 11;
+	else if (e->source)
 		nf = 10;
 	else if (e->compile_context)
 		nf = 9;
@@ -434,11 +438,14 @@ ms_status ms_writer_event(struct ms_writer *w, const struct ms_event *e)
 		PK(msgpack_pack_uint32(pk, e->compile_context));
 	if (nf > 9)
 		PK(msgpack_pack_uint8(pk, e->source));
+	if (nf > 10)
+		PK(msgpack_pack_uint16(pk, e->pool));
 	w->t = tk;
 	w->addr = e->addr;
 	w->size = e->size;
 	w->stream_idx = sidx;
 	w->device = e->device;
+	w->pool = e->pool;
 	w->n_events++;
 	w->by_action[e->action]++;
 	if ((size_t)e->device * 2 + 2 > w->cap_by_device) {

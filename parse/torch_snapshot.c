@@ -469,6 +469,14 @@ static ms_status snapmap_fields(void *ctx, uint32_t device, const struct ms_pk_v
 		if (v->type != MS_PK_NONE && v->v.o->aux)
 			ms_pk_release(m->vm, v->v.o);
 	}
+	ep->pool = MS_POOL_UNKNOWN; /* PyTorch 2.11 and older do not say */
+	if ((v = FIELD(K_POOL_ID))) {
+		int64_t p0, p1;
+		if ((v->type != MS_PK_TUPLE && v->type != MS_PK_LIST) || v->v.o->n != 2 ||
+		    as_i64(&v->v.o->items[0], &p0) || as_i64(&v->v.o->items[1], &p1) || p0 < 0 ||
+		    p1 < 0 || ms_pool_code((uint64_t)p0, (uint64_t)p1, &ep->pool))
+			return entry_err(m, gidx, offset, "bad 'pool_id'");
+	}
 	if (device > UINT16_MAX)
 		return entry_err(m, gidx, offset, "device index too large");
 	ep->device = (uint16_t)device;

@@ -402,6 +402,7 @@ static ms_status write_rec(struct msr *r, const struct rec *x)
 	e.device = x->device;
 	e.action = x->kind;
 	e.source = x->source;
+	e.pool = MS_POOL_UNKNOWN; /* not recorded yet */
 	return ms_writer_event(r->w, &e);
 }
 
