@@ -207,6 +207,13 @@ ms_status ms_model_new(const struct ms_model_conf *c, struct ms_model **out)
 	if (!m->c.device_memory)
 		m->c.device_memory = UINT64_MAX;
 	m->small.small = 1;
+	m->pools = ms_calloc(4, sizeof(*m->pools));
+	if (!m->pools) {
+		ms_free(m);
+		return MS_ERR_NOMEM;
+	}
+	m->cap_pools = 4;
+	m->n_pools = 1; /* slot 0: the default pools, code MS_POOL_DEFAULT */
 	m->rng = 2463534242u;
 	m->next_addr = 1ull << 56;
 	*out = m;
@@ -220,6 +227,8 @@ void ms_model_free(struct ms_model *m)
 	for (size_t i = 0; i < m->n_slabs; i++)
 		ms_free(m->slabs[i]);
 	ms_free(m->slabs);
+	ms_free(m->priv);
+	ms_free(m->pools);
 	ms_free(m->hints);
 	ms_free(m->ranges);
 	ms_free(m->imported);
@@ -401,9 +410,11 @@ static struct ms_model_block *alloc_block(struct ms_model *m, struct pool *p, ui
 	b->stream = stream;
 	b->seg = s;
 	b->small = (uint8_t)p->small;
+	b->pool = p->slot;
 	m->reserved += alloc_size;
 	stat3(m->st.segment, p->small, 1);
 	stat3(m->st.reserved_bytes, p->small, (int64_t)alloc_size);
+	pool_stat(m, p->slot, (int64_t)alloc_size, 0, 1);
 	m->st.num_device_alloc++;
 	if (alloc_size >= max_split(m))
 		stat_add(&m->st.oversize_segments, 1);
@@ -422,6 +433,7 @@ static void release_block(struct ms_model *m, struct pool *p, struct ms_model_bl
 	m->reserved -= size;
 	stat3(m->st.segment, p->small, -1);
 	stat3(m->st.reserved_bytes, p->small, -(int64_t)size);
+	pool_stat(m, p->slot, -(int64_t)size, 0, -1);
 	m->st.num_device_free++;
 	if (size >= max_split(m))
 		stat_add(&m->st.oversize_segments, -1);
@@ -479,6 +491,51 @@ void ms_model_empty_cache(struct ms_model *m)
 	m->st.num_sync_all_streams++;
 	release_pool(m, &m->large);
 	release_pool(m, &m->small);
+	/* then the private pools nothing uses any more, even during a capture (§14.5) */
+	for (size_t i = 0; i + 1 < m->n_pools; i++)
+		if (m->priv[i].released) {
+			release_pool(m, &m->priv[i].small);
+			release_pool(m, &m->priv[i].large);
+		}
+}
+
+int ms__model_pool_slot(struct ms_model *m, uint16_t code)
+{
+	size_t i;
+
+	if (code == MS_POOL_DEFAULT || code == MS_POOL_UNKNOWN)
+		return 0;
+	for (i = 1; i < m->n_pools; i++)
+		if (m->pools[i].code == code)
+			return (int)i;
+	if (m->n_pools > UINT16_MAX ||
+	    ms_grow(&m->priv, &m->cap_priv, m->n_pools, sizeof(*m->priv)) ||
+	    ms_grow(&m->pools, &m->cap_pools, m->n_pools + 1, sizeof(*m->pools)))
+		return -1;
+	memset(&m->priv[i - 1], 0, sizeof(m->priv[i - 1]));
+	m->priv[i - 1].small.small = 1;
+	m->priv[i - 1].small.slot = m->priv[i - 1].large.slot = (uint16_t)i;
+	memset(&m->pools[i], 0, sizeof(m->pools[i]));
+	m->pools[i].code = code;
+	m->n_pools++;
+	return (int)i;
+}
+
+ms_status ms_model_release_pool(struct ms_model *m, uint16_t pool)
+{
+	int slot = ms__model_pool_slot(m, pool);
+
+	if (slot < 0)
+		return MS_ERR_NOMEM;
+	if (slot)
+		m->priv[slot - 1].released = 1;
+	return MS_OK;
+}
+
+const struct ms_model_pool *ms_model_pools(const struct ms_model *m, size_t *n)
+{
+	*n = m->n_pools;
+	return m->pools;
 }
 /* release_available_cached_blocks (§3.2): only with max_split_size set. */
 static int release_available(struct ms_model *m, struct pool *p, uint64_t stream, uint64_t size)
@@ -592,6 +649,7 @@ static struct ms_model_block *alloc_found(struct ms_model *m, struct pool *p,
 		rest->stream = b->stream;
 		rest->seg = b->seg;
 		rest->small = b->small;
+		rest->pool = b->pool;
 		rest->xs = b->xs;
 		rest->prev = b;
 		rest->next = b->next;
@@ -618,6 +676,7 @@ static struct ms_model_block *alloc_found(struct ms_model *m, struct pool *p,
 	b->requested = orig;
 	stat3(m->st.allocation, p->small, 1);
 	stat3(m->st.allocated_bytes, p->small, (int64_t)b->size);
+	pool_stat(m, p->slot, 0, (int64_t)b->size, 0);
 	stat3(m->st.active, p->small, 1);
 	stat3(m->st.active_bytes, p->small, (int64_t)b->size);
 	stat3(m->st.requested_bytes, p->small, (int64_t)orig);
@@ -628,12 +687,21 @@ static struct ms_model_block *alloc_found(struct ms_model *m, struct pool *p,
 ms_status ms_model_malloc(struct ms_model *m, uint64_t n, uint64_t stream,
                           struct ms_model_block **out, struct ms_model_oom *oom)
 {
+	return ms_model_malloc_pool(m, n, stream, MS_POOL_DEFAULT, out, oom);
+}
+
+ms_status ms_model_malloc_pool(struct ms_model *m, uint64_t n, uint64_t stream, uint16_t pool,
+                               struct ms_model_block **out, struct ms_model_oom *oom)
+{
 	uint64_t size = ms_model_round_size(m, n), alloc_size;
-	int small = size <= K_SMALL_SIZE, nomem = 0;
-	struct pool *p = pool_of(m, small);
+	int small = size <= K_SMALL_SIZE, nomem = 0, slot = ms__model_pool_slot(m, pool);
+	struct pool *p;
 	struct ms_model_block *b;
 
 	*out = NULL;
+	if (slot < 0)
+		return MS_ERR_NOMEM;
+	p = pool_at(m, (uint16_t)slot, small);
 	if (n >= (1ull << 60)) { /* "Tried to allocate more than 1EB memory" */
 		m->st.num_ooms++;
 		ms__model_fill_oom(m, n, size, size, stream, oom);
@@ -647,7 +715,8 @@ ms_status ms_model_malloc(struct ms_model *m, uint64_t n, uint64_t stream,
 		b = alloc_block(m, p, stream, size, alloc_size, 0, &nomem);
 		if (!b && !nomem && release_available(m, p, stream, size))
 			b = alloc_block(m, p, stream, size, alloc_size, 0, &nomem);
-		if (!b && !nomem) {
+		/* a request routed to a private pool skips the full flush (§14.2) */
+		if (!b && !nomem && !slot) {
 			ms_model_empty_cache(m);
 			b = alloc_block(m, p, stream, size, alloc_size, 1, &nomem);
 		}
@@ -668,8 +737,15 @@ ms_status ms_model_malloc(struct ms_model *m, uint64_t n, uint64_t stream,
 
 int ms_model_fits_without_release(struct ms_model *m, uint64_t n, uint64_t stream)
 {
+	return ms_model_fits_without_release_pool(m, n, stream, MS_POOL_DEFAULT);
+}
+
+int ms_model_fits_without_release_pool(struct ms_model *m, uint64_t n, uint64_t stream,
+                                       uint16_t pool)
+{
 	uint64_t size = ms_model_round_size(m, n), alloc_size = ms_model_allocation_size(m, size);
-	struct pool *p = pool_of(m, size <= K_SMALL_SIZE);
+	int slot = ms__model_pool_slot(m, pool);
+	struct pool *p = pool_at(m, slot > 0 ? (uint16_t)slot : 0, size <= K_SMALL_SIZE);
 
 	if (get_free_block(m, p, stream, size, 0))
 		return 1;
@@ -688,6 +764,7 @@ void ms_model_free_requested(struct ms_model *m, struct ms_model_block *b)
 	b->pending = 1;
 	stat3(m->st.allocation, b->small, -1);
 	stat3(m->st.allocated_bytes, b->small, -(int64_t)b->size);
+	pool_stat(m, b->pool, 0, -(int64_t)b->size, 0);
 	if (b->size >= max_split(m))
 		stat_add(&m->st.oversize_allocations, -1);
 }
@@ -724,7 +801,7 @@ uint64_t ms__model_try_merge(struct ms_model *m, struct pool *p, struct ms_model
 
 ms_status ms_model_free_completed(struct ms_model *m, struct ms_model_block *b)
 {
-	struct pool *p = pool_of(m, b->small);
+	struct pool *p = blk_pool(m, b);
 	uint64_t orig_size = b->size, requested = b->requested, sub;
 	struct ms_model_block *cand[2];
 

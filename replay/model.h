@@ -12,6 +12,7 @@
 
 #include <stdint.h>
 
+#include "common/event.h"
 #include "replay/alloc_conf.h"
 
 /* A memory_stats() statistic: current, peak, allocated (sum of increases), freed. */
@@ -28,6 +29,16 @@ struct ms_model_stats {
 	struct ms_stat oversize_allocations, oversize_segments;
 	uint64_t num_alloc_retries, num_ooms, num_sync_all_streams;
 	uint64_t num_device_alloc, num_device_free;
+};
+
+/*
+ * One memory pool (torch-allocator.md §14): the default pools (code MS_POOL_DEFAULT) or a
+ * private one (a CUDA graph's, a MemPool), with its share of reserved_bytes, allocated_bytes
+ * and segment (all pools together are ms_model_stats' MS_POOL_ALL).
+ */
+struct ms_model_pool {
+	uint16_t code; /* ms_pool_code() of its id (common/event.h) */
+	struct ms_stat reserved_bytes, allocated_bytes, segment;
 };
 
 /* A segment event the model produced (a simulated cudaMalloc, cudaFree, map or unmap). */
@@ -94,8 +105,26 @@ void ms_model_hint_segment(struct ms_model *m, uint64_t size, uint64_t addr, int
  */
 ms_status ms_model_malloc(struct ms_model *m, uint64_t n, uint64_t stream,
                           struct ms_model_block **out, struct ms_model_oom *oom);
+/*
+ * malloc(n) on stream routed to a pool (§14.2; pool is an ms_pool_code(), MS_POOL_DEFAULT as
+ * ms_model_malloc): best fit among that pool's free blocks only, a new segment tagged with the
+ * pool; a private pool's request never empties the other pools' caches (§14.2). A pool the
+ * model has not seen is created.
+ */
+ms_status ms_model_malloc_pool(struct ms_model *m, uint64_t n, uint64_t stream, uint16_t pool,
+                               struct ms_model_block **out, struct ms_model_oom *oom);
 /* Would malloc(n) succeed without releasing anything (no retry, no release path)? */
 int ms_model_fits_without_release(struct ms_model *m, uint64_t n, uint64_t stream);
+int ms_model_fits_without_release_pool(struct ms_model *m, uint64_t n, uint64_t stream,
+                                       uint16_t pool);
+/*
+ * A private pool's use count reached zero (its graphs reset, its MemPool deleted): from now on
+ * empty_cache() and the OOM retry give back its free whole segments (§14.5). No effect on the
+ * default pool; MS_ERR_NOMEM only.
+ */
+ms_status ms_model_release_pool(struct ms_model *m, uint16_t pool);
+/* The pools so far, slot 0 the default one; *n gets how many. Valid until the next malloc. */
+const struct ms_model_pool *ms_model_pools(const struct ms_model *m, size_t *n);
 /* The tensor is gone (free_requested): allocated bytes drop, the block stays active. */
 void ms_model_free_requested(struct ms_model *m, struct ms_model_block *b);
 /* Its last use finished (free_completed): the block is merged and back in its pool. */

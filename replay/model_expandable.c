@@ -29,7 +29,7 @@ static int xs_cut_at(struct ms_model *m, uint64_t h)
 	r = &m->ranges[i];
 	/* the reservation is whole pages; the next one starts where the driver put it */
 	h = r->addr + (h - r->addr) / r->xs->page * r->xs->page;
-	p = pool_of(m, r->xs->small);
+	p = pool_at(m, r->xs->pool, r->xs->small);
 	for (u = unmapped_lower_bound(p, r->xs->stream, r->addr); u && u->stream == r->xs->stream;
 	     u = unmapped_lower_bound(p, r->xs->stream, u->addr + 1))
 		if (u->xs == r->xs && u->addr <= h && h < u->addr + u->size)
@@ -114,10 +114,12 @@ static struct ms_model_block *find_expandable(struct ms_model *m, struct pool *p
 	xs->page = page;
 	xs->stream = stream;
 	xs->small = (uint8_t)p->small;
+	xs->pool = p->slot;
 	b->addr = xs->base;
 	b->size = space;
 	b->stream = stream;
 	b->small = (uint8_t)p->small;
+	b->pool = p->slot;
 	b->xs = xs;
 	b->mapped = 0;
 	unmapped_insert(p, b);
@@ -151,6 +153,7 @@ static int map_block(struct ms_model *m, struct pool *p, struct ms_model_block *
 		rest->size = b->size - mapped;
 		rest->stream = b->stream;
 		rest->small = b->small;
+		rest->pool = b->pool;
 		rest->xs = b->xs;
 		rest->mapped = 0;
 		rest->prev = b;
@@ -167,6 +170,7 @@ static int map_block(struct ms_model *m, struct pool *p, struct ms_model_block *
 	pool_insert(p, b);
 	m->reserved += mapped;
 	stat3(m->st.reserved_bytes, p->small, (int64_t)mapped);
+	pool_stat(m, p->slot, (int64_t)mapped, 0, 0);
 	m->st.num_device_alloc++;
 	hint_pop(m);
 	if (m->c.on_segment)
@@ -219,6 +223,7 @@ int ms__model_unmap_block(struct ms_model *m, struct pool *p, struct ms_model_bl
 		f->size = before;
 		f->stream = b->stream;
 		f->small = b->small;
+		f->pool = b->pool;
 		f->xs = b->xs;
 		f->prev = b->prev;
 		f->next = b;
@@ -237,6 +242,7 @@ int ms__model_unmap_block(struct ms_model *m, struct pool *p, struct ms_model_bl
 		f->size = after;
 		f->stream = b->stream;
 		f->small = b->small;
+		f->pool = b->pool;
 		f->xs = b->xs;
 		f->prev = b;
 		f->next = b->next;
@@ -253,6 +259,7 @@ int ms__model_unmap_block(struct ms_model *m, struct pool *p, struct ms_model_bl
 	unmapped_insert(p, b);
 	m->reserved -= len;
 	stat3(m->st.reserved_bytes, p->small, -(int64_t)len);
+	pool_stat(m, p->slot, -(int64_t)len, 0, 0);
 	m->st.num_device_free++;
 	if (m->c.dev)
 		m->c.dev->unmap(m->c.dev->ctx, begin, len);

@@ -26,6 +26,7 @@ static struct ms_model_block *import_block(struct ms_model *m, struct pool *p,
 	b->requested = k->requested_size;
 	b->stream = stream;
 	b->small = (uint8_t)small;
+	b->pool = p->slot;
 	b->xs = xs;
 	b->seg = sg;
 	b->prev = prev;
@@ -40,6 +41,7 @@ static struct ms_model_block *import_block(struct ms_model *m, struct pool *p,
 		b->allocated = 1;
 		stat3(m->st.allocation, small, 1);
 		stat3(m->st.allocated_bytes, small, (int64_t)b->size);
+		pool_stat(m, p->slot, 0, (int64_t)b->size, 0);
 	} else {
 		b->pending = 1;
 	}
@@ -54,20 +56,35 @@ static struct ms_model_block *import_block(struct ms_model *m, struct pool *p,
  * (stream, pool) opens a reservation at its address, later ones are cut out of its unmapped
  * tail, and what lies between them stays unmapped.
  */
+/* The pool slot of an imported segment; -1: out of memory. */
+static int import_slot(struct ms_model *m, const struct ms_segment *s)
+{
+	uint16_t code;
+
+	if (ms_pool_code(s->pool_id[0], s->pool_id[1], &code))
+		code = MS_POOL_UNKNOWN; /* no id PyTorch makes: the default pools */
+	return ms__model_pool_slot(m, code);
+}
+
 static ms_status import_range(struct ms_model *m, const struct ms_segment *s,
                               const struct ms_block *blocks, struct ms_model_block **out)
 {
-	struct pool *p = pool_of(m, s->is_small);
+	int slot = import_slot(m, s);
+	struct pool *p;
 	struct xseg *xs = NULL;
 	struct ms_model_block *tail, *prev;
 	uint64_t end = s->addr + s->total_size, total = 0;
 
 	for (uint32_t i = 0; i < s->n_blocks; i++)
 		total += blocks[i].size;
+	if (slot < 0)
+		return MS_ERR_NOMEM;
+	p = pool_at(m, (uint16_t)slot, s->is_small);
 	if (total != s->total_size || !s->n_blocks)
 		return MS_ERR_INVALID_ARG;
 	for (size_t i = 0; i < m->n_imported; i++)
-		if (m->imported[i]->stream == s->stream && m->imported[i]->small == s->is_small)
+		if (m->imported[i]->stream == s->stream && m->imported[i]->small == s->is_small &&
+		    m->imported[i]->pool == slot)
 			xs = m->imported[i];
 	if (!xs) {
 		uint64_t page = xs_page(m, s->is_small), dev;
@@ -82,6 +99,7 @@ static ms_status import_range(struct ms_model *m, const struct ms_segment *s,
 		xs->size = (dev + dev / 8 + page - 1) / page * page;
 		xs->stream = s->stream;
 		xs->small = s->is_small;
+		xs->pool = (uint16_t)slot;
 		/*
 		 * The device's size may be unknown: a reservation opened earlier may reach over
 		 * this one's start. Reservations are apart in reality, so end that one here.
@@ -90,7 +108,7 @@ static ms_status import_range(struct ms_model *m, const struct ms_segment *s,
 			struct xseg *o = m->imported[i];
 			if (o->base < xs->base && xs->base < o->base + o->size && o->tail &&
 			    o->tail->addr <= xs->base) {
-				struct pool *op = pool_of(m, o->small);
+				struct pool *op = pool_at(m, o->pool, o->small);
 				ms__model_range_del(m, o->base);
 				o->size = xs->base - o->base;
 				if (ms__model_range_add(m, o->base, o->size, o))
@@ -120,6 +138,7 @@ static ms_status import_range(struct ms_model *m, const struct ms_segment *s,
 		tail->size = xs->size;
 		tail->stream = s->stream;
 		tail->small = s->is_small;
+		tail->pool = (uint16_t)slot;
 		tail->xs = xs;
 		tail->mapped = 0;
 		unmapped_insert(p, tail);
@@ -155,6 +174,7 @@ static ms_status import_range(struct ms_model *m, const struct ms_segment *s,
 	}
 	m->reserved += s->total_size;
 	stat3(m->st.reserved_bytes, s->is_small, (int64_t)s->total_size);
+	pool_stat(m, p->slot, (int64_t)s->total_size, 0, 0);
 	/* what follows stays unmapped */
 	tail->size = tail->addr + tail->size - end;
 	tail->addr = end;
@@ -177,12 +197,15 @@ ms_status ms_model_import_segment(struct ms_model *m, const struct ms_segment *s
 {
 	struct mseg *sg;
 	struct ms_model_block *prev = NULL;
-	int small = s->is_small;
-	struct pool *p = pool_of(m, small);
+	int small = s->is_small, slot;
+	struct pool *p;
 	uint64_t total = 0;
 
 	if (s->is_expandable)
 		return import_range(m, s, blocks, out);
+	if ((slot = import_slot(m, s)) < 0)
+		return MS_ERR_NOMEM;
+	p = pool_at(m, (uint16_t)slot, small);
 	for (uint32_t i = 0; i < s->n_blocks; i++)
 		total += blocks[i].size;
 	if (total != s->total_size || !s->n_blocks ||
@@ -198,6 +221,7 @@ ms_status ms_model_import_segment(struct ms_model *m, const struct ms_segment *s
 	m->reserved += s->total_size;
 	stat3(m->st.segment, small, 1);
 	stat3(m->st.reserved_bytes, small, (int64_t)s->total_size);
+	pool_stat(m, p->slot, (int64_t)s->total_size, 0, 1);
 	if (s->total_size >= max_split(m))
 		stat_add(&m->st.oversize_segments, 1);
 	for (uint32_t i = 0; i < s->n_blocks; i++) {

@@ -32,6 +32,7 @@ struct ms_model_block {
 	uint8_t pending;   /* free requested, not completed */
 	uint8_t in_pool;
 	uint8_t small;
+	uint16_t pool;                    /* its pool's slot: 0 default, k > 0 m->priv[k - 1] */
 	uint8_t mapped;                   /* always 1 outside expandable segments */
 	struct xseg *xs;                  /* the expandable segment it lies in, or NULL */
 	struct ms_model_block *free_next; /* recycling list */
@@ -43,6 +44,7 @@ struct ms_model_block {
 struct xseg {
 	uint64_t base, size, page, stream;
 	uint8_t small;
+	uint16_t pool;               /* slot, as a block's */
 	struct ms_model_block *tail; /* import only: the unmapped block after the last range */
 };
 
@@ -56,6 +58,13 @@ struct pool {
 	struct ms_model_block *unmapped; /* unmapped expandable blocks by (stream, address) */
 	uint64_t gc_clock;               /* get_free_blocks_call_count */
 	int small;
+	uint16_t slot; /* 0: the default pools; k > 0: m->priv[k - 1] */
+};
+
+/* A private pool (§14): its blocks serve only requests routed to it. */
+struct ppool {
+	struct pool small, large;
+	uint8_t released; /* its use count reached 0: empty_cache gives back its free segments */
 };
 
 struct hint {
@@ -73,6 +82,10 @@ struct ms_model {
 	struct ms_model_conf c;
 	struct ms_model_stats st;
 	struct pool small, large;
+	struct ppool *priv; /* private pools by slot - 1 */
+	/* per slot (0 = default): the pool's code and statistics; n_pools = 1 + private ones */
+	struct ms_model_pool *pools;
+	size_t n_pools, cap_priv, cap_pools;
 	uint64_t reserved; /* total_allocated_memory: bytes obtained from the device */
 	uint32_t rng;
 	uint64_t next_addr; /* simulated address space: segments without a hint */
@@ -204,9 +217,40 @@ static inline struct ms_model_block *unmapped_lower_bound(struct pool *p, uint64
 	return lower_bound_m(1, p->unmapped, stream, 0, addr);
 }
 
+/* The slot of pool code (MS_POOL_UNKNOWN: the default's), created if new; -1: out of memory. */
+int ms__model_pool_slot(struct ms_model *m, uint16_t code);
+
+/* The small or large pool of a slot. */
+static inline struct pool *pool_at(struct ms_model *m, uint16_t slot, int small)
+{
+	if (slot)
+		return small ? &m->priv[slot - 1].small : &m->priv[slot - 1].large;
+	return small ? &m->small : &m->large;
+}
+
 static inline struct pool *pool_of(struct ms_model *m, int small)
 {
-	return small ? &m->small : &m->large;
+	return pool_at(m, 0, small);
+}
+
+/* The pool a block belongs to, and returns to when freed. */
+static inline struct pool *blk_pool(struct ms_model *m, const struct ms_model_block *b)
+{
+	return pool_at(m, b->pool, b->small);
+}
+
+/* A slot's reserved and allocated bytes and segments, as the all-pool statistics move. */
+static inline void pool_stat(struct ms_model *m, uint16_t slot, int64_t reserved, int64_t allocated,
+                             int64_t segments)
+{
+	struct ms_model_pool *s = &m->pools[slot];
+
+	if (reserved)
+		stat_add(&s->reserved_bytes, reserved);
+	if (allocated)
+		stat_add(&s->allocated_bytes, allocated);
+	if (segments)
+		stat_add(&s->segment, segments);
 }
 
 /* try_merge_blocks: absorb b's free neighbour n; returns the bytes absorbed. */

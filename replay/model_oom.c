@@ -8,12 +8,12 @@
 
 void ms_model_free_space(const struct ms_model *m, uint64_t *free_bytes, uint64_t *largest)
 {
-	const struct pool *ps[2] = {&m->large, &m->small};
-
 	*free_bytes = *largest = 0;
-	for (int i = 0; i < 2; i++) {
-		const struct ms_model_block *b = lower_bound(ps[i]->root, 0, 0, 0);
-		for (; b; b = lower_bound(ps[i]->root, b->stream, b->size, b->addr + 1)) {
+	for (size_t k = 0; k < m->n_pools * 2; k++) {
+		const struct pool *p =
+		        pool_at((struct ms_model *)m, (uint16_t)(k / 2), (int)(k & 1));
+		const struct ms_model_block *b = lower_bound(p->root, 0, 0, 0);
+		for (; b; b = lower_bound(p->root, b->stream, b->size, b->addr + 1)) {
 			*free_bytes += b->size;
 			if (b->size > *largest)
 				*largest = b->size;

@@ -16,6 +16,13 @@ struct snap {
 	struct ms_block *blocks;
 	size_t n_blocks, cap_blocks;
 	struct ms_u64map seen;
+	const struct ms_model_pool *pools; /* by slot */
+};
+
+/* A segment's place: its address, and where its blocks are in the unordered list. */
+struct seg_at {
+	uint64_t addr;
+	size_t seg, first;
 };
 
 static ms_status snap_open(struct snap *sn, const struct ms_model_block *h, int expandable)
@@ -30,6 +37,7 @@ static ms_status snap_open(struct snap *sn, const struct ms_model_block *h, int 
 	g->stream = h->stream;
 	g->is_small = h->small;
 	g->is_expandable = (uint8_t)expandable;
+	ms_pool_id(sn->pools[h->pool].code, g->pool_id);
 	return MS_OK;
 }
 
@@ -98,9 +106,9 @@ static ms_status snap_tree(struct snap *sn, const struct ms_model_block *t)
 	return snap_tree(sn, t->r);
 }
 
-static int seg_addr_cmp(const void *x, const void *y)
+static int seg_at_cmp(const void *x, const void *y)
 {
-	const struct ms_segment *a = x, *b = y;
+	const struct seg_at *a = x, *b = y;
 	return a->addr < b->addr ? -1 : a->addr > b->addr;
 }
 
@@ -112,13 +120,13 @@ ms_status ms_model_snapshot(const struct ms_model *m, struct ms_model_block *con
 	ms_status s = MS_OK;
 
 	memset(&sn, 0, sizeof(sn));
-	s = snap_tree(&sn, m->large.root);
-	if (!s)
-		s = snap_tree(&sn, m->small.root);
-	if (!s)
-		s = snap_tree(&sn, m->large.unmapped);
-	if (!s)
-		s = snap_tree(&sn, m->small.unmapped);
+	sn.pools = m->pools;
+	for (size_t k = 0; !s && k < m->n_pools * 2; k++) {
+		const struct pool *p = pool_at((struct ms_model *)m, (uint16_t)(k / 2), !(k & 1));
+		s = snap_tree(&sn, p->root);
+		if (!s)
+			s = snap_tree(&sn, p->unmapped);
+	}
 	for (size_t i = 0; !s && i < n_held; i++)
 		s = snap_segment(&sn, held[i]);
 	ms_u64map_release(&sn.seen);
@@ -131,34 +139,33 @@ ms_status ms_model_snapshot(const struct ms_model *m, struct ms_model_block *con
 	if (sn.n_segs > 1) {
 		struct ms_block *ordered =
 		        ms_malloc(sizeof(*ordered) * (sn.n_blocks ? sn.n_blocks : 1));
-		size_t *first = ms_malloc(sizeof(*first) * sn.n_segs), k = 0, at = 0;
+		struct seg_at *at = ms_malloc(sizeof(*at) * sn.n_segs);
 		struct ms_segment *copy = ms_malloc(sizeof(*copy) * sn.n_segs);
-		if (!ordered || !first || !copy) {
+		size_t k = 0, first = 0;
+		if (!ordered || !at || !copy) {
 			ms_free(ordered);
-			ms_free(first);
+			ms_free(at);
 			ms_free(copy);
 			ms_free(sn.segs);
 			ms_free(sn.blocks);
 			return MS_ERR_NOMEM;
 		}
 		for (size_t i = 0; i < sn.n_segs; i++) {
-			first[i] = at;
-			at += sn.segs[i].n_blocks;
+			at[i].addr = sn.segs[i].addr;
+			at[i].seg = i;
+			at[i].first = first;
+			first += sn.segs[i].n_blocks;
 		}
-		memcpy(copy, sn.segs, sizeof(*copy) * sn.n_segs);
-		/* remember where each segment's blocks are through its (unique) address */
-		for (size_t i = 0; i < sn.n_segs; i++)
-			copy[i].pool_id[0] = first[i];
-		qsort(copy, sn.n_segs, sizeof(*copy), seg_addr_cmp);
+		qsort(at, sn.n_segs, sizeof(*at), seg_at_cmp);
 		for (size_t i = 0; i < sn.n_segs; i++) {
-			memcpy(ordered + k, sn.blocks + copy[i].pool_id[0],
+			copy[i] = sn.segs[at[i].seg];
+			memcpy(ordered + k, sn.blocks + at[i].first,
 			       sizeof(*ordered) * copy[i].n_blocks);
 			k += copy[i].n_blocks;
-			copy[i].pool_id[0] = 0;
 		}
 		ms_free(sn.segs);
 		ms_free(sn.blocks);
-		ms_free(first);
+		ms_free(at);
 		sn.segs = copy;
 		sn.blocks = ordered;
 	}

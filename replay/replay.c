@@ -462,7 +462,7 @@ static ms_status do_malloc(struct rp *p, const struct ms_event *e, int recorded_
 		 * Recorded segment frees just before a malloc: the malloc's own release path
 		 * (the retry) if the model needs one too, else the program's empty_cache().
 		 */
-		if (ms_model_fits_without_release(p->m, e->size, e->stream))
+		if (ms_model_fits_without_release_pool(p->m, e->size, e->stream, e->pool))
 			flush_pending(p);
 	}
 	if (recorded_oom) {
@@ -493,7 +493,9 @@ static ms_status do_malloc(struct rp *p, const struct ms_event *e, int recorded_
 			ms_model_set_device_memory(p->m, usable);
 		}
 	}
-	if ((s = ms_model_malloc(p->m, e->size, e->stream, &b, &o)))
+	/* a pool the trace does not name is taken to be the default one */
+	if ((s = ms_model_malloc_pool(p->m, e->size, e->stream, recorded_oom ? 0 : e->pool, &b,
+	                              &o)))
 		return s;
 	if (recorded_oom) {
 		p->r->recorded_ooms++;
@@ -607,6 +609,10 @@ static ms_status r_event(void *ctx, const struct ms_event *e)
 		if (!p->o->no_segment_log)
 			ms_seg_events_push(&p->r->recorded, &p->r->n_recorded, &p->cap_recorded,
 			                   p->index, e->action, e->addr, e->size, &p->err);
+		/* PyTorch gives a private pool's segments back only once nothing uses the pool */
+		if (e->pool != MS_POOL_DEFAULT && e->pool != MS_POOL_UNKNOWN &&
+		    (p->err = ms_model_release_pool(p->m, e->pool)))
+			return p->err;
 		if (p->model_frees_unmatched) {
 			p->model_frees_unmatched--;
 		} else {
