@@ -259,6 +259,19 @@ ms_status ms_source_read(const char *path, const struct ms_read_opts *opts, stru
 	return s;
 }
 
+/* Private-pool segments at the end, and events that do not say their pool. */
+static int needs_pools(const struct ms_trace *t)
+{
+	int private = 0;
+
+	for (size_t i = 0; i < t->n_segs && !private; i++)
+	private = t->segs[i].pool_id[0] || t->segs[i].pool_id[1];
+	for (size_t i = 0; private && i < t->n_events; i++)
+		if (t->events[i].pool == MS_POOL_UNKNOWN)
+			return 1;
+	return 0;
+}
+
 ms_status ms_trace_load(const char *path, const struct ms_read_opts *opts, struct ms_trace **out,
                         struct ms_source_info *info, struct ms_diag *diag)
 {
@@ -270,6 +283,8 @@ ms_status ms_trace_load(const char *path, const struct ms_read_opts *opts, struc
 		return ms__diag_set(diag, s, -1, -1, "out of memory");
 	ms_trace_sink(t, &sink);
 	s = ms_source_read(path, opts, &t->syms, &sink, info, diag);
+	if (!s && needs_pools(t) && (s = ms_trace_infer_pools(t, &t->pools)))
+		ms__diag_set(diag, s, -1, -1, "out of memory");
 	if (s) {
 		ms_trace_free(t);
 		return s;

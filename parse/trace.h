@@ -11,6 +11,7 @@
 #include "common/event.h"
 #include "format/trace_read.h"
 #include "parse/input.h"
+#include "parse/pool_infer.h"
 #include "parse/torch_snapshot.h"
 
 struct ms_trace {
@@ -27,6 +28,9 @@ struct ms_trace {
 	size_t n_blocks, cap_blocks;
 	size_t *seg_block0;
 	size_t cap_seg_block0;
+	/* ms_trace_load: the events' pools told from the end state (pool_infer.h), where the trace
+	 * does not record them and has private-pool segments at the end; else all zero */
+	struct ms_pool_inference pools;
 };
 
 /* What ms_source_read() found besides the records. */
@@ -49,7 +53,8 @@ ms_status ms_source_read(const char *path, const struct ms_read_opts *opts, stru
 
 /*
  * Load a whole trace. On success *out is a new trace the caller frees with
- * ms_trace_free().
+ * ms_trace_free(). Events whose pool the trace does not record get the pool its end state
+ * tells, where it has private-pool segments (t->pools).
  */
 ms_status ms_trace_load(const char *path, const struct ms_read_opts *opts, struct ms_trace **out,
                         struct ms_source_info *info, struct ms_diag *diag);
