@@ -47,6 +47,59 @@ static const char *state_name(const struct ms_model_neighbour *n)
 	                                                  : "free";
 }
 
+/* "(0, 0)", "(1, 0)": a pool's id as PyTorch prints it. */
+static const char *pool_name(uint16_t code, char *buf, size_t cap)
+{
+	uint64_t id[2];
+
+	ms_pool_id(code, id);
+	snprintf(buf, cap, "(%llu, %llu)", (unsigned long long)id[0], (unsigned long long)id[1]);
+	return buf;
+}
+
+/* Each private pool's share, where the trace has any (the default pool is the rest). */
+static void print_pools(const struct ms_replay_result *r)
+{
+	char b1[32], b2[32], b3[32], id[48];
+
+	if (r->n_pools < 2)
+		return;
+	printf("  private pools:  %zu (CUDA graphs, MemPools); %llu allocations in them\n",
+	       r->n_pools - 1, (unsigned long long)r->allocs_private);
+	for (size_t i = 0; i < r->n_pools; i++) {
+		const struct ms_model_pool *p = &r->pools[i];
+		printf("    %-14s reserved peak %s, allocated peak %s, %s reserved at the end%s\n",
+		       pool_name(p->code, id, sizeof(id)),
+		       ms_format_size(b1, sizeof(b1), (uint64_t)p->reserved_bytes.peak),
+		       ms_format_size(b2, sizeof(b2), (uint64_t)p->allocated_bytes.peak),
+		       ms_format_size(b3, sizeof(b3), (uint64_t)p->reserved_bytes.current),
+		       i ? "" : " (default)");
+	}
+}
+
+/* pools: every pool's id and share; the pools' counts of allocations. */
+static void json_pools(cJSON *o, const struct ms_replay_result *r)
+{
+	cJSON *a = cJSON_AddArrayToObject(o, "pools");
+
+	for (size_t i = 0; i < r->n_pools; i++) {
+		const struct ms_model_pool *p = &r->pools[i];
+		cJSON *e = cJSON_CreateObject(), *id = cJSON_AddArrayToObject(e, "id");
+		uint64_t v[2];
+		ms_pool_id(p->code, v);
+		cJSON_AddItemToArray(id, cJSON_CreateNumber((double)v[0]));
+		cJSON_AddItemToArray(id, cJSON_CreateNumber((double)v[1]));
+		ms_json_u64(e, "peak_reserved_bytes", (uint64_t)p->reserved_bytes.peak);
+		ms_json_u64(e, "peak_allocated_bytes", (uint64_t)p->allocated_bytes.peak);
+		ms_json_u64(e, "reserved_bytes_at_end", (uint64_t)p->reserved_bytes.current);
+		ms_json_u64(e, "allocated_bytes_at_end", (uint64_t)p->allocated_bytes.current);
+		ms_json_u64(e, "segments_at_end", (uint64_t)p->segment.current);
+		cJSON_AddItemToArray(a, e);
+	}
+	ms_json_u64(o, "allocations_in_private_pools", r->allocs_private);
+	ms_json_u64(o, "allocations_pool_unknown", r->allocs_pool_unknown);
+}
+
 static void json_neighbour(cJSON *o, const char *key, const struct ms_model_neighbour *n)
 {
 	cJSON *x;
@@ -258,6 +311,7 @@ static cJSON *json_report(const char *path, uint32_t device, const struct ms_rep
 	}
 	cJSON_AddBoolToObject(o, "peaks_are_lower_bounds", r->rebuilt);
 	ms_json_u64(o, "private_pool_segments_at_end", r->end_private_segments);
+	json_pools(o, r);
 	json_memory_stats(o, &r->stats);
 	a = cJSON_AddArrayToObject(o, "segment_events");
 	for (size_t i = 0; i < r->n_produced; i++) {
@@ -399,6 +453,7 @@ static void text_report(const char *path, const struct ms_replay_result *r,
 	       (unsigned long long)r->stats.num_device_free, (long long)r->stats.segment[0].peak,
 	       (unsigned long long)r->stats.num_alloc_retries,
 	       (unsigned long long)r->empty_cache_calls);
+	print_pools(r);
 	if (r->recorded_ooms)
 		printf("  recorded OOMs:  %llu, reproduced %llu\n",
 		       (unsigned long long)r->recorded_ooms,

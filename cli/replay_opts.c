@@ -249,12 +249,14 @@ int ms_replay_cli_run_reported(struct ms_replay_cli *c, const char *path,
 		ms_warning("%s: --backend torch: %llu deferred frees were completed early (the "
 		           "allocator waited on them)",
 		           path, (unsigned long long)r->torch_forced_frees);
-	if (r->end_private_segments && !c->quiet_notes && !c->said_pools++)
-		ms_warning("%s: %llu of its end-state segments are in private pools (CUDA graphs, "
-		           "torch.cuda.MemPool), whose blocks PyTorch keeps apart; memsnap replays "
-		           "every allocation into the default pools, so from the first allocation "
-		           "made in a private pool the replay may differ from what PyTorch did",
-		           path, (unsigned long long)r->end_private_segments);
+	if (r->end_private_segments && r->allocs_pool_unknown && !c->quiet_notes &&
+	    !c->said_pools++)
+		ms_warning(
+		        "%s: the trace has private memory pools (CUDA graphs, torch.cuda.MemPool), "
+		        "but %llu allocations lie in segments given back before its end, whose "
+		        "pool PyTorch does not record: they are replayed in the default pools, and "
+		        "the replay may differ from what PyTorch did from the first of them",
+		        path, (unsigned long long)r->allocs_pool_unknown);
 	if (r->other_allocator[0] && !c->foreign_refused && !c->quiet_notes && !c->said_allocator++)
 		ms_warning(
 		        "%s: a %s snapshot: memsnap models PyTorch's CUDA caching allocator only; "

@@ -37,10 +37,10 @@ struct infer {
 	size_t n_recs, cap_recs;
 	uint32_t *live; /* records alive now, by (device, address) */
 	size_t n_live, cap_live;
-	struct end_seg *end; /* end-state segments, by (device, address) */
-	uint32_t *end_rec; /* the record standing for each end-state segment, or NONE */
+	struct end_seg *end;     /* end-state segments, by (device, address) */
+	uint32_t *end_rec;       /* the record standing for each end-state segment, or NONE */
 	struct ms_u64map blocks; /* live allocation -> record + 1 */
-	uint32_t *rec_of; /* event -> record, or NONE */
+	uint32_t *rec_of;        /* event -> record, or NONE */
 };
 
 static uint32_t root(const struct infer *x, uint32_t r)
@@ -151,7 +151,8 @@ static ms_status live_remove(struct infer *x, uint16_t device, uint64_t addr, ui
 			r->addr = end;
 			break;
 		} else {
-			memmove(x->live + i, x->live + i + 1, (x->n_live - i - 1) * sizeof(*x->live));
+			memmove(x->live + i, x->live + i + 1,
+			        (x->n_live - i - 1) * sizeof(*x->live));
 			x->n_live--;
 		}
 	}

@@ -494,8 +494,7 @@ static ms_status do_malloc(struct rp *p, const struct ms_event *e, int recorded_
 		}
 	}
 	/* a pool the trace does not name is taken to be the default one */
-	if ((s = ms_model_malloc_pool(p->m, e->size, e->stream, recorded_oom ? 0 : e->pool, &b,
-	                              &o)))
+	if ((s = ms_model_malloc_pool(p->m, e->size, e->stream, e->pool, &b, &o)))
 		return s;
 	if (recorded_oom) {
 		p->r->recorded_ooms++;
@@ -560,6 +559,10 @@ static ms_status r_event(void *ctx, const struct ms_event *e)
 	p->r->events_replayed++;
 	switch (e->action) {
 	case MS_ACT_ALLOC:
+		if (e->pool == MS_POOL_UNKNOWN)
+			p->r->allocs_pool_unknown++;
+		else if (e->pool != MS_POOL_DEFAULT)
+			p->r->allocs_private++;
 		s = do_malloc(p, e, 0);
 		break;
 	case MS_ACT_OOM:
@@ -702,9 +705,17 @@ static ms_status replay(const char *path, const struct ms_trace *t, const struct
 		}
 	}
 	if (p.m) {
+		size_t n;
+		const struct ms_model_pool *pools = ms_model_pools(p.m, &n);
 		r->stats = *ms_model_stats(p.m);
 		r->device_memory = p.mc.device_memory;
 		r->limit = p.mc.limit;
+		if ((r->pools = ms_malloc(n * sizeof(*r->pools)))) {
+			memcpy(r->pools, pools, n * sizeof(*r->pools));
+			r->n_pools = n;
+		} else if (!s) {
+			s = MS_ERR_NOMEM;
+		}
 	}
 	if (s == MS_OK && (s = ms_external_finish(&p.ext)) == MS_OK) {
 		r->external_now = p.ext.cur;
@@ -818,6 +829,9 @@ void ms_replay_result_release(struct ms_replay_result *r)
 	ms_free(r->end_segs);
 	r->end_segs = NULL;
 	r->n_end_segs = 0;
+	ms_free(r->pools);
+	r->pools = NULL;
+	r->n_pools = 0;
 	r->n_empty_cache_at = r->cap_empty_cache_at = 0;
 	if (r->holder_syms) {
 		ms_symtab_release(r->holder_syms);

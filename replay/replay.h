@@ -162,9 +162,14 @@ struct ms_replay_result {
 	uint64_t unmatched_frees, empty_cache_calls;
 	uint64_t end_segments; /* the trace's end-state segments of the device */
 	uint64_t end_reserved; /* ... and their bytes */
-	/* of them, in a private pool (segment_pool_id not (0, 0): a CUDA graph's, a MemPool's),
-	 * which the model does not have: it replays every allocation into the default pools */
+	/* of them, in a private pool (segment_pool_id not (0, 0): a CUDA graph's, a MemPool's) */
 	uint64_t end_private_segments;
+	/* allocations replayed in a private pool, and those whose pool the trace does not tell
+	 * (replayed in the default pools: parse/pool_infer.h) */
+	uint64_t allocs_private, allocs_pool_unknown;
+	/* every pool at the end, slot 0 the default one (model.h) */
+	struct ms_model_pool *pools;
+	size_t n_pools;
 	uint64_t mid_run_unmatched; /* a replay from a rebuilt state: the first replay's
 	                               unmatched_frees */
 	/* where the model placed the program's empty_cache() calls: before these events */
