@@ -110,6 +110,16 @@ static void event(struct ms_jsonw *w, const struct ms_symtab *y, const struct ms
 		ms_jsonw_key(w, "source");
 		ms_jsonw_u64(w, e->source);
 	}
+	if (e->pool != MS_POOL_UNKNOWN) {
+		/* as PyTorch 2.12 writes it; left out where the pool is not known */
+		uint64_t id[2];
+		ms_pool_id(e->pool, id);
+		ms_jsonw_key(w, "pool_id");
+		ms_jsonw_arr_begin(w);
+		ms_jsonw_u64(w, id[0]);
+		ms_jsonw_u64(w, id[1]);
+		ms_jsonw_arr_end(w);
+	}
 	if (e->stack) {
 		ms_jsonw_key(w, "frames");
 		frames(w, y, e->stack);

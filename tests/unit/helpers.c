@@ -108,7 +108,8 @@ long th_events_diff(const struct ms_trace *a, const struct ms_trace *b)
 		const struct ms_event *x = &a->events[i], *y = &b->events[i];
 		if (x->addr != y->addr || x->size != y->size || x->stream != y->stream ||
 		    x->t_ns != y->t_ns || x->device != y->device || x->action != y->action ||
-		    x->source != y->source || !stack_eq(a, x->stack, b, y->stack) ||
+		    x->source != y->source || x->pool != y->pool ||
+		    !stack_eq(a, x->stack, b, y->stack) ||
 		    !str_eq(a, x->user_metadata, b, y->user_metadata) ||
 		    !str_eq(a, x->compile_context, b, y->compile_context))
 			return (long)i;

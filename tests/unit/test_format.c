@@ -66,6 +66,10 @@ static struct ms_trace *random_trace(uint64_t seed, size_t n)
 		e->user_metadata = (r >> 18) & 1 ? strs[1] : 0;
 		e->compile_context = (r >> 19) & 1 ? strs[2] : 0;
 		e->source = (uint8_t)((r >> 20) & 1);
+		/* mostly the previous event's pool, sometimes unknown, default or a private one */
+		e->pool = (r >> 21) & 7   ? (i ? t->events[i - 1].pool : MS_POOL_UNKNOWN)
+		          : (r >> 24) & 1 ? MS_POOL_UNKNOWN
+		                          : (uint16_t)((r >> 25) % 6);
 		if (i % 97 == 0) {
 			struct ms_annotation a = {
 			        tm, i, strs[3], e->device, (uint8_t)(i % 3), (uint8_t)(i % 2)};

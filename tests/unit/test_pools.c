@@ -1,0 +1,300 @@
+/*
+ * Private memory pools (torch-allocator.md §14): the model keeps each pool's blocks apart, gives a
+ * pool's segments back only once it is released, and never flushes other caches for a private
+ * pool's request; the pools of a PyTorch 2.11 trace are told from its end state, checked against
+ * the blocks of that end state (read by the snapshot's own segments, not by the inference); a
+ * 2.12 trace's entries carry theirs, through .zst and JSON alike.
+ */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "helpers.h"
+#include "parse/trace.h"
+#include "parse/torch_json_write.h"
+#include "common/alloc.h"
+#include "format/trace_write.h"
+#include "replay/model.h"
+#include "replay/replay.h"
+
+#define MiB (1024ull * 1024ull)
+
+/* (1, 0): a CUDA graph's own pool; (0, 1): a MemPool's */
+#define GRAPH1 2
+#define MEMPOOL1 3
+
+struct segs {
+	unsigned action[64];
+	uint64_t size[64];
+	int n;
+};
+
+static void on_seg(void *ctx, unsigned action, uint64_t addr, uint64_t size, uint64_t stream)
+{
+	struct segs *s = ctx;
+	(void)addr;
+	(void)stream;
+	if (s->n < 64) {
+		s->action[s->n] = action;
+		s->size[s->n++] = size;
+	}
+}
+
+static struct ms_model *model(uint64_t limit, struct segs *segs)
+{
+	struct ms_model_conf c;
+	struct ms_model *m;
+
+	memset(&c, 0, sizeof(c));
+	ms_alloc_conf_init(&c.ac);
+	c.limit = limit;
+	c.on_segment = segs ? on_seg : NULL;
+	c.ctx = segs;
+	cr_assert_eq(ms_model_new(&c, &m), MS_OK);
+	return m;
+}
+
+static void check(struct ms_model *m, struct ms_model_block *const *held, size_t n)
+{
+	char why[256];
+	cr_assert_eq(ms_model_check(m, held, n, why, sizeof(why)), 0, "%s", why);
+}
+
+static void release(struct ms_model *m, struct ms_model_block *b)
+{
+	ms_model_free_requested(m, b);
+	cr_assert_eq(ms_model_free_completed(m, b), MS_OK);
+}
+
+static const struct ms_model_pool *pool(struct ms_model *m, uint16_t code)
+{
+	size_t n;
+	const struct ms_model_pool *p = ms_model_pools(m, &n);
+	for (size_t i = 0; i < n; i++)
+		if (p[i].code == code)
+			return &p[i];
+	cr_assert_fail("no pool %u", code);
+	return NULL;
+}
+
+Test(pools, blocks_stay_in_their_pool)
+{
+	struct segs s = {{0}, {0}, 0};
+	struct ms_model *m = model(0, &s);
+	struct ms_model_block *a, *b, *c, *d;
+	uint64_t at_a, at_b;
+
+	/* a free 20 MiB segment cached in the default pool does not serve the graph's request */
+	cr_assert_eq(ms_model_malloc(m, 4 * MiB, 0, &a, NULL), MS_OK);
+	at_a = ms_model_block_addr(a);
+	release(m, a);
+	cr_assert_eq(ms_model_malloc_pool(m, 4 * MiB, 0, GRAPH1, &b, NULL), MS_OK);
+	at_b = ms_model_block_addr(b);
+	cr_assert_eq(s.n, 2);
+	cr_assert_eq(s.action[1], MS_ACT_SEGMENT_ALLOC);
+	cr_assert_eq(s.size[1], 20 * MiB);
+	check(m, &b, 1);
+	/* freed, the graph's block goes back to the graph's pool: the default pool's request
+	 * takes the default segment, the graph's the graph's, and no segment is made */
+	release(m, b);
+	cr_assert_eq(ms_model_malloc(m, 18 * MiB, 0, &c, NULL), MS_OK);
+	cr_assert_eq(ms_model_malloc_pool(m, 18 * MiB, 0, GRAPH1, &d, NULL), MS_OK);
+	cr_assert_eq(s.n, 2);
+	cr_assert_eq(ms_model_block_addr(c), at_a);
+	cr_assert_eq(ms_model_block_addr(d), at_b);
+	{
+		struct ms_model_block *held[2] = {c, d};
+		check(m, held, 2);
+	}
+	cr_assert_eq(pool(m, MS_POOL_DEFAULT)->reserved_bytes.current, 20 * MiB);
+	cr_assert_eq(pool(m, GRAPH1)->reserved_bytes.current, 20 * MiB);
+	cr_assert_eq(pool(m, GRAPH1)->allocated_bytes.current, 18 * MiB);
+	cr_assert_eq(pool(m, GRAPH1)->allocated_bytes.peak, 18 * MiB);
+	cr_assert_eq(ms_model_stats(m)->reserved_bytes[0].current, 40 * MiB);
+	/* a third 18 MiB request in the graph's pool: a new segment, the default's stays apart */
+	{
+		struct ms_model_block *e;
+		cr_assert_eq(ms_model_malloc_pool(m, 18 * MiB, 0, GRAPH1, &e, NULL), MS_OK);
+		cr_assert_eq(s.n, 3);
+		release(m, e);
+	}
+	release(m, c);
+	release(m, d);
+	ms_model_free(m);
+}
+
+/* §14.5: empty_cache gives back a private pool's free segments only once nothing uses it. */
+Test(pools, empty_cache_spares_a_pool_in_use)
+{
+	struct segs s = {{0}, {0}, 0};
+	struct ms_model *m = model(0, &s);
+	struct ms_model_block *a, *b;
+
+	cr_assert_eq(ms_model_malloc(m, 4 * MiB, 0, &a, NULL), MS_OK);
+	cr_assert_eq(ms_model_malloc_pool(m, 4 * MiB, 0, MEMPOOL1, &b, NULL), MS_OK);
+	release(m, a);
+	release(m, b);
+	ms_model_empty_cache(m);
+	cr_assert_eq(s.n, 3);
+	cr_assert_eq(pool(m, MEMPOOL1)->reserved_bytes.current, 20 * MiB);
+	cr_assert_eq(ms_model_release_pool(m, MEMPOOL1), MS_OK);
+	ms_model_empty_cache(m);
+	cr_assert_eq(s.n, 4);
+	cr_assert_eq(s.action[3], MS_ACT_SEGMENT_FREE);
+	cr_assert_eq(pool(m, MEMPOOL1)->reserved_bytes.current, 0);
+	cr_assert_eq(pool(m, MEMPOOL1)->segment.current, 0);
+	check(m, NULL, 0);
+	ms_model_free(m);
+}
+
+/* §14.2: a private pool's request that does not fit fails without emptying the default cache. */
+Test(pools, private_request_does_not_flush_the_default_cache)
+{
+	struct segs s = {{0}, {0}, 0};
+	struct ms_model *m = model(40 * MiB, &s);
+	struct ms_model_block *a, *b;
+
+	cr_assert_eq(ms_model_malloc(m, 20 * MiB, 0, &a, NULL), MS_OK);
+	release(m, a); /* 20 MiB cached in the default pool */
+	cr_assert_eq(ms_model_malloc_pool(m, 25 * MiB, 0, GRAPH1, &b, NULL), MS_OK);
+	cr_assert_null(b);
+	cr_assert_eq(s.n, 1);
+	/* the same request in the default pool flushes and retries */
+	cr_assert_eq(ms_model_malloc(m, 25 * MiB, 0, &b, NULL), MS_OK);
+	cr_assert_not_null(b);
+	cr_assert_eq(s.action[1], MS_ACT_SEGMENT_FREE);
+	check(m, &b, 1);
+	release(m, b);
+	ms_model_free(m);
+}
+
+/* The model's snapshot names each segment's pool, as PyTorch's segment_pool_id. */
+Test(pools, snapshot_carries_pool_ids)
+{
+	struct ms_model *m = model(0, NULL);
+	struct ms_model_block *held[3];
+	struct ms_segment *segs;
+	struct ms_block *blocks;
+	size_t ns, nb;
+	int seen[2] = {0, 0};
+
+	cr_assert_eq(ms_model_malloc(m, 4 * MiB, 0, &held[0], NULL), MS_OK);
+	cr_assert_eq(ms_model_malloc_pool(m, 512, 0, MEMPOOL1, &held[1], NULL), MS_OK);
+	cr_assert_eq(ms_model_malloc_pool(m, 30 * MiB, 0, GRAPH1, &held[2], NULL), MS_OK);
+	cr_assert_eq(ms_model_snapshot(m, held, 3, &segs, &ns, &blocks, &nb), MS_OK);
+	cr_assert_eq(ns, 3);
+	for (size_t i = 0; i < ns; i++) {
+		if (segs[i].is_small) {
+			cr_assert_eq(segs[i].pool_id[0], 0);
+			cr_assert_eq(segs[i].pool_id[1], 1);
+			seen[0] = 1;
+		} else if (segs[i].total_size == 30 * MiB) {
+			cr_assert_eq(segs[i].pool_id[0], 1);
+			cr_assert_eq(segs[i].pool_id[1], 0);
+			seen[1] = 1;
+		} else {
+			cr_assert_eq(segs[i].pool_id[0] | segs[i].pool_id[1], 0);
+		}
+	}
+	cr_assert(seen[0] && seen[1]);
+	ms_free(segs);
+	ms_free(blocks);
+	for (int i = 0; i < 3; i++)
+		release(m, held[i]);
+	ms_model_free(m);
+}
+
+/*
+ * graph_pools (a training step captured as a CUDA graph): every block alive at the end in a
+ * private-pool segment was allocated by an event that the inference put in that pool, and
+ * every one in a default segment by one it put in the default pool. The blocks come from the
+ * snapshot; the inference never reads them.
+ */
+Test(pools, inferred_from_the_end_state_of_graph_pools)
+{
+	struct ms_trace *t;
+	struct ms_diag d = MS_DIAG_INIT;
+	const char *path = th_snapshot_path("pools/graph_pools");
+	size_t checked = 0, private = 0;
+
+	cr_assert_not_null(path, "testdata/snapshots/pools/graph_pools is bundled");
+	cr_assert_eq(ms_trace_load(path, NULL, &t, NULL, &d), MS_OK, "%s", d.msg);
+	cr_assert_eq(t->pools.private_segments, 9);
+	cr_assert_gt(t->pools.private_allocs, 0);
+	for (size_t g = 0; g < t->n_segs; g++) {
+		const struct ms_segment *s = &t->segs[g];
+		uint16_t code;
+		cr_assert_eq(ms_pool_code(s->pool_id[0], s->pool_id[1], &code), 0);
+		for (size_t k = t->seg_block0[g]; k < t->seg_block0[g] + s->n_blocks; k++) {
+			const struct ms_block *b = &t->blocks[k];
+			long last = -1;
+			if (b->state != MS_BLOCK_ACTIVE_ALLOCATED)
+				continue;
+			for (size_t i = 0; i < t->n_events; i++)
+				if (t->events[i].action == MS_ACT_ALLOC && t->events[i].addr == b->addr)
+					last = (long)i;
+			if (last < 0)
+				continue; /* allocated before the trace */
+			cr_assert_eq(t->events[last].pool, code, "block 0x%llx: pool %u, segment %u",
+			             (unsigned long long)b->addr, t->events[last].pool, code);
+			checked++;
+			private += code != MS_POOL_DEFAULT;
+		}
+	}
+	cr_assert_gt(private, 0);
+	cr_assert_gt(checked, private);
+	ms_trace_free(t);
+}
+
+/* t into a new .zst file; returns its path. */
+static const char *write_zst(const struct ms_trace *t)
+{
+	const char *path = th_write_temp("", 0, ".zst");
+	FILE *f = fopen(path, "wb");
+	struct ms_writer *w;
+	struct ms_sink sink;
+	struct ms_diag d = MS_DIAG_INIT;
+
+	cr_assert_not_null(f);
+	cr_assert_eq(ms_writer_open(f, NULL, &t->syms, &w, &d), MS_OK);
+	ms_writer_sink(w, &sink);
+	cr_assert_eq(ms_trace_emit(t, &sink), MS_OK);
+	cr_assert_eq(ms_writer_close(w, &d), MS_OK, "%s", d.msg);
+	ms_writer_free(w);
+	fclose(f);
+	return path;
+}
+
+/* A 2.12 snapshot's entries carry pool_id: kept through .zst and JSON. */
+Test(pools, entry_pool_ids_survive_conversion)
+{
+	struct ms_trace *t, *u, *v;
+	struct ms_diag d = MS_DIAG_INIT;
+	const char *path = th_snapshot_path("versions/v2_12_pool_id");
+	char zpath[512], jpath[520];
+	FILE *f;
+	size_t in_pool = 0;
+
+	cr_assert_not_null(path);
+	cr_assert_eq(ms_trace_load(path, NULL, &t, NULL, &d), MS_OK, "%s", d.msg);
+	for (size_t i = 0; i < t->n_events; i++) {
+		cr_assert_neq(t->events[i].pool, MS_POOL_UNKNOWN);
+		in_pool += t->events[i].pool == MEMPOOL1;
+	}
+	cr_assert_eq(in_pool, 4); /* segment_alloc, alloc, free_requested, free_completed */
+	snprintf(zpath, sizeof(zpath), "%s", write_zst(t));
+	cr_assert_eq(ms_trace_load(zpath, NULL, &u, NULL, &d), MS_OK, "%s", d.msg);
+	cr_assert_eq(th_events_diff(t, u), -1);
+	snprintf(jpath, sizeof(jpath), "%s.json", zpath);
+	cr_assert_not_null(f = fopen(jpath, "w"));
+	cr_assert_eq(ms_torch_json_write(t, f, 0), MS_OK);
+	fclose(f);
+	cr_assert_eq(ms_trace_load(jpath, NULL, &v, NULL, &d), MS_OK, "%s", d.msg);
+	cr_assert_eq(th_events_diff(t, v), -1);
+	remove(zpath);
+	remove(jpath);
+	ms_trace_free(t);
+	ms_trace_free(u);
+	ms_trace_free(v);
+}
