@@ -54,6 +54,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		const uint8_t *o = data + i;
 		unsigned op = o[0] % 8;
 		uint64_t stream = o[3] % 3;
+		/* the default pool mostly; else (1, 0), (0, 1) or (2, 0) (common/event.h) */
+		uint16_t pool = (o[3] >> 2) & 3 ? 0 : (uint16_t)(2 + (o[3] >> 4) % 3);
 		if (op < 4) {
 			/* sizes from 1 byte to ~200 MiB, most of them small */
 			uint64_t n = (uint64_t)(o[1] | o[2] << 8);
@@ -65,7 +67,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			else if (op == 3)
 				n = (n % 200 + 1) << 20;
 			n += 1;
-			if (ms_model_malloc(m, n, stream, &b, NULL))
+			if (ms_model_malloc_pool(m, n, stream, pool, &b, NULL))
 				break; /* out of memory in the test itself */
 			if (b) {
 				if (ms_model_block_size(b) < ms_model_round_size(m, n))
@@ -90,6 +92,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			held_stream[k] = held_stream[n_held];
 		} else if (op == 6) {
 			ms_model_empty_cache(m);
+		} else if (op == 7 && pool) {
+			if (ms_model_release_pool(m, pool))
+				break;
 		}
 		if (ms_model_check(m, held, n_held, why, sizeof(why)))
 			fail(why);

@@ -1,9 +1,13 @@
-/* libFuzzer target: the .zst trace reader on arbitrary bytes, whole and through a window. */
+/*
+ * libFuzzer target: the .zst trace reader on arbitrary bytes, whole and through a window; then
+ * what it read, loaded, through the pool inference (parse/pool_infer.h).
+ */
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
 #include "format/trace_read.h"
+#include "parse/trace.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -32,6 +36,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			return 0;
 		(void)ms_zst_read(data, size, pass ? &win : NULL, &syms, &sink, NULL, &d);
 		ms_symtab_release(&syms);
+	}
+	{
+		struct ms_trace *t;
+		struct ms_sink ts;
+		struct ms_diag d = MS_DIAG_INIT;
+		struct ms_pool_inference pi;
+		if (ms_trace_new(&t))
+			return 0;
+		ms_trace_sink(t, &ts);
+		if (ms_zst_read(data, size, NULL, &t->syms, &ts, NULL, &d) == MS_OK)
+			(void)ms_trace_infer_pools(t, &pi);
+		ms_trace_free(t);
 	}
 	return 0;
 }
