@@ -111,6 +111,7 @@ void ms_stats_builder_free(struct ms_stats_builder *b)
 	ms_free(b->r.largest);
 	ms_free(b->r.sites);
 	ms_free(b->r.block_sites);
+	ms_free(b->r.pools);
 	ms_free(b->blk);
 	ms_free(b->pre);
 	ms_free(b->ann_adj);
@@ -344,6 +345,28 @@ static ms_status s_ann(void *ctx, const struct ms_annotation *a)
 	return MS_OK;
 }
 
+/* The segment's pool in r->pools. */
+static ms_status pool_add(struct ms_trace_stats *r, const struct ms_segment *g)
+{
+	struct ms_stats_pool *p = NULL;
+
+	for (size_t i = 0; i < r->n_pools && !p; i++)
+		if (r->pools[i].id[0] == g->pool_id[0] && r->pools[i].id[1] == g->pool_id[1])
+			p = &r->pools[i];
+	if (!p) {
+		if (ms_grow(&r->pools, &r->cap_pools, r->n_pools + 1, sizeof(*r->pools)))
+			return MS_ERR_NOMEM;
+		p = &r->pools[r->n_pools++];
+		memset(p, 0, sizeof(*p));
+		p->id[0] = g->pool_id[0];
+		p->id[1] = g->pool_id[1];
+	}
+	p->segments++;
+	p->reserved += g->total_size;
+	p->allocated += g->allocated_size;
+	return MS_OK;
+}
+
 static ms_status s_seg(void *ctx, const struct ms_segment *g, const struct ms_block *bl)
 {
 	struct ms_stats_builder *b = ctx;
@@ -360,6 +383,8 @@ static ms_status s_seg(void *ctx, const struct ms_segment *g, const struct ms_bl
 	r->reserved += g->total_size;
 	if (g->is_expandable)
 		r->n_expandable++;
+	if ((s = pool_add(r, g)))
+		return s;
 	for (uint32_t i = 0; i < g->n_blocks; i++) {
 		const struct ms_block *k = &bl[i];
 		switch (k->state) {

@@ -36,6 +36,12 @@ struct ms_stats_device {
 	uint64_t segments; /* end-state segments on this device (likewise) */
 };
 
+/* The end state of one memory pool (torch-allocator.md §14): the default or a private one. */
+struct ms_stats_pool {
+	uint64_t id[2]; /* segment_pool_id; (0, 0) the default pools */
+	uint64_t segments, reserved, allocated;
+};
+
 struct ms_trace_stats {
 	uint64_t n_events, n_allocs;
 	/* requested bytes: + at alloc, - at free_completed, summed over devices */
@@ -76,6 +82,9 @@ struct ms_trace_stats {
 	size_t n_block_sites;
 	uint64_t n_segments, reserved, allocated, active, requested, internal, external_free,
 	        largest_free, pending_free_bytes, n_expandable;
+	/* the end state by pool, in order of first appearance */
+	struct ms_stats_pool *pools;
+	size_t n_pools, cap_pools;
 };
 
 struct ms_stats_builder;

@@ -310,6 +310,16 @@ static cJSON *job_json(const struct job *j)
 		ms_json_u64(x, "external_free_bytes", (uint64_t)(r->external_free));
 		ms_json_u64(x, "pending_free_bytes", (uint64_t)(r->pending_free_bytes));
 		ms_json_u64(x, "largest_free_block_bytes", (uint64_t)(r->largest_free));
+		a = cJSON_AddArrayToObject(x, "pools");
+		for (size_t i = 0; i < r->n_pools; i++) {
+			cJSON *e = cJSON_CreateObject(), *id = cJSON_AddArrayToObject(e, "id");
+			cJSON_AddItemToArray(id, cJSON_CreateNumber((double)r->pools[i].id[0]));
+			cJSON_AddItemToArray(id, cJSON_CreateNumber((double)r->pools[i].id[1]));
+			ms_json_u64(e, "segments", r->pools[i].segments);
+			ms_json_u64(e, "reserved_bytes", r->pools[i].reserved);
+			ms_json_u64(e, "allocated_bytes", r->pools[i].allocated);
+			cJSON_AddItemToArray(a, e);
+		}
 	} else {
 		cJSON_AddNullToObject(o, "segments");
 	}
@@ -337,6 +347,23 @@ static const char *peak_cell(char *buf, size_t cap, const struct ms_trace_stats 
 }
 
 /* A snapshot without a trace: what its end state holds, and by whom. */
+/* The end state by pool, where private pools (CUDA graphs, MemPools) hold any of it. */
+static void print_pools(const struct ms_trace_stats *r)
+{
+	char b1[32], b2[32];
+
+	if (r->n_pools < 2 && (!r->n_pools || !(r->pools[0].id[0] | r->pools[0].id[1])))
+		return;
+	for (size_t i = 0; i < r->n_pools; i++) {
+		const struct ms_stats_pool *p = &r->pools[i];
+		printf("    pool (%llu, %llu): %llu segments, %s reserved, %s allocated%s\n",
+		       (unsigned long long)p->id[0], (unsigned long long)p->id[1],
+		       (unsigned long long)p->segments, ms_format_size(b1, sizeof(b1), p->reserved),
+		       ms_format_size(b2, sizeof(b2), p->allocated),
+		       p->id[0] | p->id[1] ? "" : " (default)");
+	}
+}
+
 static void print_no_trace(const struct job *j)
 {
 	const struct ms_trace_stats *r = j->r;
@@ -358,6 +385,7 @@ static void print_no_trace(const struct job *j)
 	if (r->pending_free_bytes)
 		printf("    pending free:   %s\n",
 		       ms_format_size(b1, sizeof(b1), r->pending_free_bytes));
+	print_pools(r);
 	rows = block_rows(j, &nrows);
 	printf("  top sites of the allocated blocks (bytes, blocks):\n");
 	if (!nrows)
@@ -458,6 +486,7 @@ static void print_one(const struct job *j)
 		if (r->pending_free_bytes)
 			printf("    pending free:   %s\n",
 			       ms_format_size(b1, sizeof(b1), r->pending_free_bytes));
+		print_pools(r);
 	}
 }
 

@@ -21,7 +21,7 @@
 #define MiB (1024ull * 1024ull)
 
 /* (1, 0): a CUDA graph's own pool; (0, 1): a MemPool's */
-#define GRAPH1 2
+#define GRAPH1   2
 #define MEMPOOL1 3
 
 struct segs {
@@ -232,11 +232,13 @@ Test(pools, inferred_from_the_end_state_of_graph_pools)
 			if (b->state != MS_BLOCK_ACTIVE_ALLOCATED)
 				continue;
 			for (size_t i = 0; i < t->n_events; i++)
-				if (t->events[i].action == MS_ACT_ALLOC && t->events[i].addr == b->addr)
+				if (t->events[i].action == MS_ACT_ALLOC &&
+				    t->events[i].addr == b->addr)
 					last = (long)i;
 			if (last < 0)
 				continue; /* allocated before the trace */
-			cr_assert_eq(t->events[last].pool, code, "block 0x%llx: pool %u, segment %u",
+			cr_assert_eq(t->events[last].pool, code,
+			             "block 0x%llx: pool %u, segment %u",
 			             (unsigned long long)b->addr, t->events[last].pool, code);
 			checked++;
 			private += code != MS_POOL_DEFAULT;

@@ -12,6 +12,10 @@ r = json.load(sys.stdin)
 for p in r["pools"]:
     print("memsnap   pool", tuple(p["id"]), "reserved at the end", p["reserved_bytes_at_end"], "segments", p["segments_at_end"])
 print("memsnap   peaks reserved", r["peak_reserved_bytes"], "allocated", r["peak_allocated_bytes"])'
+	"$MEMSNAP" -q stats --json "$f" | python3 -c '
+import json, sys
+for p in json.load(sys.stdin)["segments"]["pools"]:
+    print("stats     pool", tuple(p["id"]), "reserved at the end", p["reserved_bytes"], "segments", p["segments"])'
 	zstd -qdc "$f" | python3 -c '
 import collections, json, pickle, sys
 snap = pickle.load(sys.stdin.buffer)  # a snapshot of this repository, recorded by its own script
