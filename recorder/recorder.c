@@ -35,7 +35,7 @@
 #define FATAL_WAIT_MS  3000 /* a fatal signal waits this long for the last frame */
 #define MAX_ATEXIT     8
 
-/* One recorded item, 48 bytes. */
+/* One recorded item, 56 bytes. */
 struct rec {
 	uint64_t seq;
 	int64_t t_ns;
@@ -44,9 +44,11 @@ struct rec {
 	uint64_t stream;
 	uint32_t stack;
 	uint16_t device;
+	uint16_t pool;  /* event: its pool's code (common/event.h), MS_POOL_UNKNOWN if not said */
 	uint8_t kind;   /* action, or REC_ANNOTATION */
 	uint8_t source; /* event: enum msr_source; annotation: stage | kind << 4 */
 };
+_Static_assert(sizeof(struct rec) == 56, "the size msr_options documents");
 
 enum { RING_FREE = 0, RING_ACTIVE = 1, RING_ORPHAN = 2 };
 
@@ -284,9 +286,19 @@ static int push(struct msr *r, const struct rec *x)
 
 int msr_record(struct msr *r, const struct msr_event *e)
 {
+	return msr_record_in_pool(r, e, UINT64_MAX, UINT64_MAX);
+}
+
+int msr_record_in_pool(struct msr *r, const struct msr_event *e, uint64_t pool_first,
+                       uint64_t pool_second)
+{
 	struct rec x;
 
 	if (!r || !e || e->action > MSR_OOM)
+		return -EINVAL;
+	if (pool_first == UINT64_MAX && pool_second == UINT64_MAX)
+		x.pool = MS_POOL_UNKNOWN;
+	else if (ms_pool_code(pool_first, pool_second, &x.pool))
 		return -EINVAL;
 	x.t_ns = e->t_ns;
 	x.addr = e->addr;
@@ -351,6 +363,7 @@ int msr_annotate(struct msr *r, enum msr_ann_kind kind, enum msr_ann_stage stage
 	if (s)
 		return -ENOMEM;
 	x.kind = REC_ANNOTATION;
+	x.pool = MS_POOL_UNKNOWN;
 	x.addr = id;
 	x.device = device;
 	x.source = (uint8_t)(stage | kind << 4);
@@ -402,7 +415,7 @@ static ms_status write_rec(struct msr *r, const struct rec *x)
 	e.device = x->device;
 	e.action = x->kind;
 	e.source = x->source;
-	e.pool = MS_POOL_UNKNOWN; /* not recorded yet */
+	e.pool = x->pool;
 	return ms_writer_event(r->w, &e);
 }
 

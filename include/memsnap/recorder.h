@@ -34,7 +34,7 @@ extern "C" {
 #define MSR_API
 #endif
 
-#define MSR_VERSION 1 /* of this API; msr_version() returns the library's */
+#define MSR_VERSION 2 /* of this API; msr_version() returns the library's */
 
 /* PyTorch's TraceEntry actions, same numbers (the trace format's EVENT action). */
 enum msr_action {
@@ -95,7 +95,7 @@ struct msr_settings {
 
 /*
  * Options; start from msr_options_init(). Strings are copied by msr_open().
- * Memory is bounded by max_threads * ring_events * 48 bytes (mapped as
+ * Memory is bounded by max_threads * ring_events * 56 bytes (mapped as
  * threads first record) plus about 2 frames of the writer's buffers.
  */
 struct msr_options {
@@ -132,6 +132,14 @@ MSR_API int msr_open_fd(int fd, const struct msr_options *o, struct msr **out);
  * or -ESHUTDOWN after msr_close() began.
  */
 MSR_API int msr_record(struct msr *r, const struct msr_event *e);
+/*
+ * The same, with the memory pool the allocator served the event from: PyTorch's MempoolId_t
+ * (first, second), (0, 0) for the default pools, one half non-zero for a private pool (a CUDA
+ * graph's, a MemPool's), each half at most 32766; -EINVAL for other ids. msr_record() records
+ * the pool as unknown. (API version 2.)
+ */
+MSR_API int msr_record_in_pool(struct msr *r, const struct msr_event *e, uint64_t pool_first,
+                               uint64_t pool_second);
 
 /*
  * Intern a frame (function, file, line) and a stack of frame ids (innermost

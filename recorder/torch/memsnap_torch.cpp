@@ -9,6 +9,8 @@
 
 #include <atomic>
 #include <cstdint>
+#include <type_traits>
+#include <utility>
 
 #include "memsnap/recorder.h"
 #include "pystack.h"
@@ -18,6 +20,12 @@ namespace {
 std::atomic<bool> g_attached{false};
 std::atomic<int> g_stacks{0};
 std::atomic<unsigned> g_max_frames{64};
+
+// TraceEntry::mempool_ (PyTorch 2.8 and later): the pool that served the event.
+template <class E, class = void> struct has_mempool : std::false_type {};
+template <class E>
+struct has_mempool<E, std::void_t<decltype(std::declval<const E &>().mempool_)>>
+        : std::true_type {};
 
 template <class Entry> void on_trace(const Entry &te)
 {
@@ -35,7 +43,11 @@ template <class Entry> void on_trace(const Entry &te)
 	if (g_stacks.load(std::memory_order_relaxed) &&
 	    (e.action == MSR_ALLOC || e.action == MSR_SEGMENT_ALLOC || e.action == MSR_OOM))
 		e.stack = ms_pystack_capture(r, g_max_frames.load(std::memory_order_relaxed));
-	msr_record(r, &e);
+	if constexpr (has_mempool<Entry>::value)
+		msr_record_in_pool(r, &e, static_cast<uint64_t>(te.mempool_.first),
+		                   static_cast<uint64_t>(te.mempool_.second));
+	else
+		msr_record(r, &e);
 }
 
 } // namespace

@@ -256,6 +256,43 @@ Test(recorder, bad_arguments)
 	unlink(tmp_path("bad"));
 }
 
+/* Each event's memory pool: recorded, written (format 1.3) and read back; bad ids refused. */
+Test(recorder, pools_recorded)
+{
+	struct msr *r;
+	struct msr_event e = {0};
+	const char *path = tmp_path("pools");
+	struct ms_diag d = MS_DIAG_INIT;
+	struct ms_source_info info;
+	/* (first, second) of each event; UINT64_MAX twice: msr_record, unknown */
+	static const uint64_t ids[][2] = {
+	        {UINT64_MAX, UINT64_MAX}, {0, 0}, {1, 0}, {1, 0}, {0, 3}, {0, 0},
+	        {UINT64_MAX, UINT64_MAX}};
+	static const uint16_t codes[] = {MS_POOL_UNKNOWN, MS_POOL_DEFAULT, 2, 2, 7, 0,
+	                                 MS_POOL_UNKNOWN};
+
+	cr_assert_eq(msr_open(path, NULL, &r), 0);
+	e.action = MSR_ALLOC;
+	e.size = 512;
+	for (size_t i = 0; i < sizeof(codes) / sizeof(codes[0]); i++) {
+		e.addr = 0x7f0000000000ULL + i * 512;
+		if (ids[i][0] == UINT64_MAX)
+			cr_assert_eq(msr_record(r, &e), 0);
+		else
+			cr_assert_eq(msr_record_in_pool(r, &e, ids[i][0], ids[i][1]), 0);
+	}
+	cr_assert_eq(msr_record_in_pool(r, &e, 1, 1), -EINVAL);     /* both halves */
+	cr_assert_eq(msr_record_in_pool(r, &e, 0, 40000), -EINVAL); /* too large */
+	cr_assert_eq(msr_close(r), 0);
+	struct ms_trace *t = load(path, &info, &d);
+	cr_assert_eq(t->n_events, sizeof(codes) / sizeof(codes[0]));
+	for (size_t i = 0; i < t->n_events; i++)
+		cr_assert_eq(t->events[i].pool, codes[i], "event %zu: pool %u, not %u", i,
+		             t->events[i].pool, codes[i]);
+	ms_trace_free(t);
+	unlink(path);
+}
+
 /* ---- flush: what was recorded is in the file while recording goes on ---- */
 
 Test(recorder, flush_makes_events_readable)
