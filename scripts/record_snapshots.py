@@ -13,7 +13,8 @@ torch.cuda.memory_snapshot()) and DIR/NAME.truth.json (torch.cuda.memory_stats a
 as PyTorch reported them, the allocator settings in force, the OOM message, what was done before
 history was turned on, and a summary of the pickle's content). DIR/env.json holds the versions and
 the signatures of the snapshot functions; DIR/run_log.json how each case ended; DIR/NAME.log its
-output. A case whose feature does not exist in the installed PyTorch exits 77 (skipped).
+output. A case whose feature does not exist in the installed PyTorch exits 77 (skipped). With
+--memsnap BIN each case also runs under `BIN record`, which writes DIR/NAME.zst from the same run.
 """
 import argparse
 import gc
@@ -618,6 +619,140 @@ def c_mempool(cx):
     cx.finish()
 
 
+@case("graph_step_adam", "a small MLP's whole training step with Adam(capturable=True) captured as "
+      "one CUDA graph (torch.cuda.graph, after 3 warm-up steps on a side stream) and replayed 20 "
+      "times; history on from the start: the capture allocates in the graph's own pool")
+def c_graph_step_adam(cx):
+    import torch
+    import torch.nn.functional as F
+    torch.manual_seed(0)
+    cx.history(enabled="all", context="all", stacks="python")
+    model = _mlp()
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3, capturable=True)
+    x = torch.randn(256, 1024, device="cuda")
+    y = torch.randn(256, 1024, device="cuda")
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(3):
+            opt.zero_grad(set_to_none=True)
+            F.mse_loss(model(x), y).backward()
+            opt.step()
+    torch.cuda.current_stream().wait_stream(side)
+    g = torch.cuda.CUDAGraph()
+    opt.zero_grad(set_to_none=True)
+    with torch.cuda.graph(g):
+        loss = F.mse_loss(model(x), y)
+        loss.backward()
+        opt.step()
+    for _ in range(20):
+        x.copy_(torch.randn_like(x))
+        g.replay()
+        cx.truth["steps"] += 1
+    torch.cuda.synchronize()
+    cx.truth["pool"] = list(g.pool())
+    cx.truth["outputs"] = [float(loss.item())]
+    cx.finish()
+
+
+@case("graphed_callables", "torch.cuda.make_graphed_callables on a small MLP (forward and backward "
+      "graphs in one pool, warm-up on a side stream), then 10 SGD steps that replay them; history "
+      "on from the start")
+def c_graphed_callables(cx):
+    import torch
+    import torch.nn.functional as F
+    torch.manual_seed(0)
+    cx.history(enabled="all", context="all", stacks="python")
+    model = _mlp()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    x = torch.randn(128, 1024, device="cuda", requires_grad=True)
+    graphed = torch.cuda.make_graphed_callables(model, (x,))
+    for _ in range(10):
+        xi = torch.randn(128, 1024, device="cuda", requires_grad=True)
+        opt.zero_grad(set_to_none=True)
+        F.mse_loss(graphed(xi), torch.zeros(128, 1024, device="cuda")).backward()
+        opt.step()
+        cx.truth["steps"] += 1
+    torch.cuda.synchronize()
+    cx.finish()
+
+
+@case("decode_graphs", "a decode loop as vLLM runs one: a small MLP's forward (no_grad) captured "
+      "once per batch size (16, 8, 4, 2, 1, largest first) into one shared pool "
+      "(graph_pool_handle), each with its own static input, then 60 steps that copy a random "
+      "batch into the matching input and replay its graph; history on from the start")
+def c_decode_graphs(cx):
+    import torch
+    torch.manual_seed(0)
+    cx.history(enabled="all", context="all", stacks="python")
+    model = _mlp().eval()
+    pool = torch.cuda.graph_pool_handle()
+    graphs, inputs, outputs = {}, {}, {}
+    with torch.no_grad():
+        for bs in (16, 8, 4, 2, 1):
+            inputs[bs] = torch.zeros(bs * 32, 1024, device="cuda")
+            model(inputs[bs])  # warm-up outside the pool
+            torch.cuda.synchronize()
+            g = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(g, pool=pool):
+                outputs[bs] = model(inputs[bs])
+            graphs[bs] = g
+        rng = random.Random(3)
+        for _ in range(60):
+            bs = rng.choice((1, 2, 4, 8, 16))
+            inputs[bs].copy_(torch.randn(bs * 32, 1024, device="cuda"))
+            graphs[bs].replay()
+            outputs[bs].sum().item()
+            cx.truth["steps"] += 1
+    cx.truth["pool"] = list(pool)
+    cx.finish()
+
+
+@case("mempool_on_oom", "torch.cuda.MemPool(use_on_oom=True) under a 2 GiB per-process limit: a "
+      "40 MiB tensor made in the pool and freed (cached there), the default pool filled close to "
+      "the limit, then a 20 MiB tensor outside the pool that only the pool's cached block can "
+      "hold; history on from the start")
+def c_mempool_on_oom(cx):
+    import torch
+    MiB = 1 << 20
+    if "use_on_oom" not in str(inspect.signature(torch.cuda.MemPool.__init__)):
+        print("torch.cuda.MemPool has no use_on_oom")
+        sys.exit(SKIP)
+    total = torch.cuda.mem_get_info(0)[1]
+    cx.fraction(2 * GiB / total)
+    cx.history(enabled="all", context="all", stacks="python")
+
+    def t(n):
+        return torch.empty(n, dtype=torch.uint8, device="cuda")
+    pool = torch.cuda.MemPool(use_on_oom=True)
+    with torch.cuda.use_mem_pool(pool):
+        a = t(40 * MiB)
+    del a
+    held = []
+    try:
+        while True:
+            held.append(t(100 * MiB))
+    except torch.cuda.OutOfMemoryError:
+        pass
+    try:
+        while True:
+            held.append(t(12 * MiB))
+    except torch.cuda.OutOfMemoryError:
+        pass
+    cx.truth["held_outside"] = len(held)
+    cx.truth["before_fallback"] = moment()
+    try:
+        b = t(20 * MiB)
+        cx.truth["fallback_tensor_in_pool"] = any(
+            seg["address"] <= b.data_ptr() < seg["address"] + seg["total_size"]
+            for seg in pool.snapshot())
+    except torch.cuda.OutOfMemoryError as e:
+        cx.oom(e)
+    cx.truth["pool_id"] = list(pool.id)
+    cx.truth["after_fallback"] = moment()
+    cx.finish()
+
+
 def _settings_run(cx):
     """The same training under a 6 GiB limit, whatever PYTORCH_CUDA_ALLOC_CONF the case sets."""
     _train_under_limit(cx, 6, shapes(24, seed=9, bs=(2, 4, 8, 12), ss=(256, 512, 1024, 1536)))
@@ -630,6 +765,9 @@ SETTINGS = {
     "settings_ms128": "max_split_size_mb:128",
     "settings_gc06": "garbage_collection_threshold:0.6",
     "settings_gc06_ms256": "garbage_collection_threshold:0.6,max_split_size_mb:256",
+    "settings_gc04": "garbage_collection_threshold:0.4",
+    "settings_gc08": "garbage_collection_threshold:0.8",
+    "settings_gc095": "garbage_collection_threshold:0.95",
 }
 for _name, _conf in SETTINGS.items():
     case(_name, f"GPT training (6 layers, d=768, AdamW, bf16 autocast, 24 steps of random batch and "
@@ -825,10 +963,20 @@ def c_timm(cx):
     cx.finish()
 
 
+for _name in ("graph_pools", "compile_reduce_overhead", "mempool", "graph_step_adam",
+              "decode_graphs"):
+    _c = CASES[_name]
+    case(_name + "_expandable", _c["what"] + ", with PYTORCH_CUDA_ALLOC_CONF="
+         "'expandable_segments:True'", env={"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"},
+         timeout=_c["timeout"])(_c["fn"])
+
 ORDER = ["ring_wrap", "late_history", "late_after_empty_cache", "state_only", "no_history",
          "bare_list", "no_traces", "oom_outside", "oom_fraction", "ddp_gloo", "hf_gpt2",
          "lightning", "timm", "stacks_all", "fsdp2", "hf_gpt2_long", "graph_pools",
-         "compile_reduce_overhead", "mempool"] + list(SETTINGS)
+         "compile_reduce_overhead", "mempool", "graph_step_adam", "graphed_callables",
+         "decode_graphs", "mempool_on_oom", "graph_pools_expandable",
+         "compile_reduce_overhead_expandable", "mempool_expandable", "graph_step_adam_expandable",
+         "decode_graphs_expandable"] + list(SETTINGS)
 assert sorted(ORDER) == sorted(CASES)
 
 
@@ -893,6 +1041,10 @@ def main():
     ap.add_argument("cases", nargs="*", help="case names, or 'all'")
     ap.add_argument("--out", default="snapshots-out")
     ap.add_argument("--list", action="store_true", help="list the cases and exit")
+    ap.add_argument("--memsnap", metavar="BIN",
+                    help="also record each case with `BIN record --stacks python` in the same "
+                         "process, into DIR/NAME.zst: the events PyTorch's trace tracker saw, "
+                         "each with its pool")
     ap.add_argument("--deadline", type=float, default=540,
                     help="seconds after which no further case is started (default 540)")
     ap.add_argument("--child", help=argparse.SUPPRESS)
@@ -938,7 +1090,11 @@ def main():
             print(f"=== {n} {env or ''}", flush=True)
             with open(logpath, "a") as lf:
                 try:
-                    r = subprocess.run([sys.executable, HERE, "--child", n, "--out", a.out],
+                    cmd = [sys.executable, HERE, "--child", n, "--out", a.out]
+                    if a.memsnap:
+                        cmd = [a.memsnap, "record", "-o", os.path.join(a.out, n + ".zst"),
+                               "--stacks", "python", "--"] + cmd
+                    r = subprocess.run(cmd,
                                        env=dict(os.environ, PYTHONUNBUFFERED="1", **env),
                                        stdout=lf, stderr=subprocess.STDOUT, timeout=c["timeout"])
                     rc = r.returncode
