@@ -300,3 +300,61 @@ Test(pools, entry_pool_ids_survive_conversion)
 	ms_trace_free(u);
 	ms_trace_free(v);
 }
+
+/*
+ * The same runs recorded twice, by PyTorch's snapshot and by memsnap record (whose events carry
+ * the pool PyTorch's trace tracker reported): every pool the inference tells from the snapshot
+ * is the one PyTorch reported, and the recording tells the rest.
+ */
+Test(pools, inference_agrees_with_the_recorded_pools)
+{
+	static const char *const cases[] = {"graph_pools",
+	                                    "compile_reduce_overhead",
+	                                    "mempool",
+	                                    "graph_step_adam",
+	                                    "graphed_callables",
+	                                    "decode_graphs",
+	                                    "mempool_on_oom",
+	                                    "graph_pools_expandable",
+	                                    "mempool_expandable",
+	                                    "compile_reduce_overhead_expandable",
+	                                    "decode_graphs_expandable",
+	                                    "graph_step_adam_expandable"};
+	uint64_t told_private = 0, unknown = 0;
+
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		char name[128], zpath[1024];
+		struct ms_trace *t, *u;
+		struct ms_diag d = MS_DIAG_INIT;
+		const char *path;
+		size_t j = 0;
+		snprintf(name, sizeof(name), "pools/%s", cases[c]);
+		cr_assert_not_null(path = th_snapshot_path(name), "%s is bundled", name);
+		cr_assert_eq(ms_trace_load(path, NULL, &t, NULL, &d), MS_OK, "%s", d.msg);
+		snprintf(zpath, sizeof(zpath), "%s/snapshots/%s.zst", MS_TESTDATA, name);
+		cr_assert_eq(ms_trace_load(zpath, NULL, &u, NULL, &d), MS_OK, "%s", d.msg);
+		for (size_t i = 0; i < t->n_events; i++, j++) {
+			const struct ms_event *e = &t->events[i], *f;
+			while (j < u->n_events && u->events[j].source != MS_SRC_TORCH)
+				j++;
+			cr_assert_lt(j, u->n_events, "%s: the recording ends early", cases[c]);
+			f = &u->events[j];
+			cr_assert(f->action == e->action && f->addr == e->addr &&
+			                  f->size == e->size,
+			          "%s: event %zu is not the recording's", cases[c], i);
+			cr_assert_neq(f->pool, MS_POOL_UNKNOWN, "%s: event %zu unrecorded",
+			              cases[c], j);
+			if (e->pool == MS_POOL_UNKNOWN) {
+				unknown++;
+				continue;
+			}
+			cr_assert_eq(e->pool, f->pool, "%s: event %zu told %u, PyTorch said %u",
+			             cases[c], i, e->pool, f->pool);
+			told_private += e->pool != MS_POOL_DEFAULT;
+		}
+		ms_trace_free(t);
+		ms_trace_free(u);
+	}
+	cr_assert_gt(told_private, 500);
+	cr_assert_gt(unknown, 0); /* mempool's pool is gone before its snapshot */
+}
