@@ -165,6 +165,10 @@ static int verify_one(struct ms_replay_cli *c, const char *path, uint32_t device
 			ms_json_u64(o, "first_divergence", i);
 		else
 			cJSON_AddNullToObject(o, "first_divergence");
+		if (!c->torch && r.misplaced_allocs)
+			ms_json_u64(o, "first_misplaced_allocation", r.first_misplaced_index);
+		else
+			cJSON_AddNullToObject(o, "first_misplaced_allocation");
 		ms_json_u64(o, c->torch ? "peak_reserved_model" : "peak_reserved_recorded",
 		            rec_peak);
 		ms_json_u64(o, "peak_reserved_replayed", (uint64_t)r.stats.reserved_bytes[0].peak);
@@ -224,6 +228,13 @@ static int verify_one(struct ms_replay_cli *c, const char *path, uint32_t device
 				       "PyTorch "
 				       "records a segment_alloc just before its alloc)\n");
 		}
+		if (!c->torch && r.misplaced_allocs)
+			printf("  first allocation placed elsewhere than PyTorch placed it: event "
+			       "%llu (recorded 0x%llx, replayed 0x%llx); %llu in all\n",
+			       (unsigned long long)r.first_misplaced_index,
+			       (unsigned long long)r.first_misplaced_recorded,
+			       (unsigned long long)r.first_misplaced_replayed,
+			       (unsigned long long)r.misplaced_allocs);
 		if ((uint64_t)r.stats.reserved_bytes[0].peak != rec_peak)
 			printf("  reserved peak: %s %llu, %s %lld\n", ref_name,
 			       (unsigned long long)rec_peak, got_name,

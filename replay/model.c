@@ -324,6 +324,12 @@ static int gc_active(const struct ms_model *m)
 	return m->c.limit && m->c.ac.garbage_collection_threshold > 0;
 }
 
+/* Reserved bytes above which the garbage collector frees cached segments (§3.3). */
+static uint64_t gc_threshold(const struct ms_model *m)
+{
+	return (uint64_t)(m->c.ac.garbage_collection_threshold * (double)m->c.limit);
+}
+
 static uint64_t expandable_size(const struct ms_model_block *b)
 {
 	return b->size + (b->next && !b->next->mapped ? b->next->size : 0);
@@ -587,7 +593,7 @@ static int release_available(struct ms_model *m, struct pool *p, uint64_t stream
 static void garbage_collect(struct ms_model *m)
 {
 	struct pool *p = &m->large;
-	uint64_t threshold = (uint64_t)(m->c.ac.garbage_collection_threshold * (double)m->c.limit);
+	uint64_t threshold = gc_threshold(m);
 	uint64_t target, reclaimed = 0, total_age = 0, count = 0;
 	struct ms_model_block *b;
 	int freed = 1;
@@ -749,6 +755,9 @@ int ms_model_fits_without_release_pool(struct ms_model *m, uint64_t n, uint64_t 
 
 	if (get_free_block(m, p, stream, size, 0))
 		return 1;
+	/* the garbage collector runs first, and releases (§3.3) */
+	if (gc_active(m) && m->reserved > gc_threshold(m))
+		return 0;
 	if (m->c.limit && m->reserved + alloc_size > m->c.limit)
 		return 0;
 	if (m->c.device_memory != UINT64_MAX && m->reserved + alloc_size > m->c.device_memory)

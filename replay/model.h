@@ -113,7 +113,8 @@ ms_status ms_model_malloc(struct ms_model *m, uint64_t n, uint64_t stream,
  */
 ms_status ms_model_malloc_pool(struct ms_model *m, uint64_t n, uint64_t stream, uint16_t pool,
                                struct ms_model_block **out, struct ms_model_oom *oom);
-/* Would malloc(n) succeed without releasing anything (no retry, no release path)? */
+/* Would malloc(n) succeed without releasing anything (no garbage collection, no retry, no flush)?
+ */
 int ms_model_fits_without_release(struct ms_model *m, uint64_t n, uint64_t stream);
 int ms_model_fits_without_release_pool(struct ms_model *m, uint64_t n, uint64_t stream,
                                        uint16_t pool);

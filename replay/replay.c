@@ -520,6 +520,11 @@ static ms_status do_malloc(struct rp *p, const struct ms_event *e, int recorded_
 			take_snap(p, 1);
 		return MS_OK;
 	}
+	if (ms_model_block_addr(b) != e->addr && !p->r->misplaced_allocs++) {
+		p->r->first_misplaced_index = p->index;
+		p->r->first_misplaced_recorded = e->addr;
+		p->r->first_misplaced_replayed = ms_model_block_addr(b);
+	}
 	if (ms_u64map_put(&p->live, e->addr, (uint64_t)(uintptr_t)b))
 		return MS_ERR_NOMEM;
 	ms_model_block_set_tag(b, p->index, e->stack);

@@ -167,6 +167,11 @@ struct ms_replay_result {
 	/* allocations replayed in a private pool, and those whose pool the trace does not tell
 	 * (replayed in the default pools: parse/pool_infer.h) */
 	uint64_t allocs_private, allocs_pool_unknown;
+	/* allocations the model placed at another address than the trace recorded (segments take
+	 * their recorded addresses, so the two agree while the replay follows PyTorch), and the
+	 * first of them, with both addresses */
+	uint64_t misplaced_allocs, first_misplaced_index;
+	uint64_t first_misplaced_recorded, first_misplaced_replayed;
 	/* every pool at the end, slot 0 the default one (model.h) */
 	struct ms_model_pool *pools;
 	size_t n_pools;
