@@ -709,9 +709,10 @@ def c_decode_graphs(cx):
 
 
 @case("mempool_on_oom", "torch.cuda.MemPool(use_on_oom=True) under a 2 GiB per-process limit: a "
-      "40 MiB tensor made in the pool and freed (cached there), the default pool filled close to "
-      "the limit, then a 20 MiB tensor outside the pool that only the pool's cached block can "
-      "hold; history on from the start")
+      "40 MiB tensor made in the pool and freed (cached there), the default pool filled with "
+      "100 MiB tensors until one fails, then with 12 MiB ones (which the pool's cached block "
+      "serves once the default pool cannot) until one fails, then a 20 MiB tensor; history on "
+      "from the start")
 def c_mempool_on_oom(cx):
     import torch
     MiB = 1 << 20
