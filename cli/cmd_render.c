@@ -599,6 +599,7 @@ int cmd_render(int argc, const char **argv)
 	struct ms_diag d = MS_DIAG_INIT;
 	struct ms_render_input in;
 	struct ms_symtab syms;
+	const struct ms_trace *t = NULL;
 	struct ms_buf buf = MS_BUF_INIT;
 	struct page_opts pg;
 	uint32_t *devs = NULL;
@@ -736,13 +737,18 @@ int cmd_render(int argc, const char **argv)
 	                                            : UINT64_MAX;
 	ms_replay_result_release(&r);
 
-	/* pass 2: to the moment, streamed again, keeping the stacks that label the blocks */
+	/*
+	 * pass 2: to the moment; a snapshot from memory (its events carry the pools told from its
+	 * end state), a .zst trace streamed again, keeping the stacks that label the blocks
+	 */
 	if (ms_symtab_init(&syms))
 		ms_die(MS_EXIT_ERROR, "out of memory");
-	c.o.syms = &syms;
+	if (ms_replay_cli_trace(argv[0], &t, &d))
+		t = NULL; /* said again, and stopped on, by the streamed replay */
+	c.o.syms = t ? NULL : &syms;
 	if ((windowed && !strcmp(moment, "peak") &&
-	     (s = ms_report_window_peak(NULL, argv[0], &c.o, from, to, &c.o.snap_index, &d))) ||
-	    (s = ms_replay_run(argv[0], &c.o, &r, &d))) {
+	     (s = ms_report_window_peak(t, argv[0], &c.o, from, to, &c.o.snap_index, &d))) ||
+	    (s = t ? ms_replay_trace(t, &c.o, &r, &d) : ms_replay_run(argv[0], &c.o, &r, &d))) {
 		ms_report(argv[0], s, &d);
 		ms_symtab_release(&syms);
 		ms_replay_cli_release(&c);
@@ -756,7 +762,7 @@ int cmd_render(int argc, const char **argv)
 	in.source = argv[0];
 	in.moment = moment;
 	in.r = &r;
-	in.syms = &syms;
+	in.syms = t ? &t->syms : &syms;
 	in.frames = frames.n;
 	s = !strcmp(format, "txt")   ? ms_render_text(&in, &buf)
 	    : !strcmp(format, "dot") ? ms_render_dot(&in, &buf)

@@ -197,12 +197,22 @@ static size_t seg_of(const struct ms_replay_snap *sn, uint64_t addr)
 	return lo < sn->n_segs && sn->segs[lo].addr <= addr ? lo : SIZE_MAX;
 }
 
+/* " · pool (a, b)" for a private pool's segment, else "". */
+static const char *pool_label(const struct ms_segment *g, char *buf, size_t cap)
+{
+	if (!(g->pool_id[0] | g->pool_id[1]))
+		return "";
+	snprintf(buf, cap, " &#183; pool (%llu, %llu)", (unsigned long long)g->pool_id[0],
+	         (unsigned long long)g->pool_id[1]);
+	return buf;
+}
+
 ms_status ms_render_dot(const struct ms_render_input *in, struct ms_buf *o)
 {
 	const struct ms_replay_snap *sn = &in->r->snap;
 	const struct ms_model_stats *st = &sn->stats;
 	struct cell *cells;
-	char t[512], a[32], b[32], c[32];
+	char t[512], a[32], b[32], c[32], pl[48];
 	size_t k = 0;
 	ms_status s = MS_OK;
 
@@ -234,13 +244,14 @@ ms_status ms_render_dot(const struct ms_render_input *in, struct ms_buf *o)
 		                  "\ts%zu [label=<<TABLE BORDER=\"0\" CELLBORDER=\"1\" "
 		                  "CELLSPACING=\"0\" CELLPADDING=\"0\"><TR><TD ALIGN=\"LEFT\" "
 		                  "BORDER=\"0\">0x%llx &#183; %s &#183; stream %llu &#183; %s%s "
-		                  "&#183; %u blocks</TD></TR><TR><TD BORDER=\"0\"><TABLE "
+		                  "&#183; %u blocks%s</TD></TR><TR><TD BORDER=\"0\"><TABLE "
 		                  "BORDER=\"0\" CELLBORDER=\"1\" CELLSPACING=\"0\" "
 		                  "CELLPADDING=\"3\"><TR>",
 		                  i, (unsigned long long)g->addr,
 		                  ms_format_size(a, sizeof(a), g->total_size),
 		                  (unsigned long long)g->stream, g->is_small ? "small" : "large",
-		                  g->is_expandable ? " &#183; expandable" : "", g->n_blocks);
+		                  g->is_expandable ? " &#183; expandable" : "", g->n_blocks,
+		                  pool_label(g, pl, sizeof(pl)));
 		for (size_t j = 0; j < nc && !s; j++)
 			s = cell_td(o, in, bl, &cells[j], g->total_size);
 		if (!s && !nc)

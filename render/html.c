@@ -95,7 +95,7 @@ static void frames_json(struct ms_jsonw *w, const struct ms_symtab *frames)
 }
 
 /* The moments: [address, size, stream, small, expandable, [cells: size, state, requested,
- * site, blocks]] per segment. */
+ * site, blocks], pool ("" the default pools, else "(first, second)")] per segment. */
 static void moments_json(struct ms_jsonw *w, const struct ms_report *rep)
 {
 	const struct ms_report_segment *g = rep->segs;
@@ -127,6 +127,15 @@ static void moments_json(struct ms_jsonw *w, const struct ms_report *rep)
 				ms_jsonw_u64(w, c->blocks);
 			}
 			ms_jsonw_arr_end(w);
+			if (g->pool_id[0] | g->pool_id[1]) {
+				char id[48];
+				snprintf(id, sizeof(id), "(%llu, %llu)",
+				         (unsigned long long)g->pool_id[0],
+				         (unsigned long long)g->pool_id[1]);
+				ms_jsonw_cstr(w, id);
+			} else {
+				ms_jsonw_cstr(w, "");
+			}
 			ms_jsonw_arr_end(w);
 		}
 		ms_jsonw_arr_end(w);

@@ -328,8 +328,14 @@ static void add_moment(struct builder *l, const struct ms_replay_snap *sn, const
 			l->nomem = 1;
 			return;
 		}
-		rep->segs[rep->n_segs++] = (struct ms_report_segment){
-		        g->addr, g->total_size, g->stream, g->is_small, g->is_expandable, nc};
+		rep->segs[rep->n_segs++] =
+		        (struct ms_report_segment){g->addr,
+		                                   g->total_size,
+		                                   g->stream,
+		                                   g->is_small,
+		                                   g->is_expandable,
+		                                   nc,
+		                                   {g->pool_id[0], g->pool_id[1]}};
 		for (size_t j = 0; j < nc; j++) {
 			const struct ms_render_cell *c = &l->cells[j];
 			struct ms_report_cell *x = &rep->cells[rep->n_cells++];

@@ -60,6 +60,7 @@ struct ms_report_segment {
 	uint64_t addr, size, stream;
 	int small, expandable;
 	size_t n_cells;
+	uint64_t pool_id[2]; /* (0, 0): the default pools */
 };
 
 /* A state the segment map can show; its n_segs segments follow the previous moment's. */

@@ -390,7 +390,7 @@
 			var w = Math.max(60, WIDTH * g[1] / maxSize), x = LABEL, cells = g[5];
 			c.fillStyle = '#222';
 			c.fillText(g[0] + ' ' + fmt(g[1]) + ' stream ' + g[2] + (g[3] ? ' small' : ' large') +
-				(g[4] ? ' exp' : ''), 4, y + ROW / 2);
+				(g[4] ? ' exp' : '') + (g[6] ? ' pool ' + g[6] : ''), 4, y + ROW / 2);
 			for (var j = 0; j < cells.length; j += 5) {
 				var size = cells[j], st = cells[j + 1], req = cells[j + 2], s = cells[j + 3];
 				var n = cells[j + 4], cw = w * size / g[1];

@@ -55,7 +55,7 @@ static ms_status segment_line(struct ms_buf *out, const struct ms_segment *g,
                               const struct ms_block *b)
 {
 	uint64_t cells[MS_RENDER_TEXT_WIDTH][C_N];
-	char bar[MS_RENDER_TEXT_WIDTH + 1], sz[32];
+	char bar[MS_RENDER_TEXT_WIDTH + 1], sz[32], pool[48];
 	unsigned pct;
 
 	memset(cells, 0, sizeof(cells));
@@ -80,11 +80,16 @@ static ms_status segment_line(struct ms_buf *out, const struct ms_segment *g,
 	}
 	bar[MS_RENDER_TEXT_WIDTH] = 0;
 	pct = g->total_size ? (unsigned)(g->allocated_size * 100 / g->total_size) : 0;
-	return ms_buf_printf(out, "0x%012llx %11s %6llu %-5s%s %3u%% [%s] %u\n",
+	if (g->pool_id[0] | g->pool_id[1])
+		snprintf(pool, sizeof(pool), " pool (%llu, %llu)",
+		         (unsigned long long)g->pool_id[0], (unsigned long long)g->pool_id[1]);
+	else
+		pool[0] = 0;
+	return ms_buf_printf(out, "0x%012llx %11s %6llu %-5s%s %3u%% [%s] %u%s\n",
 	                     (unsigned long long)g->addr,
 	                     ms_format_size(sz, sizeof(sz), g->total_size),
 	                     (unsigned long long)g->stream, g->is_small ? "small" : "large",
-	                     g->is_expandable ? "*" : " ", pct, bar, g->n_blocks);
+	                     g->is_expandable ? "*" : " ", pct, bar, g->n_blocks, pool);
 }
 
 ms_status ms_render_text(const struct ms_render_input *in, struct ms_buf *out)
@@ -93,6 +98,7 @@ ms_status ms_render_text(const struct ms_render_input *in, struct ms_buf *out)
 	const struct ms_model_stats *st = &sn->stats;
 	char t[512], a[32], b[32], c[32], e[32], f[32];
 	size_t k = 0;
+	uint64_t pools = 0;
 
 	ms_render_title(in, t, sizeof(t));
 	MS_TRY(ms_buf_printf(out, "%s\n", t));
@@ -120,10 +126,14 @@ ms_status ms_render_text(const struct ms_render_input *in, struct ms_buf *out)
 	for (size_t i = 0; i < sn->n_segs; i++) {
 		MS_TRY(segment_line(out, &sn->segs[i], sn->blocks + k));
 		k += sn->segs[i].n_blocks;
+		pools |= sn->segs[i].pool_id[0] | sn->segs[i].pool_id[1];
 	}
 	return ms_buf_printf(out,
 	                     "\nmap: %d characters per segment; # allocated, s rounding slack "
 	                     "(allocated, not requested), + freed but pending (stream uses), . "
-	                     "free; * an expandable segment's mapped range\n",
-	                     MS_RENDER_TEXT_WIDTH);
+	                     "free; * an expandable segment's mapped range%s\n",
+	                     MS_RENDER_TEXT_WIDTH,
+	                     pools ? "; pool (a, b): a private pool's segment (a CUDA graph's, a "
+	                             "MemPool's)"
+	                           : "");
 }

@@ -33,3 +33,5 @@ print("peaks", r["peak_reserved_bytes"], r["peak_allocated_bytes"], "end",
 			"$("$MEMSNAP" verify "$f" 2>/dev/null | grep -oE "identical|DIVERGES")" "$same"
 	done
 done
+# the map at the end names the pool of as many segments as the snapshot has in private pools (9)
+echo "render --at end, graph_pools: $("$MEMSNAP" render --format txt --at end "$d/graph_pools.pickle.zst" 2>/dev/null | grep -c ' pool (0, 1)$') segments in pool (0, 1)"
