@@ -133,8 +133,13 @@ static ms_status run(struct tp *p, const struct ms_trace *t, const struct ms_rep
 		r->events_replayed++;
 		switch (e->action) {
 		case MS_ACT_ALLOC:
-		case MS_ACT_OOM:
-			rc = p->api->malloc(e->size, e->stream, &ptr, err, sizeof(err));
+		case MS_ACT_OOM: {
+			/* the pool the trace names; one it does not, the default pools */
+			uint64_t id[2] = {0, 0};
+			if (e->pool != MS_POOL_UNKNOWN)
+				ms_pool_id(e->pool, id);
+			rc = p->api->malloc(e->size, e->stream, id[0], id[1], &ptr, err,
+			                    sizeof(err));
 			drain(p);
 			if (rc < 0)
 				return ms__diag_set(d, MS_ERR_BACKEND, -1, (int64_t)i,
@@ -160,6 +165,7 @@ static ms_status run(struct tp *p, const struct ms_trace *t, const struct ms_rep
 			if (ms_u64map_put(&p->live, e->addr, ptr))
 				return MS_ERR_NOMEM;
 			break;
+		}
 		case MS_ACT_FREE_REQUESTED:
 			/* a completion that does not follow at once: PyTorch kept the block */
 			if ((v = ms_u64map_get(&p->live, e->addr)) &&
@@ -186,10 +192,17 @@ static ms_status run(struct tp *p, const struct ms_trace *t, const struct ms_rep
 				r->unmatched_frees++;
 			}
 			break;
-		case MS_ACT_SEGMENT_ALLOC:
-		case MS_ACT_SEGMENT_MAP:
 		case MS_ACT_SEGMENT_FREE:
 		case MS_ACT_SEGMENT_UNMAP:
+			/* PyTorch gives a private pool's segments back once nothing uses it */
+			if (e->pool != MS_POOL_DEFAULT && e->pool != MS_POOL_UNKNOWN) {
+				uint64_t id[2];
+				ms_pool_id(e->pool, id);
+				p->api->release_pool(id[0], id[1]);
+			}
+			/* fall through */
+		case MS_ACT_SEGMENT_ALLOC:
+		case MS_ACT_SEGMENT_MAP:
 			ms_seg_events_push(&r->recorded, &r->n_recorded, &p->cap_recorded, i,
 			                   e->action, e->addr, e->size, &p->err);
 			break;

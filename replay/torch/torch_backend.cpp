@@ -27,10 +27,12 @@
 #include <chrono>
 #include <cstdio>
 #include <mutex>
+#include <set>
 #include <thread>
 #include <cstdlib>
 #include <cstring>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "torch_backend.h"
@@ -49,6 +51,7 @@ bool g_open = false, g_tracker = false;
 std::vector<mst_seg> g_segs;                           // not yet taken
 std::unordered_map<uint64_t, cudaStream_t> g_streams;  // recorded handle -> our stream
 std::unordered_map<uint64_t, c10::DataPtr> g_live;     // pointers handed out
+std::set<std::pair<uint64_t, uint64_t>> g_pools;       // private pools made, not released
 
 struct blocker {
 	cudaStream_t stream;
@@ -291,12 +294,42 @@ cudaStream_t stream_for(uint64_t handle)
 	return s;
 }
 
-int do_malloc(uint64_t size, uint64_t stream, uint64_t *ptr, char *err, size_t n)
+/*
+ * Route the next allocation to a private pool, as a capture or use_mem_pool does: begin and end
+ * allocating to it around the one call. The pool's first use makes it and keeps the use count
+ * that begin takes (its owner's, dropped by release_pool); later ones give theirs back.
+ */
+struct pool_scope {
+	c10::cuda::MempoolId_t id;
+	bool on = false, made = false;
+	pool_scope(uint64_t first, uint64_t second) : id{first, second}
+	{
+		if (!first && !second)
+			return;
+		auto dev = static_cast<c10::DeviceIndex>(g_device);
+		made = g_pools.insert({first, second}).second;
+		CCA::beginAllocateToPool(dev, id, [](cudaStream_t) { return true; });
+		on = true;
+	}
+	~pool_scope()
+	{
+		if (!on)
+			return;
+		auto dev = static_cast<c10::DeviceIndex>(g_device);
+		CCA::endAllocateToPool(dev, id);
+		if (!made)
+			CCA::releasePool(dev, id);
+	}
+};
+
+int do_malloc(uint64_t size, uint64_t stream, uint64_t pool_first, uint64_t pool_second,
+              uint64_t *ptr, char *err, size_t n)
 {
 	try {
 		busy b;
 		// the stream as the current one (a stream guard would need libtorch_cuda's hooks)
 		c10::cuda::setCurrentCUDAStream(torch_stream(stream_for(stream)));
+		pool_scope in_pool(pool_first, pool_second);
 		c10::DataPtr dp = CCA::get()->allocate(size);
 		*ptr = reinterpret_cast<uint64_t>(dp.get());
 		if (dp.get())
@@ -426,6 +459,17 @@ void stats(mst_stats *o)
 	o->num_device_free = static_cast<uint64_t>(s.num_device_free);
 }
 
+void release_pool(uint64_t first, uint64_t second)
+{
+	if (!g_pools.erase({first, second}))
+		return;
+	try {
+		CCA::releasePool(static_cast<c10::DeviceIndex>(g_device), {first, second});
+	} catch (const std::exception &) {
+		// an unknown pool: nothing to give back
+	}
+}
+
 size_t segments(mst_segment *out, size_t max)
 {
 	auto snap = CCA::snapshot();
@@ -455,6 +499,8 @@ void close_backend()
 {
 	complete_all();
 	g_live.clear();
+	for (const auto &id : std::set<std::pair<uint64_t, uint64_t>>(g_pools))
+		release_pool(id.first, id.second);
 	CCA::emptyCache();
 	for (auto &bl : g_idle) {
 		cudaStreamDestroy(bl.stream);
@@ -509,10 +555,10 @@ void deviations(uint64_t *misplaced, uint64_t *forced)
 	*forced = g_forced;
 }
 
-const mst_api g_api = {MST_ABI,     torch_version, open_backend, place,      mem_info,
-                       do_malloc,   do_free,       free_request, free_complete,
-                       empty_cache, take_segments, stats,        segments,   deviations,
-                       close_backend};
+const mst_api g_api = {MST_ABI,      torch_version, open_backend, place,
+                       mem_info,     do_malloc,     release_pool, do_free,
+                       free_request, free_complete, empty_cache,  take_segments,
+                       stats,        segments,      deviations,   close_backend};
 
 } // namespace
 

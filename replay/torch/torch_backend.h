@@ -14,7 +14,7 @@
 extern "C" {
 #endif
 
-#define MST_ABI 5
+#define MST_ABI 6
 
 /* A segment event of the real allocator (its trace tracker): PyTorch's action numbers. */
 struct mst_seg {
@@ -59,10 +59,18 @@ struct mst_api {
 	void (*mem_info)(uint64_t *total, uint64_t *free_bytes);
 	/*
 	 * Allocate size bytes on the stream that stands for recorded stream handle stream (0: the
-	 * default stream). Returns 0 with *ptr, 1 on an out-of-memory error (err: PyTorch's
-	 * message), -1 on another error.
+	 * default stream), in the memory pool (pool_first, pool_second): (0, 0) the default pools,
+	 * else the private pool of that id (a CUDA graph's, a MemPool's), made on its first use
+	 * and kept until release_pool. Returns 0 with *ptr, 1 on an out-of-memory error (err:
+	 * PyTorch's message), -1 on another error.
 	 */
-	int (*malloc)(uint64_t size, uint64_t stream, uint64_t *ptr, char *err, size_t n);
+	int (*malloc)(uint64_t size, uint64_t stream, uint64_t pool_first, uint64_t pool_second,
+	              uint64_t *ptr, char *err, size_t n);
+	/*
+	 * Nothing uses the private pool any more (its graphs were reset, its MemPool deleted):
+	 * its free segments go back at the next empty_cache, as PyTorch's own do.
+	 */
+	void (*release_pool)(uint64_t pool_first, uint64_t pool_second);
 	void (*free)(uint64_t ptr);
 	/*
 	 * A free that PyTorch deferred (the block was used on another stream: record_stream):
