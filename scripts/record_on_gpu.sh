@@ -8,7 +8,7 @@ set -uo pipefail
 debs=$1 build=$2 out=$3
 shift 3
 here=$(cd "$(dirname "$0")/.." && pwd)
-[ -x "$build/cli/memsnap" ] || bash "$here/scripts/gpu_host_build.sh" "$debs" "$build" || exit 1
+bash "$here/scripts/gpu_host_build.sh" "$debs" "$build" || exit 1
 build=$(cd "$build" && pwd)
 export LD_LIBRARY_PATH=$build/deps-root/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 ms=$build/cli/memsnap

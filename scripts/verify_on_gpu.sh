@@ -3,13 +3,14 @@
 # `memsnap verify` with the two GPU backends (the model over real cudaMalloc; PyTorch's own
 # allocator through the plugin) on each trace given. One line per trace and backend in
 # OUT/verify_gpu.txt.
+# The build is brought up to date first (incremental where BUILD_DIR is there).
 # usage: scripts/verify_on_gpu.sh DEBS BUILD_DIR OUT TRACE...
 set -u
 debs=$1 build=$2 out=$3
 shift 3
 here=$(cd "$(dirname "$0")/.." && pwd)
 mkdir -p "$out"
-[ -x "$build/cli/memsnap" ] || bash "$here/scripts/gpu_host_build.sh" "$debs" "$build" >"$out/build.txt" 2>&1 ||
+bash "$here/scripts/gpu_host_build.sh" "$debs" "$build" >"$out/build.txt" 2>&1 ||
 	{ tail -30 "$out/build.txt"; exit 1; }
 build=$(cd "$build" && pwd)
 export LD_LIBRARY_PATH=$build/deps-root/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
