@@ -35,3 +35,38 @@ print("peaks", r["peak_reserved_bytes"], r["peak_allocated_bytes"], "end",
 done
 # the map at the end names the pool of as many segments as the snapshot has in private pools (9)
 echo "render --at end, graph_pools: $("$MEMSNAP" render --format txt --at end "$d/graph_pools.pickle.zst" 2>/dev/null | grep -c ' pool (0, 1)$') segments in pool (0, 1)"
+# what-if against real runs: each job's recording replayed under expandable_segments:True against
+# the same job run for real that way (its truth), and whether the two runs made the same calls
+# (allocations with their sizes, streams in order of first use and pools; frees), from the two
+# recordings, by Python. decode_graphs made the same calls, but torch.cuda.graph empties the cache
+# before each capture: in the default run that gave nothing back, which leaves no trace, while
+# under expandable segments it unmapped free pages; a replay of the default run cannot know.
+for n in graph_pools compile_reduce_overhead mempool graph_step_adam decode_graphs; do
+	"$MEMSNAP" -q convert "$d/$n.zst" -o "$TMPDIR/a.json"
+	"$MEMSNAP" -q convert "$d/${n}_expandable.zst" -o "$TMPDIR/b.json"
+	"$MEMSNAP" -q replay --json --alloc-conf expandable_segments:True "$d/$n.zst" |
+		python3 -c '
+import json, sys
+r = json.load(sys.stdin)
+t = json.load(open(sys.argv[1]))["stats"]
+def calls(path):
+    ids, streams, out, k = {}, {}, [], 0
+    for e in json.load(open(path))["device_traces"][0]:
+        if e.get("source", 0):
+            continue
+        s = streams.setdefault(e["stream"], len(streams))
+        if e["action"] == "alloc":
+            ids[e["addr"]] = k
+            k += 1
+            out.append(("a", e["size"], s, tuple(e.get("pool_id") or ())))
+        elif e["action"] in ("free_requested", "free_completed"):
+            out.append((e["action"], ids.get(e["addr"])))
+    return out
+d = [r[a] - t[b] for a, b in (("peak_reserved_bytes", "reserved_bytes.all.peak"),
+                                ("peak_allocated_bytes", "allocated_bytes.all.peak"),
+                                ("peak_segments", "segment.all.peak"))]
+same = calls(sys.argv[2]) == calls(sys.argv[3])
+print(sys.argv[4], "under expandable segments: reserved %+d, allocated %+d, segments %+d;" % tuple(d),
+      "the same calls in both runs" if same else "the runs made other calls")' \
+			"$d/${n}_expandable.truth.json" "$TMPDIR/a.json" "$TMPDIR/b.json" "$n"
+done
