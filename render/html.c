@@ -274,6 +274,8 @@ static void timeline_json(struct ms_jsonw *w, const struct ms_report *rep)
 	BUCKET("largest_free", x->largest_free);
 	BUCKET("small_res", x->small_reserved);
 	BUCKET("large_res", x->large_reserved);
+	BUCKET("priv_alloc", x->private_allocated);
+	BUCKET("priv_res", x->private_reserved);
 	BUCKET("ann", x->ann);
 	BUCKET("big_size", x->big_size);
 	BUCKET("big_index", x->big_index);

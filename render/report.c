@@ -156,6 +156,15 @@ static void on_event(void *ctx, uint64_t index, const struct ms_event *e, const 
 	b->inactive_split = (uint64_t)st->inactive_split_bytes[MS_POOL_ALL].current;
 	b->small_reserved = (uint64_t)st->reserved_bytes[MS_POOL_SMALL].current;
 	b->large_reserved = (uint64_t)st->reserved_bytes[MS_POOL_LARGE].current;
+	{
+		size_t np;
+		const struct ms_model_pool *pools = ms_model_pools(m, &np);
+		b->private_allocated = b->private_reserved = 0;
+		for (size_t i = 1; i < np; i++) {
+			b->private_allocated += (uint64_t)pools[i].allocated_bytes.current;
+			b->private_reserved += (uint64_t)pools[i].reserved_bytes.current;
+		}
+	}
 	/*
 	 * The free space walks the pools: once per bucket, at its first event (its last is not
 	 * known in time: the trace may go on with other devices' events)

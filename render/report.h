@@ -43,7 +43,8 @@ struct ms_report_bucket {
 	uint64_t ext_max; /* bytes outside PyTorch's allocator, the most in the bucket */
 	/* at the last event */
 	uint64_t alloc, reserved, inactive_split, small_reserved, large_reserved;
-	uint64_t free_in_reserved, largest_free; /* at the first event */
+	uint64_t private_allocated, private_reserved; /* in private pools (CUDA graphs, MemPools) */
+	uint64_t free_in_reserved, largest_free;      /* at the first event */
 };
 
 /* Blocks of a segment drawn as one cell (ms_render_cells). */

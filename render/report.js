@@ -191,6 +191,8 @@
 			streamLabels.push('allocated, other streams');
 		/* memory outside PyTorch's allocator (raw CUDA calls the recorder saw), when there was any */
 		var hasExt = T.ext && T.ext.some(function (v) { return v !== 0; });
+		/* private pools (CUDA graphs, MemPools): their share of allocated and reserved */
+		var hasPriv = T.priv_res && T.priv_res.some(function (v) { return v !== 0; });
 		for (var i = 0; i < N; i++) {
 			var row = [T.first[i], [T.alloc_min[i], T.alloc[i], T.alloc_max[i]],
 				[T.res_min[i], T.res[i], T.res_max[i]],
@@ -199,6 +201,10 @@
 				[T.large_res[i], T.large_res[i], T.large_res[i]]];
 			for (var k = 0; k < streamLabels.length; k++) row.push([SA[k][i], SA[k][i], SA[k][i]]);
 			if (hasExt) row.push([T.ext[i], T.ext[i], T.ext[i]]);
+			if (hasPriv) {
+				row.push([T.priv_alloc[i], T.priv_alloc[i], T.priv_alloc[i]]);
+				row.push([T.priv_res[i], T.priv_res[i], T.priv_res[i]]);
+			}
 			rows.push(row);
 			var fr = T.free_in_reserved[i];
 			frows.push([T.first[i], T.res[i] - T.alloc[i], T.inactive_split[i], T.largest_free[i],
@@ -222,17 +228,19 @@
 			if (D.oom) line(D.oom.index, '#e15759', 'OOM', 14);
 		}
 		var axes = { y: { valueFormatter: fmt, axisLabelFormatter: fmt, axisLabelWidth: 80 } };
+		var PALETTE = ['#4e79a7', '#e15759', '#76b7b2', '#b07aa1', '#9c755f', '#edc948', '#59a14f',
+			'#ff9da7', '#bab0ac', '#8cd17d', '#f1ce63', '#499894', '#d37295', '#86bcb6'];
 		var seriesLabels = ['allocated', 'reserved', 'active (most)', 'reserved, small pool',
 			'reserved, large pool'].concat(streamLabels);
 		if (hasExt) seriesLabels.push('outside PyTorch (raw CUDA)');
+		if (hasPriv) seriesLabels.push('allocated, private pools', 'reserved, private pools');
 		var visible = seriesLabels.map(function (l, k) {
-			return k < 3 || (hasExt && k === seriesLabels.length - 1);
+			return k < 3 || l === 'outside PyTorch (raw CUDA)' || l.indexOf('private pools') > 0;
 		});
 		timeline = new Dygraph($('timeline'), rows, {
 			labels: ['event'].concat(seriesLabels),
 			customBars: true, visibility: visible, includeZero: true,
-			colors: ['#4e79a7', '#e15759', '#76b7b2', '#b07aa1', '#9c755f', '#edc948', '#59a14f',
-				'#ff9da7', '#bab0ac', '#8cd17d', '#f1ce63', '#499894', '#d37295', '#86bcb6'].slice(0, seriesLabels.length),
+			colors: seriesLabels.map(function (l, k) { return PALETTE[k % PALETTE.length]; }),
 			xlabel: 'event', axes: axes, legend: 'always', labelsDiv: $('timeline-legend'),
 			underlayCallback: marks,
 			zoomCallback: function (x0, x1) { zoomed(x0, x1); },
@@ -357,6 +365,15 @@
 		segs.forEach(function (g) { maxSize = Math.max(maxSize, g[1]); });
 		if (fail) maxSize = Math.max(maxSize, fail.alloc_size);
 		var rowsN = segs.length + (fail ? 1 : 0);
+		var labels = segs.map(function (g) {
+			return g[0] + ' ' + fmt(g[1]) + ' stream ' + g[2] + (g[3] ? ' small' : ' large') +
+				(g[4] ? ' exp' : '') + (g[6] ? ' pool ' + g[6] : '');
+		});
+		/* the bars start after the longest label */
+		var mc = canvas.getContext('2d');
+		mc.font = '11px ui-monospace, monospace';
+		LABEL = 330;
+		labels.forEach(function (l) { LABEL = Math.max(LABEL, Math.ceil(mc.measureText(l).width) + 16); });
 		var dpr = window.devicePixelRatio || 1;
 		canvas.width = (LABEL + WIDTH + 10) * dpr;
 		canvas.height = (rowsN * ROW + 4) * dpr;
@@ -389,8 +406,7 @@
 		segs.forEach(function (g, i) {
 			var w = Math.max(60, WIDTH * g[1] / maxSize), x = LABEL, cells = g[5];
 			c.fillStyle = '#222';
-			c.fillText(g[0] + ' ' + fmt(g[1]) + ' stream ' + g[2] + (g[3] ? ' small' : ' large') +
-				(g[4] ? ' exp' : '') + (g[6] ? ' pool ' + g[6] : ''), 4, y + ROW / 2);
+			c.fillText(labels[i], 4, y + ROW / 2);
 			for (var j = 0; j < cells.length; j += 5) {
 				var size = cells[j], st = cells[j + 1], req = cells[j + 2], s = cells[j + 3];
 				var n = cells[j + 4], cw = w * size / g[1];

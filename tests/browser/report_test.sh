@@ -34,10 +34,12 @@ if [ "$(python3 "$here/page_requests.py" "$tmp/net-bad.json" | wc -l)" != 2 ]; t
 	echo "FAIL: the request check does not see a page's requests"
 	exit 1
 fi
-# gpt_train_with_nccl: a trace with memory outside PyTorch (its own timeline series)
-for name in dynamic_oom gpt_train multistream gpt_train_with_nccl; do
+# gpt_train_with_nccl: a trace with memory outside PyTorch (its own timeline series); graph_pools:
+# private pools (theirs)
+for name in dynamic_oom gpt_train multistream gpt_train_with_nccl pools/graph_pools; do
 	src=$(ls "$root"/testdata/snapshots/$name.pickle* "$root"/testdata/traces/$name.zst 2>/dev/null | head -1)
-	html="$art/$name.html"
+	base=${name##*/}
+	html="$art/$base.html"
 	"$memsnap" render "$src" -o "$html" 2>"$tmp/render.err" || { cat "$tmp/render.err"; exit 1; }
 	size=$(stat -c %s "$html")
 	chrome --enable-logging=stderr --v=0 --log-net-log="$tmp/net.json" \
@@ -51,6 +53,9 @@ for name in dynamic_oom gpt_train multistream gpt_train_with_nccl; do
 	# traces with times (gpt_train, multistream): the same with the x axis in seconds
 	if [ "$name" = gpt_train_with_nccl ] && ! grep -q 'outside PyTorch' "$tmp/dom.html"; then
 		problems+=" no-outside-pytorch-series"
+	fi
+	if [ "$name" = pools/graph_pools ] && ! grep -q 'reserved, private pools' "$tmp/dom.html"; then
+		problems+=" no-private-pools-series"
 	fi
 	if [ "$name" != dynamic_oom ] && ! grep -q 'data-selftest-time="time-axis-click-updated-segmap"' "$tmp/dom.html"; then
 		problems+=" time-axis-click-did-not-update-segmap"
@@ -66,12 +71,13 @@ for name in dynamic_oom gpt_train multistream gpt_train_with_nccl; do
 		head -5 "$tmp/requests"
 	fi
 	[ "$size" -le 10000000 ] || problems+=" larger-than-10MB"
-	chrome --screenshot="$art/$name.png" "file://$html" >/dev/null 2>&1 || problems+=" no-screenshot"
+	chrome --screenshot="$art/$base.png" "file://$html" >/dev/null 2>&1 && [ -s "$art/$base.png" ] ||
+		problems+=" no-screenshot"
 	if [ -n "$problems" ]; then
 		echo "FAIL $name:$problems"
 		fail=1
 	else
-		echo "ok $name ($size bytes; screenshot $art/$name.png)"
+		echo "ok $name ($size bytes; screenshot $art/$base.png)"
 	fi
 done
 # a snapshot without a trace: the segments as recorded, no timeline, no console message
