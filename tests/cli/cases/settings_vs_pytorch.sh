@@ -43,3 +43,11 @@ print(sys.argv[2] + ": " + ", ".join(out))' "$d/$n.truth.json" "$conf")
 		;;
 	esac
 done
+# the default run recorded again: the same program, other call order
+calls "$d/settings_default_rerun.pickle.zst" >"$TMPDIR/run.calls"
+k=$(cmp "$TMPDIR/default.calls" "$TMPDIR/run.calls" 2>/dev/null | grep -oE 'line [0-9]+' || true)
+echo "settings_default run again: calls ${k:+differ from call ${k#line }}${k:+;} peaks $(python3 -c '
+import json, sys
+a, b = (json.load(open(p))["stats"] for p in sys.argv[1:])
+keys = ("reserved_bytes.all.peak", "allocated_bytes.all.peak", "segment.all.peak")
+print("the same" if all(a[k] == b[k] for k in keys) else "differ")' "$d/settings_default.truth.json" "$d/settings_default_rerun.truth.json")"
