@@ -86,18 +86,26 @@ int cmd_convert(int argc, const char **argv)
 		struct ms_symtab syms;
 		struct ms_sink sink;
 		struct ms_diag wd = MS_DIAG_INIT;
+		struct ms_trace *t = NULL;
 
 		wo.level = level;
 		wo.frame_bytes = (size_t)frame_kib * 1024;
 		wo.producer = "memsnap";
 		if (ms_symtab_init(&syms))
 			ms_die(MS_EXIT_ERROR, "out of memory");
-		s = ms_writer_open(f, &wo, &syms, &w, &wd);
-		if (s) {
+		/*
+		 * A snapshot is read whole, so that its events get the pools its end state tells
+		 * (parse/pool_infer.h); a memsnap trace streams in bounded memory.
+		 */
+		if (ms_file_is_snapshot(argv[0]) &&
+		    (s = ms_trace_load(argv[0], &ro, &t, NULL, &d))) {
+			ms_report(argv[0], s, &d);
+		} else if ((s = ms_writer_open(f, &wo, t ? &t->syms : &syms, &w, &wd))) {
 			ms_report(out, s, &wd);
 		} else {
 			ms_writer_sink(w, &sink);
-			s = ms_source_read(argv[0], &ro, &syms, &sink, NULL, &d);
+			s = t ? ms_trace_emit(t, &sink)
+			      : ms_source_read(argv[0], &ro, &syms, &sink, NULL, &d);
 			if (s == MS_ERR_IO && !d.msg[0])
 				ms_error("%s: write error", out);
 			else if (s)
@@ -109,6 +117,7 @@ int cmd_convert(int argc, const char **argv)
 			}
 		}
 		ms_writer_free(w);
+		ms_trace_free(t);
 		ms_symtab_release(&syms);
 	}
 	if (s) {

@@ -37,8 +37,11 @@ struct infer {
 	size_t n_recs, cap_recs;
 	uint32_t *live; /* records alive now, by (device, address) */
 	size_t n_live, cap_live;
-	struct end_seg *end;     /* end-state segments, by (device, address) */
-	uint32_t *end_rec;       /* the record standing for each end-state segment, or NONE */
+	struct end_seg *end; /* end-state segments, by (device, address) */
+	uint32_t *end_rec;   /* the record standing for each end-state segment, or NONE */
+	/* each end-state segment's birth: the last event that mapped memory in its range (events
+	 * before it lie in an older segment at the same place), or 0 if none did */
+	uint64_t *born;
 	struct ms_u64map blocks; /* live allocation -> record + 1 */
 	uint32_t *rec_of;        /* event -> record, or NONE */
 };
@@ -196,13 +199,17 @@ static uint16_t end_code(const struct ms_segment *g)
 	return ms_pool_code(g->pool_id[0], g->pool_id[1], &code) ? MS_POOL_UNKNOWN : code;
 }
 
-/* The record of an address no recorded segment event covers: its end-state segment's. */
-static ms_status outside_rec(struct infer *x, uint16_t device, uint64_t addr, uint32_t *out)
+/*
+ * The record of an address no recorded segment event covers, at event i: its end-state segment's
+ * if that segment was there already (older than the trace, not made again at its place since).
+ */
+static ms_status outside_rec(struct infer *x, uint16_t device, uint64_t addr, size_t i,
+                             uint32_t *out)
 {
 	uint32_t g = end_at(x, device, addr);
 
 	*out = NONE;
-	if (g == NONE)
+	if (g == NONE || i < x->born[g])
 		return MS_OK;
 	if (x->end_rec[g] == NONE) {
 		const struct ms_segment *s = &x->t->segs[g];
@@ -216,6 +223,22 @@ static ms_status outside_rec(struct infer *x, uint16_t device, uint64_t addr, ui
 static uint64_t block_key(uint16_t device, uint64_t addr)
 {
 	return addr ^ ((uint64_t)device << 52);
+}
+
+/* Each end-state segment's birth (x->born): the last segment_alloc or segment_map in it. */
+static void births(struct infer *x)
+{
+	const struct ms_trace *t = x->t;
+
+	for (size_t i = 0; i < t->n_events; i++) {
+		const struct ms_event *e = &t->events[i];
+		uint32_t g;
+		if (e->source != MS_SRC_TORCH ||
+		    (e->action != MS_ACT_SEGMENT_ALLOC && e->action != MS_ACT_SEGMENT_MAP))
+			continue;
+		if ((g = end_at(x, e->device, e->addr)) != NONE)
+			x->born[g] = i;
+	}
 }
 
 static ms_status walk(struct infer *x)
@@ -241,7 +264,7 @@ static ms_status walk(struct infer *x)
 		case MS_ACT_ALLOC:
 			r = live_at(x, e->device, e->addr);
 			if (r == NONE)
-				MS_TRY(outside_rec(x, e->device, e->addr, &r));
+				MS_TRY(outside_rec(x, e->device, e->addr, i, &r));
 			if (r != NONE && ms_u64map_put(&x->blocks, key, (uint64_t)r + 1))
 				return MS_ERR_NOMEM;
 			break;
@@ -254,7 +277,7 @@ static ms_status walk(struct infer *x)
 			} else {
 				r = live_at(x, e->device, e->addr);
 				if (r == NONE)
-					MS_TRY(outside_rec(x, e->device, e->addr, &r));
+					MS_TRY(outside_rec(x, e->device, e->addr, i, &r));
 			}
 			break;
 		default:
@@ -290,7 +313,8 @@ ms_status ms_trace_infer_pools(struct ms_trace *t, struct ms_pool_inference *out
 	x.rec_of = ms_malloc(sizeof(*x.rec_of) * (t->n_events ? t->n_events : 1));
 	x.end = ms_malloc(sizeof(*x.end) * (t->n_segs ? t->n_segs : 1));
 	x.end_rec = ms_malloc(sizeof(*x.end_rec) * (t->n_segs ? t->n_segs : 1));
-	if (!x.rec_of || !x.end || !x.end_rec)
+	x.born = ms_calloc(t->n_segs ? t->n_segs : 1, sizeof(*x.born));
+	if (!x.rec_of || !x.end || !x.end_rec || !x.born)
 		goto out;
 	for (size_t i = 0; i < t->n_events; i++)
 		x.rec_of[i] = NONE;
@@ -301,6 +325,7 @@ ms_status ms_trace_infer_pools(struct ms_trace *t, struct ms_pool_inference *out
 		x.end_rec[i] = NONE;
 	}
 	qsort(x.end, t->n_segs, sizeof(*x.end), end_cmp);
+	births(&x);
 	if ((s = walk(&x)))
 		goto out;
 	settle(&x);
@@ -325,6 +350,7 @@ out:
 	ms_free(x.rec_of);
 	ms_free(x.end);
 	ms_free(x.end_rec);
+	ms_free(x.born);
 	ms_free(x.recs);
 	ms_free(x.live);
 	ms_u64map_release(&x.blocks);

@@ -272,18 +272,75 @@ static int needs_pools(const struct ms_trace *t)
 	return 0;
 }
 
+int ms_file_is_snapshot(const char *path)
+{
+	struct ms_input *in = NULL;
+	struct ms_diag d = MS_DIAG_INIT;
+	enum ms_file_kind k;
+
+	if (ms_input_open(path, &in, &d))
+		return 0; /* the read proper says why */
+	k = ms_input_kind(in);
+	ms_input_close(in);
+	return k == MS_FILE_PICKLE || k == MS_FILE_JSON;
+}
+
+/* *t cut to the window opts, as ms_source_read() would have cut it while reading. */
+static ms_status cut_window(struct ms_trace **t, const struct ms_read_opts *opts)
+{
+	struct ms_trace *u;
+	struct ms_sink sink;
+	struct window w;
+	struct ms_sink ws = {.begin = w_begin,
+	                     .event = w_event,
+	                     .events = w_events,
+	                     .annotation = w_ann,
+	                     .segment = w_seg};
+	ms_status s;
+
+	if ((s = ms_trace_new(&u)))
+		return s;
+	ms_trace_sink(u, &sink);
+	w.next = &sink;
+	w.o = *opts;
+	w.n = 0;
+	ws.ctx = &w;
+	s = ms_trace_emit(*t, &ws);
+	if (!s && sink.end)
+		s = sink.end(sink.ctx, w.n);
+	if (s) {
+		ms_trace_free(u);
+		return s;
+	}
+	{
+		/* the ids of the events are the whole trace's: u takes its table */
+		struct ms_symtab y = u->syms;
+		u->syms = (*t)->syms;
+		(*t)->syms = y;
+	}
+	u->pools = (*t)->pools;
+	ms_trace_free(*t);
+	*t = u;
+	return MS_OK;
+}
+
 ms_status ms_trace_load(const char *path, const struct ms_read_opts *opts, struct ms_trace **out,
                         struct ms_source_info *info, struct ms_diag *diag)
 {
 	struct ms_trace *t;
 	struct ms_sink sink;
+	int windowed;
 	ms_status s;
 
 	if ((s = ms_trace_new(&t)))
 		return ms__diag_set(diag, s, -1, -1, "out of memory");
 	ms_trace_sink(t, &sink);
-	s = ms_source_read(path, opts, &t->syms, &sink, info, diag);
+	/* a snapshot's window is cut after the pools are told from the whole of it */
+	windowed = opts && (opts->from > 0 || opts->to != UINT64_MAX) && ms_file_is_snapshot(path);
+	s = ms_source_read(path, windowed ? NULL : opts, &t->syms, &sink, info, diag);
 	if (!s && needs_pools(t) && (s = ms_trace_infer_pools(t, &t->pools)))
+		ms__diag_set(diag, s, -1, -1, "out of memory");
+	if (!s && windowed && (s = cut_window(&t, opts)))
 		ms__diag_set(diag, s, -1, -1, "out of memory");
 	if (s) {
 		ms_trace_free(t);

@@ -75,9 +75,17 @@ static void merge_free(struct rseg *g, size_t i)
 	}
 }
 
-static ms_status add_segment(struct state *st, uint64_t addr, uint64_t size, uint64_t stream,
-                             uint16_t device, int small, int expandable)
+/* A segment event's pool id in id (the default pools' where the trace does not tell). */
+static void pool_of_event(const struct ms_event *e, uint64_t id[2])
 {
+	id[0] = id[1] = 0;
+	if (e->pool != MS_POOL_UNKNOWN)
+		ms_pool_id(e->pool, id);
+}
+
+static ms_status add_segment(struct state *st, const struct ms_event *e, int small, int expandable)
+{
+	uint64_t addr = e->addr, size = e->size;
 	size_t i = 0;
 	struct rseg g;
 
@@ -90,8 +98,9 @@ static ms_status add_segment(struct state *st, uint64_t addr, uint64_t size, uin
 	memset(&g, 0, sizeof(g));
 	g.s.addr = addr;
 	g.s.total_size = size;
-	g.s.stream = stream;
-	g.s.device = device;
+	g.s.stream = e->stream;
+	g.s.device = e->device;
+	pool_of_event(e, g.s.pool_id);
 	g.s.is_small = (uint8_t)small;
 	g.s.is_expandable = (uint8_t)expandable;
 	g.s.n_blocks = 1;
@@ -217,6 +226,7 @@ static ms_status undo_unmap(struct state *st, const struct ms_event *e)
 	struct ms_block fb = {e->addr, e->size, 0, 0, MS_BLOCK_INACTIVE};
 	struct rseg *before = e->addr ? seg_at(st, e->addr - 1) : NULL;
 	struct rseg *after = seg_at(st, e->addr + e->size);
+	uint64_t pool[2];
 	int small;
 	ms_status s;
 
@@ -224,10 +234,14 @@ static ms_status undo_unmap(struct state *st, const struct ms_event *e)
 		st->inconsistent++;
 		return MS_OK;
 	}
-	if (before && (!before->s.is_expandable || before->s.stream != e->stream))
+	/* a mapped neighbour of the same reservation: its stream's and its pool's */
+	pool_of_event(e, pool);
+	if (before && (!before->s.is_expandable || before->s.stream != e->stream ||
+	               before->s.pool_id[0] != pool[0] || before->s.pool_id[1] != pool[1]))
 		before = NULL;
 	if (after && (!after->s.is_expandable || after->s.stream != e->stream ||
-	              after->s.addr != e->addr + e->size))
+	              after->s.addr != e->addr + e->size || after->s.pool_id[0] != pool[0] ||
+	              after->s.pool_id[1] != pool[1]))
 		after = NULL;
 	if (before) {
 		before->s.total_size += e->size;
@@ -257,7 +271,7 @@ static ms_status undo_unmap(struct state *st, const struct ms_event *e)
 	}
 	/* 20 MiB pages belong to the large pool, 2 MiB ones to the small pool */
 	small = e->size % (20u << 20) != 0;
-	return add_segment(st, e->addr, e->size, e->stream, e->device, small, 1);
+	return add_segment(st, e, small, 1);
 }
 
 static ms_status undo(struct state *st, const struct ms_event *e, uint64_t alloc_size)
@@ -301,8 +315,7 @@ static ms_status undo(struct state *st, const struct ms_event *e, uint64_t alloc
 		return MS_OK;
 	case MS_ACT_SEGMENT_FREE:
 		/* small-pool segments are 2 MiB, large ones more */
-		return add_segment(st, e->addr, e->size, e->stream, e->device,
-		                   e->size <= (2u << 20), 0);
+		return add_segment(st, e, e->size <= (2u << 20), 0);
 	case MS_ACT_SEGMENT_MAP:
 		return undo_map(st, e);
 	case MS_ACT_SEGMENT_UNMAP:
@@ -329,8 +342,13 @@ ms_status ms_rebuild_initial_state(const struct ms_trace *t, uint32_t device,
 		const struct ms_segment *g = &t->segs[i];
 		if (g->device != device)
 			continue;
-		if ((s = add_segment(&st, g->addr, g->total_size, g->stream, g->device, g->is_small,
-		                     g->is_expandable)))
+		struct ms_event as_event = {0};
+		as_event.addr = g->addr;
+		as_event.size = g->total_size;
+		as_event.stream = g->stream;
+		as_event.device = g->device;
+		as_event.pool = MS_POOL_UNKNOWN; /* r->s = *g below brings its pool */
+		if ((s = add_segment(&st, &as_event, g->is_small, g->is_expandable)))
 			goto out;
 		{
 			struct rseg *r = seg_at(&st, g->addr);
