@@ -2,6 +2,7 @@
 #include "parse/trace.h"
 
 #include <string.h>
+#include <sys/stat.h>
 
 #include "common/alloc.h"
 #include "common/status.h"
@@ -277,7 +278,11 @@ int ms_file_is_snapshot(const char *path)
 	struct ms_input *in = NULL;
 	struct ms_diag d = MS_DIAG_INIT;
 	enum ms_file_kind k;
+	struct stat st;
 
+	/* a pipe or standard input can be read once only */
+	if (!strcmp(path, "-") || stat(path, &st) || !S_ISREG(st.st_mode))
+		return 0;
 	if (ms_input_open(path, &in, &d))
 		return 0; /* the read proper says why */
 	k = ms_input_kind(in);

@@ -60,8 +60,9 @@ ms_status ms_trace_load(const char *path, const struct ms_read_opts *opts, struc
                         struct ms_source_info *info, struct ms_diag *diag);
 void ms_trace_free(struct ms_trace *t);
 
-/* 1 if path is a PyTorch snapshot (pickle or JSON, plain or compressed), not a memsnap trace;
- * 0 also where it cannot be opened (reading it says why). */
+/* 1 if path is a regular file holding a PyTorch snapshot (pickle or JSON, plain or compressed);
+ * 0 for a memsnap trace, for a pipe or standard input (read once only: not probed), and where it
+ * cannot be opened (reading it says why). */
 int ms_file_is_snapshot(const char *path);
 
 /* A sink that appends to t (created with ms_trace_new()). */
