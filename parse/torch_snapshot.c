@@ -282,6 +282,29 @@ static inline int as_i64(const struct ms_pk_val *v, int64_t *out)
 }
 
 /*
+ * A pool id (a trace entry's pool_id, a segment's segment_pool_id) into id and its code; NULL, or
+ * what is wrong with it in why (cap bytes).
+ */
+static const char *pool_id_of(const struct ms_pk_val *v, uint64_t id[2], uint16_t *code, char *why,
+                              size_t cap)
+{
+	int64_t a, b;
+
+	if ((v->type != MS_PK_TUPLE && v->type != MS_PK_LIST) || v->v.o->n != 2 ||
+	    as_i64(&v->v.o->items[0], &a) || as_i64(&v->v.o->items[1], &b) || a < 0 || b < 0)
+		return "not a pair of integers of at least 0";
+	id[0] = (uint64_t)a;
+	id[1] = (uint64_t)b;
+	if (!ms_pool_code(id[0], id[1], code))
+		return NULL;
+	snprintf(why, cap,
+	         a && b ? "(%lld, %lld): a private pool's id has one half zero"
+	                : "(%lld, %lld): memsnap holds pool ids up to %d in each half",
+	         (long long)a, (long long)b, MS_POOL_MAX_HALF);
+	return why;
+}
+
+/*
  * A frame dict's 'line' -> *line. PyTorch writes C++ frames (stacks="all") with the line
  * unknown as size_t(-1), an int past int64 (a JSON reader makes it a float); None, such
  * numbers and ints outside uint32 are read as 0, "no line". Anything else is malformed: -1.
@@ -471,11 +494,13 @@ static ms_status snapmap_fields(void *ctx, uint32_t device, const struct ms_pk_v
 	}
 	ep->pool = MS_POOL_UNKNOWN; /* PyTorch 2.11 and older do not say */
 	if ((v = FIELD(K_POOL_ID))) {
-		int64_t p0, p1;
-		if ((v->type != MS_PK_TUPLE && v->type != MS_PK_LIST) || v->v.o->n != 2 ||
-		    as_i64(&v->v.o->items[0], &p0) || as_i64(&v->v.o->items[1], &p1) || p0 < 0 ||
-		    p1 < 0 || ms_pool_code((uint64_t)p0, (uint64_t)p1, &ep->pool))
-			return entry_err(m, gidx, offset, "bad 'pool_id'");
+		uint64_t id[2];
+		char why[128], what[160];
+		const char *bad = pool_id_of(v, id, &ep->pool, why, sizeof(why));
+		if (bad) {
+			snprintf(what, sizeof(what), "bad 'pool_id': %s", bad);
+			return entry_err(m, gidx, offset, what);
+		}
 	}
 	if (device > UINT16_MAX)
 		return entry_err(m, gidx, offset, "device index too large");
@@ -703,13 +728,14 @@ static ms_status map_segment(struct ms_snapmap *m, uint64_t idx, const struct ms
 	v = f[G_SEGMENT_TYPE];
 	g->is_small = v && v->type == MS_PK_STR && v->v.str == m->id_small;
 	g->is_expandable = vint(m, f[G_IS_EXPANDABLE], 0, &bad) != 0;
-	v = f[G_SEGMENT_POOL_ID];
-	if (v && (v->type == MS_PK_TUPLE || v->type == MS_PK_LIST) && v->v.o->n == 2) {
-		int64_t a, b;
-		if (as_i64(&v->v.o->items[0], &a) || as_i64(&v->v.o->items[1], &b))
-			bad = 1;
-		else
-			g->pool_id[0] = (uint64_t)a, g->pool_id[1] = (uint64_t)b;
+	if ((v = f[G_SEGMENT_POOL_ID])) {
+		char why[128];
+		uint16_t code;
+		const char *wrong = pool_id_of(v, g->pool_id, &code, why, sizeof(why));
+		if (wrong)
+			return ms__diag_set(m->diag, MS_ERR_FORMAT, -1, (int64_t)idx,
+			                    "segment %llu: bad 'segment_pool_id': %s",
+			                    (unsigned long long)idx, wrong);
 	}
 	if (map_frames(m, f[G_FRAMES], &g->stack))
 		bad = 1;
