@@ -493,7 +493,7 @@ static ms_status snapmap_fields(void *ctx, uint32_t device, const struct ms_pk_v
 			ms_pk_release(m->vm, v->v.o);
 	}
 	ep->pool = MS_POOL_UNKNOWN; /* PyTorch 2.11 and older do not say */
-	if ((v = FIELD(K_POOL_ID))) {
+	if ((v = FIELD(K_POOL_ID)) && v->type != MS_PK_NONE) { /* None: not told, as absent */
 		uint64_t id[2];
 		char why[128], what[160];
 		const char *bad = pool_id_of(v, id, &ep->pool, why, sizeof(why));
@@ -728,7 +728,7 @@ static ms_status map_segment(struct ms_snapmap *m, uint64_t idx, const struct ms
 	v = f[G_SEGMENT_TYPE];
 	g->is_small = v && v->type == MS_PK_STR && v->v.str == m->id_small;
 	g->is_expandable = vint(m, f[G_IS_EXPANDABLE], 0, &bad) != 0;
-	if ((v = f[G_SEGMENT_POOL_ID])) {
+	if ((v = f[G_SEGMENT_POOL_ID]) && v->type != MS_PK_NONE) {
 		char why[128];
 		uint16_t code;
 		const char *wrong = pool_id_of(v, g->pool_id, &code, why, sizeof(why));

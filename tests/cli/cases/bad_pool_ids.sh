@@ -1,5 +1,6 @@
 # Pool ids memsnap cannot take, in a segment's segment_pool_id and a trace entry's pool_id (made
-# here by Python's pickle): one line each, naming the field and what is wrong, exit 1.
+# here by Python's pickle): one line each, naming the field and what is wrong, exit 1. None is
+# read as no pool id (entry_none).
 d=$(mktemp -d)
 python3 - "$d" <<'PY'
 import pickle, sys
