@@ -38,6 +38,9 @@ struct ms_input {
 	size_t peek_len, peek_pos;
 	int peeked;
 	int is_trace;
+	/* what went wrong while peeking (a compressed file cut off before its first bytes) */
+	ms_status peek_status;
+	struct ms_diag peek_diag;
 };
 
 static ms_status fill_raw(struct ms_input *in, struct ms_diag *diag)
@@ -216,10 +219,12 @@ enum ms_file_kind ms_input_kind(struct ms_input *in)
 		return MS_FILE_TRACE;
 	if (!in->peeked) {
 		in->peeked = 1;
+		in->peek_diag = (struct ms_diag)MS_DIAG_INIT;
 		while (in->peek_len < sizeof(in->peek)) {
 			size_t got;
-			if (read_decomp(in, in->peek + in->peek_len,
-			                sizeof(in->peek) - in->peek_len, &got, NULL) ||
+			if ((in->peek_status = read_decomp(in, in->peek + in->peek_len,
+			                                   sizeof(in->peek) - in->peek_len, &got,
+			                                   &in->peek_diag)) ||
 			    got == 0)
 				break;
 			in->peek_len += got;
@@ -239,6 +244,15 @@ enum ms_file_kind ms_input_kind(struct ms_input *in)
 		break;
 	}
 	return MS_FILE_UNKNOWN;
+}
+
+ms_status ms_input_peek_error(const struct ms_input *in, struct ms_diag *diag)
+{
+	if (!in->peek_status || in->peek_len)
+		return MS_OK;
+	if (diag)
+		*diag = in->peek_diag;
+	return in->peek_status;
 }
 
 ms_status ms_input_read(struct ms_input *in, void *buf, size_t cap, size_t *got,

@@ -31,6 +31,9 @@ ms_status ms_input_read(struct ms_input *in, void *buf, size_t cap, size_t *got,
                         struct ms_diag *diag);
 /* What the file holds, from its first bytes (after decompression). */
 enum ms_file_kind ms_input_kind(struct ms_input *in);
+/* Why ms_input_kind() saw no byte of a compressed file (cut off, corrupt), into diag; MS_OK when it
+ * saw some or nothing failed. */
+ms_status ms_input_peek_error(const struct ms_input *in, struct ms_diag *diag);
 enum ms_compression ms_input_compression(const struct ms_input *in);
 /* Size of the file on disk (0 for pipes). */
 uint64_t ms_input_file_size(const struct ms_input *in);

@@ -250,6 +250,8 @@ ms_status ms_source_read(const char *path, const struct ms_read_opts *opts, stru
 		}
 		break;
 	default:
+		if ((s = ms_input_peek_error(in, diag)))
+			break;
 		s = ms__diag_set(diag, MS_ERR_FORMAT, 0, -1,
 		                 ms_input_file_size(in) == 0 && info->compression == MS_COMP_NONE
 		                         ? "empty file"
