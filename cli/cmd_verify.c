@@ -190,6 +190,7 @@ static int verify_one(struct ms_replay_cli *c, const char *path, uint32_t device
 		cJSON_AddBoolToObject(o, "ended_by_oom", r.ended_by_oom);
 		/* a mid-run trace: what happened before its first event is unknown */
 		cJSON_AddBoolToObject(o, "starts_mid_run", r.rebuilt);
+		cJSON_AddBoolToObject(o, "trace_cut_short", r.cut_short);
 		cJSON_AddStringToObject(o, "device_memory_source",
 		                        ms_devmem_source_name(r.device_memory_source));
 		if (lim.inferred) {
@@ -217,11 +218,12 @@ static int verify_one(struct ms_replay_cli *c, const char *path, uint32_t device
 	} else if (same) {
 		char b1[32];
 		printf("%s: identical%s: %zu segment events, reserved peak %s%s, %llu of %llu "
-		       "recorded OOMs reproduced%s\n",
+		       "recorded OOMs reproduced%s%s\n",
 		       label, c->torch ? " (PyTorch's allocator and the model)" : "", n_ref,
 		       r.rebuilt ? "at least " : "", ms_format_size(b1, sizeof(b1), rec_peak),
 		       (unsigned long long)r.reproduced_ooms, (unsigned long long)r.recorded_ooms,
-		       r.rebuilt ? " (from the first event on: the trace starts mid-run)" : "");
+		       r.rebuilt ? " (from the first event on: the trace starts mid-run)" : "",
+		       r.cut_short ? " (as far as the file goes: it is cut short)" : "");
 	} else {
 		printf("%s: DIVERGES%s\n", label,
 		       c->torch ? " (PyTorch's allocator against the model)" : "");

@@ -700,14 +700,16 @@ static ms_status replay(const char *path, const struct ms_trace *t, const struct
 	if (t) {
 		s = ms_trace_emit(t, &sink);
 	} else {
+		struct ms_source_info si;
 		if (o->syms) {
-			s = ms_source_read(path, NULL, o->syms, &sink, NULL, diag);
+			s = ms_source_read(path, NULL, o->syms, &sink, &si, diag);
 		} else {
 			if (ms_symtab_init(&syms))
 				return MS_ERR_NOMEM;
-			s = ms_source_read(path, NULL, &syms, &sink, NULL, diag);
+			s = ms_source_read(path, NULL, &syms, &sink, &si, diag);
 			ms_symtab_release(&syms);
 		}
+		r->cut_short = !s && si.kind == MS_FILE_TRACE && !si.zst.has_end;
 	}
 	if (p.m) {
 		size_t n;

@@ -171,6 +171,9 @@ struct ms_replay_result {
 	 * their recorded addresses, so the two agree while the replay follows PyTorch), and the
 	 * first of them, with both addresses */
 	uint64_t misplaced_allocs, first_misplaced_index;
+	/* a memsnap trace without its END record (the recording process was killed): the replay
+	 * covers what the file holds */
+	int cut_short;
 	uint64_t first_misplaced_recorded, first_misplaced_replayed;
 	/* every pool at the end, slot 0 the default one (model.h) */
 	struct ms_model_pool *pools;
