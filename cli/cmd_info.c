@@ -295,8 +295,11 @@ static void print_text(const char *path, const struct info *x, const struct ms_s
 	printf("stacks:       %llu events with a stack, %u distinct stacks\n",
 	       (unsigned long long)x->with_stack, x->syms ? ms_symtab_nstacks(x->syms) - 1 : 0);
 	printf("annotations:  %llu\n", (unsigned long long)x->anns);
-	printf("segments:     %llu at the end (%s reserved)\n", (unsigned long long)x->segs,
-	       ms_format_size(b1, sizeof(b1), x->reserved));
+	if (x->segs || !x->meta.producer || strncmp(x->meta.producer, "memsnap-recorder", 16))
+		printf("segments:     %llu at the end (%s reserved)\n", (unsigned long long)x->segs,
+		       ms_format_size(b1, sizeof(b1), x->reserved));
+	else
+		printf("segments:     none in the file (a recording holds no state at its end)\n");
 	if (x->meta.settings.present)
 		printf("alloc conf:   \"%s\"\n", x->meta.settings.alloc_conf);
 	if (x->n)
