@@ -356,7 +356,14 @@ static ms_status pool_add(struct ms_trace_stats *r, const struct ms_segment *g)
 	if (!p) {
 		if (ms_grow(&r->pools, &r->cap_pools, r->n_pools + 1, sizeof(*r->pools)))
 			return MS_ERR_NOMEM;
-		p = &r->pools[r->n_pools++];
+		/* the default pools first, the others as they come */
+		if (!g->pool_id[0] && !g->pool_id[1]) {
+			memmove(r->pools + 1, r->pools, r->n_pools * sizeof(*r->pools));
+			p = &r->pools[0];
+		} else {
+			p = &r->pools[r->n_pools];
+		}
+		r->n_pools++;
 		memset(p, 0, sizeof(*p));
 		p->id[0] = g->pool_id[0];
 		p->id[1] = g->pool_id[1];

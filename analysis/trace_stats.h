@@ -82,7 +82,7 @@ struct ms_trace_stats {
 	size_t n_block_sites;
 	uint64_t n_segments, reserved, allocated, active, requested, internal, external_free,
 	        largest_free, pending_free_bytes, n_expandable;
-	/* the end state by pool, in order of first appearance */
+	/* the end state by pool: the default pools first, then the others as they come */
 	struct ms_stats_pool *pools;
 	size_t n_pools, cap_pools;
 };
