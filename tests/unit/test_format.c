@@ -279,9 +279,9 @@ Test(format, released_versions_load)
 		cr_assert_eq(system(cmd), 0);
 		ms_trace_free(t);
 	}
-	static const char *const files[] = {"v1.0/dynamic_oom.zst", "v1.0/random.zst",
-	                                    "v1.1/recorded_h100_expandable.zst",
-	                                    "v1.2/two_devices.zst"};
+	static const char *const files[] = {
+	        "v1.0/dynamic_oom.zst", "v1.0/random.zst", "v1.1/recorded_h100_expandable.zst",
+	        "v1.2/two_devices.zst", "v1.3/recorded_graph_pools.zst"};
 	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
 		char path[512];
 		struct ms_trace *t;
@@ -394,5 +394,29 @@ Test(format, end_counts_events_by_device)
 	cr_assert_eq(ms_trace_load(MS_TESTDATA "/traces/v1.1/dropped.zst", NULL, &t, &si, &d),
 	             MS_OK);
 	cr_expect(!si.zst.has_end_devices);
+	ms_trace_free(t);
+}
+
+/* 1.3's pool field: a recording of CUDA graphs (testdata/snapshots/pools/graph_pools) names the
+ * graph pool (0, 1) on the events PyTorch's tracker put there, and every other event's pool. */
+Test(format, pool_field)
+{
+	struct ms_trace *t;
+	struct ms_diag d = MS_DIAG_INIT;
+	struct ms_source_info si;
+	size_t in_graph = 0, unknown = 0;
+
+	cr_assert_eq(ms_trace_load(MS_TESTDATA "/traces/v1.3/recorded_graph_pools.zst", NULL, &t,
+	                           &si, &d),
+	             MS_OK, "%s", d.msg);
+	cr_assert_eq(si.zst.minor, 3);
+	for (size_t i = 0; i < t->n_events; i++) {
+		if (t->events[i].source != MS_SRC_TORCH)
+			continue;
+		in_graph += t->events[i].pool == 3; /* (0, 1) */
+		unknown += t->events[i].pool == MS_POOL_UNKNOWN;
+	}
+	cr_assert_gt(in_graph, 0);
+	cr_assert_eq(unknown, 0);
 	ms_trace_free(t);
 }
