@@ -8,6 +8,7 @@
 #include "common/alloc.h"
 #include "common/hash.h"
 #include "common/status.h"
+#include "parse/read_ahead.h"
 #include "parse/trace.h"
 #include "replay/site.h"
 
@@ -270,7 +271,7 @@ static int holder_before(uint64_t size, uint64_t index, const struct ms_replay_h
  * Keep the holders largest first (equal sizes by event index: the live table's order is
  * its hash's, which differs from run to run), at most MS_OOM_HOLDERS.
  */
-static void add_holder(struct rp *p, struct ms_replay_oom *x, uint64_t blockv)
+static void add_holder(struct ms_replay_oom *x, uint64_t blockv)
 {
 	const struct ms_model_block *b = (const struct ms_model_block *)(uintptr_t)blockv;
 	uint64_t size = ms_model_block_size(b), index;
@@ -288,7 +289,7 @@ static void add_holder(struct rp *p, struct ms_replay_oom *x, uint64_t blockv)
 	}
 	x->holders[i].size = size;
 	x->holders[i].index = index;
-	x->holders[i].stack = p->syms && stack < ms_symtab_nstacks(p->syms) ? stack : 0;
+	x->holders[i].stack = stack; /* checked against the table once it is read: holder_stacks */
 }
 
 /* A stack of y interned in t: its frames' strings, the frames, the stack. */
@@ -319,7 +320,8 @@ static ms_status copy_stack(struct ms_symtab *t, const struct ms_symtab *y, uint
 
 /*
  * The holders' sites, and their stacks copied into the result (the trace's table goes with the
- * replay). Out of memory, a holder keeps its site and loses its stack.
+ * replay), once the whole trace is read. Out of memory, a holder keeps its site and loses its
+ * stack.
  */
 static void holder_stacks(struct rp *p, struct ms_replay_oom *x)
 {
@@ -327,7 +329,7 @@ static void holder_stacks(struct rp *p, struct ms_replay_oom *x)
 
 	for (size_t i = 0; i < x->n_holders; i++) {
 		struct ms_replay_holder *h = &x->holders[i];
-		uint32_t stack = h->stack;
+		uint32_t stack = p->syms && h->stack < ms_symtab_nstacks(p->syms) ? h->stack : 0;
 		ms_stack_label(p->syms, stack, h->site, sizeof(h->site));
 		h->stack = 0;
 		if (!stack)
@@ -361,8 +363,8 @@ static void record_oom(struct rp *p, const struct ms_model_oom *o, int recorded)
 	                                   MS_OOM_HOLES);
 	for (size_t i = 0; i < p->live.cap; i++)
 		if (p->live.keys[i])
-			add_holder(p, x, p->live.vals[i]);
-	holder_stacks(p, x);
+			add_holder(x, p->live.vals[i]);
+	/* their sites once the trace is read: a reader ahead may still be filling the table */
 }
 
 static void snap_release(struct ms_replay_snap *sn)
@@ -699,14 +701,25 @@ static ms_status replay(const char *path, const struct ms_trace *t, const struct
 	sink.segment = r_segment;
 	if (t) {
 		s = ms_trace_emit(t, &sink);
+		if (r->has_oom)
+			holder_stacks(&p, &r->first_oom);
 	} else {
 		struct ms_source_info si;
+		/* nothing of the caller's reads the table while the replay runs: read ahead */
+		ms_status (*rd)(const char *, const struct ms_read_opts *, struct ms_symtab *,
+		                const struct ms_sink *, struct ms_source_info *, struct ms_diag *) =
+		        o->on_event || o->on_annotation || o->peak_gate ? ms_source_read
+		                                                        : ms_source_read_ahead;
 		if (o->syms) {
-			s = ms_source_read(path, NULL, o->syms, &sink, &si, diag);
+			s = rd(path, NULL, o->syms, &sink, &si, diag);
+			if (r->has_oom)
+				holder_stacks(&p, &r->first_oom);
 		} else {
 			if (ms_symtab_init(&syms))
 				return MS_ERR_NOMEM;
-			s = ms_source_read(path, NULL, &syms, &sink, &si, diag);
+			s = rd(path, NULL, &syms, &sink, &si, diag);
+			if (r->has_oom)
+				holder_stacks(&p, &r->first_oom);
 			ms_symtab_release(&syms);
 		}
 		r->cut_short = !s && si.kind == MS_FILE_TRACE && !si.zst.has_end;
