@@ -38,7 +38,7 @@ struct ra {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	struct batch *slots;
-	size_t head, tail; /* batches published, batches taken */
+	size_t head, tail;  /* batches published, batches taken */
 	struct batch *fill; /* the reader's batch being filled: slots[head % SLOTS] */
 	/* a call made one at a time: the reader waits until one_kind is back to ONE_NONE */
 	int one_kind;

@@ -10,6 +10,7 @@
 #include "format/trace_write.h"
 #include "helpers.h"
 #include "memsnap/format.h"
+#include "parse/read_ahead.h"
 #include "parse/trace.h"
 
 /* A random trace exercising every field: several devices, streams, stacks, strings. */
@@ -419,4 +420,55 @@ Test(format, pool_field)
 	cr_assert_gt(in_graph, 0);
 	cr_assert_eq(unknown, 0);
 	ms_trace_free(t);
+}
+
+struct stop_at {
+	uint64_t n, at;
+};
+
+static ms_status stop_event(void *ctx, const struct ms_event *e)
+{
+	struct stop_at *x = ctx;
+	(void)e;
+	return ++x->n == x->at ? MS_ERR_INVALID_ARG : MS_OK;
+}
+
+/*
+ * Reading ahead on a second thread hands the sink what reading on the caller's thread does, in
+ * the same order (three real traces); a sink that fails
+ * stops it at once, with the sink's status.
+ */
+Test(format, read_ahead_is_read)
+{
+	static const char *const files[] = {"/traces/gpt_train_with_nccl.zst",
+	                                    "/traces/v1.3/recorded_graph_pools.zst",
+	                                    "/traces/dynamic_oom_from2000.zst"};
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		char path[512];
+		struct ms_trace *a, *b;
+		struct ms_sink sink;
+		struct ms_diag d = MS_DIAG_INIT;
+		snprintf(path, sizeof(path), "%s%s", MS_TESTDATA, files[i]);
+		cr_assert_eq(ms_trace_load(path, NULL, &a, NULL, &d), MS_OK, "%s", d.msg);
+		cr_assert_eq(ms_trace_new(&b), MS_OK);
+		ms_trace_sink(b, &sink);
+		cr_assert_eq(ms_source_read_ahead(path, NULL, &b->syms, &sink, NULL, &d), MS_OK,
+		             "%s", d.msg);
+		cr_assert_gt(a->n_events, 0);
+		cr_assert_eq(th_events_diff(a, b), -1, "%s", path);
+		cr_assert_eq(a->n_segs, b->n_segs);
+		ms_trace_free(a);
+		ms_trace_free(b);
+	}
+	for (uint64_t at = 1; at < 20000; at = at * 7 + 3) {
+		struct stop_at x = {0, at};
+		struct ms_sink k = {.ctx = &x, .event = stop_event};
+		struct ms_symtab y;
+		cr_assert_eq(ms_symtab_init(&y), 0);
+		cr_assert_eq(ms_source_read_ahead(MS_TESTDATA "/traces/gpt_train_with_nccl.zst",
+		                                  NULL, &y, &k, NULL, NULL),
+		             MS_ERR_INVALID_ARG);
+		cr_assert_eq(x.n, at, "the sink was called after it failed");
+		ms_symtab_release(&y);
+	}
 }
