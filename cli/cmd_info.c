@@ -27,6 +27,7 @@ struct info {
 	const struct ms_symtab *syms;
 	uint64_t n, by_action[MS_ACT_COUNT], with_stack, anns, segs, reserved;
 	uint64_t raw_cuda; /* events of raw CUDA calls (the recorder's interposer) */
+	uint64_t raw_by_action[MS_ACT_COUNT]; /* of them, by action */
 	int64_t t_first, t_last;
 	struct ms_u64map streams;
 	uint64_t *stream_list;
@@ -84,6 +85,7 @@ static ms_status i_event(void *ctx, const struct ms_event *e)
 	if (e->stack)
 		x->with_stack++;
 	x->raw_cuda += e->source == MS_SRC_CUDA;
+	x->raw_by_action[e->action] += e->source == MS_SRC_CUDA;
 	if (!ms_u64map_get(&x->streams, e->stream)) {
 		if (ms_u64map_put(&x->streams, e->stream, 1) ||
 		    ms_grow(&x->stream_list, &x->cap_streams, x->n_streams + 1, sizeof(uint64_t)))
@@ -169,6 +171,10 @@ static void print_json(const char *path, const struct info *x, const struct ms_s
 	a = cJSON_AddObjectToObject(o, "events_by_action");
 	for (int i = 0; i < MS_ACT_COUNT; i++)
 		ms_json_u64(a, ms_action_name((unsigned)i), x->by_action[i]);
+	/* of them, the raw CUDA calls the recorder saw (the rest are PyTorch's allocator's) */
+	a = cJSON_AddObjectToObject(o, "events_raw_cuda_by_action");
+	for (int i = 0; i < MS_ACT_COUNT; i++)
+		ms_json_u64(a, ms_action_name((unsigned)i), x->raw_by_action[i]);
 	a = cJSON_AddArrayToObject(o, "streams");
 	for (size_t i = 0; i < x->n_streams; i++)
 		cJSON_AddItemToArray(
@@ -270,10 +276,16 @@ static void print_text(const char *path, const struct info *x, const struct ms_s
 	if (x->meta.n_devices)
 		printf(")");
 	printf("\nevents:       %llu\n", (unsigned long long)x->n);
-	for (int i = 0; i < MS_ACT_COUNT; i++)
-		if (x->by_action[i])
-			printf("  %-15s %llu\n", ms_action_name((unsigned)i),
-			       (unsigned long long)x->by_action[i]);
+	for (int i = 0; i < MS_ACT_COUNT; i++) {
+		if (!x->by_action[i])
+			continue;
+		printf("  %-15s %llu", ms_action_name((unsigned)i),
+		       (unsigned long long)(x->by_action[i] - x->raw_by_action[i]));
+		if (x->raw_by_action[i])
+			printf(" from PyTorch's allocator, %llu raw CUDA calls",
+			       (unsigned long long)x->raw_by_action[i]);
+		printf("\n");
+	}
 	printf("streams:      %zu (", x->n_streams);
 	for (size_t i = 0; i < x->n_streams && i < LIST_MAX; i++)
 		printf("%s0x%" PRIx64, i ? ", " : "", x->stream_list[i]);
