@@ -225,19 +225,38 @@ static uint64_t block_key(uint16_t device, uint64_t addr)
 	return addr ^ ((uint64_t)device << 52);
 }
 
-/* Each end-state segment's birth (x->born): the last segment_alloc or segment_map in it. */
+/*
+ * Each end-state segment's birth (x->born): the last segment_alloc or segment_map that reached
+ * into its range (a mapping whose head was unmapped since still does).
+ */
 static void births(struct infer *x)
 {
 	const struct ms_trace *t = x->t;
 
 	for (size_t i = 0; i < t->n_events; i++) {
 		const struct ms_event *e = &t->events[i];
-		uint32_t g;
+		size_t lo = 0, hi = t->n_segs;
 		if (e->source != MS_SRC_TORCH ||
 		    (e->action != MS_ACT_SEGMENT_ALLOC && e->action != MS_ACT_SEGMENT_MAP))
 			continue;
-		if ((g = end_at(x, e->device, e->addr)) != NONE)
-			x->born[g] = i;
+		/* the end-state segments after the event's address (upper bound), and the one
+		 * before them, which may reach into the range */
+		while (lo < hi) {
+			size_t mid = (lo + hi) / 2;
+			if (!before(e->device, e->addr, x->end[mid].device, x->end[mid].addr))
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		if (lo && x->end[lo - 1].device == e->device) {
+			const struct ms_segment *g = &t->segs[x->end[lo - 1].seg];
+			if (e->addr - g->addr < g->total_size)
+				x->born[x->end[lo - 1].seg] = i;
+		}
+		for (; lo < t->n_segs && x->end[lo].device == e->device &&
+		       x->end[lo].addr - e->addr < e->size;
+		     lo++)
+			x->born[x->end[lo].seg] = i;
 	}
 }
 

@@ -65,6 +65,8 @@ struct ra {
 /* Publish the batch being filled; wait for room for the next. */
 static ms_status publish(struct ra *r)
 {
+	ms_status stop;
+
 	pthread_mutex_lock(&r->mu);
 	r->head++;
 	pthread_cond_broadcast(&r->cv);
@@ -72,8 +74,9 @@ static ms_status publish(struct ra *r)
 		pthread_cond_wait(&r->cv, &r->mu);
 	r->fill = &r->slots[r->head % SLOTS];
 	r->fill->n = 0;
+	stop = r->stop;
 	pthread_mutex_unlock(&r->mu);
-	return r->stop;
+	return stop;
 }
 
 static ms_status put(struct ra *r, const struct item *x)
@@ -160,8 +163,12 @@ static void *reader(void *arg)
 	                    .end = q_end};
 	ms_status s = ms_source_read(r->path, r->opts, r->syms, &q, r->info, r->diag);
 
-	if (!s && r->fill->n)
-		s = publish(r);
+	/* what was read before a failure reaches the sink, as reading on one thread would */
+	if (r->fill->n) {
+		ms_status p = publish(r);
+		if (!s)
+			s = p;
+	}
 	pthread_mutex_lock(&r->mu);
 	r->reader_done = 1;
 	r->reader_status = s;

@@ -336,7 +336,7 @@ ms_status ms_trace_load(const char *path, const struct ms_read_opts *opts, struc
 {
 	struct ms_trace *t;
 	struct ms_sink sink;
-	int windowed;
+	int windowed, cut_early;
 	ms_status s;
 
 	if ((s = ms_trace_new(&t)))
@@ -345,7 +345,12 @@ ms_status ms_trace_load(const char *path, const struct ms_read_opts *opts, struc
 	/* a snapshot's window is cut after the pools are told from the whole of it */
 	windowed = opts && (opts->from > 0 || opts->to != UINT64_MAX) && ms_file_is_snapshot(path);
 	s = ms_source_read(path, windowed ? NULL : opts, &t->syms, &sink, info, diag);
-	if (!s && needs_pools(t) && (s = ms_trace_infer_pools(t, &t->pools)))
+	/*
+	 * The end state tells the pools of the events before it; of a window that ends earlier
+	 * (a trace read with --to, or a snapshot from a pipe), it would tell them wrongly.
+	 */
+	cut_early = opts && opts->to != UINT64_MAX && !windowed;
+	if (!s && !cut_early && needs_pools(t) && (s = ms_trace_infer_pools(t, &t->pools)))
 		ms__diag_set(diag, s, -1, -1, "out of memory");
 	if (!s && windowed && (s = cut_window(&t, opts)))
 		ms__diag_set(diag, s, -1, -1, "out of memory");

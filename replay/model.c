@@ -505,6 +505,17 @@ void ms_model_empty_cache(struct ms_model *m)
 		}
 }
 
+/* The slot of pool code (0: the default pools), or -1 where the model has not seen the pool. */
+static int pool_find(const struct ms_model *m, uint16_t code)
+{
+	if (code == MS_POOL_DEFAULT || code == MS_POOL_UNKNOWN)
+		return 0;
+	for (size_t i = 1; i < m->n_pools; i++)
+		if (m->pools[i].code == code)
+			return (int)i;
+	return -1;
+}
+
 int ms__model_pool_slot(struct ms_model *m, uint16_t code)
 {
 	size_t i;
@@ -529,11 +540,10 @@ int ms__model_pool_slot(struct ms_model *m, uint16_t code)
 
 ms_status ms_model_release_pool(struct ms_model *m, uint16_t pool)
 {
-	int slot = ms__model_pool_slot(m, pool);
+	int slot = pool_find(m, pool);
 
-	if (slot < 0)
-		return MS_ERR_NOMEM;
-	if (slot)
+	/* a pool the model has no block of has nothing to give back */
+	if (slot > 0)
 		m->priv[slot - 1].released = 1;
 	return MS_OK;
 }
@@ -750,14 +760,17 @@ int ms_model_fits_without_release_pool(struct ms_model *m, uint64_t n, uint64_t 
                                        uint16_t pool)
 {
 	uint64_t size = ms_model_round_size(m, n), alloc_size = ms_model_allocation_size(m, size);
-	int slot = ms__model_pool_slot(m, pool);
-	struct pool *p = pool_at(m, slot > 0 ? (uint16_t)slot : 0, size <= K_SMALL_SIZE);
+	int slot = pool_find(m, pool);
 
-	if (get_free_block(m, p, stream, size, 0))
+	if (slot >= 0 &&
+	    get_free_block(m, pool_at(m, (uint16_t)slot, size <= K_SMALL_SIZE), stream, size, 0))
 		return 1;
 	/* the garbage collector runs first, and releases (§3.3) */
 	if (gc_active(m) && m->reserved > gc_threshold(m))
 		return 0;
+	/* a private pool's request never empties the caches itself (§14.2) */
+	if (pool != MS_POOL_DEFAULT && pool != MS_POOL_UNKNOWN)
+		return 1;
 	if (m->c.limit && m->reserved + alloc_size > m->c.limit)
 		return 0;
 	if (m->c.device_memory != UINT64_MAX && m->reserved + alloc_size > m->c.device_memory)

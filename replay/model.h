@@ -121,7 +121,7 @@ int ms_model_fits_without_release_pool(struct ms_model *m, uint64_t n, uint64_t 
 /*
  * A private pool's use count reached zero (its graphs reset, its MemPool deleted): from now on
  * empty_cache() and the OOM retry give back its free whole segments (§14.5). No effect on the
- * default pool; MS_ERR_NOMEM only.
+ * default pool, nor on a pool the model has no block of. MS_OK.
  */
 ms_status ms_model_release_pool(struct ms_model *m, uint16_t pool);
 /* The pools so far, slot 0 the default one; *n gets how many. Valid until the next malloc. */

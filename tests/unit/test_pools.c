@@ -358,3 +358,89 @@ Test(pools, inference_agrees_with_the_recorded_pools)
 	cr_assert_gt(told_private, 500);
 	cr_assert_gt(unknown, 0); /* mempool's pool is gone before its snapshot */
 }
+
+/* A trace built from events (device 0, stream 0): action, address, size, pool. */
+static struct ms_trace *events_trace(const uint64_t (*ev)[4], size_t n)
+{
+	struct ms_trace *t;
+	struct ms_sink sink;
+	struct ms_meta meta;
+
+	cr_assert_eq(ms_trace_new(&t), MS_OK);
+	ms_trace_sink(t, &sink);
+	memset(&meta, 0, sizeof(meta));
+	meta.producer = meta.producer_version = meta.torch_version = meta.layout_release = "";
+	meta.hostname = meta.settings.alloc_conf = "";
+	meta.limit_bytes = -1;
+	cr_assert_eq(sink.begin(sink.ctx, &meta, &t->syms), MS_OK);
+	for (size_t i = 0; i < n; i++) {
+		struct ms_event e;
+		memset(&e, 0, sizeof(e));
+		e.action = (uint8_t)ev[i][0];
+		e.addr = ev[i][1];
+		e.size = ev[i][2];
+		e.pool = (uint16_t)ev[i][3];
+		cr_assert_eq(sink.event(sink.ctx, &e), MS_OK);
+	}
+	return t;
+}
+
+/*
+ * Under a limit, the program's empty_cache() (recorded segment frees) before a private pool's
+ * request that needs the room is replayed as such: the request itself never empties the caches,
+ * so taking the frees for its own would run out of memory where PyTorch did not.
+ */
+Test(pools, empty_cache_before_a_private_request)
+{
+	const uint64_t A = 0x7f0000000000ull, B = 0x7f0010000000ull;
+	const uint64_t ev[][4] = {{MS_ACT_SEGMENT_ALLOC, A, 20 * MiB, 0},
+	                          {MS_ACT_ALLOC, A, 20 * MiB, 0},
+	                          {MS_ACT_FREE_REQUESTED, A, 20 * MiB, 0},
+	                          {MS_ACT_FREE_COMPLETED, A, 20 * MiB, 0},
+	                          {MS_ACT_SEGMENT_FREE, A, 20 * MiB, 0},
+	                          {MS_ACT_SEGMENT_ALLOC, B, 30 * MiB, GRAPH1},
+	                          {MS_ACT_ALLOC, B, 30 * MiB, GRAPH1}};
+	struct ms_trace *t = events_trace(ev, sizeof(ev) / sizeof(ev[0]));
+	struct ms_replay_opts o;
+	struct ms_replay_result r;
+	struct ms_diag d = MS_DIAG_INIT;
+
+	memset(&o, 0, sizeof(o));
+	o.limit = 40 * MiB;
+	cr_assert_eq(ms_replay_trace(t, &o, &r, &d), MS_OK, "%s", d.msg);
+	cr_assert_eq(r.ended_by_oom, 0);
+	cr_assert_eq(r.empty_cache_calls, 1);
+	cr_assert_eq((uint64_t)r.stats.reserved_bytes[0].peak, 30 * MiB);
+	ms_replay_result_release(&r);
+	ms_trace_free(t);
+}
+
+/*
+ * A .zst trace read with a window that ends before its end is not told its pools from its end
+ * state (which would put early events in the pools of segments made later at their place): they
+ * stay unknown; read whole, graph_pools' recording carries them.
+ */
+Test(pools, window_cut_early_tells_no_pool)
+{
+	struct ms_trace *t;
+	struct ms_diag d = MS_DIAG_INIT;
+	struct ms_read_opts ro = MS_READ_OPTS_INIT;
+	char zpath[512];
+	struct ms_trace *whole;
+
+	cr_assert_eq(ms_trace_load(th_snapshot_path("pools/graph_pools"), NULL, &whole, NULL, &d),
+	             MS_OK);
+	/* the snapshot's events with no pool, so that only the end state could tell */
+	for (size_t i = 0; i < whole->n_events; i++)
+		whole->events[i].pool = MS_POOL_UNKNOWN;
+	snprintf(zpath, sizeof(zpath), "%s", write_zst(whole));
+	ro.from = 10;
+	ro.to = 50;
+	cr_assert_eq(ms_trace_load(zpath, &ro, &t, NULL, &d), MS_OK, "%s", d.msg);
+	cr_assert_eq(t->n_events, 40);
+	for (size_t i = 0; i < t->n_events; i++)
+		cr_assert_eq(t->events[i].pool, MS_POOL_UNKNOWN, "event %zu", i);
+	ms_trace_free(t);
+	ms_trace_free(whole);
+	remove(zpath);
+}
