@@ -12,6 +12,7 @@
 struct slot {
 	struct ms_stats_alloc a;
 	uint8_t state; /* 0 free slot, 1 live, 2 free requested */
+	uint16_t pool; /* its private pool's code, or MS_POOL_DEFAULT (default or not told) */
 	uint32_t next_free;
 };
 
@@ -112,6 +113,7 @@ void ms_stats_builder_free(struct ms_stats_builder *b)
 	ms_free(b->r.sites);
 	ms_free(b->r.block_sites);
 	ms_free(b->r.pools);
+	ms_free(b->r.pools_requested);
 	ms_free(b->blk);
 	ms_free(b->pre);
 	ms_free(b->ann_adj);
@@ -194,6 +196,31 @@ static void ann_live(struct ms_stats_builder *b, size_t i)
 		b->ann_adj[i] = now;
 }
 
+/* A private pool's requested bytes change by delta at event idx. */
+static ms_status pool_requested(struct ms_trace_stats *r, uint16_t code, int64_t delta,
+                                uint64_t idx)
+{
+	struct ms_stats_pool_requested *p = NULL;
+
+	for (size_t i = 0; i < r->n_pools_requested && !p; i++)
+		if (r->pools_requested[i].code == code)
+			p = &r->pools_requested[i];
+	if (!p) {
+		if (ms_grow(&r->pools_requested, &r->cap_pools_requested, r->n_pools_requested + 1,
+		            sizeof(*r->pools_requested)))
+			return MS_ERR_NOMEM;
+		p = &r->pools_requested[r->n_pools_requested++];
+		memset(p, 0, sizeof(*p));
+		p->code = code;
+	}
+	p->current = (uint64_t)((int64_t)p->current + delta);
+	if (p->current > p->peak) {
+		p->peak = p->current;
+		p->peak_index = idx;
+	}
+	return MS_OK;
+}
+
 static ms_status s_event(void *ctx, const struct ms_event *e)
 {
 	struct ms_stats_builder *b = ctx;
@@ -234,9 +261,13 @@ static ms_status s_event(void *ctx, const struct ms_event *e)
 		sl->a.t_ns = e->t_ns;
 		sl->a.stack = e->stack;
 		sl->a.device = e->device;
+		sl->pool = e->pool == MS_POOL_UNKNOWN ? MS_POOL_DEFAULT : e->pool;
 		/* a reused address whose free was never recorded: forget the old block */
 		if ((sp = ms_u64map_get(&b->live, e->addr ^ ((uint64_t)e->device << 56)))) {
 			struct slot *old = &b->slots[*sp];
+			if (old->pool &&
+			    (s = pool_requested(&b->r, old->pool, -(int64_t)old->a.size, idx)))
+				return s;
 			b->cur_total -= old->a.size;
 			b->cur_dev[old->a.device] -= old->a.size;
 			if ((s = stack_add(b, old->a.stack, -(int64_t)old->a.size, -1)))
@@ -248,6 +279,8 @@ static ms_status s_event(void *ctx, const struct ms_event *e)
 		if (ms_u64map_put(&b->live, e->addr ^ ((uint64_t)e->device << 56), k))
 			return MS_ERR_NOMEM;
 		top_insert(b->r.largest, &b->r.n_largest, b->top_n, &sl->a);
+		if (sl->pool && (s = pool_requested(&b->r, sl->pool, (int64_t)e->size, idx)))
+			return s;
 		b->cur_total += e->size;
 		if (b->n_ann) {
 			size_t i = b->ann_slot[b->ann[b->n_ann - 1]] - 1;
@@ -295,6 +328,9 @@ static ms_status s_event(void *ctx, const struct ms_event *e)
 			b->pre_freed_so_far += (int64_t)e->size;
 			break;
 		}
+		if (b->slots[k].pool && (s = pool_requested(&b->r, b->slots[k].pool,
+		                                            -(int64_t)b->slots[k].a.size, idx)))
+			return s;
 		b->cur_total -= b->slots[k].a.size;
 		b->cur_dev[e->device] -= b->slots[k].a.size;
 		if ((s = stack_add(b, b->slots[k].a.stack, -(int64_t)b->slots[k].a.size, -1)))

@@ -42,6 +42,12 @@ struct ms_stats_pool {
 	uint64_t segments, reserved, allocated;
 };
 
+/* A private pool's requested bytes over the trace, where its events name their pool. */
+struct ms_stats_pool_requested {
+	uint16_t code; /* ms_pool_code() of its id (common/event.h) */
+	uint64_t current, peak, peak_index;
+};
+
 struct ms_trace_stats {
 	uint64_t n_events, n_allocs;
 	/* requested bytes: + at alloc, - at free_completed, summed over devices */
@@ -82,6 +88,10 @@ struct ms_trace_stats {
 	size_t n_block_sites;
 	uint64_t n_segments, reserved, allocated, active, requested, internal, external_free,
 	        largest_free, pending_free_bytes, n_expandable;
+	/* requested bytes in each private pool the events name (a recording, PyTorch 2.12), in
+	 * order of first appearance; the default pools' are the rest */
+	struct ms_stats_pool_requested *pools_requested;
+	size_t n_pools_requested, cap_pools_requested;
 	/* the end state by pool: the default pools first, then the others as they come */
 	struct ms_stats_pool *pools;
 	size_t n_pools, cap_pools;

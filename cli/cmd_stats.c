@@ -248,6 +248,20 @@ static cJSON *job_json(const struct job *j)
 	else
 		cJSON_AddNullToObject(o, "peak_annotation");
 	ms_json_u64(o, "end_requested_bytes", (uint64_t)(r->end_requested));
+	/* requested bytes by private pool, where the events name their pool */
+	a = cJSON_AddArrayToObject(o, "private_pools_requested");
+	for (size_t i = 0; i < r->n_pools_requested; i++) {
+		const struct ms_stats_pool_requested *q = &r->pools_requested[i];
+		cJSON *e = cJSON_CreateObject(), *id = cJSON_AddArrayToObject(e, "id");
+		uint64_t v[2];
+		ms_pool_id(q->code, v);
+		cJSON_AddItemToArray(id, cJSON_CreateNumber((double)v[0]));
+		cJSON_AddItemToArray(id, cJSON_CreateNumber((double)v[1]));
+		ms_json_u64(e, "peak_requested_bytes", q->peak);
+		ms_json_u64(e, "peak_requested_index", q->peak_index);
+		ms_json_u64(e, "end_requested_bytes", q->current);
+		cJSON_AddItemToArray(a, e);
+	}
 	{
 		cJSON *ext = cJSON_AddObjectToObject(o, "outside_pytorch");
 		ms_json_u64(ext, "raw_cuda_events", r->raw_events);
@@ -434,6 +448,15 @@ static void print_one(const struct job *j)
 	}
 	if (peak_annotation_of(r))
 		printf(", in \"%s\"", ms_symtab_get_str(&j->syms, peak_annotation_of(r))->s);
+	for (size_t i = 0; i < r->n_pools_requested; i++) {
+		const struct ms_stats_pool_requested *q = &r->pools_requested[i];
+		uint64_t id[2];
+		ms_pool_id(q->code, id);
+		printf("\n    in pool (%llu, %llu): peak %s at event %llu, %s at the end",
+		       (unsigned long long)id[0], (unsigned long long)id[1],
+		       ms_format_size(b1, sizeof(b1), q->peak), (unsigned long long)q->peak_index,
+		       ms_format_size(b2, sizeof(b2), q->current));
+	}
 	if (r->raw_events)
 		printf("\n  outside PyTorch:  peak %s at event %llu, %s at the end (%llu raw CUDA "
 		       "events, %llu of them PyTorch's own segment calls)",

@@ -85,3 +85,28 @@ for n in graph_pools compile_reduce_overhead graph_step_adam graphed_callables d
 	done
 	echo "$n cut at 1, 3, 5, 7 tenths:$out"
 done
+# stats of a recording: each private pool's requested bytes (peak and end) against the same
+# summed by Python over the recording's own events, each naming its pool
+for n in graph_pools mempool; do
+	"$MEMSNAP" -q convert "$d/$n.zst" -o "$TMPDIR/r.json"
+	ours=$("$MEMSNAP" -q stats --json "$d/$n.zst" | python3 -c '
+import json, sys
+print(sorted((tuple(p["id"]), p["peak_requested_bytes"], p["end_requested_bytes"])
+             for p in json.load(sys.stdin)["private_pools_requested"]))')
+	theirs=$(python3 -c '
+import json, sys
+cur, peak, live = {}, {}, {}
+for e in json.load(open(sys.argv[1]))["device_traces"][0]:
+    if e.get("source", 0) or tuple(e.get("pool_id") or (0, 0)) == (0, 0):
+        continue
+    k = tuple(e["pool_id"])
+    if e["action"] == "alloc":
+        live[e["addr"]] = (k, e["size"])
+        cur[k] = cur.get(k, 0) + e["size"]
+        peak[k] = max(peak.get(k, 0), cur[k])
+    elif e["action"] == "free_completed" and e["addr"] in live:
+        k, z = live.pop(e["addr"])
+        cur[k] -= z
+print(sorted((k, peak[k], cur[k]) for k in peak))' "$TMPDIR/r.json")
+	[ "$ours" = "$theirs" ] && echo "$n: stats by pool as the events say: $ours" || echo "$n: stats $ours, events $theirs"
+done
