@@ -165,14 +165,6 @@ static int verify_one(struct ms_replay_cli *c, const char *path, uint32_t device
 			ms_json_u64(o, "first_divergence", i);
 		else
 			cJSON_AddNullToObject(o, "first_divergence");
-		if (!c->torch && r.allocs_pool_unknown && !r.allocs_private &&
-		    !r.end_private_segments)
-			printf("  the trace does not say which memory pool its allocations used "
-			       "(PyTorch 2.11 and older): replayed in the default pools, they "
-			       "differ "
-			       "from what PyTorch did if the job had private pools (CUDA graphs, "
-			       "MemPools) whose segments were all given back before the "
-			       "snapshot\n");
 		ms_json_u64(o, "allocations_pool_unknown", r.allocs_pool_unknown);
 		if (!c->torch && r.misplaced_allocs)
 			ms_json_u64(o, "first_misplaced_allocation", r.first_misplaced_index);
