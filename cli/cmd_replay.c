@@ -59,8 +59,7 @@ static const char *pool_name(uint16_t code, char *buf, size_t cap)
 	uint64_t id[2];
 
 	ms_pool_id(code, id);
-	snprintf(buf, cap, "(%llu, %llu)", (unsigned long long)id[0], (unsigned long long)id[1]);
-	return buf;
+	return ms_pool_id_text(id, buf, cap);
 }
 
 /* Each private pool's share, where the trace has any (the default pool is the rest). */
@@ -90,11 +89,10 @@ static void json_pools(cJSON *o, const struct ms_replay_result *r)
 
 	for (size_t i = 0; i < r->n_pools; i++) {
 		const struct ms_model_pool *p = &r->pools[i];
-		cJSON *e = cJSON_CreateObject(), *id = cJSON_AddArrayToObject(e, "id");
+		cJSON *e = cJSON_CreateObject();
 		uint64_t v[2];
 		ms_pool_id(p->code, v);
-		cJSON_AddItemToArray(id, cJSON_CreateNumber((double)v[0]));
-		cJSON_AddItemToArray(id, cJSON_CreateNumber((double)v[1]));
+		ms_json_pool_id(e, v);
 		ms_json_u64(e, "peak_reserved_bytes", (uint64_t)p->reserved_bytes.peak);
 		ms_json_u64(e, "peak_allocated_bytes", (uint64_t)p->allocated_bytes.peak);
 		ms_json_u64(e, "reserved_bytes_at_end", (uint64_t)p->reserved_bytes.current);

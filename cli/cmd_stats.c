@@ -252,11 +252,10 @@ static cJSON *job_json(const struct job *j)
 	a = cJSON_AddArrayToObject(o, "private_pools_requested");
 	for (size_t i = 0; i < r->n_pools_requested; i++) {
 		const struct ms_stats_pool_requested *q = &r->pools_requested[i];
-		cJSON *e = cJSON_CreateObject(), *id = cJSON_AddArrayToObject(e, "id");
+		cJSON *e = cJSON_CreateObject();
 		uint64_t v[2];
 		ms_pool_id(q->code, v);
-		cJSON_AddItemToArray(id, cJSON_CreateNumber((double)v[0]));
-		cJSON_AddItemToArray(id, cJSON_CreateNumber((double)v[1]));
+		ms_json_pool_id(e, v);
 		ms_json_u64(e, "peak_requested_bytes", q->peak);
 		ms_json_u64(e, "peak_requested_index", q->peak_index);
 		ms_json_u64(e, "end_requested_bytes", q->current);
@@ -326,9 +325,8 @@ static cJSON *job_json(const struct job *j)
 		ms_json_u64(x, "largest_free_block_bytes", (uint64_t)(r->largest_free));
 		a = cJSON_AddArrayToObject(x, "pools");
 		for (size_t i = 0; i < r->n_pools; i++) {
-			cJSON *e = cJSON_CreateObject(), *id = cJSON_AddArrayToObject(e, "id");
-			cJSON_AddItemToArray(id, cJSON_CreateNumber((double)r->pools[i].id[0]));
-			cJSON_AddItemToArray(id, cJSON_CreateNumber((double)r->pools[i].id[1]));
+			cJSON *e = cJSON_CreateObject();
+			ms_json_pool_id(e, r->pools[i].id);
 			ms_json_u64(e, "segments", r->pools[i].segments);
 			ms_json_u64(e, "reserved_bytes", r->pools[i].reserved);
 			ms_json_u64(e, "allocated_bytes", r->pools[i].allocated);
@@ -364,15 +362,15 @@ static const char *peak_cell(char *buf, size_t cap, const struct ms_trace_stats 
 /* The end state by pool, where private pools (CUDA graphs, MemPools) hold any of it. */
 static void print_pools(const struct ms_trace_stats *r)
 {
-	char b1[32], b2[32];
+	char b1[32], b2[32], id[48];
 
 	if (r->n_pools < 2 && (!r->n_pools || !(r->pools[0].id[0] | r->pools[0].id[1])))
 		return;
 	for (size_t i = 0; i < r->n_pools; i++) {
 		const struct ms_stats_pool *p = &r->pools[i];
-		printf("    pool (%llu, %llu): %llu segments, %s reserved, %s allocated%s\n",
-		       (unsigned long long)p->id[0], (unsigned long long)p->id[1],
-		       (unsigned long long)p->segments, ms_format_size(b1, sizeof(b1), p->reserved),
+		printf("    pool %s: %llu segments, %s reserved, %s allocated%s\n",
+		       ms_pool_id_text(p->id, id, sizeof(id)), (unsigned long long)p->segments,
+		       ms_format_size(b1, sizeof(b1), p->reserved),
 		       ms_format_size(b2, sizeof(b2), p->allocated),
 		       p->id[0] | p->id[1] ? "" : " (default)");
 	}
@@ -451,9 +449,10 @@ static void print_one(const struct job *j)
 	for (size_t i = 0; i < r->n_pools_requested; i++) {
 		const struct ms_stats_pool_requested *q = &r->pools_requested[i];
 		uint64_t id[2];
+		char name[48];
 		ms_pool_id(q->code, id);
-		printf("\n    in pool (%llu, %llu): peak %s at event %llu, %s at the end",
-		       (unsigned long long)id[0], (unsigned long long)id[1],
+		printf("\n    in pool %s: peak %s at event %llu, %s at the end",
+		       ms_pool_id_text(id, name, sizeof(name)),
 		       ms_format_size(b1, sizeof(b1), q->peak), (unsigned long long)q->peak_index,
 		       ms_format_size(b2, sizeof(b2), q->current));
 	}

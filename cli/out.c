@@ -138,6 +138,17 @@ void ms_json_u64(struct cJSON *o, const char *key, uint64_t v)
 	cJSON_AddRawToObject(o, key, buf);
 }
 
+void ms_json_pool_id(struct cJSON *o, const uint64_t id[2])
+{
+	cJSON *a = cJSON_AddArrayToObject(o, "id");
+
+	for (int i = 0; i < 2; i++) {
+		char buf[24];
+		snprintf(buf, sizeof(buf), "%llu", (unsigned long long)id[i]);
+		cJSON_AddItemToArray(a, cJSON_CreateRaw(buf));
+	}
+}
+
 void ms_json_i64(struct cJSON *o, const char *key, int64_t v)
 {
 	char buf[24];

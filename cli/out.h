@@ -40,6 +40,8 @@ void ms_report_warnings(const char *path, const struct ms_diag *d);
 struct cJSON;
 void ms_json_u64(struct cJSON *o, const char *key, uint64_t v);
 void ms_json_i64(struct cJSON *o, const char *key, int64_t v);
+/* A pool id as o's "id": [first, second]. */
+void ms_json_pool_id(struct cJSON *o, const uint64_t id[2]);
 /*
  * JSON of a command run on each device of a trace: one device's object alone, or with more than
  * one device {"trace": path, "devices": {"N": object, ...}} (and a verdict, see _end).

@@ -1,6 +1,7 @@
-/* Names of the event actions. */
+/* Names of the event actions, and pool ids as text. */
 #include "common/event.h"
 
+#include <stdio.h>
 #include <string.h>
 
 static const char *const action_names[MS_ACT_COUNT] = {
@@ -22,4 +23,10 @@ int ms_action_parse(const char *s, size_t n)
 		if (strlen(action_names[i]) == n && memcmp(action_names[i], s, n) == 0)
 			return i;
 	return -1;
+}
+
+const char *ms_pool_id_text(const uint64_t id[2], char *buf, size_t cap)
+{
+	snprintf(buf, cap, "(%llu, %llu)", (unsigned long long)id[0], (unsigned long long)id[1]);
+	return buf;
 }

@@ -79,6 +79,9 @@ static inline int ms_pool_code(uint64_t first, uint64_t second, uint16_t *code)
 	return 0;
 }
 
+/* "(first, second)", as PyTorch prints a pool id, into buf; returns buf. */
+const char *ms_pool_id_text(const uint64_t id[2], char *buf, size_t cap);
+
 /* The id of a pool code (not MS_POOL_UNKNOWN). */
 static inline void ms_pool_id(uint16_t code, uint64_t id[2])
 {

@@ -172,12 +172,10 @@ static int end_cmp(const void *a, const void *b)
 }
 
 /* The end-state segment holding (device, addr), or NONE. */
-static uint32_t end_at(const struct infer *x, uint16_t device, uint64_t addr)
+/* Index in x->end of the first end-state segment after (device, addr). */
+static size_t end_after(const struct infer *x, uint16_t device, uint64_t addr)
 {
-	const struct ms_segment *s = x->t->segs;
 	size_t lo = 0, hi = x->t->n_segs;
-
-	const struct ms_segment *g;
 
 	while (lo < hi) {
 		size_t mid = (lo + hi) / 2;
@@ -186,10 +184,18 @@ static uint32_t end_at(const struct infer *x, uint16_t device, uint64_t addr)
 		else
 			hi = mid;
 	}
-	if (!lo)
+	return lo;
+}
+
+static uint32_t end_at(const struct infer *x, uint16_t device, uint64_t addr)
+{
+	size_t k = end_after(x, device, addr);
+	const struct ms_segment *g;
+
+	if (!k)
 		return NONE;
-	g = &s[x->end[lo - 1].seg];
-	return g->device == device && addr - g->addr < g->total_size ? x->end[lo - 1].seg : NONE;
+	g = &x->t->segs[x->end[k - 1].seg];
+	return g->device == device && addr - g->addr < g->total_size ? x->end[k - 1].seg : NONE;
 }
 
 static uint16_t end_code(const struct ms_segment *g)
@@ -235,26 +241,18 @@ static void births(struct infer *x)
 
 	for (size_t i = 0; i < t->n_events; i++) {
 		const struct ms_event *e = &t->events[i];
-		size_t lo = 0, hi = t->n_segs;
+		size_t lo;
+		uint32_t g;
 		if (e->source != MS_SRC_TORCH ||
 		    (e->action != MS_ACT_SEGMENT_ALLOC && e->action != MS_ACT_SEGMENT_MAP))
 			continue;
-		/* the end-state segments after the event's address (upper bound), and the one
-		 * before them, which may reach into the range */
-		while (lo < hi) {
-			size_t mid = (lo + hi) / 2;
-			if (!before(e->device, e->addr, x->end[mid].device, x->end[mid].addr))
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
-		if (lo && x->end[lo - 1].device == e->device) {
-			const struct ms_segment *g = &t->segs[x->end[lo - 1].seg];
-			if (e->addr - g->addr < g->total_size)
-				x->born[x->end[lo - 1].seg] = i;
-		}
-		for (; lo < t->n_segs && x->end[lo].device == e->device &&
-		       x->end[lo].addr - e->addr < e->size;
+		/* the end-state segment holding the event's address, and those after it in the
+		 * range */
+		if ((g = end_at(x, e->device, e->addr)) != NONE)
+			x->born[g] = i;
+		for (lo = end_after(x, e->device, e->addr);
+		     lo < t->n_segs && x->end[lo].device == e->device &&
+		     x->end[lo].addr - e->addr < e->size;
 		     lo++)
 			x->born[x->end[lo].seg] = i;
 	}

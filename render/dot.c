@@ -202,8 +202,9 @@ static const char *pool_label(const struct ms_segment *g, char *buf, size_t cap)
 {
 	if (!(g->pool_id[0] | g->pool_id[1]))
 		return "";
-	snprintf(buf, cap, " &#183; pool (%llu, %llu)", (unsigned long long)g->pool_id[0],
-	         (unsigned long long)g->pool_id[1]);
+	char id[48];
+
+	snprintf(buf, cap, " &#183; pool %s", ms_pool_id_text(g->pool_id, id, sizeof(id)));
 	return buf;
 }
 

@@ -129,10 +129,7 @@ static void moments_json(struct ms_jsonw *w, const struct ms_report *rep)
 			ms_jsonw_arr_end(w);
 			if (g->pool_id[0] | g->pool_id[1]) {
 				char id[48];
-				snprintf(id, sizeof(id), "(%llu, %llu)",
-				         (unsigned long long)g->pool_id[0],
-				         (unsigned long long)g->pool_id[1]);
-				ms_jsonw_cstr(w, id);
+				ms_jsonw_cstr(w, ms_pool_id_text(g->pool_id, id, sizeof(id)));
 			} else {
 				ms_jsonw_cstr(w, "");
 			}

@@ -55,7 +55,7 @@ static ms_status segment_line(struct ms_buf *out, const struct ms_segment *g,
                               const struct ms_block *b)
 {
 	uint64_t cells[MS_RENDER_TEXT_WIDTH][C_N];
-	char bar[MS_RENDER_TEXT_WIDTH + 1], sz[32], pool[48];
+	char bar[MS_RENDER_TEXT_WIDTH + 1], sz[32], pool[64], id[48];
 	unsigned pct;
 
 	memset(cells, 0, sizeof(cells));
@@ -81,8 +81,8 @@ static ms_status segment_line(struct ms_buf *out, const struct ms_segment *g,
 	bar[MS_RENDER_TEXT_WIDTH] = 0;
 	pct = g->total_size ? (unsigned)(g->allocated_size * 100 / g->total_size) : 0;
 	if (g->pool_id[0] | g->pool_id[1])
-		snprintf(pool, sizeof(pool), " pool (%llu, %llu)",
-		         (unsigned long long)g->pool_id[0], (unsigned long long)g->pool_id[1]);
+		snprintf(pool, sizeof(pool), " pool %s",
+		         ms_pool_id_text(g->pool_id, id, sizeof(id)));
 	else
 		pool[0] = 0;
 	return ms_buf_printf(out, "0x%012llx %11s %6llu %-5s%s %3u%% [%s] %u%s\n",

@@ -524,6 +524,20 @@ def _mlp():
                                torch.nn.Linear(4096, 1024)).cuda()
 
 
+def _warm_up(model, opt, x, y, steps=3):
+    """Training steps on a side stream before a capture, as CUDA graphs want them."""
+    import torch
+    import torch.nn.functional as F
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(steps):
+            opt.zero_grad(set_to_none=True)
+            F.mse_loss(model(x), y).backward()
+            opt.step()
+    torch.cuda.current_stream().wait_stream(side)
+
+
 @case("graph_pools", "a small MLP's training step (SGD) captured as one CUDA graph "
       "(torch.cuda.graph, after 3 warm-up steps on a side stream) and replayed 30 times, and a second "
       "graph (a forward under no_grad) captured into the same pool (graph_pool_handle); history on "
@@ -537,14 +551,7 @@ def c_graph_pools(cx):
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     x = torch.randn(256, 1024, device="cuda")
     y = torch.randn(256, 1024, device="cuda")
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        for _ in range(3):
-            opt.zero_grad(set_to_none=True)
-            F.mse_loss(model(x), y).backward()
-            opt.step()
-    torch.cuda.current_stream().wait_stream(side)
+    _warm_up(model, opt, x, y)
     pool = torch.cuda.graph_pool_handle()
     train = torch.cuda.CUDAGraph()
     opt.zero_grad(set_to_none=True)
@@ -631,14 +638,7 @@ def c_graph_step_adam(cx):
     opt = torch.optim.Adam(model.parameters(), lr=1e-3, capturable=True)
     x = torch.randn(256, 1024, device="cuda")
     y = torch.randn(256, 1024, device="cuda")
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        for _ in range(3):
-            opt.zero_grad(set_to_none=True)
-            F.mse_loss(model(x), y).backward()
-            opt.step()
-    torch.cuda.current_stream().wait_stream(side)
+    _warm_up(model, opt, x, y)
     g = torch.cuda.CUDAGraph()
     opt.zero_grad(set_to_none=True)
     with torch.cuda.graph(g):

@@ -2,6 +2,7 @@
 #define _DEFAULT_SOURCE /* scandir, alphasort */
 #include "helpers.h"
 
+#include "format/trace_write.h"
 #include "parse/input.h"
 #include "parse/torch_snapshot.h"
 
@@ -230,4 +231,38 @@ int th_each_wild(void (*fn)(const char *name, struct ms_trace *t, void *ctx), vo
 		free(list[i]);
 	free(list);
 	return n;
+}
+
+const char *th_write_trace(const struct ms_trace *t, size_t frame_bytes, int level)
+{
+	const char *path = th_write_temp("", 0, ".zst");
+	FILE *f = fopen(path, "wb");
+	struct ms_writer *w;
+	struct ms_sink sink;
+	struct ms_writer_opts o = MS_WRITER_OPTS_INIT;
+	struct ms_diag d = MS_DIAG_INIT;
+
+	cr_assert_not_null(f);
+	if (frame_bytes)
+		o.frame_bytes = frame_bytes;
+	if (level)
+		o.level = level;
+	cr_assert_eq(ms_writer_open(f, &o, &t->syms, &w, &d), MS_OK);
+	ms_writer_sink(w, &sink);
+	cr_assert_eq(ms_trace_emit(t, &sink), MS_OK);
+	cr_assert_eq(ms_writer_close(w, &d), MS_OK, "%s", d.msg);
+	ms_writer_free(w);
+	fclose(f);
+	return path;
+}
+
+void th_on_seg(void *ctx, unsigned action, uint64_t addr, uint64_t size, uint64_t stream)
+{
+	struct th_segs *s = ctx;
+	(void)addr;
+	(void)stream;
+	if (s->n < 64) {
+		s->action[s->n] = action;
+		s->size[s->n++] = size;
+	}
 }

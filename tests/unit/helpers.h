@@ -44,6 +44,17 @@ ms_status th_pickle_load(const void *data, size_t n, int fast, size_t chunk, str
  * (the caller skips: the corpus is not bundled).
  */
 int th_each_wild(void (*fn)(const char *name, struct ms_trace *t, void *ctx), void *ctx);
+/* t written as a new .zst trace (frame_bytes, level: 0 the writer's defaults); its path. */
+const char *th_write_trace(const struct ms_trace *t, size_t frame_bytes, int level);
+
+/* The segment events an allocator model makes (its on_segment callback, ctx a struct th_segs). */
+struct th_segs {
+	unsigned action[64];
+	uint64_t size[64];
+	int n;
+};
+void th_on_seg(void *ctx, unsigned action, uint64_t addr, uint64_t size, uint64_t stream);
+
 /* The whole decompressed content of a snapshot file; caller frees. NULL if it cannot. */
 char *th_read_decompressed(const char *path, size_t *len);
 

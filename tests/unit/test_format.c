@@ -82,32 +82,12 @@ static struct ms_trace *random_trace(uint64_t seed, size_t n)
 	return t;
 }
 
-static const char *write_trace(const struct ms_trace *t, size_t frame_bytes, int level)
-{
-	const char *path = th_write_temp("", 0, ".zst");
-	FILE *f = fopen(path, "wb");
-	struct ms_writer *w;
-	struct ms_sink sink;
-	struct ms_writer_opts o = MS_WRITER_OPTS_INIT;
-	struct ms_diag d = MS_DIAG_INIT;
-
-	o.frame_bytes = frame_bytes;
-	o.level = level;
-	cr_assert_eq(ms_writer_open(f, &o, &t->syms, &w, &d), MS_OK);
-	ms_writer_sink(w, &sink);
-	cr_assert_eq(ms_trace_emit(t, &sink), MS_OK);
-	cr_assert_eq(ms_writer_close(w, &d), MS_OK, "%s", d.msg);
-	ms_writer_free(w);
-	fclose(f);
-	return path;
-}
-
 Test(format, random_round_trips)
 {
 	static const size_t frames[] = {256, 4096, 1 << 20};
 	for (uint64_t seed = 1; seed <= 6; seed++) {
 		struct ms_trace *t = random_trace(seed, 5000), *u;
-		const char *path = write_trace(t, frames[seed % 3], (int)(seed % 4) + 1);
+		const char *path = th_write_trace(t, frames[seed % 3], (int)(seed % 4) + 1);
 		struct ms_diag d = MS_DIAG_INIT;
 		struct ms_source_info si;
 		cr_assert_eq(ms_trace_load(path, NULL, &u, &si, &d), MS_OK, "%s", d.msg);
@@ -139,7 +119,7 @@ Test(format, random_round_trips)
 Test(format, seek_window)
 {
 	struct ms_trace *t = random_trace(42, 20000), *u;
-	const char *path = write_trace(t, 1024, 3);
+	const char *path = th_write_trace(t, 1024, 3);
 	struct ms_diag d = MS_DIAG_INIT;
 	struct ms_source_info si;
 	static const uint64_t win[][2] = {
@@ -253,7 +233,7 @@ Test(format, released_versions_load)
 {
 	if (getenv("MEMSNAP_UPDATE_GOLDEN")) { /* written once per format version, then kept */
 		struct ms_trace *t = random_trace(1, 2000);
-		const char *tmp = write_trace(t, 4096, 3);
+		const char *tmp = th_write_trace(t, 4096, 3);
 		char cmd[512];
 		snprintf(cmd, sizeof(cmd), "cp %s %s/traces/v1.0/random.zst", tmp, MS_TESTDATA);
 		cr_assert_eq(system(cmd), 0);

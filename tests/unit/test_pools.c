@@ -14,7 +14,6 @@
 #include "parse/trace.h"
 #include "parse/torch_json_write.h"
 #include "common/alloc.h"
-#include "format/trace_write.h"
 #include "replay/model.h"
 #include "replay/replay.h"
 
@@ -24,24 +23,7 @@
 #define GRAPH1   2
 #define MEMPOOL1 3
 
-struct segs {
-	unsigned action[64];
-	uint64_t size[64];
-	int n;
-};
-
-static void on_seg(void *ctx, unsigned action, uint64_t addr, uint64_t size, uint64_t stream)
-{
-	struct segs *s = ctx;
-	(void)addr;
-	(void)stream;
-	if (s->n < 64) {
-		s->action[s->n] = action;
-		s->size[s->n++] = size;
-	}
-}
-
-static struct ms_model *model(uint64_t limit, struct segs *segs)
+static struct ms_model *model(uint64_t limit, struct th_segs *segs)
 {
 	struct ms_model_conf c;
 	struct ms_model *m;
@@ -49,7 +31,7 @@ static struct ms_model *model(uint64_t limit, struct segs *segs)
 	memset(&c, 0, sizeof(c));
 	ms_alloc_conf_init(&c.ac);
 	c.limit = limit;
-	c.on_segment = segs ? on_seg : NULL;
+	c.on_segment = segs ? th_on_seg : NULL;
 	c.ctx = segs;
 	cr_assert_eq(ms_model_new(&c, &m), MS_OK);
 	return m;
@@ -80,7 +62,7 @@ static const struct ms_model_pool *pool(struct ms_model *m, uint16_t code)
 
 Test(pools, blocks_stay_in_their_pool)
 {
-	struct segs s = {{0}, {0}, 0};
+	struct th_segs s = {{0}, {0}, 0};
 	struct ms_model *m = model(0, &s);
 	struct ms_model_block *a, *b, *c, *d;
 	uint64_t at_a, at_b;
@@ -127,7 +109,7 @@ Test(pools, blocks_stay_in_their_pool)
 /* §14.5: empty_cache gives back a private pool's free segments only once nothing uses it. */
 Test(pools, empty_cache_spares_a_pool_in_use)
 {
-	struct segs s = {{0}, {0}, 0};
+	struct th_segs s = {{0}, {0}, 0};
 	struct ms_model *m = model(0, &s);
 	struct ms_model_block *a, *b;
 
@@ -151,7 +133,7 @@ Test(pools, empty_cache_spares_a_pool_in_use)
 /* §14.2: a private pool's request that does not fit fails without emptying the default cache. */
 Test(pools, private_request_does_not_flush_the_default_cache)
 {
-	struct segs s = {{0}, {0}, 0};
+	struct th_segs s = {{0}, {0}, 0};
 	struct ms_model *m = model(40 * MiB, &s);
 	struct ms_model_block *a, *b;
 
@@ -249,25 +231,6 @@ Test(pools, inferred_from_the_end_state_of_graph_pools)
 	ms_trace_free(t);
 }
 
-/* t into a new .zst file; returns its path. */
-static const char *write_zst(const struct ms_trace *t)
-{
-	const char *path = th_write_temp("", 0, ".zst");
-	FILE *f = fopen(path, "wb");
-	struct ms_writer *w;
-	struct ms_sink sink;
-	struct ms_diag d = MS_DIAG_INIT;
-
-	cr_assert_not_null(f);
-	cr_assert_eq(ms_writer_open(f, NULL, &t->syms, &w, &d), MS_OK);
-	ms_writer_sink(w, &sink);
-	cr_assert_eq(ms_trace_emit(t, &sink), MS_OK);
-	cr_assert_eq(ms_writer_close(w, &d), MS_OK, "%s", d.msg);
-	ms_writer_free(w);
-	fclose(f);
-	return path;
-}
-
 /* A 2.12 snapshot's entries carry pool_id: kept through .zst and JSON. */
 Test(pools, entry_pool_ids_survive_conversion)
 {
@@ -285,7 +248,7 @@ Test(pools, entry_pool_ids_survive_conversion)
 		in_pool += t->events[i].pool == MEMPOOL1;
 	}
 	cr_assert_eq(in_pool, 4); /* segment_alloc, alloc, free_requested, free_completed */
-	snprintf(zpath, sizeof(zpath), "%s", write_zst(t));
+	snprintf(zpath, sizeof(zpath), "%s", th_write_trace(t, 0, 0));
 	cr_assert_eq(ms_trace_load(zpath, NULL, &u, NULL, &d), MS_OK, "%s", d.msg);
 	cr_assert_eq(th_events_diff(t, u), -1);
 	snprintf(jpath, sizeof(jpath), "%s.json", zpath);
@@ -433,7 +396,7 @@ Test(pools, window_cut_early_tells_no_pool)
 	/* the snapshot's events with no pool, so that only the end state could tell */
 	for (size_t i = 0; i < whole->n_events; i++)
 		whole->events[i].pool = MS_POOL_UNKNOWN;
-	snprintf(zpath, sizeof(zpath), "%s", write_zst(whole));
+	snprintf(zpath, sizeof(zpath), "%s", th_write_trace(whole, 0, 0));
 	ro.from = 10;
 	ro.to = 50;
 	cr_assert_eq(ms_trace_load(zpath, &ro, &t, NULL, &d), MS_OK, "%s", d.msg);

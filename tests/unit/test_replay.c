@@ -18,24 +18,7 @@
 
 #define MiB (1024ull * 1024ull)
 
-struct segs {
-	unsigned action[64];
-	uint64_t size[64];
-	int n;
-};
-
-static void on_seg(void *ctx, unsigned action, uint64_t addr, uint64_t size, uint64_t stream)
-{
-	struct segs *s = ctx;
-	(void)addr;
-	(void)stream;
-	if (s->n < 64) {
-		s->action[s->n] = action;
-		s->size[s->n++] = size;
-	}
-}
-
-static struct ms_model *model(const char *conf, uint64_t limit, struct segs *segs)
+static struct ms_model *model(const char *conf, uint64_t limit, struct th_segs *segs)
 {
 	struct ms_model_conf c;
 	struct ms_model *m;
@@ -47,7 +30,7 @@ static struct ms_model *model(const char *conf, uint64_t limit, struct segs *seg
 		cr_assert_eq(ms_alloc_conf_parse(&c.ac, conf, &d), MS_OK, "%s", d.msg);
 	c.limit = limit;
 	c.device_memory = 0;
-	c.on_segment = segs ? on_seg : NULL;
+	c.on_segment = segs ? th_on_seg : NULL;
 	c.ctx = segs;
 	cr_assert_eq(ms_model_new(&c, &m), MS_OK);
 	return m;
@@ -126,7 +109,7 @@ Test(model, alloc_conf_grammar)
  */
 Test(model, placement_table)
 {
-	struct segs s = {{0}, {0}, 0};
+	struct th_segs s = {{0}, {0}, 0};
 	struct ms_model *m = model(NULL, 0, &s);
 	static const struct {
 		uint64_t req, block, new_seg;
@@ -170,7 +153,7 @@ Test(model, placement_table)
 /* §2.6: a free block is reused only by its own stream. */
 Test(model, streams_do_not_share_free_blocks)
 {
-	struct segs s = {{0}, {0}, 0};
+	struct th_segs s = {{0}, {0}, 0};
 	struct ms_model *m = model(NULL, 0, &s);
 	struct ms_model_block *a, *b, *c;
 
@@ -207,7 +190,7 @@ Test(model, pending_free)
 /* §3.1/§3.4/§3.5: under a limit, the retry frees whole cached segments; split ones stay. */
 Test(model, limit_retry_and_oom)
 {
-	struct segs s = {{0}, {0}, 0};
+	struct th_segs s = {{0}, {0}, 0};
 	struct ms_model *m = model(NULL, 60 * MiB, &s);
 	struct ms_model_block *a, *b, *c, *x;
 	struct ms_model_oom o;
@@ -237,7 +220,7 @@ Test(model, limit_retry_and_oom)
  */
 Test(model, max_split_size)
 {
-	struct segs s = {{0}, {0}, 0};
+	struct th_segs s = {{0}, {0}, 0};
 	struct ms_model *m = model("max_split_size_mb:64", 0, &s);
 	struct ms_model_block *a, *b, *c;
 
@@ -258,7 +241,7 @@ Test(model, max_split_size)
 /* §4, observed on PyTorch 2.11: one stream, requests 3 MiB, 30 MiB, 1 MiB+1, 100 MiB+3. */
 Test(model, expandable_segments)
 {
-	struct segs s = {{0}, {0}, 0};
+	struct th_segs s = {{0}, {0}, 0};
 	struct ms_model *m = model("expandable_segments:True", 0, &s);
 	struct ms_model_block *a, *b, *c, *d;
 	uint64_t base;
@@ -720,7 +703,7 @@ Test(replay, oom_report_details)
  */
 Test(model, garbage_collection)
 {
-	struct segs s = {{0}, {0}, 0};
+	struct th_segs s = {{0}, {0}, 0};
 	struct ms_model *m = model("garbage_collection_threshold:0.3", 75054940160ull, &s);
 	struct ms_model_block *b[6], *x;
 
@@ -790,7 +773,7 @@ Test(model, garbage_collection_average_is_not_rounded)
 /* §3.2: with max_split_size and a limit, a cached oversize block is released before a retry. */
 Test(model, release_available_cached_blocks)
 {
-	struct segs s = {{0}, {0}, 0};
+	struct th_segs s = {{0}, {0}, 0};
 	struct ms_model *m = model("max_split_size_mb:64", 150 * MiB, &s);
 	struct ms_model_block *a, *b;
 
