@@ -4,6 +4,7 @@
  */
 #include "parse/torch_snapshot.h"
 #include "parse/torch_release.h"
+#include "parse/event_pack.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -71,14 +72,6 @@ static const char *const state_names[4] = {"active_allocated", "active_pending_f
 static const int state_of[4] = {MS_BLOCK_ACTIVE_ALLOCATED, MS_BLOCK_ACTIVE_PENDING_FREE,
                                 MS_BLOCK_ACTIVE_PENDING_FREE, MS_BLOCK_INACTIVE};
 
-/* Events in chunks, in order: buffered until the end without copying. */
-#define EV_CHUNK ((size_t)1 << 14)
-struct ev_chunk {
-	struct ev_chunk *next;
-	size_t n;
-	struct ms_event e[EV_CHUNK];
-};
-
 struct ms_snapmap {
 	struct ms_pickle *vm;
 	struct ms_mapped whole; /* the input the machine reads in place, if mapped (else zero) */
@@ -97,8 +90,9 @@ struct ms_snapmap {
 	size_t str_map_cap;
 	uint32_t *tmp;
 	size_t tmp_cap;
-	struct ev_chunk *ev_head, *ev_tail;
+	struct ms_event_pack events; /* kept until the settings and annotations are known */
 	size_t n_events;
+	int64_t first_t_ns; /* the first event's time */
 	uint32_t n_devices_seen;
 	/* entries skipped: actions that are no allocator event memsnap replays ("annotate",
 	 * "user_defined") or that it does not know; their names, each once, for one warning */
@@ -171,11 +165,7 @@ void ms__snapmap_free(struct ms_snapmap *m)
 		return;
 	ms_free(m->str_map);
 	ms_free(m->tmp);
-	while (m->ev_head) {
-		struct ev_chunk *c = m->ev_head;
-		m->ev_head = c->next;
-		ms_free(c);
-	}
+	ms_event_pack_free(&m->events);
 	ms_free(m);
 }
 
@@ -413,30 +403,13 @@ static ms_status snapmap_fields(void *ctx, uint32_t device, const struct ms_pk_v
 {
 #define FIELD(k) ((present >> (k)) & 1 ? &vals[k] : NULL)
 	struct ms_snapmap *m = ctx;
-	struct ms_event *ep;
+	struct ms_event ev, *ep = &ev;
 	const struct ms_pk_val *v;
 	int64_t x;
 	int a;
 	ms_status s;
 	uint64_t gidx = m->n_events;
 
-	/*
-	 * The event is written in place in its chunk, field by field: a local copied in whole
-	 * right after being written waits on store forwarding. Counted only once complete.
-	 */
-	if (!m->ev_tail || m->ev_tail->n == EV_CHUNK) {
-		struct ev_chunk *c = ms_malloc(sizeof(*c));
-		if (!c)
-			return MS_ERR_NOMEM;
-		c->next = NULL;
-		c->n = 0;
-		if (m->ev_tail)
-			m->ev_tail->next = c;
-		else
-			m->ev_head = c;
-		m->ev_tail = c;
-	}
-	ep = &m->ev_tail->e[m->ev_tail->n];
 	ep->user_metadata = ep->compile_context = ep->stack = 0;
 	m->keys_seen |= present;
 	v = FIELD(K_ACTION);
@@ -511,7 +484,9 @@ static ms_status snapmap_fields(void *ctx, uint32_t device, const struct ms_pk_v
 		ep->source = (uint8_t)x;
 	if (device + 1 > m->n_devices_seen)
 		m->n_devices_seen = device + 1;
-	m->ev_tail->n++;
+	MS_TRY(ms_event_pack_add(&m->events, ep));
+	if (!m->n_events)
+		m->first_t_ns = ep->t_ns;
 	m->n_events++;
 	return MS_OK;
 #undef FIELD
@@ -921,7 +896,9 @@ ms_status ms__snapmap_finish(struct ms_snapmap *m, const struct ms_pk_val *root,
 	struct ms_device *devs = NULL;
 	struct ann_vec anns = {NULL, 0, 0};
 	struct ms_block *blocks = NULL;
-	size_t bcap = 0, ai = 0, ei = 0;
+	size_t bcap = 0, ai = 0, ei = 0, n;
+	struct ms_event_pack_reader rd;
+	struct ms_event batch[256];
 	ms_status s = MS_OK;
 
 	if (root->type == MS_PK_LIST) {
@@ -1037,23 +1014,24 @@ ms_status ms__snapmap_finish(struct ms_snapmap *m, const struct ms_pk_val *root,
 	meta.n_devices = m->n_devices_seen;
 	meta.devices = devs;
 	if (m->n_events && !meta.start_t_ns)
-		meta.start_t_ns = m->ev_head->e[0].t_ns;
+		meta.start_t_ns = m->first_t_ns;
 	if (anns.n)
 		qsort(anns.a, anns.n, sizeof(*anns.a), ann_cmp);
 
 	if (sink->begin && (s = sink->begin(sink->ctx, &meta, m->syms)))
 		goto out;
-	/* each chunk in runs: the events up to the next annotation's place, in one call */
-	for (const struct ev_chunk *c = m->ev_head; c; c = c->next) {
-		size_t j = 0, k = ai < anns.n ? 0 : c->n;
-		while (j < c->n) {
-			while (k < c->n && !ann_before(&anns.a[ai], &c->e[k]))
+	/* each batch unpacked in runs: the events up to the next annotation's place, in one call */
+	ms_event_pack_read_begin(&rd, &m->events);
+	while ((n = ms_event_pack_read(&rd, batch, sizeof(batch) / sizeof(batch[0])))) {
+		size_t j = 0, k = ai < anns.n ? 0 : n;
+		while (j < n) {
+			while (k < n && !ann_before(&anns.a[ai], &batch[k]))
 				k++;
-			if ((s = ms_sink_events(sink, c->e + j, k - j)))
+			if ((s = ms_sink_events(sink, batch + j, k - j)))
 				goto out;
 			ei += k - j;
 			j = k;
-			while (k < c->n && ai < anns.n && ann_before(&anns.a[ai], &c->e[k])) {
+			while (k < n && ai < anns.n && ann_before(&anns.a[ai], &batch[k])) {
 				anns.a[ai].event_index = ei;
 				if (sink->annotation &&
 				    (s = sink->annotation(sink->ctx, &anns.a[ai])))
@@ -1061,7 +1039,7 @@ ms_status ms__snapmap_finish(struct ms_snapmap *m, const struct ms_pk_val *root,
 				ai++;
 			}
 			if (ai == anns.n)
-				k = c->n;
+				k = n;
 		}
 	}
 	for (; ai < anns.n; ai++) {

@@ -14,6 +14,7 @@
 #include "analysis/trace_stats.h"
 #include "format/trace_write.h"
 #include "helpers.h"
+#include "parse/event_pack.h"
 #include "parse/torch_json_write.h"
 #include "parse/trace.h"
 
@@ -738,4 +739,74 @@ Test(snapshots, wild_snapshots_read)
 		return;
 	}
 	cr_expect_gt(n, 0, "%s holds no snapshot", MS_SHARED_WILD);
+}
+
+/*
+ * The packed form the snapshot reader keeps its events in gives back exactly what went in:
+ * extreme values, differences of both signs, rare fields changing and not, across chunks.
+ */
+Test(snapshots, event_pack_round_trip)
+{
+	enum { N = 200000 };
+	struct ms_event_pack pack = {0};
+	struct ms_event_pack_reader rd;
+	struct ms_event *in = calloc(N, sizeof(*in)), out[97];
+	uint64_t x = 88172645463325252ull;
+	size_t got = 0, n;
+
+	cr_assert(in);
+	for (size_t i = 0; i < N; i++) {
+		struct ms_event *e = &in[i];
+		uint64_t r[6];
+		for (int k = 0; k < 6; k++) { /* xorshift64 */
+			x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+			r[k] = x;
+		}
+		e->action = (uint8_t)(r[0] % MS_ACT_COUNT);
+		/* mostly near the last one, at times anywhere (0 and all ones included) */
+		e->addr = i % 97 == 0 ? (i & 1 ? UINT64_MAX : 0)
+		          : r[1] % 4  ? (i ? in[i - 1].addr : 0) + (r[2] % 4096) * 512 - (1u << 20)
+		                      : r[2];
+		e->t_ns = i % 101 == 0 ? (i & 1 ? INT64_MIN : INT64_MAX)
+		                       : (int64_t)((uint64_t)(i ? in[i - 1].t_ns : 0) +
+		                                   r[3] % 100000 - 1000);
+		e->size = r[4] % 5 ? r[4] % (1u << 26) : r[4];
+		e->stack = r[5] % 7 ? (uint32_t)(r[5] >> 40) : (uint32_t)r[5];
+		if (r[0] % 13 == 0 || i == 0) {
+			e->stream = r[0] % 3 ? r[1] >> 20 : UINT64_MAX;
+			e->device = (uint16_t)(r[2] >> 48);
+			e->pool = r[3] % 2 ? MS_POOL_UNKNOWN : (uint16_t)(r[3] >> 50);
+			e->source = (uint8_t)(r[4] >> 56);
+			e->user_metadata = (uint32_t)(r[5] >> 32);
+			e->compile_context = r[5] % 3 ? 0 : UINT32_MAX;
+		} else {
+			e->stream = in[i - 1].stream;
+			e->device = in[i - 1].device;
+			e->pool = in[i - 1].pool;
+			e->source = in[i - 1].source;
+			e->user_metadata = in[i - 1].user_metadata;
+			e->compile_context = r[0] % 17 ? in[i - 1].compile_context : 7;
+		}
+		cr_assert_eq(ms_event_pack_add(&pack, e), MS_OK);
+	}
+	cr_assert_eq(pack.n, N);
+	ms_event_pack_read_begin(&rd, &pack);
+	while ((n = ms_event_pack_read(&rd, out, sizeof(out) / sizeof(out[0])))) {
+		for (size_t j = 0; j < n; j++) {
+			const struct ms_event *a = &in[got + j], *b = &out[j];
+			cr_assert(a->addr == b->addr && a->size == b->size &&
+			                  a->stream == b->stream && a->t_ns == b->t_ns &&
+			                  a->stack == b->stack &&
+			                  a->user_metadata == b->user_metadata &&
+			                  a->compile_context == b->compile_context &&
+			                  a->device == b->device && a->pool == b->pool &&
+			                  a->action == b->action && a->source == b->source,
+			          "event %zu differs", got + j);
+		}
+		got += n;
+	}
+	cr_assert_eq(got, N);
+	ms_event_pack_free(&pack);
+	ms_event_pack_free(&pack); /* empty: again is harmless */
+	free(in);
 }
