@@ -66,12 +66,12 @@ static inline const unsigned char *get_field(const unsigned char *r, unsigned le
 static inline uint64_t zigzag(uint64_t now, uint64_t before)
 {
 	uint64_t d = now - before;
-	return d << 1 ^ (uint64_t)-(int64_t)(d >> 63);
+	return d << 1 ^ (0 - (d >> 63)); /* all ones where d is negative */
 }
 
 static inline uint64_t unzigzag(uint64_t z, uint64_t before)
 {
-	return before + (z >> 1 ^ (uint64_t) - (int64_t)(z & 1));
+	return before + (z >> 1 ^ (0 - (z & 1)));
 }
 
 static inline int same_rare(const struct ms_event *a, const struct ms_event *b)
@@ -87,7 +87,8 @@ ms_status ms_event_pack_add(struct ms_event_pack *p, const struct ms_event *e)
 	int rare = !same_rare(e, &p->prev);
 	uint64_t a = zigzag(e->addr, p->prev.addr);
 	uint64_t t = zigzag((uint64_t)e->t_ns, (uint64_t)p->prev.t_ns);
-	unsigned la = bytes_of(a), lt = bytes_of(t), ls = bytes_of(e->size), lk = bytes_of(e->stack);
+	unsigned la = bytes_of(a), lt = bytes_of(t), ls = bytes_of(e->size),
+	         lk = bytes_of(e->stack);
 
 	if ((size_t)(p->w_end - w) < EVENT_MAX) {
 		struct ms_event_pack_chunk *c = ms_malloc(sizeof(*c));
