@@ -330,6 +330,11 @@ uint32_t msr_frame(struct msr *r, const char *function, const char *file, uint32
 	return id;
 }
 
+uint64_t msr_generation(const struct msr *r)
+{
+	return r ? r->gen : 0;
+}
+
 uint32_t msr_stack(struct msr *r, const uint32_t *frames, size_t n)
 {
 	uint32_t id = 0;

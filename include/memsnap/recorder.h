@@ -34,7 +34,7 @@ extern "C" {
 #define MSR_API
 #endif
 
-#define MSR_VERSION 2 /* of this API; msr_version() returns the library's */
+#define MSR_VERSION 3 /* of this API; msr_version() returns the library's */
 
 /* PyTorch's TraceEntry actions, same numbers (the trace format's EVENT action). */
 enum msr_action {
@@ -148,6 +148,13 @@ MSR_API int msr_record_in_pool(struct msr *r, const struct msr_event *e, uint64_
  */
 MSR_API uint32_t msr_frame(struct msr *r, const char *function, const char *file, uint32_t line);
 MSR_API uint32_t msr_stack(struct msr *r, const uint32_t *frames, size_t n);
+
+/*
+ * A number no other recorder of this process has had (a recorder's address may be reused after
+ * msr_close()): a cache of ids that msr_frame() and msr_stack() returned is valid only for the
+ * recorder of its generation. Async-signal-safe. (API version 3.)
+ */
+MSR_API uint64_t msr_generation(const struct msr *r);
 
 /* Phases and steps, ordered with the events around them. Interns name (may allocate). */
 MSR_API int msr_annotate(struct msr *r, enum msr_ann_kind kind, enum msr_ann_stage stage,

@@ -8,6 +8,7 @@
 #endif
 
 #include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "memsnap/recorder.h"
@@ -16,18 +17,55 @@
 #ifdef MS_HAVE_PYSTACK
 
 /*
- * (code object, line) -> frame id, direct-mapped and bounded. A code object
- * may be freed and its address reused; an entry also keeps the object's file,
- * name and first line, and a mismatch is a miss (msr_frame interns again).
+ * (code object, instruction index) -> frame id, per thread (no lock), direct-mapped and bounded,
+ * for one recorder (its generation: ids are the recorder's own). A code object may be freed and
+ * its address reused: an entry also keeps the object's file, name and first line, and a mismatch
+ * is a miss (msr_frame interns again). The key is the instruction, not the line: working out the
+ * line (PyCode_Addr2Line) walks the code's line table, which was most of a capture's time.
  */
 struct centry {
 	const void *code, *file, *name;
-	int firstline, line;
+	int firstline, lasti;
 	uint32_t id;
 };
-#define CACHE_SIZE 65536
-static struct centry g_cache[CACHE_SIZE];
-static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
+#define CACHE_SIZE 4096
+_Static_assert(CACHE_SIZE == 1 << 12, "frame_id takes 12 bits of its hash");
+struct tcache {
+	uint64_t gen;
+	struct centry e[CACHE_SIZE];
+};
+static pthread_key_t g_key;
+static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+static int g_key_ok;
+
+static void make_key(void)
+{
+	g_key_ok = pthread_key_create(&g_key, free) == 0;
+}
+
+/* This thread's cache for r, emptied if it held another recorder's ids; NULL: none to be had. */
+static struct tcache *thread_cache(struct msr *r)
+{
+	struct tcache *c;
+	uint64_t gen = msr_generation(r);
+
+	pthread_once(&g_once, make_key);
+	if (!g_key_ok)
+		return NULL;
+	if (!(c = pthread_getspecific(g_key))) {
+		if (!(c = calloc(1, sizeof(*c))))
+			return NULL;
+		if (pthread_setspecific(g_key, c)) {
+			free(c);
+			return NULL;
+		}
+	}
+	if (c->gen != gen) {
+		memset(c->e, 0, sizeof(c->e));
+		c->gen = gen;
+	}
+	return c;
+}
 
 /* UTF-8 of a str without allocating (PyUnicode_AsUTF8 may allocate and needs the GIL). */
 static void utf8(PyObject *s, char *buf, size_t cap)
@@ -62,34 +100,30 @@ static void utf8(PyObject *s, char *buf, size_t cap)
 	buf[o] = 0;
 }
 
-static uint32_t frame_id(struct msr *r, PyCodeObject *co, int line)
+static uint32_t frame_id(struct msr *r, struct tcache *c, PyCodeObject *co, int lasti)
 {
 #if PY_VERSION_HEX >= 0x030B0000
 	PyObject *name = co->co_qualname;
 #else
 	PyObject *name = co->co_name;
 #endif
-	size_t h = (((uintptr_t)co >> 4) * 0x9E3779B97F4A7C15ULL + (size_t)line) >> 16;
-	struct centry *e = &g_cache[h % CACHE_SIZE];
-	uint32_t id;
-
-	pthread_mutex_lock(&g_mu);
-	if (e->code == co && e->line == line && e->file == co->co_filename && e->name == name &&
-	    e->firstline == co->co_firstlineno) {
-		id = e->id;
-		pthread_mutex_unlock(&g_mu);
-		return id;
-	}
-	pthread_mutex_unlock(&g_mu);
+	uint64_t h = (((uint64_t)(uintptr_t)co >> 4) ^ (uint64_t)(unsigned)lasti << 40) *
+	                     0x9E3779B97F4A7C15ULL >>
+	             52; /* the product's top bits: CACHE_SIZE 2^12 */
+	struct centry *e = c ? &c->e[h] : NULL;
 	char fn[512], file[1024];
+	uint32_t id;
+	int line;
+
+	if (e && e->code == co && e->lasti == lasti && e->file == co->co_filename &&
+	    e->name == name && e->firstline == co->co_firstlineno)
+		return e->id;
+	line = PyCode_Addr2Line(co, lasti * (int)sizeof(_Py_CODEUNIT));
 	utf8(name, fn, sizeof(fn));
 	utf8(co->co_filename, file, sizeof(file));
 	id = msr_frame(r, fn, file, line > 0 ? (uint32_t)line : 0);
-	if (id) {
-		pthread_mutex_lock(&g_mu);
-		*e = (struct centry){co, co->co_filename, name, co->co_firstlineno, line, id};
-		pthread_mutex_unlock(&g_mu);
-	}
+	if (id && e)
+		*e = (struct centry){co, co->co_filename, name, co->co_firstlineno, lasti, id};
 	return id;
 }
 
@@ -104,6 +138,7 @@ uint32_t ms_pystack_capture(struct msr *r, size_t max_frames)
 	size_t n = 0;
 	PyThreadState *ts;
 	_PyInterpreterFrame *f;
+	struct tcache *c;
 
 	if (!Py_IsInitialized())
 		return 0;
@@ -115,6 +150,7 @@ uint32_t ms_pystack_capture(struct msr *r, size_t max_frames)
 #else
 	f = ts->cframe ? ts->cframe->current_frame : NULL;
 #endif
+	c = thread_cache(r);
 	if (max_frames > sizeof(ids) / sizeof(ids[0]))
 		max_frames = sizeof(ids) / sizeof(ids[0]);
 	for (; f && n < max_frames; f = f->previous) {
@@ -132,9 +168,7 @@ uint32_t ms_pystack_capture(struct msr *r, size_t max_frames)
 #else
 		co = f->f_code;
 #endif
-		int line = PyCode_Addr2Line(co, _PyInterpreterFrame_LASTI(f) *
-		                                        (int)sizeof(_Py_CODEUNIT));
-		uint32_t id = frame_id(r, co, line);
+		uint32_t id = frame_id(r, c, co, _PyInterpreterFrame_LASTI(f));
 		if (id)
 			ids[n++] = id;
 	}

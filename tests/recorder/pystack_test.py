@@ -83,4 +83,35 @@ for i, (e, want) in enumerate(zip(ev, expected)):
 # the thread's stack goes on into threading.py (run, _bootstrap_inner, _bootstrap)
 tail = [fr["name"].split(".")[-1] for fr in ev[3]["frames"][len(expected[3]):]]
 assert "run" in tail and "_bootstrap" in tail, tail
-print(f"ok: Python {sys.version.split()[0]}, {len(ev)} stacks read with and without the GIL")
+
+# A second recording in the same process: frame ids are each recorder's own, so nothing the
+# first one interned may leak into it (its address may well be the first one's again). The same
+# lines are captured again, after other ones, so that a stale id would name a wrong frame.
+path2 = os.path.join(out, "pystack2.zst")
+m.open(path2)
+
+
+def other(release):
+    line = here() + 1
+    sid = m.capture(release)
+    return sid, [("other", line)]
+
+
+again = []
+for release in (False, True):
+    line = here() + 1
+    sid, fr = other(release)
+    again.append(fr + [("<module>", line)])
+    line = here() + 1
+    sid, fr = f(release)
+    again.append(fr + [("<module>", line)])
+m.close()
+js2 = os.path.join(out, "pystack2.json")
+subprocess.run([memsnap, "convert", path2, "-o", js2], check=True)
+ev2 = json.load(open(js2))["device_traces"][0]
+assert len(ev2) == len(again), f"{len(ev2)} events in the second recording"
+for i, (e, want) in enumerate(zip(ev2, again)):
+    got = [(fr["name"], fr["line"]) for fr in e["frames"]]
+    assert got == want, f"second recording, event {i}: {got} != {want}"
+print(f"ok: Python {sys.version.split()[0]}, {len(ev)} stacks read with and without the GIL, "
+      f"{len(ev2)} in a second recording")
