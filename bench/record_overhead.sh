@@ -8,7 +8,12 @@
 # Then the cost per event on the allocating thread, measured where nothing else hides it:
 # tests/gpu/alloc_loop.py allocates and frees a small tensor 200000 times (3 events each, no
 # GPU work), best of 5 loops, under each recorder; ROUNDS rounds interleaved, the best kept.
-# usage: bench/record_overhead.sh BUILD_DIR OUT_DIR [ROUNDS] [STEPS] [train|alloc|both]
+# With "alternate", each recorder is instead switched on and off every 2 steps inside one
+# process (tests/gpu/train.py --alternate): memsnap with Python stacks against not recording,
+# PyTorch's recorder with Python stacks against none; a round is one process per recorder, and
+# the figure is the median of the rounds' overheads with their range. The machine's drift moves
+# the steps on and off alike, so this is the step-time figure to report.
+# usage: bench/record_overhead.sh BUILD_DIR OUT_DIR [ROUNDS] [STEPS] [train|alloc|both|alternate]
 set -euo pipefail
 build=$(cd "$1" && pwd) out=$2 rounds=${3:-3} steps=${4:-60} what=${5:-both}
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -31,6 +36,29 @@ run() { # file-name-prefix config round program...: one run of the program under
 	memsnap_launcher) "$build/cli/memsnap" record -o "$zst" -- "$@" --report "$rep" ;;
 	esac >/dev/null 2>"$out/$pre$c.$r.err"
 }
+if [ "$what" = alternate ]; then
+for r in $(seq 1 "$rounds"); do
+	"${train[@]}" --alternate memsnap --memsnap "$out/alt.zst" --stacks python \
+		--report "$out/alt.memsnap.$r.json" >/dev/null 2>"$out/alt.memsnap.$r.err"
+	"${train[@]}" --alternate torch --report "$out/alt.torch.$r.json" >/dev/null \
+		2>"$out/alt.torch.$r.err"
+done
+"$py" - "$out" <<'PY'
+import json, os, statistics, sys
+out = sys.argv[1]
+print("| recorder, Python stacks | rounds | step off (ms, median of rounds) | step on | "
+      "overhead (median of rounds) | rounds' range |")
+print("|---|---|---|---|---|---|")
+for rec in ("memsnap", "torch"):
+    reps = [json.load(open(os.path.join(out, f))) for f in sorted(os.listdir(out))
+            if f.startswith(f"alt.{rec}.") and f.endswith(".json")]
+    o = sorted(x["overhead_pct"] for x in reps)
+    print(f"| {rec} | {len(reps)} | {statistics.median(x['off_median_ms'] for x in reps):.3f} | "
+          f"{statistics.median(x['on_median_ms'] for x in reps):.3f} | "
+          f"{statistics.median(o):+.2f}% | {o[0]:+.2f}% to {o[-1]:+.2f}% |")
+PY
+exit 0
+fi
 if [ "$what" != alloc ]; then
 for r in $(seq 1 "$rounds"); do
 	for c in "${configs[@]}"; do run "" "$c" "$r" "${train[@]}"; done

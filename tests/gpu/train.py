@@ -7,6 +7,10 @@
 and dump its snapshot at the end (the block-level events memsnap must equal).
 --torch-history / --memsnap: the recorders whose overhead bench/record_overhead.sh measures.
 --report: median step time (ms) and steps, as JSON.
+--alternate memsnap|torch: one process, the recorder on and off in turns of --block steps
+(memsnap: recording with Python stacks against not recording; torch: _record_memory_history
+with Python stacks against none), and the report holds the median step of each and the
+overhead; the machine's drift, larger than the effect between runs, moves both alike.
 """
 import argparse
 import json
@@ -28,6 +32,8 @@ p.add_argument("--layers", type=int, default=6)
 p.add_argument("--dim", type=int, default=512)
 p.add_argument("--batch", type=int, default=16)
 p.add_argument("--seq", type=int, default=256)
+p.add_argument("--alternate", choices=["memsnap", "torch"])
+p.add_argument("--block", type=int, default=2)
 a = p.parse_args()
 
 torch.cuda.init()
@@ -38,6 +44,23 @@ if a.compare or a.torch_history:
 if a.memsnap:
     import memsnap
     memsnap.record(a.memsnap, stacks=a.stacks)
+
+
+def recording(on):
+    """--alternate: the recorder on or off for the next steps (outside their timing)."""
+    if a.alternate == "memsnap":
+        import memsnap
+        # the PyTorch hook records into the process's global recorder: none, no events
+        memsnap._lib.msr_set_global(memsnap._rec if on else None)
+    elif on:
+        torch.cuda.memory._record_memory_history(enabled="all", context="all", stacks="python",
+                                                 max_entries=1_000_000)
+    else:
+        torch.cuda.memory._record_memory_history(enabled=None)
+
+
+if a.alternate == "memsnap" and not a.memsnap:
+    p.error("--alternate memsnap needs --memsnap PATH --stacks python")
 
 try:
     import memsnap as _ms
@@ -55,8 +78,12 @@ x = torch.randn(a.batch, a.seq, a.dim, device="cuda")
 y = torch.randint(0, 1000, (a.batch, a.seq), device="cuda")
 
 times = []
+on_off = {True: [], False: []}
 for i in range(a.warmup + a.steps):
     torch.cuda.synchronize()
+    on = (i // a.block) % 2 == 1
+    if a.alternate:
+        recording(on)
     t0 = time.perf_counter()
     step(i)
     with phase("forward"):
@@ -71,11 +98,17 @@ for i in range(a.warmup + a.steps):
     torch.cuda.synchronize()
     if i >= a.warmup:
         times.append((time.perf_counter() - t0) * 1e3)
+        on_off[on].append(times[-1])
 
 if a.compare:
     torch.cuda.memory._dump_snapshot(a.compare)
 if a.report:
     with open(a.report, "w") as f:
-        json.dump({"median_ms": statistics.median(times), "steps": len(times),
-                   "min_ms": min(times)}, f)
+        rep = {"median_ms": statistics.median(times), "steps": len(times), "min_ms": min(times)}
+        if a.alternate:
+            on_ms, off_ms = statistics.median(on_off[True]), statistics.median(on_off[False])
+            rep.update(alternate=a.alternate, block=a.block, on_median_ms=on_ms,
+                       off_median_ms=off_ms, steps_on=len(on_off[True]),
+                       steps_off=len(on_off[False]), overhead_pct=100 * (on_ms / off_ms - 1))
+        json.dump(rep, f)
 print(f"train.py: {len(times)} steps, median {statistics.median(times):.2f} ms")
