@@ -30,9 +30,13 @@ struct centry {
 };
 #define CACHE_SIZE 4096
 _Static_assert(CACHE_SIZE == 1 << 12, "frame_id takes 12 bits of its hash");
+#define MAX_FRAMES 256
 struct tcache {
 	uint64_t gen;
 	struct centry e[CACHE_SIZE];
+	/* the thread's last stack: allocations in a row from one line skip interning it */
+	uint32_t last_id, last_n;
+	uint32_t last[MAX_FRAMES];
 };
 static pthread_key_t g_key;
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
@@ -62,6 +66,7 @@ static struct tcache *thread_cache(struct msr *r)
 	}
 	if (c->gen != gen) {
 		memset(c->e, 0, sizeof(c->e));
+		c->last_n = c->last_id = 0;
 		c->gen = gen;
 	}
 	return c;
@@ -134,7 +139,7 @@ int ms_pystack_supported(void)
 
 uint32_t ms_pystack_capture(struct msr *r, size_t max_frames)
 {
-	uint32_t ids[256];
+	uint32_t ids[MAX_FRAMES], id;
 	size_t n = 0;
 	PyThreadState *ts;
 	_PyInterpreterFrame *f;
@@ -168,11 +173,21 @@ uint32_t ms_pystack_capture(struct msr *r, size_t max_frames)
 #else
 		co = f->f_code;
 #endif
-		uint32_t id = frame_id(r, c, co, _PyInterpreterFrame_LASTI(f));
+		id = frame_id(r, c, co, _PyInterpreterFrame_LASTI(f));
 		if (id)
 			ids[n++] = id;
 	}
-	return n ? msr_stack(r, ids, n) : 0;
+	if (!n)
+		return 0;
+	if (c && c->last_id && c->last_n == n && !memcmp(c->last, ids, n * sizeof(ids[0])))
+		return c->last_id;
+	id = msr_stack(r, ids, n);
+	if (c && id) {
+		memcpy(c->last, ids, n * sizeof(ids[0]));
+		c->last_n = (uint32_t)n;
+		c->last_id = id;
+	}
+	return id;
 }
 
 #else
