@@ -30,6 +30,22 @@ static inline uint64_t ms_load_le64(const unsigned char *b)
 	return u;
 }
 
+/* The first n (0 to 8) bytes at b as a little-endian number; 8 bytes must be readable there. */
+static inline uint64_t ms_load_le_first(const unsigned char *b, unsigned n)
+{
+	static const uint64_t mask[9] = {0,
+	                                 0xff,
+	                                 0xffff,
+	                                 0xffffff,
+	                                 0xffffffff,
+	                                 0xffffffffff,
+	                                 0xffffffffffff,
+	                                 0xffffffffffffff,
+	                                 0xffffffffffffffff};
+
+	return ms_load_le64(b) & mask[n];
+}
+
 static inline void ms_store_le32(unsigned char *b, uint32_t v)
 {
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__

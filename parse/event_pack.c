@@ -23,17 +23,6 @@ struct ms_event_pack_chunk {
 	unsigned char data[CHUNK_BYTES + SLACK];
 };
 
-/* The first n bytes of a little-endian load. */
-static const uint64_t len_mask[9] = {0,
-                                     0xff,
-                                     0xffff,
-                                     0xffffff,
-                                     0xffffffff,
-                                     0xffffffffff,
-                                     0xffffffffffff,
-                                     0xffffffffffffff,
-                                     0xffffffffffffffff};
-
 /* Bytes that hold x (0 for 0). */
 static inline unsigned bytes_of(uint64_t x)
 {
@@ -58,7 +47,7 @@ static inline unsigned char *put_field(unsigned char *w, uint64_t x, unsigned le
 
 static inline const unsigned char *get_field(const unsigned char *r, unsigned len, uint64_t *x)
 {
-	*x = ms_load_le64(r) & len_mask[len];
+	*x = ms_load_le_first(r, len);
 	return r + len;
 }
 

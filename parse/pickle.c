@@ -1042,17 +1042,6 @@ enum {
 	V_FAILED,       /* interning failed: *st */
 };
 
-/* The first n bytes of a little-endian load. */
-static const uint64_t len_mask[9] = {0,
-                                     0xff,
-                                     0xffff,
-                                     0xffffff,
-                                     0xffffffff,
-                                     0xffffffffff,
-                                     0xffffffffffff,
-                                     0xffffffffffffff,
-                                     0xffffffffffffffff};
-
 /* Bytes readable at the cursor where a decoder is told wide (the longest value opcode's). */
 #define WIDE 16
 
@@ -1185,7 +1174,7 @@ decode_value(struct ms_pickle *p, unsigned char op, const unsigned char **ipp,
 		if ((!wide || len > WIDE) && avail < len)
 			goto short_;
 		if (h && n <= 8 && (wide || avail - 2 >= 8)) {
-			uint64_t head = ms_load_le64(ip + 2) & len_mask[n];
+			uint64_t head = ms_load_le_first(ip + 2, (unsigned)n);
 			if (h->len == n && h->head == head) {
 				id = h->id;
 			} else {
