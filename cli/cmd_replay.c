@@ -302,6 +302,7 @@ static cJSON *json_report(const char *path, uint32_t device, const struct ms_rep
 	ms_json_u64(o, "num_device_alloc", r->stats.num_device_alloc);
 	ms_json_u64(o, "num_device_free", r->stats.num_device_free);
 	ms_json_u64(o, "empty_cache_calls", r->empty_cache_calls);
+	ms_json_u64(o, "empty_cache_calls_marked", r->empty_cache_marked);
 	ms_json_u64(o, "recorded_ooms", r->recorded_ooms);
 	ms_json_u64(o, "reproduced_ooms", r->reproduced_ooms);
 	cJSON_AddBoolToObject(o, "ended_by_oom", r->ended_by_oom);
@@ -452,11 +453,14 @@ static void text_report(const char *path, const struct ms_replay_result *r,
 	       ms_format_size(b2, sizeof(b2), (uint64_t)r->stats.allocated_bytes[0].peak),
 	       ms_format_size(b3, sizeof(b3), (uint64_t)r->stats.requested_bytes[0].peak));
 	printf("  segments:       %llu cudaMalloc, %llu cudaFree, peak %lld at once; %llu retries, "
-	       "%llu empty_cache calls\n",
+	       "%llu empty_cache calls",
 	       (unsigned long long)r->stats.num_device_alloc,
 	       (unsigned long long)r->stats.num_device_free, (long long)r->stats.segment[0].peak,
 	       (unsigned long long)r->stats.num_alloc_retries,
 	       (unsigned long long)r->empty_cache_calls);
+	if (r->empty_cache_marked)
+		printf(" (%llu marked in the trace)", (unsigned long long)r->empty_cache_marked);
+	printf("\n");
 	print_pools(r);
 	if (r->recorded_ooms)
 		printf("  recorded OOMs:  %llu, reproduced %llu\n",

@@ -1,4 +1,4 @@
-/* Names of the event actions, and pool ids as text. */
+/* Names of the event actions, the calls annotations mark, and pool ids as text. */
 #include "common/event.h"
 
 #include <stdio.h>
@@ -23,6 +23,13 @@ int ms_action_parse(const char *s, size_t n)
 		if (strlen(action_names[i]) == n && memcmp(action_names[i], s, n) == 0)
 			return i;
 	return -1;
+}
+
+uint8_t ms_ann_call_of(unsigned kind, const char *name)
+{
+	return kind == MS_ANN_PHASE && name && strcmp(name, MS_EMPTY_CACHE_PHASE) == 0
+	               ? MS_CALL_EMPTY_CACHE
+	               : MS_CALL_NONE;
 }
 
 const char *ms_pool_id_text(const uint64_t id[2], char *buf, size_t cap)

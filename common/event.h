@@ -96,6 +96,17 @@ enum ms_ann_kind {
 	MS_ANN_STEP = 2,  /* training step (recorder) */
 };
 
+/*
+ * Calls of the program that an annotation brackets and the replay acts on: memsnap's Python
+ * recorder writes a phase of this name around every torch.cuda.empty_cache() (the ones
+ * torch.cuda.graph makes before a capture included), which empties every device's cache, so
+ * that the call is known even where it freed nothing.
+ */
+enum ms_ann_call { MS_CALL_NONE = 0, MS_CALL_EMPTY_CACHE = 1 };
+#define MS_EMPTY_CACHE_PHASE "torch.cuda.empty_cache"
+/* The call an annotation of kind (enum ms_ann_kind) and name marks. */
+uint8_t ms_ann_call_of(unsigned kind, const char *name);
+
 struct ms_annotation {
 	int64_t t_ns;
 	uint64_t event_index; /* number of events before it in the trace */
@@ -103,6 +114,7 @@ struct ms_annotation {
 	uint16_t device;
 	uint8_t stage; /* enum ms_ann_stage */
 	uint8_t kind;  /* enum ms_ann_kind */
+	uint8_t call;  /* enum ms_ann_call: set by the reader, which knows the name */
 };
 
 enum ms_block_state {

@@ -514,6 +514,7 @@ static ms_status annotation_record(struct rd *r, const msgpack_object *a)
 	if (b || dev > UINT16_MAX || map_id(r->map_str, r->n_str, name, &x.name))
 		return BADREC(r, "ANNOTATION");
 	x.device = (uint16_t)dev;
+	x.call = ms_ann_call_of(x.kind, ms_symtab_get_str(r->syms, x.name)->s);
 	x.t_ns = r->t * (int64_t)r->time_unit;
 	x.event_index = r->info.n_events;
 	if (in_window(r) && r->sink->annotation)

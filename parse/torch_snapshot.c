@@ -808,6 +808,7 @@ static ms_status map_annotations(struct ms_snapmap *m, const struct ms_pk_val *l
 			                    "external_annotations[%u]: malformed", i);
 		if (name && name->type == MS_PK_STR)
 			MS_TRY(map_str(m, name->v.str, &a.name));
+		a.call = ms_ann_call_of(a.kind, ms_symtab_get_str(m->syms, a.name)->s);
 		if (ms_grow(&out->a, &out->cap, out->n + 1, sizeof(a)))
 			return MS_ERR_NOMEM;
 		out->a[out->n++] = a;

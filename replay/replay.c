@@ -245,18 +245,24 @@ static ms_status r_begin(void *ctx, const struct ms_meta *meta, const struct ms_
 	return MS_OK;
 }
 
+/* The program's empty_cache(), before event index. */
+static void empty_cache(struct rp *p, uint64_t index)
+{
+	p->r->empty_cache_calls++;
+	if (ms_grow(&p->r->empty_cache_at, &p->r->cap_empty_cache_at, p->r->n_empty_cache_at + 1,
+	            sizeof(uint64_t)) == 0)
+		p->r->empty_cache_at[p->r->n_empty_cache_at++] = index;
+	else
+		p->err = MS_ERR_NOMEM;
+	ms_model_empty_cache(p->m);
+}
+
 /* Recorded frees the model did not make, before an event that is no malloc: empty_cache(). */
 static void flush_pending(struct rp *p)
 {
 	if (!p->pend_frees)
 		return;
-	p->r->empty_cache_calls++;
-	if (ms_grow(&p->r->empty_cache_at, &p->r->cap_empty_cache_at, p->r->n_empty_cache_at + 1,
-	            sizeof(uint64_t)) == 0)
-		p->r->empty_cache_at[p->r->n_empty_cache_at++] = p->index;
-	else
-		p->err = MS_ERR_NOMEM;
-	ms_model_empty_cache(p->m);
+	empty_cache(p, p->index);
 	p->pend_frees = 0;
 	p->pend_free_bytes = 0;
 }
@@ -657,6 +663,21 @@ static ms_status r_annotation(void *ctx, const struct ms_annotation *a)
 {
 	struct rp *p = ctx;
 
+	/*
+	 * A call the recorder marked (every device's cache): the model empties its cache here,
+	 * also where the recorded run had nothing to give back; the segment frees recorded after
+	 * the mark then match the model's own.
+	 */
+	if (a->call == MS_CALL_EMPTY_CACHE && a->stage == MS_ANN_START && p->m && !p->stopped &&
+	    !p->err) {
+		uint64_t index = p->index;
+		flush_pending(p);
+		p->index =
+		        p->r->events_total; /* the model's frees are logged before the next event */
+		empty_cache(p, p->index);
+		p->index = index;
+		p->r->empty_cache_marked++;
+	}
 	return p->o->on_annotation ? p->o->on_annotation(p->o->ctx, a) : MS_OK;
 }
 

@@ -160,6 +160,9 @@ struct ms_replay_result {
 	uint64_t recorded_ooms, reproduced_ooms;
 	uint64_t missed_ooms; /* recorded OOMs the model satisfied */
 	uint64_t unmatched_frees, empty_cache_calls;
+	/* of the calls, those the trace marks (enum ms_ann_call): the others are told from
+	 * recorded segment frees that the model did not make */
+	uint64_t empty_cache_marked;
 	uint64_t end_segments; /* the trace's end-state segments of the device */
 	uint64_t end_reserved; /* ... and their bytes */
 	/* of them, in a private pool (segment_pool_id not (0, 0): a CUDA graph's, a MemPool's) */

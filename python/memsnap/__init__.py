@@ -27,6 +27,9 @@ MSR_F_SIGNALS = 1
 MSR_F_ATEXIT = 2
 _ANN_PHASE, _ANN_STEP = 1, 2
 _START, _END, _MARK = 0, 1, 2
+# the phase around every torch.cuda.empty_cache() (common/event.h MS_EMPTY_CACHE_PHASE): the
+# replay empties its model's cache there, also where the call had nothing to give back
+_EMPTY_CACHE_PHASE = "torch.cuda.empty_cache"
 
 
 class _Device(ctypes.Structure):
@@ -186,7 +189,37 @@ def _start(path, stacks, max_frames, flush_ms):
             lib.msr_set_global(r)
         if plugin.memsnap_torch_attach(1 if stacks == "python" else 0, max_frames) != 0:
             raise RuntimeError("memsnap: Python stacks are not supported on this interpreter")
+        _mark_empty_cache(torch)
         _rec = r
+
+
+def _mark_empty_cache(torch):
+    """Put torch.cuda.empty_cache (and torch.cuda.memory's) inside a phase the replay knows.
+
+    The call empties every device's cache; one that finds nothing to give back leaves no event,
+    yet under other settings (expandable segments) the same call would have. torch.cuda.graph
+    calls it by this name before each capture."""
+    mem = torch.cuda.memory
+    orig = mem.empty_cache
+    if getattr(orig, "_memsnap_marks", False):
+        return
+
+    def empty_cache(*args, **kwargs):
+        r = _rec
+        if r is None:
+            return orig(*args, **kwargs)
+        _lib.msr_annotate(r, _ANN_PHASE, _START, _EMPTY_CACHE_PHASE.encode(), 0)
+        try:
+            return orig(*args, **kwargs)
+        finally:
+            _lib.msr_annotate(r, _ANN_PHASE, _END, _EMPTY_CACHE_PHASE.encode(), 0)
+
+    empty_cache.__doc__ = orig.__doc__
+    empty_cache.__wrapped__ = orig
+    empty_cache._memsnap_marks = True
+    mem.empty_cache = empty_cache
+    if getattr(torch.cuda, "empty_cache", None) is orig:
+        torch.cuda.empty_cache = empty_cache
 
 
 def record(path, *, stacks=None, max_frames=64, flush_ms=100):

@@ -72,8 +72,13 @@ static struct ms_trace *random_trace(uint64_t seed, size_t n)
 		          : (r >> 24) & 1 ? MS_POOL_UNKNOWN
 		                          : (uint16_t)((r >> 25) % 6);
 		if (i % 97 == 0) {
-			struct ms_annotation a = {
-			        tm, i, strs[3], e->device, (uint8_t)(i % 3), (uint8_t)(i % 2)};
+			struct ms_annotation a = {tm,
+			                          i,
+			                          strs[3],
+			                          e->device,
+			                          (uint8_t)(i % 3),
+			                          (uint8_t)(i % 2),
+			                          MS_CALL_NONE};
 			cr_assert_eq(ms_grow(&t->anns, &t->cap_anns, t->n_anns + 1, sizeof(a)), 0);
 			t->anns[t->n_anns++] = a;
 		}

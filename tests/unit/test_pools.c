@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "helpers.h"
 #include "parse/trace.h"
@@ -376,6 +377,77 @@ Test(pools, empty_cache_before_a_private_request)
 	cr_assert_eq((uint64_t)r.stats.reserved_bytes[0].peak, 30 * MiB);
 	ms_replay_result_release(&r);
 	ms_trace_free(t);
+}
+
+/*
+ * A torch.cuda.empty_cache() that memsnap's recorder marked (a phase of that name) is replayed
+ * where it was made, also where the recorded run had nothing to give back: under expandable
+ * segments the model unmaps the freed pages there, as PyTorch would; replayed as recorded it
+ * makes exactly the recorded segment events. The marks go through a .zst file: the reader
+ * tells the call from the name. A phase of another name is no call.
+ */
+static const char *marked_trace(const char *phase)
+{
+	const uint64_t A = 0x7f0000000000ull;
+	/* the 40 MiB block split by a 20 MiB one: the segment stays, half free, at the call */
+	const uint64_t ev[][4] = {
+	        {MS_ACT_SEGMENT_ALLOC, A, 40 * MiB, 0},  {MS_ACT_ALLOC, A, 40 * MiB, 0},
+	        {MS_ACT_FREE_REQUESTED, A, 40 * MiB, 0}, {MS_ACT_FREE_COMPLETED, A, 40 * MiB, 0},
+	        {MS_ACT_ALLOC, A, 20 * MiB, 0},          {MS_ACT_ALLOC, A + 20 * MiB, 20 * MiB, 0}};
+	struct ms_trace *t = events_trace(ev, sizeof(ev) / sizeof(ev[0]));
+	struct ms_annotation a;
+	const char *path;
+
+	memset(&a, 0, sizeof(a));
+	a.kind = MS_ANN_PHASE;
+	a.event_index = 5; /* before the last allocation */
+	cr_assert_eq(ms_symtab_str(&t->syms, phase, strlen(phase), &a.name), MS_OK);
+	t->anns = calloc(2, sizeof(a));
+	t->n_anns = t->cap_anns = 2;
+	a.stage = MS_ANN_START;
+	t->anns[0] = a;
+	a.stage = MS_ANN_END;
+	t->anns[1] = a;
+	path = th_write_trace(t, 0, 0);
+	ms_trace_free(t);
+	return path;
+}
+
+Test(pools, marked_empty_cache_is_replayed_where_made)
+{
+	struct ms_replay_opts o;
+	struct ms_replay_result r;
+	struct ms_diag d = MS_DIAG_INIT;
+	char path[512];
+
+	snprintf(path, sizeof(path), "%s", marked_trace(MS_EMPTY_CACHE_PHASE));
+	memset(&o, 0, sizeof(o));
+	cr_assert_eq(ms_replay_run(path, &o, &r, &d), MS_OK, "%s", d.msg);
+	cr_assert_eq(r.empty_cache_calls, 1);
+	cr_assert_eq(r.empty_cache_marked, 1);
+	cr_assert_eq(r.n_produced, r.n_recorded); /* nothing to give back: no segment event */
+	cr_assert_eq(r.n_produced, 1);
+	ms_replay_result_release(&r);
+
+	o.alloc_conf = "expandable_segments:True";
+	cr_assert_eq(ms_replay_run(path, &o, &r, &d), MS_OK, "%s", d.msg);
+	cr_assert_eq(r.empty_cache_calls, 1);
+	/* 40 MiB mapped, the free half unmapped at the call, mapped again by the last allocation */
+	cr_assert_eq(r.n_produced, 3);
+	cr_assert_eq(r.produced[1].action, MS_ACT_SEGMENT_UNMAP);
+	cr_assert_eq(r.produced[1].size, 20 * MiB);
+	cr_assert_eq(r.produced[1].index, 5);
+	cr_assert_eq(r.produced[2].action, MS_ACT_SEGMENT_MAP);
+	cr_assert_eq(r.produced[2].size, 20 * MiB);
+	ms_replay_result_release(&r);
+	unlink(path);
+
+	snprintf(path, sizeof(path), "%s", marked_trace("optimizer"));
+	cr_assert_eq(ms_replay_run(path, &o, &r, &d), MS_OK, "%s", d.msg);
+	cr_assert_eq(r.empty_cache_calls, 0);
+	cr_assert_eq(r.n_produced, 1);
+	ms_replay_result_release(&r);
+	unlink(path);
 }
 
 /*
