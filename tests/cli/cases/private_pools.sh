@@ -38,9 +38,10 @@ echo "render --at end, graph_pools: $("$MEMSNAP" render --format txt --at end "$
 # what-if against real runs: each job's recording replayed under expandable_segments:True against
 # the same job run for real that way (its truth), and whether the two runs made the same calls
 # (allocations with their sizes, streams in order of first use and pools; frees), from the two
-# recordings, by Python. decode_graphs made the same calls, but torch.cuda.graph empties the cache
-# before each capture: in the default run that gave nothing back, which leaves no trace, while
-# under expandable segments it unmapped free pages; a replay of the default run cannot know.
+# recordings, by Python. torch.cuda.graph empties the cache before each capture: in
+# decode_graphs' default run that gave nothing back, which leaves no event, while under expandable
+# segments it unmapped free pages; the recording marks each call (a torch.cuda.empty_cache phase),
+# and the replay makes it there.
 for n in graph_pools compile_reduce_overhead mempool graph_step_adam decode_graphs; do
 	"$MEMSNAP" -q convert "$d/$n.zst" -o "$TMPDIR/a.json"
 	"$MEMSNAP" -q convert "$d/${n}_expandable.zst" -o "$TMPDIR/b.json"
