@@ -18,7 +18,9 @@ mkdir -p "$out"
 out=$(cd "$out" && pwd)
 ms=$build/cli/memsnap
 long=$out/hf_gpt2_long.pickle
-[ -e "$long" ] || zstd -qdc "$here/testdata/bench/hf_gpt2_long.pickle.zst" >"$long"
+# decompressed whole or not at all: an empty file left by a failed run would be read next time
+unzst() { [ -s "$2" ] || { zstd -qdc "$1" >"$2.part" && mv "$2.part" "$2"; }; }
+unzst "$here/testdata/bench/hf_gpt2_long.pickle.zst" "$long"
 bench() { "$py" "$here/bench/commands.py" "$ms" "$@"; }
 case $what in long | all)
 	bench "$long" --rounds "$rounds" --out "$out/commands-long.md"
@@ -32,7 +34,7 @@ case $what in big | all)
 esac
 case $what in 10m | all)
 	snap=$out/dynamic_seq.pickle
-	[ -e "$snap" ] || zstd -qdc "$here/testdata/snapshots/dynamic_seq.pickle.zst" >"$snap"
+	unzst "$here/testdata/snapshots/dynamic_seq.pickle.zst" "$snap"
 	[ -e "$out/long-10m.zst" ] || "$build/bench/bench_parse" long "$snap" "$out/long-10m.zst" 150 >/dev/null
 	bench "$out/long-10m.zst" --rounds "$rounds" --only info,stats,replay,render \
 		--out "$out/commands-10m.md"
