@@ -964,6 +964,173 @@ def c_timm(cx):
     cx.finish()
 
 
+# ---------------------------------------------------------------------------------------------
+# training loops for `memsnap explain`: each truth also holds what the model and the optimizer
+# hold, counted by PyTorch itself (tensor bytes, not blocks), for the categories at the peak
+
+def tensor_bytes(ts):
+    return sum(t.numel() * t.element_size() for t in ts)
+
+
+def model_truth(cx, model, opt, grads):
+    """The bytes of the parameters, of the gradients (grads: the .grad tensors as the last
+    optimizer step saw them) and of the optimizer's CUDA state, into cx.truth["model"]."""
+    import torch
+    params = [p for p in model.parameters() if p.is_cuda]
+    state = [t for st in opt.state.values() for t in st.values()
+             if torch.is_tensor(t) and t.is_cuda]
+    cx.truth["model"] = {
+        "parameter_tensors": len(params), "parameter_bytes": tensor_bytes(params),
+        "trainable_parameter_bytes": tensor_bytes(p for p in params if p.requires_grad),
+        "gradient_tensors": len(grads), "gradient_bytes": tensor_bytes(grads),
+        "optimizer": type(opt).__name__, "optimizer_state_tensors": len(state),
+        "optimizer_state_bytes": tensor_bytes(state),
+        "buffer_bytes": tensor_bytes(b for b in model.buffers() if b.is_cuda),
+    }
+
+
+def _explain_loop(cx, model, opt, steps, batch, keep=None, set_to_none=True, amp=False):
+    """A plain loop: forward, backward, optimizer step, zero_grad; keep: a list that takes each
+    step's logits (a leak, as a loss-curve list that keeps tensors would)."""
+    import torch
+    import torch.nn.functional as F
+    vocab = model.head.out_features
+    grads = []
+    for i in range(steps):
+        x = torch.randint(0, vocab, batch, device="cuda")
+        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=amp):
+            logits = model(x)
+            loss = F.cross_entropy(logits.float().view(-1, vocab), x.view(-1))
+        loss.backward()
+        if i == steps - 1:
+            grads = [p.grad for p in model.parameters() if p.grad is not None]
+        opt.step()
+        opt.zero_grad(set_to_none=set_to_none)
+        if keep is not None:
+            keep.append(logits.detach())
+        loss.item()
+        del x, logits, loss
+        cx.truth["steps"] += 1
+    model_truth(cx, model, opt, grads)
+
+
+@case("explain_adamw", "a 4-layer GPT (d 384, vocab 8192; plain PyTorch) trained 8 steps of batch "
+      "8 x 256 with AdamW (foreach), zero_grad(set_to_none=True), fp32; history on from the start, "
+      "Python stacks; the truth holds the parameter, gradient and optimizer-state bytes")
+def c_explain_adamw(cx):
+    import torch
+    torch.manual_seed(0)
+    cx.history(enabled="all", context="all", stacks="python")
+    m = gpt(d=384, layers=4, vocab=8192, heads=6)
+    opt = torch.optim.AdamW(m.parameters(), lr=1e-4)
+    _explain_loop(cx, m, opt, 8, (8, 256))
+    cx.finish()
+
+
+@case("explain_sgd", "the same GPT with SGD (momentum 0.9) and zero_grad(set_to_none=False): the "
+      "gradients stay from the first backward on; 8 steps, bf16 autocast")
+def c_explain_sgd(cx):
+    import torch
+    torch.manual_seed(0)
+    cx.history(enabled="all", context="all", stacks="python")
+    m = gpt(d=384, layers=4, vocab=8192, heads=6)
+    opt = torch.optim.SGD(m.parameters(), lr=1e-2, momentum=0.9)
+    _explain_loop(cx, m, opt, 8, (8, 256), set_to_none=False, amp=True)
+    cx.finish()
+
+
+@case("explain_leak", "the AdamW loop of explain_adamw keeping every step's logits in a list "
+      "(8 x 256 x 8192 floats, 64 MiB a step), 10 steps")
+def c_explain_leak(cx):
+    import torch
+    torch.manual_seed(0)
+    cx.history(enabled="all", context="all", stacks="python")
+    m = gpt(d=384, layers=4, vocab=8192, heads=6)
+    opt = torch.optim.AdamW(m.parameters(), lr=1e-4)
+    kept = []
+    _explain_loop(cx, m, opt, 10, (8, 256), keep=kept)
+    cx.truth["leak"] = {"tensors": len(kept), "bytes_per_step": tensor_bytes(kept[:1]),
+                        "bytes": tensor_bytes(kept)}
+    cx.finish()
+
+
+@case("explain_hf_gpt2", "transformers GPT2LMHeadModel (4 layers, n_embd 384, vocab 8192, random "
+      "weights), AdamW, 6 steps of batch 4 x 256; the truth holds the parameter, gradient and "
+      "optimizer-state bytes")
+def c_explain_hf_gpt2(cx):
+    import torch
+    import transformers
+    from transformers import GPT2Config, GPT2LMHeadModel
+    torch.manual_seed(0)
+    cx.truth["transformers"] = transformers.__version__
+    cx.history(enabled="all", context="all", stacks="python")
+    cfg = GPT2Config(vocab_size=8192, n_positions=512, n_embd=384, n_layer=4, n_head=6)
+    m = GPT2LMHeadModel(cfg).cuda()
+    m.train()
+    opt = torch.optim.AdamW(m.parameters(), lr=1e-4)
+    grads = []
+    for i in range(6):
+        ids = torch.randint(0, cfg.vocab_size, (4, 256), device="cuda")
+        out = m(input_ids=ids, labels=ids)
+        out.loss.backward()
+        if i == 5:
+            grads = [p.grad for p in m.parameters() if p.grad is not None]
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        out.loss.item()
+        del out, ids
+        cx.truth["steps"] += 1
+    model_truth(cx, m, opt, grads)
+    cx.finish()
+
+
+@case("explain_lightning", "pytorch-lightning Trainer(max_steps=8, one GPU, fp32) fitting the GPT "
+      "as a LightningModule with AdamW on random token batches; dumped in on_train_end; the truth "
+      "holds the parameter, gradient and optimizer-state bytes")
+def c_explain_lightning(cx):
+    import tempfile
+    import torch
+    try:
+        import pytorch_lightning as pl
+    except ImportError:
+        import lightning.pytorch as pl
+    import torch.nn.functional as F
+    torch.manual_seed(0)
+    cx.truth["lightning"] = pl.__version__
+    vocab = 8192
+    cx.history(enabled="all", context="all", stacks="python")
+    seen = {}
+
+    class LM(pl.LightningModule):
+        def __init__(self):
+            super().__init__()
+            self.net = gpt(d=384, layers=4, vocab=vocab, heads=6)
+
+        def training_step(self, batch, i):
+            (x,) = batch
+            logits = self.net(x)
+            return F.cross_entropy(logits.float().view(-1, vocab), x.view(-1))
+
+        def on_before_optimizer_step(self, optimizer):
+            seen["grads"] = [p.grad for p in self.parameters() if p.grad is not None]
+
+        def configure_optimizers(self):
+            return torch.optim.AdamW(self.parameters(), lr=1e-4)
+
+        def on_train_end(self):
+            cx.truth["steps"] = self.trainer.global_step
+            model_truth(cx, self, self.trainer.optimizers[0], seen.get("grads", []))
+            cx.finish(stop_history=False)
+
+    data = torch.utils.data.TensorDataset(torch.randint(0, vocab, (64, 256)))
+    dl = torch.utils.data.DataLoader(data, batch_size=8, shuffle=True, num_workers=0)
+    with tempfile.TemporaryDirectory() as tmp:
+        tr = pl.Trainer(max_steps=8, accelerator="gpu", devices=1, precision="32-true",
+                        logger=False, enable_checkpointing=False, enable_progress_bar=False,
+                        enable_model_summary=False, default_root_dir=tmp)
+        tr.fit(LM(), dl)
+
+
 for _name in ("graph_pools", "compile_reduce_overhead", "mempool", "graph_step_adam",
               "decode_graphs"):
     _c = CASES[_name]
@@ -977,7 +1144,8 @@ ORDER = ["ring_wrap", "late_history", "late_after_empty_cache", "state_only", "n
          "compile_reduce_overhead", "mempool", "graph_step_adam", "graphed_callables",
          "decode_graphs", "mempool_on_oom", "graph_pools_expandable",
          "compile_reduce_overhead_expandable", "mempool_expandable", "graph_step_adam_expandable",
-         "decode_graphs_expandable"] + list(SETTINGS)
+         "decode_graphs_expandable", "explain_adamw", "explain_sgd", "explain_leak",
+         "explain_hf_gpt2", "explain_lightning"] + list(SETTINGS)
 assert sorted(ORDER) == sorted(CASES)
 
 

@@ -190,7 +190,40 @@ def _start(path, stacks, max_frames, flush_ms):
         if plugin.memsnap_torch_attach(1 if stacks == "python" else 0, max_frames) != 0:
             raise RuntimeError("memsnap: Python stacks are not supported on this interpreter")
         _mark_empty_cache(torch)
+        _mark_optimizer_steps(torch)
         _rec = r
+
+
+_optimizer_hooks = None
+
+
+def _mark_optimizer_steps(torch):
+    """Every optimizer step inside a phase named as PyTorch's own annotation names it
+    ("Optimizer.step#AdamW.step"): what the step allocates and keeps is the optimizer's state."""
+    global _optimizer_hooks
+    import importlib
+    try:  # the module: torch.optim's namespace need not keep the name
+        opt = importlib.import_module("torch.optim.optimizer")
+    except ImportError:
+        return
+    if _optimizer_hooks is not None or not hasattr(opt, "register_optimizer_step_pre_hook"):
+        return
+
+    def name(o):
+        return f"Optimizer.step#{type(o).__name__}.step".encode()
+
+    def pre(o, args, kwargs):
+        r = _rec
+        if r is not None:
+            _lib.msr_annotate(r, _ANN_PHASE, _START, name(o), 0)
+
+    def post(o, args, kwargs):
+        r = _rec
+        if r is not None:
+            _lib.msr_annotate(r, _ANN_PHASE, _END, name(o), 0)
+
+    _optimizer_hooks = (opt.register_optimizer_step_pre_hook(pre),
+                        opt.register_optimizer_step_post_hook(post))
 
 
 def _mark_empty_cache(torch):

@@ -1,0 +1,554 @@
+/* What holds a trace's memory, by category, step and growing site (explain.h). */
+#include "explain/explain.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/alloc.h"
+#include "common/hash.h"
+#include "parse/trace.h"
+#include "replay/site.h"
+
+#define NONE UINT64_MAX
+
+static const char *const cat_names[MS_CAT_COUNT] = {
+        "parameters", "gradients", "optimizer_state", "activations", "other", "unplaced",
+};
+
+const char *ms_explain_cat_name(unsigned cat)
+{
+	return cat < MS_CAT_COUNT ? cat_names[cat] : "?";
+}
+
+/* An allocation of the device: its events' indices in the whole trace, free NONE if never. */
+struct blk {
+	uint64_t size, a, f;
+	uint32_t stack;
+	uint8_t cat;
+	uint8_t before;     /* freed in the trace, allocated before it */
+	uint8_t param_cand; /* kept through the optimizer steps, allocated by torch.nn code */
+	uint8_t grad;       /* matched as a gradient at some step */
+	uint8_t in_window;  /* allocated inside an optimizer step */
+};
+
+struct window {
+	uint64_t s, e; /* first event inside, first event after */
+};
+
+struct ex {
+	const struct ms_trace *t;
+	const struct ms_explain_in *in;
+	struct ms_explain *x;
+	struct blk *b;
+	size_t n, cap;
+	struct window *w;
+	size_t nw, capw;
+	uint64_t *bounds; /* steps' first events */
+	size_t nb, capb;
+	int8_t *nn_of; /* stack id -> 1 if a frame is torch.nn's, 0 if not, -1 not known yet */
+};
+
+static ms_status add_blk(struct ex *x, const struct blk *b)
+{
+	if (ms_grow(&x->b, &x->cap, x->n + 1, sizeof(*x->b)))
+		return MS_ERR_NOMEM;
+	x->b[x->n++] = *b;
+	return MS_OK;
+}
+
+/* The device's allocations with their lifetimes: from the alloc to the program's free. */
+static ms_status lifetimes(struct ex *x)
+{
+	struct ms_u64map live = MS_U64MAP_INIT;
+	ms_status s = MS_OK;
+
+	for (size_t i = 0; i < x->t->n_events && !s; i++) {
+		const struct ms_event *e = &x->t->events[i];
+		uint64_t *k, idx;
+		if (e->device != x->in->device || e->source != MS_SRC_TORCH)
+			continue;
+		if (e->action == MS_ACT_ALLOC) {
+			struct blk b = {e->size, i, NONE, e->stack, MS_CAT_UNPLACED, 0, 0, 0, 0};
+			x->x->has_stacks |= e->stack != 0;
+			if (!(s = add_blk(x, &b)))
+				s = ms_u64map_put(&live, e->addr, x->n - 1);
+		} else if (e->action == MS_ACT_FREE_REQUESTED) {
+			if ((k = ms_u64map_get(&live, e->addr))) {
+				x->b[*k].f = i;
+				ms_u64map_del(&live, e->addr, &idx);
+			} else {
+				/* allocated before the trace: alive from its start */
+				struct blk b = {e->size, 0, i, e->stack, MS_CAT_UNPLACED,
+				                1,       0, 0, 0};
+				s = add_blk(x, &b);
+			}
+		}
+	}
+	ms_u64map_release(&live);
+	return s;
+}
+
+static int starts_with(const char *s, const char *p)
+{
+	return strncmp(s, p, strlen(p)) == 0;
+}
+
+/* The optimizer steps (annotated phases), and the steps' first events. */
+static ms_status windows_and_steps(struct ex *x)
+{
+	static const char prefix[] = "Optimizer.step#";
+	uint64_t open = NONE;
+	size_t n_step_anns = 0;
+
+	for (size_t i = 0; i < x->t->n_anns; i++) {
+		const struct ms_annotation *a = &x->t->anns[i];
+		const char *name = ms_symtab_get_str(&x->t->syms, a->name)->s;
+		if (a->kind == MS_ANN_STEP) {
+			if (ms_grow(&x->bounds, &x->capb, x->nb + 1, sizeof(*x->bounds)))
+				return MS_ERR_NOMEM;
+			x->bounds[x->nb++] = a->event_index;
+			n_step_anns++;
+			continue;
+		}
+		if (!starts_with(name, prefix))
+			continue;
+		if (a->stage == MS_ANN_START) {
+			open = a->event_index;
+			if (!x->x->optimizer[0]) {
+				/* "Optimizer.step#AdamW.step" -> "AdamW" */
+				static char opt[64];
+				const char *p = name + sizeof(prefix) - 1;
+				size_t l = strcspn(p, ".");
+				if (l >= sizeof(opt))
+					l = sizeof(opt) - 1;
+				memcpy(opt, p, l);
+				opt[l] = 0;
+				x->x->optimizer = opt;
+			}
+		} else if (a->stage == MS_ANN_END && open != NONE) {
+			if (ms_grow(&x->w, &x->capw, x->nw + 1, sizeof(*x->w)))
+				return MS_ERR_NOMEM;
+			x->w[x->nw].s = open;
+			x->w[x->nw++].e = a->event_index;
+			open = NONE;
+		}
+	}
+	x->x->n_optimizer_steps = x->nw;
+	if (n_step_anns >= 2) {
+		x->x->steps_from = "step annotations";
+	} else if (x->nw) {
+		/* a step ends where its optimizer step does; the first begins with the trace */
+		x->nb = 0;
+		if (ms_grow(&x->bounds, &x->capb, x->nw, sizeof(*x->bounds)))
+			return MS_ERR_NOMEM;
+		x->bounds[x->nb++] = 0;
+		for (size_t k = 0; k + 1 < x->nw; k++)
+			x->bounds[x->nb++] = x->w[k].e;
+		x->x->steps_from = "optimizer steps";
+	} else {
+		x->nb = 0;
+	}
+	return MS_OK;
+}
+
+/* Whether a frame's function is fn: PyTorch names it so, memsnap by its qualified name
+ * ("Module._call_impl"). */
+static int is_func(const char *name, const char *fn)
+{
+	size_t n = strlen(name), k = strlen(fn);
+	return n >= k && strcmp(name + n - k, fn) == 0 && (n == k || name[n - k - 1] == '.');
+}
+
+/*
+ * Whether a stack made a module's tensors: a frame of torch.nn's code (a module's construction,
+ * .to(), .cuda()) and none of a module's call (what a forward allocates, a cuBLAS workspace
+ * among it, is no parameter).
+ */
+static int nn_stack(struct ex *x, uint32_t stack)
+{
+	const struct ms_symtab *y = &x->t->syms;
+	size_t n;
+	const uint32_t *fr;
+	int nn = 0, call = 0;
+
+	if (!stack)
+		return 0;
+	if (x->nn_of[stack] >= 0)
+		return x->nn_of[stack];
+	fr = ms_symtab_get_stack(y, stack, &n);
+	for (size_t i = 0; i < n && !call; i++) {
+		const struct ms_frame *f = &y->frames[fr[i]];
+		const char *name = ms_symtab_get_str(y, f->name)->s;
+		nn |= strstr(ms_symtab_get_str(y, f->file)->s, "/torch/nn/") != NULL;
+		call = is_func(name, "_call_impl") || is_func(name, "_wrapped_call_impl");
+	}
+	x->nn_of[stack] = (int8_t)(nn && !call);
+	return nn && !call;
+}
+
+/* The window that event i lies in, or SIZE_MAX. */
+static size_t window_of(const struct ex *x, uint64_t i)
+{
+	size_t lo = 0, hi = x->nw;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (x->w[mid].s <= i)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo && i < x->w[lo - 1].e ? lo - 1 : SIZE_MAX;
+}
+
+static int alive_at(const struct blk *b, uint64_t i)
+{
+	return b->a < i && (b->f == NONE || b->f >= i);
+}
+
+/* Count of the sizes in a map size -> count. */
+static ms_status count_add(struct ms_u64map *m, uint64_t size, int64_t d)
+{
+	uint64_t *c = ms_u64map_get(m, size);
+	if (c) {
+		*c = (uint64_t)((int64_t)*c + d);
+		return MS_OK;
+	}
+	return d > 0 ? ms_u64map_put(m, size, (uint64_t)d) : MS_OK;
+}
+
+/* Optimizer state, gradients and parameters (explain.h's rules). */
+static ms_status categorize_state(struct ex *x)
+{
+	struct ms_u64map cand = MS_U64MAP_INIT, avail = MS_U64MAP_INIT, need = MS_U64MAP_INIT,
+	                 took = MS_U64MAP_INIT;
+	struct ms_explain *r = x->x;
+	const struct window *first = &x->w[0], *last = &x->w[x->nw - 1];
+	uint64_t n_grad_matched = 0;
+	ms_status s = MS_OK;
+
+	for (size_t i = 0; i < x->n; i++) {
+		struct blk *b = &x->b[i];
+		size_t k;
+		if (b->before)
+			continue;
+		k = window_of(x, b->a);
+		if (k != SIZE_MAX) {
+			/*
+			 * Kept through every later optimizer step: state. What the last step makes
+			 * and keeps may as well be its gradients (Lightning runs the whole
+			 * iteration inside the optimizer's step): told only where there is one
+			 * step.
+			 */
+			b->in_window = 1;
+			if ((b->f == NONE || b->f >= last->e) && (k + 1 < x->nw || x->nw == 1))
+				b->cat = MS_CAT_OPTIMIZER_STATE;
+			continue;
+		}
+		if (b->a < first->s && (b->f == NONE || b->f >= last->e) &&
+		    (nn_stack(x, b->stack) || !r->has_stacks)) {
+			b->param_cand = 1;
+			if ((s = count_add(&cand, b->size, 1)))
+				goto out;
+		}
+	}
+	/* each step: what is alive at its start, of a parameter's size, one block per parameter */
+	for (size_t k = 0; k < x->nw; k++) {
+		uint64_t bytes = 0;
+		ms_u64map_clear(&avail);
+		ms_u64map_clear(&took);
+		for (size_t i = 0; i < x->n; i++) {
+			const struct blk *b = &x->b[i];
+			if (b->param_cand && (s = count_add(&avail, b->size, 1)))
+				goto out;
+		}
+		for (size_t i = 0; i < x->n; i++) {
+			struct blk *b = &x->b[i];
+			uint64_t *c;
+			if (b->before || b->param_cand || b->cat == MS_CAT_OPTIMIZER_STATE ||
+			    !alive_at(b, x->w[k].s))
+				continue;
+			if (!(c = ms_u64map_get(&avail, b->size)) || !*c)
+				continue;
+			(*c)--;
+			b->grad = 1;
+			bytes += b->size;
+			n_grad_matched++;
+			if ((s = count_add(&took, b->size, 1)))
+				goto out;
+		}
+		if (bytes > r->gradient_bytes)
+			r->gradient_bytes = bytes;
+		/* a parameter of each size for the most gradients of that size at one step */
+		for (size_t i = 0; i < x->n; i++) {
+			const struct blk *b = &x->b[i];
+			uint64_t *t, *nd;
+			if (!b->grad || !(t = ms_u64map_get(&took, b->size)))
+				continue;
+			nd = ms_u64map_get(&need, b->size);
+			if (!nd) {
+				if ((s = ms_u64map_put(&need, b->size, *t)))
+					goto out;
+			} else if (*t > *nd) {
+				*nd = *t;
+			}
+		}
+	}
+	if (!n_grad_matched && !r->has_stacks)
+		r->why_uncategorized =
+		        "the trace has no stacks and no gradient was told at an optimizer step: "
+		        "everything kept from before the first optimizer step through the last is "
+		        "counted as parameters, gradients kept across steps with them";
+	/* the parameters: the earliest candidates of each size, as many as gradients need */
+	for (size_t i = 0; i < x->n; i++) {
+		struct blk *b = &x->b[i];
+		uint64_t *nd;
+		if (!b->param_cand)
+			continue;
+		if (n_grad_matched) {
+			if (!(nd = ms_u64map_get(&need, b->size)) || !*nd)
+				continue;
+			(*nd)--;
+		}
+		b->cat = MS_CAT_PARAMETERS;
+		r->parameter_bytes += b->size;
+		r->parameter_blocks++;
+	}
+	/*
+	 * The state is kept per parameter (Adam's two moments, SGD's momentum): what the steps
+	 * keep of other sizes is no state (the cuBLAS workspaces of a forward that Lightning runs
+	 * inside the optimizer's step). Factored or quantized states (Adafactor, 8-bit Adam) are
+	 * not told so.
+	 */
+	ms_u64map_clear(&avail);
+	for (size_t i = 0; i < x->n; i++)
+		if (x->b[i].cat == MS_CAT_PARAMETERS && (s = count_add(&avail, x->b[i].size, 1)))
+			goto out;
+	for (size_t i = 0; i < x->n; i++) {
+		struct blk *b = &x->b[i];
+		if (b->grad) {
+			b->cat = MS_CAT_GRADIENTS;
+			r->gradient_blocks++;
+		} else if (b->cat == MS_CAT_OPTIMIZER_STATE) {
+			if (r->parameter_blocks && !ms_u64map_get(&avail, b->size)) {
+				b->cat = MS_CAT_UNPLACED; /* left to the rules that follow */
+				continue;
+			}
+			r->optimizer_state_bytes += b->size;
+			r->optimizer_state_blocks++;
+		}
+	}
+out:
+	ms_u64map_release(&cand);
+	ms_u64map_release(&avail);
+	ms_u64map_release(&need);
+	ms_u64map_release(&took);
+	return s;
+}
+
+/* What is left: kept across steps (alive at two optimizer steps' starts, or at the end), or
+ * an iteration's own. */
+static void categorize_rest(struct ex *x)
+{
+	for (size_t i = 0; i < x->n; i++) {
+		struct blk *b = &x->b[i];
+		size_t starts = 0;
+		if (b->before || b->cat != MS_CAT_UNPLACED)
+			continue;
+		if (!x->nw)
+			continue; /* no optimizer steps: nothing to place it by */
+		for (size_t k = 0; k < x->nw && starts < 2; k++)
+			starts += alive_at(b, x->w[k].s);
+		b->cat = starts >= 2 || b->f == NONE ? MS_CAT_OTHER : MS_CAT_ACTIVATIONS;
+	}
+}
+
+/* Each step's peak of allocated bytes, sweeping the events. */
+static ms_status step_peaks(struct ex *x)
+{
+	struct ms_explain *r = x->x;
+	uint64_t cur = 0;
+	size_t k = 0;
+
+	if (!x->nb)
+		return MS_OK;
+	r->steps = ms_calloc(x->nb, sizeof(*r->steps));
+	if (!r->steps)
+		return MS_ERR_NOMEM;
+	r->n_steps = x->nb;
+	for (k = 0; k < x->nb; k++)
+		r->steps[k].first_event = x->bounds[k];
+	/* the blocks alive before the trace count from its start */
+	for (size_t i = 0; i < x->n; i++)
+		if (x->b[i].before)
+			cur += x->b[i].size;
+	k = 0;
+	for (size_t i = 0; i < x->t->n_events; i++) {
+		const struct ms_event *e = &x->t->events[i];
+		while (k + 1 < x->nb && x->bounds[k + 1] <= i)
+			k++;
+		if (e->device != x->in->device || e->source != MS_SRC_TORCH)
+			continue;
+		if (e->action == MS_ACT_ALLOC)
+			cur += e->size;
+		else if (e->action == MS_ACT_FREE_REQUESTED)
+			cur -= cur > e->size ? e->size : cur;
+		else
+			continue;
+		if (i >= x->bounds[0] && cur > r->steps[k].peak_allocated) {
+			r->steps[k].peak_allocated = cur;
+			r->steps[k].peak_event = i;
+		}
+	}
+	return MS_OK;
+}
+
+/* Sites whose memory alive at an optimizer step's start grows from one step to the next. */
+static ms_status growth(struct ex *x)
+{
+	struct ms_explain *r = x->x;
+	const struct ms_symtab *y = &x->t->syms;
+	struct ms_u64map row_of = MS_U64MAP_INIT;
+	struct row {
+		uint32_t frame, stack;
+		uint64_t first_event;
+		uint64_t *live; /* bytes at each optimizer step's start */
+	} *rows = NULL;
+	size_t nrows = 0, caprows = 0, capg = 0;
+	ms_status s = MS_OK;
+
+	if (x->nw < 3)
+		return MS_OK;
+	for (size_t i = 0; i < x->n && !s; i++) {
+		const struct blk *b = &x->b[i];
+		uint32_t frame = 0;
+		uint64_t *ri;
+		struct row *w;
+		/* an iteration's own blocks count where alive at a step's start (what the last step
+		 * keeps is freed only at exit, so it looks like one) */
+		if (b->cat != MS_CAT_OTHER && b->cat != MS_CAT_ACTIVATIONS)
+			continue;
+		if (b->stack) {
+			size_t n;
+			const uint32_t *fr = ms_symtab_get_stack(y, b->stack, &n);
+			frame = n ? fr[ms_site_pos(y, fr, n, NULL)] : 0;
+		}
+		if (!(ri = ms_u64map_get(&row_of, frame))) {
+			if (ms_grow(&rows, &caprows, nrows + 1, sizeof(*rows)) ||
+			    !(rows[nrows].live = ms_calloc(x->nw, sizeof(uint64_t))) ||
+			    ms_u64map_put(&row_of, frame, nrows)) {
+				s = MS_ERR_NOMEM;
+				break;
+			}
+			rows[nrows].frame = frame;
+			rows[nrows].stack = b->stack;
+			rows[nrows].first_event = NONE;
+			ri = ms_u64map_get(&row_of, frame);
+			nrows++;
+		}
+		w = &rows[*ri];
+		for (size_t k = 0; k < x->nw; k++)
+			if (alive_at(b, x->w[k].s))
+				w->live[k] += b->size;
+		if (alive_at(b, x->w[x->nw - 1].s) && b->a > x->w[0].s && b->a < w->first_event)
+			w->first_event = b->a;
+	}
+	for (size_t j = 0; j < nrows && !s; j++) {
+		const struct row *w = &rows[j];
+		size_t ups = 0, downs = 0, last = x->nw - 1;
+		for (size_t k = 1; k < x->nw; k++) {
+			ups += w->live[k] > w->live[k - 1];
+			downs += w->live[k] < w->live[k - 1];
+		}
+		/* grew at half the steps or more, never shrank */
+		if (downs || 2 * ups < last || w->live[last] <= w->live[0])
+			continue;
+		if (ms_grow(&r->growth, &capg, r->n_growth + 1, sizeof(*r->growth))) {
+			s = MS_ERR_NOMEM;
+			break;
+		}
+		r->growth[r->n_growth++] = (struct ms_explain_growth){
+		        w->stack,
+		        w->frame,
+		        (w->live[last] - w->live[0]) / last,
+		        (uint32_t)ups,
+		        w->first_event == NONE ? 0 : w->first_event,
+		        w->live[last],
+		};
+	}
+	for (size_t j = 0; j < nrows; j++)
+		ms_free(rows[j].live);
+	ms_free(rows);
+	ms_u64map_release(&row_of);
+	return s;
+}
+
+static int growth_cmp(const void *a, const void *b)
+{
+	const struct ms_explain_growth *x = a, *y = b;
+	return x->bytes_per_step < y->bytes_per_step   ? 1
+	       : x->bytes_per_step > y->bytes_per_step ? -1
+	                                               : 0;
+}
+
+ms_status ms_explain_run(const struct ms_explain_in *in, struct ms_explain *out)
+{
+	struct ex x;
+	ms_status s;
+
+	memset(out, 0, sizeof(*out));
+	memset(&x, 0, sizeof(x));
+	out->optimizer = out->steps_from = out->why_uncategorized = "";
+	x.t = in->t;
+	x.in = in;
+	x.x = out;
+	x.nn_of = ms_malloc(ms_symtab_nstacks(&in->t->syms) + 1);
+	if (!x.nn_of)
+		return MS_ERR_NOMEM;
+	memset(x.nn_of, -1, ms_symtab_nstacks(&in->t->syms) + 1);
+	if ((s = lifetimes(&x)) || (s = windows_and_steps(&x)))
+		goto out;
+	if (x.nw) {
+		if ((s = categorize_state(&x)))
+			goto out;
+	} else {
+		out->why_uncategorized = "the trace has no optimizer steps (PyTorch annotates each "
+		                         "Optimizer.step in a "
+		                         "snapshot recorded with history; memsnap's Python "
+		                         "recorder marks them too): "
+		                         "parameters, gradients, optimizer state and activations "
+		                         "cannot be told apart";
+	}
+	categorize_rest(&x);
+	for (size_t i = 0; i < x.n; i++) {
+		const struct blk *b = &x.b[i];
+		if (b->a <= in->peak_index && (b->f == NONE || b->f > in->peak_index) &&
+		    (b->before || b->a <= in->peak_index)) {
+			out->cat_bytes[b->cat] += b->size;
+			out->cat_blocks[b->cat]++;
+		}
+	}
+	if ((s = step_peaks(&x)) || (s = growth(&x)))
+		goto out;
+	if (out->n_growth > 1)
+		qsort(out->growth, out->n_growth, sizeof(*out->growth), growth_cmp);
+out:
+	if (s)
+		ms_explain_release(out);
+	ms_free(x.b);
+	ms_free(x.w);
+	ms_free(x.bounds);
+	ms_free(x.nn_of);
+	return s;
+}
+
+void ms_explain_release(struct ms_explain *x)
+{
+	if (!x)
+		return;
+	ms_free(x->steps);
+	ms_free(x->growth);
+	x->steps = NULL;
+	x->growth = NULL;
+	x->n_steps = x->n_growth = 0;
+}

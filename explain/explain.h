@@ -1,0 +1,92 @@
+/*
+ * What holds a trace's memory: each allocation of one device placed in a category by its
+ * lifetime against the program's optimizer steps and by its stack, the steps, and the sites
+ * whose memory grows from step to step. The rules, in the order they are tried (docs/EXPLAIN.md):
+ *
+ *   optimizer_state  allocated inside an optimizer step and alive at its end
+ *   gradients        alive at the start of an optimizer step, allocated outside the optimizer
+ *                    steps since the program began, and the size of a parameter (a block each:
+ *                    PyTorch allocates a gradient of its parameter's size)
+ *   parameters       alive from before the first optimizer step through the last, allocated by
+ *                    torch.nn code (module construction, .to(), .cuda()), and with a gradient of
+ *                    its size at some step (buffers and frozen weights have none: other)
+ *   activations      what an iteration allocates and frees before the next optimizer step
+ *   other            the rest of what is kept across steps: workspaces, inputs, caches, leaks
+ *   unplaced         live at the peak but allocated before the trace began
+ *
+ * Optimizer steps are the phases PyTorch's optimizers annotate ("Optimizer.step#AdamW.step",
+ * in a snapshot's external_annotations; memsnap's Python recorder writes the same). A trace
+ * without them gets steps from step annotations where it has them, and no categories but
+ * activations, other and unplaced (ms_explain.why_uncategorized says so).
+ */
+#ifndef MEMSNAP_EXPLAIN_EXPLAIN_H
+#define MEMSNAP_EXPLAIN_EXPLAIN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "memsnap/memsnap.h"
+
+struct ms_trace;
+
+enum ms_explain_cat {
+	MS_CAT_PARAMETERS,
+	MS_CAT_GRADIENTS,
+	MS_CAT_OPTIMIZER_STATE,
+	MS_CAT_ACTIVATIONS,
+	MS_CAT_OTHER,
+	MS_CAT_UNPLACED,
+	MS_CAT_COUNT
+};
+/* "parameters", ..., as the JSON names them. */
+const char *ms_explain_cat_name(unsigned cat);
+
+struct ms_explain_in {
+	const struct ms_trace *t;
+	uint32_t device;
+	/* the event whose state is broken down (a replay's reserved peak: replay.h), and the
+	 * allocated bytes the replay had then (the categories' sum is checked against them) */
+	uint64_t peak_index;
+	uint64_t allocated_at_peak;
+};
+
+/* A step: from its first event to the next step's, and its peak of allocated bytes. */
+struct ms_explain_step {
+	uint64_t first_event;
+	uint64_t peak_allocated; /* block bytes the trace's allocations hold, at their highest */
+	uint64_t peak_event;
+};
+
+/* A site whose memory kept across steps grows (a leak, or a cache that only fills). */
+struct ms_explain_growth {
+	uint32_t stack; /* a stack of the site's blocks (its site frame names the site) */
+	uint32_t frame; /* the site frame (0: the blocks have no stack) */
+	uint64_t bytes_per_step;
+	uint32_t steps;       /* optimizer steps over which it grew */
+	uint64_t first_event; /* the first allocation of what it holds at the last step */
+	uint64_t bytes_at_last_step;
+};
+
+struct ms_explain {
+	uint64_t cat_bytes[MS_CAT_COUNT]; /* live at peak_index, by category */
+	uint64_t cat_blocks[MS_CAT_COUNT];
+	/* the sets found, whole: what the model and the optimizer hold (gradients: the most alive
+	 * at one optimizer step's start) */
+	uint64_t parameter_bytes, gradient_bytes, optimizer_state_bytes;
+	uint64_t parameter_blocks, gradient_blocks, optimizer_state_blocks;
+	size_t n_optimizer_steps;
+	const char *optimizer;  /* the first optimizer step's name ("AdamW"), or "" */
+	const char *steps_from; /* "step annotations", "optimizer steps" or "" (none found) */
+	const char *why_uncategorized; /* "" or why parameters etc. could not be told */
+	int has_stacks;
+	struct ms_explain_step *steps;
+	size_t n_steps;
+	struct ms_explain_growth *growth; /* largest bytes_per_step first */
+	size_t n_growth;
+};
+
+/* @return MS_OK or MS_ERR_NOMEM. Release with ms_explain_release. */
+ms_status ms_explain_run(const struct ms_explain_in *in, struct ms_explain *out);
+void ms_explain_release(struct ms_explain *x);
+
+#endif

@@ -1,0 +1,116 @@
+/*
+ * memsnap explain's categories on real training loops recorded on an H100 (testdata/snapshots/
+ * explain: plain PyTorch with AdamW and with SGD keeping its gradients, transformers, Lightning),
+ * against what PyTorch itself counted in the same run (truth.json "model": the parameters',
+ * gradients' and optimizer state's tensor bytes), both as PyTorch's snapshot and as memsnap's
+ * recording; and the growing site of a loop that keeps each step's logits.
+ */
+#include <cjson/cJSON.h>
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "explain/explain.h"
+#include "helpers.h"
+#include "parse/trace.h"
+#include "replay/replay.h"
+
+static void explain_file(const char *path, struct ms_explain *x)
+{
+	struct ms_trace *t;
+	struct ms_diag d = MS_DIAG_INIT;
+	struct ms_replay_opts o;
+	struct ms_replay_result r;
+	struct ms_explain_in in;
+
+	cr_assert_eq(ms_trace_load(path, NULL, &t, NULL, &d), MS_OK, "%s: %s", path, d.msg);
+	memset(&o, 0, sizeof(o));
+	o.no_segment_log = 1;
+	cr_assert_eq(ms_replay_trace(t, &o, &r, &d), MS_OK, "%s", d.msg);
+	memset(&in, 0, sizeof(in));
+	in.t = t;
+	in.peak_index = r.peak_reserved_index;
+	in.allocated_at_peak = r.allocated_at_peak_reserved;
+	cr_assert_eq(ms_explain_run(&in, x), MS_OK);
+	ms_replay_result_release(&r);
+	ms_trace_free(t);
+}
+
+static double jnum(const cJSON *o, const char *k)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+	cr_assert(cJSON_IsNumber(v), "truth: no %s", k);
+	return v->valuedouble;
+}
+
+/* within 1% of PyTorch's count */
+static void near(const char *what, const char *file, uint64_t ours, double theirs)
+{
+	double err = theirs ? ((double)ours - theirs) / theirs : (double)ours;
+	cr_assert(err <= 0.01 && err >= -0.01, "%s: %s %llu, PyTorch %.0f (%+.2f%%)", file, what,
+	          (unsigned long long)ours, theirs, 100 * err);
+}
+
+static void check_job(const char *name)
+{
+	char base[128], path[4096];
+	const cJSON *m;
+	cJSON *truth;
+
+	snprintf(base, sizeof(base), "explain/%s", name);
+	truth = th_truth(base);
+	cr_assert(truth, "%s: no truth", name);
+	m = cJSON_GetObjectItemCaseSensitive(truth, "model");
+	cr_assert(m, "%s: truth has no model", name);
+	for (int k = 0; k < 2; k++) {
+		struct ms_explain x;
+		const char *p = th_snapshot_path(base);
+		cr_assert(p, "%s: not in testdata", base);
+		snprintf(path, sizeof(path), "%s", p);
+		if (k == 1) { /* the recording beside the snapshot */
+			char *dot = strstr(path, ".pickle");
+			cr_assert(dot);
+			strcpy(dot, ".zst");
+		}
+		explain_file(path, &x);
+		cr_assert_gt(x.n_optimizer_steps, 0, "%s: no optimizer step", path);
+		near("parameters", path, x.parameter_bytes, jnum(m, "parameter_bytes"));
+		near("gradients", path, x.gradient_bytes, jnum(m, "gradient_bytes"));
+		near("optimizer state", path, x.optimizer_state_bytes,
+		     jnum(m, "optimizer_state_bytes"));
+		cr_assert_eq(x.n_optimizer_steps, (size_t)jnum(truth, "steps"), "%s", path);
+		if (strcmp(name, "leak") == 0) {
+			const cJSON *l = cJSON_GetObjectItemCaseSensitive(truth, "leak");
+			cr_assert_geq(x.n_growth, 1, "%s: the leak not found", path);
+			near("leak per step", path, x.growth[0].bytes_per_step,
+			     jnum(l, "bytes_per_step"));
+		} else {
+			cr_assert_eq(
+			        x.n_growth, 0, "%s: growth where there is none (%llu a step)", path,
+			        (unsigned long long)(x.n_growth ? x.growth[0].bytes_per_step : 0));
+		}
+		ms_explain_release(&x);
+	}
+	cJSON_Delete(truth);
+}
+
+Test(explain, adamw)
+{
+	check_job("adamw");
+}
+Test(explain, sgd_keeps_gradients)
+{
+	check_job("sgd");
+}
+Test(explain, hf_gpt2)
+{
+	check_job("hf_gpt2");
+}
+Test(explain, lightning)
+{
+	check_job("lightning");
+}
+Test(explain, leak)
+{
+	check_job("leak");
+}
