@@ -11,6 +11,7 @@
 int cmd_check(int argc, const char **argv);
 int cmd_convert(int argc, const char **argv);
 int cmd_diff(int argc, const char **argv);
+int cmd_explain(int argc, const char **argv);
 int cmd_help(int argc, const char **argv);
 int cmd_info(int argc, const char **argv);
 int cmd_record(int argc, const char **argv);

@@ -21,6 +21,8 @@ static const struct cmd commands[] = {
         {"verify", cmd_verify,
          "compare the model's segment events and peaks with the recorded ones"},
         {"whatif", cmd_whatif, "replay under a matrix of allocator settings: which avoids the OOM"},
+        {"explain", cmd_explain,
+         "what the peak is made of, what grows, what to change (each replayed)"},
         {"render", cmd_render, "draw the segments and blocks at the peak, the OOM or any event"},
         {"check", cmd_check, "a CI gate: peaks and fragmentation against budgets (exit 5)"},
         {"diff", cmd_diff, "what changed between two runs: peaks, sites, annotations"},

@@ -144,6 +144,17 @@ static ms_status windows_and_steps(struct ex *x)
 		x->bounds[x->nb++] = 0;
 		for (size_t k = 0; k + 1 < x->nw; k++)
 			x->bounds[x->nb++] = x->w[k].e;
+		/* an iteration begun after the last optimizer step (one that ran out of memory) */
+		for (size_t i = x->w[x->nw - 1].e; i < x->t->n_events; i++) {
+			const struct ms_event *e = &x->t->events[i];
+			if (e->action == MS_ACT_ALLOC && e->device == x->in->device &&
+			    e->source == MS_SRC_TORCH) {
+				if (ms_grow(&x->bounds, &x->capb, x->nb + 1, sizeof(*x->bounds)))
+					return MS_ERR_NOMEM;
+				x->bounds[x->nb++] = x->w[x->nw - 1].e;
+				break;
+			}
+		}
 		x->x->steps_from = "optimizer steps";
 	} else {
 		x->nb = 0;

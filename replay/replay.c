@@ -455,6 +455,7 @@ static void note_peak(struct rp *p)
 	     alloc > p->r->allocated_at_peak_reserved)) {
 		p->peak_seen = st->reserved_bytes[0].peak;
 		p->r->allocated_at_peak_reserved = alloc;
+		p->r->fullest_at_peak_index = p->index;
 		p->r->requested_at_peak_reserved = (uint64_t)st->requested_bytes[0].current;
 	}
 }

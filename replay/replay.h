@@ -206,6 +206,9 @@ struct ms_replay_result {
 	uint64_t requested_at_peak_reserved; /* requested bytes at that same moment */
 	/* the events at which allocated and reserved bytes first reached their peaks */
 	uint64_t peak_allocated_index, peak_reserved_index;
+	/* the event of allocated_at_peak_reserved: where the most was allocated while reserved
+	 * stood at its peak, the state a breakdown of the peak shows */
+	uint64_t fullest_at_peak_index;
 	struct ms_replay_snap snap;      /* when opts.snap asked for it */
 	struct ms_replay_snap peak_snap; /* opts.peak_gate's */
 	struct ms_replay_snap *snaps;    /* opts.more_snaps, in order, as far as the replay got */

@@ -29,9 +29,19 @@ static void explain_file(const char *path, struct ms_explain *x)
 	cr_assert_eq(ms_replay_trace(t, &o, &r, &d), MS_OK, "%s", d.msg);
 	memset(&in, 0, sizeof(in));
 	in.t = t;
-	in.peak_index = r.peak_reserved_index;
+	in.peak_index = r.fullest_at_peak_index;
 	in.allocated_at_peak = r.allocated_at_peak_reserved;
 	cr_assert_eq(ms_explain_run(&in, x), MS_OK);
+	/* the categories are the requested bytes the replay had there, allocation for allocation
+	 * (PyTorch's trace entries give the bytes asked for; blocks round them up) */
+	{
+		uint64_t sum = 0;
+		for (unsigned k = 0; k < MS_CAT_COUNT; k++)
+			sum += x->cat_bytes[k];
+		cr_assert_eq(sum, r.requested_at_peak_reserved,
+		             "%s: categories %llu, requested %llu", path, (unsigned long long)sum,
+		             (unsigned long long)r.requested_at_peak_reserved);
+	}
 	ms_replay_result_release(&r);
 	ms_trace_free(t);
 }

@@ -1,0 +1,507 @@
+/*
+ * memsnap explain TRACE: what holds the memory at the peak (explain/explain.h), the steps, what
+ * grows, the OOM, and the allocator settings that would have helped, each replayed on the trace.
+ */
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/external.h"
+#include "cli/cmds.h"
+#include "cli/opts.h"
+#include "cli/out.h"
+#include "cli/replay_opts.h"
+#include "cli/sites.h"
+#include "common/alloc.h"
+#include "explain/explain.h"
+#include "parse/trace.h"
+#include "replay/replay.h"
+#include "replay/whatif.h"
+
+static const char *const usage[] = {
+        "memsnap explain [--limit N | --memory-fraction F] [--device-memory N] [--device D]",
+        "                [--jobs N] [--json] <trace>",
+        "",
+        "What a trace's memory is made of and what to change. At the peak of reserved memory:",
+        "parameters, gradients, optimizer state, activations, other memory kept across steps,",
+        "memory cached but free, and memory outside PyTorch where the trace records it, each",
+        "placed by a rule it names (docs/EXPLAIN.md); the steps and their peaks; the sites whose",
+        "memory grows from step to step; the OOM, if the replay runs out, and whether the demand",
+        "or the fragmentation caused it; and the allocator settings that lower the peak or avoid",
+        "the OOM, each replayed on this trace, with the least memory that completes.",
+        NULL,
+};
+
+/* The rule each category's bytes were placed by (explain.h), as the text names it. */
+static const char *const cat_rule[MS_CAT_COUNT] = {
+        "kept from before the first optimizer step through the last, made by torch.nn, a "
+        "gradient of its size",
+        "alive at an optimizer step's start, the size of a parameter",
+        "made in an optimizer step, kept through the later ones, a parameter's size",
+        "an iteration's own, freed before the next optimizer step",
+        "kept across optimizer steps: workspaces, inputs, caches, leaks",
+        "not placed: from before the trace, or no optimizer steps to place it by",
+};
+
+/* Memory outside PyTorch at event peak, from the trace's raw CUDA events of the device. */
+static uint64_t outside_at(const struct ms_trace *t, uint32_t device, uint64_t peak, int *known)
+{
+	struct ms_external x;
+	uint64_t cur = 0;
+
+	memset(&x, 0, sizeof(x));
+	*known = 0;
+	for (size_t i = 0; i < t->n_events && i <= peak; i++) {
+		if (t->events[i].device != device)
+			continue;
+		*known |= t->events[i].source != MS_SRC_TORCH;
+		if (ms_external_event(&x, i, &t->events[i]))
+			ms_die(MS_EXIT_ERROR, "out of memory");
+	}
+	cur = x.cur;
+	ms_external_release(&x);
+	return cur;
+}
+
+/* The step an event lies in (1-based), 0 if before the first. */
+static size_t step_of(const struct ms_explain *x, uint64_t ev)
+{
+	size_t k = 0;
+	while (k < x->n_steps && x->steps[k].first_event <= ev)
+		k++;
+	return k;
+}
+
+struct rec {
+	size_t row;
+	uint64_t peak;
+	int avoids_oom;
+};
+
+static int rec_cmp(const void *a, const void *b)
+{
+	const struct rec *x = a, *y = b;
+	if (x->avoids_oom != y->avoids_oom)
+		return y->avoids_oom - x->avoids_oom;
+	return x->peak < y->peak ? -1 : x->peak > y->peak;
+}
+
+/* Allocated bytes beyond the categories' requested ones: the blocks' rounding and unsplit
+ * remainders (below 0 while frees wait for their streams). */
+static int64_t rounding(const struct ms_explain *x, uint64_t allocated)
+{
+	uint64_t sum = 0;
+	for (unsigned k = 0; k < MS_CAT_COUNT; k++)
+		sum += x->cat_bytes[k];
+	return (int64_t)allocated - (int64_t)sum;
+}
+
+static void json_cats(cJSON *o, const struct ms_explain *x, uint64_t allocated, uint64_t cached,
+                      uint64_t outside, int outside_known)
+{
+	for (unsigned k = 0; k < MS_CAT_COUNT; k++)
+		ms_json_u64(o, ms_explain_cat_name(k), x->cat_bytes[k]);
+	ms_json_i64(o, "rounding", rounding(x, allocated));
+	ms_json_u64(o, "cached_free", cached);
+	if (outside_known)
+		ms_json_u64(o, "outside_pytorch", outside);
+	else
+		cJSON_AddNullToObject(o, "outside_pytorch");
+}
+
+static void print_cats(const struct ms_explain *x, uint64_t allocated, uint64_t cached,
+                       uint64_t outside, int outside_known)
+{
+	char b[32];
+	int64_t rd = rounding(x, allocated);
+	for (unsigned k = 0; k < MS_CAT_COUNT; k++) {
+		if (!x->cat_bytes[k] && k == MS_CAT_UNPLACED)
+			continue;
+		printf("    %-16s %11s  %6llu blocks  %s\n", ms_explain_cat_name(k),
+		       ms_format_size(b, sizeof(b), x->cat_bytes[k]),
+		       (unsigned long long)x->cat_blocks[k], cat_rule[k]);
+	}
+	b[0] = '-';
+	ms_format_size(b + (rd < 0), sizeof(b) - 1, (uint64_t)(rd < 0 ? -rd : rd));
+	printf("    %-16s %11s                allocated beyond the bytes asked for (blocks' "
+	       "rounding)\n",
+	       "rounding", b);
+	printf("    %-16s %11s                reserved but not allocated\n", "cached_free",
+	       ms_format_size(b, sizeof(b), cached));
+	if (outside_known)
+		printf("    %-16s %11s                raw CUDA allocations of others (NCCL, "
+		       "cuBLAS, "
+		       "...)\n",
+		       "outside_pytorch", ms_format_size(b, sizeof(b), outside));
+}
+
+/* The steps: all of them where few, else the first, the last, the peak's and the highest. */
+static void print_steps(const struct ms_explain *x, size_t peak_step)
+{
+	enum { SHOWN = 12, TOP = 6 };
+	unsigned char *show = ms_calloc(x->n_steps, 1);
+	char b[32];
+	size_t k;
+
+	if (!show)
+		ms_die(MS_EXIT_ERROR, "out of memory");
+	if (x->n_steps <= SHOWN) {
+		memset(show, 1, x->n_steps);
+	} else {
+		show[0] = show[x->n_steps - 1] = 1;
+		if (peak_step)
+			show[peak_step - 1] = 1;
+		for (int t = 0; t < TOP; t++) { /* the highest peaks not shown yet */
+			size_t best = SIZE_MAX;
+			for (k = 0; k < x->n_steps; k++)
+				if (!show[k] &&
+				    (best == SIZE_MAX ||
+				     x->steps[k].peak_allocated > x->steps[best].peak_allocated))
+					best = k;
+			if (best != SIZE_MAX)
+				show[best] = 1;
+		}
+	}
+	printf("\n  steps (from %s): %zu%s\n", x->steps_from, x->n_steps,
+	       x->n_steps > SHOWN ? "; the first, the last, the peak's and the highest shown "
+	                            "(--json has all)"
+	                          : "");
+	printf("    %5s %12s %15s %12s\n", "step", "first event", "peak allocated", "at event");
+	for (k = 0; k < x->n_steps; k++)
+		if (show[k])
+			printf("    %5zu %12llu %15s %12llu%s\n", k + 1,
+			       (unsigned long long)x->steps[k].first_event,
+			       ms_format_size(b, sizeof(b), x->steps[k].peak_allocated),
+			       (unsigned long long)x->steps[k].peak_event,
+			       k + 1 == peak_step ? "  <- the peak" : "");
+	ms_free(show);
+}
+
+/* One device of t: the explanation as text on stdout or into *jout. */
+static int explain_one(struct ms_replay_cli *c, const char *path, const struct ms_trace *t,
+                       uint32_t device, const char *label, unsigned jobs, int json, cJSON **jout)
+{
+	struct ms_replay_result first;
+	struct ms_limit_range lim;
+	struct ms_explain x, at_oom;
+	struct ms_explain_in in;
+	struct ms_whatif_row *rows;
+	struct rec *recs;
+	size_t nrows = ms_whatif_n_default_configs, nrec = 0, k;
+	uint64_t reserved, allocated, cached, outside, capacity;
+	int outside_known, has_oom;
+	char b1[32], b2[32], b3[32];
+	ms_status s;
+
+	if (ms_replay_cli_run_reported(c, path, &first, &lim))
+		return MS_EXIT_ERROR;
+	if (!c->o.limit && first.limit)
+		c->o.limit = first.limit;
+	reserved = (uint64_t)first.stats.reserved_bytes[0].peak;
+	allocated = first.allocated_at_peak_reserved;
+	cached = reserved > allocated ? reserved - allocated : 0;
+	memset(&in, 0, sizeof(in));
+	in.t = t;
+	in.device = device;
+	in.peak_index = first.fullest_at_peak_index;
+	in.allocated_at_peak = allocated;
+	if ((s = ms_explain_run(&in, &x)))
+		ms_die(MS_EXIT_ERROR, "out of memory");
+	outside = outside_at(t, device, in.peak_index, &outside_known);
+	has_oom = first.has_oom;
+	memset(&at_oom, 0, sizeof(at_oom));
+	if (has_oom) {
+		in.peak_index = first.first_oom.index;
+		in.allocated_at_peak = first.first_oom.o.allocated;
+		if ((s = ms_explain_run(&in, &at_oom)))
+			ms_die(MS_EXIT_ERROR, "out of memory");
+	}
+	capacity = c->o.limit ? c->o.limit : first.device_memory;
+
+	/* the settings that would have helped: replayed on this trace */
+	rows = ms_calloc(nrows, sizeof(*rows));
+	recs = ms_calloc(nrows, sizeof(*recs));
+	if (!rows || !recs)
+		ms_die(MS_EXIT_ERROR, "out of memory");
+	for (k = 0; k < nrows; k++)
+		rows[k].conf = ms_whatif_default_configs[k];
+	if ((s = ms_whatif_run(t, &c->o, rows, nrows, jobs)))
+		ms_die(MS_EXIT_ERROR, "%s",
+		       s == MS_ERR_NOMEM ? "out of memory" : "cannot start a thread");
+	for (k = 1; k < nrows; k++) {
+		const struct ms_whatif_row *w = &rows[k];
+		uint64_t p;
+		int avoids;
+		if (w->s || rows[0].s)
+			continue;
+		p = (uint64_t)w->r.stats.reserved_bytes[0].peak;
+		avoids = rows[0].r.has_oom && !w->r.has_oom;
+		if (avoids ||
+		    (!w->r.has_oom && p < (uint64_t)rows[0].r.stats.reserved_bytes[0].peak))
+			recs[nrec++] = (struct rec){k, p, avoids};
+	}
+	qsort(recs, nrec, sizeof(*recs), rec_cmp);
+
+	if (json) {
+		cJSON *root = cJSON_CreateObject(), *o, *a;
+		uint64_t at = first.fullest_at_peak_index;
+		size_t ps = step_of(&x, at);
+		cJSON_AddStringToObject(root, "trace", path);
+		cJSON_AddNumberToObject(root, "device", device);
+		o = cJSON_AddObjectToObject(root, "peak");
+		ms_json_u64(o, "event", at);
+		ms_json_u64(o, "bytes", reserved);
+		ms_json_u64(o, "allocated_bytes", allocated);
+		ms_json_u64(o, "reserved_first_event", first.peak_reserved_index);
+		if (at < t->n_events)
+			cJSON_AddNumberToObject(o, "time_s",
+			                        (double)(t->events[at].t_ns - t->events[0].t_ns) /
+			                                1e9);
+		if (ps)
+			cJSON_AddNumberToObject(o, "step", (double)ps);
+		else
+			cJSON_AddNullToObject(o, "step");
+		cJSON_AddBoolToObject(o, "is_lower_bound", first.rebuilt);
+		json_cats(cJSON_AddObjectToObject(root, "categories"), &x, allocated, cached,
+		          outside, outside_known);
+		o = cJSON_AddObjectToObject(root, "state");
+		ms_json_u64(o, "parameter_bytes", x.parameter_bytes);
+		ms_json_u64(o, "gradient_bytes", x.gradient_bytes);
+		ms_json_u64(o, "optimizer_state_bytes", x.optimizer_state_bytes);
+		cJSON_AddStringToObject(o, "optimizer", x.optimizer);
+		ms_json_u64(o, "optimizer_steps", x.n_optimizer_steps);
+		cJSON_AddStringToObject(root, "steps_from", x.steps_from);
+		if (x.why_uncategorized[0])
+			cJSON_AddStringToObject(root, "categories_note", x.why_uncategorized);
+		else
+			cJSON_AddNullToObject(root, "categories_note");
+		a = cJSON_AddArrayToObject(root, "steps");
+		for (k = 0; k < x.n_steps; k++) {
+			cJSON *st = cJSON_CreateObject();
+			cJSON_AddNumberToObject(st, "step", (double)(k + 1));
+			ms_json_u64(st, "first_event", x.steps[k].first_event);
+			ms_json_u64(st, "peak_allocated_bytes", x.steps[k].peak_allocated);
+			ms_json_u64(st, "peak_event", x.steps[k].peak_event);
+			cJSON_AddItemToArray(a, st);
+		}
+		a = cJSON_AddArrayToObject(root, "growth");
+		for (k = 0; k < x.n_growth; k++) {
+			cJSON *g = cJSON_CreateObject();
+			char site[1200];
+			if (x.growth[k].frame) {
+				const struct ms_frame *f = &t->syms.frames[x.growth[k].frame];
+				snprintf(site, sizeof(site), "%s:%u",
+				         ms_symtab_get_str(&t->syms, f->file)->s, f->line);
+				cJSON_AddStringToObject(g, "site", site);
+				cJSON_AddStringToObject(g, "function",
+				                        ms_symtab_get_str(&t->syms, f->name)->s);
+			} else {
+				cJSON_AddNullToObject(g, "site"); /* the blocks have no stack */
+				cJSON_AddNullToObject(g, "function");
+			}
+			ms_json_u64(g, "bytes_per_step", x.growth[k].bytes_per_step);
+			cJSON_AddNumberToObject(g, "steps", x.growth[k].steps);
+			ms_json_u64(g, "first_event", x.growth[k].first_event);
+			ms_json_u64(g, "bytes_at_last_step", x.growth[k].bytes_at_last_step);
+			cJSON_AddItemToArray(a, g);
+		}
+		if (has_oom) {
+			const struct ms_replay_oom *f = &first.first_oom;
+			o = cJSON_AddObjectToObject(root, "oom");
+			ms_json_u64(o, "event", f->index);
+			cJSON_AddBoolToObject(o, "recorded", f->recorded);
+			ms_json_u64(o, "requested_bytes", f->o.requested);
+			ms_json_u64(o, "allocated_bytes", f->o.allocated);
+			ms_json_u64(o, "reserved_bytes", f->o.reserved);
+			ms_json_u64(o, "free_in_reserved_bytes", f->o.free_in_reserved);
+			ms_json_u64(o, "largest_free_bytes", f->o.largest_free);
+			if (capacity != UINT64_MAX)
+				ms_json_u64(o, "capacity_bytes", capacity);
+			else
+				cJSON_AddNullToObject(o, "capacity_bytes");
+			cJSON_AddBoolToObject(o, "fits_without_fragmentation",
+			                      capacity != UINT64_MAX &&
+			                              f->o.allocated + f->o.requested <= capacity);
+			json_cats(cJSON_AddObjectToObject(o, "categories"), &at_oom, f->o.allocated,
+			          f->o.reserved - f->o.allocated, 0, 0);
+		} else {
+			cJSON_AddNullToObject(root, "oom");
+		}
+		a = cJSON_AddArrayToObject(root, "recommendations");
+		for (k = 0; k < nrec; k++) {
+			const struct ms_whatif_row *w = &rows[recs[k].row];
+			cJSON *r = cJSON_CreateObject();
+			cJSON_AddStringToObject(r, "alloc_conf", w->conf);
+			ms_json_u64(r, "peak_reserved_bytes", recs[k].peak);
+			cJSON_AddBoolToObject(r, "avoids_oom", recs[k].avoids_oom);
+			if (w->min_memory)
+				ms_json_u64(r, "min_memory_bytes", w->min_memory);
+			else
+				cJSON_AddNullToObject(r, "min_memory_bytes");
+			cJSON_AddItemToArray(a, r);
+		}
+		if (!rows[0].s && rows[0].min_memory)
+			ms_json_u64(root, "min_memory_bytes", rows[0].min_memory);
+		else
+			cJSON_AddNullToObject(root, "min_memory_bytes");
+		*jout = root;
+	} else {
+		uint64_t at = first.fullest_at_peak_index;
+		size_t ps = step_of(&x, at);
+		printf("%s: peak %s%s reserved (first at event %llu); at event %llu", label,
+		       first.rebuilt ? "at least " : "", ms_format_size(b1, sizeof(b1), reserved),
+		       (unsigned long long)first.peak_reserved_index, (unsigned long long)at);
+		if (ps)
+			printf(" (step %zu of %zu)", ps, x.n_steps);
+		printf(", the most allocated while it stood, %s:\n",
+		       ms_format_size(b2, sizeof(b2), allocated));
+		print_cats(&x, allocated, cached, outside, outside_known);
+		if (x.why_uncategorized[0])
+			printf("  note: %s\n", x.why_uncategorized);
+		if (x.n_optimizer_steps)
+			printf("  model and optimizer (%s): parameters %s, gradients %s, optimizer "
+			       "state %s\n",
+			       x.optimizer[0] ? x.optimizer : "?",
+			       ms_format_size(b1, sizeof(b1), x.parameter_bytes),
+			       ms_format_size(b2, sizeof(b2), x.gradient_bytes),
+			       ms_format_size(b3, sizeof(b3), x.optimizer_state_bytes));
+		if (x.n_steps) {
+			print_steps(&x, ps);
+		} else {
+			printf("\n  steps: none found (no step annotations, no optimizer steps)\n");
+		}
+		if (x.n_optimizer_steps >= 3) {
+			printf("\n  growth from step to step: %s\n", x.n_growth ? "" : "none");
+			for (k = 0; k < x.n_growth; k++) {
+				char site[512];
+				ms_site_label(&t->syms, x.growth[k].stack, site, sizeof(site));
+				printf("    +%s a step over %u steps (%s at the last), first at "
+				       "event "
+				       "%llu: %s\n",
+				       ms_format_size(b1, sizeof(b1), x.growth[k].bytes_per_step),
+				       x.growth[k].steps,
+				       ms_format_size(b2, sizeof(b2),
+				                      x.growth[k].bytes_at_last_step),
+				       (unsigned long long)x.growth[k].first_event, site);
+			}
+		}
+		if (has_oom) {
+			const struct ms_replay_oom *f = &first.first_oom;
+			printf("\n  out of memory at event %llu%s: %s requested, %s allocated, %s "
+			       "reserved\n",
+			       (unsigned long long)f->index, f->recorded ? " (recorded too)" : "",
+			       ms_format_size(b1, sizeof(b1), f->o.requested),
+			       ms_format_size(b2, sizeof(b2), f->o.allocated),
+			       ms_format_size(b3, sizeof(b3), f->o.reserved));
+			print_cats(&at_oom, f->o.allocated, f->o.reserved - f->o.allocated, 0, 0);
+			if (capacity == UINT64_MAX)
+				printf("    the capacity is not known: demand and fragmentation "
+				       "cannot "
+				       "be told apart\n");
+			else if (f->o.allocated + f->o.requested <= capacity)
+				printf("    fragmentation: allocated plus the request (%s) fit in "
+				       "%s; "
+				       "the largest free block was %s\n",
+				       ms_format_size(b1, sizeof(b1),
+				                      f->o.allocated + f->o.requested),
+				       ms_format_size(b2, sizeof(b2), capacity),
+				       ms_format_size(b3, sizeof(b3), f->o.largest_free));
+			else
+				printf("    demand: allocated plus the request (%s) exceed %s: no "
+				       "setting can make it fit\n",
+				       ms_format_size(b1, sizeof(b1),
+				                      f->o.allocated + f->o.requested),
+				       ms_format_size(b2, sizeof(b2), capacity));
+		}
+		printf("\n  what to change (each replayed on this trace%s%s):\n",
+		       c->o.limit ? ", limit " : "",
+		       c->o.limit ? ms_format_size(b1, sizeof(b1), c->o.limit) : "");
+		if (rows[0].s)
+			printf("    the recorded settings could not be replayed: %s\n",
+			       rows[0].err);
+		else if (!nrec && rows[0].r.has_oom)
+			printf("    no setting tried avoids the OOM (%zu tried: memsnap whatif "
+			       "lists "
+			       "them): the job needs less memory, or more than it had\n",
+			       nrows - 1);
+		else if (!nrec)
+			printf("    no setting tried lowers the peak (%zu tried: memsnap whatif "
+			       "lists "
+			       "them)\n",
+			       nrows - 1);
+		for (k = 0; k < nrec; k++) {
+			const struct ms_whatif_row *w = &rows[recs[k].row];
+			printf("    %-50s peak reserved %s (%s%s)%s\n", w->conf,
+			       ms_format_size(b1, sizeof(b1), recs[k].peak), "-",
+			       ms_format_size(b2, sizeof(b2), reserved - recs[k].peak),
+			       recs[k].avoids_oom ? ", avoids the OOM" : "");
+		}
+		if (!rows[0].s)
+			printf("  least memory that completes with the recorded settings: %s\n",
+			       rows[0].min_memory
+			               ? ms_format_size(b1, sizeof(b1), rows[0].min_memory)
+			               : "none found");
+	}
+	ms_whatif_release(rows, nrows);
+	ms_free(rows);
+	ms_free(recs);
+	ms_explain_release(&x);
+	ms_explain_release(&at_oom);
+	ms_replay_result_release(&first);
+	return MS_EXIT_OK;
+}
+
+int cmd_explain(int argc, const char **argv)
+{
+	struct ms_replay_cli c;
+	int n, json = 0, rc = MS_EXIT_OK;
+	uint64_t jobs = 0;
+	struct ms_opt opts[MS_REPLAY_OPTS_MAX + 1];
+	size_t nd, k;
+	const struct ms_trace *t;
+	struct ms_trace *owned;
+	struct ms_diag d = MS_DIAG_INIT;
+	struct ms_replay_opts base;
+	uint32_t *devs;
+	struct ms_json_devices jd;
+	ms_status s;
+
+	ms_replay_cli_init(&c, opts, &json);
+	ms_opts_drop(opts, "backend");
+	for (k = 0; opts[k].type != MS_OPT_T_END; k++)
+		;
+	opts[k++] = (struct ms_opt)MS_OPT_U64('j', "jobs", &jobs, "N",
+	                                      "threads for the replays (default: CPUs)");
+	opts[k] = (struct ms_opt)MS_OPT_END();
+	n = ms_parse_options(argc, argv, opts, usage);
+	if (n != 1)
+		ms_usage_error(opts, usage, n ? "one trace at a time" : "no trace given");
+	ms_replay_cli_check(&c, opts, usage);
+	if (ms_replay_cli_devices(&c, argv[0], "explain", &devs, &nd))
+		return MS_EXIT_ERROR;
+	if ((s = ms_replay_cli_trace_whole(argv[0], &t, &owned, &d))) {
+		ms_report(argv[0], s, &d);
+		ms_free(devs);
+		return MS_EXIT_ERROR;
+	}
+	ms_json_devices_begin(&jd, argv[0], json ? nd : 0);
+	base = c.o;
+	for (k = 0; k < nd && rc == MS_EXIT_OK; k++) {
+		char label[4200];
+		cJSON *o = NULL;
+		c.o = base;
+		c.o.device = devs[k];
+		if (k && !json)
+			putchar('\n');
+		rc = explain_one(&c, argv[0], t, devs[k],
+		                 ms_replay_cli_label(argv[0], devs[k], nd, label, sizeof(label)),
+		                 (unsigned)(jobs > 1024 ? 1024 : jobs), json, &o);
+		ms_replay_cli_release(&c);
+		ms_json_devices_add(&jd, devs[k], o);
+	}
+	ms_json_devices_end(&jd, rc == MS_EXIT_OK, NULL, rc == MS_EXIT_OK);
+	ms_free(devs);
+	ms_trace_free(owned);
+	return rc;
+}

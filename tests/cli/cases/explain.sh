@@ -1,0 +1,31 @@
+# memsnap explain on real training loops (testdata/snapshots/explain, recorded on an H100 with the
+# truth PyTorch counted): the text of one, and of each its categories as the JSON gives them
+# against PyTorch's own parameter, gradient and optimizer-state bytes (within 1%, by Python);
+# a loop that keeps each step's logits, whose growth must be found at its line with PyTorch's
+# bytes a step; a trace with an OOM; a snapshot without optimizer steps, which says so.
+d=testdata/snapshots/explain
+"$MEMSNAP" explain "$d/adamw.pickle.zst"
+for n in adamw sgd hf_gpt2 lightning leak; do
+	for f in "$d/$n.pickle.zst" "$d/$n.zst"; do
+		"$MEMSNAP" -q explain --json "$f" | python3 -c '
+import json, sys
+x, t = json.load(sys.stdin), json.load(open(sys.argv[1]))
+m, s = t["model"], x["state"]
+def near(a, b):
+    return "ok" if abs(a - b) <= 0.01 * b else "%d against %d" % (a, b)
+out = ["parameters " + near(s["parameter_bytes"], m["parameter_bytes"]),
+       "gradients " + near(s["gradient_bytes"], m["gradient_bytes"]),
+       "optimizer state " + near(s["optimizer_state_bytes"], m["optimizer_state_bytes"]),
+       "steps %d of %d" % (s["optimizer_steps"], t["steps"])]
+g = x["growth"]
+if "leak" in t:
+    out.append("growth " + (near(g[0]["bytes_per_step"], t["leak"]["bytes_per_step"]) + " at " +
+                            g[0]["site"].rsplit("/", 1)[-1] if g else "not found"))
+else:
+    out.append("growth %d sites" % len(g))
+print(sys.argv[2] + ":", ", ".join(out))' "$d/$n.truth.json" "$(basename "$f")"
+	done
+done
+"$MEMSNAP" explain testdata/snapshots/dynamic_oom.pickle 2>&1 | sed -n '/out of memory/,$p'
+"$MEMSNAP" explain testdata/snapshots/resnet50.pickle.gz 2>&1 | sed -n '1,12p'
+"$MEMSNAP" explain /nonexistent.pickle; echo "exit $?"
