@@ -136,6 +136,72 @@ static void print_cats(const struct ms_explain *x, uint64_t allocated, uint64_t 
 		       "outside_pytorch", ms_format_size(b, sizeof(b), outside));
 }
 
+/* A site frame as "file:line" and its function, into JSON object o. */
+static void json_site(cJSON *o, const struct ms_symtab *y, uint32_t frame)
+{
+	char site[1200];
+
+	if (!frame) {
+		cJSON_AddNullToObject(o, "site"); /* the allocations have no stack */
+		cJSON_AddNullToObject(o, "function");
+		return;
+	}
+	snprintf(site, sizeof(site), "%s:%u", ms_symtab_get_str(y, y->frames[frame].file)->s,
+	         y->frames[frame].line);
+	cJSON_AddStringToObject(o, "site", site);
+	cJSON_AddStringToObject(o, "function", ms_symtab_get_str(y, y->frames[frame].name)->s);
+}
+
+/* What the trace shows of the program: where the peak's activations come from, empty_cache() in
+ * a loop, memory left cached at the end. */
+static void findings(const struct ms_explain *x, const struct ms_replay_result *r,
+                     const struct ms_symtab *y, cJSON *jo)
+{
+	uint64_t cached_end = (uint64_t)r->stats.reserved_bytes[0].current -
+	                      (uint64_t)r->stats.allocated_bytes[0].current;
+	int churn = r->empty_cache_calls >= 2 && x->n_optimizer_steps &&
+	            2 * r->empty_cache_calls >= x->n_optimizer_steps;
+	char b1[32], b2[32];
+
+	if (jo) {
+		cJSON *a = cJSON_AddArrayToObject(jo, "largest_activations");
+		for (size_t k = 0; k < x->n_top_activations; k++) {
+			cJSON *o = cJSON_CreateObject();
+			json_site(o, y, x->top_activations[k].frame);
+			ms_json_u64(o, "bytes", x->top_activations[k].bytes);
+			ms_json_u64(o, "allocations", x->top_activations[k].blocks);
+			cJSON_AddItemToArray(a, o);
+		}
+		ms_json_u64(jo, "empty_cache_calls", r->empty_cache_calls);
+		cJSON_AddBoolToObject(jo, "empty_cache_every_step", churn);
+		ms_json_u64(jo, "cuda_malloc_calls", r->stats.num_device_alloc);
+		ms_json_u64(jo, "cached_at_end_bytes", cached_end);
+		return;
+	}
+	if (x->n_top_activations) {
+		printf("\n  largest activations at the peak, by site:\n");
+		for (size_t k = 0; k < x->n_top_activations; k++) {
+			char site[512];
+			ms_site_label(y, x->top_activations[k].stack, site, sizeof(site));
+			printf("    %11s in %llu allocations: %s\n",
+			       ms_format_size(b1, sizeof(b1), x->top_activations[k].bytes),
+			       (unsigned long long)x->top_activations[k].blocks, site);
+		}
+	}
+	if (churn)
+		printf("\n  empty_cache() is called about every step (%llu calls in %zu optimizer "
+		       "steps): the segments it gives back are allocated again, %llu cudaMalloc "
+		       "calls in all\n",
+		       (unsigned long long)r->empty_cache_calls, x->n_optimizer_steps,
+		       (unsigned long long)r->stats.num_device_alloc);
+	if (cached_end)
+		printf("\n  at the end %s is cached but free (of %s reserved): other processes "
+		       "cannot use it until empty_cache() or exit\n",
+		       ms_format_size(b1, sizeof(b1), cached_end),
+		       ms_format_size(b2, sizeof(b2),
+		                      (uint64_t)r->stats.reserved_bytes[0].current));
+}
+
 /* The steps: all of them where few, else the first, the last, the peak's and the highest. */
 static void print_steps(const struct ms_explain *x, size_t peak_step)
 {
@@ -288,24 +354,14 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 		a = cJSON_AddArrayToObject(root, "growth");
 		for (k = 0; k < x.n_growth; k++) {
 			cJSON *g = cJSON_CreateObject();
-			char site[1200];
-			if (x.growth[k].frame) {
-				const struct ms_frame *f = &t->syms.frames[x.growth[k].frame];
-				snprintf(site, sizeof(site), "%s:%u",
-				         ms_symtab_get_str(&t->syms, f->file)->s, f->line);
-				cJSON_AddStringToObject(g, "site", site);
-				cJSON_AddStringToObject(g, "function",
-				                        ms_symtab_get_str(&t->syms, f->name)->s);
-			} else {
-				cJSON_AddNullToObject(g, "site"); /* the blocks have no stack */
-				cJSON_AddNullToObject(g, "function");
-			}
+			json_site(g, &t->syms, x.growth[k].frame);
 			ms_json_u64(g, "bytes_per_step", x.growth[k].bytes_per_step);
 			cJSON_AddNumberToObject(g, "steps", x.growth[k].steps);
 			ms_json_u64(g, "first_event", x.growth[k].first_event);
 			ms_json_u64(g, "bytes_at_last_step", x.growth[k].bytes_at_last_step);
 			cJSON_AddItemToArray(a, g);
 		}
+		findings(&x, &first, &t->syms, cJSON_AddObjectToObject(root, "findings"));
 		if (has_oom) {
 			const struct ms_replay_oom *f = &first.first_oom;
 			o = cJSON_AddObjectToObject(root, "oom");
@@ -386,6 +442,7 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 				       (unsigned long long)x.growth[k].first_event, site);
 			}
 		}
+		findings(&x, &first, &t->syms, NULL);
 		if (has_oom) {
 			const struct ms_replay_oom *f = &first.first_oom;
 			printf("\n  out of memory at event %llu%s: %s requested, %s allocated, %s "

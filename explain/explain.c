@@ -414,6 +414,18 @@ static ms_status step_peaks(struct ex *x)
 	return MS_OK;
 }
 
+/* The site frame of a stack (0: none). */
+static uint32_t site_frame(const struct ms_symtab *y, uint32_t stack)
+{
+	size_t n;
+	const uint32_t *fr;
+
+	if (!stack)
+		return 0;
+	fr = ms_symtab_get_stack(y, stack, &n);
+	return n ? fr[ms_site_pos(y, fr, n, NULL)] : 0;
+}
+
 /* Sites whose memory alive at an optimizer step's start grows from one step to the next. */
 static ms_status growth(struct ex *x)
 {
@@ -432,18 +444,14 @@ static ms_status growth(struct ex *x)
 		return MS_OK;
 	for (size_t i = 0; i < x->n && !s; i++) {
 		const struct blk *b = &x->b[i];
-		uint32_t frame = 0;
+		uint32_t frame;
 		uint64_t *ri;
 		struct row *w;
 		/* an iteration's own blocks count where alive at a step's start (what the last step
 		 * keeps is freed only at exit, so it looks like one) */
 		if (b->cat != MS_CAT_OTHER && b->cat != MS_CAT_ACTIVATIONS)
 			continue;
-		if (b->stack) {
-			size_t n;
-			const uint32_t *fr = ms_symtab_get_stack(y, b->stack, &n);
-			frame = n ? fr[ms_site_pos(y, fr, n, NULL)] : 0;
-		}
+		frame = site_frame(y, b->stack);
 		if (!(ri = ms_u64map_get(&row_of, frame))) {
 			if (ms_grow(&rows, &caprows, nrows + 1, sizeof(*rows)) ||
 			    !(rows[nrows].live = ms_calloc(x->nw, sizeof(uint64_t))) ||
@@ -494,6 +502,53 @@ static ms_status growth(struct ex *x)
 	return s;
 }
 
+/* The sites whose activations hold the most at the peak. */
+static ms_status top_activations(struct ex *x)
+{
+	struct ms_explain *r = x->x;
+	struct ms_u64map row_of = MS_U64MAP_INIT;
+	struct ms_explain_site *rows = NULL;
+	size_t nrows = 0, cap = 0;
+	uint64_t p = x->in->peak_index;
+	ms_status s = MS_OK;
+
+	for (size_t i = 0; i < x->n; i++) {
+		const struct blk *b = &x->b[i];
+		uint32_t frame;
+		uint64_t *ri;
+		if (b->cat != MS_CAT_ACTIVATIONS || b->a > p || (b->f != NONE && b->f <= p))
+			continue;
+		frame = site_frame(&x->t->syms, b->stack);
+		if (!(ri = ms_u64map_get(&row_of, frame))) {
+			if (ms_grow(&rows, &cap, nrows + 1, sizeof(*rows)) ||
+			    ms_u64map_put(&row_of, frame, nrows)) {
+				s = MS_ERR_NOMEM;
+				goto out;
+			}
+			rows[nrows] = (struct ms_explain_site){b->stack, frame, 0, 0};
+			ri = ms_u64map_get(&row_of, frame);
+			nrows++;
+		}
+		rows[*ri].bytes += b->size;
+		rows[*ri].blocks++;
+	}
+	/* the largest few, by selection */
+	while (r->n_top_activations < MS_EXPLAIN_TOP_SITES) {
+		size_t best = SIZE_MAX;
+		for (size_t j = 0; j < nrows; j++)
+			if (rows[j].bytes && (best == SIZE_MAX || rows[j].bytes > rows[best].bytes))
+				best = j;
+		if (best == SIZE_MAX)
+			break;
+		r->top_activations[r->n_top_activations++] = rows[best];
+		rows[best].bytes = 0;
+	}
+out:
+	ms_free(rows);
+	ms_u64map_release(&row_of);
+	return s;
+}
+
 static int growth_cmp(const void *a, const void *b)
 {
 	const struct ms_explain_growth *x = a, *y = b;
@@ -539,7 +594,7 @@ ms_status ms_explain_run(const struct ms_explain_in *in, struct ms_explain *out)
 			out->cat_blocks[b->cat]++;
 		}
 	}
-	if ((s = step_peaks(&x)) || (s = growth(&x)))
+	if ((s = step_peaks(&x)) || (s = growth(&x)) || (s = top_activations(&x)))
 		goto out;
 	if (out->n_growth > 1)
 		qsort(out->growth, out->n_growth, sizeof(*out->growth), growth_cmp);

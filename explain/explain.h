@@ -67,6 +67,13 @@ struct ms_explain_growth {
 	uint64_t bytes_at_last_step;
 };
 
+/* A site's activations alive at the peak. */
+struct ms_explain_site {
+	uint32_t stack, frame; /* as in ms_explain_growth */
+	uint64_t bytes, blocks;
+};
+#define MS_EXPLAIN_TOP_SITES 5
+
 struct ms_explain {
 	uint64_t cat_bytes[MS_CAT_COUNT]; /* live at peak_index, by category */
 	uint64_t cat_blocks[MS_CAT_COUNT];
@@ -83,6 +90,9 @@ struct ms_explain {
 	size_t n_steps;
 	struct ms_explain_growth *growth; /* largest bytes_per_step first */
 	size_t n_growth;
+	/* the sites whose activations hold the most at the peak, largest first */
+	struct ms_explain_site top_activations[MS_EXPLAIN_TOP_SITES];
+	size_t n_top_activations;
 };
 
 /* @return MS_OK or MS_ERR_NOMEM. Release with ms_explain_release. */
