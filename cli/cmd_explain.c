@@ -253,6 +253,7 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 	struct ms_explain x, at_oom;
 	struct ms_explain_in in;
 	struct ms_whatif_row *rows;
+	struct ms_replay_opts wo;
 	struct rec *recs;
 	size_t nrows = ms_whatif_n_default_configs, nrec = 0, k;
 	uint64_t reserved, allocated, cached, outside, capacity;
@@ -285,14 +286,21 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 	}
 	capacity = c->o.limit ? c->o.limit : first.device_memory;
 
-	/* the settings that would have helped: replayed on this trace */
+	/*
+	 * The settings that would have helped, replayed on this trace: every one once, then the
+	 * least memory searched (a dozen replays each) for the recorded one and those that help.
+	 */
 	rows = ms_calloc(nrows, sizeof(*rows));
 	recs = ms_calloc(nrows, sizeof(*recs));
 	if (!rows || !recs)
 		ms_die(MS_EXIT_ERROR, "out of memory");
-	for (k = 0; k < nrows; k++)
+	wo = c->o;
+	wo.no_segment_log = 1;
+	for (k = 0; k < nrows; k++) {
 		rows[k].conf = ms_whatif_default_configs[k];
-	if ((s = ms_whatif_run(t, &c->o, rows, nrows, jobs)))
+		rows[k].no_min_memory = 1;
+	}
+	if ((s = ms_whatif_run(t, &wo, rows, nrows, jobs)))
 		ms_die(MS_EXIT_ERROR, "%s",
 		       s == MS_ERR_NOMEM ? "out of memory" : "cannot start a thread");
 	for (k = 1; k < nrows; k++) {
@@ -308,6 +316,26 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 			recs[nrec++] = (struct rec){k, p, avoids};
 	}
 	qsort(recs, nrec, sizeof(*recs), rec_cmp);
+	{
+		/* the least memory: the recorded settings and the helpful ones, searched together
+		 */
+		struct ms_whatif_row *mins = ms_calloc(nrec + 1, sizeof(*mins));
+		if (!mins)
+			ms_die(MS_EXIT_ERROR, "out of memory");
+		mins[0].conf = rows[0].conf;
+		for (k = 0; k < nrec; k++)
+			mins[k + 1].conf = rows[recs[k].row].conf;
+		if (!rows[0].s && (s = ms_whatif_run(t, &wo, mins, nrec + 1, jobs)))
+			ms_die(MS_EXIT_ERROR, "%s",
+			       s == MS_ERR_NOMEM ? "out of memory" : "cannot start a thread");
+		if (!rows[0].s) {
+			rows[0].min_memory = mins[0].min_memory;
+			for (k = 0; k < nrec; k++)
+				rows[recs[k].row].min_memory = mins[k + 1].min_memory;
+			ms_whatif_release(mins, nrec + 1);
+		}
+		ms_free(mins);
+	}
 
 	if (json) {
 		cJSON *root = cJSON_CreateObject(), *o, *a;

@@ -15,6 +15,7 @@ struct ms_whatif_row {
 	char err[256];
 	struct ms_replay_result r; /* the replay under the base limit */
 	uint64_t min_memory;       /* the least limit that completes; 0: none found */
+	int no_min_memory;         /* set by the caller: no search for min_memory (left 0) */
 };
 
 /* The settings tried when the user names none: the recorded one first (NULL). */
