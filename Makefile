@@ -44,6 +44,9 @@ demo: deps
 	@echo "== memsnap stats $(DEMO_TRACE)   (where does the memory go?)"
 	@$(MEMSNAP) stats $(DEMO_TRACE)
 	@echo
+	@echo "== memsnap explain $(DEMO_TRACE)   (what is the peak made of, what grows, what to change?)"
+	@$(MEMSNAP) explain $(DEMO_TRACE)
+	@echo
 	@echo "== memsnap whatif $(DEMO_TRACE)   (which setting, how much memory, would have avoided it?)"
 	@$(MEMSNAP) whatif $(DEMO_TRACE)
 	@echo
