@@ -21,7 +21,7 @@
 
 static const char *const usage[] = {
         "memsnap explain [--limit N | --memory-fraction F] [--device-memory N] [--device D]",
-        "                [--jobs N] [--json] <trace>",
+        "                [--alloc-conf CONF] [--jobs N] [--json] <trace>",
         "",
         "What a trace's memory is made of and what to change. At the peak of reserved memory:",
         "parameters, gradients, optimizer state, activations, other memory kept across steps,",
@@ -116,11 +116,13 @@ static void print_cats(const struct ms_explain *x, uint64_t allocated, uint64_t 
 	char b[32];
 	int64_t rd = rounding(x, allocated);
 	for (unsigned k = 0; k < MS_CAT_COUNT; k++) {
-		if (!x->cat_bytes[k] && k == MS_CAT_UNPLACED)
+		/* without optimizer steps only what could not be placed has bytes */
+		if (!x->cat_bytes[k] && (k == MS_CAT_UNPLACED || !x->n_optimizer_steps))
 			continue;
-		printf("    %-16s %11s  %6llu blocks  %s\n", ms_explain_cat_name(k),
+		printf("    %-16s %11s  %6llu %-6s  %s\n", ms_explain_cat_name(k),
 		       ms_format_size(b, sizeof(b), x->cat_bytes[k]),
-		       (unsigned long long)x->cat_blocks[k], cat_rule[k]);
+		       (unsigned long long)x->cat_blocks[k],
+		       x->cat_blocks[k] == 1 ? "block" : "blocks", cat_rule[k]);
 	}
 	b[0] = '-';
 	ms_format_size(b + (rd < 0), sizeof(b) - 1, (uint64_t)(rd < 0 ? -rd : rd));
@@ -183,9 +185,10 @@ static void findings(const struct ms_explain *x, const struct ms_replay_result *
 		for (size_t k = 0; k < x->n_top_activations; k++) {
 			char site[512];
 			ms_site_label(y, x->top_activations[k].stack, site, sizeof(site));
-			printf("    %11s in %llu allocations: %s\n",
+			printf("    %11s in %llu allocation%s: %s\n",
 			       ms_format_size(b1, sizeof(b1), x->top_activations[k].bytes),
-			       (unsigned long long)x->top_activations[k].blocks, site);
+			       (unsigned long long)x->top_activations[k].blocks,
+			       x->top_activations[k].blocks == 1 ? "" : "s", site);
 		}
 	}
 	if (churn)
@@ -200,6 +203,37 @@ static void findings(const struct ms_explain *x, const struct ms_replay_result *
 		       ms_format_size(b1, sizeof(b1), cached_end),
 		       ms_format_size(b2, sizeof(b2),
 		                      (uint64_t)r->stats.reserved_bytes[0].current));
+}
+
+/*
+ * Whether the failed request would have fit with no fragmentation: allocated plus requested
+ * within the capacity. 1 yes, 0 no, -1 cannot be told (no capacity known, or a limit inferred
+ * over a range that the demand lies within).
+ */
+static int fits(const struct ms_replay_oom *f, uint64_t capacity, const struct ms_limit_range *lim)
+{
+	uint64_t demand = f->o.allocated + f->o.requested;
+
+	if (lim->inferred)
+		return demand <= lim->lo ? 1 : demand > lim->hi ? 0 : -1;
+	if (capacity == UINT64_MAX)
+		return -1;
+	return demand <= capacity;
+}
+
+/* The categories as one line ("parameters 51 MiB, ..."), those with bytes. */
+static void print_cats_line(const struct ms_explain *x)
+{
+	char b[32];
+	int any = 0;
+	for (unsigned k = 0; k < MS_CAT_COUNT; k++) {
+		if (!x->cat_bytes[k])
+			continue;
+		printf("%s%s %s", any ? ", " : "", ms_explain_cat_name(k),
+		       ms_format_size(b, sizeof(b), x->cat_bytes[k]));
+		any = 1;
+	}
+	printf("\n");
 }
 
 /* The steps: all of them where few, else the first, the last, the peak's and the highest. */
@@ -250,14 +284,14 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 {
 	struct ms_replay_result first;
 	struct ms_limit_range lim;
-	struct ms_explain x, at_oom;
+	struct ms_explain x, at_oom, at_apeak;
 	struct ms_explain_in in;
 	struct ms_whatif_row *rows;
 	struct ms_replay_opts wo;
 	struct rec *recs;
 	size_t nrows = ms_whatif_n_default_configs, nrec = 0, k;
 	uint64_t reserved, allocated, cached, outside, capacity;
-	int outside_known, has_oom;
+	int outside_known, has_oom, apeak;
 	char b1[32], b2[32], b3[32];
 	ms_status s;
 
@@ -276,11 +310,21 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 	if ((s = ms_explain_run(&in, &x)))
 		ms_die(MS_EXIT_ERROR, "out of memory");
 	outside = outside_at(t, device, in.peak_index, &outside_known);
+	/* the allocated peak, where it is another moment with more allocated */
+	memset(&at_apeak, 0, sizeof(at_apeak));
+	apeak = (uint64_t)first.stats.allocated_bytes[0].peak > allocated;
+	if (apeak) {
+		in.peak_index = first.peak_allocated_index;
+		in.allocated_at_peak = (uint64_t)first.stats.allocated_bytes[0].peak;
+		if ((s = ms_explain_run(&in, &at_apeak)))
+			ms_die(MS_EXIT_ERROR, "out of memory");
+	}
 	has_oom = first.has_oom;
 	memset(&at_oom, 0, sizeof(at_oom));
 	if (has_oom) {
 		in.peak_index = first.first_oom.index;
 		in.allocated_at_peak = first.first_oom.o.allocated;
+		in.before = 1; /* what was there when the request failed */
 		if ((s = ms_explain_run(&in, &at_oom)))
 			ms_die(MS_EXIT_ERROR, "out of memory");
 	}
@@ -359,10 +403,31 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 		cJSON_AddBoolToObject(o, "is_lower_bound", first.rebuilt);
 		json_cats(cJSON_AddObjectToObject(root, "categories"), &x, allocated, cached,
 		          outside, outside_known);
+		if (apeak) {
+			uint64_t ab = (uint64_t)first.stats.allocated_bytes[0].peak;
+			size_t as = step_of(&x, first.peak_allocated_index);
+			o = cJSON_AddObjectToObject(root, "allocated_peak");
+			ms_json_u64(o, "event", first.peak_allocated_index);
+			ms_json_u64(o, "allocated_bytes", ab);
+			if (as)
+				cJSON_AddNumberToObject(o, "step", (double)as);
+			else
+				cJSON_AddNullToObject(o, "step");
+			json_cats(cJSON_AddObjectToObject(o, "categories"), &at_apeak, ab, 0, 0, 0);
+		} else {
+			cJSON_AddNullToObject(root, "allocated_peak");
+		}
 		o = cJSON_AddObjectToObject(root, "state");
-		ms_json_u64(o, "parameter_bytes", x.parameter_bytes);
-		ms_json_u64(o, "gradient_bytes", x.gradient_bytes);
-		ms_json_u64(o, "optimizer_state_bytes", x.optimizer_state_bytes);
+		if (x.parameter_blocks) {
+			ms_json_u64(o, "parameter_bytes", x.parameter_bytes);
+			ms_json_u64(o, "gradient_bytes", x.gradient_bytes);
+			ms_json_u64(o, "optimizer_state_bytes", x.optimizer_state_bytes);
+		} else { /* not found: no count, rather than a count of 0 */
+			cJSON_AddNullToObject(o, "parameter_bytes");
+			cJSON_AddNullToObject(o, "gradient_bytes");
+			cJSON_AddNullToObject(o, "optimizer_state_bytes");
+		}
+		cJSON_AddBoolToObject(o, "steps_annotated_on_another_device", x.steps_other_device);
 		cJSON_AddStringToObject(o, "optimizer", x.optimizer);
 		ms_json_u64(o, "optimizer_steps", x.n_optimizer_steps);
 		cJSON_AddStringToObject(root, "steps_from", x.steps_from);
@@ -400,13 +465,22 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 			ms_json_u64(o, "reserved_bytes", f->o.reserved);
 			ms_json_u64(o, "free_in_reserved_bytes", f->o.free_in_reserved);
 			ms_json_u64(o, "largest_free_bytes", f->o.largest_free);
+			int fit = fits(f, capacity, &lim);
 			if (capacity != UINT64_MAX)
 				ms_json_u64(o, "capacity_bytes", capacity);
 			else
 				cJSON_AddNullToObject(o, "capacity_bytes");
-			cJSON_AddBoolToObject(o, "fits_without_fragmentation",
-			                      capacity != UINT64_MAX &&
-			                              f->o.allocated + f->o.requested <= capacity);
+			if (lim.inferred) {
+				cJSON *li = cJSON_AddObjectToObject(o, "capacity_inferred");
+				ms_json_u64(li, "low_bytes", lim.lo);
+				ms_json_u64(li, "high_bytes", lim.hi);
+			} else {
+				cJSON_AddNullToObject(o, "capacity_inferred");
+			}
+			if (fit < 0)
+				cJSON_AddNullToObject(o, "fits_without_fragmentation");
+			else
+				cJSON_AddBoolToObject(o, "fits_without_fragmentation", fit);
 			json_cats(cJSON_AddObjectToObject(o, "categories"), &at_oom, f->o.allocated,
 			          f->o.reserved - f->o.allocated, 0, 0);
 		} else {
@@ -443,7 +517,22 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 		print_cats(&x, allocated, cached, outside, outside_known);
 		if (x.why_uncategorized[0])
 			printf("  note: %s\n", x.why_uncategorized);
-		if (x.n_optimizer_steps)
+		if (apeak) {
+			size_t as = step_of(&x, first.peak_allocated_index);
+			printf("  the peak of allocated bytes is another moment: %s at event %llu",
+			       ms_format_size(b1, sizeof(b1),
+			                      (uint64_t)first.stats.allocated_bytes[0].peak),
+			       (unsigned long long)first.peak_allocated_index);
+			if (as)
+				printf(" (step %zu)", as);
+			printf(":\n    ");
+			print_cats_line(&at_apeak);
+		}
+		if (x.steps_other_device && x.n_steps)
+			printf("  note: the steps are those annotated on other devices (none on "
+			       "this "
+			       "one)\n");
+		if (x.parameter_blocks)
 			printf("  model and optimizer (%s): parameters %s, gradients %s, optimizer "
 			       "state %s\n",
 			       x.optimizer[0] ? x.optimizer : "?",
@@ -455,8 +544,13 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 		} else {
 			printf("\n  steps: none found (no step annotations, no optimizer steps)\n");
 		}
-		if (x.n_optimizer_steps >= 3) {
-			printf("\n  growth from step to step: %s\n", x.n_growth ? "" : "none");
+		if (x.n_optimizer_steps < 3) {
+			printf("\n  growth from step to step: not looked for (%zu optimizer steps; "
+			       "it "
+			       "takes 3)\n",
+			       x.n_optimizer_steps);
+		} else {
+			printf("\n  growth from step to step:%s\n", x.n_growth ? "" : " none");
 			for (k = 0; k < x.n_growth; k++) {
 				char site[512];
 				ms_site_label(&t->syms, x.growth[k].stack, site, sizeof(site));
@@ -480,24 +574,41 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 			       ms_format_size(b2, sizeof(b2), f->o.allocated),
 			       ms_format_size(b3, sizeof(b3), f->o.reserved));
 			print_cats(&at_oom, f->o.allocated, f->o.reserved - f->o.allocated, 0, 0);
-			if (capacity == UINT64_MAX)
-				printf("    the capacity is not known: demand and fragmentation "
-				       "cannot "
-				       "be told apart\n");
-			else if (f->o.allocated + f->o.requested <= capacity)
-				printf("    fragmentation: allocated plus the request (%s) fit in "
-				       "%s; "
-				       "the largest free block was %s\n",
-				       ms_format_size(b1, sizeof(b1),
-				                      f->o.allocated + f->o.requested),
-				       ms_format_size(b2, sizeof(b2), capacity),
-				       ms_format_size(b3, sizeof(b3), f->o.largest_free));
-			else
-				printf("    demand: allocated plus the request (%s) exceed %s: no "
-				       "setting can make it fit\n",
-				       ms_format_size(b1, sizeof(b1),
-				                      f->o.allocated + f->o.requested),
-				       ms_format_size(b2, sizeof(b2), capacity));
+			{
+				int fit = fits(f, capacity, &lim);
+				uint64_t demand = f->o.allocated + f->o.requested;
+				ms_format_size(b1, sizeof(b1), demand);
+				if (fit < 0 && lim.inferred)
+					printf("    cannot tell demand from fragmentation: "
+					       "allocated plus "
+					       "the request (%s) lie within the inferred limit's "
+					       "range, %s "
+					       "to %s (--limit sets it)\n",
+					       b1, ms_format_size(b2, sizeof(b2), lim.lo),
+					       ms_format_size(b3, sizeof(b3), lim.hi));
+				else if (fit < 0)
+					printf("    the capacity is not known: demand and "
+					       "fragmentation "
+					       "cannot be told apart\n");
+				else if (fit)
+					printf("    fragmentation: allocated plus the request (%s) "
+					       "fit in "
+					       "%s%s; the largest free block was %s\n",
+					       b1,
+					       ms_format_size(b2, sizeof(b2),
+					                      lim.inferred ? lim.lo : capacity),
+					       lim.inferred ? ", the inferred limit's lowest" : "",
+					       ms_format_size(b3, sizeof(b3), f->o.largest_free));
+				else
+					printf("    demand: allocated plus the request (%s) exceed "
+					       "%s%s: "
+					       "no setting can make it fit\n",
+					       b1,
+					       ms_format_size(b2, sizeof(b2),
+					                      lim.inferred ? lim.hi : capacity),
+					       lim.inferred ? ", the inferred limit's highest"
+					                    : "");
+			}
 		}
 		printf("\n  what to change (each replayed on this trace%s%s):\n",
 		       c->o.limit ? ", limit " : "",
@@ -517,13 +628,20 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 			       nrows - 1);
 		for (k = 0; k < nrec; k++) {
 			const struct ms_whatif_row *w = &rows[recs[k].row];
-			printf("    %-50s peak reserved %s (%s%s)%s\n", w->conf,
-			       ms_format_size(b1, sizeof(b1), recs[k].peak), "-",
-			       ms_format_size(b2, sizeof(b2), reserved - recs[k].peak),
+			uint64_t p = recs[k].peak;
+			printf("    %s\n      peak reserved %s (%s%s)%s", w->conf,
+			       ms_format_size(b1, sizeof(b1), p), p > reserved ? "+" : "-",
+			       ms_format_size(b2, sizeof(b2),
+			                      p > reserved ? p - reserved : reserved - p),
 			       recs[k].avoids_oom ? ", avoids the OOM" : "");
+			if (w->min_memory)
+				printf("; least memory that completes %s",
+				       ms_format_size(b3, sizeof(b3), w->min_memory));
+			printf("\n");
 		}
 		if (!rows[0].s)
-			printf("  least memory that completes with the recorded settings: %s\n",
+			printf("  least memory that completes with the recorded settings: %s%s\n",
+			       first.rebuilt && rows[0].min_memory ? "at least " : "",
 			       rows[0].min_memory
 			               ? ms_format_size(b1, sizeof(b1), rows[0].min_memory)
 			               : "none found");
@@ -533,6 +651,7 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 	ms_free(recs);
 	ms_explain_release(&x);
 	ms_explain_release(&at_oom);
+	ms_explain_release(&at_apeak);
 	ms_replay_result_release(&first);
 	return MS_EXIT_OK;
 }

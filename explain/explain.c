@@ -56,10 +56,15 @@ static ms_status add_blk(struct ex *x, const struct blk *b)
 	return MS_OK;
 }
 
-/* The device's allocations with their lifetimes: from the alloc to the program's free. */
+/*
+ * The device's allocations with their lifetimes: from the alloc to the program's free. Those
+ * made before the trace began are alive from its start: until their free, or, never freed, to
+ * the end, where the trace's end state holds them (a trace that starts mid-run).
+ */
 static ms_status lifetimes(struct ex *x)
 {
-	struct ms_u64map live = MS_U64MAP_INIT;
+	struct ms_u64map live = MS_U64MAP_INIT, gone = MS_U64MAP_INIT;
+	const struct ms_trace *t = x->t;
 	ms_status s = MS_OK;
 
 	for (size_t i = 0; i < x->t->n_events && !s; i++) {
@@ -76,15 +81,40 @@ static ms_status lifetimes(struct ex *x)
 			if ((k = ms_u64map_get(&live, e->addr))) {
 				x->b[*k].f = i;
 				ms_u64map_del(&live, e->addr, &idx);
-			} else {
-				/* allocated before the trace: alive from its start */
+			} else if (!ms_u64map_get(&gone, e->addr)) {
+				/* allocated before the trace: alive from its start (once: a second
+				 * free with no alloc between says nothing more) */
 				struct blk b = {e->size, 0, i, e->stack, MS_CAT_UNPLACED,
 				                1,       0, 0, 0};
-				s = add_blk(x, &b);
+				if (!(s = add_blk(x, &b)))
+					s = ms_u64map_put(&gone, e->addr, 1);
 			}
 		}
 	}
+	/* alive at the end but never allocated in the trace: from before it, never freed */
+	for (size_t g = 0; g < t->n_segs && !s; g++) {
+		const struct ms_segment *sg = &t->segs[g];
+		if (sg->device != x->in->device)
+			continue;
+		for (uint32_t j = 0; j < sg->n_blocks && !s; j++) {
+			const struct ms_block *k = &t->blocks[t->seg_block0[g] + j];
+			struct blk b = {k->requested_size ? k->requested_size : k->size,
+			                0,
+			                NONE,
+			                k->stack,
+			                MS_CAT_UNPLACED,
+			                1,
+			                0,
+			                0,
+			                0};
+			if (k->state == MS_BLOCK_INACTIVE || ms_u64map_get(&live, k->addr) ||
+			    ms_u64map_get(&gone, k->addr))
+				continue;
+			s = add_blk(x, &b);
+		}
+	}
 	ms_u64map_release(&live);
+	ms_u64map_release(&gone);
 	return s;
 }
 
@@ -100,9 +130,20 @@ static ms_status windows_and_steps(struct ex *x)
 	uint64_t open = NONE;
 	size_t n_step_anns = 0;
 
+	int own = 0;
+
+	/* this device's annotations, or where it has none, those of any device (the optimizer of
+	 * a process driving several devices annotates on the current one) */
+	for (size_t i = 0; i < x->t->n_anns && !own; i++)
+		own = x->t->anns[i].device == x->in->device &&
+		      (x->t->anns[i].kind == MS_ANN_STEP ||
+		       starts_with(ms_symtab_get_str(&x->t->syms, x->t->anns[i].name)->s, prefix));
+	x->x->steps_other_device = !own;
 	for (size_t i = 0; i < x->t->n_anns; i++) {
 		const struct ms_annotation *a = &x->t->anns[i];
 		const char *name = ms_symtab_get_str(&x->t->syms, a->name)->s;
+		if (own && a->device != x->in->device)
+			continue;
 		if (a->kind == MS_ANN_STEP) {
 			if (ms_grow(&x->bounds, &x->capb, x->nb + 1, sizeof(*x->bounds)))
 				return MS_ERR_NOMEM;
@@ -212,6 +253,16 @@ static size_t window_of(const struct ex *x, uint64_t i)
 	return lo && i < x->w[lo - 1].e ? lo - 1 : SIZE_MAX;
 }
 
+/* Whether b is part of the state broken down (explain.h, peak_index and before). */
+static int in_state(const struct ex *x, const struct blk *b)
+{
+	uint64_t p = x->in->peak_index;
+
+	if (x->in->before)
+		return b->a < p && (b->f == NONE || b->f >= p);
+	return b->a <= p && (b->f == NONE || b->f > p);
+}
+
 static int alive_at(const struct blk *b, uint64_t i)
 {
 	return b->a < i && (b->f == NONE || b->f >= i);
@@ -310,7 +361,8 @@ static ms_status categorize_state(struct ex *x)
 		        "the trace has no stacks and no gradient was told at an optimizer step: "
 		        "everything kept from before the first optimizer step through the last is "
 		        "counted as parameters, gradients kept across steps with them";
-	/* the parameters: the earliest candidates of each size, as many as gradients need */
+	/* the parameters: the earliest candidates of each size, as many as gradients need (all of
+	 * them where no gradient was told) */
 	for (size_t i = 0; i < x->n; i++) {
 		struct blk *b = &x->b[i];
 		uint64_t *nd;
@@ -335,13 +387,23 @@ static ms_status categorize_state(struct ex *x)
 	for (size_t i = 0; i < x->n; i++)
 		if (x->b[i].cat == MS_CAT_PARAMETERS && (s = count_add(&avail, x->b[i].size, 1)))
 			goto out;
+	if (!r->parameter_blocks) {
+		r->gradient_bytes = 0;
+		r->why_uncategorized =
+		        "no parameters found (the model's tensors were made before the trace "
+		        "began, "
+		        "or not by torch.nn code): gradients and optimizer state, told by a "
+		        "parameter's size, are not placed either";
+	}
 	for (size_t i = 0; i < x->n; i++) {
 		struct blk *b = &x->b[i];
+		if (b->grad && !r->parameter_blocks)
+			b->grad = 0; /* no parameter to be the gradient of */
 		if (b->grad) {
 			b->cat = MS_CAT_GRADIENTS;
 			r->gradient_blocks++;
 		} else if (b->cat == MS_CAT_OPTIMIZER_STATE) {
-			if (r->parameter_blocks && !ms_u64map_get(&avail, b->size)) {
+			if (!r->parameter_blocks || !ms_u64map_get(&avail, b->size)) {
 				b->cat = MS_CAT_UNPLACED; /* left to the rules that follow */
 				continue;
 			}
@@ -509,14 +571,13 @@ static ms_status top_activations(struct ex *x)
 	struct ms_u64map row_of = MS_U64MAP_INIT;
 	struct ms_explain_site *rows = NULL;
 	size_t nrows = 0, cap = 0;
-	uint64_t p = x->in->peak_index;
 	ms_status s = MS_OK;
 
 	for (size_t i = 0; i < x->n; i++) {
 		const struct blk *b = &x->b[i];
 		uint32_t frame;
 		uint64_t *ri;
-		if (b->cat != MS_CAT_ACTIVATIONS || b->a > p || (b->f != NONE && b->f <= p))
+		if (b->cat != MS_CAT_ACTIVATIONS || !in_state(x, b))
 			continue;
 		frame = site_frame(&x->t->syms, b->stack);
 		if (!(ri = ms_u64map_get(&row_of, frame))) {
@@ -588,8 +649,7 @@ ms_status ms_explain_run(const struct ms_explain_in *in, struct ms_explain *out)
 	categorize_rest(&x);
 	for (size_t i = 0; i < x.n; i++) {
 		const struct blk *b = &x.b[i];
-		if (b->a <= in->peak_index && (b->f == NONE || b->f > in->peak_index) &&
-		    (b->before || b->a <= in->peak_index)) {
+		if (in_state(&x, b)) {
 			out->cat_bytes[b->cat] += b->size;
 			out->cat_blocks[b->cat]++;
 		}

@@ -48,6 +48,8 @@ struct ms_explain_in {
 	 * allocated bytes the replay had then (the categories' sum is checked against them) */
 	uint64_t peak_index;
 	uint64_t allocated_at_peak;
+	int before; /* the state before event peak_index, not after it (an OOM: the failed request)
+	             */
 };
 
 /* A step: from its first event to the next step's, and its peak of allocated bytes. */
@@ -84,6 +86,7 @@ struct ms_explain {
 	size_t n_optimizer_steps;
 	const char *optimizer;  /* the first optimizer step's name ("AdamW"), or "" */
 	const char *steps_from; /* "step annotations", "optimizer steps" or "" (none found) */
+	int steps_other_device; /* the steps are annotated on other devices (none on this one) */
 	const char *why_uncategorized; /* "" or why parameters etc. could not be told */
 	int has_stacks;
 	struct ms_explain_step *steps;

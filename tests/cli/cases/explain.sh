@@ -2,7 +2,10 @@
 # truth PyTorch counted): the text of one, and of each its categories as the JSON gives them
 # against PyTorch's own parameter, gradient and optimizer-state bytes (within 1%, by Python);
 # a loop that keeps each step's logits, whose growth must be found at its line with PyTorch's
-# bytes a step; a trace with an OOM; a snapshot without optimizer steps, which says so.
+# bytes a step; a trace with an OOM under a limit inferred over a range; an OOM under a limit
+# given; a mid-run trace (its memory from before the trace is unplaced, not rounding); settings
+# that avoid an OOM with a higher peak (signed); and over every bundled trace, that the
+# categories at the peak and the allocated bytes differ only by the blocks' rounding (within 5%).
 d=testdata/snapshots/explain
 "$MEMSNAP" explain "$d/adamw.pickle.zst"
 for n in adamw sgd hf_gpt2 lightning leak; do
@@ -28,4 +31,21 @@ print(sys.argv[2] + ":", ", ".join(out))' "$d/$n.truth.json" "$(basename "$f")"
 done
 "$MEMSNAP" explain testdata/snapshots/dynamic_oom.pickle 2>&1 | sed -n '/out of memory/,$p'
 "$MEMSNAP" explain testdata/snapshots/resnet50.pickle.gz 2>&1 | sed -n '1,12p'
+"$MEMSNAP" -q explain --limit 600M "$d/adamw.pickle.zst" | sed -n '/out of memory/,/cached_free/p'
+"$MEMSNAP" -q explain testdata/snapshots/real/late_history.pickle.zst | sed -n '1,6p'
+"$MEMSNAP" -q explain testdata/snapshots/real/oom_outside.pickle.zst | sed -n '/what to change/,$p'
+n=0
+for f in testdata/snapshots/*.pickle* testdata/snapshots/real/*.pickle.zst \
+	testdata/snapshots/pools/*.zst testdata/snapshots/devices/*.zst "$d"/*.zst; do
+	"$MEMSNAP" -q explain --json "$f" 2>/dev/null | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+for x in d.get("devices", [d]):
+    if "categories" in x:
+        c, a = x["categories"], x["peak"]["allocated_bytes"]
+        if abs(c["rounding"]) > 0.05 * a:
+            print("rounding beyond 5%:", sys.argv[1], x.get("device"), c["rounding"], a)' "$f"
+	n=$((n + 1))
+done
+echo "$n traces: categories against allocated checked"
 "$MEMSNAP" explain /nonexistent.pickle; echo "exit $?"
