@@ -165,6 +165,9 @@ static int page_data(const struct ms_replay_cli *c, const char *path,
 		s = ms_report_collect(&in, &rep, &d);
 	else
 		memset(&rep, 0, sizeof(rep));
+	/* the diagnosis, of a whole trace in memory (a .zst trace streams: memsnap explain) */
+	if (!s && in.trace && !pg->from && !pg->to)
+		s = ms_report_diagnose(&rep, in.trace, r);
 	if (!s && rep.has_oom && !pg->no_whatif)
 		s = whatif_rows(path, &c->o, &rows, &n_rows, &d);
 	if (!s)
@@ -380,7 +383,9 @@ static int render_html_together(struct ms_replay_cli *c, const char *path, const
 		return 0;
 	}
 	rep.device_memory_source = f.r.device_memory_source;
-	if ((s = ms_render_html(&rep, NULL, 0, &buf)))
+	if (t && (s = ms_report_diagnose(&rep, t, &f.r)))
+		ms_report(path, s, &d);
+	else if ((s = ms_render_html(&rep, NULL, 0, &buf)))
 		ms_report(path, s, &d);
 	*rc = s ? MS_EXIT_ERROR : emit(out, &buf, "html", SIZE_MAX, 0);
 	ms_buf_release(&buf);

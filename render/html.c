@@ -11,6 +11,7 @@
 #include "common/jsonw.h"
 #include "common/status.h"
 #include "render/report.h"
+#include "explain/explain.h"
 #include "replay/whatif.h"
 
 int ms_render_have_html(void)
@@ -321,6 +322,50 @@ static void timeline_json(struct ms_jsonw *w, const struct ms_report *rep)
 }
 
 /* The page's data: one JSON document (docs/RENDER.md), into *json (libc's free). */
+/* What the peak is made of (report.h): categories as [name, bytes, blocks], the rest by name. */
+static void diagnosis_json(struct ms_jsonw *w, const struct ms_report_diagnosis *g)
+{
+	ms_jsonw_obj_begin(w);
+	key_u64(w, "event", g->event);
+	key_u64(w, "reserved", g->reserved);
+	key_u64(w, "allocated", g->allocated);
+	ms_jsonw_key(w, "categories");
+	ms_jsonw_arr_begin(w);
+	for (unsigned k = 0; k < 6; k++) {
+		ms_jsonw_arr_begin(w);
+		ms_jsonw_cstr(w, ms_explain_cat_name(k));
+		ms_jsonw_u64(w, g->cat_bytes[k]);
+		ms_jsonw_u64(w, g->cat_blocks[k]);
+		ms_jsonw_arr_end(w);
+	}
+	ms_jsonw_arr_end(w);
+	key_i64(w, "rounding", g->rounding);
+	key_u64(w, "optimizer_steps", g->n_optimizer_steps);
+	key_cstr(w, "optimizer", g->optimizer);
+	ms_jsonw_key(w, "model");
+	if (g->model_found) {
+		ms_jsonw_arr_begin(w);
+		ms_jsonw_u64(w, g->parameter_bytes);
+		ms_jsonw_u64(w, g->gradient_bytes);
+		ms_jsonw_u64(w, g->optimizer_state_bytes);
+		ms_jsonw_arr_end(w);
+	} else {
+		ms_jsonw_null(w);
+	}
+	key_cstr(w, "note", g->note);
+	ms_jsonw_key(w, "growth");
+	ms_jsonw_arr_begin(w);
+	for (size_t k = 0; k < g->n_growth; k++) {
+		ms_jsonw_arr_begin(w);
+		ms_jsonw_cstr(w, g->growth[k].site);
+		ms_jsonw_u64(w, g->growth[k].bytes_per_step);
+		ms_jsonw_u64(w, g->growth[k].steps);
+		ms_jsonw_arr_end(w);
+	}
+	ms_jsonw_arr_end(w);
+	ms_jsonw_obj_end(w);
+}
+
 static ms_status data_json(const struct ms_report *rep, const struct ms_whatif_row *whatif,
                            size_t n_whatif, char **json, size_t *json_len)
 {
@@ -387,6 +432,11 @@ static ms_status data_json(const struct ms_report *rep, const struct ms_whatif_r
 	timeline_json(&w, rep);
 	ms_jsonw_key(&w, "moments");
 	moments_json(&w, rep);
+	ms_jsonw_key(&w, "diagnosis");
+	if (rep->diag.has)
+		diagnosis_json(&w, &rep->diag);
+	else
+		ms_jsonw_null(&w);
 	ms_jsonw_key(&w, "oom");
 	if (rep->has_oom)
 		oom_json(&w, rep);

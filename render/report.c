@@ -8,12 +8,15 @@
  */
 #include "render/report.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/alloc.h"
 #include "common/hash.h"
 #include "common/status.h"
+#include "explain/explain.h"
+#include "parse/trace.h"
 #include "replay/site.h"
 
 /* The window's peak (also for render's other formats). */
@@ -741,4 +744,49 @@ void ms_report_release(struct ms_report *rep)
 	ms_symtab_release(&rep->frames);
 	ms_symtab_release(&rep->own_syms);
 	memset(rep, 0, sizeof(*rep));
+}
+
+ms_status ms_report_diagnose(struct ms_report *rep, const struct ms_trace *t,
+                             const struct ms_replay_result *first)
+{
+	struct ms_report_diagnosis *g = &rep->diag;
+	struct ms_explain x;
+	struct ms_explain_in in;
+	uint64_t sum = 0;
+
+	_Static_assert(MS_CAT_COUNT == 6, "the diagnosis keeps every category");
+	memset(g, 0, sizeof(*g));
+	memset(&in, 0, sizeof(in));
+	in.t = t;
+	in.device = rep->device;
+	in.peak_index = first->fullest_at_peak_index;
+	in.allocated_at_peak = first->allocated_at_peak_reserved;
+	if (ms_explain_run(&in, &x))
+		return MS_ERR_NOMEM;
+	g->has = 1;
+	g->event = in.peak_index;
+	g->reserved = (uint64_t)first->stats.reserved_bytes[0].peak;
+	g->allocated = first->allocated_at_peak_reserved;
+	for (unsigned k = 0; k < MS_CAT_COUNT; k++) {
+		g->cat_bytes[k] = x.cat_bytes[k];
+		g->cat_blocks[k] = x.cat_blocks[k];
+		sum += x.cat_bytes[k];
+	}
+	g->rounding = (int64_t)g->allocated - (int64_t)sum;
+	g->model_found = x.parameter_blocks != 0;
+	g->parameter_bytes = x.parameter_bytes;
+	g->gradient_bytes = x.gradient_bytes;
+	g->optimizer_state_bytes = x.optimizer_state_bytes;
+	g->n_optimizer_steps = x.n_optimizer_steps;
+	snprintf(g->optimizer, sizeof(g->optimizer), "%s", x.optimizer);
+	snprintf(g->note, sizeof(g->note), "%s", x.why_uncategorized);
+	for (size_t k = 0; k < x.n_growth && k < MS_REPORT_GROWTH; k++) {
+		ms_stack_label(&t->syms, x.growth[k].stack, g->growth[k].site,
+		               sizeof(g->growth[k].site));
+		g->growth[k].bytes_per_step = x.growth[k].bytes_per_step;
+		g->growth[k].steps = x.growth[k].steps;
+		g->n_growth++;
+	}
+	ms_explain_release(&x);
+	return MS_OK;
 }

@@ -103,6 +103,30 @@ struct ms_report_flame_node {
 	size_t child, next; /* first child and next sibling, 0 = none */
 };
 
+/*
+ * What the peak is made of (explain/explain.h), for a trace in memory and the whole of it: the
+ * categories at the state the first pass names (its fullest_at_peak_index), the model's sets,
+ * the sites that grow. has is 0 where it was not made (a window, a trace streamed from its file).
+ */
+#define MS_REPORT_GROWTH 5
+struct ms_report_diagnosis {
+	int has;
+	uint64_t event, reserved, allocated;
+	uint64_t cat_bytes[6], cat_blocks[6]; /* by enum ms_explain_cat */
+	int64_t rounding;
+	uint64_t parameter_bytes, gradient_bytes, optimizer_state_bytes;
+	int model_found; /* parameters were found (else the three above are not known) */
+	size_t n_optimizer_steps;
+	char optimizer[64];
+	char note[512];
+	struct {
+		char site[512];
+		uint64_t bytes_per_step;
+		uint32_t steps;
+	} growth[MS_REPORT_GROWTH];
+	size_t n_growth;
+};
+
 struct ms_report {
 	const char *source; /* borrowed from the input */
 	int no_trace;       /* the end state of a snapshot without a trace: no timeline */
@@ -162,6 +186,8 @@ struct ms_report {
 	/* the frames the stacks use: [name, file, line], frame id i + 1 */
 	struct ms_symtab frames;
 
+	struct ms_report_diagnosis diag;
+
 	/* the trace's strings and stacks (annotation names, flame frames) */
 	const struct ms_symtab *syms;
 	struct ms_symtab own_syms; /* those of a trace streamed from its file */
@@ -207,6 +233,13 @@ ms_status ms_report_collect(const struct ms_report_input *in, struct ms_report *
  */
 ms_status ms_report_end_state(const struct ms_render_input *in, struct ms_report *rep);
 void ms_report_release(struct ms_report *rep);
+
+/*
+ * rep->diag from t (whole, in memory) and first, the first pass's result of rep's device.
+ * @return MS_OK or MS_ERR_NOMEM.
+ */
+ms_status ms_report_diagnose(struct ms_report *rep, const struct ms_trace *t,
+                             const struct ms_replay_result *first);
 
 /*
  * The event in [from, to) after which allocated bytes were highest (the first such), from a

@@ -114,6 +114,50 @@
 		});
 		$('summary').parentNode.insertBefore(nav, $('summary').nextSibling);
 	}
+	if (D.diagnosis) {
+		var g = D.diagnosis, dg = $('diagnosis');
+		$('diagnosis-panel').hidden = false;
+		var rules = {
+			parameters: 'kept from before the first optimizer step through the last, made by torch.nn, a gradient of its size',
+			gradients: 'alive at an optimizer step\'s start, the size of a parameter',
+			optimizer_state: 'made in an optimizer step, kept through the later ones, a parameter\'s size',
+			activations: 'an iteration\'s own, freed before the next optimizer step',
+			other: 'kept across optimizer steps: workspaces, inputs, caches, leaks',
+			unplaced: 'not placed: from before the trace, or no optimizer steps to place it by'
+		};
+		dg.appendChild(text(document.createElement('p'), 'At event ' + g.event + ', the most ' +
+			'allocated while reserved memory stood at its peak (' + fmt(g.reserved) + '): ' +
+			fmt(g.allocated) + ' allocated. Each byte placed by the rule beside it ' +
+			'(memsnap explain gives the steps and the settings that help).'));
+		var dt = document.createElement('table');
+		dt.id = 'categories';
+		dt.innerHTML = '<thead><tr><th>bytes</th><th>allocations</th><th>category</th><th>rule</th></tr></thead>';
+		var db = document.createElement('tbody');
+		var row = function (cells) {
+			var tr = document.createElement('tr');
+			cells.forEach(function (c) { tr.appendChild(text(document.createElement('td'), c)); });
+			db.appendChild(tr);
+		};
+		g.categories.forEach(function (c) {
+			if (c[1] || (g.optimizer_steps && c[0] !== 'unplaced'))
+				row([fmt(c[1]), String(c[2]), c[0], rules[c[0]]]);
+		});
+		row([(g.rounding < 0 ? '-' : '') + fmt(Math.abs(g.rounding)), '', 'rounding',
+			'allocated beyond the bytes asked for']);
+		row([fmt(g.reserved - g.allocated), '', 'cached_free', 'reserved but not allocated']);
+		dt.appendChild(db);
+		dg.appendChild(dt);
+		if (g.note) dg.appendChild(text(document.createElement('p'), 'Note: ' + g.note));
+		if (g.model)
+			dg.appendChild(text(document.createElement('p'), 'Model and optimizer (' +
+				(g.optimizer || '?') + '): parameters ' + fmt(g.model[0]) + ', gradients ' +
+				fmt(g.model[1]) + ', optimizer state ' + fmt(g.model[2]) + '.'));
+		if (g.optimizer_steps >= 3)
+			dg.appendChild(text(document.createElement('p'), g.growth.length ?
+				'Growing from step to step: ' + g.growth.map(function (x) {
+					return '+' + fmt(x[1]) + ' a step over ' + x[2] + ' steps at ' + x[0];
+				}).join('; ') + '.' : 'Nothing grows from step to step.'));
+	}
 	if (D.oom) {
 		var o = D.oom, p = $('oom');
 		$('oom-panel').hidden = false;
