@@ -29,6 +29,8 @@ struct blk {
 	uint8_t param_cand; /* kept through the optimizer steps, allocated by torch.nn code */
 	uint8_t grad;       /* matched as a gradient at some step */
 	uint8_t in_window;  /* allocated inside an optimizer step */
+	/* the optimizer steps whose start it is alive at: [k_lo, k_hi) (windows_alive) */
+	uint32_t k_lo, k_hi;
 };
 
 struct window {
@@ -45,7 +47,8 @@ struct ex {
 	size_t nw, capw;
 	uint64_t *bounds; /* steps' first events */
 	size_t nb, capb;
-	int8_t *nn_of; /* stack id -> 1 if a frame is torch.nn's, 0 if not, -1 not known yet */
+	int8_t *nn_of;     /* stack id -> 1 if a frame is torch.nn's, 0 if not, -1 not known yet */
+	uint32_t *site_of; /* stack id -> its site frame + 1, 0 not known yet */
 };
 
 static ms_status add_blk(struct ex *x, const struct blk *b)
@@ -73,7 +76,11 @@ static ms_status lifetimes(struct ex *x)
 		if (e->device != x->in->device || e->source != MS_SRC_TORCH)
 			continue;
 		if (e->action == MS_ACT_ALLOC) {
-			struct blk b = {e->size, i, NONE, e->stack, MS_CAT_UNPLACED, 0, 0, 0, 0};
+			struct blk b = {.size = e->size,
+			                .a = i,
+			                .f = NONE,
+			                .stack = e->stack,
+			                .cat = MS_CAT_UNPLACED};
 			x->x->has_stacks |= e->stack != 0;
 			if (!(s = add_blk(x, &b)))
 				s = ms_u64map_put(&live, e->addr, x->n - 1);
@@ -84,8 +91,11 @@ static ms_status lifetimes(struct ex *x)
 			} else if (!ms_u64map_get(&gone, e->addr)) {
 				/* allocated before the trace: alive from its start (once: a second
 				 * free with no alloc between says nothing more) */
-				struct blk b = {e->size, 0, i, e->stack, MS_CAT_UNPLACED,
-				                1,       0, 0, 0};
+				struct blk b = {.size = e->size,
+				                .f = i,
+				                .stack = e->stack,
+				                .cat = MS_CAT_UNPLACED,
+				                .before = 1};
 				if (!(s = add_blk(x, &b)))
 					s = ms_u64map_put(&gone, e->addr, 1);
 			}
@@ -98,15 +108,11 @@ static ms_status lifetimes(struct ex *x)
 			continue;
 		for (uint32_t j = 0; j < sg->n_blocks && !s; j++) {
 			const struct ms_block *k = &t->blocks[t->seg_block0[g] + j];
-			struct blk b = {k->requested_size ? k->requested_size : k->size,
-			                0,
-			                NONE,
-			                k->stack,
-			                MS_CAT_UNPLACED,
-			                1,
-			                0,
-			                0,
-			                0};
+			struct blk b = {.size = k->requested_size ? k->requested_size : k->size,
+			                .f = NONE,
+			                .stack = k->stack,
+			                .cat = MS_CAT_UNPLACED,
+			                .before = 1};
 			if (k->state == MS_BLOCK_INACTIVE || ms_u64map_get(&live, k->addr) ||
 			    ms_u64map_get(&gone, k->addr))
 				continue;
@@ -263,11 +269,6 @@ static int in_state(const struct ex *x, const struct blk *b)
 	return b->a <= p && (b->f == NONE || b->f > p);
 }
 
-static int alive_at(const struct blk *b, uint64_t i)
-{
-	return b->a < i && (b->f == NONE || b->f >= i);
-}
-
 /* Count of the sizes in a map size -> count. */
 static ms_status count_add(struct ms_u64map *m, uint64_t size, int64_t d)
 {
@@ -279,6 +280,33 @@ static ms_status count_add(struct ms_u64map *m, uint64_t size, int64_t d)
 	return d > 0 ? ms_u64map_put(m, size, (uint64_t)d) : MS_OK;
 }
 
+/* The first window whose start is after event i (windows are in event order). */
+static uint32_t windows_up_to(const struct ex *x, uint64_t i)
+{
+	size_t lo = 0, hi = x->nw;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (x->w[mid].s <= i)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return (uint32_t)lo;
+}
+
+/* Each block's optimizer steps whose start it is alive at: started before it, freed after. */
+static void windows_alive(struct ex *x)
+{
+	for (size_t i = 0; i < x->n; i++) {
+		struct blk *b = &x->b[i];
+		b->k_lo = b->before ? 0 : windows_up_to(x, b->a);
+		b->k_hi = b->f == NONE ? (uint32_t)x->nw : windows_up_to(x, b->f);
+		if (b->k_hi < b->k_lo)
+			b->k_hi = b->k_lo;
+	}
+}
+
 /* Optimizer state, gradients and parameters (explain.h's rules). */
 static ms_status categorize_state(struct ex *x)
 {
@@ -287,8 +315,10 @@ static ms_status categorize_state(struct ex *x)
 	struct ms_explain *r = x->x;
 	const struct window *first = &x->w[0], *last = &x->w[x->nw - 1];
 	uint64_t n_grad_matched = 0;
+	size_t *first_of = NULL, *entries = NULL, n_entries = 0;
 	ms_status s = MS_OK;
 
+	windows_alive(x);
 	for (size_t i = 0; i < x->n; i++) {
 		struct blk *b = &x->b[i];
 		size_t k;
@@ -314,39 +344,65 @@ static ms_status categorize_state(struct ex *x)
 				goto out;
 		}
 	}
-	/* each step: what is alive at its start, of a parameter's size, one block per parameter */
-	for (size_t k = 0; k < x->nw; k++) {
-		uint64_t bytes = 0;
-		ms_u64map_clear(&avail);
-		ms_u64map_clear(&took);
-		for (size_t i = 0; i < x->n; i++) {
-			const struct blk *b = &x->b[i];
-			if (b->param_cand && (s = count_add(&avail, b->size, 1)))
-				goto out;
+	/*
+	 * Each step: what is alive at its start, of a parameter's size, one block per parameter.
+	 * The candidates by step (the blocks alive at its start), in allocation order.
+	 */
+	for (size_t i = 0; i < x->n; i++) {
+		const struct blk *b = &x->b[i];
+		if (!b->before && !b->param_cand && b->cat != MS_CAT_OPTIMIZER_STATE)
+			n_entries += b->k_hi - b->k_lo;
+	}
+	first_of = ms_calloc(x->nw + 1, sizeof(*first_of));
+	entries = ms_malloc((n_entries ? n_entries : 1) * sizeof(*entries));
+	if (!first_of || !entries) {
+		s = MS_ERR_NOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < x->n; i++) {
+		const struct blk *b = &x->b[i];
+		if (!b->before && !b->param_cand && b->cat != MS_CAT_OPTIMIZER_STATE)
+			for (uint32_t k = b->k_lo; k < b->k_hi; k++)
+				first_of[k + 1]++;
+	}
+	for (size_t k = 0; k < x->nw; k++)
+		first_of[k + 1] += first_of[k];
+	{
+		size_t *fill = ms_calloc(x->nw + 1, sizeof(*fill));
+		if (!fill) {
+			s = MS_ERR_NOMEM;
+			goto out;
 		}
 		for (size_t i = 0; i < x->n; i++) {
-			struct blk *b = &x->b[i];
-			uint64_t *c;
-			if (b->before || b->param_cand || b->cat == MS_CAT_OPTIMIZER_STATE ||
-			    !alive_at(b, x->w[k].s))
+			const struct blk *b = &x->b[i];
+			if (!b->before && !b->param_cand && b->cat != MS_CAT_OPTIMIZER_STATE)
+				for (uint32_t k = b->k_lo; k < b->k_hi; k++)
+					entries[first_of[k] + fill[k]++] = i;
+		}
+		ms_free(fill);
+	}
+	for (size_t k = 0; k < x->nw; k++) {
+		uint64_t bytes = 0;
+		ms_u64map_clear(&took);
+		for (size_t e = first_of[k]; e < first_of[k + 1]; e++) {
+			struct blk *b = &x->b[entries[e]];
+			uint64_t *have = ms_u64map_get(&cand, b->size), *t, *nd;
+			if (!have)
 				continue;
-			if (!(c = ms_u64map_get(&avail, b->size)) || !*c)
+			t = ms_u64map_get(&took, b->size);
+			if (t && *t >= *have)
 				continue;
-			(*c)--;
+			if (!t) {
+				if ((s = ms_u64map_put(&took, b->size, 0)))
+					goto out;
+				t = ms_u64map_get(&took, b->size);
+			}
+			++*t;
 			b->grad = 1;
 			bytes += b->size;
 			n_grad_matched++;
-			if ((s = count_add(&took, b->size, 1)))
-				goto out;
-		}
-		if (bytes > r->gradient_bytes)
-			r->gradient_bytes = bytes;
-		/* a parameter of each size for the most gradients of that size at one step */
-		for (size_t i = 0; i < x->n; i++) {
-			const struct blk *b = &x->b[i];
-			uint64_t *t, *nd;
-			if (!b->grad || !(t = ms_u64map_get(&took, b->size)))
-				continue;
+			/* a parameter of each size for the most gradients of that size at one step
+			 */
 			nd = ms_u64map_get(&need, b->size);
 			if (!nd) {
 				if ((s = ms_u64map_put(&need, b->size, *t)))
@@ -355,6 +411,8 @@ static ms_status categorize_state(struct ex *x)
 				*nd = *t;
 			}
 		}
+		if (bytes > r->gradient_bytes)
+			r->gradient_bytes = bytes;
 	}
 	if (!n_grad_matched && !r->has_stacks)
 		r->why_uncategorized =
@@ -412,6 +470,8 @@ static ms_status categorize_state(struct ex *x)
 		}
 	}
 out:
+	ms_free(first_of);
+	ms_free(entries);
 	ms_u64map_release(&cand);
 	ms_u64map_release(&avail);
 	ms_u64map_release(&need);
@@ -425,14 +485,11 @@ static void categorize_rest(struct ex *x)
 {
 	for (size_t i = 0; i < x->n; i++) {
 		struct blk *b = &x->b[i];
-		size_t starts = 0;
 		if (b->before || b->cat != MS_CAT_UNPLACED)
 			continue;
 		if (!x->nw)
 			continue; /* no optimizer steps: nothing to place it by */
-		for (size_t k = 0; k < x->nw && starts < 2; k++)
-			starts += alive_at(b, x->w[k].s);
-		b->cat = starts >= 2 || b->f == NONE ? MS_CAT_OTHER : MS_CAT_ACTIVATIONS;
+		b->cat = b->k_hi - b->k_lo >= 2 || b->f == NONE ? MS_CAT_OTHER : MS_CAT_ACTIVATIONS;
 	}
 }
 
@@ -476,23 +533,26 @@ static ms_status step_peaks(struct ex *x)
 	return MS_OK;
 }
 
-/* The site frame of a stack (0: none). */
-static uint32_t site_frame(const struct ms_symtab *y, uint32_t stack)
+/* The site frame of a stack (0: none), found once a stack. */
+static uint32_t site_frame(struct ex *x, uint32_t stack)
 {
+	const struct ms_symtab *y = &x->t->syms;
 	size_t n;
 	const uint32_t *fr;
 
 	if (!stack)
 		return 0;
-	fr = ms_symtab_get_stack(y, stack, &n);
-	return n ? fr[ms_site_pos(y, fr, n, NULL)] : 0;
+	if (!x->site_of[stack]) {
+		fr = ms_symtab_get_stack(y, stack, &n);
+		x->site_of[stack] = (n ? fr[ms_site_pos(y, fr, n, NULL)] : 0) + 1;
+	}
+	return x->site_of[stack] - 1;
 }
 
 /* Sites whose memory alive at an optimizer step's start grows from one step to the next. */
 static ms_status growth(struct ex *x)
 {
 	struct ms_explain *r = x->x;
-	const struct ms_symtab *y = &x->t->syms;
 	struct ms_u64map row_of = MS_U64MAP_INIT;
 	struct row {
 		uint32_t frame, stack;
@@ -513,7 +573,7 @@ static ms_status growth(struct ex *x)
 		 * keeps is freed only at exit, so it looks like one) */
 		if (b->cat != MS_CAT_OTHER && b->cat != MS_CAT_ACTIVATIONS)
 			continue;
-		frame = site_frame(y, b->stack);
+		frame = site_frame(x, b->stack);
 		if (!(ri = ms_u64map_get(&row_of, frame))) {
 			if (ms_grow(&rows, &caprows, nrows + 1, sizeof(*rows)) ||
 			    !(rows[nrows].live = ms_calloc(x->nw, sizeof(uint64_t))) ||
@@ -528,10 +588,10 @@ static ms_status growth(struct ex *x)
 			nrows++;
 		}
 		w = &rows[*ri];
-		for (size_t k = 0; k < x->nw; k++)
-			if (alive_at(b, x->w[k].s))
-				w->live[k] += b->size;
-		if (alive_at(b, x->w[x->nw - 1].s) && b->a > x->w[0].s && b->a < w->first_event)
+		for (uint32_t k = b->k_lo; k < b->k_hi; k++)
+			w->live[k] += b->size;
+		if (b->k_hi == x->nw && b->k_lo < x->nw && b->a > x->w[0].s &&
+		    b->a < w->first_event)
 			w->first_event = b->a;
 	}
 	for (size_t j = 0; j < nrows && !s; j++) {
@@ -579,7 +639,7 @@ static ms_status top_activations(struct ex *x)
 		uint64_t *ri;
 		if (b->cat != MS_CAT_ACTIVATIONS || !in_state(x, b))
 			continue;
-		frame = site_frame(&x->t->syms, b->stack);
+		frame = site_frame(x, b->stack);
 		if (!(ri = ms_u64map_get(&row_of, frame))) {
 			if (ms_grow(&rows, &cap, nrows + 1, sizeof(*rows)) ||
 			    ms_u64map_put(&row_of, frame, nrows)) {
@@ -633,6 +693,10 @@ ms_status ms_explain_run(const struct ms_explain_in *in, struct ms_explain *out)
 	if (!x.nn_of)
 		return MS_ERR_NOMEM;
 	memset(x.nn_of, -1, ms_symtab_nstacks(&in->t->syms) + 1);
+	if (!(x.site_of = ms_calloc(ms_symtab_nstacks(&in->t->syms) + 1, sizeof(*x.site_of)))) {
+		ms_free(x.nn_of);
+		return MS_ERR_NOMEM;
+	}
 	if ((s = lifetimes(&x)) || (s = windows_and_steps(&x)))
 		goto out;
 	if (x.nw) {
@@ -665,6 +729,7 @@ out:
 	ms_free(x.w);
 	ms_free(x.bounds);
 	ms_free(x.nn_of);
+	ms_free(x.site_of);
 	return s;
 }
 

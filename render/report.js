@@ -114,6 +114,12 @@
 		});
 		$('summary').parentNode.insertBefore(nav, $('summary').nextSibling);
 	}
+	if (!D.diagnosis && !NOTRACE && D.window[0] === 0 && D.window[1] === D.events) {
+		$('diagnosis-panel').hidden = false;
+		$('diagnosis').appendChild(text(document.createElement('p'), 'memsnap explain ' +
+			'gives what the peak is made of (a .zst trace is streamed for this page, not ' +
+			'read whole).'));
+	}
 	if (D.diagnosis) {
 		var g = D.diagnosis, dg = $('diagnosis');
 		$('diagnosis-panel').hidden = false;
