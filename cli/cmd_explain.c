@@ -21,7 +21,7 @@
 
 static const char *const usage[] = {
         "memsnap explain [--limit N | --memory-fraction F] [--device-memory N] [--device D]",
-        "                [--alloc-conf CONF] [--jobs N] [--json] <trace>",
+        "                [--alloc-conf CONF] [--jobs N] [--json] <trace>...",
         "",
         "What a trace's memory is made of and what to change. At the peak of reserved memory:",
         "parameters, gradients, optimizer state, activations, other memory kept across steps,",
@@ -29,7 +29,9 @@ static const char *const usage[] = {
         "placed by a rule it names (docs/EXPLAIN.md); the steps and their peaks; the sites whose",
         "memory grows from step to step; the OOM, if the replay runs out, and whether the demand",
         "or the fragmentation caused it; and the allocator settings that lower the peak or avoid",
-        "the OOM, each replayed on this trace, with the least memory that completes.",
+        "the OOM, each replayed on this trace, with the least memory that completes. Several",
+        "traces (the ranks of a job) are each explained, then compared: each peak against the",
+        "median, and which of them ran out of memory.",
         NULL,
 };
 
@@ -279,8 +281,17 @@ static void print_steps(const struct ms_explain *x, size_t peak_step)
 }
 
 /* One device of t: the explanation as text on stdout or into *jout. */
+/* One file's device, as the comparison of several files (ranks) shows it. */
+struct rank_row {
+	char label[4200];
+	uint64_t reserved, allocated, parameters;
+	int parameters_known, oom, lower_bound;
+	uint64_t oom_event;
+};
+
 static int explain_one(struct ms_replay_cli *c, const char *path, const struct ms_trace *t,
-                       uint32_t device, const char *label, unsigned jobs, int json, cJSON **jout)
+                       uint32_t device, const char *label, unsigned jobs, int json, cJSON **jout,
+                       struct rank_row *row)
 {
 	struct ms_replay_result first;
 	struct ms_limit_range lim;
@@ -649,11 +660,148 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 	ms_whatif_release(rows, nrows);
 	ms_free(rows);
 	ms_free(recs);
-	ms_explain_release(&x);
 	ms_explain_release(&at_oom);
 	ms_explain_release(&at_apeak);
+	snprintf(row->label, sizeof(row->label), "%s", label);
+	row->reserved = reserved;
+	row->allocated = allocated;
+	row->parameters = x.parameter_bytes;
+	row->parameters_known = x.parameter_blocks != 0;
+	row->oom = has_oom;
+	row->oom_event = has_oom ? first.first_oom.index : 0;
+	row->lower_bound = first.rebuilt;
+	ms_explain_release(&x);
 	ms_replay_result_release(&first);
 	return MS_EXIT_OK;
+}
+
+static int row_cmp(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* Several files (the ranks of a job): each one's peak against the median, and who ran out. */
+static void compare(const struct rank_row *rows, size_t n, cJSON *jroot)
+{
+	uint64_t *peaks = ms_calloc(n, sizeof(*peaks)), median;
+	char b1[32], b2[32], b3[32];
+	size_t k, n_oom = 0;
+
+	if (!peaks)
+		ms_die(MS_EXIT_ERROR, "out of memory");
+	for (k = 0; k < n; k++)
+		peaks[k] = rows[k].reserved;
+	qsort(peaks, n, sizeof(*peaks), row_cmp);
+	median = n % 2 ? peaks[n / 2] : peaks[n / 2 - 1] / 2 + peaks[n / 2] / 2;
+	ms_free(peaks);
+	for (k = 0; k < n; k++)
+		n_oom += rows[k].oom;
+	if (jroot) {
+		cJSON *o = cJSON_AddObjectToObject(jroot, "comparison"), *a;
+		ms_json_u64(o, "median_peak_reserved_bytes", median);
+		a = cJSON_AddArrayToObject(o, "rows");
+		for (k = 0; k < n; k++) {
+			cJSON *r = cJSON_CreateObject();
+			cJSON_AddStringToObject(r, "trace", rows[k].label);
+			ms_json_u64(r, "peak_reserved_bytes", rows[k].reserved);
+			cJSON_AddNumberToObject(
+			        r, "against_median",
+			        median ? (double)rows[k].reserved / (double)median - 1 : 0);
+			ms_json_u64(r, "allocated_bytes", rows[k].allocated);
+			if (rows[k].parameters_known)
+				ms_json_u64(r, "parameter_bytes", rows[k].parameters);
+			else
+				cJSON_AddNullToObject(r, "parameter_bytes");
+			if (rows[k].oom)
+				ms_json_u64(r, "oom_event", rows[k].oom_event);
+			else
+				cJSON_AddNullToObject(r, "oom_event");
+			cJSON_AddBoolToObject(r, "is_lower_bound", rows[k].lower_bound);
+			cJSON_AddItemToArray(a, r);
+		}
+		return;
+	}
+	printf("\n%zu traces compared: the median peak reserved is %s; ", n,
+	       ms_format_size(b1, sizeof(b1), median));
+	if (n_oom)
+		printf("%zu of them run%s out of memory\n", n_oom, n_oom == 1 ? "s" : "");
+	else
+		printf("none runs out of memory\n");
+	printf("  %14s %10s %14s %14s  %-12s %s\n", "peak reserved", "vs median", "allocated",
+	       "parameters", "OOM", "trace");
+	for (k = 0; k < n; k++) {
+		char oom[32], vs[32];
+		double d = median ? 100.0 * ((double)rows[k].reserved / (double)median - 1) : 0;
+		snprintf(vs, sizeof(vs), "%+.1f%%", d);
+		if (rows[k].oom)
+			snprintf(oom, sizeof(oom), "event %llu",
+			         (unsigned long long)rows[k].oom_event);
+		else
+			snprintf(oom, sizeof(oom), "-");
+		printf("  %s%13s %10s %14s %14s  %-12s %s\n", rows[k].lower_bound ? ">" : " ",
+		       ms_format_size(b1, sizeof(b1), rows[k].reserved), vs,
+		       ms_format_size(b2, sizeof(b2), rows[k].allocated),
+		       rows[k].parameters_known ? ms_format_size(b3, sizeof(b3), rows[k].parameters)
+		                                : "not found",
+		       oom, rows[k].label);
+	}
+	printf("  (>: a trace that starts mid-run, whose peak is at least that)\n");
+}
+
+/* One file, every device it covers: as text, or its JSON into *jout (as for one file alone). */
+static int explain_file(struct ms_replay_cli *c, const char *path, unsigned jobs, int json,
+                        cJSON **jout, struct rank_row **rows, size_t *nrows, size_t *caprows)
+{
+	size_t nd, k;
+	const struct ms_trace *t;
+	struct ms_trace *owned;
+	struct ms_diag d = MS_DIAG_INIT;
+	struct ms_replay_opts base = c->o;
+	uint32_t *devs;
+	cJSON *byd = NULL;
+	int rc = MS_EXIT_OK;
+	ms_status s;
+
+	*jout = NULL;
+	if (ms_replay_cli_devices(c, path, "explain", &devs, &nd))
+		return MS_EXIT_ERROR;
+	if ((s = ms_replay_cli_trace_whole(path, &t, &owned, &d))) {
+		ms_report(path, s, &d);
+		ms_free(devs);
+		return MS_EXIT_ERROR;
+	}
+	if (json && nd > 1) {
+		*jout = cJSON_CreateObject();
+		cJSON_AddStringToObject(*jout, "trace", path);
+		byd = cJSON_AddObjectToObject(*jout, "devices");
+	}
+	for (k = 0; k < nd && rc == MS_EXIT_OK; k++) {
+		char label[4200], key[16];
+		cJSON *o = NULL;
+		c->o = base;
+		c->o.device = devs[k];
+		if (k && !json)
+			putchar('\n');
+		if (ms_grow(rows, caprows, *nrows + 1, sizeof(**rows)))
+			ms_die(MS_EXIT_ERROR, "out of memory");
+		rc = explain_one(c, path, t, devs[k],
+		                 ms_replay_cli_label(path, devs[k], nd, label, sizeof(label)), jobs,
+		                 json, &o, &(*rows)[*nrows]);
+		if (rc == MS_EXIT_OK)
+			(*nrows)++;
+		ms_replay_cli_release(c);
+		if (o && byd) {
+			snprintf(key, sizeof(key), "%u", devs[k]);
+			cJSON_AddItemToObject(byd, key, o);
+		} else if (o) {
+			*jout = o;
+		}
+	}
+	c->o = base;
+	ms_free(devs);
+	ms_trace_free(owned);
+	return rc;
 }
 
 int cmd_explain(int argc, const char **argv)
@@ -662,14 +810,9 @@ int cmd_explain(int argc, const char **argv)
 	int n, json = 0, rc = MS_EXIT_OK;
 	uint64_t jobs = 0;
 	struct ms_opt opts[MS_REPLAY_OPTS_MAX + 1];
-	size_t nd, k;
-	const struct ms_trace *t;
-	struct ms_trace *owned;
-	struct ms_diag d = MS_DIAG_INIT;
-	struct ms_replay_opts base;
-	uint32_t *devs;
-	struct ms_json_devices jd;
-	ms_status s;
+	struct rank_row *rows = NULL;
+	size_t nrows = 0, caprows = 0, k;
+	cJSON *files = NULL, *root = NULL;
 
 	ms_replay_cli_init(&c, opts, &json);
 	ms_opts_drop(opts, "backend");
@@ -679,33 +822,36 @@ int cmd_explain(int argc, const char **argv)
 	                                      "threads for the replays (default: CPUs)");
 	opts[k] = (struct ms_opt)MS_OPT_END();
 	n = ms_parse_options(argc, argv, opts, usage);
-	if (n != 1)
-		ms_usage_error(opts, usage, n ? "one trace at a time" : "no trace given");
+	if (n < 1)
+		ms_usage_error(opts, usage, "no trace given");
 	ms_replay_cli_check(&c, opts, usage);
-	if (ms_replay_cli_devices(&c, argv[0], "explain", &devs, &nd))
-		return MS_EXIT_ERROR;
-	if ((s = ms_replay_cli_trace_whole(argv[0], &t, &owned, &d))) {
-		ms_report(argv[0], s, &d);
-		ms_free(devs);
-		return MS_EXIT_ERROR;
+	if (json && n > 1) {
+		root = cJSON_CreateObject();
+		files = cJSON_AddArrayToObject(root, "files");
 	}
-	ms_json_devices_begin(&jd, argv[0], json ? nd : 0);
-	base = c.o;
-	for (k = 0; k < nd && rc == MS_EXIT_OK; k++) {
-		char label[4200];
+	for (int f = 0; f < n && rc == MS_EXIT_OK; f++) {
 		cJSON *o = NULL;
-		c.o = base;
-		c.o.device = devs[k];
-		if (k && !json)
+		if (f && !json)
 			putchar('\n');
-		rc = explain_one(&c, argv[0], t, devs[k],
-		                 ms_replay_cli_label(argv[0], devs[k], nd, label, sizeof(label)),
-		                 (unsigned)(jobs > 1024 ? 1024 : jobs), json, &o);
-		ms_replay_cli_release(&c);
-		ms_json_devices_add(&jd, devs[k], o);
+		rc = explain_file(&c, argv[f], (unsigned)(jobs > 1024 ? 1024 : jobs), json, &o,
+		                  &rows, &nrows, &caprows);
+		if (o && files)
+			cJSON_AddItemToArray(files, o);
+		else if (o && rc == MS_EXIT_OK)
+			root = o;
+		else
+			cJSON_Delete(o);
 	}
-	ms_json_devices_end(&jd, rc == MS_EXIT_OK, NULL, rc == MS_EXIT_OK);
-	ms_free(devs);
-	ms_trace_free(owned);
+	if (rc == MS_EXIT_OK && n > 1)
+		compare(rows, nrows, root);
+	if (rc == MS_EXIT_OK && json && root) {
+		char *js = cJSON_Print(root);
+		if (!js)
+			ms_die(MS_EXIT_ERROR, "out of memory");
+		puts(js);
+		cJSON_free(js);
+	}
+	cJSON_Delete(root);
+	ms_free(rows);
 	return rc;
 }

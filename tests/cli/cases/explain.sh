@@ -48,4 +48,8 @@ for x in d.get("devices", [d]):
 	n=$((n + 1))
 done
 echo "$n traces: categories against allocated checked"
+# the two ranks of a DDP job and a job that ran out of memory, compared
+"$MEMSNAP" -q explain testdata/snapshots/real/ddp_gloo_rank0.pickle.zst \
+	testdata/snapshots/real/ddp_gloo_rank1.pickle.zst testdata/snapshots/dynamic_oom.pickle |
+	sed -n '/traces compared/,$p'
 "$MEMSNAP" explain /nonexistent.pickle; echo "exit $?"
