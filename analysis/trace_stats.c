@@ -340,6 +340,10 @@ static ms_status s_event(void *ctx, const struct ms_event *e)
 		b->free_head = (uint32_t)k + 1;
 		break;
 	}
+	case MS_ACT_OOM:
+		if (!b->r.recorded_ooms++)
+			b->r.first_oom_index = idx;
+		break;
 	default:
 		break;
 	}

@@ -65,6 +65,8 @@ struct ms_trace_stats {
 	struct ms_stats_site *sites; /* every stack live at the peak, by bytes, largest first */
 	size_t n_sites;
 	uint64_t unmatched_frees; /* frees of addresses never allocated in the trace */
+	uint64_t recorded_ooms,
+	        first_oom_index; /* the trace's oom entries, and the first's event */
 	/* end-state blocks allocated and never allocated in the trace: live before its first
 	 * event and throughout (with unmatched frees: the trace starts mid-run) */
 	uint64_t pre_trace_blocks, pre_trace_requested;

@@ -248,6 +248,11 @@ static cJSON *job_json(const struct job *j)
 	else
 		cJSON_AddNullToObject(o, "peak_annotation");
 	ms_json_u64(o, "end_requested_bytes", (uint64_t)(r->end_requested));
+	ms_json_u64(o, "recorded_ooms", r->recorded_ooms);
+	if (r->recorded_ooms)
+		ms_json_u64(o, "first_oom_index", r->first_oom_index);
+	else
+		cJSON_AddNullToObject(o, "first_oom_index");
 	/* requested bytes by private pool, where the events name their pool */
 	a = cJSON_AddArrayToObject(o, "private_pools_requested");
 	for (size_t i = 0; i < r->n_pools_requested; i++) {
@@ -346,6 +351,31 @@ static void print_alloc(const struct job *j, const struct ms_stats_alloc *a)
 	printf("    %12s  event %-9llu %s\n", ms_format_size(b1, sizeof(b1), a->size),
 	       (unsigned long long)a->index, site);
 	ms_site_print_frames(&j->syms, a->stack, j->frames, 36);
+}
+
+static int u64_cmp(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* The median of the rows' peaks of requested bytes (rows with allocations), 0 if none. */
+static uint64_t median_peak(const struct job *all, size_t n)
+{
+	uint64_t *p = ms_calloc(n ? n : 1, sizeof(*p)), m = 0;
+	size_t k = 0;
+
+	if (!p)
+		ms_die(MS_EXIT_ERROR, "out of memory");
+	for (size_t i = 0; i < n; i++)
+		if (!all[i].s && all[i].r->n_allocs)
+			p[k++] = peak_of(all[i].r);
+	if (k) {
+		qsort(p, k, sizeof(*p), u64_cmp);
+		m = k % 2 ? p[k / 2] : p[k / 2 - 1] / 2 + p[k / 2] / 2;
+	}
+	ms_free(p);
+	return m;
 }
 
 /* The table's peak: "at least" written as ">=" where the trace starts mid-run. */
@@ -674,25 +704,43 @@ int cmd_stats(int argc, const char **argv)
 		}
 	} else {
 		char b1[32], b2[32], b3[32];
-		printf("%-40s %6s %10s %14s %10s %12s %14s %9s\n", "file", "device", "events",
-		       "peak req.", "at event", "live at end", "reserved(end)", "segments");
+		uint64_t median = median_peak(all, nall);
+		size_t n_oom = 0;
+		printf("%-40s %6s %10s %14s %9s %10s %12s %14s %9s %12s\n", "file", "device",
+		       "events", "peak req.", "vs median", "at event", "live at end",
+		       "reserved(end)", "segments", "recorded OOM");
 		for (size_t i = 0; i < nall; i++) {
 			const struct job *j = &all[i];
-			char dev[24];
+			char dev[24], vs[24], oom[32];
 			if (j->s)
 				continue;
 			if (j->device >= 0)
 				snprintf(dev, sizeof(dev), "%lld", (long long)j->device);
 			else
 				snprintf(dev, sizeof(dev), "-");
-			printf("%-40s %6s %10llu %14s %10llu %12s %14s %9llu\n", j->path, dev,
-			       (unsigned long long)j->r->n_events, peak_cell(b1, sizeof(b1), j->r),
+			if (median && j->r->n_allocs)
+				snprintf(vs, sizeof(vs), "%+.1f%%",
+				         100.0 * ((double)peak_of(j->r) / (double)median - 1));
+			else
+				snprintf(vs, sizeof(vs), "-");
+			if (j->r->recorded_ooms)
+				snprintf(oom, sizeof(oom), "event %llu",
+				         (unsigned long long)j->r->first_oom_index);
+			else
+				snprintf(oom, sizeof(oom), "-");
+			n_oom += j->r->recorded_ooms != 0;
+			printf("%-40s %6s %10llu %14s %9s %10llu %12s %14s %9llu %12s\n", j->path,
+			       dev, (unsigned long long)j->r->n_events,
+			       peak_cell(b1, sizeof(b1), j->r), vs,
 			       (unsigned long long)peak_index_of(j->r),
 			       ms_format_size(b2, sizeof(b2), j->r->live_bytes),
 			       j->r->has_segments ? ms_format_size(b3, sizeof(b3), j->r->reserved)
 			                          : "-",
-			       (unsigned long long)j->r->n_segments);
+			       (unsigned long long)j->r->n_segments, oom);
 		}
+		printf("vs median: the peak against the median of the rows' peaks (%s); %zu of "
+		       "them recorded an OOM\n",
+		       ms_format_size(b1, sizeof(b1), median), n_oom);
 	}
 	for (size_t i = 0; i < nall; i++)
 		job_release(&all[i]);
