@@ -10,6 +10,7 @@
 #include "cli/out.h"
 #include "cli/replay_opts.h"
 #include "cli/sites.h"
+#include "explain/explain.h"
 #include "common/alloc.h"
 #include "parse/trace.h"
 
@@ -17,8 +18,9 @@ static const char *const usage[] = {
         "memsnap diff [--top N] [--json] [--frames user|all|N] [replay options] <a> <b>",
         "",
         "What changed from run A to run B: the peaks of the allocator replay (reserved,",
-        "allocated, requested, segments, retries), the bytes live at each run's peak by",
-        "allocation site, and the peak requested bytes inside each annotation (PyTorch's",
+        "allocated, requested, segments, retries), what each peak is made of (memsnap",
+        "explain's categories), each step's peak step by step, the bytes live at each run's",
+        "peak by allocation site, and the peak requested bytes inside each annotation (PyTorch's",
         "record_function scopes, phases and steps). Sites and annotations are matched by name;",
         "with --frames all or N, sites by all the frames printed (see `memsnap help stats`).",
         NULL,
@@ -33,6 +35,8 @@ struct side {
 	const struct ms_trace_stats *st;
 	struct ms_site_row *rows;
 	size_t n_rows;
+	struct ms_explain x; /* what each peak is made of (explain/explain.h) */
+	int has_x;
 };
 
 static int load(struct ms_replay_cli *c, struct side *s, uint32_t frames)
@@ -58,11 +62,32 @@ static int load(struct ms_replay_cli *c, struct side *s, uint32_t frames)
 	}
 	s->st = ms_stats_builder_result(s->b);
 	s->rows = ms_group_sites(&s->syms, s->st, frames, &s->n_rows);
+	{
+		/* the categories at the peak the replay found, from the trace whole */
+		const struct ms_trace *t;
+		struct ms_trace *owned = NULL;
+		struct ms_explain_in in;
+		if ((st = ms_replay_cli_trace_whole(s->path, &t, &owned, &d))) {
+			ms_report(s->path, st, &d);
+			return -1;
+		}
+		memset(&in, 0, sizeof(in));
+		in.t = t;
+		in.device = s->device;
+		in.peak_index = s->r.fullest_at_peak_index;
+		in.allocated_at_peak = s->r.allocated_at_peak_reserved;
+		if (ms_explain_run(&in, &s->x))
+			ms_die(MS_EXIT_ERROR, "out of memory");
+		s->has_x = 1;
+		ms_trace_free(owned);
+	}
 	return 0;
 }
 
 static void release(struct side *s)
 {
+	if (s->has_x)
+		ms_explain_release(&s->x);
 	ms_replay_result_release(&s->r);
 	ms_stats_builder_free(s->b);
 	ms_symtab_release(&s->syms);
@@ -160,6 +185,88 @@ static void table(const char *title, struct row *rows, size_t n, size_t top, cJS
 }
 
 /* One pair of devices, loaded: their peaks, sites and annotations; text, or *jout. */
+/* What each peak is made of, side by side (memsnap explain's categories). */
+static void categories(const struct side *s, cJSON *out)
+{
+	char b1[32], b2[32], b3[48];
+	cJSON *o = out ? cJSON_AddObjectToObject(out, "categories") : NULL;
+
+	if (!out)
+		printf("\nwhat each peak is made of (memsnap explain's categories):\n");
+	for (unsigned k = 0; k < MS_CAT_COUNT; k++) {
+		uint64_t a = s[0].x.cat_bytes[k], b = s[1].x.cat_bytes[k];
+		if (o) {
+			cJSON *c = cJSON_AddObjectToObject(o, ms_explain_cat_name(k));
+			ms_json_u64(c, "a", a);
+			ms_json_u64(c, "b", b);
+		} else if (a || b) {
+			printf("    %12s %12s %12s  %s\n", ms_format_size(b1, sizeof(b1), a),
+			       ms_format_size(b2, sizeof(b2), b),
+			       signed_size(b3, sizeof(b3), (int64_t)b - (int64_t)a),
+			       ms_explain_cat_name(k));
+		}
+	}
+	if (!out && (s[0].x.why_uncategorized[0] || s[1].x.why_uncategorized[0]))
+		printf("    (%s: %s)\n", s[0].x.why_uncategorized[0] ? "a" : "b",
+		       s[0].x.why_uncategorized[0] ? s[0].x.why_uncategorized
+		                                   : s[1].x.why_uncategorized);
+}
+
+/* Each step's peak of allocated bytes, step by step, the largest changes first. */
+static void steps(const struct side *s, size_t top, cJSON *out)
+{
+	size_t n = s[0].x.n_steps < s[1].x.n_steps ? s[0].x.n_steps : s[1].x.n_steps, k;
+	size_t *order = ms_calloc(n ? n : 1, sizeof(*order));
+	cJSON *arr = out ? cJSON_AddArrayToObject(out, "steps") : NULL;
+	char b1[32], b2[32], b3[48];
+
+	if (!order)
+		ms_die(MS_EXIT_ERROR, "out of memory");
+	for (k = 0; k < n; k++)
+		order[k] = k;
+	/* by the size of the change (a few steps: a selection keeps it simple) */
+	for (k = 0; k < n && k < top; k++) {
+		size_t best = k;
+		for (size_t j = k + 1; j < n; j++) {
+			int64_t dj = (int64_t)s[1].x.steps[order[j]].peak_allocated -
+			             (int64_t)s[0].x.steps[order[j]].peak_allocated;
+			int64_t db = (int64_t)s[1].x.steps[order[best]].peak_allocated -
+			             (int64_t)s[0].x.steps[order[best]].peak_allocated;
+			if ((dj < 0 ? -dj : dj) > (db < 0 ? -db : db))
+				best = j;
+		}
+		size_t t = order[k];
+		order[k] = order[best];
+		order[best] = t;
+	}
+	if (!out)
+		printf("\npeak allocated bytes of each step, step by step (%zu steps in a, %zu in "
+		       "b; "
+		       "largest changes first):\n",
+		       s[0].x.n_steps, s[1].x.n_steps);
+	for (k = 0; k < n && (out || k < top); k++) {
+		const struct ms_explain_step *a = &s[0].x.steps[out ? k : order[k]],
+		                             *b = &s[1].x.steps[out ? k : order[k]];
+		if (arr) {
+			cJSON *o = cJSON_CreateObject();
+			cJSON_AddNumberToObject(o, "step", (double)(k + 1));
+			ms_json_u64(o, "a_bytes", a->peak_allocated);
+			ms_json_u64(o, "b_bytes", b->peak_allocated);
+			cJSON_AddItemToArray(arr, o);
+		} else {
+			printf("    %12s %12s %12s  step %zu\n",
+			       ms_format_size(b1, sizeof(b1), a->peak_allocated),
+			       ms_format_size(b2, sizeof(b2), b->peak_allocated),
+			       signed_size(b3, sizeof(b3),
+			                   (int64_t)b->peak_allocated - (int64_t)a->peak_allocated),
+			       order[k] + 1);
+		}
+	}
+	if (!out && !n)
+		printf("    (no steps in %s)\n", s[0].x.n_steps ? "b" : "a");
+	ms_free(order);
+}
+
 static void diff_pair(struct side *s, const char *la, const char *lb, size_t top, int json,
                       uint32_t frames_n, cJSON **jout)
 {
@@ -221,6 +328,8 @@ static void diff_pair(struct side *s, const char *la, const char *lb, size_t top
 			       (long long)s[1].r.stats.num_alloc_retries -
 			               (long long)s[0].r.stats.num_alloc_retries);
 	}
+	categories(s, out);
+	steps(s, top, out);
 	ms_label_rows_init(&by);
 	for (int w = 0; w < 2; w++)
 		for (k = 0; k < s[w].n_rows; k++)
