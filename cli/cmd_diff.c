@@ -190,9 +190,10 @@ static void categories(const struct side *s, cJSON *out)
 {
 	char b1[32], b2[32], b3[48];
 	cJSON *o = out ? cJSON_AddObjectToObject(out, "categories") : NULL;
-
 	if (!out)
-		printf("\nwhat each peak is made of (memsnap explain's categories):\n");
+		printf("\nwhat each peak is made of (memsnap explain's categories):\n    %12s %12s "
+		       "%12s\n",
+		       "a", "b", "change");
 	for (unsigned k = 0; k < MS_CAT_COUNT; k++) {
 		uint64_t a = s[0].x.cat_bytes[k], b = s[1].x.cat_bytes[k];
 		if (o) {
@@ -206,16 +207,22 @@ static void categories(const struct side *s, cJSON *out)
 			       ms_explain_cat_name(k));
 		}
 	}
-	if (!out && (s[0].x.why_uncategorized[0] || s[1].x.why_uncategorized[0]))
-		printf("    (%s: %s)\n", s[0].x.why_uncategorized[0] ? "a" : "b",
-		       s[0].x.why_uncategorized[0] ? s[0].x.why_uncategorized
-		                                   : s[1].x.why_uncategorized);
+	for (int w = 0; w < 2 && !out; w++)
+		if (s[w].x.why_uncategorized[0])
+			printf("    (%s: %s)\n", w ? "b" : "a", s[w].x.why_uncategorized);
 }
 
-/* Each step's peak of allocated bytes, step by step, the largest changes first. */
+/* Step i's peak of allocated bytes in a side, 0 where it has no such step. */
+static int64_t step_peak(const struct side *s, size_t i)
+{
+	return i < s->x.n_steps ? (int64_t)s->x.steps[i].peak_allocated : 0;
+}
+
+/* Each step's peak of allocated bytes, step by step, the largest changes first (a step only
+ * one side has counts by its whole peak). */
 static void steps(const struct side *s, size_t top, cJSON *out)
 {
-	size_t n = s[0].x.n_steps < s[1].x.n_steps ? s[0].x.n_steps : s[1].x.n_steps, k;
+	size_t n = s[0].x.n_steps > s[1].x.n_steps ? s[0].x.n_steps : s[1].x.n_steps, k;
 	size_t *order = ms_calloc(n ? n : 1, sizeof(*order));
 	cJSON *arr = out ? cJSON_AddArrayToObject(out, "steps") : NULL;
 	char b1[32], b2[32], b3[48];
@@ -228,10 +235,8 @@ static void steps(const struct side *s, size_t top, cJSON *out)
 	for (k = 0; k < n && k < top; k++) {
 		size_t best = k;
 		for (size_t j = k + 1; j < n; j++) {
-			int64_t dj = (int64_t)s[1].x.steps[order[j]].peak_allocated -
-			             (int64_t)s[0].x.steps[order[j]].peak_allocated;
-			int64_t db = (int64_t)s[1].x.steps[order[best]].peak_allocated -
-			             (int64_t)s[0].x.steps[order[best]].peak_allocated;
+			int64_t dj = step_peak(&s[1], order[j]) - step_peak(&s[0], order[j]);
+			int64_t db = step_peak(&s[1], order[best]) - step_peak(&s[0], order[best]);
 			if ((dj < 0 ? -dj : dj) > (db < 0 ? -db : db))
 				best = j;
 		}
@@ -245,25 +250,34 @@ static void steps(const struct side *s, size_t top, cJSON *out)
 		       "largest changes first):\n",
 		       s[0].x.n_steps, s[1].x.n_steps);
 	for (k = 0; k < n && (out || k < top); k++) {
-		const struct ms_explain_step *a = &s[0].x.steps[out ? k : order[k]],
-		                             *b = &s[1].x.steps[out ? k : order[k]];
+		size_t i = out ? k : order[k];
+		int ha = i < s[0].x.n_steps, hb = i < s[1].x.n_steps;
 		if (arr) {
 			cJSON *o = cJSON_CreateObject();
-			cJSON_AddNumberToObject(o, "step", (double)(k + 1));
-			ms_json_u64(o, "a_bytes", a->peak_allocated);
-			ms_json_u64(o, "b_bytes", b->peak_allocated);
+			cJSON_AddNumberToObject(o, "step", (double)(i + 1));
+			if (ha)
+				ms_json_u64(o, "a_bytes", s[0].x.steps[i].peak_allocated);
+			else
+				cJSON_AddNullToObject(o, "a_bytes");
+			if (hb)
+				ms_json_u64(o, "b_bytes", s[1].x.steps[i].peak_allocated);
+			else
+				cJSON_AddNullToObject(o, "b_bytes");
 			cJSON_AddItemToArray(arr, o);
 		} else {
 			printf("    %12s %12s %12s  step %zu\n",
-			       ms_format_size(b1, sizeof(b1), a->peak_allocated),
-			       ms_format_size(b2, sizeof(b2), b->peak_allocated),
-			       signed_size(b3, sizeof(b3),
-			                   (int64_t)b->peak_allocated - (int64_t)a->peak_allocated),
-			       order[k] + 1);
+			       ha ? ms_format_size(b1, sizeof(b1), s[0].x.steps[i].peak_allocated)
+			          : "-",
+			       hb ? ms_format_size(b2, sizeof(b2), s[1].x.steps[i].peak_allocated)
+			          : "-",
+			       ha && hb ? signed_size(b3, sizeof(b3),
+			                              step_peak(&s[1], i) - step_peak(&s[0], i))
+			                : "-",
+			       i + 1);
 		}
 	}
 	if (!out && !n)
-		printf("    (no steps in %s)\n", s[0].x.n_steps ? "b" : "a");
+		printf("    (no steps in either)\n");
 	ms_free(order);
 }
 

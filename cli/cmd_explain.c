@@ -284,6 +284,8 @@ static void print_steps(const struct ms_explain *x, size_t peak_step)
 /* One file's device, as the comparison of several files (ranks) shows it. */
 struct rank_row {
 	char label[4200];
+	const char *path;
+	uint32_t device;
 	uint64_t reserved, allocated, parameters;
 	int parameters_known, oom, lower_bound;
 	uint64_t oom_event;
@@ -663,6 +665,8 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 	ms_explain_release(&at_oom);
 	ms_explain_release(&at_apeak);
 	snprintf(row->label, sizeof(row->label), "%s", label);
+	row->path = path;
+	row->device = device;
 	row->reserved = reserved;
 	row->allocated = allocated;
 	row->parameters = x.parameter_bytes;
@@ -703,7 +707,8 @@ static void compare(const struct rank_row *rows, size_t n, cJSON *jroot)
 		a = cJSON_AddArrayToObject(o, "rows");
 		for (k = 0; k < n; k++) {
 			cJSON *r = cJSON_CreateObject();
-			cJSON_AddStringToObject(r, "trace", rows[k].label);
+			cJSON_AddStringToObject(r, "trace", rows[k].path);
+			cJSON_AddNumberToObject(r, "device", rows[k].device);
 			ms_json_u64(r, "peak_reserved_bytes", rows[k].reserved);
 			cJSON_AddNumberToObject(
 			        r, "against_median",
@@ -746,7 +751,11 @@ static void compare(const struct rank_row *rows, size_t n, cJSON *jroot)
 		                                : "not found",
 		       oom, rows[k].label);
 	}
-	printf("  (>: a trace that starts mid-run, whose peak is at least that)\n");
+	for (k = 0; k < n; k++)
+		if (rows[k].lower_bound) {
+			printf("  (>: a trace that starts mid-run, whose peak is at least that)\n");
+			break;
+		}
 }
 
 /* One file, every device it covers: as text, or its JSON into *jout (as for one file alone). */
@@ -828,23 +837,32 @@ int cmd_explain(int argc, const char **argv)
 	if (json && n > 1) {
 		root = cJSON_CreateObject();
 		files = cJSON_AddArrayToObject(root, "files");
-	}
-	for (int f = 0; f < n && rc == MS_EXIT_OK; f++) {
+	} /* each file on its own: one that cannot be read is said, and the others go on */
+	for (int f = 0; f < n; f++) {
 		cJSON *o = NULL;
+		int dup = 0, r;
+		for (int g = 0; g < f && !dup; g++)
+			dup = strcmp(argv[g], argv[f]) == 0;
+		if (dup) {
+			ms_note("%s is given more than once: explained and compared once", argv[f]);
+			continue;
+		}
 		if (f && !json)
 			putchar('\n');
-		rc = explain_file(&c, argv[f], (unsigned)(jobs > 1024 ? 1024 : jobs), json, &o,
-		                  &rows, &nrows, &caprows);
+		r = explain_file(&c, argv[f], (unsigned)(jobs > 1024 ? 1024 : jobs), json, &o,
+		                 &rows, &nrows, &caprows);
+		if (r != MS_EXIT_OK)
+			rc = r;
 		if (o && files)
 			cJSON_AddItemToArray(files, o);
-		else if (o && rc == MS_EXIT_OK)
+		else if (o && r == MS_EXIT_OK)
 			root = o;
 		else
 			cJSON_Delete(o);
 	}
-	if (rc == MS_EXIT_OK && n > 1)
+	if (n > 1 && nrows > 1)
 		compare(rows, nrows, root);
-	if (rc == MS_EXIT_OK && json && root) {
+	if (json && root) {
 		char *js = cJSON_Print(root);
 		if (!js)
 			ms_die(MS_EXIT_ERROR, "out of memory");

@@ -676,14 +676,25 @@ int cmd_stats(int argc, const char **argv)
 	}
 	if (json) {
 		cJSON *root = nall == 1 ? NULL : cJSON_CreateArray();
+		uint64_t median = nall > 1 ? median_peak(all, nall) : 0;
 		char *s;
 		for (size_t i = 0; i < nall; i++) {
+			cJSON *o;
 			if (all[i].s)
 				continue;
-			if (root)
-				cJSON_AddItemToArray(root, job_json(&all[i]));
-			else
-				root = job_json(&all[i]);
+			o = job_json(&all[i]);
+			if (root) {
+				/* several files: each peak against the median of them */
+				if (median && all[i].r->n_allocs)
+					cJSON_AddNumberToObject(
+					        o, "peak_against_median",
+					        (double)peak_of(all[i].r) / (double)median - 1);
+				else
+					cJSON_AddNullToObject(o, "peak_against_median");
+				cJSON_AddItemToArray(root, o);
+			} else {
+				root = o;
+			}
 		}
 		if (root) {
 			s = cJSON_Print(root);

@@ -138,12 +138,18 @@ static ms_status windows_and_steps(struct ex *x)
 
 	int own = 0;
 
-	/* this device's annotations, or where it has none, those of any device (the optimizer of
-	 * a process driving several devices annotates on the current one) */
+	/*
+	 * This device's annotations, or where it has none, in a memsnap trace, those of any device
+	 * (the optimizer of a process driving several devices annotates on the current one). A
+	 * snapshot lists each device's events apart and places its annotations among those of
+	 * their own device: another device's say nothing of this one's.
+	 */
 	for (size_t i = 0; i < x->t->n_anns && !own; i++)
 		own = x->t->anns[i].device == x->in->device &&
 		      (x->t->anns[i].kind == MS_ANN_STEP ||
 		       starts_with(ms_symtab_get_str(&x->t->syms, x->t->anns[i].name)->s, prefix));
+	if (!own && x->t->meta.input_kind != MS_INPUT_ZST)
+		return MS_OK; /* no steps */
 	x->x->steps_other_device = !own;
 	for (size_t i = 0; i < x->t->n_anns; i++) {
 		const struct ms_annotation *a = &x->t->anns[i];
@@ -414,6 +420,12 @@ static ms_status categorize_state(struct ex *x)
 		if (bytes > r->gradient_bytes)
 			r->gradient_bytes = bytes;
 	}
+	if (!r->has_stacks)
+		r->why_uncategorized = "the trace has no stacks: parameters are told by their "
+		                       "lifetime and a gradient "
+		                       "of their size alone, not by torch.nn code (inputs made "
+		                       "before the loop of a "
+		                       "parameter's size would count)";
 	if (!n_grad_matched && !r->has_stacks)
 		r->why_uncategorized =
 		        "the trace has no stacks and no gradient was told at an optimizer step: "

@@ -5,7 +5,8 @@ segments tagged with the rank's device; these files are real snapshots moved the
 changed, so each device's truth is its source's truth file:
 - testdata/snapshots/devices/rank1_dynamic_oom.pickle.zst: dynamic_oom as rank 1 of a job
   (device_traces = [[], dynamic_oom's entries]; its segments on device 1). It ran under a memory
-  fraction and hit an OOM: the OOM is on device 1.
+  fraction and hit an OOM: the OOM is on device 1. Its annotations (the optimizer's steps) are on
+  device 1 too, as a rank's current device would have them.
 - testdata/snapshots/devices/two_devices.pickle.zst: one process on two devices: device 0 holds
   multistream, device 1 dynamic_oom (each its own entries and segments; allocator settings are
   per process and both sources ran with the defaults).
@@ -22,8 +23,11 @@ def load(path):
 
 
 def on_device(snap, dev):
+    """The segments and the annotations (record_function's, made on the current device) moved."""
     for s in snap["segments"]:
         s["device"] = dev
+    for a in snap.get("external_annotations", []):
+        a["device"] = dev
     return snap
 
 

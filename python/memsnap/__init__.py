@@ -212,15 +212,21 @@ def _mark_optimizer_steps(torch):
     def name(o):
         return f"Optimizer.step#{type(o).__name__}.step".encode()
 
+    def device():
+        try:  # the optimizer works on the current device, as PyTorch's annotation says
+            return torch.cuda.current_device()
+        except Exception:  # noqa: BLE001
+            return 0
+
     def pre(o, args, kwargs):
         r = _rec
         if r is not None:
-            _lib.msr_annotate(r, _ANN_PHASE, _START, name(o), 0)
+            _lib.msr_annotate(r, _ANN_PHASE, _START, name(o), device())
 
     def post(o, args, kwargs):
         r = _rec
         if r is not None:
-            _lib.msr_annotate(r, _ANN_PHASE, _END, name(o), 0)
+            _lib.msr_annotate(r, _ANN_PHASE, _END, name(o), device())
 
     _optimizer_hooks = (opt.register_optimizer_step_pre_hook(pre),
                         opt.register_optimizer_step_post_hook(post))

@@ -9,4 +9,5 @@ import json, sys
 x = json.load(sys.stdin)
 c = x["categories"]
 print("other: +%d bytes" % (c["other"]["b"] - c["other"]["a"]))
-print("steps:", [(s["b_bytes"] - s["a_bytes"]) >> 20 for s in x["steps"]], "MiB")'
+print("steps:", [(s["b_bytes"] - s["a_bytes"]) >> 20 if s["a_bytes"] is not None else None
+                 for s in x["steps"]], "MiB")'
