@@ -132,7 +132,8 @@
 			unplaced: 'not placed: from before the trace, or no optimizer steps to place it by'
 		};
 		dg.appendChild(text(document.createElement('p'), 'At event ' + g.event + ', the most ' +
-			'allocated while reserved memory stood at its peak (' + fmt(g.reserved) + '): ' +
+			'allocated while reserved memory stood at its peak (' + (D.mid_run ? 'at least ' : '') +
+			fmt(g.reserved) + '): ' +
 			fmt(g.allocated) + ' allocated. Each byte placed by the rule beside it ' +
 			'(memsnap explain gives the steps and the settings that help).'));
 		var dt = document.createElement('table');
