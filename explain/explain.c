@@ -250,8 +250,8 @@ static int nn_stack(struct ex *x, uint32_t stack)
 	return nn && !call;
 }
 
-/* The window that event i lies in, or SIZE_MAX. */
-static size_t window_of(const struct ex *x, uint64_t i)
+/* The first window whose start is after event i (windows are in event order). */
+static uint32_t windows_up_to(const struct ex *x, uint64_t i)
 {
 	size_t lo = 0, hi = x->nw;
 
@@ -262,7 +262,15 @@ static size_t window_of(const struct ex *x, uint64_t i)
 		else
 			hi = mid;
 	}
-	return lo && i < x->w[lo - 1].e ? lo - 1 : SIZE_MAX;
+	return (uint32_t)lo;
+}
+
+/* The window that event i lies in, or SIZE_MAX. */
+static size_t window_of(const struct ex *x, uint64_t i)
+{
+	uint32_t k = windows_up_to(x, i);
+
+	return k && i < x->w[k - 1].e ? k - 1 : SIZE_MAX;
 }
 
 /* Whether b is part of the state broken down (explain.h, peak_index and before). */
@@ -286,21 +294,6 @@ static ms_status count_add(struct ms_u64map *m, uint64_t size, int64_t d)
 	return d > 0 ? ms_u64map_put(m, size, (uint64_t)d) : MS_OK;
 }
 
-/* The first window whose start is after event i (windows are in event order). */
-static uint32_t windows_up_to(const struct ex *x, uint64_t i)
-{
-	size_t lo = 0, hi = x->nw;
-
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		if (x->w[mid].s <= i)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return (uint32_t)lo;
-}
-
 /* Each block's optimizer steps whose start it is alive at: started before it, freed after. */
 static void windows_alive(struct ex *x)
 {
@@ -311,6 +304,12 @@ static void windows_alive(struct ex *x)
 		if (b->k_hi < b->k_lo)
 			b->k_hi = b->k_lo;
 	}
+}
+
+/* Whether b may be a gradient: made in the trace, neither a parameter's candidate nor state. */
+static int grad_candidate(const struct blk *b)
+{
+	return !b->before && !b->param_cand && b->cat != MS_CAT_OPTIMIZER_STATE;
 }
 
 /* Optimizer state, gradients and parameters (explain.h's rules). */
@@ -354,25 +353,23 @@ static ms_status categorize_state(struct ex *x)
 	 * Each step: what is alive at its start, of a parameter's size, one block per parameter.
 	 * The candidates by step (the blocks alive at its start), in allocation order.
 	 */
-	for (size_t i = 0; i < x->n; i++) {
-		const struct blk *b = &x->b[i];
-		if (!b->before && !b->param_cand && b->cat != MS_CAT_OPTIMIZER_STATE)
-			n_entries += b->k_hi - b->k_lo;
-	}
+	/* counted by step, then placed: each step's candidates in allocation order */
 	first_of = ms_calloc(x->nw + 1, sizeof(*first_of));
-	entries = ms_malloc((n_entries ? n_entries : 1) * sizeof(*entries));
-	if (!first_of || !entries) {
+	if (!first_of) {
 		s = MS_ERR_NOMEM;
 		goto out;
 	}
-	for (size_t i = 0; i < x->n; i++) {
-		const struct blk *b = &x->b[i];
-		if (!b->before && !b->param_cand && b->cat != MS_CAT_OPTIMIZER_STATE)
-			for (uint32_t k = b->k_lo; k < b->k_hi; k++)
+	for (size_t i = 0; i < x->n; i++)
+		if (grad_candidate(&x->b[i]))
+			for (uint32_t k = x->b[i].k_lo; k < x->b[i].k_hi; k++)
 				first_of[k + 1]++;
-	}
 	for (size_t k = 0; k < x->nw; k++)
 		first_of[k + 1] += first_of[k];
+	n_entries = first_of[x->nw];
+	if (!(entries = ms_malloc((n_entries ? n_entries : 1) * sizeof(*entries)))) {
+		s = MS_ERR_NOMEM;
+		goto out;
+	}
 	{
 		size_t *fill = ms_calloc(x->nw + 1, sizeof(*fill));
 		if (!fill) {
@@ -380,9 +377,8 @@ static ms_status categorize_state(struct ex *x)
 			goto out;
 		}
 		for (size_t i = 0; i < x->n; i++) {
-			const struct blk *b = &x->b[i];
-			if (!b->before && !b->param_cand && b->cat != MS_CAT_OPTIMIZER_STATE)
-				for (uint32_t k = b->k_lo; k < b->k_hi; k++)
+			if (grad_candidate(&x->b[i]))
+				for (uint32_t k = x->b[i].k_lo; k < x->b[i].k_hi; k++)
 					entries[first_of[k] + fill[k]++] = i;
 		}
 		ms_free(fill);
