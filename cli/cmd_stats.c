@@ -744,7 +744,9 @@ int cmd_stats(int argc, const char **argv)
 			       dev, (unsigned long long)j->r->n_events,
 			       peak_cell(b1, sizeof(b1), j->r), vs,
 			       (unsigned long long)peak_index_of(j->r),
-			       ms_format_size(b2, sizeof(b2), j->r->live_bytes),
+			       j->r->n_allocs
+			               ? ms_format_size(b2, sizeof(b2), j->r->live_bytes)
+			               : "-", /* no trace: nothing known live "at the end" of it */
 			       j->r->has_segments ? ms_format_size(b3, sizeof(b3), j->r->reserved)
 			                          : "-",
 			       (unsigned long long)j->r->n_segments, oom);
