@@ -93,10 +93,7 @@ static int rec_cmp(const void *a, const void *b)
  * remainders (below 0 while frees wait for their streams). */
 static int64_t rounding(const struct ms_explain *x, uint64_t allocated)
 {
-	uint64_t sum = 0;
-	for (unsigned k = 0; k < MS_CAT_COUNT; k++)
-		sum += x->cat_bytes[k];
-	return (int64_t)allocated - (int64_t)sum;
+	return (int64_t)allocated - (int64_t)ms_explain_requested(x);
 }
 
 static void json_cats(cJSON *o, const struct ms_explain *x, uint64_t allocated, uint64_t cached,
@@ -341,12 +338,14 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 		if ((s = ms_explain_run(&in, &at_oom)))
 			ms_die(MS_EXIT_ERROR, "out of memory");
 	}
-	capacity = c->o.limit ? c->o.limit : first.device_memory;
-
-	/*
-	 * The settings that would have helped, replayed on this trace: every one once, then the
-	 * least memory searched (a dozen replays each) for the recorded one and those that help.
-	 */
+	capacity = c->o.limit ? c->o.limit
+	                      : first.device_memory; /*
+	                                              * The settings that would have helped,
+	                                              * replayed on this trace: every one once (the
+	                                              * recorded one is the replay above), then the
+	                                              * least memory searched (a dozen replays each)
+	                                              * for the recorded one and those that help.
+	                                              */
 	rows = ms_calloc(nrows, sizeof(*rows));
 	recs = ms_calloc(nrows, sizeof(*recs));
 	if (!rows || !recs)
@@ -357,19 +356,18 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 		rows[k].conf = ms_whatif_default_configs[k];
 		rows[k].no_min_memory = 1;
 	}
-	if ((s = ms_whatif_run(t, &wo, rows, nrows, jobs)))
+	if ((s = ms_whatif_run(t, &wo, rows + 1, nrows - 1, jobs)))
 		ms_die(MS_EXIT_ERROR, "%s",
 		       s == MS_ERR_NOMEM ? "out of memory" : "cannot start a thread");
 	for (k = 1; k < nrows; k++) {
 		const struct ms_whatif_row *w = &rows[k];
 		uint64_t p;
 		int avoids;
-		if (w->s || rows[0].s)
+		if (w->s)
 			continue;
 		p = (uint64_t)w->r.stats.reserved_bytes[0].peak;
-		avoids = rows[0].r.has_oom && !w->r.has_oom;
-		if (avoids ||
-		    (!w->r.has_oom && p < (uint64_t)rows[0].r.stats.reserved_bytes[0].peak))
+		avoids = first.has_oom && !w->r.has_oom;
+		if (avoids || (!w->r.has_oom && p < reserved))
 			recs[nrec++] = (struct rec){k, p, avoids};
 	}
 	qsort(recs, nrec, sizeof(*recs), rec_cmp);
@@ -382,15 +380,18 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 		mins[0].conf = rows[0].conf;
 		for (k = 0; k < nrec; k++)
 			mins[k + 1].conf = rows[recs[k].row].conf;
-		if (!rows[0].s && (s = ms_whatif_run(t, &wo, mins, nrec + 1, jobs)))
+		if ((s = ms_whatif_run(t, &wo, mins, nrec + 1, jobs)))
 			ms_die(MS_EXIT_ERROR, "%s",
 			       s == MS_ERR_NOMEM ? "out of memory" : "cannot start a thread");
-		if (!rows[0].s) {
+		if (mins[0].s) { /* the recorded settings could not be replayed again */
+			rows[0].s = mins[0].s;
+			snprintf(rows[0].err, sizeof(rows[0].err), "%s", mins[0].err);
+		} else {
 			rows[0].min_memory = mins[0].min_memory;
 			for (k = 0; k < nrec; k++)
 				rows[recs[k].row].min_memory = mins[k + 1].min_memory;
-			ms_whatif_release(mins, nrec + 1);
 		}
+		ms_whatif_release(mins, nrec + 1);
 		ms_free(mins);
 	}
 
@@ -629,7 +630,7 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 		if (rows[0].s)
 			printf("    the recorded settings could not be replayed: %s\n",
 			       rows[0].err);
-		else if (!nrec && rows[0].r.has_oom)
+		else if (!nrec && first.has_oom)
 			printf("    no setting tried avoids the OOM (%zu tried: memsnap whatif "
 			       "lists "
 			       "them): the job needs less memory, or more than it had\n",
@@ -679,12 +680,6 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 	return MS_EXIT_OK;
 }
 
-static int row_cmp(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-	return x < y ? -1 : x > y;
-}
-
 /* Several files (the ranks of a job): each one's peak against the median, and who ran out. */
 static void compare(const struct rank_row *rows, size_t n, cJSON *jroot)
 {
@@ -696,8 +691,7 @@ static void compare(const struct rank_row *rows, size_t n, cJSON *jroot)
 		ms_die(MS_EXIT_ERROR, "out of memory");
 	for (k = 0; k < n; k++)
 		peaks[k] = rows[k].reserved;
-	qsort(peaks, n, sizeof(*peaks), row_cmp);
-	median = n % 2 ? peaks[n / 2] : peaks[n / 2 - 1] / 2 + peaks[n / 2] / 2;
+	median = ms_median_u64(peaks, n);
 	ms_free(peaks);
 	for (k = 0; k < n; k++)
 		n_oom += rows[k].oom;

@@ -353,12 +353,6 @@ static void print_alloc(const struct job *j, const struct ms_stats_alloc *a)
 	ms_site_print_frames(&j->syms, a->stack, j->frames, 36);
 }
 
-static int u64_cmp(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-	return x < y ? -1 : x > y;
-}
-
 /* The median of the rows' peaks of requested bytes (rows with allocations), 0 if none. */
 static uint64_t median_peak(const struct job *all, size_t n)
 {
@@ -370,10 +364,7 @@ static uint64_t median_peak(const struct job *all, size_t n)
 	for (size_t i = 0; i < n; i++)
 		if (!all[i].s && all[i].r->n_allocs)
 			p[k++] = peak_of(all[i].r);
-	if (k) {
-		qsort(p, k, sizeof(*p), u64_cmp);
-		m = k % 2 ? p[k / 2] : p[k / 2 - 1] / 2 + p[k / 2] / 2;
-	}
+	m = ms_median_u64(p, k);
 	ms_free(p);
 	return m;
 }

@@ -741,6 +741,15 @@ out:
 	return s;
 }
 
+uint64_t ms_explain_requested(const struct ms_explain *x)
+{
+	uint64_t sum = 0;
+
+	for (unsigned k = 0; k < MS_CAT_COUNT; k++)
+		sum += x->cat_bytes[k];
+	return sum;
+}
+
 void ms_explain_release(struct ms_explain *x)
 {
 	if (!x)

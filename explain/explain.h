@@ -98,6 +98,9 @@ struct ms_explain {
 	size_t n_top_activations;
 };
 
+/* The categories' bytes at the state broken down, together: the bytes its allocations asked for. */
+uint64_t ms_explain_requested(const struct ms_explain *x);
+
 /* @return MS_OK or MS_ERR_NOMEM. Release with ms_explain_release. */
 ms_status ms_explain_run(const struct ms_explain_in *in, struct ms_explain *out);
 void ms_explain_release(struct ms_explain *x);

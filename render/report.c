@@ -752,7 +752,6 @@ ms_status ms_report_diagnose(struct ms_report *rep, const struct ms_trace *t,
 	struct ms_report_diagnosis *g = &rep->diag;
 	struct ms_explain x;
 	struct ms_explain_in in;
-	uint64_t sum = 0;
 
 	_Static_assert(MS_CAT_COUNT == 6, "the diagnosis keeps every category");
 	memset(g, 0, sizeof(*g));
@@ -770,9 +769,8 @@ ms_status ms_report_diagnose(struct ms_report *rep, const struct ms_trace *t,
 	for (unsigned k = 0; k < MS_CAT_COUNT; k++) {
 		g->cat_bytes[k] = x.cat_bytes[k];
 		g->cat_blocks[k] = x.cat_blocks[k];
-		sum += x.cat_bytes[k];
 	}
-	g->rounding = (int64_t)g->allocated - (int64_t)sum;
+	g->rounding = (int64_t)g->allocated - (int64_t)ms_explain_requested(&x);
 	g->model_found = x.parameter_blocks != 0;
 	g->parameter_bytes = x.parameter_bytes;
 	g->gradient_bytes = x.gradient_bytes;

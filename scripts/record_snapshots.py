@@ -886,10 +886,12 @@ def c_hf_gpt2_long(cx):
     _hf_gpt2(cx, n_embd=512, n_layer=6, n_head=8, steps=400, seed=16)
 
 
-@case("lightning", "pytorch-lightning Trainer(max_steps=8, one GPU, bf16-mixed) fitting a small GPT "
-      "LightningModule on random token batches; history on from the start; dumped in the module's "
-      "on_train_end hook, before the Trainer's teardown", outputs=["lightning", "lightning_teardown"])
-def c_lightning(cx):
+def _lightning_gpt(cx, precision, at_end, seen=None):
+    """pytorch-lightning's Trainer(max_steps=8, one GPU) fitting the GPT of record_snapshots
+    (d 384, 4 layers) with AdamW on random token batches, history on from the start; at_end(module)
+    runs in on_train_end, before the Trainer's teardown moves the model to the CPU and empties the
+    cache; seen (a dict), if given, takes each step's gradients as the optimizer gets them.
+    Returns the Trainer."""
     import tempfile
     import torch
     try:
@@ -912,21 +914,32 @@ def c_lightning(cx):
             logits = self.net(x)
             return F.cross_entropy(logits.float().view(-1, vocab), x.view(-1))
 
+        def on_before_optimizer_step(self, optimizer):
+            if seen is not None:
+                seen["grads"] = [p.grad for p in self.parameters() if p.grad is not None]
+
         def configure_optimizers(self):
             return torch.optim.AdamW(self.parameters(), lr=1e-4)
 
         def on_train_end(self):
-            # before Trainer's teardown moves the model to the CPU and empties the cache
             cx.truth["steps"] = self.trainer.global_step
-            cx.finish(stop_history=False)
+            at_end(self)
 
     data = torch.utils.data.TensorDataset(torch.randint(0, vocab, (64, 256)))
     dl = torch.utils.data.DataLoader(data, batch_size=8, shuffle=True, num_workers=0)
     with tempfile.TemporaryDirectory() as tmp:
-        tr = pl.Trainer(max_steps=8, accelerator="gpu", devices=1, precision="bf16-mixed",
+        tr = pl.Trainer(max_steps=8, accelerator="gpu", devices=1, precision=precision,
                         logger=False, enable_checkpointing=False, enable_progress_bar=False,
                         enable_model_summary=False, default_root_dir=tmp)
         tr.fit(LM(), dl)
+    return tr
+
+
+@case("lightning", "pytorch-lightning Trainer(max_steps=8, one GPU, bf16-mixed) fitting a small GPT "
+      "LightningModule on random token batches; history on from the start; dumped in the module's "
+      "on_train_end hook, before the Trainer's teardown", outputs=["lightning", "lightning_teardown"])
+def c_lightning(cx):
+    tr = _lightning_gpt(cx, "bf16-mixed", lambda m: cx.finish(stop_history=False))
     cx.name = "lightning_teardown"
     cx.truth["case"] = cx.name
     cx.truth["what"] = ("the same pytorch-lightning run dumped after Trainer.fit returned: its "
@@ -1088,47 +1101,13 @@ def c_explain_hf_gpt2(cx):
       "as a LightningModule with AdamW on random token batches; dumped in on_train_end; the truth "
       "holds the parameter, gradient and optimizer-state bytes")
 def c_explain_lightning(cx):
-    import tempfile
-    import torch
-    try:
-        import pytorch_lightning as pl
-    except ImportError:
-        import lightning.pytorch as pl
-    import torch.nn.functional as F
-    torch.manual_seed(0)
-    cx.truth["lightning"] = pl.__version__
-    vocab = 8192
-    cx.history(enabled="all", context="all", stacks="python")
     seen = {}
 
-    class LM(pl.LightningModule):
-        def __init__(self):
-            super().__init__()
-            self.net = gpt(d=384, layers=4, vocab=vocab, heads=6)
+    def at_end(m):
+        model_truth(cx, m, m.trainer.optimizers[0], seen.get("grads", []))
+        cx.finish(stop_history=False)
 
-        def training_step(self, batch, i):
-            (x,) = batch
-            logits = self.net(x)
-            return F.cross_entropy(logits.float().view(-1, vocab), x.view(-1))
-
-        def on_before_optimizer_step(self, optimizer):
-            seen["grads"] = [p.grad for p in self.parameters() if p.grad is not None]
-
-        def configure_optimizers(self):
-            return torch.optim.AdamW(self.parameters(), lr=1e-4)
-
-        def on_train_end(self):
-            cx.truth["steps"] = self.trainer.global_step
-            model_truth(cx, self, self.trainer.optimizers[0], seen.get("grads", []))
-            cx.finish(stop_history=False)
-
-    data = torch.utils.data.TensorDataset(torch.randint(0, vocab, (64, 256)))
-    dl = torch.utils.data.DataLoader(data, batch_size=8, shuffle=True, num_workers=0)
-    with tempfile.TemporaryDirectory() as tmp:
-        tr = pl.Trainer(max_steps=8, accelerator="gpu", devices=1, precision="32-true",
-                        logger=False, enable_checkpointing=False, enable_progress_bar=False,
-                        enable_model_summary=False, default_root_dir=tmp)
-        tr.fit(LM(), dl)
+    _lightning_gpt(cx, "32-true", at_end, seen)
 
 
 for _name in ("graph_pools", "compile_reduce_overhead", "mempool", "graph_step_adam",
