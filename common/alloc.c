@@ -1,10 +1,21 @@
 /* ms_malloc and friends: every library allocation goes through here, so OOM paths are testable. */
+#define _DEFAULT_SOURCE
 #include "common/alloc.h"
 
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#if defined(__SANITIZE_ADDRESS__)
+#define PAGES_FROM_MALLOC 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(memory_sanitizer)
+#define PAGES_FROM_MALLOC 1
+#endif
+#endif
 
 /* -1: not read yet; 0: off; N: fail the Nth call (1-based) and every later one. */
 static atomic_long fail_at = -1;
@@ -106,6 +117,63 @@ char *ms_strndup(const char *s, size_t n)
 	d[n] = 0;
 	return d;
 }
+
+#ifdef PAGES_FROM_MALLOC
+void *ms_pages_alloc(size_t n)
+{
+	void *p = ms_malloc(n);
+
+	if (p)
+		memset(p, 0, n);
+	return p;
+}
+
+void ms_pages_free(void *p, size_t n)
+{
+	(void)n;
+	ms_free(p);
+}
+#else
+/*
+ * A huge page needs a 2 MiB-aligned range: a block of 2 MiB or more is mapped with 2 MiB to
+ * spare and trimmed to start on such a boundary (the kernel need not align it itself).
+ */
+void *ms_pages_alloc(size_t n)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE), len, map;
+	uintptr_t at, start;
+	void *p;
+
+	if (should_fail() || n > SIZE_MAX - 2 * MS_PAGES_HUGE)
+		return NULL;
+	len = ((n ? n : 1) + page - 1) & ~(page - 1);
+	map = len >= MS_PAGES_HUGE ? len + MS_PAGES_HUGE : len;
+	p = mmap(NULL, map, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		return NULL;
+	at = start = (uintptr_t)p;
+	if (map > len) {
+		start = (at + MS_PAGES_HUGE - 1) & ~(uintptr_t)(MS_PAGES_HUGE - 1);
+		if (start > at)
+			munmap(p, start - at);
+		if (at + map > start + len)
+			munmap((void *)(start + len), at + map - (start + len));
+#ifdef MADV_HUGEPAGE
+		madvise((void *)start, len, MADV_HUGEPAGE); /* advice: no harm where refused */
+#endif
+	}
+	atomic_fetch_add_explicit(&live, 1, memory_order_relaxed);
+	return (void *)start;
+}
+
+void ms_pages_free(void *p, size_t n)
+{
+	if (!p)
+		return;
+	atomic_fetch_sub_explicit(&live, 1, memory_order_relaxed);
+	munmap(p, n ? n : 1);
+}
+#endif
 
 int ms_grow(void *arr, size_t *cap, size_t need, size_t elem)
 {

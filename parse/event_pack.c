@@ -6,7 +6,7 @@
 #include "common/alloc.h"
 #include "common/bytes.h"
 
-#define CHUNK_BYTES ((size_t)256 << 10)
+#define CHUNK_BYTES (MS_PAGES_HUGE - 64) /* with its header and SLACK: a huge page */
 /*
  * The most bytes one event takes: tag and lengths 3, four fields of up to 8 bytes; the rare
  * fields' lengths 2, stream 8, user metadata 4, compile context 4, device and pool 4, source 1.
@@ -80,7 +80,7 @@ ms_status ms_event_pack_add(struct ms_event_pack *p, const struct ms_event *e)
 	         lk = bytes_of(e->stack);
 
 	if ((size_t)(p->w_end - w) < EVENT_MAX) {
-		struct ms_event_pack_chunk *c = ms_malloc(sizeof(*c));
+		struct ms_event_pack_chunk *c = ms_pages_alloc(sizeof(*c));
 		if (!c)
 			return MS_ERR_NOMEM;
 		c->next = NULL;
@@ -136,7 +136,7 @@ void ms_event_pack_free(struct ms_event_pack *p)
 	while (p->head) {
 		struct ms_event_pack_chunk *c = p->head;
 		p->head = c->next;
-		ms_free(c);
+		ms_pages_free(c, sizeof(*c));
 	}
 	memset(p, 0, sizeof(*p));
 }

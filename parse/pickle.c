@@ -30,27 +30,29 @@ enum { ROLE_NONE = 0, ROLE_LISTS, ROLE_LIST, ROLE_ITEM, ROLE_HANDED, ROLE_DONE }
 #define PK_STREAMED   254
 #define ORD_BITS      40
 #define ORD_MASK      (((uint64_t)1 << ORD_BITS) - 1)
-#define SLAB_OBJS     1024
-#define MEMO_SHIFT    16
+#define MEMO_SHIFT    17 /* a memo chunk of 2 MiB: a huge page (ms_pages_alloc) */
 #define MEMO_CHUNK    ((size_t)1 << MEMO_SHIFT)
 #define MEMO_AT(p, i) (&(p)->memo[(i) >> MEMO_SHIFT][(i) & (MEMO_CHUNK - 1)])
 #define MEMO_SLACK    4096 /* memo slots a pickle may skip beyond one per input byte */
 #define KCACHE        256
 #define SLOT_UNWANTED MS_PK_SLOTS /* an item reader's slot for values of keys not wanted */
 
+/* Container headers, a huge page of them at a time (ms_pages_alloc). */
 struct slab {
 	struct slab *next;
 	uint32_t used;
-	struct ms_pk_obj objs[SLAB_OBJS];
+	struct ms_pk_obj objs[];
 };
+#define SLAB_OBJS ((MS_PAGES_HUGE - sizeof(struct slab)) / sizeof(struct ms_pk_obj))
 
-/* Items of containers filled at once, bump-allocated: one allocation per MiB, not per list. */
-#define POOL_VALS ((size_t)1 << 16)
+/* Items of containers filled at once, bump-allocated: one allocation per 2 MiB, not per list. */
 struct pool_chunk {
 	struct pool_chunk *next;
 	size_t used, cap;
 	struct ms_pk_val v[];
 };
+#define POOL_VALS             ((MS_PAGES_HUGE - sizeof(struct pool_chunk)) / sizeof(struct ms_pk_val))
+#define POOL_CHUNK_BYTES(cap) (sizeof(struct pool_chunk) + (cap) * sizeof(struct ms_pk_val))
 
 struct ms_pickle {
 	struct ms_symtab strs;
@@ -159,7 +161,7 @@ static inline ms_status memo_reach(struct ms_pickle *p, uint64_t idx)
 		struct ms_pk_val *c;
 		if (ms_grow(&p->memo, &p->memo_chunks_cap, p->n_memo_chunks + 1,
 		            sizeof(*p->memo)) ||
-		    !(c = ms_malloc(MEMO_CHUNK * sizeof(*c))))
+		    !(c = ms_pages_alloc(MEMO_CHUNK * sizeof(*c))))
 			return MS_ERR_NOMEM;
 		p->memo[p->n_memo_chunks++] = c;
 	}
@@ -248,19 +250,19 @@ void ms_pickle_free(struct ms_pickle *p)
 		for (uint32_t i = 0; i < s->used; i++)
 			if (!s->objs[i].pooled)
 				ms_free(s->objs[i].items);
-		ms_free(s);
+		ms_pages_free(s, MS_PAGES_HUGE);
 		s = n;
 	}
 	while (p->pool) {
 		struct pool_chunk *c = p->pool;
 		p->pool = c->next;
-		ms_free(c);
+		ms_pages_free(c, POOL_CHUNK_BYTES(c->cap));
 	}
 	ms_symtab_release(&p->strs);
 	ms_free(p->stack);
 	ms_free(p->marks);
 	for (size_t i = 0; i < p->n_memo_chunks; i++)
-		ms_free(p->memo[i]);
+		ms_pages_free(p->memo[i], MEMO_CHUNK * sizeof(*p->memo[i]));
 	ms_free(p->memo);
 	ms_free(p->cursor);
 	if (!p->borrowed)
@@ -452,7 +454,7 @@ static ms_status new_obj(struct ms_pickle *p, uint8_t kind, struct ms_pk_obj **o
 	if (p->n_objs >= p->lim.max_objects)
 		return fail(p, MS_ERR_LIMIT, "too many containers");
 	if (!p->slabs || p->slabs->used == SLAB_OBJS) {
-		struct slab *s = ms_malloc(sizeof(*s));
+		struct slab *s = ms_pages_alloc(MS_PAGES_HUGE);
 		if (!s)
 			return MS_ERR_NOMEM;
 		s->used = 0;
@@ -998,7 +1000,7 @@ static struct ms_pk_val *pool_room(struct ms_pickle *p, size_t want, size_t *roo
 
 	if (!c || c->cap - c->used < want) {
 		size_t cap = want > POOL_VALS ? want : POOL_VALS;
-		if (!(c = ms_malloc(sizeof(*c) + cap * sizeof(c->v[0]))))
+		if (!(c = ms_pages_alloc(POOL_CHUNK_BYTES(cap))))
 			return NULL;
 		c->used = 0;
 		c->cap = cap;

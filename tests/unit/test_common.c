@@ -1,8 +1,10 @@
-/* common/: the u64 map against a plain array, interning, arena, buffers, status names. */
+/* common/: page blocks, the u64 map against a plain array, interning, arena, buffers, status names.
+ */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "common/alloc.h"
 #include "common/arena.h"
 #include "common/buf.h"
 #include "common/hash.h"
@@ -10,6 +12,33 @@
 #include "common/size.h"
 #include "common/symtab.h"
 #include "helpers.h"
+
+/* Page blocks of every size come zeroed, writable to their last byte, and are all given back. */
+Test(common, page_blocks)
+{
+	const size_t sizes[] = {
+	        1, 4095, 4096, 70000, MS_PAGES_HUGE - 40, MS_PAGES_HUGE, 3 * MS_PAGES_HUGE + 123};
+	void *b[sizeof(sizes) / sizeof(sizes[0])];
+	long live = ms__alloc_live();
+
+	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		unsigned char *p = ms_pages_alloc(sizes[i]);
+		cr_assert_not_null(p);
+		for (size_t j = 0; j < sizes[i]; j += 997)
+			cr_assert_eq(p[j], 0);
+		cr_assert_eq(p[sizes[i] - 1], 0);
+		memset(p, 0xa5, sizes[i]);
+		b[i] = p;
+	}
+	cr_assert_eq(ms__alloc_live(), live + (long)(sizeof(sizes) / sizeof(sizes[0])));
+	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
+		ms_pages_free(b[i], sizes[i]);
+	ms_pages_free(NULL, 10);
+	cr_assert_eq(ms__alloc_live(), live);
+	ms__alloc_fail_at(1);
+	cr_assert_null(ms_pages_alloc(100));
+	ms__alloc_fail_at(0);
+}
 
 Test(common, u64map_matches_a_plain_table)
 {
