@@ -31,12 +31,20 @@ struct centry {
 #define CACHE_SIZE 4096
 _Static_assert(CACHE_SIZE == 1 << 12, "frame_id takes 12 bits of its hash");
 #define MAX_FRAMES 256
+/* A frame as a capture meets it: what frame_id's cache compares. */
+struct fkey {
+	const void *code, *file, *name;
+	int firstline, lasti;
+};
 struct tcache {
 	uint64_t gen;
 	struct centry e[CACHE_SIZE];
-	/* the thread's last stack: allocations in a row from one line skip interning it */
+	/*
+	 * The thread's last stack, by its frames' keys: allocations in a row from one line are
+	 * told by comparing the frames with these, in order, with no lookup and no interning.
+	 */
 	uint32_t last_id, last_n;
-	uint32_t last[MAX_FRAMES];
+	struct fkey last[MAX_FRAMES];
 };
 static pthread_key_t g_key;
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
@@ -105,14 +113,26 @@ static void utf8(PyObject *s, char *buf, size_t cap)
 	buf[o] = 0;
 }
 
-static uint32_t frame_id(struct msr *r, struct tcache *c, PyCodeObject *co, int lasti)
+static struct fkey key_of(PyCodeObject *co, int lasti)
 {
 #if PY_VERSION_HEX >= 0x030B0000
 	PyObject *name = co->co_qualname;
 #else
 	PyObject *name = co->co_name;
 #endif
-	uint64_t h = (((uint64_t)(uintptr_t)co >> 4) ^ (uint64_t)(unsigned)lasti << 40) *
+	return (struct fkey){co, co->co_filename, name, co->co_firstlineno, lasti};
+}
+
+static int same_key(const struct fkey *a, const struct fkey *b)
+{
+	return a->code == b->code && a->lasti == b->lasti && a->file == b->file &&
+	       a->name == b->name && a->firstline == b->firstline;
+}
+
+static uint32_t frame_id(struct msr *r, struct tcache *c, const struct fkey *k)
+{
+	PyCodeObject *co = (PyCodeObject *)k->code;
+	uint64_t h = (((uint64_t)(uintptr_t)co >> 4) ^ (uint64_t)(unsigned)k->lasti << 40) *
 	                     0x9E3779B97F4A7C15ULL >>
 	             52; /* the product's top bits: CACHE_SIZE 2^12 */
 	struct centry *e = c ? &c->e[h] : NULL;
@@ -120,15 +140,15 @@ static uint32_t frame_id(struct msr *r, struct tcache *c, PyCodeObject *co, int 
 	uint32_t id;
 	int line;
 
-	if (e && e->code == co && e->lasti == lasti && e->file == co->co_filename &&
-	    e->name == name && e->firstline == co->co_firstlineno)
+	if (e && e->code == co && e->lasti == k->lasti && e->file == k->file &&
+	    e->name == k->name && e->firstline == k->firstline)
 		return e->id;
-	line = PyCode_Addr2Line(co, lasti * (int)sizeof(_Py_CODEUNIT));
-	utf8(name, fn, sizeof(fn));
-	utf8(co->co_filename, file, sizeof(file));
+	line = PyCode_Addr2Line(co, k->lasti * (int)sizeof(_Py_CODEUNIT));
+	utf8((PyObject *)k->name, fn, sizeof(fn));
+	utf8((PyObject *)k->file, file, sizeof(file));
 	id = msr_frame(r, fn, file, line > 0 ? (uint32_t)line : 0);
 	if (id && e)
-		*e = (struct centry){co, co->co_filename, name, co->co_firstlineno, lasti, id};
+		*e = (struct centry){co, k->file, k->name, k->firstline, k->lasti, id};
 	return id;
 }
 
@@ -139,8 +159,9 @@ int ms_pystack_supported(void)
 
 uint32_t ms_pystack_capture(struct msr *r, size_t max_frames)
 {
+	struct fkey keys[MAX_FRAMES];
 	uint32_t ids[MAX_FRAMES], id;
-	size_t n = 0;
+	size_t n = 0, m = 0, same;
 	PyThreadState *ts;
 	_PyInterpreterFrame *f;
 	struct tcache *c;
@@ -156,8 +177,8 @@ uint32_t ms_pystack_capture(struct msr *r, size_t max_frames)
 	f = ts->cframe ? ts->cframe->current_frame : NULL;
 #endif
 	c = thread_cache(r);
-	if (max_frames > sizeof(ids) / sizeof(ids[0]))
-		max_frames = sizeof(ids) / sizeof(ids[0]);
+	if (max_frames > MAX_FRAMES)
+		max_frames = MAX_FRAMES;
 	for (; f && n < max_frames; f = f->previous) {
 		PyCodeObject *co;
 #if PY_VERSION_HEX >= 0x030C0000
@@ -173,19 +194,26 @@ uint32_t ms_pystack_capture(struct msr *r, size_t max_frames)
 #else
 		co = f->f_code;
 #endif
-		id = frame_id(r, c, co, _PyInterpreterFrame_LASTI(f));
-		if (id)
-			ids[n++] = id;
+		keys[n++] = key_of(co, _PyInterpreterFrame_LASTI(f));
 	}
 	if (!n)
 		return 0;
-	if (c && c->last_id && c->last_n == n && !memcmp(c->last, ids, n * sizeof(ids[0])))
+	/* the same frames as the last capture: its stack */
+	for (same = 0; c && c->last_id && c->last_n == n && same < n; same++)
+		if (!same_key(&keys[same], &c->last[same]))
+			break;
+	if (c && c->last_id && same == n)
 		return c->last_id;
-	id = msr_stack(r, ids, n);
-	if (c && id) {
-		memcpy(c->last, ids, n * sizeof(ids[0]));
-		c->last_n = (uint32_t)n;
-		c->last_id = id;
+	for (size_t i = 0; i < n; i++)
+		if ((id = frame_id(r, c, &keys[i])))
+			keys[m] = keys[i], ids[m++] = id;
+	if (!m || !(id = msr_stack(r, ids, m)))
+		return 0;
+	if (c) {
+		/* kept only when every frame has an id: then the stack is these frames exactly */
+		c->last_id = m == n ? id : 0;
+		memcpy(c->last, keys, m * sizeof(keys[0]));
+		c->last_n = (uint32_t)m;
 	}
 	return id;
 }
