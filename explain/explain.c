@@ -686,6 +686,28 @@ static int growth_cmp(const void *a, const void *b)
 	                                               : 0;
 }
 
+/*
+ * The categories in->cat_query asks for: the allocations made in the trace are in event order
+ * among the blocks (those from before it have none), so one merge finds them.
+ */
+static void categories_asked(struct ex *x)
+{
+	const struct ms_explain_in *in = x->in;
+	size_t q = 0;
+
+	for (size_t i = 0; i < in->n_cat_query; i++)
+		in->cat_of[i] = -1;
+	for (size_t i = 0; i < x->n && q < in->n_cat_query; i++) {
+		const struct blk *b = &x->b[i];
+		if (b->before)
+			continue;
+		while (q < in->n_cat_query && in->cat_query[q] < b->a)
+			q++;
+		if (q < in->n_cat_query && in->cat_query[q] == b->a)
+			in->cat_of[q++] = (int8_t)b->cat;
+	}
+}
+
 ms_status ms_explain_run(const struct ms_explain_in *in, struct ms_explain *out)
 {
 	struct ex x;
@@ -719,6 +741,7 @@ ms_status ms_explain_run(const struct ms_explain_in *in, struct ms_explain *out)
 		                         "cannot be told apart";
 	}
 	categorize_rest(&x);
+	categories_asked(&x);
 	for (size_t i = 0; i < x.n; i++) {
 		const struct blk *b = &x.b[i];
 		if (in_state(&x, b)) {

@@ -50,6 +50,11 @@ struct ms_explain_in {
 	uint64_t allocated_at_peak;
 	int before; /* the state before event peak_index, not after it (an OOM: the failed request)
 	             */
+	/* optional: the category of each allocation whose alloc event is in cat_query (ascending)
+	 * into cat_of (enum ms_explain_cat; -1: no allocation of the device there) */
+	const uint64_t *cat_query;
+	size_t n_cat_query;
+	int8_t *cat_of;
 };
 
 /* A step: from its first event to the next step's, and its peak of allocated bytes. */

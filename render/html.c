@@ -297,6 +297,7 @@ static void timeline_json(struct ms_jsonw *w, const struct ms_report *rep)
 	FINE("t_ms", x->t_ns / 1000000);
 	FINE("alloc_min", x->amin);
 	FINE("alloc_max", x->amax);
+	FINE("alloc", x->alast);
 	FINE("res_min", x->rmin);
 	FINE("res_max", x->rmax);
 	ms_jsonw_obj_end(w);
@@ -323,6 +324,55 @@ static void timeline_json(struct ms_jsonw *w, const struct ms_report *rep)
 
 /* The page's data: one JSON document (docs/RENDER.md), into *json (libc's free). */
 /* What the peak is made of (report.h): categories as [name, bytes, blocks], the rest by name. */
+/*
+ * The per-allocation timeline: "bands" in columns (one entry per allocation drawn, by alloc
+ * event), "band_parts" (per level, the number of parts and each part's bands) and
+ * "band_stacks" (the stacks the bands refer to).
+ */
+static void bands_json(struct ms_jsonw *w, const struct ms_report *rep)
+{
+	const struct ms_bands *b = &rep->bands;
+	size_t part = 0;
+
+#define BAND(name, expr)                                  \
+	do {                                              \
+		ms_jsonw_key(w, name);                    \
+		ms_jsonw_arr_begin(w);                    \
+		for (size_t i = 0; i < b->n_bands; i++)   \
+			ms_jsonw_i64(w, (int64_t)(expr)); \
+		ms_jsonw_arr_end(w);                      \
+	} while (0)
+	ms_jsonw_key(w, "bands");
+	ms_jsonw_obj_begin(w);
+	BAND("first", b->bands[i].first);
+	BAND("last", b->bands[i].last == MS_BANDS_NONE ? -1 : (int64_t)b->bands[i].last);
+	BAND("size", b->bands[i].size);
+	BAND("addr", b->bands[i].addr);
+	BAND("site", rep->band_site[i]);
+	BAND("stack", rep->band_stack[i]);
+	BAND("cat", rep->band_cat[i]);
+#undef BAND
+	ms_jsonw_obj_end(w);
+	ms_jsonw_key(w, "band_parts");
+	ms_jsonw_arr_begin(w);
+	for (unsigned l = 0; l < MS_BANDS_LEVELS && b->part_start; l++) {
+		ms_jsonw_arr_begin(w);
+		for (size_t p = 0; p < ms_bands_parts(l); p++, part++) {
+			ms_jsonw_arr_begin(w);
+			for (size_t k = b->part_start[part]; k < b->part_start[part + 1]; k++)
+				ms_jsonw_u64(w, b->part_idx[k]);
+			ms_jsonw_arr_end(w);
+		}
+		ms_jsonw_arr_end(w);
+	}
+	ms_jsonw_arr_end(w);
+	ms_jsonw_key(w, "band_stacks");
+	ms_jsonw_arr_begin(w);
+	for (size_t i = 0; i < rep->n_band_stacks; i++)
+		stack_json(w, &rep->band_stacks[i]);
+	ms_jsonw_arr_end(w);
+}
+
 static void diagnosis_json(struct ms_jsonw *w, const struct ms_report_diagnosis *g)
 {
 	ms_jsonw_obj_begin(w);
@@ -476,6 +526,7 @@ static ms_status data_json(const struct ms_report *rep, const struct ms_whatif_r
 	for (size_t i = 0; i < rep->n_sites; i++)
 		stack_json(&w, &rep->site_stacks[i]);
 	ms_jsonw_arr_end(&w);
+	bands_json(&w, rep);
 	ms_jsonw_key(&w, "frames");
 	frames_json(&w, &rep->frames);
 	ms_jsonw_obj_end(&w);

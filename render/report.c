@@ -86,7 +86,7 @@ struct builder {
 static void span_start(struct ms_report_span *s, uint64_t index, int64_t t_ns, uint64_t a,
                        uint64_t r)
 {
-	*s = (struct ms_report_span){index, t_ns, a, a, r, r};
+	*s = (struct ms_report_span){index, t_ns, a, a, r, r, a};
 }
 
 static void span_extend(struct ms_report_span *s, uint64_t a, uint64_t r)
@@ -95,6 +95,7 @@ static void span_extend(struct ms_report_span *s, uint64_t a, uint64_t r)
 	s->amax = a > s->amax ? a : s->amax;
 	s->rmin = r < s->rmin ? r : s->rmin;
 	s->rmax = r > s->rmax ? r : s->rmax;
+	s->alast = a;
 }
 
 static void on_event(void *ctx, uint64_t index, const struct ms_event *e, const struct ms_model *m)
@@ -117,6 +118,13 @@ static void on_event(void *ctx, uint64_t index, const struct ms_event *e, const 
 		rep->streams[rep->n_streams++] = e->stream;
 	l->stream_cur[si] += (int64_t)a - l->prev_alloc;
 	l->prev_alloc = (int64_t)a;
+	/* the bands follow allocations from the trace's start: those alive in the window count */
+	if (e->action == MS_ACT_ALLOC &&
+	    ms_bands_alloc(&rep->bands, index, e->addr, e->size, e->stack))
+		l->nomem = 1;
+	if ((e->action == MS_ACT_FREE_REQUESTED || e->action == MS_ACT_FREE_COMPLETED) &&
+	    ms_bands_free(&rep->bands, index, e->addr))
+		l->nomem = 1;
 	if (index < rep->from || index >= rep->to)
 		return;
 	if (!rep->n_fine ||
@@ -461,6 +469,8 @@ static void flame(struct builder *l, const struct ms_replay_snap *sn)
 	ms_u64map_release(&at);
 }
 
+static void band_stacks(struct builder *l);
+
 /*
  * What follows the moments, in the order the page's data names sites and frames (so that both
  * are numbered in the order they first appear in it): the top sites and flame graph at the
@@ -487,7 +497,58 @@ static ms_status finish(struct builder *l, const struct ms_replay_snap *peak,
 		l->nomem = 1;
 	for (size_t i = 0; i < rep->n_sites && !l->nomem; i++)
 		stack_of(l, rep->syms, l->site_first[i], &rep->site_stacks[i]);
+	if (!l->nomem)
+		band_stacks(l);
 	return l->nomem ? MS_ERR_NOMEM : MS_OK;
+}
+
+/*
+ * The bands' sites (numbered after the other sites: finish's stacks include theirs) and their
+ * stacks, each distinct one once, for the per-allocation timeline's hover.
+ */
+static void band_sites(struct builder *l)
+{
+	struct ms_report *rep = l->rep;
+	size_t n = rep->bands.n_bands;
+
+	if (!(rep->band_site = ms_malloc((n ? n : 1) * sizeof(*rep->band_site))) ||
+	    !(rep->band_stack = ms_malloc((n ? n : 1) * sizeof(*rep->band_stack))) ||
+	    !(rep->band_cat = ms_malloc(n ? n : 1))) {
+		l->nomem = 1;
+		return;
+	}
+	memset(rep->band_cat, -1, n ? n : 1);
+	for (size_t i = 0; i < n && !l->nomem; i++)
+		rep->band_site[i] = site_of(l, rep->bands.bands[i].stack);
+}
+
+static void band_stacks(struct builder *l)
+{
+	struct ms_report *rep = l->rep;
+	struct ms_u64map seen = MS_U64MAP_INIT; /* stack -> index in band_stacks */
+	size_t n = rep->bands.n_bands, cap = 0;
+
+	for (size_t i = 0; i < n && !l->nomem; i++) {
+		uint32_t st = rep->bands.bands[i].stack;
+		const uint64_t *v;
+		rep->band_stack[i] = -1;
+		if (!st || !rep->syms || st >= ms_symtab_nstacks(rep->syms))
+			continue;
+		if ((v = ms_u64map_get(&seen, st))) {
+			rep->band_stack[i] = (int32_t)*v;
+			continue;
+		}
+		if (ms_grow(&rep->band_stacks, &cap, rep->n_band_stacks + 1,
+		            sizeof(*rep->band_stacks)) ||
+		    ms_u64map_put(&seen, st, rep->n_band_stacks)) {
+			l->nomem = 1;
+			break;
+		}
+		memset(&rep->band_stacks[rep->n_band_stacks], 0, sizeof(*rep->band_stacks));
+		stack_of(l, rep->syms, st, &rep->band_stacks[rep->n_band_stacks]);
+		rep->band_stack[i] = (int32_t)rep->n_band_stacks++;
+	}
+	ms_u64map_release(&seen);
 }
 
 /* rep emptied, its tables made, and l set up to fill it. */
@@ -583,6 +644,8 @@ ms_status ms_report_collect(const struct ms_report_input *in, struct ms_report *
 	}
 	rep->from = lo;
 	rep->to = hi;
+	if ((s = ms_bands_init(&rep->bands, lo, hi)))
+		goto out;
 	/* the peak and the OOM shown are the window's */
 	rep->peak_index = in->find_peak ? UINT64_MAX : in->first->peak_allocated_index;
 	if ((lo > 0 || hi < total) &&
@@ -662,6 +725,9 @@ ms_status ms_report_collect(const struct ms_report_input *in, struct ms_report *
 	 * the moments' blocks, then the top sites (finish) */
 	for (size_t i = 0; i < rep->n_buckets; i++)
 		rep->buckets[i].big_site = site_of(&l, rep->buckets[i].big_stack);
+	if ((s = ms_bands_finish(&rep->bands)))
+		goto out;
+	band_sites(&l);
 	ann_names(&l);
 	if (in->find_peak) {
 		rep->peak_index = r.peak_allocated_index;
@@ -740,6 +806,13 @@ void ms_report_release(struct ms_report *rep)
 	for (size_t i = 0; rep->site_stacks && i < rep->n_sites; i++)
 		stack_release(&rep->site_stacks[i]);
 	ms_free(rep->site_stacks);
+	for (size_t i = 0; rep->band_stacks && i < rep->n_band_stacks; i++)
+		stack_release(&rep->band_stacks[i]);
+	ms_free(rep->band_stacks);
+	ms_free(rep->band_site);
+	ms_free(rep->band_stack);
+	ms_free(rep->band_cat);
+	ms_bands_release(&rep->bands);
 	ms_symtab_release(&rep->site_labels);
 	ms_symtab_release(&rep->frames);
 	ms_symtab_release(&rep->own_syms);
@@ -752,6 +825,8 @@ ms_status ms_report_diagnose(struct ms_report *rep, const struct ms_trace *t,
 	struct ms_report_diagnosis *g = &rep->diag;
 	struct ms_explain x;
 	struct ms_explain_in in;
+	uint64_t *query = NULL;
+	ms_status s;
 
 	_Static_assert(MS_CAT_COUNT == 6, "the diagnosis keeps every category");
 	memset(g, 0, sizeof(*g));
@@ -760,8 +835,20 @@ ms_status ms_report_diagnose(struct ms_report *rep, const struct ms_trace *t,
 	in.device = rep->device;
 	in.peak_index = first->fullest_at_peak_index;
 	in.allocated_at_peak = first->allocated_at_peak_reserved;
-	if (ms_explain_run(&in, &x))
-		return MS_ERR_NOMEM;
+	/* the bands' categories, for the per-allocation timeline's colours */
+	if (rep->bands.n_bands) {
+		if (!(query = ms_malloc(rep->bands.n_bands * sizeof(*query))))
+			return MS_ERR_NOMEM;
+		for (size_t i = 0; i < rep->bands.n_bands; i++)
+			query[i] = rep->bands.bands[i].first;
+		in.cat_query = query;
+		in.n_cat_query = rep->bands.n_bands;
+		in.cat_of = rep->band_cat;
+	}
+	s = ms_explain_run(&in, &x);
+	ms_free(query);
+	if (s)
+		return s;
 	g->has = 1;
 	g->event = in.peak_index;
 	g->reserved = (uint64_t)first->stats.reserved_bytes[0].peak;

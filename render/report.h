@@ -7,6 +7,7 @@
 #define MEMSNAP_RENDER_REPORT_H
 
 #include "common/symtab.h"
+#include "render/alloc_bands.h"
 #include "render/render.h"
 #include "replay/replay.h"
 
@@ -22,12 +23,13 @@ struct ms_trace;
 /* The top allocation sites at the peak listed. */
 #define MS_REPORT_TOP_SITES 25
 
-/* Events [first, ...) of one bucket: when the first began, and the extremes of allocated and
- * reserved bytes after each. */
+/* Events [first, ...) of one bucket: when the first began, the extremes of allocated and
+ * reserved bytes after each, and the allocated bytes after the last. */
 struct ms_report_span {
 	uint64_t first;
 	int64_t t_ns;
 	uint64_t amin, amax, rmin, rmax;
+	uint64_t alast;
 };
 
 /* One bucket of the timeline. */
@@ -187,6 +189,19 @@ struct ms_report {
 	struct ms_symtab frames;
 
 	struct ms_report_diagnosis diag;
+
+	/*
+	 * The per-allocation timeline: the allocations drawn one by one (bands.bands, by alloc
+	 * event; bands.part_idx and part_start: each part's of each level), and per band its site
+	 * (or -1), its stack in band_stacks (or -1) and its category (enum ms_explain_cat, or -1:
+	 * not told; set by ms_report_diagnose)
+	 */
+	struct ms_bands bands;
+	int64_t *band_site;
+	int32_t *band_stack;
+	int8_t *band_cat;
+	struct ms_report_stack *band_stacks;
+	size_t n_band_stacks;
 
 	/* the trace's strings and stacks (annotation names, flame frames) */
 	const struct ms_symtab *syms;

@@ -218,6 +218,8 @@
 
 	/* ---- the timeline (none without a trace) ---- */
 	var timeline, frag, zoomed, byTime = false, hasTime = false, rowBucket = null, NF = 0;
+	/* the allocation selected in the per-allocation timeline (an index of D.bands), its redraw */
+	var selectedBand = -1, drawBands = null, bandsSelftest = null;
 	function xOf(b) { return byTime ? (T.t_ms[b] - T.t_ms[0]) / 1000 : T.first[b]; }
 	function eventAt(x) {
 		if (!byTime) return x;
@@ -231,6 +233,7 @@
 	if (NOTRACE) {
 		$('timeline-panel').hidden = true;
 		$('frag-panel').hidden = true;
+		$('bands-panel').hidden = true;
 	} else {
 		/* ---- the timeline ---- */
 		/* the x axis: trace events, or seconds since the window's first bucket */
@@ -277,6 +280,11 @@
 			}
 			line(D.peak.index, '#59a14f', 'peak', 0);
 			if (D.oom) line(D.oom.index, '#e15759', 'OOM', 14);
+			if (selectedBand >= 0) {
+				line(D.bands.first[selectedBand], '#222', 'allocated', 28);
+				if (D.bands.last[selectedBand] >= 0)
+					line(D.bands.last[selectedBand], '#222', 'freed', 42);
+			}
 		}
 		var axes = { y: { valueFormatter: fmt, axisLabelFormatter: fmt, axisLabelWidth: 80 } };
 		var PALETTE = ['#4e79a7', '#e15759', '#76b7b2', '#b07aa1', '#9c755f', '#edc948', '#59a14f',
@@ -380,6 +388,7 @@
 		function follow(from, to) {
 			from.updateOptions({ drawCallback: function (g, initial) {
 				if (from === timeline) document.body.dataset.timeline = 'drawn';
+				if (from === timeline && drawBands) drawBands(g.xAxisRange());
 				if (initial || syncing) return;
 				syncing = true;
 				to.updateOptions({ dateWindow: g.xAxisRange() });
@@ -388,6 +397,284 @@
 		}
 		follow(timeline, frag);
 		follow(frag, timeline);
+		bandsChart();
+	}
+
+	/*
+	 * ---- the allocations, a band each (as PyTorch's memory_viz draws its active memory) ----
+	 * The largest allocations of the range shown (D.band_parts: of the window, of its eighths,
+	 * of its 64ths) are stacked in the order they were made, from the event that made each to
+	 * the one that freed it: when one is freed, those above it drop. Under them, one grey band
+	 * holds every other allocated byte (the timeline's most allocated per column, less the
+	 * bands). Drawn per pixel column, so the cost follows the bands and the width, not the
+	 * trace's length.
+	 */
+	function bandsChart() {
+		var B = D.bands, BP = D.band_parts;
+		if (!B || !B.first.length || !BP || !BP.length) {
+			$('bands-panel').hidden = true;
+			return;
+		}
+		var NB = B.first.length, WFROM = D.window[0], WTO = D.window[1], FD = D.fine;
+		var CAT_NAMES = ['parameters', 'gradients', 'optimizer state', 'activations', 'other',
+			'allocated before the trace'];
+		var CAT_COLOR = ['#4e79a7', '#f28e2b', '#e15759', '#76b7b2', '#b07aa1', '#9c755f'];
+		var SITE_COLOR = ['#4e79a7', '#f28e2b', '#e15759', '#76b7b2', '#59a14f', '#edc948',
+			'#b07aa1', '#ff9da7', '#9c755f', '#499894', '#d37295', '#86bcb6', '#8cd17d', '#f1ce63'];
+		var hasCat = B.cat.some(function (c) { return c >= 0; });
+		var colourBy = hasCat ? 'category' : 'site', bc = $('bands'), last = null;
+		function endOf(i) { return B.last[i] < 0 ? WTO : B.last[i]; }
+		function colourOf(i) {
+			if (colourBy === 'category') return B.cat[i] >= 0 ? CAT_COLOR[B.cat[i]] : '#999';
+			/* without a site (no stacks recorded): a colour per allocation, as memory_viz */
+			return SITE_COLOR[(B.site[i] >= 0 ? B.site[i] : i) % SITE_COLOR.length];
+		}
+		/* the bands of events [e0, e1): the finest level whose parts are at least half the range */
+		function bandsIn(e0, e1) {
+			var n = WTO - WFROM, level = 0;
+			for (var l = BP.length - 1; l > 0; l--)
+				if (e1 - e0 <= 2 * Math.ceil(n / BP[l].length)) { level = l; break; }
+			var w = Math.ceil(n / BP[level].length), parts = BP[level];
+			var p0 = Math.max(0, Math.floor((e0 - WFROM) / w));
+			var p1 = Math.min(parts.length - 1, Math.floor((e1 - 1 - WFROM) / w));
+			var seen = new Uint8Array(NB), out = [];
+			for (var p = p0; p <= p1; p++)
+				parts[p].forEach(function (i) { if (!seen[i]) { seen[i] = 1; out.push(i); } });
+			if (selectedBand >= 0 && !seen[selectedBand]) out.push(selectedBand);
+			out.sort(function (a, b) { return a - b; });
+			return { level: level, idx: out };
+		}
+		function legend() {
+			var box = $('bands-legend');
+			box.textContent = '';
+			var items = [];
+			if (colourBy === 'category') {
+				var have = {};
+				B.cat.forEach(function (c) { have[c] = 1; });
+				CAT_NAMES.forEach(function (n, k) { if (have[k]) items.push([CAT_COLOR[k], n]); });
+			} else {
+				/* the sites holding the most among the bands */
+				var by = {};
+				for (var i = 0; i < NB; i++)
+					if (B.site[i] >= 0) by[B.site[i]] = (by[B.site[i]] || 0) + B.size[i];
+				Object.keys(by).sort(function (a, b) { return by[b] - by[a]; }).slice(0, 8)
+					.forEach(function (s) { items.push([SITE_COLOR[s % SITE_COLOR.length], site(+s)]); });
+			}
+			items.push(['#d9d9d9', 'every other allocation']);
+			items.forEach(function (it) {
+				var sw = document.createElement('span');
+				sw.className = 'sw';
+				sw.style.background = it[0];
+				box.appendChild(sw);
+				box.appendChild(document.createTextNode(it[1] + ' '));
+			});
+		}
+		drawBands = function (range) {
+			var t0 = performance.now();
+			var e0 = Math.max(WFROM, Math.floor(eventAt(range[0])));
+			var e1 = Math.min(WTO, Math.ceil(eventAt(range[1])) + 1);
+			if (e1 <= e0) e1 = e0 + 1;
+			var dpr = window.devicePixelRatio || 1, cssW = $('timeline').clientWidth || 900, H = 300;
+			var area = timeline.getArea(), X0 = area.x, W = Math.max(10, Math.floor(area.w));
+			bc.width = cssW * dpr;
+			bc.height = H * dpr;
+			bc.style.width = cssW + 'px';
+			bc.style.height = H + 'px';
+			var c = bc.getContext('2d');
+			c.setTransform(dpr, 0, 0, dpr, 0, 0);
+			c.clearRect(0, 0, cssW, H);
+			/*
+			 * Column c shows the state after sample[c], the last event of the last bucket of
+			 * the finer level that ends in it (or the column before's, where none does), whose
+			 * allocated bytes the data has: the grey band is what the bands drawn leave of them.
+			 * An allocation made and freed between two samples is in the grey band until
+			 * zooming in draws it.
+			 */
+			var got = bandsIn(e0, e1), idx = got.idx, span = (e1 - e0) / W, NFD = FD.first.length;
+			var sample = new Float64Array(W), alloc = new Float64Array(W), x, k;
+			var j = 0, endOfFine = function (j) { return (j + 1 < NFD ? FD.first[j + 1] : WTO) - 1; };
+			while (j + 1 < NFD && FD.first[j + 1] <= e0) j++; /* the bucket holding e0 */
+			var sj = j;
+			for (x = 0; x < W; x++) {
+				var colLast = e0 + Math.floor((x + 1) * span) - 1;
+				while (j < NFD && endOfFine(j) <= colLast) { sj = j; j++; }
+				sample[x] = endOfFine(sj);
+				alloc[x] = FD.alloc[sj];
+			}
+			/* the columns whose sample falls in [first, end) */
+			function firstCol(ev) { /* the first column whose sample is at least ev */
+				var lo = 0, hi = W;
+				while (lo < hi) { var mid = (lo + hi) >> 1; if (sample[mid] >= ev) hi = mid; else lo = mid + 1; }
+				return lo;
+			}
+			var cs = new Int32Array(idx.length), ce = new Int32Array(idx.length);
+			var drawn = new Float64Array(W);
+			for (k = 0; k < idx.length; k++) {
+				var i = idx[k];
+				cs[k] = firstCol(B.first[i]);
+				ce[k] = firstCol(endOf(i)) - 1;
+				for (x = cs[k]; x <= ce[k]; x++) drawn[x] += B.size[i];
+			}
+			var base = new Float64Array(W), ymax = 1;
+			for (x = 0; x < W; x++) {
+				base[x] = Math.max(0, alloc[x] - drawn[x]);
+				ymax = Math.max(ymax, base[x] + drawn[x]);
+			}
+			var PT = 8, PB = 4, ph = H - PT - PB;
+			var yOf = function (v) { return PT + ph - ph * v / ymax; };
+			/* the y axis: four lines */
+			c.font = '11px system-ui, sans-serif';
+			c.fillStyle = '#666';
+			c.strokeStyle = '#eee';
+			for (var t = 0; t <= 4; t++) {
+				var yy = yOf(ymax * t / 4);
+				c.beginPath(); c.moveTo(X0, yy); c.lineTo(X0 + W, yy); c.stroke();
+				c.fillText(fmt(Math.round(ymax * t / 4)), 2, yy + (t ? 4 : -2));
+			}
+			/* a band between lo[x] and lo[x] + size over columns [a, z], as steps */
+			function path(lo, size, a, z) {
+				c.beginPath();
+				var py = yOf(lo[a] + size);
+				c.moveTo(X0 + a, py);
+				for (var x = a + 1; x <= z; x++) {
+					var ny = yOf(lo[x] + size);
+					if (ny !== py) { c.lineTo(X0 + x, py); c.lineTo(X0 + x, ny); py = ny; }
+				}
+				c.lineTo(X0 + z + 1, py);
+				py = yOf(lo[z]);
+				c.lineTo(X0 + z + 1, py);
+				for (x = z - 1; x >= a; x--) {
+					var ly = yOf(lo[x]);
+					if (ly !== py) { c.lineTo(X0 + x + 1, py); c.lineTo(X0 + x + 1, ly); py = ly; }
+				}
+				c.lineTo(X0 + a, py);
+				c.closePath();
+			}
+			var acc = new Float64Array(W), selK = -1;
+			for (k = 0; k < idx.length; k++) {
+				var bi = idx[k];
+				if (cs[k] > ce[k]) continue;
+				c.fillStyle = colourOf(bi);
+				path(acc, B.size[bi], cs[k], ce[k]);
+				c.fill();
+				if (bi === selectedBand) {
+					selK = k;
+					c.strokeStyle = '#000';
+					c.lineWidth = 2;
+					c.stroke();
+					c.lineWidth = 1;
+				}
+				for (x = cs[k]; x <= ce[k]; x++) acc[x] += B.size[bi];
+			}
+			/* the grey band on top: up to the allocated bytes, so the bands below stay put */
+			c.fillStyle = '#d9d9d9';
+			c.beginPath();
+			c.moveTo(X0, yOf(acc[0]));
+			for (x = 0; x < W; x++) { c.lineTo(X0 + x, yOf(acc[x] + base[x])); c.lineTo(X0 + x + 1, yOf(acc[x] + base[x])); }
+			for (x = W - 1; x >= 0; x--) { c.lineTo(X0 + x + 1, yOf(acc[x])); c.lineTo(X0 + x, yOf(acc[x])); }
+			c.closePath();
+			c.fill();
+			last = { idx: idx, cs: cs, ce: ce, base: base, yOf: yOf, X0: X0, W: W, PT: PT, ph: ph,
+				ymax: ymax, e0: e0, span: span };
+			var ms = performance.now() - t0;
+			document.body.dataset.bands = 'drawn';
+			document.body.dataset.bandsDrawn = String(idx.length);
+			document.body.dataset.bandsLevel = String(got.level);
+			document.body.dataset.bandsMs = String(Math.round(ms));
+			document.body.dataset.bandsMsMax = String(Math.max(Math.round(ms),
+				Number(document.body.dataset.bandsMsMax || 0)));
+			return selK;
+		};
+		/* the band under the pointer: its index in D.bands, or -1 */
+		function bandAt(e) {
+			if (!last) return -1;
+			var r = bc.getBoundingClientRect(), x = Math.floor(e.clientX - r.left - last.X0);
+			var v = (last.PT + last.ph - (e.clientY - r.top)) / last.ph * last.ymax;
+			if (x < 0 || x >= last.W || v < 0) return -1;
+			var acc = 0;
+			for (var k = 0; k < last.idx.length; k++) {
+				if (last.cs[k] > x || last.ce[k] < x) continue;
+				var i = last.idx[k];
+				if (v < acc + B.size[i]) return i;
+				acc += B.size[i];
+			}
+			return -1;
+		}
+		function bandText(i) {
+			var st = B.stack[i] >= 0 ? D.band_stacks[B.stack[i]] : null;
+			return fmt(B.size[i]) + ', allocated at event ' + B.first[i] +
+				(B.last[i] >= 0 ? ', freed at event ' + B.last[i] : ', not freed in the window') +
+				(B.cat[i] >= 0 ? ' (' + CAT_NAMES[B.cat[i]] + ')' : '') +
+				'\naddress 0x' + B.addr[i].toString(16) +
+				(st ? '\n' + stackText(st) : B.site[i] >= 0 ? '\n' + site(B.site[i]) : '\nno stack recorded');
+		}
+		bc.addEventListener('mousemove', function (e) {
+			var i = bandAt(e);
+			tip.hidden = i < 0;
+			if (i < 0) return;
+			text(tip, bandText(i));
+			tip.style.left = (e.clientX + 12) + 'px';
+			tip.style.top = (e.clientY + 12) + 'px';
+			document.body.dataset.bandsHover = String(i);
+		});
+		bc.addEventListener('mouseleave', function () { tip.hidden = true; });
+		/* a click selects the allocation everywhere: outlined here, its life marked on the
+		   timeline, the segment map at the moment nearest its making while it lived */
+		bc.addEventListener('click', function (e) {
+			var i = bandAt(e);
+			selectedBand = i;
+			text($('bands-hover'), i >= 0 ? bandText(i) : '');
+			timeline.updateOptions({}); /* the marks, and this chart again */
+			if (i < 0) return;
+			var best = -1;
+			M.forEach(function (m, k) {
+				if (m.index >= B.first[i] && m.index < endOf(i) &&
+					(best < 0 || m.index < M[best].index)) best = k;
+			});
+			if (best >= 0) show(best); else showNearest(B.first[i]);
+		});
+		var sel = $('bands-colour');
+		if (!hasCat) sel.querySelector('option[value=category]').disabled = true;
+		sel.value = colourBy;
+		sel.addEventListener('change', function () {
+			colourBy = sel.value;
+			legend();
+			drawBands(timeline.xAxisRange());
+		});
+		legend();
+		drawBands(timeline.xAxisRange());
+		/* #selftest: hover the tallest band where it is tallest (at least 4 pixels), and click it */
+		bandsSelftest = function () {
+			if (!last) return 'not-drawn';
+			bc.scrollIntoView();
+			var acc = new Float64Array(last.W), pick = -1, vy = 0, x = 0, best = 4;
+			for (var k = 0; k < last.idx.length; k++) {
+				var i = last.idx[k], h = last.yOf(0) - last.yOf(B.size[i]);
+				for (var c = last.cs[k]; c <= last.ce[k]; c++) {
+					if (h > best) {
+						best = h;
+						pick = i;
+						x = c;
+						vy = (last.yOf(acc[c]) + last.yOf(acc[c] + B.size[i])) / 2;
+					}
+					acc[c] += B.size[i];
+				}
+			}
+			if (pick < 0) return 'no-band-to-hover';
+			var r = bc.getBoundingClientRect(), px = r.left + last.X0 + x + 0.5, py = r.top + vy;
+			var target = document.elementFromPoint(px, py);
+			['mousemove', 'click'].forEach(function (type) {
+				target.dispatchEvent(new MouseEvent(type, { bubbles: true, cancelable: true,
+					clientX: px, clientY: py, view: window }));
+			});
+			var said = tip.hidden ? '' : tip.textContent;
+			/* the segment map shows it, where a moment falls in its life */
+			var lives = M.some(function (m) { return m.index >= B.first[pick] && m.index < endOf(pick); });
+			if (lives && document.body.dataset.segmapSelected !== String(pick)) return 'segmap-not-selected';
+			var stack = B.stack[pick] < 0 || said.split('\n').length > 3;
+			return said.indexOf(', allocated at event ' + B.first[pick] + ',') > 0 && stack &&
+				selectedBand === pick ? 'hover-shows-stack-click-selects' : 'hover-or-click-failed';
+		};
 	}
 
 	/* ---- the segment map ---- */
@@ -454,8 +741,14 @@
 				});
 			}
 		}
+		/* the allocation selected in the per-allocation timeline, if alive at this moment */
+		var selAddr = -1, SB = D.bands;
+		if (selectedBand >= 0 && SB.first[selectedBand] <= m.index &&
+			(SB.last[selectedBand] < 0 || m.index < SB.last[selectedBand]))
+			selAddr = SB.addr[selectedBand];
 		segs.forEach(function (g, i) {
 			var w = Math.max(60, WIDTH * g[1] / maxSize), x = LABEL, cells = g[5];
+			var cellAddr = parseInt(g[0], 16);
 			c.fillStyle = '#222';
 			c.fillText(labels[i], 4, y + ROW / 2);
 			for (var j = 0; j < cells.length; j += 5) {
@@ -468,6 +761,14 @@
 					c.fillStyle = STATE_COLOR[1];
 					c.fillRect(x + cw - sw, y + 2, sw, ROW - 4);
 				}
+				if (selAddr >= cellAddr && selAddr < cellAddr + size) {
+					c.strokeStyle = '#000';
+					c.lineWidth = 2;
+					c.strokeRect(x, y + 1, Math.max(cw, 2), ROW - 2);
+					c.lineWidth = 1;
+					document.body.dataset.segmapSelected = String(selectedBand);
+				}
+				cellAddr += size;
 				hit.push({ y: y, x0: x, x1: x + cw, text: (n > 1 ? n + ' blocks, mostly ' : '') +
 					STATE_WORD[st] + ' ' + fmt(size) + (st === 0 && n === 1 && req < size ?
 					' (requested ' + fmt(req) + ')' : '') +
@@ -631,9 +932,14 @@
 			document.dispatchEvent(new MouseEvent('mouseup', { bubbles: true, cancelable: true, clientX: xb, clientY: y, view: window }));
 			document.body.dataset.selftestZoom = NF <= N ? 'no-finer-level' :
 				rowBucket ? 'finer-level-drawn' : 'finer-level-not-drawn';
+			/* the bands of the zoomed range come from a finer level of parts */
+			if (drawBands)
+				document.body.dataset.selftestBandsZoom = document.body.dataset.bandsLevel !== '0' ?
+					'finer-bands-drawn' : 'bands-of-the-whole-window';
 			timeline.resetZoom();
 			zoomed(xOf(0), xOf(N - 1));
 		})();
+		if (bandsSelftest) document.body.dataset.selftestBands = bandsSelftest();
 		if (hasTime) {
 			$('by-time').click();
 			clickAt(0.75);

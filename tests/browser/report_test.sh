@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # The HTML report in headless Chromium: no console message, no request beyond the file itself,
 # the timeline and the segment map drawn, and a click on the timeline changes the segment map
-# (the page's #selftest clicks through the element a person's click would hit).
+# (the page's #selftest clicks through the element a person's click would hit); the
+# per-allocation timeline drawn, a band's hover showing its stack and its click selecting it in
+# the segment map, zooming drawing a finer level of bands, and all of it in under a second on a
+# 10 M-event trace (made with BENCH_PARSE, bench/bench_parse.c).
 # Keeps the reports and screenshots in ARTIFACTS. Exit 77 (CTest: skipped) without Chromium.
-# Usage: report_test.sh MEMSNAP PROJECT_ROOT ARTIFACTS
+# Usage: report_test.sh MEMSNAP PROJECT_ROOT ARTIFACTS BENCH_PARSE
 set -u
-memsnap=$1 root=$2 art=$3
+memsnap=$1 root=$2 art=$3 bench_parse=$4
 browser=$(command -v chromium || command -v chromium-browser || command -v google-chrome || true)
 if [ -z "$browser" ]; then
 	echo "SKIP: no Chromium (apt-get install chromium) to open the HTML report in"
@@ -51,6 +54,10 @@ for name in dynamic_oom gpt_train multistream gpt_train_with_nccl pools/graph_po
 	grep -q 'data-selftest="click-updated-segmap"' "$tmp/dom.html" || problems+=" click-did-not-update-segmap"
 	# a drag-zoom draws the finer level where the trace has more events than buckets
 	grep -qE 'data-selftest-zoom="(finer-level-drawn|no-finer-level)"' "$tmp/dom.html" || problems+=" zoom-did-not-draw-the-finer-level"
+	grep -q 'data-bands="drawn"' "$tmp/dom.html" || problems+=" bands-not-drawn"
+	grep -q 'data-selftest-bands="hover-shows-stack-click-selects"' "$tmp/dom.html" ||
+		problems+=" band-hover-or-click:$(grep -o 'data-selftest-bands="[^"]*"' "$tmp/dom.html")"
+	grep -q 'data-selftest-bands-zoom="finer-bands-drawn"' "$tmp/dom.html" || problems+=" zoom-did-not-draw-finer-bands"
 	# traces with times (gpt_train, multistream): the same with the x axis in seconds
 	if [ "$name" = gpt_train_with_nccl ] && ! grep -q 'outside PyTorch' "$tmp/dom.html"; then
 		problems+=" no-outside-pytorch-series"
@@ -85,6 +92,21 @@ for name in dynamic_oom gpt_train multistream gpt_train_with_nccl pools/graph_po
 		echo "ok $name ($size bytes; screenshot $art/$base.png)"
 	fi
 done
+# 10 M events (150 copies of a real trace): the bands drawn, hovered and clicked, each drawing
+# under a second
+"$bench_parse" long "$root/testdata/snapshots/dynamic_seq.pickle.zst" "$tmp/long-10m.zst" 150 >/dev/null ||
+	{ echo "FAIL 10m: bench_parse long"; exit 1; }
+html="$art/long-10m.html"
+"$memsnap" render "$tmp/long-10m.zst" -o "$html" 2>"$tmp/render.err" || { cat "$tmp/render.err"; exit 1; }
+rm -f "$tmp/long-10m.zst"
+chrome --enable-logging=stderr --v=0 --dump-dom "file://$html#selftest" >"$tmp/dom.html" 2>"$tmp/chrome.err"
+problems=""
+grep -q 'data-selftest-bands="hover-shows-stack-click-selects"' "$tmp/dom.html" || problems+=" band-hover-or-click"
+grep -q 'data-selftest-bands-zoom="finer-bands-drawn"' "$tmp/dom.html" || problems+=" zoom-did-not-draw-finer-bands"
+ms=$(grep -o 'data-bands-ms-max="[0-9]*"' "$tmp/dom.html" | grep -o '[0-9]*')
+[ -n "$ms" ] && [ "$ms" -lt 1000 ] || problems+=" bands-draw-took-${ms:-?}-ms"
+grep -q 'CONSOLE' "$tmp/chrome.err" && problems+=" console-messages"
+if [ -n "$problems" ]; then echo "FAIL 10m:$problems"; fail=1; else echo "ok 10m (the slowest bands drawing ${ms} ms)"; fi
 # a snapshot without a trace: the segments as recorded, no timeline, no console message
 html="$art/no_trace.html"
 "$memsnap" render "$root/testdata/snapshots/real/no_traces.pickle" -o "$html" 2>"$tmp/render.err" || { cat "$tmp/render.err"; exit 1; }
@@ -92,6 +114,7 @@ chrome --enable-logging=stderr --v=0 --dump-dom "file://$html" >"$tmp/dom.html" 
 problems=""
 grep -q 'data-segmap="[0-9]' "$tmp/dom.html" || problems+=" segmap-not-drawn"
 grep -q 'id="timeline-panel" hidden' "$tmp/dom.html" || problems+=" timeline-shown"
+grep -q 'id="bands-panel" hidden' "$tmp/dom.html" || problems+=" bands-shown"
 grep -q 'no trace' "$tmp/dom.html" || problems+=" no-trace-not-said"
 [ "$(grep -o '<tr><td>[0-9.]* [KMG]iB</td>' "$tmp/dom.html" | wc -l)" -ge 3 ] || problems+=" no-sites-of-blocks"
 grep -q 'CONSOLE' "$tmp/chrome.err" && problems+=" console-messages"

@@ -556,3 +556,206 @@ Test(render, page_draws_the_whatif_rows_given)
 	ms_replay_result_release(&first);
 	ms_trace_free(t);
 }
+
+/* ---- the per-allocation timeline's bands ------------------------------------------------- */
+
+struct band_truth {
+	uint64_t first, end, size; /* end: the free's event, or the window's end */
+};
+
+static double area_in(const struct band_truth *x, uint64_t lo, uint64_t hi)
+{
+	uint64_t s = x->first > lo ? x->first : lo, e = x->end < hi ? x->end : hi;
+	return e > s ? (double)x->size * (double)(e - s) : 0;
+}
+
+static uint64_t g_lo, g_hi;
+
+static int u64_cmp_asc(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+static int g_by_area;
+
+/* descending: what matters most first (the order ms_bands keeps the most of) */
+static int truth_cmp(const void *a, const void *b)
+{
+	const struct band_truth *x = a, *y = b;
+	double ax = area_in(x, g_lo, g_hi), ay = area_in(y, g_lo, g_hi);
+
+	if (g_by_area && ax != ay)
+		return ax < ay ? 1 : -1;
+	if (x->size != y->size)
+		return x->size < y->size ? 1 : -1;
+	if (ax != ay)
+		return ax < ay ? 1 : -1;
+	return x->first > y->first ? 1 : x->first < y->first ? -1 : 0;
+}
+
+/*
+ * Each part of each level keeps, of the allocations alive in it, the ms_bands_keep/2 largest and
+ * the ms_bands_keep/2 covering the most of it: checked against a sort of them all, with
+ * allocations whose address is made again without a free ending there.
+ */
+Test(render, bands_keep_the_largest_and_the_widest)
+{
+	enum { N = 6000, WINDOW_FROM = 5000, WINDOW_TO = 90000 };
+	static struct band_truth all[N], in[N];
+	static uint64_t free_at[N];
+	struct ms_bands b;
+	uint64_t rs = 11;
+	size_t n = 0, part = 0;
+
+	/* allocation i made at event 16 i at address i % 4000 (so the later ones reuse the
+	 * earlier ones' addresses), freed at a random later event or never */
+	for (size_t i = 0; i < N; i++) {
+		uint64_t r = th_rand(&rs);
+		all[i].first = 16 * i;
+		all[i].size = 512 * (1 + r % 5000);
+		free_at[i] = r % 7 == 0 ? UINT64_MAX : all[i].first + 1 + 2 * ((r >> 20) % 10000);
+	}
+	/* the end each gets: its free, or the next allocation at its address, whichever first;
+	 * none past the window (a report's replay stops there) */
+	for (size_t i = 0; i < N; i++) {
+		uint64_t end = free_at[i];
+		if (i + 4000 < N && all[i + 4000].first < WINDOW_TO && all[i + 4000].first < end)
+			end = all[i + 4000].first;
+		all[i].end = end < WINDOW_TO ? end : UINT64_MAX;
+	}
+	cr_assert_eq(ms_bands_init(&b, WINDOW_FROM, WINDOW_TO), MS_OK);
+	/* the events in order: event 16 i allocates, frees fall on odd events between */
+	{
+		uint64_t *frees = malloc(sizeof(uint64_t) * N * 2);
+		size_t nf = 0, fi = 0;
+		for (size_t i = 0; i < N; i++)
+			if (all[i].end != UINT64_MAX && all[i].end == free_at[i])
+				frees[nf++] = free_at[i] << 16 | (i % 4000);
+		qsort(frees, nf, sizeof(*frees), u64_cmp_asc);
+		for (size_t i = 0; i < N && all[i].first < WINDOW_TO; i++) {
+			while (fi < nf && (frees[fi] >> 16) < all[i].first) {
+				cr_assert_eq(ms_bands_free(&b, frees[fi] >> 16, frees[fi] & 0xffff),
+				             MS_OK);
+				fi++;
+			}
+			cr_assert_eq(ms_bands_alloc(&b, all[i].first, i % 4000, all[i].size, 0),
+			             MS_OK);
+		}
+		for (; fi < nf && (frees[fi] >> 16) < WINDOW_TO; fi++)
+			cr_assert_eq(ms_bands_free(&b, frees[fi] >> 16, frees[fi] & 0xffff), MS_OK);
+		free(frees);
+	}
+	cr_assert_eq(ms_bands_finish(&b), MS_OK);
+	for (size_t i = 0; i < N; i++)
+		if (all[i].end > WINDOW_FROM && all[i].first < WINDOW_TO) {
+			in[n] = all[i];
+			if (in[n].end > WINDOW_TO)
+				in[n].end = WINDOW_TO;
+			n++;
+		}
+	/* every band is one of the allocations, as made */
+	for (size_t k = 0; k < b.n_bands; k++) {
+		const struct ms_band *x = &b.bands[k];
+		size_t i = x->first / 16;
+		cr_assert_eq(x->first, all[i].first);
+		cr_assert_eq(x->size, all[i].size);
+		cr_assert_eq(x->addr, i % 4000);
+		cr_assert_eq(x->last == MS_BANDS_NONE ? UINT64_MAX : x->last, all[i].end,
+		             "band %zu (alloc %zu at %llu): last %llu, want %llu (free at %llu)", k,
+		             i, (unsigned long long)x->first, (unsigned long long)x->last,
+		             (unsigned long long)all[i].end, (unsigned long long)free_at[i]);
+		cr_assert(k == 0 || b.bands[k - 1].first < x->first);
+	}
+	for (unsigned l = 0; l < MS_BANDS_LEVELS; l++) {
+		uint64_t w = (WINDOW_TO - WINDOW_FROM + ms_bands_parts(l) - 1) / ms_bands_parts(l);
+		for (size_t p = 0; p < ms_bands_parts(l); p++, part++) {
+			static struct band_truth alive[N];
+			static uint8_t want[N];
+			size_t m = 0, keep = ms_bands_keep(l) / 2, got = 0;
+			g_lo = WINDOW_FROM + w * p;
+			g_hi = g_lo + w;
+			for (size_t i = 0; i < n; i++)
+				if (in[i].first < g_hi && in[i].end > g_lo)
+					alive[m++] = in[i];
+			memset(want, 0, sizeof(want));
+			for (g_by_area = 0; g_by_area < 2; g_by_area++) {
+				qsort(alive, m, sizeof(*alive), truth_cmp);
+				for (size_t i = 0; i < m && i < keep; i++)
+					want[alive[i].first / 16] = 1;
+			}
+			for (size_t i = 0; i < N; i++)
+				got += want[i];
+			cr_assert_eq(b.part_start[part + 1] - b.part_start[part], got,
+			             "level %u part %zu: %zu bands, want %zu", l, p,
+			             b.part_start[part + 1] - b.part_start[part], got);
+			for (size_t k = b.part_start[part]; k < b.part_start[part + 1]; k++)
+				cr_assert(want[b.bands[b.part_idx[k]].first / 16],
+				          "level %u part %zu", l, p);
+		}
+	}
+	ms_bands_release(&b);
+}
+
+/*
+ * The bands of a real trace's page are its allocations: each band's first event allocates its
+ * address and size, and its last is the first free of that address after it (or there is none
+ * in the trace).
+ */
+Test(render, page_bands_are_the_trace_s_allocations)
+{
+	const char *path = th_snapshot_path("gpt_train");
+	struct ms_trace *t;
+	struct ms_replay_opts o;
+	struct ms_replay_result first;
+	struct ms_report_input in;
+	struct ms_buf out = MS_BUF_INIT;
+	struct ms_diag d = MS_DIAG_INIT;
+	cJSON *data, *bands, *fa, *la, *sa, *aa;
+	int n;
+
+	cr_assert(path);
+	cr_assert_eq(ms_trace_load(path, NULL, &t, NULL, &d), MS_OK, "%s", d.msg);
+	memset(&o, 0, sizeof(o));
+	cr_assert_eq(ms_replay_run(path, &o, &first, &d), MS_OK, "%s", d.msg);
+	memset(&in, 0, sizeof(in));
+	in.source = "gpt_train";
+	in.path = path;
+	in.opts = &o;
+	in.first = &first;
+	render_page(&in, &out);
+	data = page_data(&out);
+	bands = cJSON_GetObjectItemCaseSensitive(data, "bands");
+	fa = cJSON_GetObjectItemCaseSensitive(bands, "first");
+	la = cJSON_GetObjectItemCaseSensitive(bands, "last");
+	sa = cJSON_GetObjectItemCaseSensitive(bands, "size");
+	aa = cJSON_GetObjectItemCaseSensitive(bands, "addr");
+	n = cJSON_GetArraySize(fa);
+	cr_assert_gt(n, 100);
+	for (int k = 0; k < n; k++) {
+		uint64_t f = (uint64_t)cJSON_GetArrayItem(fa, k)->valuedouble;
+		double l = cJSON_GetArrayItem(la, k)->valuedouble;
+		uint64_t addr = (uint64_t)cJSON_GetArrayItem(aa, k)->valuedouble;
+		const struct ms_event *e = &t->events[f];
+		uint64_t j;
+		cr_assert_eq(e->action, MS_ACT_ALLOC, "band %d", k);
+		cr_assert_eq(e->addr, addr, "band %d", k);
+		cr_assert_eq(e->size, (uint64_t)cJSON_GetArrayItem(sa, k)->valuedouble, "band %d",
+		             k);
+		for (j = f + 1; j < t->n_events; j++) {
+			const struct ms_event *x = &t->events[j];
+			if (x->addr == addr && x->device == e->device &&
+			    (x->action == MS_ACT_FREE_REQUESTED ||
+			     x->action == MS_ACT_FREE_COMPLETED || x->action == MS_ACT_ALLOC))
+				break;
+		}
+		if (l < 0)
+			cr_assert_eq(j, t->n_events, "band %d: freed at %llu", k,
+			             (unsigned long long)j);
+		else
+			cr_assert_eq(j, (uint64_t)l, "band %d", k);
+	}
+	cJSON_Delete(data);
+	ms_buf_release(&out);
+	ms_replay_result_release(&first);
+	ms_trace_free(t);
+}
