@@ -115,7 +115,9 @@ static void json_neighbour(cJSON *o, const char *key, const struct ms_model_neig
 	x = cJSON_AddObjectToObject(o, key);
 	cJSON_AddStringToObject(x, "state", state_name(n));
 	ms_json_u64(x, "size", n->size);
-	if (n->state != MS_BLOCK_INACTIVE)
+	if (n->state != MS_BLOCK_INACTIVE && n->index == MS_REPLAY_BEFORE_TRACE)
+		cJSON_AddNullToObject(x, "index"); /* allocated before the trace */
+	else if (n->state != MS_BLOCK_INACTIVE)
 		ms_json_u64(x, "index", n->index);
 }
 
@@ -129,6 +131,9 @@ static void text_neighbour(const struct ms_model_neighbour *n, char *buf, size_t
 	}
 	if (n->state == MS_BLOCK_INACTIVE || !n->mapped)
 		snprintf(buf, cap, "%s %s", state_name(n), ms_format_size(b, sizeof(b), n->size));
+	else if (n->index == MS_REPLAY_BEFORE_TRACE)
+		snprintf(buf, cap, "%s %s (from before the trace)", state_name(n),
+		         ms_format_size(b, sizeof(b), n->size));
 	else
 		snprintf(buf, cap, "%s %s (event %llu)", state_name(n),
 		         ms_format_size(b, sizeof(b), n->size), (unsigned long long)n->index);
@@ -361,7 +366,11 @@ static cJSON *json_report(const char *path, uint32_t device, const struct ms_rep
 				const struct ms_replay_holder *w = &r->first_oom.holders[i];
 				cJSON *e = cJSON_CreateObject();
 				ms_json_u64(e, "size", w->size);
-				ms_json_u64(e, "index", w->index);
+				if (w->index == MS_REPLAY_BEFORE_TRACE)
+					cJSON_AddNullToObject(
+					        e, "index"); /* allocated before the trace */
+				else
+					ms_json_u64(e, "index", w->index);
 				cJSON_AddStringToObject(e, "site", w->site);
 				if (r->holder_syms)
 					ms_site_json_frames(e, r->holder_syms, w->stack, frames);
@@ -509,9 +518,14 @@ static void text_report(const char *path, const struct ms_replay_result *r,
 		printf("  who holds the memory (the largest live allocations):\n");
 		for (size_t i = 0; i < r->first_oom.n_holders; i++) {
 			const struct ms_replay_holder *w = &r->first_oom.holders[i];
-			printf("    %12s  event %-8llu %s\n",
-			       ms_format_size(b1, sizeof(b1), w->size),
-			       (unsigned long long)w->index, w->site);
+			char when[32];
+			if (w->index == MS_REPLAY_BEFORE_TRACE)
+				snprintf(when, sizeof(when), "before the trace");
+			else
+				snprintf(when, sizeof(when), "event %-8llu",
+				         (unsigned long long)w->index);
+			printf("    %12s  %s %s\n", ms_format_size(b1, sizeof(b1), w->size), when,
+			       w->site);
 			if (r->holder_syms)
 				ms_site_print_frames(r->holder_syms, w->stack, frames, 35);
 		}

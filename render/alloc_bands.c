@@ -75,7 +75,15 @@ static void sift_down(struct ms_bands_heap *h, size_t i)
 	}
 }
 
-static void offer(struct ms_bands_heap *h, const struct ms_band *x)
+/* x's area in the heap's part, as less() weighs it. */
+static double area_of(const struct ms_bands_heap *h, const struct ms_band *x)
+{
+	uint64_t s = x->first > h->lo ? x->first : h->lo, e = x->last < h->hi ? x->last : h->hi;
+
+	return (double)x->size * (double)(e > s ? e - s : 0);
+}
+
+static void offer(struct ms_bands_heap *h, const struct ms_band *x, double area)
 {
 	if (h->n < h->keep) {
 		size_t i = h->n++;
@@ -86,13 +94,21 @@ static void offer(struct ms_bands_heap *h, const struct ms_band *x)
 			h->v[(i - 1) / 2] = t;
 			i = (i - 1) / 2;
 		}
-	} else if (h->keep && less(h, &h->v[0], x)) {
+	} else {
+		/* most allocations lose to the top on the heap's own measure alone */
+		if (!h->keep || (h->by_area ? area < h->top_area : x->size < h->top_size) ||
+		    !less(h, &h->v[0], x))
+			return;
 		h->v[0] = *x;
 		sift_down(h, 0);
 	}
+	if (h->n == h->keep) {
+		h->top_size = h->v[0].size;
+		h->top_area = area_of(h, &h->v[0]);
+	}
 }
 
-/* A band whose lifetime is known: to the two heaps of every part it is alive in. */
+/* A band: to the two heaps of every part it is alive in. */
 static void weigh(struct ms_bands *b, const struct ms_band *x)
 {
 	uint64_t s = x->first > b->from ? x->first : b->from;
@@ -105,8 +121,10 @@ static void weigh(struct ms_bands *b, const struct ms_band *x)
 		uint64_t w = part_width(b, l);
 		size_t p0 = (size_t)((s - b->from) / w), p1 = (size_t)((e - 1 - b->from) / w);
 		for (size_t p = p0; p <= p1 && p < parts_of[l]; p++) {
-			offer(&b->heaps[2 * (base + p)], x);
-			offer(&b->heaps[2 * (base + p) + 1], x);
+			struct ms_bands_heap *h = &b->heaps[2 * (base + p)];
+			double area = area_of(h, x);
+			offer(h, x, area);
+			offer(h + 1, x, area);
 		}
 		base += parts_of[l];
 	}
@@ -141,42 +159,12 @@ ms_status ms_bands_init(struct ms_bands *b, uint64_t from, uint64_t to)
 	return MS_OK;
 }
 
-ms_status ms_bands_alloc(struct ms_bands *b, uint64_t index, uint64_t addr, uint64_t size,
-                         uint32_t stack)
+void ms_bands_add(struct ms_bands *b, uint64_t first, uint64_t last, uint64_t size, uint64_t addr,
+                  uint32_t stack)
 {
-	size_t i;
-	ms_status s;
+	struct ms_band x = {first, last, size, addr, stack};
 
-	if (index >= b->to || addr == UINT64_MAX)
-		return MS_OK;
-	/* an address allocated again without a free between: the first ends here */
-	if ((s = ms_bands_free(b, index, addr)))
-		return s;
-	if (b->n_free) {
-		i = b->free_slots[--b->n_free];
-	} else {
-		if (ms_grow(&b->pending, &b->cap_pending, b->n_pending + 1, sizeof(*b->pending)))
-			return MS_ERR_NOMEM;
-		i = b->n_pending++;
-	}
-	b->pending[i] = (struct ms_band){index, MS_BANDS_NONE, size, addr, stack};
-	return ms_u64map_put(&b->live, addr, i + 1) ? MS_ERR_NOMEM : MS_OK;
-}
-
-ms_status ms_bands_free(struct ms_bands *b, uint64_t index, uint64_t addr)
-{
-	uint64_t v;
-	struct ms_band *x;
-
-	if (addr == UINT64_MAX || !ms_u64map_del(&b->live, addr, &v))
-		return MS_OK; /* allocated before the trace, or freed already */
-	x = &b->pending[v - 1];
-	x->last = index;
-	weigh(b, x);
-	if (ms_grow(&b->free_slots, &b->cap_free, b->n_free + 1, sizeof(*b->free_slots)))
-		return MS_ERR_NOMEM;
-	b->free_slots[b->n_free++] = (size_t)(v - 1);
-	return MS_OK;
+	weigh(b, &x);
 }
 
 static int by_first(const void *x, const void *y)
@@ -212,18 +200,6 @@ ms_status ms_bands_finish(struct ms_bands *b)
 {
 	size_t np = total_parts(), n = 0, k = 0;
 
-	/* what is still alive: weighed to the window's end (the frees left pending free slots) */
-	{
-		uint8_t *gone = ms_calloc(b->n_pending + 1, 1);
-		if (!gone)
-			return MS_ERR_NOMEM;
-		for (size_t i = 0; i < b->n_free; i++)
-			gone[b->free_slots[i]] = 1;
-		for (size_t i = 0; i < b->n_pending; i++)
-			if (!gone[i])
-				weigh(b, &b->pending[i]);
-		ms_free(gone);
-	}
 	for (size_t p = 0; p < 2 * np; p++)
 		n += b->heaps[p].n;
 	if (!(b->bands = ms_malloc((n ? n : 1) * sizeof(*b->bands))) ||
@@ -264,9 +240,6 @@ void ms_bands_release(struct ms_bands *b)
 {
 	if (!b)
 		return;
-	ms_u64map_release(&b->live);
-	ms_free(b->pending);
-	ms_free(b->free_slots);
 	ms_free(b->heaps);
 	ms_free(b->heap_room);
 	ms_free(b->bands);

@@ -6,9 +6,8 @@
  * has its own largest drawn while the page's data stays bounded whatever the trace's length. The
  * rest of the allocated bytes the page draws as one band, from the timeline's totals.
  *
- * Fed with a replay's allocations and frees in event order (from the trace's start: an
- * allocation made before the window and alive in it counts); each is weighed once it is freed
- * or, at the end, alive.
+ * Fed each allocation once its life is known, in any order (a replay's on_release: as it is
+ * freed, or at the end alive); an allocation made before the window and alive in it counts.
  */
 #ifndef MEMSNAP_RENDER_ALLOC_BANDS_H
 #define MEMSNAP_RENDER_ALLOC_BANDS_H
@@ -16,7 +15,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "common/hash.h"
 #include "memsnap/memsnap.h"
 
 #define MS_BANDS_LEVELS 3
@@ -36,15 +34,13 @@ struct ms_bands_heap {
 	size_t n, keep;
 	int by_area;     /* 0: by size; 1: by bytes times events alive in [lo, hi) */
 	uint64_t lo, hi; /* the part's events */
+	/* full (n == keep): the top's size and area, a quick first test of what is offered */
+	uint64_t top_size;
+	double top_area;
 };
 
 struct ms_bands {
-	uint64_t from, to;     /* the window, [from, to) */
-	struct ms_u64map live; /* address -> index in pending + 1 */
-	struct ms_band *pending;
-	size_t n_pending, cap_pending;
-	size_t *free_slots; /* indices of pending free again */
-	size_t n_free, cap_free;
+	uint64_t from, to;           /* the window, [from, to) */
 	struct ms_bands_heap *heaps; /* two per part (by size, by area): level 0's, 1's, 2's */
 	struct ms_band *heap_room;
 	/* the result (ms_bands_finish): the bands drawn, by first; per part, the indices of its
@@ -62,11 +58,10 @@ size_t ms_bands_keep(unsigned level);
 
 /* @return MS_OK or MS_ERR_NOMEM; release with ms_bands_release whatever it returns. */
 ms_status ms_bands_init(struct ms_bands *b, uint64_t from, uint64_t to);
-ms_status ms_bands_alloc(struct ms_bands *b, uint64_t index, uint64_t addr, uint64_t size,
-                         uint32_t stack);
-/* A free of addr at event index (the first of free_requested and free_completed counts). */
-ms_status ms_bands_free(struct ms_bands *b, uint64_t index, uint64_t addr);
-/* The allocations still alive are weighed, and the result made. */
+/* An allocation made at event first and freed at event last (MS_BANDS_NONE: not freed). */
+void ms_bands_add(struct ms_bands *b, uint64_t first, uint64_t last, uint64_t size, uint64_t addr,
+                  uint32_t stack);
+/* The result, from the allocations added. @return MS_OK or MS_ERR_NOMEM. */
 ms_status ms_bands_finish(struct ms_bands *b);
 void ms_bands_release(struct ms_bands *b);
 

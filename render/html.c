@@ -198,7 +198,10 @@ static void oom_json(struct ms_jsonw *w, const struct ms_report *rep)
 	for (size_t i = 0; i < x->n_holders; i++) {
 		ms_jsonw_arr_begin(w);
 		ms_jsonw_u64(w, x->holders[i].size);
-		ms_jsonw_u64(w, x->holders[i].index);
+		if (x->holders[i].index == MS_REPLAY_BEFORE_TRACE)
+			ms_jsonw_i64(w, -1); /* allocated before the trace */
+		else
+			ms_jsonw_u64(w, x->holders[i].index);
 		ms_jsonw_cstr(w, x->holders[i].site);
 		stack_json(w, &rep->holder_stacks[i]);
 		ms_jsonw_arr_end(w);

@@ -118,13 +118,6 @@ static void on_event(void *ctx, uint64_t index, const struct ms_event *e, const 
 		rep->streams[rep->n_streams++] = e->stream;
 	l->stream_cur[si] += (int64_t)a - l->prev_alloc;
 	l->prev_alloc = (int64_t)a;
-	/* the bands follow allocations from the trace's start: those alive in the window count */
-	if (e->action == MS_ACT_ALLOC &&
-	    ms_bands_alloc(&rep->bands, index, e->addr, e->size, e->stack))
-		l->nomem = 1;
-	if ((e->action == MS_ACT_FREE_REQUESTED || e->action == MS_ACT_FREE_COMPLETED) &&
-	    ms_bands_free(&rep->bands, index, e->addr))
-		l->nomem = 1;
 	if (index < rep->from || index >= rep->to)
 		return;
 	if (!rep->n_fine ||
@@ -182,6 +175,16 @@ static void on_event(void *ctx, uint64_t index, const struct ms_event *e, const 
 	 */
 	if (b->s.first == index)
 		ms_model_free_space(m, &b->free_in_reserved, &b->largest_free);
+}
+
+/* An allocation's life, for the per-allocation timeline (its bands weigh it). */
+static void on_release(void *ctx, uint64_t index, uint64_t made, uint32_t stack, uint64_t addr,
+                       uint64_t size)
+{
+	struct builder *l = ctx;
+
+	ms_bands_add(&l->rep->bands, made, index == UINT64_MAX ? MS_BANDS_NONE : index, size, addr,
+	             stack);
 }
 
 static ms_status collect_annotation(void *ctx, const struct ms_annotation *a)
@@ -679,6 +682,7 @@ ms_status ms_report_collect(const struct ms_report_input *in, struct ms_report *
 	o.more_snaps = at;
 	o.n_more_snaps = n_at;
 	o.on_event = on_event;
+	o.on_release = on_release;
 	o.on_annotation = collect_annotation;
 	o.ctx = &l;
 	l.res = &r;

@@ -181,7 +181,7 @@
 		var tb = document.createElement('tbody');
 		o.holders.forEach(function (w) {
 			var tr = document.createElement('tr');
-			[fmt(w[0]), String(w[1])].forEach(function (c) {
+			[fmt(w[0]), w[1] < 0 ? 'before the trace' : String(w[1])].forEach(function (c) {
 				tr.appendChild(text(document.createElement('td'), c));
 			});
 			tr.appendChild(siteCell(w[2], w[3]));

@@ -861,6 +861,11 @@ uint64_t ms_model_block_size(const struct ms_model_block *b)
 	return b->size;
 }
 
+uint64_t ms_model_block_requested(const struct ms_model_block *b)
+{
+	return b->requested;
+}
+
 const struct ms_model_stats *ms_model_stats(const struct ms_model *m)
 {
 	return &m->st;

@@ -160,6 +160,7 @@ size_t ms_model_largest_free(const struct ms_model *m, uint64_t stream, int smal
 
 uint64_t ms_model_block_addr(const struct ms_model_block *b);
 uint64_t ms_model_block_size(const struct ms_model_block *b);
+uint64_t ms_model_block_requested(const struct ms_model_block *b);
 const struct ms_model_stats *ms_model_stats(const struct ms_model *m);
 /* Free bytes in reserved segments and the largest free block, now. */
 void ms_model_free_space(const struct ms_model *m, uint64_t *free_bytes, uint64_t *largest);

@@ -94,6 +94,7 @@ static ms_status import_state(struct rp *p, const struct ms_initial_state *st)
 			const struct ms_block *b = &st->blocks[i][k];
 			if (!h[k])
 				continue;
+			ms_model_block_set_tag(h[k], MS_REPLAY_BEFORE_TRACE, b->stack);
 			if (ms_u64map_put(b->state == MS_BLOCK_ACTIVE_ALLOCATED ? &p->live
 			                                                        : &p->pending,
 			                  b->addr, (uint64_t)(uintptr_t)h[k]))
@@ -265,6 +266,18 @@ static void flush_pending(struct rp *p)
 	empty_cache(p, p->index);
 	p->pend_frees = 0;
 	p->pend_free_bytes = 0;
+}
+
+/* o->on_release of the block bv (recorded at addr), index the event releasing it. */
+static void released(const struct rp *p, uint64_t index, uint64_t bv, uint64_t addr)
+{
+	const struct ms_model_block *b = (const struct ms_model_block *)(uintptr_t)bv;
+	uint64_t made;
+	uint32_t stack;
+
+	ms_model_block_tag(b, &made, &stack);
+	if (made != MS_REPLAY_BEFORE_TRACE)
+		p->o->on_release(p->o->ctx, index, made, stack, addr, ms_model_block_requested(b));
 }
 
 /* Does holder (size, index) go before h: larger first, then the older allocation. */
@@ -589,6 +602,8 @@ static ms_status r_event(void *ctx, const struct ms_event *e)
 			break;
 		}
 		ms_model_free_requested(p->m, (struct ms_model_block *)(uintptr_t)bv);
+		if (p->o->on_release)
+			released(p, p->index, bv, e->addr);
 		/*
 		 * The completion nearly always follows at once: keep the block in a slot of one;
 		 * a block still waiting (record_stream) moves to the pending map.
@@ -604,9 +619,11 @@ static ms_status r_event(void *ctx, const struct ms_event *e)
 		if (p->slot_full && p->slot_addr == e->addr) {
 			p->slot_full = 0;
 			bv = p->slot_block;
-		} else if (!ms_u64map_del(&p->pending, e->addr, &bv) &&
-		           !ms_u64map_del(&p->live, e->addr, &bv)) {
-			break; /* a free of a block allocated before the trace began */
+		} else if (!ms_u64map_del(&p->pending, e->addr, &bv)) {
+			if (!ms_u64map_del(&p->live, e->addr, &bv))
+				break; /* a free of a block allocated before the trace began */
+			if (p->o->on_release) /* no free_requested before it */
+				released(p, p->index, bv, e->addr);
 		}
 		s = ms_model_free_completed(p->m, (struct ms_model_block *)(uintptr_t)bv);
 		break;
@@ -696,6 +713,9 @@ static ms_status r_end(void *ctx, uint64_t n)
 		p->index = p->r->events_total ? p->r->events_total - 1 : 0;
 		take_snap(p, 0);
 	}
+	for (size_t i = 0; p->o->on_release && i < p->live.cap; i++)
+		if (p->live.keys[i])
+			released(p, UINT64_MAX, p->live.vals[i], p->live.keys[i] - 1);
 	return p->err;
 }
 

@@ -44,6 +44,15 @@ struct ms_replay_opts {
 	void (*on_event)(void *ctx, uint64_t index, const struct ms_event *e,
 	                 const struct ms_model *m);
 	/*
+	 * Called as an allocation the trace made stops being allocated (its free_requested, or a
+	 * free_completed with none before it), index that event, and at the end of the replay for
+	 * each one still allocated (index UINT64_MAX): the event that made it, its stack, its
+	 * recorded address and its requested bytes. Not for blocks from before the trace (a
+	 * rebuilt state). NULL: not called.
+	 */
+	void (*on_release)(void *ctx, uint64_t index, uint64_t alloc_index, uint32_t stack,
+	                   uint64_t addr, uint64_t size);
+	/*
 	 * At the end of each event where allocated bytes first reach a new high (the peak so far),
 	 * peak_gate(peak_gate_ctx, index) says whether that will stay the run's peak: 1 takes the
 	 * state there, as more_snaps would, into result.peak_snap (a later one replaces it), 0
@@ -86,8 +95,12 @@ void ms_seg_events_push(struct ms_seg_event **arr, size_t *n, size_t *cap, uint6
                         unsigned action, uint64_t addr, uint64_t size, ms_status *err);
 
 /* A live allocation at the OOM: who holds the memory. */
+/* A block's allocating event where the block comes from the state before the trace. */
+#define MS_REPLAY_BEFORE_TRACE UINT64_MAX
+
 struct ms_replay_holder {
-	uint64_t size, index; /* block bytes; the trace event that allocated it */
+	uint64_t size, index; /* block bytes; the trace event that allocated it (or
+	                         MS_REPLAY_BEFORE_TRACE) */
 	char site[160];       /* where: its stack's site (replay/site.h), if recorded */
 	uint32_t stack;       /* its stack in ms_replay_result.holder_syms, 0 if none */
 };
