@@ -30,6 +30,8 @@ struct info {
 	uint64_t raw_by_action[MS_ACT_COUNT]; /* of them, by action */
 	int64_t t_first, t_last;
 	struct ms_u64map streams;
+	uint64_t last_stream; /* the stream of the event before (streams holds it) */
+	int any_stream;
 	uint64_t *stream_list;
 	size_t n_streams, cap_streams;
 	int oom;
@@ -86,6 +88,11 @@ static ms_status i_event(void *ctx, const struct ms_event *e)
 		x->with_stack++;
 	x->raw_cuda += e->source == MS_SRC_CUDA;
 	x->raw_by_action[e->action] += e->source == MS_SRC_CUDA;
+	/* events come in runs of one stream: the table only where the stream changes */
+	if (x->any_stream && e->stream == x->last_stream)
+		return MS_OK;
+	x->any_stream = 1;
+	x->last_stream = e->stream;
 	if (!ms_u64map_get(&x->streams, e->stream)) {
 		if (ms_u64map_put(&x->streams, e->stream, 1) ||
 		    ms_grow(&x->stream_list, &x->cap_streams, x->n_streams + 1, sizeof(uint64_t)))

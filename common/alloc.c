@@ -121,11 +121,7 @@ char *ms_strndup(const char *s, size_t n)
 #ifdef PAGES_FROM_MALLOC
 void *ms_pages_alloc(size_t n)
 {
-	void *p = ms_malloc(n);
-
-	if (p)
-		memset(p, 0, n);
-	return p;
+	return ms_calloc(1, n); /* fresh pages where it maps them: no clearing */
 }
 
 void ms_pages_free(void *p, size_t n)

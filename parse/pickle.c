@@ -27,7 +27,14 @@ enum { ROLE_NONE = 0, ROLE_LISTS, ROLE_LIST, ROLE_ITEM, ROLE_HANDED, ROLE_DONE }
  * order and its list, payload ord | tag << 40. Internal: it never leaves the stack or the memo
  * as such (a copy stored in a container becomes a streamed, empty dict there).
  */
-#define PK_STREAMED   254
+#define PK_STREAMED 254
+/*
+ * A list an item reader made, given up (ms_pk_release) and its header reused: payload its aux.
+ * A memo get of it gets a new empty list with that aux, as a get of the list itself would have.
+ */
+#define PK_RELEASED 253
+/* ms_pk_obj.recycle: the header may be reused once released (ms_pk_release); it is reused now */
+enum { RECYCLE_MEMO = 1, RECYCLE_TEMP = 2, RECYCLE_SPARE = 4 };
 #define ORD_BITS      40
 #define ORD_MASK      (((uint64_t)1 << ORD_BITS) - 1)
 #define MEMO_SHIFT    17 /* a memo chunk of 2 MiB: a huge page (ms_pages_alloc) */
@@ -69,6 +76,13 @@ struct ms_pickle {
 	size_t batch_from, batch_to;
 	struct ms_pk_obj *batch_made[MS_PK_BATCH];
 	int batch_n;
+	/*
+	 * Headers of an item reader's lists, released, for its next lists: a trace entry's frames
+	 * list is given up as soon as it is mapped, and there is one per entry. A list in a memo
+	 * slot (RECYCLE_MEMO, the slot in ord) leaves PK_RELEASED there as it is released.
+	 */
+	struct ms_pk_obj **spare;
+	size_t n_spare, cap_spare;
 	struct ms_pk_val *stack;
 	size_t sp, stack_cap;
 	size_t *marks;
@@ -265,6 +279,7 @@ void ms_pickle_free(struct ms_pickle *p)
 		ms_pages_free(p->memo[i], MEMO_CHUNK * sizeof(*p->memo[i]));
 	ms_free(p->memo);
 	ms_free(p->cursor);
+	ms_free(p->spare);
 	if (!p->borrowed)
 		ms_free(p->buf);
 	ms_free(p);
@@ -1011,7 +1026,7 @@ static struct ms_pk_val *pool_room(struct ms_pickle *p, size_t want, size_t *roo
 	return &c->v[c->used];
 }
 
-/* n values from the pool, the last ones taken (so that unmake_last can give them back). */
+/* n values from the pool, the last ones taken (so that unmake can give them back). */
 static struct ms_pk_val *pool_take(struct ms_pickle *p, size_t n)
 {
 	size_t room;
@@ -1022,14 +1037,54 @@ static struct ms_pk_val *pool_take(struct ms_pickle *p, size_t n)
 	return v;
 }
 
-/* Take back the last object made and its pooled items (an item reader's list, left). */
-static void unmake_last(struct ms_pickle *p)
+/* A header for an item reader's list: a released one again, else a new one. */
+static ms_status list_header(struct ms_pickle *p, struct ms_pk_obj **out)
 {
-	struct ms_pk_obj *o = &p->slabs->objs[--p->slabs->used];
+	struct ms_pk_obj *o;
 
+	if (!p->n_spare)
+		return new_obj(p, MS_PK_LIST, out);
+	o = p->spare[--p->n_spare];
+	memset(o, 0, sizeof(*o));
+	o->kind = MS_PK_LIST;
+	*out = o;
+	return MS_OK;
+}
+
+/*
+ * Take back o, the last list an item reader made (left), and its pooled items (the last taken
+ * from the pool): the slab's last header, or a spare one again (where a header for a get of a
+ * released list came after it, or there is no room, it stays unused: the slab keeps it).
+ */
+static void unmake(struct ms_pickle *p, struct ms_pk_obj *o)
+{
 	if (o->pooled)
 		p->pool->used -= o->n;
-	p->n_objs--;
+	o->pooled = 0;
+	o->n = 0;
+	if (p->slabs && p->slabs->used && o == &p->slabs->objs[p->slabs->used - 1]) {
+		p->slabs->used--;
+		p->n_objs--;
+	} else if (!ms_grow(&p->spare, &p->cap_spare, p->n_spare + 1, sizeof(*p->spare))) {
+		o->recycle = RECYCLE_SPARE;
+		p->spare[p->n_spare++] = o;
+	}
+}
+
+/*
+ * A memo get of a released list: a new empty list with the released one's aux, as the consumer
+ * left it. temp: for an item reader's item (its header reused once released), else one the
+ * machine keeps.
+ */
+static ms_status released_list(struct ms_pickle *p, uint64_t aux, int temp, struct ms_pk_obj **out)
+{
+	ms_status s = temp ? list_header(p, out) : new_obj(p, MS_PK_LIST, out);
+
+	if (s)
+		return s;
+	(*out)->aux = (uint32_t)aux;
+	(*out)->recycle = temp ? RECYCLE_TEMP : 0;
+	return MS_OK;
 }
 
 /* --- the value opcodes, for the opcode loop and the item readers ---------------------- */
@@ -1042,6 +1097,8 @@ enum {
 	V_STREAMED,     /* a memo get of a streamed item, or of a consumed container */
 	V_TOO_LONG,     /* a string longer than the limit */
 	V_FAILED,       /* interning failed: *st */
+	V_RELEASED,     /* a memo get of a released list (PK_RELEASED): *payload its aux, *need
+	                   the get's length */
 };
 
 /* Bytes readable at the cursor where a decoder is told wide (the longest value opcode's). */
@@ -1087,9 +1144,13 @@ static inline int memo_value(const struct ms_pickle *p, uint64_t idx, size_t n_m
 		return V_UNKNOWN_SLOT;
 	m = MEMO_AT(p, idx);
 	t = m->type;
-	if (t > MS_PK_BYTES) { /* containers, streamed items, holes */
+	if (t > MS_PK_BYTES) { /* containers, streamed items, released lists, holes */
 		if (t == PK_CONSUMED)
 			return V_UNKNOWN_SLOT;
+		if (t == PK_RELEASED) {
+			*payload = payload_of(m);
+			return V_RELEASED;
+		}
 		if (t == PK_STREAMED || m->v.o->consumed)
 			return V_STREAMED;
 	}
@@ -1110,8 +1171,10 @@ get_value(const struct ms_pickle *p, unsigned char op, const unsigned char **ipp
 
 	if ((r = get_index(op, ipp, end, &idx, need, wide)) != 1)
 		return r ? V_OTHER : V_SHORT;
-	if ((r = memo_value(p, idx, n_memo, type, payload)) != V_OK)
+	if ((r = memo_value(p, idx, n_memo, type, payload)) != V_OK) {
+		*need = (size_t)(*ipp - ip);
 		*ipp = ip;
+	}
 	return r;
 }
 
@@ -1331,7 +1394,7 @@ item_pair(struct ms_pickle *p, const unsigned char **ipp, const unsigned char *e
 	size_t n_memo = *n_memop, need;
 	uint64_t idx, type, payload;
 	unsigned char op;
-	int slot;
+	int slot, r;
 
 	/* Python's framer may end a frame after any key or value: framing needs no action */
 	if (*ip == OP_FRAME) {
@@ -1384,8 +1447,19 @@ item_pair(struct ms_pickle *p, const unsigned char **ipp, const unsigned char *e
 	if (!wide && ip == end)
 		return PAIR_STOP;
 	op = *ip;
-	if (decode_value(p, op, &ip, end, n_memo, &type, &payload, &need, st, &p->slot_str[slot],
-	                 wide) != V_OK) {
+	r = decode_value(p, op, &ip, end, n_memo, &type, &payload, &need, st, &p->slot_str[slot],
+	                 wide);
+	if (r == V_RELEASED) {
+		/* a list read and given up before (another entry's frames, shared): a new one */
+		struct ms_pk_obj *o;
+		if ((*st = released_list(p, payload, 1, &o)))
+			return PAIR_STOP;
+		ip += need;
+		type = MS_PK_LIST;
+		payload = (uint64_t)(uintptr_t)o;
+		r = V_OK;
+	}
+	if (r != V_OK) {
 		if (op != OP_EMPTY_LIST)
 			return PAIR_STOP;
 		*ipp = ip;
@@ -1476,18 +1550,23 @@ static int list_value(struct ms_pickle *p, const unsigned char **ipp, const unsi
                       ms_status *st)
 {
 	const unsigned char *ip = *ipp;
-	size_t n_memo = *n_memop, n = 0;
+	size_t n_memo = *n_memop, n = 0, slot = *n_memop;
 	struct ms_pk_obj *o = NULL;
 	uint64_t self;
 
 	if (p->n_objs >= p->lim.max_objects)
 		return 0;
-	if ((*st = new_obj(p, MS_PK_LIST, &o)))
+	if ((*st = list_header(p, &o)))
 		return 0;
 	self = (uint64_t)(uintptr_t)o;
 	ip++;
 	if (!puts_after(p, &ip, end, &n_memo, MS_PK_LIST, self))
 		goto fail;
+	/* in one memo slot (as Python's pickler puts it): reusable once released */
+	if (n_memo == slot + 1) {
+		o->ord = slot;
+		o->recycle = RECYCLE_MEMO;
+	}
 	if (ip < end && *ip == OP_MARK) {
 		/* the items straight into the pool's free room, moved to a new chunk if it runs out
 		 */
@@ -1535,18 +1614,38 @@ static int list_value(struct ms_pickle *p, const unsigned char **ipp, const unsi
 	put_val(out, MS_PK_LIST, self);
 	return 1;
 fail:
-	unmake_last(p);
+	unmake(p, o);
 	return 0;
 }
 
 void ms_pk_release(struct ms_pickle *p, struct ms_pk_obj *o)
 {
-	(void)p;
+	if (o->recycle & RECYCLE_SPARE)
+		return; /* released already */
 	if (!o->pooled)
 		ms_free(o->items);
 	o->items = NULL;
 	o->n = o->cap = 0;
 	o->pooled = 0;
+	/*
+	 * An item reader's list: its header goes to the spares, once its memo slot (if it is still
+	 * there) says what a get of it must give. Nothing else refers to it: an item's values live
+	 * until its reader returns, and a get of the slot gets a new list from now on.
+	 */
+	if (!o->recycle || ms_grow(&p->spare, &p->cap_spare, p->n_spare + 1, sizeof(*p->spare)))
+		return;
+	if (o->recycle & RECYCLE_MEMO) {
+		struct ms_pk_val *m;
+		if (o->ord >= p->n_memo)
+			return;
+		m = MEMO_AT(p, o->ord);
+		if (m->type != MS_PK_LIST || m->v.o != o)
+			return;
+		put_val(m, PK_RELEASED, o->aux);
+		p->kcache[o->ord & (KCACHE - 1)].idx1 = 0;
+	}
+	o->recycle = RECYCLE_SPARE;
+	p->spare[p->n_spare++] = o;
 }
 
 /*
@@ -1641,7 +1740,7 @@ int ms_pk_items(struct ms_pickle *p, struct ms_pk_cursor *c, ms_status *st)
 		continue;
 	leave:
 		if (made)
-			unmake_last(p);
+			unmake(p, made);
 		ip = start;
 		c->left = 1;
 		break;
@@ -1815,6 +1914,17 @@ ms_status ms_pickle_run(struct ms_pickle *p, ms_pk_read_fn rd, void *rd_ctx, str
 			FAIL(MS_ERR_FORMAT, "memo reference to an unknown slot");
 		case V_STREAMED:
 			FAIL(MS_ERR_UNSUPPORTED, "reference to a streamed trace entry");
+		case V_RELEASED: { /* a list an item reader gave up: a new one, with its aux */
+			struct ms_pk_obj *o;
+			ip += need;
+			SAVE();
+			s = released_list(p, payload, 0, &o);
+			LOAD();
+			if (s)
+				return s;
+			PUSH(MS_PK_LIST, (uint64_t)(uintptr_t)o);
+			continue;
+		}
 		case V_TOO_LONG:
 			FAIL(MS_ERR_LIMIT, "string longer than the limit");
 		case V_FAILED:

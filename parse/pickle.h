@@ -63,7 +63,8 @@ struct ms_pk_obj {
 	uint8_t kind; /* MS_PK_LIST, MS_PK_TUPLE or MS_PK_DICT */
 	uint8_t role; /* stream hook bookkeeping */
 	uint8_t consumed;
-	uint8_t pooled; /* items in the machine's pool (not their own allocation) */
+	uint8_t pooled;  /* items in the machine's pool (not their own allocation) */
+	uint8_t recycle; /* the machine's: an item reader's list it may reuse once released */
 };
 
 /* Pulls up to cap bytes of (decompressed) input; *got == 0 at the end. */

@@ -425,6 +425,81 @@ Test(pickle, entry_from_the_memo_after_mapped_ones_reads)
 #undef BYTES
 }
 
+/*
+ * A frames list shared by entries through the memo, as PyTorch writes one whose stack repeats:
+ * entry 1 makes it of frames entry 0 made (so the fast path reads it), entry 2 gets it after it
+ * was mapped and given up (the fast path has reused its header), entry 3 gets it in a layout
+ * only the general path reads (a key whose value is a dict), and a key after device_traces gets
+ * it too. Written by Python's pickle (protocol 4), fa, fb and fz frame dicts:
+ *   fl = [fa, fb]
+ *   {"device_traces": [[E(0, [fa, fb, fz]), E(1, fl), E(2, fl), E(3, fl, odd={"k": 1})]],
+ *    "extra": fl}
+ * Every way of reading gives entries 1 to 3 one stack, f then g, and entry 0 another.
+ */
+Test(pickle, shared_frames_list_after_it_is_given_up)
+{
+	static const char b[] =
+	        "\x80\x04\x95"
+	        "6\x01\x00\x00\x00\x00\x00\x00}\x94(\x8c\x0d"
+	        "device_traces\x94]\x94]\x94(}\x94(\x8c\x06"
+	        "action\x94\x8c\x05"
+	        "alloc\x94\x8c\x04"
+	        "addr\x94K\x00\x8c\x04size\x94M\x00\x02\x8c\x06stream\x94K\x00\x8c\x07time_"
+	        "us\x94K\x00"
+	        "\x8c\x06"
+	        "frames\x94]\x94(}\x94(\x8c\x08"
+	        "filename\x94\x8c\x04"
+	        "a.py\x94\x8c\x04line\x94K\x01\x8c\x04name\x94\x8c\x01"
+	        "f\x94u}\x94(h\x0e\x8c\x04"
+	        "b.py\x94h\x10K\x02h\x11\x8c\x01g\x94u}\x94(h\x0e\x8c\x04z."
+	        "py\x94h\x10K\x09h\x11\x8c"
+	        "\x01h\x94ueu}\x94(h\x05h\x06h\x07K\x01h\x08M\x00\x02h\x09K\x00h\x0aK\x01h\x0b]"
+	        "\x94(h"
+	        "\x0dh\x13"
+	        "eu}\x94(h\x05h\x06h\x07K\x02h\x08M\x00\x02h\x09K\x00h\x0aK\x02h\x0bh\x1au}\x94("
+	        "h\x05h"
+	        "\x06h\x07K\x03h\x08M\x00\x02h\x09K\x00h\x0aK\x03h\x0bh\x1a\x8c\x03odd\x94}"
+	        "\x94\x8c\x01"
+	        "k\x94K\x01suea\x8c\x05"
+	        "extra\x94h\x1au.";
+	struct ms_trace *ref = NULL;
+	struct ms_diag d = MS_DIAG_INIT;
+	static const struct {
+		int fast;
+		size_t chunk;
+	} ways[] = {{1, SIZE_MAX}, {1, 61}, {0, 7}};
+
+	cr_assert_eq(th_pickle_load(b, sizeof(b) - 1, 0, SIZE_MAX, &ref, NULL, &d), MS_OK, "%s",
+	             d.msg);
+	cr_assert_eq(ref->n_events, 4);
+	for (size_t i = 1; i < 4; i++)
+		cr_expect_eq(ref->events[i].stack, ref->events[1].stack, "entry %zu", i);
+	cr_expect_neq(ref->events[0].stack, ref->events[1].stack);
+	{
+		size_t n;
+		const uint32_t *fr = ms_symtab_get_stack(&ref->syms, ref->events[1].stack, &n);
+		cr_assert_eq(n, 2);
+		cr_expect_str_eq(ms_symtab_get_str(&ref->syms, ref->syms.frames[fr[0]].name)->s,
+		                 "f");
+		cr_expect_str_eq(ms_symtab_get_str(&ref->syms, ref->syms.frames[fr[1]].name)->s,
+		                 "g");
+	}
+	for (size_t w = 0; w < sizeof(ways) / sizeof(ways[0]); w++) {
+		struct ms_trace *t = NULL;
+		uint64_t fast = 0;
+		cr_assert_eq(th_pickle_load(b, sizeof(b) - 1, ways[w].fast, ways[w].chunk, &t,
+		                            &fast, &d),
+		             MS_OK, "way %zu: %s", w, d.msg);
+		cr_expect_eq(th_events_diff(ref, t), -1, "way %zu differs at event %ld", w,
+		             th_events_diff(ref, t));
+		if (ways[w].fast && ways[w].chunk == SIZE_MAX)
+			cr_expect_geq(fast, 2, "entries 1 and 2 read fast: %llu",
+			              (unsigned long long)fast);
+		ms_trace_free(t);
+	}
+	ms_trace_free(ref);
+}
+
 /* Entries of several devices, in batches and alone (see testdata/snapshots/edge/README.md). */
 Test(pickle, entries_of_several_devices)
 {
