@@ -1060,8 +1060,9 @@ static void unmake(struct ms_pickle *p, struct ms_pk_obj *o)
 {
 	if (o->pooled)
 		p->pool->used -= o->n;
+	o->items = NULL; /* the pool's room again, not its own */
 	o->pooled = 0;
-	o->n = 0;
+	o->n = o->cap = 0;
 	if (p->slabs && p->slabs->used && o == &p->slabs->objs[p->slabs->used - 1]) {
 		p->slabs->used--;
 		p->n_objs--;
