@@ -15,7 +15,8 @@
 #include "parse/trace.h"
 
 static const char *const usage[] = {
-        "memsnap diff [--top N] [--json] [--frames user|all|N] [replay options] <a> <b>",
+        "memsnap diff [--top N] [--json] [--frames user|all|N] [--site-depth N] [replay options] "
+        "<a> <b>",
         "",
         "What changed from run A to run B: the peaks of the allocator replay (reserved,",
         "allocated, requested, segments, retries), what each peak is made of (memsnap",
@@ -373,7 +374,8 @@ static void diff_pair(struct side *s, const char *la, const char *lb, size_t top
 int cmd_diff(int argc, const char **argv)
 {
 	struct ms_replay_cli c;
-	struct ms_opt opts[MS_REPLAY_OPTS_MAX + 3];
+	struct ms_opt opts[MS_REPLAY_OPTS_MAX + 4];
+	int site_depth = 1;
 	struct ms_frames_opt frames = {0};
 	int n, json = 0, rc = MS_EXIT_OK;
 	uint64_t top = 10;
@@ -388,12 +390,14 @@ int cmd_diff(int argc, const char **argv)
 		;
 	opts[k++] = (struct ms_opt)MS_OPT_U64(0, "top", &top, "N", "rows per table (default 10)");
 	opts[k++] = (struct ms_opt)MS_OPT_FRAMES(&frames);
+	opts[k++] = (struct ms_opt)MS_OPT_SITE_DEPTH(&site_depth);
 	opts[k] = (struct ms_opt)MS_OPT_END();
 	n = ms_parse_options(argc, argv, opts, usage);
 	if (n != 2)
 		ms_usage_error(opts, usage, "two traces are compared");
 	ms_replay_cli_check(&c, opts, usage);
 	ms_frames_opt_check(&frames, opts, usage);
+	ms_site_depth_set(site_depth, opts, usage);
 	if (ms_replay_cli_devices(&c, argv[0], "diff", &da, &na))
 		return MS_EXIT_ERROR;
 	if (ms_replay_cli_devices(&c, argv[1], "diff", &db, &nb)) {

@@ -21,7 +21,7 @@
 
 static const char *const usage[] = {
         "memsnap explain [--limit N | --memory-fraction F] [--device-memory N] [--device D]",
-        "                [--alloc-conf CONF] [--jobs N] [--json] <trace>...",
+        "                [--alloc-conf CONF] [--jobs N] [--site-depth N] [--json] <trace>...",
         "",
         "What a trace's memory is made of and what to change. At the peak of reserved memory:",
         "parameters, gradients, optimizer state, activations, other memory kept across steps,",
@@ -315,6 +315,7 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 	memset(&in, 0, sizeof(in));
 	in.t = t;
 	in.device = device;
+	in.site_depth = ms_site_depth();
 	in.peak_index = first.fullest_at_peak_index;
 	in.allocated_at_peak = allocated;
 	if ((s = ms_explain_run(&in, &x)))
@@ -812,7 +813,8 @@ int cmd_explain(int argc, const char **argv)
 	struct ms_replay_cli c;
 	int n, json = 0, rc = MS_EXIT_OK;
 	uint64_t jobs = 0;
-	struct ms_opt opts[MS_REPLAY_OPTS_MAX + 1];
+	struct ms_opt opts[MS_REPLAY_OPTS_MAX + 2];
+	int site_depth = 1;
 	struct rank_row *rows = NULL;
 	size_t nrows = 0, caprows = 0, k;
 	cJSON *files = NULL, *root = NULL;
@@ -823,11 +825,13 @@ int cmd_explain(int argc, const char **argv)
 		;
 	opts[k++] = (struct ms_opt)MS_OPT_U64('j', "jobs", &jobs, "N",
 	                                      "threads for the replays (default: CPUs)");
+	opts[k++] = (struct ms_opt)MS_OPT_SITE_DEPTH(&site_depth);
 	opts[k] = (struct ms_opt)MS_OPT_END();
 	n = ms_parse_options(argc, argv, opts, usage);
 	if (n < 1)
 		ms_usage_error(opts, usage, "no trace given");
 	ms_replay_cli_check(&c, opts, usage);
+	ms_site_depth_set(site_depth, opts, usage);
 	if (json && n > 1) {
 		root = cJSON_CreateObject();
 		files = cJSON_AddArrayToObject(root, "files");

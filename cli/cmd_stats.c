@@ -16,7 +16,8 @@
 #include "parse/trace.h"
 
 static const char *const usage[] = {
-        "memsnap stats [--json] [--top N] [--jobs N] [--frames user|all|N] <file>...",
+        "memsnap stats [--json] [--top N] [--jobs N] [--frames user|all|N] [--site-depth N] "
+        "<file>...",
         "",
         "From the trace alone: peak requested bytes (PyTorch's requested_bytes.all.peak)",
         "with the event, time and annotation where it happened; allocations still live",
@@ -223,7 +224,6 @@ static cJSON *job_json(const struct job *j)
 {
 	const struct ms_trace_stats *r = j->r;
 	cJSON *o = cJSON_CreateObject(), *a, *x;
-	char buf[512];
 
 	cJSON_AddStringToObject(o, "file", j->path);
 	if (j->device >= 0)
@@ -291,16 +291,21 @@ static cJSON *job_json(const struct job *j)
 	a = cJSON_AddArrayToObject(o, "largest_allocations");
 	for (size_t i = 0; i < r->n_largest; i++)
 		cJSON_AddItemToArray(a, alloc_json(j, &r->largest[i]));
+	/* by site, as the text groups them (stack_id: the group's first stack) */
 	a = cJSON_AddArrayToObject(o, "top_sites_at_peak");
-	for (size_t i = 0; i < r->n_sites; i++) {
-		cJSON *s = cJSON_CreateObject();
-		ms_site_label(&j->syms, r->sites[i].stack, buf, sizeof(buf));
-		cJSON_AddStringToObject(s, "site", buf);
-		cJSON_AddNumberToObject(s, "stack_id", r->sites[i].stack);
-		ms_site_json_frames(s, &j->syms, r->sites[i].stack, j->frames);
-		ms_json_u64(s, "bytes", (uint64_t)(r->sites[i].bytes));
-		ms_json_u64(s, "count", (uint64_t)(r->sites[i].count));
-		cJSON_AddItemToArray(a, s);
+	{
+		size_t nrows;
+		struct ms_site_row *rows = ms_group_sites(&j->syms, r, j->frames, &nrows);
+		for (size_t i = 0; i < nrows && i < j->top; i++) {
+			cJSON *s = cJSON_CreateObject();
+			cJSON_AddStringToObject(s, "site", rows[i].label);
+			cJSON_AddNumberToObject(s, "stack_id", rows[i].stack);
+			ms_site_json_frames(s, &j->syms, rows[i].stack, j->frames);
+			ms_json_u64(s, "bytes", rows[i].bytes);
+			ms_json_u64(s, "count", rows[i].count);
+			cJSON_AddItemToArray(a, s);
+		}
+		ms_free(rows);
 	}
 	cJSON_AddBoolToObject(o, "no_trace", !r->n_allocs && r->has_segments);
 	if (r->has_segments) {
@@ -620,6 +625,7 @@ int cmd_stats(int argc, const char **argv)
 	int json = 0, n, rc = MS_EXIT_OK;
 	uint64_t top = 10, jobs = 0;
 	struct ms_frames_opt frames = {0};
+	int site_depth = 1;
 	const struct ms_opt opts[] = {
 	        MS_OPT_BOOL(0, "json", &json,
 	                    "print JSON (an object; an array for several files or devices)"),
@@ -628,6 +634,7 @@ int cmd_stats(int argc, const char **argv)
 	        MS_OPT_U64('j', "jobs", &jobs, "N",
 	                   "files read at once (default: the number of CPUs)"),
 	        MS_OPT_FRAMES(&frames),
+	        MS_OPT_SITE_DEPTH(&site_depth),
 	        MS_OPT_END(),
 	};
 	struct pool p;
@@ -640,6 +647,7 @@ int cmd_stats(int argc, const char **argv)
 	if (top == 0 || top > 100000)
 		ms_usage_error(opts, usage, "--top must be 1 to 100000");
 	ms_frames_opt_check(&frames, opts, usage);
+	ms_site_depth_set(site_depth, opts, usage);
 	memset(&p, 0, sizeof(p));
 	p.n = (size_t)n;
 	p.top = (size_t)top;

@@ -32,9 +32,24 @@ void ms_frames_opt_check(struct ms_frames_opt *f, const struct ms_opt *opts,
 	f->n = (uint32_t)v;
 }
 
+/* The command's --site-depth: set once, before anything reads it. */
+static uint32_t g_site_depth = 1;
+
+void ms_site_depth_set(int depth, const struct ms_opt *opts, const char *const *usage)
+{
+	if (depth < 1 || depth > 64)
+		ms_usage_error(opts, usage, "--site-depth must be 1 to 64, not %d", depth);
+	g_site_depth = (uint32_t)depth;
+}
+
+uint32_t ms_site_depth(void)
+{
+	return g_site_depth;
+}
+
 void ms_site_label(const struct ms_symtab *y, uint32_t stack, char *buf, size_t cap)
 {
-	ms_stack_label(y, stack, buf, cap);
+	ms_stack_label_depth(y, stack, g_site_depth, buf, cap);
 }
 
 /* The positions --frames shows of stack (caller frees), their number and the site's index. */

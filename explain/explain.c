@@ -48,7 +48,12 @@ struct ex {
 	uint64_t *bounds; /* steps' first events */
 	size_t nb, capb;
 	int8_t *nn_of;     /* stack id -> 1 if a frame is torch.nn's, 0 if not, -1 not known yet */
-	uint32_t *site_of; /* stack id -> its site frame + 1, 0 not known yet */
+	uint32_t *site_of; /* stack id -> its site key (site_frame) + 1, 0 not known yet */
+	/* at a site depth past 1: chains of frames (by their hash) -> key, and each key's deepest
+	 * frame */
+	struct ms_u64map chain_key;
+	uint32_t *chain_frame;
+	size_t n_chains, cap_chains;
 };
 
 static ms_status add_blk(struct ex *x, const struct blk *b)
@@ -542,19 +547,52 @@ static ms_status step_peaks(struct ex *x)
 }
 
 /* The site frame of a stack (0: none), found once a stack. */
+/* Site keys past frame ids: chains of frames (a site depth past 1). */
+#define CHAIN_KEY 0x80000000u
+
+/*
+ * The key a stack's blocks are grouped by: its site frame, or at a site depth past 1 its chain
+ * of frames (CHAIN_KEY + a number; frame_of_key gives its deepest frame). UINT32_MAX: out of
+ * memory.
+ */
 static uint32_t site_frame(struct ex *x, uint32_t stack)
 {
 	const struct ms_symtab *y = &x->t->syms;
-	size_t n;
+	size_t n, pos[64], k;
+	uint32_t ids[64];
+	const uint64_t *v;
+	uint64_t h;
 	const uint32_t *fr;
 
 	if (!stack)
 		return 0;
-	if (!x->site_of[stack]) {
-		fr = ms_symtab_get_stack(y, stack, &n);
+	if (x->site_of[stack])
+		return x->site_of[stack] - 1;
+	fr = ms_symtab_get_stack(y, stack, &n);
+	if (!n || x->in->site_depth <= 1) {
 		x->site_of[stack] = (n ? fr[ms_site_pos(y, fr, n, NULL)] : 0) + 1;
+		return x->site_of[stack] - 1;
 	}
-	return x->site_of[stack] - 1;
+	k = ms_site_chain(y, fr, n, x->in->site_depth, pos, sizeof(pos) / sizeof(pos[0]));
+	for (size_t i = 0; i < k; i++)
+		ids[i] = fr[pos[i]];
+	h = ms_hash_bytes(ids, k * sizeof(ids[0]));
+	if (!(v = ms_u64map_get(&x->chain_key, h))) {
+		if (ms_grow(&x->chain_frame, &x->cap_chains, x->n_chains + 1,
+		            sizeof(*x->chain_frame)) ||
+		    ms_u64map_put(&x->chain_key, h, CHAIN_KEY + x->n_chains))
+			return UINT32_MAX;
+		x->chain_frame[x->n_chains++] = ids[k - 1];
+		v = ms_u64map_get(&x->chain_key, h);
+	}
+	x->site_of[stack] = (uint32_t)*v + 1;
+	return (uint32_t)*v;
+}
+
+/* The frame a site key names: the site frame, or a chain's deepest. */
+static uint32_t frame_of_key(const struct ex *x, uint32_t key)
+{
+	return key >= CHAIN_KEY && key != UINT32_MAX ? x->chain_frame[key - CHAIN_KEY] : key;
 }
 
 /* Sites whose memory alive at an optimizer step's start grows from one step to the next. */
@@ -581,7 +619,10 @@ static ms_status growth(struct ex *x)
 		 * keeps is freed only at exit, so it looks like one) */
 		if (b->cat != MS_CAT_OTHER && b->cat != MS_CAT_ACTIVATIONS)
 			continue;
-		frame = site_frame(x, b->stack);
+		if ((frame = site_frame(x, b->stack)) == UINT32_MAX) {
+			s = MS_ERR_NOMEM;
+			break;
+		}
 		if (!(ri = ms_u64map_get(&row_of, frame))) {
 			if (ms_grow(&rows, &caprows, nrows + 1, sizeof(*rows)) ||
 			    !(rows[nrows].live = ms_calloc(x->nw, sizeof(uint64_t))) ||
@@ -618,7 +659,7 @@ static ms_status growth(struct ex *x)
 		}
 		r->growth[r->n_growth++] = (struct ms_explain_growth){
 		        w->stack,
-		        w->frame,
+		        frame_of_key(x, w->frame),
 		        (w->live[last] - w->live[0]) / last,
 		        (uint32_t)ups,
 		        w->first_event == NONE ? 0 : w->first_event,
@@ -647,7 +688,10 @@ static ms_status top_activations(struct ex *x)
 		uint64_t *ri;
 		if (b->cat != MS_CAT_ACTIVATIONS || !in_state(x, b))
 			continue;
-		frame = site_frame(x, b->stack);
+		if ((frame = site_frame(x, b->stack)) == UINT32_MAX) {
+			s = MS_ERR_NOMEM;
+			goto out;
+		}
 		if (!(ri = ms_u64map_get(&row_of, frame))) {
 			if (ms_grow(&rows, &cap, nrows + 1, sizeof(*rows)) ||
 			    ms_u64map_put(&row_of, frame, nrows)) {
@@ -669,7 +713,9 @@ static ms_status top_activations(struct ex *x)
 				best = j;
 		if (best == SIZE_MAX)
 			break;
-		r->top_activations[r->n_top_activations++] = rows[best];
+		r->top_activations[r->n_top_activations] = rows[best];
+		r->top_activations[r->n_top_activations++].frame =
+		        frame_of_key(x, rows[best].frame);
 		rows[best].bytes = 0;
 	}
 out:
@@ -761,6 +807,8 @@ out:
 	ms_free(x.bounds);
 	ms_free(x.nn_of);
 	ms_free(x.site_of);
+	ms_free(x.chain_frame);
+	ms_u64map_release(&x.chain_key);
 	return s;
 }
 

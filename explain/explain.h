@@ -50,6 +50,8 @@ struct ms_explain_in {
 	uint64_t allocated_at_peak;
 	int before; /* the state before event peak_index, not after it (an OOM: the failed request)
 	             */
+	/* sites at this depth (replay/site.h, ms_site_chain): 0 or 1, the site frame alone */
+	uint32_t site_depth;
 	/* optional: the category of each allocation whose alloc event is in cat_query (ascending)
 	 * into cat_of (enum ms_explain_cat; -1: no allocation of the device there) */
 	const uint64_t *cat_query;
@@ -67,7 +69,8 @@ struct ms_explain_step {
 /* A site whose memory kept across steps grows (a leak, or a cache that only fills). */
 struct ms_explain_growth {
 	uint32_t stack; /* a stack of the site's blocks (its site frame names the site) */
-	uint32_t frame; /* the site frame (0: the blocks have no stack) */
+	uint32_t frame; /* the site frame, at a site depth past 1 the deepest of the site's frames
+	                   (0: the blocks have no stack) */
 	uint64_t bytes_per_step;
 	uint32_t steps;       /* optimizer steps over which it grew */
 	uint64_t first_event; /* the first allocation of what it holds at the last step */

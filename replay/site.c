@@ -25,6 +25,17 @@ static int has_dir(const char *path, const char *dir)
 	return 0;
 }
 
+/* What follows the last directory dir in path ("site-packages/"), or NULL. */
+static const char *last_dir_after(const char *path, const char *dir)
+{
+	const char *at = NULL;
+
+	for (const char *p = path; (p = strstr(p, dir)); p++)
+		if (p == path || p[-1] == '/' || p[-1] == '\\')
+			at = p + strlen(dir);
+	return at;
+}
+
 /*
  * A Python frame: a .py (or Cython .pyx) file, or a pseudo-file such as <frozen runpy> or
  * <stdin>. A qualified C++ name is never Python, whatever its file.
@@ -48,12 +59,19 @@ static enum ms_frame_kind python_kind(const char *file)
 				return MS_FRAME_USER;
 		return MS_FRAME_PYTHON;
 	}
-	/* torch's own files, installed or from a checkout, and inductor's generated code */
+	/* an installed package: torch's own, or a library's (whatever directories hold the
+	 * environment: /opt/torch/.venv/lib/python3.12/site-packages/transformers/ is a library) */
+	const char *pkg = last_dir_after(file, "site-packages/");
+	if (!pkg)
+		pkg = last_dir_after(file, "dist-packages/");
+	if (pkg)
+		return starts_with(pkg, "torch/") || starts_with(pkg, "functorch/")
+		               ? MS_FRAME_PYTHON
+		               : MS_FRAME_LIBRARY;
+	/* torch's own files from a checkout, and inductor's generated code */
 	if (has_dir(file, "torch/") || has_dir(file, "functorch/") ||
 	    strstr(file, "torchinductor_"))
 		return MS_FRAME_PYTHON;
-	if (has_dir(file, "site-packages/") || has_dir(file, "dist-packages/"))
-		return MS_FRAME_LIBRARY;
 	/* the standard library: lib/python3.X/ (site-packages was matched above) */
 	if (has_dir(file, "lib/python3.") || has_dir(file, "lib64/python3.") ||
 	    has_dir(file, "lib/pypy3."))
@@ -212,6 +230,54 @@ void ms_frame_label(const struct ms_symtab *y, uint32_t frame, char *buf, size_t
 		snprintf(buf, cap, "%s (%s)", name, file);
 	else
 		snprintf(buf, cap, "%s (%s:%u)", name, file, f->line);
+}
+
+size_t ms_site_chain(const struct ms_symtab *y, const uint32_t *frames, size_t n, uint32_t depth,
+                     size_t *pos, size_t cap)
+{
+	size_t k = 0, at;
+
+	if (!n || !cap)
+		return 0;
+	at = ms_site_pos(y, frames, n, NULL);
+	pos[k++] = at;
+	for (size_t i = at; i-- > 0 && k < depth && k < cap;) {
+		enum ms_frame_kind kind = kind_of(y, frames[i]);
+		if (kind == MS_FRAME_USER || kind == MS_FRAME_LIBRARY)
+			pos[k++] = i;
+	}
+	return k;
+}
+
+void ms_stack_label_depth(const struct ms_symtab *y, uint32_t stack, uint32_t depth, char *buf,
+                          size_t cap)
+{
+	size_t n, pos[64], k, used = 0;
+	const uint32_t *fr;
+
+	if (depth <= 1 || !stack || !cap) {
+		ms_stack_label(y, stack, buf, cap);
+		return;
+	}
+	fr = ms_symtab_get_stack(y, stack, &n);
+	if (!n) {
+		ms_stack_label(y, stack, buf, cap);
+		return;
+	}
+	k = ms_site_chain(y, fr, n, depth, pos, sizeof(pos) / sizeof(pos[0]));
+	ms_frame_label(y, fr[pos[0]], buf, cap);
+	used = strlen(buf);
+	/* the frames further in: a package's file from its package down */
+	for (size_t i = 1; i < k && used + 1 < cap; i++) {
+		const struct ms_frame *f = &y->frames[fr[pos[i]]];
+		const char *file = ms_symtab_get_str(y, f->file)->s, *pkg;
+		if ((pkg = last_dir_after(file, "site-packages/")) ||
+		    (pkg = last_dir_after(file, "dist-packages/")))
+			file = pkg;
+		snprintf(buf + used, cap - used, " > %s (%s:%u)", ms_symtab_get_str(y, f->name)->s,
+		         file, f->line);
+		used += strlen(buf + used);
+	}
 }
 
 void ms_stack_label(const struct ms_symtab *y, uint32_t stack, char *buf, size_t cap)

@@ -57,4 +57,18 @@ void ms_frame_label(const struct ms_symtab *y, uint32_t frame, char *buf, size_t
 /* The label of a stack's site; "(no stack recorded)" for stack 0. */
 void ms_stack_label(const struct ms_symtab *y, uint32_t stack, char *buf, size_t cap);
 
+/*
+ * Sites at depth d (--site-depth): the site's frame, then up to d - 1 frames further in,
+ * towards the allocation, that are the user's code or a library's (torch's own Python, C++ and
+ * the rest are passed over): where a model's whole forward is one line of the user's, depth 2
+ * splits it by the library's forward called there, 3 by what that called, and so on. The
+ * positions of a stack of n frames (innermost first) into pos, outermost first, at most cap;
+ * returns how many (depth 0 counts as 1; 0 for n == 0).
+ */
+size_t ms_site_chain(const struct ms_symtab *y, const uint32_t *frames, size_t n, uint32_t depth,
+                     size_t *pos, size_t cap);
+/* The label of a stack's site at depth d: its frames' labels joined by " > ". */
+void ms_stack_label_depth(const struct ms_symtab *y, uint32_t stack, uint32_t depth, char *buf,
+                          size_t cap);
+
 #endif

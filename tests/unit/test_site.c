@@ -104,9 +104,14 @@ Test(site, frame_kinds)
 	        {"forward", SP "/transformers/models/llama/modeling_llama.py", MS_FRAME_LIBRARY},
 	        {"f", "/usr/lib/python3/dist-packages/numpy/core/numeric.py", MS_FRAME_LIBRARY},
 	        {"f", "venv/lib/python3.12/site-packages/triton/testing.py", MS_FRAME_LIBRARY},
+	        /* an environment kept in a directory named torch holds libraries too */
+	        {"forward", "/opt/torch/.venv/lib/python3.12/site-packages/transformers/x.py",
+	         MS_FRAME_LIBRARY},
 	        /* torch's own (installed, relative, a checkout, generated), the standard library,
 	           CPython's pseudo-files */
 	        {"forward", SP "/torch/nn/modules/linear.py", MS_FRAME_PYTHON},
+	        {"forward", "/opt/torch/.venv/lib/python3.12/site-packages/torch/nn/linear.py",
+	         MS_FRAME_PYTHON},
 	        {"_call_impl", "venv/lib/python3.12/site-packages/torch/nn/modules/module.py",
 	         MS_FRAME_PYTHON},
 	        {"f", "torch/_dynamo/eval_frame.py", MS_FRAME_PYTHON},
@@ -208,6 +213,43 @@ Test(site, library_between_user_and_torch)
 	            MS_FRAME_PYTHON);
 	expect_site(stack_of(&y, s + 1, 1), "inner (/usr/lib/python3.12/contextlib.py:81)",
 	            MS_FRAME_PYTHON);
+}
+
+/*
+ * --site-depth: the site, then frames of the user's or a library's code further in (torch's own
+ * and the standard library passed over), a package's file from its package down.
+ */
+Test(site, site_depth)
+{
+	static const struct fr s[] = {
+	        {"forward", SP "/torch/nn/modules/linear.py", 125},
+	        {"inner", "/usr/lib/python3.12/contextlib.py", 81},
+	        {"forward", SP "/transformers/models/llama/modeling_llama.py", 187},
+	        {"_call_impl", SP "/torch/nn/modules/module.py", 1790},
+	        {"forward", SP "/transformers/models/llama/modeling_llama.py", 420},
+	        {"wrapper", "/usr/lib/python3.12/functools.py", 50},
+	        {"train_step", "/home/ada/proj/train.py", 88},
+	        {"main", "/home/ada/proj/train.py", 120},
+	};
+	uint32_t st = STACK(&y, s);
+	char buf[512];
+	size_t n, pos[8];
+	const uint32_t *fr = ms_symtab_get_stack(&y, st, &n);
+
+	ms_stack_label_depth(&y, st, 1, buf, sizeof(buf));
+	cr_expect_str_eq(buf, "train_step (/home/ada/proj/train.py:88)");
+	ms_stack_label_depth(&y, st, 2, buf, sizeof(buf));
+	cr_expect_str_eq(buf, "train_step (/home/ada/proj/train.py:88) > forward "
+	                      "(transformers/models/llama/modeling_llama.py:420)");
+	ms_stack_label_depth(&y, st, 3, buf, sizeof(buf));
+	cr_expect_str_eq(buf, "train_step (/home/ada/proj/train.py:88) > forward "
+	                      "(transformers/models/llama/modeling_llama.py:420) > forward "
+	                      "(transformers/models/llama/modeling_llama.py:187)");
+	/* deeper than the stack goes: as deep as it goes */
+	cr_expect_eq(ms_site_chain(&y, fr, n, 10, pos, 8), 3);
+	cr_expect(pos[0] == 6 && pos[1] == 4 && pos[2] == 2);
+	ms_stack_label_depth(&y, 0, 3, buf, sizeof(buf));
+	cr_expect_str_eq(buf, "(no stack recorded)");
 }
 
 /* The autograd engine's thread: C++ only, the stack capture first. */
