@@ -235,8 +235,78 @@ static void print_cats_line(const struct ms_explain *x)
 	printf("\n");
 }
 
+/* The most reserved bytes in each step, from a replay under the first pass's options. */
+struct step_res {
+	const struct ms_explain *x;
+	uint64_t *res;
+	size_t k;
+};
+
+static void step_res_event(void *ctx, uint64_t index, const struct ms_event *e,
+                           const struct ms_model *m)
+{
+	struct step_res *sr = ctx;
+	uint64_t r = (uint64_t)ms_model_stats(m)->reserved_bytes[0].current;
+
+	(void)e;
+	while (sr->k + 1 < sr->x->n_steps && sr->x->steps[sr->k + 1].first_event <= index)
+		sr->k++;
+	if (index >= sr->x->steps[0].first_event && r > sr->res[sr->k])
+		sr->res[sr->k] = r;
+}
+
+/* res[k]: step k's most reserved bytes (all 0 where the replay fails: none shown). */
+static int steps_reserved(const struct ms_trace *t, const struct ms_replay_opts *base,
+                          const struct ms_explain *x, uint64_t *res)
+{
+	struct ms_replay_opts o = *base;
+	struct ms_replay_result r;
+	struct step_res sr = {x, res, 0};
+	struct ms_diag d = MS_DIAG_INIT;
+	ms_status s;
+
+	if (!x->n_steps)
+		return 0;
+	o.no_segment_log = 1;
+	o.on_event = step_res_event;
+	o.ctx = &sr;
+	s = ms_replay_trace(t, &o, &r, &d);
+	ms_replay_result_release(&r);
+	if (s)
+		memset(res, 0, x->n_steps * sizeof(*res));
+	return s == MS_OK;
+}
+
+/*
+ * A sparkline of v[0..n) from 0 (a space) to max (a full block), at most WIDTH columns (each the
+ * most of the steps it stands for).
+ */
+static void sparkline(const char *what, const uint64_t *v, size_t n)
+{
+	enum { WIDTH = 60 };
+	static const char *const bar[] = {" ",      "\u2581", "\u2582", "\u2583", "\u2584",
+	                                  "\u2585", "\u2586", "\u2587", "\u2588"};
+	size_t cols = n < WIDTH ? n : WIDTH;
+	uint64_t max = 0;
+	char b[32];
+
+	for (size_t i = 0; i < n; i++)
+		max = v[i] > max ? v[i] : max;
+	if (!n || !max)
+		return;
+	printf("    %-15s ", what);
+	for (size_t c = 0; c < cols; c++) {
+		uint64_t m = 0;
+		for (size_t i = c * n / cols; i < (c + 1) * n / cols; i++)
+			m = v[i] > m ? v[i] : m;
+		printf("%s", bar[(size_t)((m * 8 + max - 1) / max)]);
+	}
+	printf("  0 to %s%s\n", ms_format_size(b, sizeof(b), max),
+	       n > cols ? ", a column for several steps" : "");
+}
+
 /* The steps: all of them where few, else the first, the last, the peak's and the highest. */
-static void print_steps(const struct ms_explain *x, size_t peak_step)
+static void print_steps(const struct ms_explain *x, size_t peak_step, const uint64_t *res)
 {
 	enum { SHOWN = 12, TOP = 6 };
 	unsigned char *show = ms_calloc(x->n_steps, 1);
@@ -266,15 +336,33 @@ static void print_steps(const struct ms_explain *x, size_t peak_step)
 	       x->n_steps > SHOWN ? "; the first, the last, the peak's and the highest shown "
 	                            "(--json has all)"
 	                          : "");
-	printf("    %5s %12s %15s %12s\n", "step", "first event", "peak allocated", "at event");
+	printf("    %5s %12s %15s %12s %15s\n", "step", "first event", "peak allocated", "at event",
+	       "peak reserved");
 	for (k = 0; k < x->n_steps; k++)
-		if (show[k])
-			printf("    %5zu %12llu %15s %12llu%s\n", k + 1,
+		if (show[k]) {
+			char r[32];
+			if (res[k])
+				ms_format_size(r, sizeof(r), res[k]);
+			else
+				snprintf(r, sizeof(r), "-");
+			printf("    %5zu %12llu %15s %12llu %15s%s\n", k + 1,
 			       (unsigned long long)x->steps[k].first_event,
 			       ms_format_size(b, sizeof(b), x->steps[k].peak_allocated),
-			       (unsigned long long)x->steps[k].peak_event,
+			       (unsigned long long)x->steps[k].peak_event, r,
 			       k + 1 == peak_step ? "  <- the peak" : "");
+		}
 	ms_free(show);
+	if (x->n_steps >= 2) {
+		uint64_t *al = ms_malloc(x->n_steps * sizeof(*al));
+		if (!al)
+			ms_die(MS_EXIT_ERROR, "out of memory");
+		for (k = 0; k < x->n_steps; k++)
+			al[k] = x->steps[k].peak_allocated;
+		printf("\n");
+		sparkline("peak allocated", al, x->n_steps);
+		sparkline("peak reserved", res, x->n_steps);
+		ms_free(al);
+	}
 }
 
 /* One device of t: the explanation as text on stdout or into *jout. */
@@ -299,6 +387,7 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 	struct ms_whatif_row *rows;
 	struct ms_replay_opts wo;
 	struct rec *recs;
+	uint64_t *sres;
 	size_t nrows = ms_whatif_n_default_configs, nrec = 0, k;
 	uint64_t reserved, allocated, cached, outside, capacity;
 	int outside_known, has_oom, apeak;
@@ -396,6 +485,11 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 		ms_free(mins);
 	}
 
+	/* each step's most reserved bytes */
+	if (!(sres = ms_calloc(x.n_steps ? x.n_steps : 1, sizeof(*sres))))
+		ms_die(MS_EXIT_ERROR, "out of memory");
+	steps_reserved(t, &wo, &x, sres);
+
 	if (json) {
 		cJSON *root = cJSON_CreateObject(), *o, *a;
 		uint64_t at = first.fullest_at_peak_index;
@@ -457,6 +551,10 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 			ms_json_u64(st, "first_event", x.steps[k].first_event);
 			ms_json_u64(st, "peak_allocated_bytes", x.steps[k].peak_allocated);
 			ms_json_u64(st, "peak_event", x.steps[k].peak_event);
+			if (sres[k])
+				ms_json_u64(st, "peak_reserved_bytes", sres[k]);
+			else
+				cJSON_AddNullToObject(st, "peak_reserved_bytes");
 			cJSON_AddItemToArray(a, st);
 		}
 		a = cJSON_AddArrayToObject(root, "growth");
@@ -555,7 +653,7 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 			       ms_format_size(b2, sizeof(b2), x.gradient_bytes),
 			       ms_format_size(b3, sizeof(b3), x.optimizer_state_bytes));
 		if (x.n_steps) {
-			print_steps(&x, ps);
+			print_steps(&x, ps, sres);
 		} else {
 			printf("\n  steps: none found (no step annotations, no optimizer steps)\n");
 		}
@@ -664,6 +762,7 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 	ms_whatif_release(rows, nrows);
 	ms_free(rows);
 	ms_free(recs);
+	ms_free(sres);
 	ms_explain_release(&at_oom);
 	ms_explain_release(&at_apeak);
 	snprintf(row->label, sizeof(row->label), "%s", label);

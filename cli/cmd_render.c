@@ -21,7 +21,7 @@
 #include "replay/whatif.h"
 
 static const char *const usage[] = {
-        "memsnap render [--format html|txt|dot|svg] [--at peak|oom|end|EVENT] [-o FILE]",
+        "memsnap render [--format html|csv|txt|dot|svg] [--at peak|oom|end|EVENT] [-o FILE]",
         "               [--alloc-conf S] [--limit N | --memory-fraction F] [--device-memory N]",
         "               [--device D] [--from N] [--to N] [--detail N] [--frames user|all|N]",
         "               <trace>",
@@ -37,6 +37,12 @@ static const char *const usage[] = {
         "events (the replay still starts at the first event, so the state is exact); peak,",
         "end and the OOM are then the window's.",
         "",
+        "--format csv (the default for -o FILE.csv) writes the page's timeline for people who",
+        "plot it themselves: a row per bucket of events (--detail, --from/--to as for html)",
+        "with its events, time, allocated and reserved bytes (last, least, most), active,",
+        "inactive split, outside PyTorch, private pools, free and the largest free block, the",
+        "annotation, and the bucket's largest allocation with its site.",
+        "",
         "The other formats draw the segments and their blocks at one moment: --at oom (the",
         "first OOM), peak (when allocated memory first reached its peak), end, or after trace",
         "event EVENT (the numbers replay and stats print); without --at, the OOM if the replay",
@@ -44,7 +50,8 @@ static const char *const usage[] = {
         "(segments as table nodes, blocks in address order coloured by state, the failed",
         "request as a node of its own); svg, that DOT laid out in-process by libgvc.",
         "",
-        "Without --format the extension of -o picks it (.html, .txt, .dot, .gv, .svg; another",
+        "Without --format the extension of -o picks it (.html, .csv, .txt, .dot, .gv, .svg;",
+        "another",
         "name needs --format), and without -o txt goes to standard output. The output file",
         "appears whole or not at all.",
         "",
@@ -132,14 +139,17 @@ static ms_status whatif_rows(const char *path, const struct ms_replay_opts *o,
 	return MS_OK;
 }
 
+/* What page_data writes: the whole page, its data alone, or its timeline as CSV. */
+enum page_out { PAGE_HTML, PAGE_DATA, PAGE_CSV };
+
 /*
- * One device's page (whole_page) or its data alone, appended to out: the report from one more
- * replay (r is the first pass, with c's options; the trace is streamed from its file), the
- * what-if table at an OOM. MS_EXIT_OK, or MS_EXIT_ERROR with the error said.
+ * One device's page, its data alone, or its timeline as CSV, appended to out: the report from
+ * one more replay (r is the first pass, with c's options; the trace is streamed from its file),
+ * the what-if table at an OOM (not for CSV). MS_EXIT_OK, or MS_EXIT_ERROR with the error said.
  */
 static int page_data(const struct ms_replay_cli *c, const char *path,
                      const struct ms_replay_result *r, const struct ms_limit_range *lim,
-                     const struct page_opts *pg, int whole_page, struct ms_buf *out)
+                     const struct page_opts *pg, enum page_out what, struct ms_buf *out)
 {
 	struct ms_report_input in = {
 	        .source = path,
@@ -166,13 +176,14 @@ static int page_data(const struct ms_replay_cli *c, const char *path,
 	else
 		memset(&rep, 0, sizeof(rep));
 	/* the diagnosis, of a whole trace in memory (a .zst trace streams: memsnap explain) */
-	if (!s && in.trace && !pg->from && !pg->to)
+	if (!s && what != PAGE_CSV && in.trace && !pg->from && !pg->to)
 		s = ms_report_diagnose(&rep, in.trace, r);
-	if (!s && rep.has_oom && !pg->no_whatif)
+	if (!s && what != PAGE_CSV && rep.has_oom && !pg->no_whatif)
 		s = whatif_rows(path, &c->o, &rows, &n_rows, &d);
 	if (!s)
-		s = whole_page ? ms_render_html(&rep, rows, n_rows, out)
-		               : ms_render_html_data(&rep, rows, n_rows, out);
+		s = what == PAGE_HTML   ? ms_render_html(&rep, rows, n_rows, out)
+		    : what == PAGE_DATA ? ms_render_html_data(&rep, rows, n_rows, out)
+		                        : ms_render_csv(&rep, out);
 	if (s)
 		ms_report(path, s, &d);
 	if (rows) {
@@ -189,7 +200,7 @@ static int render_html(struct ms_replay_cli *c, const char *path, const char *ou
                        const struct page_opts *pg)
 {
 	struct ms_buf buf = MS_BUF_INIT;
-	int rc = page_data(c, path, r, lim, pg, 1, &buf);
+	int rc = page_data(c, path, r, lim, pg, PAGE_HTML, &buf);
 
 	if (rc == MS_EXIT_OK)
 		rc = emit(out, &buf, "html", SIZE_MAX, 0);
@@ -577,7 +588,7 @@ static int render_html_devices(struct ms_replay_cli *c, const char *path, const 
 		if (window_check(path, one.from, &one.to, r.events_total))
 			rc = MS_EXIT_ERROR;
 		else
-			rc = page_data(c, path, &r, &lim, &one, 0, &datas[i]);
+			rc = page_data(c, path, &r, &lim, &one, PAGE_DATA, &datas[i]);
 		ms_replay_result_release(&r);
 		ms_replay_cli_release(c);
 	}
@@ -623,8 +634,8 @@ int cmd_render(int argc, const char **argv)
 	for (n = 0; opts[n].type != MS_OPT_T_END; n++)
 		if (opts[n].long_name && !strcmp(opts[n].long_name, "json"))
 			break;
-	opts[n++] =
-	        (struct ms_opt)MS_OPT_STRING(0, "format", &format, "F", "html, txt, dot or svg");
+	opts[n++] = (struct ms_opt)MS_OPT_STRING(0, "format", &format, "F",
+	                                         "html, csv, txt, dot or svg");
 	opts[n++] = (struct ms_opt)MS_OPT_U64(0, "detail", &detail, "N",
 	                                      "html: buckets of events in the timeline (2000)");
 	opts[n++] = (struct ms_opt)MS_OPT_U64(
@@ -649,23 +660,25 @@ int cmd_render(int argc, const char **argv)
 		         : ms_ends_with(out, ".dot") || ms_ends_with(out, ".gv") ? "dot"
 		         : ms_ends_with(out, ".svg")                             ? "svg"
 		         : ms_ends_with(out, ".html")                            ? "html"
+		         : ms_ends_with(out, ".csv")                             ? "csv"
 		         : ms_ends_with(out, ".txt")                             ? "txt"
 		                                                                 : NULL;
 		if (!format)
 			ms_usage_error(
 			        opts, usage,
-			        "-o %s: the name does not say which format (.html, .txt, .dot, "
-			        ".gv, .svg); give --format",
+			        "-o %s: the name does not say which format (.html, .csv, .txt, "
+			        ".dot, .gv, .svg); give --format",
 			        out);
 	}
-	if (strcmp(format, "html") && strcmp(format, "txt") && strcmp(format, "dot") &&
-	    strcmp(format, "svg"))
-		ms_usage_error(opts, usage, "--format must be html, txt, dot or svg");
+	if (strcmp(format, "html") && strcmp(format, "csv") && strcmp(format, "txt") &&
+	    strcmp(format, "dot") && strcmp(format, "svg"))
+		ms_usage_error(opts, usage, "--format must be html, csv, txt, dot or svg");
 	if (detail < 10 || detail > 1000000)
 		ms_usage_error(opts, usage, "--detail must be 10 to 1000000");
-	if (!strcmp(format, "html") && at)
+	if ((!strcmp(format, "html") || !strcmp(format, "csv")) && at)
 		ms_usage_error(opts, usage,
-		               "--at is for txt, dot and svg: the page shows every moment");
+		               "--at is for txt, dot and svg: the page and the CSV timeline cover "
+		               "every moment");
 	if (!strcmp(format, "html") && !ms_render_have_html())
 		ms_die(MS_EXIT_ERROR,
 		       "this memsnap was built without dygraphs (libjs-dygraphs): no "
@@ -716,6 +729,17 @@ int cmd_render(int argc, const char **argv)
 	if (!strcmp(format, "html")) {
 		pg.to = to;
 		return render_html(&c, argv[0], out, &r, &lim, &pg);
+	}
+	if (!strcmp(format, "csv")) {
+		struct ms_buf csv = MS_BUF_INIT;
+		pg.to = to;
+		rc = page_data(&c, argv[0], &r, &lim, &pg, PAGE_CSV, &csv);
+		if (rc == MS_EXIT_OK)
+			rc = emit(out, &csv, "csv", SIZE_MAX, 0);
+		ms_buf_release(&csv);
+		ms_replay_result_release(&r);
+		ms_replay_cli_release(&c);
+		return rc;
 	}
 	windowed = from > 0 || to < r.events_total;
 	oom_in = r.has_oom && r.first_oom.index >= from && r.first_oom.index < to;

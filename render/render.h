@@ -71,6 +71,12 @@ ms_status ms_render_html_data(const struct ms_report *rep, const struct ms_whati
 ms_status ms_render_html_devices(struct ms_buf *out, const char *source, const struct ms_buf *datas,
                                  const uint32_t *devices, size_t n, size_t first);
 
+/*
+ * The report's timeline as CSV: a header, then a row per bucket (docs/RENDER.md). MS_ERR_NOMEM
+ * only.
+ */
+ms_status ms_render_csv(const struct ms_report *rep, struct ms_buf *out);
+
 /* s as text inside HTML (or a DOT HTML-like label or attribute): &, <, >, " escaped, control
  * characters dropped. */
 ms_status ms_render_escape(struct ms_buf *out, const char *s);
