@@ -332,7 +332,12 @@ static void print_steps(const struct ms_explain *x, size_t peak_step, const uint
 				show[best] = 1;
 		}
 	}
-	printf("\n  steps (from %s): %zu%s\n", x->steps_from, x->n_steps,
+	printf("\n  steps (from %s): %zu%s\n",
+	       x->steps_by_repetition
+	               ? "repetition: the same allocations evenly spaced, a loop's iterations or, "
+	                 "in one pass, a model's layers"
+	               : x->steps_from,
+	       x->n_steps,
 	       x->n_steps > SHOWN ? "; the first, the last, the peak's and the highest shown "
 	                            "(--json has all)"
 	                          : "");

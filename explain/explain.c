@@ -135,6 +135,130 @@ static int starts_with(const char *s, const char *p)
 }
 
 /* The optimizer steps (annotated phases), and the steps' first events. */
+/* An allocation's signature for steps_by_repetition: its size and stack. */
+struct sig {
+	uint64_t first, last; /* events of its first and last allocation */
+	uint64_t n;           /* allocations */
+	double sum, sumsq;    /* of the gaps between them */
+};
+
+/*
+ * Steps from the trace's own repetition, where nothing marks them: a training loop makes the
+ * same allocations (a size from a stack) once a step, evenly spaced. Signatures allocated three
+ * times or more, at gaps whose spread (their standard deviation) is at most a third of their
+ * mean, over half the device's events or more, vote with their count, weighed by it: the count
+ * with the most such allocations is the number of steps (a layer's allocations, made several
+ * times a step, are not evenly spaced; a pattern of every other step covers half as many). The
+ * boundaries are the allocations of the most evenly spaced of them (the earliest of equals); the
+ * first step begins with the trace.
+ */
+static ms_status steps_by_repetition(struct ex *x)
+{
+	struct ms_u64map idx = MS_U64MAP_INIT, votes = MS_U64MAP_INIT;
+	struct sig *s = NULL;
+	size_t ns = 0, caps = 0, best = SIZE_MAX;
+	uint64_t first_ev = NONE, last_ev = 0, steps = 0, most = 0;
+	ms_status st = MS_OK;
+
+	for (size_t i = 0; i < x->t->n_events && !st; i++) {
+		const struct ms_event *e = &x->t->events[i];
+		uint64_t key, *v;
+		if (e->action != MS_ACT_ALLOC || e->device != x->in->device ||
+		    e->source != MS_SRC_TORCH)
+			continue;
+		first_ev = first_ev == NONE ? i : first_ev;
+		last_ev = i;
+		key = (e->size * 0x9E3779B97F4A7C15ULL ^ (uint64_t)e->stack) >> 1;
+		if (!(v = ms_u64map_get(&idx, key))) {
+			if (ms_grow(&s, &caps, ns + 1, sizeof(*s)) ||
+			    ms_u64map_put(&idx, key, ns)) {
+				st = MS_ERR_NOMEM;
+				break;
+			}
+			s[ns++] = (struct sig){i, i, 1, 0, 0};
+			continue;
+		}
+		{
+			struct sig *g = &s[*v];
+			double gap = (double)(i - g->last);
+			g->sum += gap;
+			g->sumsq += gap * gap;
+			g->last = i;
+			g->n++;
+		}
+	}
+	/* the regular ones vote with their count */
+	for (size_t k = 0; k < ns && !st && first_ev != NONE; k++) {
+		const struct sig *g = &s[k];
+		double m, var;
+		uint64_t *c;
+		if (g->n < 3 || 2 * (g->last - g->first) < last_ev - first_ev)
+			continue;
+		m = g->sum / (double)(g->n - 1);
+		var = g->sumsq / (double)(g->n - 1) - m * m;
+		if (var > m * m / 9)
+			continue;
+		if ((c = ms_u64map_get(&votes, g->n)))
+			(*c)++;
+		else if (ms_u64map_put(&votes, g->n, 1))
+			st = MS_ERR_NOMEM;
+	}
+	/* each count weighed by the allocations it covers (a pattern every other step loses to
+	 * the one every step); the larger of equals (the finer of two regular patterns) */
+	for (size_t i = 0; i < votes.cap && !st; i++) {
+		uint64_t c = votes.keys[i] - 1, w;
+		if (!votes.keys[i])
+			continue;
+		w = votes.vals[i] * c;
+		if (w > most || (w == most && c > steps)) {
+			most = w;
+			steps = c;
+		}
+	}
+	/* the most even of those with that count */
+	for (size_t k = 0; k < ns && steps; k++) {
+		const struct sig *g = &s[k];
+		double m, var, bm, bvar;
+		if (g->n != steps || 2 * (g->last - g->first) < last_ev - first_ev)
+			continue;
+		m = g->sum / (double)(g->n - 1);
+		var = g->sumsq / (double)(g->n - 1) - m * m;
+		if (var > m * m / 9)
+			continue;
+		if (best != SIZE_MAX) {
+			bm = s[best].sum / (double)(s[best].n - 1);
+			bvar = s[best].sumsq / (double)(s[best].n - 1) - bm * bm;
+			if (var / (m * m) >= bvar / (bm * bm))
+				continue;
+		}
+		best = k;
+	}
+	if (!st && best != SIZE_MAX) {
+		/* its allocations, again: the boundaries */
+		const struct sig *g = &s[best];
+		x->nb = 0;
+		if (ms_grow(&x->bounds, &x->capb, g->n, sizeof(*x->bounds))) {
+			st = MS_ERR_NOMEM;
+		} else {
+			x->bounds[x->nb++] = 0;
+			for (size_t i = g->first + 1; i <= g->last && x->nb < g->n; i++) {
+				const struct ms_event *e = &x->t->events[i];
+				if (e->action == MS_ACT_ALLOC && e->device == x->in->device &&
+				    e->source == MS_SRC_TORCH &&
+				    e->size == x->t->events[g->first].size &&
+				    e->stack == x->t->events[g->first].stack)
+					x->bounds[x->nb++] = i;
+			}
+			x->x->steps_from = "repetition";
+			x->x->steps_by_repetition = 1;
+		}
+	}
+	ms_free(s);
+	ms_u64map_release(&idx);
+	ms_u64map_release(&votes);
+	return st;
+}
+
 static ms_status windows_and_steps(struct ex *x)
 {
 	static const char prefix[] = "Optimizer.step#";
@@ -154,7 +278,7 @@ static ms_status windows_and_steps(struct ex *x)
 		      (x->t->anns[i].kind == MS_ANN_STEP ||
 		       starts_with(ms_symtab_get_str(&x->t->syms, x->t->anns[i].name)->s, prefix));
 	if (!own && x->t->meta.input_kind != MS_INPUT_ZST)
-		return MS_OK; /* no steps */
+		return steps_by_repetition(x); /* nothing marks the steps */
 	x->x->steps_other_device = !own;
 	for (size_t i = 0; i < x->t->n_anns; i++) {
 		const struct ms_annotation *a = &x->t->anns[i];
@@ -215,7 +339,7 @@ static ms_status windows_and_steps(struct ex *x)
 		}
 		x->x->steps_from = "optimizer steps";
 	} else {
-		x->nb = 0;
+		return steps_by_repetition(x);
 	}
 	return MS_OK;
 }

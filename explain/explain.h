@@ -92,8 +92,11 @@ struct ms_explain {
 	uint64_t parameter_bytes, gradient_bytes, optimizer_state_bytes;
 	uint64_t parameter_blocks, gradient_blocks, optimizer_state_blocks;
 	size_t n_optimizer_steps;
-	const char *optimizer;  /* the first optimizer step's name ("AdamW"), or "" */
-	const char *steps_from; /* "step annotations", "optimizer steps" or "" (none found) */
+	const char *optimizer; /* the first optimizer step's name ("AdamW"), or "" */
+	/* "step annotations", "optimizer steps", "repetition" (the same allocations made evenly
+	 * spaced: a loop's iterations, or in a trace of one pass a model's layers) or "" (none) */
+	const char *steps_from;
+	int steps_by_repetition;
 	int steps_other_device; /* the steps are annotated on other devices (none on this one) */
 	const char *why_uncategorized; /* "" or why parameters etc. could not be told */
 	int has_stacks;

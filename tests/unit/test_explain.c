@@ -124,3 +124,74 @@ Test(explain, leak)
 {
 	check_job("leak");
 }
+
+/*
+ * Steps from repetition: bundled real training loops with their annotations taken away get
+ * as many steps as its optimizer steps (what PyTorch annotated in the same run), each step
+ * beginning inside the optimizer-step iteration of the same number.
+ */
+Test(explain, steps_from_repetition_match_the_optimizer_steps)
+{
+	static const char *const names[] = {"gpt_train",    "resnet50",       "multistream",
+	                                    "real/hf_gpt2", "real/lightning", "real/timm"};
+	int tried = 0;
+
+	for (size_t f = 0; f < sizeof(names) / sizeof(names[0]); f++) {
+		const char *path = th_snapshot_path(names[f]);
+		struct ms_trace *t;
+		struct ms_diag d = MS_DIAG_INIT;
+		struct ms_explain_in in;
+		struct ms_explain opt, rep;
+		size_t n_anns;
+
+		cr_assert(path, "%s: not bundled", names[f]);
+		cr_assert_eq(ms_trace_load(path, NULL, &t, NULL, &d), MS_OK, "%s", d.msg);
+		memset(&in, 0, sizeof(in));
+		in.t = t;
+		cr_assert_eq(ms_explain_run(&in, &opt), MS_OK);
+		cr_assert_str_eq(opt.steps_from, "optimizer steps", "%s", names[f]);
+		n_anns = t->n_anns;
+		t->n_anns = 0; /* nothing marks the steps now */
+		cr_assert_eq(ms_explain_run(&in, &rep), MS_OK);
+		t->n_anns = n_anns;
+		cr_expect_str_eq(rep.steps_from, "repetition", "%s", names[f]);
+		cr_expect_eq(rep.n_steps, opt.n_steps,
+		             "%s: %zu steps from repetition, %zu optimizer "
+		             "steps",
+		             names[f], rep.n_steps, opt.n_steps);
+		for (size_t k = 1; k < rep.n_steps && k < opt.n_steps; k++)
+			cr_expect(rep.steps[k].first_event >= opt.steps[k - 1].first_event &&
+			                  (k + 1 >= opt.n_steps ||
+			                   rep.steps[k].first_event < opt.steps[k + 1].first_event),
+			          "%s: step %zu begins at event %llu, the optimizer's iteration at "
+			          "%llu",
+			          names[f], k + 1, (unsigned long long)rep.steps[k].first_event,
+			          (unsigned long long)opt.steps[k].first_event);
+		ms_explain_release(&opt);
+		ms_explain_release(&rep);
+		ms_trace_free(t);
+		tried++;
+	}
+	cr_assert_eq(tried, 6);
+}
+
+/* Where no allocation repeats evenly (shapes that change from step to step), none are made up. */
+Test(explain, no_steps_where_nothing_repeats_evenly)
+{
+	const char *path = th_snapshot_path("dynamic_empty_cache");
+	struct ms_trace *t;
+	struct ms_diag d = MS_DIAG_INIT;
+	struct ms_explain_in in;
+	struct ms_explain x;
+
+	cr_assert(path);
+	cr_assert_eq(ms_trace_load(path, NULL, &t, NULL, &d), MS_OK, "%s", d.msg);
+	t->n_anns = 0;
+	memset(&in, 0, sizeof(in));
+	in.t = t;
+	cr_assert_eq(ms_explain_run(&in, &x), MS_OK);
+	cr_expect_eq(x.n_steps, 0);
+	cr_expect_str_eq(x.steps_from, "");
+	ms_explain_release(&x);
+	ms_trace_free(t);
+}
