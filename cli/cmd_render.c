@@ -139,6 +139,28 @@ static ms_status whatif_rows(const char *path, const struct ms_replay_opts *o,
 	return MS_OK;
 }
 
+/* The most events of a .zst trace read whole for the page's diagnosis (about 56 bytes each). */
+#define DIAGNOSE_EVENTS 4000000
+
+/*
+ * The page's diagnosis (what the peak is made of), of the whole trace in memory: a snapshot
+ * is (t); a .zst trace, streamed for the page, is read whole for it up to DIAGNOSE_EVENTS
+ * events (beyond, the page points to memsnap explain). r: the first pass.
+ */
+static ms_status diagnose(struct ms_report *rep, const char *path, const struct ms_trace *t,
+                          const struct ms_replay_result *r, struct ms_diag *d)
+{
+	struct ms_trace *owned = NULL;
+	ms_status s = MS_OK;
+
+	if (!t && r->events_total <= DIAGNOSE_EVENTS)
+		s = ms_replay_cli_trace_whole(path, &t, &owned, d);
+	if (!s && t)
+		s = ms_report_diagnose(rep, t, r);
+	ms_trace_free(owned);
+	return s;
+}
+
 /* What page_data writes: the whole page, its data alone, or its timeline as CSV. */
 enum page_out { PAGE_HTML, PAGE_DATA, PAGE_CSV };
 
@@ -175,9 +197,8 @@ static int page_data(const struct ms_replay_cli *c, const char *path,
 		s = ms_report_collect(&in, &rep, &d);
 	else
 		memset(&rep, 0, sizeof(rep));
-	/* the diagnosis, of a whole trace in memory (a .zst trace streams: memsnap explain) */
-	if (!s && what != PAGE_CSV && in.trace && !pg->from && !pg->to)
-		s = ms_report_diagnose(&rep, in.trace, r);
+	if (!s && what != PAGE_CSV && !pg->from && !pg->to)
+		s = diagnose(&rep, path, in.trace, r, &d);
 	if (!s && what != PAGE_CSV && rep.has_oom && !pg->no_whatif)
 		s = whatif_rows(path, &c->o, &rows, &n_rows, &d);
 	if (!s)
@@ -394,7 +415,7 @@ static int render_html_together(struct ms_replay_cli *c, const char *path, const
 		return 0;
 	}
 	rep.device_memory_source = f.r.device_memory_source;
-	if (t && (s = ms_report_diagnose(&rep, t, &f.r)))
+	if ((s = diagnose(&rep, path, t, &f.r, &d)))
 		ms_report(path, s, &d);
 	else if ((s = ms_render_html(&rep, NULL, 0, &buf)))
 		ms_report(path, s, &d);

@@ -117,8 +117,8 @@
 	if (!D.diagnosis && !NOTRACE && D.window[0] === 0 && D.window[1] === D.events) {
 		$('diagnosis-panel').hidden = false;
 		$('diagnosis').appendChild(text(document.createElement('p'), 'memsnap explain ' +
-			'gives what the peak is made of (a .zst trace is streamed for this page, not ' +
-			'read whole).'));
+			'gives what the peak is made of (a .zst trace of more than 4 million events is ' +
+			'streamed for this page, not read whole).'));
 	}
 	if (D.diagnosis) {
 		var g = D.diagnosis, dg = $('diagnosis');

@@ -62,8 +62,10 @@ for name in dynamic_oom gpt_train multistream gpt_train_with_nccl pools/graph_po
 	if [ "$name" = gpt_train_with_nccl ] && ! grep -q 'outside PyTorch' "$tmp/dom.html"; then
 		problems+=" no-outside-pytorch-series"
 	fi
-	# a snapshot's page opens with what its peak is made of (memsnap explain's categories)
-	if [ "$name" = gpt_train ] && ! grep -q '<td>optimizer_state</td>' "$tmp/dom.html"; then
+	# a snapshot's page, and a .zst trace's (read whole for it), opens with what its peak is
+	# made of (memsnap explain's categories)
+	if { [ "$name" = gpt_train ] || [ "$name" = gpt_train_with_nccl ]; } &&
+		! grep -q '<td>optimizer_state</td>' "$tmp/dom.html"; then
 		problems+=" no-diagnosis"
 	fi
 	if [ "$name" = pools/graph_pools ] && ! grep -q 'reserved, private pools' "$tmp/dom.html"; then
