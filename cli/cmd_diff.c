@@ -52,6 +52,9 @@ static int load(struct ms_replay_cli *c, struct side *s, uint32_t frames)
 	st = ms_replay_cli_run(c, s->path, &s->r, &lim, &d);
 	ms_replay_cli_release(c);
 	*c = keep;
+	if (!st)
+		ms_report_warnings(s->path,
+		                   &d); /* a cut trace is compared as far as it goes: said */
 	if (!st && !(st = ms_symtab_init(&s->syms)) && !(st = ms_stats_builder_new(10, &s->b))) {
 		ms_stats_builder_only(s->b, s->device);
 		ms_stats_builder_sink(s->b, &sink);
@@ -216,7 +219,7 @@ static void categories(const struct side *s, cJSON *out)
 /* Step i's peak of allocated bytes in a side, 0 where it has no such step. */
 static int64_t step_peak(const struct side *s, size_t i)
 {
-	return i < s->x.n_steps ? (int64_t)s->x.steps[i].peak_allocated : 0;
+	return i < s->x.n_steps ? (int64_t)s->x.steps[i].peak_requested : 0;
 }
 
 /* Each step's peak of allocated bytes, step by step, the largest changes first (a step only
@@ -246,7 +249,7 @@ static void steps(const struct side *s, size_t top, cJSON *out)
 		order[best] = t;
 	}
 	if (!out)
-		printf("\npeak allocated bytes of each step, step by step (%zu steps in a, %zu in "
+		printf("\npeak requested bytes of each step, step by step (%zu steps in a, %zu in "
 		       "b; "
 		       "largest changes first):\n",
 		       s[0].x.n_steps, s[1].x.n_steps);
@@ -257,19 +260,19 @@ static void steps(const struct side *s, size_t top, cJSON *out)
 			cJSON *o = cJSON_CreateObject();
 			cJSON_AddNumberToObject(o, "step", (double)(i + 1));
 			if (ha)
-				ms_json_u64(o, "a_bytes", s[0].x.steps[i].peak_allocated);
+				ms_json_u64(o, "a_bytes", s[0].x.steps[i].peak_requested);
 			else
 				cJSON_AddNullToObject(o, "a_bytes");
 			if (hb)
-				ms_json_u64(o, "b_bytes", s[1].x.steps[i].peak_allocated);
+				ms_json_u64(o, "b_bytes", s[1].x.steps[i].peak_requested);
 			else
 				cJSON_AddNullToObject(o, "b_bytes");
 			cJSON_AddItemToArray(arr, o);
 		} else {
 			printf("    %12s %12s %12s  step %zu\n",
-			       ha ? ms_format_size(b1, sizeof(b1), s[0].x.steps[i].peak_allocated)
+			       ha ? ms_format_size(b1, sizeof(b1), s[0].x.steps[i].peak_requested)
 			          : "-",
-			       hb ? ms_format_size(b2, sizeof(b2), s[1].x.steps[i].peak_allocated)
+			       hb ? ms_format_size(b2, sizeof(b2), s[1].x.steps[i].peak_requested)
 			          : "-",
 			       ha && hb ? signed_size(b3, sizeof(b3),
 			                              step_peak(&s[1], i) - step_peak(&s[0], i))

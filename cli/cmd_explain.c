@@ -102,6 +102,11 @@ static void json_cats(cJSON *o, const struct ms_explain *x, uint64_t allocated, 
 	for (unsigned k = 0; k < MS_CAT_COUNT; k++)
 		ms_json_u64(o, ms_explain_cat_name(k), x->cat_bytes[k]);
 	ms_json_i64(o, "rounding", rounding(x, allocated));
+	/* more than frees waiting for their streams explain: the categories are not to be trusted
+	 */
+	cJSON_AddBoolToObject(o, "exceed_allocated",
+	                      rounding(x, allocated) < 0 &&
+	                              (uint64_t)-rounding(x, allocated) > allocated / 100);
 	ms_json_u64(o, "cached_free", cached);
 	if (outside_known)
 		ms_json_u64(o, "outside_pytorch", outside);
@@ -123,11 +128,23 @@ static void print_cats(const struct ms_explain *x, uint64_t allocated, uint64_t 
 		       (unsigned long long)x->cat_blocks[k],
 		       x->cat_blocks[k] == 1 ? "block" : "blocks", cat_rule[k]);
 	}
-	b[0] = '-';
-	ms_format_size(b + (rd < 0), sizeof(b) - 1, (uint64_t)(rd < 0 ? -rd : rd));
-	printf("    %-16s %11s                allocated beyond the bytes asked for (blocks' "
-	       "rounding)\n",
-	       "rounding", b);
+	if (rd >= 0) {
+		printf("    %-16s %11s                allocated beyond the bytes asked for "
+		       "(blocks' "
+		       "rounding)\n",
+		       "rounding", ms_format_size(b, sizeof(b), (uint64_t)rd));
+	} else if ((uint64_t)-rd <= allocated / 100) {
+		printf("    %-16s %11s                asked for beyond the allocated bytes: frees "
+		       "waiting for their streams\n",
+		       "pending", ms_format_size(b, sizeof(b), (uint64_t)-rd));
+	} else {
+		/* more than pending frees explain: the file holds blocks the replay did not have */
+		printf("    %-16s %11s                the categories hold %s more than the replay "
+		       "had allocated here: the file's end state or trace counts blocks the replay "
+		       "did not have (an inconsistent or cut trace); the categories are not to be "
+		       "trusted\n",
+		       "rounding", "-", ms_format_size(b, sizeof(b), (uint64_t)-rd));
+	}
 	printf("    %-16s %11s                reserved but not allocated\n", "cached_free",
 	       ms_format_size(b, sizeof(b), cached));
 	if (outside_known)
@@ -326,7 +343,7 @@ static void print_steps(const struct ms_explain *x, size_t peak_step, const uint
 			for (k = 0; k < x->n_steps; k++)
 				if (!show[k] &&
 				    (best == SIZE_MAX ||
-				     x->steps[k].peak_allocated > x->steps[best].peak_allocated))
+				     x->steps[k].peak_requested > x->steps[best].peak_requested))
 					best = k;
 			if (best != SIZE_MAX)
 				show[best] = 1;
@@ -341,7 +358,7 @@ static void print_steps(const struct ms_explain *x, size_t peak_step, const uint
 	       x->n_steps > SHOWN ? "; the first, the last, the peak's and the highest shown "
 	                            "(--json has all)"
 	                          : "");
-	printf("    %5s %12s %15s %12s %15s\n", "step", "first event", "peak allocated", "at event",
+	printf("    %5s %12s %15s %12s %15s\n", "step", "first event", "peak requested", "at event",
 	       "peak reserved");
 	for (k = 0; k < x->n_steps; k++)
 		if (show[k]) {
@@ -352,7 +369,7 @@ static void print_steps(const struct ms_explain *x, size_t peak_step, const uint
 				snprintf(r, sizeof(r), "-");
 			printf("    %5zu %12llu %15s %12llu %15s%s\n", k + 1,
 			       (unsigned long long)x->steps[k].first_event,
-			       ms_format_size(b, sizeof(b), x->steps[k].peak_allocated),
+			       ms_format_size(b, sizeof(b), x->steps[k].peak_requested),
 			       (unsigned long long)x->steps[k].peak_event, r,
 			       k + 1 == peak_step ? "  <- the peak" : "");
 		}
@@ -362,9 +379,9 @@ static void print_steps(const struct ms_explain *x, size_t peak_step, const uint
 		if (!al)
 			ms_die(MS_EXIT_ERROR, "out of memory");
 		for (k = 0; k < x->n_steps; k++)
-			al[k] = x->steps[k].peak_allocated;
+			al[k] = x->steps[k].peak_requested;
 		printf("\n");
-		sparkline("peak allocated", al, x->n_steps);
+		sparkline("peak requested", al, x->n_steps);
 		sparkline("peak reserved", res, x->n_steps);
 		ms_free(al);
 	}
@@ -554,7 +571,7 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 			cJSON *st = cJSON_CreateObject();
 			cJSON_AddNumberToObject(st, "step", (double)(k + 1));
 			ms_json_u64(st, "first_event", x.steps[k].first_event);
-			ms_json_u64(st, "peak_allocated_bytes", x.steps[k].peak_allocated);
+			ms_json_u64(st, "peak_requested_bytes", x.steps[k].peak_requested);
 			ms_json_u64(st, "peak_event", x.steps[k].peak_event);
 			if (sres[k])
 				ms_json_u64(st, "peak_reserved_bytes", sres[k]);
@@ -660,7 +677,8 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 		if (x.n_steps) {
 			print_steps(&x, ps, sres);
 		} else {
-			printf("\n  steps: none found (no step annotations, no optimizer steps)\n");
+			printf("\n  steps: none found (no step annotations, no optimizer steps, no "
+			       "allocations repeated evenly)\n");
 		}
 		if (x.n_optimizer_steps < 3) {
 			printf("\n  growth from step to step: not looked for (%zu optimizer steps; "

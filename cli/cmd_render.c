@@ -544,6 +544,14 @@ static int render_no_trace(struct ms_replay_cli *c, const char *path, const char
 		ms_devices_release(&ds);
 		return 1;
 	}
+	if (!strcmp(format, "csv")) {
+		ms_error("%s: no trace: the snapshot recorded its end state only, there is no "
+		         "timeline "
+		         "to write as CSV (--format txt, dot, svg or html draw the end state)",
+		         path);
+		ms_devices_release(&ds);
+		return 1;
+	}
 	if (with_segs > 1 && c->device == UINT64_MAX)
 		ms_note("%s has segments on %zu devices: drawing device %u (the "
 		        "most "

@@ -33,8 +33,9 @@ void ms_frames_opt_check(struct ms_frames_opt *f, const struct ms_opt *opts,
  * code further in (replay/site.h, ms_site_chain), labels joined by " > ": where a model's whole
  * forward is one line, 2 splits it by the library's forward called there. For the whole command.
  */
-#define MS_SITE_DEPTH_HELP \
-	"sites as the site and up to N-1 frames of user or library code it called (default 1)"
+#define MS_SITE_DEPTH_HELP                                                                    \
+	"sites as the site and up to N-1 frames of user or library code it called (1 to 64; " \
+	"default 1)"
 #define MS_OPT_SITE_DEPTH(v) MS_OPT_INT(0, "site-depth", v, "N", MS_SITE_DEPTH_HELP)
 /* Check *depth (1 to 64, else a usage error, exit 2) and make it the site depth. */
 void ms_site_depth_set(int depth, const struct ms_opt *opts, const char *const *usage);

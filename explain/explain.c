@@ -662,8 +662,8 @@ static ms_status step_peaks(struct ex *x)
 			cur -= cur > e->size ? e->size : cur;
 		else
 			continue;
-		if (i >= x->bounds[0] && cur > r->steps[k].peak_allocated) {
-			r->steps[k].peak_allocated = cur;
+		if (i >= x->bounds[0] && cur > r->steps[k].peak_requested) {
+			r->steps[k].peak_requested = cur;
 			r->steps[k].peak_event = i;
 		}
 	}

@@ -62,7 +62,7 @@ struct ms_explain_in {
 /* A step: from its first event to the next step's, and its peak of allocated bytes. */
 struct ms_explain_step {
 	uint64_t first_event;
-	uint64_t peak_allocated; /* block bytes the trace's allocations hold, at their highest */
+	uint64_t peak_requested; /* the bytes the trace's allocations asked for, at their highest */
 	uint64_t peak_event;
 };
 

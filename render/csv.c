@@ -30,25 +30,29 @@ ms_status ms_render_csv(const struct ms_report *rep, struct ms_buf *out)
 	        "block,"
 	        "annotation,largest_allocation,largest_allocation_event,largest_allocation_site\n";
 	int64_t t0 = rep->n_buckets ? rep->buckets[0].s.t_ns : 0;
+	/* a trace without times (a snapshot of PyTorch 2.0, some producers): time_s left empty */
+	int timed = rep->n_buckets && rep->buckets[rep->n_buckets - 1].s.t_ns != t0;
 
 	MS_TRY(ms_buf_append(out, header, sizeof(header) - 1));
 	for (size_t i = 0; i < rep->n_buckets; i++) {
 		const struct ms_report_bucket *b = &rep->buckets[i];
-		char line[512];
-		int n = snprintf(
-		        line, sizeof(line),
-		        "%llu,%llu,%.6f,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,"
-		        "%llu,%llu,",
-		        (unsigned long long)b->s.first, (unsigned long long)b->last,
-		        (double)(b->s.t_ns - t0) / 1e9, (unsigned long long)b->alloc,
-		        (unsigned long long)b->s.amin, (unsigned long long)b->s.amax,
-		        (unsigned long long)b->reserved, (unsigned long long)b->s.rmin,
-		        (unsigned long long)b->s.rmax, (unsigned long long)b->active_max,
-		        (unsigned long long)b->inactive_split, (unsigned long long)b->ext_max,
-		        (unsigned long long)b->private_allocated,
-		        (unsigned long long)b->private_reserved,
-		        (unsigned long long)b->free_in_reserved,
-		        (unsigned long long)b->largest_free);
+		char line[512], when[32] = "";
+		int n;
+		if (timed)
+			snprintf(when, sizeof(when), "%.6f", (double)(b->s.t_ns - t0) / 1e9);
+		n = snprintf(line, sizeof(line),
+		             "%llu,%llu,%s,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,"
+		             "%llu,%llu,",
+		             (unsigned long long)b->s.first, (unsigned long long)b->last, when,
+		             (unsigned long long)b->alloc, (unsigned long long)b->s.amin,
+		             (unsigned long long)b->s.amax, (unsigned long long)b->reserved,
+		             (unsigned long long)b->s.rmin, (unsigned long long)b->s.rmax,
+		             (unsigned long long)b->active_max,
+		             (unsigned long long)b->inactive_split, (unsigned long long)b->ext_max,
+		             (unsigned long long)b->private_allocated,
+		             (unsigned long long)b->private_reserved,
+		             (unsigned long long)b->free_in_reserved,
+		             (unsigned long long)b->largest_free);
 		MS_TRY(ms_buf_append(out, line, (size_t)n));
 		if (b->ann >= 0 && rep->syms)
 			MS_TRY(field(out, ms_symtab_get_str(rep->syms, (uint32_t)b->ann)->s));

@@ -149,8 +149,15 @@
 			if (c[1] || (g.optimizer_steps && c[0] !== 'unplaced'))
 				row([fmt(c[1]), String(c[2]), c[0], rules[c[0]]]);
 		});
-		row([(g.rounding < 0 ? '-' : '') + fmt(Math.abs(g.rounding)), '', 'rounding',
-			'allocated beyond the bytes asked for']);
+		if (g.rounding >= 0)
+			row([fmt(g.rounding), '', 'rounding', 'allocated beyond the bytes asked for']);
+		else if (-g.rounding <= g.allocated / 100)
+			row([fmt(-g.rounding), '', 'pending', 'asked for beyond the allocated bytes: ' +
+				'frees waiting for their streams']);
+		else
+			row(['-', '', 'rounding', 'the categories hold ' + fmt(-g.rounding) + ' more than ' +
+				'the replay had allocated here: the file counts blocks the replay did not ' +
+				'have (an inconsistent or cut trace); the categories are not to be trusted']);
 		row([fmt(g.reserved - g.allocated), '', 'cached_free', 'reserved but not allocated']);
 		dt.appendChild(db);
 		dg.appendChild(dt);
@@ -417,7 +424,7 @@
 		}
 		var NB = B.first.length, WFROM = D.window[0], WTO = D.window[1], FD = D.fine;
 		var CAT_NAMES = ['parameters', 'gradients', 'optimizer state', 'activations', 'other',
-			'allocated before the trace'];
+			'unplaced'];
 		var CAT_COLOR = ['#4e79a7', '#f28e2b', '#e15759', '#76b7b2', '#b07aa1', '#9c755f'];
 		var SITE_COLOR = ['#4e79a7', '#f28e2b', '#e15759', '#76b7b2', '#59a14f', '#edc948',
 			'#b07aa1', '#ff9da7', '#9c755f', '#499894', '#d37295', '#86bcb6', '#8cd17d', '#f1ce63'];
@@ -643,11 +650,11 @@
 		});
 		legend();
 		drawBands(timeline.xAxisRange());
-		/* #selftest: hover the tallest band where it is tallest (at least 4 pixels), and click it */
+		/* #selftest: hover the tallest band where it is tallest, and click it */
 		bandsSelftest = function () {
 			if (!last) return 'not-drawn';
 			bc.scrollIntoView();
-			var acc = new Float64Array(last.W), pick = -1, vy = 0, x = 0, best = 4;
+			var acc = new Float64Array(last.W), pick = -1, vy = 0, x = 0, best = 0;
 			for (var k = 0; k < last.idx.length; k++) {
 				var i = last.idx[k], h = last.yOf(0) - last.yOf(B.size[i]);
 				for (var c = last.cs[k]; c <= last.ce[k]; c++) {
@@ -669,7 +676,15 @@
 			});
 			var said = tip.hidden ? '' : tip.textContent;
 			/* the segment map shows it, where a moment falls in its life */
-			var lives = M.some(function (m) { return m.index >= B.first[pick] && m.index < endOf(pick); });
+			/* (where a moment in its life has a segment at its recorded address: a replay may
+			   place blocks elsewhere than the recording did) */
+			var lives = M.some(function (m) {
+				return m.index >= B.first[pick] && m.index < endOf(pick) &&
+					m.segments.some(function (g) {
+						var a = parseInt(g[0], 16);
+						return B.addr[pick] >= a && B.addr[pick] < a + g[1];
+					});
+			});
 			if (lives && document.body.dataset.segmapSelected !== String(pick)) return 'segmap-not-selected';
 			var stack = B.stack[pick] < 0 || said.split('\n').length > 3;
 			return said.indexOf(', allocated at event ' + B.first[pick] + ',') > 0 && stack &&
