@@ -243,6 +243,8 @@ static ms_status s_event(void *ctx, const struct ms_event *e)
 	case MS_ACT_ALLOC: {
 		struct slot *sl;
 		uint32_t k;
+		uint64_t oldk = 0;
+		int had;
 		b->r.n_allocs++;
 		if (b->free_head) {
 			k = b->free_head - 1;
@@ -263,8 +265,10 @@ static ms_status s_event(void *ctx, const struct ms_event *e)
 		sl->a.device = e->device;
 		sl->pool = e->pool == MS_POOL_UNKNOWN ? MS_POOL_DEFAULT : e->pool;
 		/* a reused address whose free was never recorded: forget the old block */
-		if ((sp = ms_u64map_get(&b->live, e->addr ^ ((uint64_t)e->device << 56)))) {
-			struct slot *old = &b->slots[*sp];
+		if (ms_u64map_swap(&b->live, e->addr ^ ((uint64_t)e->device << 56), k, &had, &oldk))
+			return MS_ERR_NOMEM;
+		if (had) {
+			struct slot *old = &b->slots[oldk];
 			if (old->pool &&
 			    (s = pool_requested(&b->r, old->pool, -(int64_t)old->a.size, idx)))
 				return s;
@@ -274,10 +278,8 @@ static ms_status s_event(void *ctx, const struct ms_event *e)
 				return s;
 			old->state = 0;
 			old->next_free = b->free_head;
-			b->free_head = (uint32_t)*sp + 1;
+			b->free_head = (uint32_t)oldk + 1;
 		}
-		if (ms_u64map_put(&b->live, e->addr ^ ((uint64_t)e->device << 56), k))
-			return MS_ERR_NOMEM;
 		top_insert(b->r.largest, &b->r.n_largest, b->top_n, &sl->a);
 		if (sl->pool && (s = pool_requested(&b->r, sl->pool, (int64_t)e->size, idx)))
 			return s;

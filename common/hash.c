@@ -223,6 +223,29 @@ ms_status ms_u64map_put(struct ms_u64map *m, uint64_t key, uint64_t val)
 	return MS_OK;
 }
 
+ms_status ms_u64map_swap(struct ms_u64map *m, uint64_t key, uint64_t val, int *had, uint64_t *old)
+{
+	size_t mask, i;
+
+	*had = 0;
+	if (key == UINT64_MAX)
+		return MS_ERR_INVALID_ARG;
+	if ((m->n + 1) * 2 > m->cap && u64_grow(m))
+		return MS_ERR_NOMEM;
+	mask = m->cap - 1;
+	for (i = u64_home(key, mask); m->keys[i]; i = (i + 1) & mask)
+		if (m->keys[i] == key + 1) {
+			*had = 1;
+			*old = m->vals[i];
+			m->vals[i] = val;
+			return MS_OK;
+		}
+	m->keys[i] = key + 1;
+	m->vals[i] = val;
+	m->n++;
+	return MS_OK;
+}
+
 int ms_u64map_del(struct ms_u64map *m, uint64_t key, uint64_t *val)
 {
 	size_t mask, i, j;

@@ -68,6 +68,8 @@ struct ms_u64map {
 uint64_t *ms_u64map_get(const struct ms_u64map *m, uint64_t key);
 /* Insert or overwrite. */
 ms_status ms_u64map_put(struct ms_u64map *m, uint64_t key, uint64_t val);
+/* Insert or overwrite in one walk; *had: whether key was there, *old its value then. */
+ms_status ms_u64map_swap(struct ms_u64map *m, uint64_t key, uint64_t val, int *had, uint64_t *old);
 /* Remove key; returns 1 if it was present (and its value in *val when val). */
 int ms_u64map_del(struct ms_u64map *m, uint64_t key, uint64_t *val);
 /* Remove every key, keeping the storage. */

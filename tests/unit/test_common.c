@@ -54,7 +54,16 @@ Test(common, u64map_matches_a_plain_table)
 		uint64_t key = k * 0x10000ULL +
 		               0x7f0000000000ULL; /* address-like keys collide in low bits */
 		if (r & 0x100000) {
-			cr_assert_eq(ms_u64map_put(&m, key, r), MS_OK);
+			if (r & 0x200000) {
+				cr_assert_eq(ms_u64map_put(&m, key, r), MS_OK);
+			} else { /* the same through swap, which says what was there */
+				int had;
+				uint64_t old = 0;
+				cr_assert_eq(ms_u64map_swap(&m, key, r, &had, &old), MS_OK);
+				cr_assert_eq(had, present[k]);
+				if (had)
+					cr_assert_eq(old, want[k]);
+			}
 			want[k] = r;
 			present[k] = 1;
 		} else {
