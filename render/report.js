@@ -32,13 +32,45 @@
 		if (!file || file === '??') return name;
 		return name + ' (' + file + (f[2] ? ':' + f[2] : '') + ')';
 	}
-	/* a stack ([frames, the site's position, the positions --frames shows or null for all]):
-	   every frame, innermost first, the site's marked '> ' */
-	function stackText(st) {
-		return st[0].map(function (f, i) {
-			return (i === st[1] ? '> ' : '  ') + frameLabel(f);
-		}).join('\n');
+	/*
+	 * The page's stack filter (#stack-filter): every frame; without torch's own (its Python,
+	 * the standard library's, and its C++ plumbing: roughly as memsnap's site rule tells them,
+	 * docs/REPLAY.md); or the user's code alone. The site's frame is always shown.
+	 */
+	var stackFilter = 'all';
+	function frameKind(i) {
+		var name = D.frames[i][0] || '', file = D.frames[i][1] || '';
+		var py = name.indexOf('::') < 0 && (file.charAt(0) === '<' || /\.pyx?$/.test(file));
+		if (!py) return /^(c10::|at::_ops::|at::detail::|torch::unwind|torch::CapturedTraceback|std::)/.test(name) ||
+			name.indexOf('::') < 0 ? 'plumbing' : 'native';
+		if (file.charAt(0) === '<')
+			return /^<(stdin|string|console|ipython-input-)/.test(file) ? 'user' : 'python';
+		var pkg = /(?:^|[\/])(?:site|dist)-packages[\/](.*)$/.exec(file);
+		if (pkg) return /^(torch|functorch)[\/]/.test(pkg[1]) ? 'python' : 'library';
+		if (/(^|[\/])(torch|functorch)[\/]/.test(file) || file.indexOf('torchinductor_') >= 0 ||
+			/(^|[\/])lib(64)?[\/]py(thon|py)3/.test(file))
+			return 'python';
+		return 'user';
 	}
+	function frameShown(i) {
+		var k = frameKind(i);
+		return stackFilter === 'all' || k === 'user' ||
+			(stackFilter === 'no-torch' && (k === 'library' || k === 'native'));
+	}
+	/* a stack ([frames, the site's position, the positions --frames shows or null for all]):
+	   its frames the filter shows, innermost first, the site's marked '> ' */
+	function stackText(st) {
+		var hidden = 0, lines = [];
+		st[0].forEach(function (f, i) {
+			if (i !== st[1] && !frameShown(f)) { hidden++; return; }
+			lines.push((i === st[1] ? '> ' : '  ') + frameLabel(f));
+		});
+		if (hidden) lines.push('  (' + hidden + ' frame' + (hidden > 1 ? 's' : '') + ' hidden: ' +
+			(stackFilter === 'user' ? 'not the user\'s code' : 'torch\'s own') + ')');
+		return lines.join('\n');
+	}
+	/* the tables' stacks, written again when the filter changes */
+	var stackCells = [];
 	/* the lines --frames adds below a site in a tooltip: the whole stack, or the site's callers */
 	function shownText(st) {
 		if (!st) return '';
@@ -50,11 +82,12 @@
 		var td = document.createElement('td');
 		if (!st) return text(td, label);
 		var d = document.createElement('details'), sum = document.createElement('summary');
-		var full = stackText(st);
+		var full = stackText(st), pre = document.createElement('pre');
 		text(sum, label);
 		sum.title = full;
 		d.appendChild(sum);
-		d.appendChild(text(document.createElement('pre'), full));
+		d.appendChild(text(pre, full));
+		stackCells.push({ sum: sum, pre: pre, st: st });
 		td.appendChild(d);
 		return td;
 	}
@@ -68,6 +101,16 @@
 		}
 		return lo;
 	}
+
+	$('stack-filter').addEventListener('change', function () {
+		stackFilter = $('stack-filter').value;
+		stackCells.forEach(function (c) {
+			var full = stackText(c.st);
+			c.sum.title = full;
+			text(c.pre, full);
+		});
+		document.body.dataset.stackFilter = stackFilter;
+	});
 
 	/* ---- header and OOM panel ---- */
 	/* the allocator settings, or that the snapshot did not record them */
@@ -918,6 +961,18 @@
 	/* everything drawn: for the benchmark's time to first paint */
 	document.body.dataset.readyMs = String(Math.round(performance.now()));
 
+	/* #selftest: the stack filter hides frames from the tables' stacks, and gives them back */
+	if (/selftest/.test(location.hash) && stackCells.length) {
+		var sf = $('stack-filter'), c0 = stackCells[0], all0 = c0.pre.textContent;
+		sf.value = 'user';
+		sf.dispatchEvent(new Event('change'));
+		var user0 = c0.pre.textContent;
+		sf.value = 'all';
+		sf.dispatchEvent(new Event('change'));
+		document.body.dataset.selftestStackFilter =
+			user0.length < all0.length && / hidden: /.test(user0) && c0.pre.textContent === all0 ?
+				'hides-and-restores' : user0 === all0 ? 'nothing-to-hide' : 'failed';
+	}
 	/* #selftest: click the timeline as a person would (at the middle, then with the x axis
 	   in seconds at three quarters); say what happened */
 	if (/selftest/.test(location.hash) && !NOTRACE) {

@@ -131,8 +131,10 @@ fi
 # the summary's title; on click, the details), the site's frame marked; the segment map's
 # tooltips carry the callers --frames asks for
 "$memsnap" render --frames 2 "$root/testdata/snapshots/edge/stacks_all.pickle" -o "$art/stacks_all.html" 2>/dev/null
-chrome --dump-dom "file://$art/stacks_all.html" >"$tmp/dom.html" 2>/dev/null
+chrome --dump-dom "file://$art/stacks_all.html#selftest" >"$tmp/dom.html" 2>/dev/null
 problems=""
+# the stack filter: the user's code only hides the capture's and torch's frames, then all again
+grep -q 'data-selftest-stack-filter="hides-and-restores"' "$tmp/dom.html" || problems+=" stack-filter"
 [ "$(grep -o '<summary title="  torch::unwind::unwind()' "$tmp/dom.html" | wc -l)" -ge 10 ] || problems+=" no-stacks-in-tables"
 grep -q '&gt; forward (/home/ada/proj/model.py:42)' "$tmp/dom.html" || problems+=" site-not-marked"
 grep -q '<pre>  torch::unwind::unwind()' "$tmp/dom.html" || problems+=" no-stack-on-click"
