@@ -680,11 +680,11 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 			printf("\n  steps: none found (no step annotations, no optimizer steps, no "
 			       "allocations repeated evenly)\n");
 		}
-		if (x.n_optimizer_steps < 3) {
-			printf("\n  growth from step to step: not looked for (%zu optimizer steps; "
-			       "it "
-			       "takes 3)\n",
-			       x.n_optimizer_steps);
+		if (!x.growth_steps) {
+			printf("\n  growth from step to step: not looked for (%zu steps; it takes "
+			       "3 "
+			       "optimizer steps, or 4 steps)\n",
+			       x.n_steps);
 		} else {
 			printf("\n  growth from step to step:%s\n", x.n_growth ? "" : " none");
 			for (k = 0; k < x.n_growth; k++) {

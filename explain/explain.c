@@ -719,7 +719,26 @@ static uint32_t frame_of_key(const struct ex *x, uint32_t key)
 	return key >= CHAIN_KEY && key != UINT32_MAX ? x->chain_frame[key - CHAIN_KEY] : key;
 }
 
-/* Sites whose memory alive at an optimizer step's start grows from one step to the next. */
+/* The number of points of pts[0..n) at or before event i. */
+static uint32_t points_up_to(const uint64_t *pts, size_t n, uint64_t i)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (pts[mid] <= i)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return (uint32_t)lo;
+}
+
+/*
+ * Sites whose memory alive at a step's start grows from one step to the next: at the optimizer
+ * steps' starts where there are three or more, else at the starts of the steps (annotated or
+ * from repetition) after the first.
+ */
 static ms_status growth(struct ex *x)
 {
 	struct ms_explain *r = x->x;
@@ -729,27 +748,41 @@ static ms_status growth(struct ex *x)
 		uint64_t first_event;
 		uint64_t *live; /* bytes at each optimizer step's start */
 	} *rows = NULL;
-	size_t nrows = 0, caprows = 0, capg = 0;
+	size_t nrows = 0, caprows = 0, capg = 0, np = 0;
+	uint64_t *pts;
 	ms_status s = MS_OK;
 
-	if (x->nw < 3)
+	if (x->nw < 3 && x->nb < 4)
 		return MS_OK;
+	if (!(pts = ms_malloc(sizeof(*pts) * (x->nw >= 3 ? x->nw : x->nb))))
+		return MS_ERR_NOMEM;
+	if (x->nw >= 3)
+		for (size_t k = 0; k < x->nw; k++)
+			pts[np++] = x->w[k].s;
+	else
+		for (size_t k = 1; k < x->nb; k++) /* nothing is alive at the first's start */
+			pts[np++] = x->bounds[k];
+	x->x->growth_steps = np;
 	for (size_t i = 0; i < x->n && !s; i++) {
 		const struct blk *b = &x->b[i];
-		uint32_t frame;
+		uint32_t frame, k_lo, k_hi;
 		uint64_t *ri;
 		struct row *w;
 		/* an iteration's own blocks count where alive at a step's start (what the last step
-		 * keeps is freed only at exit, so it looks like one) */
-		if (b->cat != MS_CAT_OTHER && b->cat != MS_CAT_ACTIVATIONS)
+		 * keeps is freed only at exit, so it looks like one); without optimizer steps
+		 * nothing is categorized: every block the trace made */
+		if (x->nw >= 3 ? b->cat != MS_CAT_OTHER && b->cat != MS_CAT_ACTIVATIONS : b->before)
 			continue;
 		if ((frame = site_frame(x, b->stack)) == UINT32_MAX) {
 			s = MS_ERR_NOMEM;
 			break;
 		}
+		/* the points it is alive at: [k_lo, k_hi) */
+		k_lo = b->before ? 0 : points_up_to(pts, np, b->a);
+		k_hi = b->f == NONE ? (uint32_t)np : points_up_to(pts, np, b->f);
 		if (!(ri = ms_u64map_get(&row_of, frame))) {
 			if (ms_grow(&rows, &caprows, nrows + 1, sizeof(*rows)) ||
-			    !(rows[nrows].live = ms_calloc(x->nw, sizeof(uint64_t))) ||
+			    !(rows[nrows].live = ms_calloc(np, sizeof(uint64_t))) ||
 			    ms_u64map_put(&row_of, frame, nrows)) {
 				s = MS_ERR_NOMEM;
 				break;
@@ -761,16 +794,15 @@ static ms_status growth(struct ex *x)
 			nrows++;
 		}
 		w = &rows[*ri];
-		for (uint32_t k = b->k_lo; k < b->k_hi; k++)
+		for (uint32_t k = k_lo; k < k_hi; k++)
 			w->live[k] += b->size;
-		if (b->k_hi == x->nw && b->k_lo < x->nw && b->a > x->w[0].s &&
-		    b->a < w->first_event)
+		if (k_hi == np && k_lo < np && b->a > pts[0] && b->a < w->first_event)
 			w->first_event = b->a;
 	}
 	for (size_t j = 0; j < nrows && !s; j++) {
 		const struct row *w = &rows[j];
-		size_t ups = 0, downs = 0, last = x->nw - 1;
-		for (size_t k = 1; k < x->nw; k++) {
+		size_t ups = 0, downs = 0, last = np - 1;
+		for (size_t k = 1; k < np; k++) {
 			ups += w->live[k] > w->live[k - 1];
 			downs += w->live[k] < w->live[k - 1];
 		}
@@ -793,6 +825,7 @@ static ms_status growth(struct ex *x)
 	for (size_t j = 0; j < nrows; j++)
 		ms_free(rows[j].live);
 	ms_free(rows);
+	ms_free(pts);
 	ms_u64map_release(&row_of);
 	return s;
 }

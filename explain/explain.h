@@ -72,7 +72,7 @@ struct ms_explain_growth {
 	uint32_t frame; /* the site frame, at a site depth past 1 the deepest of the site's frames
 	                   (0: the blocks have no stack) */
 	uint64_t bytes_per_step;
-	uint32_t steps;       /* optimizer steps over which it grew */
+	uint32_t steps; /* steps over which it grew (ms_explain.growth_steps were looked at) */
 	uint64_t first_event; /* the first allocation of what it holds at the last step */
 	uint64_t bytes_at_last_step;
 };
@@ -103,6 +103,9 @@ struct ms_explain {
 	struct ms_explain_step *steps;
 	size_t n_steps;
 	struct ms_explain_growth *growth; /* largest bytes_per_step first */
+	/* the step starts growth was looked for at: the optimizer steps' (3 or more), else those
+	 * of the steps after the first (3 or more); 0: not looked for */
+	size_t growth_steps;
 	size_t n_growth;
 	/* the sites whose activations hold the most at the peak, largest first */
 	struct ms_explain_site top_activations[MS_EXPLAIN_TOP_SITES];

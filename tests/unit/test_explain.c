@@ -155,6 +155,12 @@ Test(explain, steps_from_repetition_match_the_optimizer_steps)
 		cr_assert_eq(ms_explain_run(&in, &rep), MS_OK);
 		t->n_anns = n_anns;
 		cr_expect_str_eq(rep.steps_from, "repetition", "%s", names[f]);
+		/* and growth, looked for over them, finds none in these loops (nor do their
+		 * optimizer steps) */
+		cr_expect_eq(rep.n_growth, opt.n_growth,
+		             "%s: %zu growing sites over steps from "
+		             "repetition, %zu over optimizer steps",
+		             names[f], rep.n_growth, opt.n_growth);
 		cr_expect_eq(rep.n_steps, opt.n_steps,
 		             "%s: %zu steps from repetition, %zu optimizer "
 		             "steps",
@@ -194,4 +200,36 @@ Test(explain, no_steps_where_nothing_repeats_evenly)
 	cr_expect_str_eq(x.steps_from, "");
 	ms_explain_release(&x);
 	ms_trace_free(t);
+}
+
+/*
+ * Growth over steps from repetition: the loop that keeps each step's logits, its annotations
+ * taken away, still shows the growing site, at what PyTorch's own count says it keeps a step
+ * (truth.json "leak").
+ */
+Test(explain, growth_over_steps_from_repetition)
+{
+	char path[1024];
+	struct ms_trace *t;
+	struct ms_diag d = MS_DIAG_INIT;
+	struct ms_explain_in in;
+	struct ms_explain x;
+	cJSON *truth = th_truth("explain/leak");
+	const cJSON *l;
+
+	cr_assert(truth, "explain/leak: no truth");
+	l = cJSON_GetObjectItemCaseSensitive(truth, "leak");
+	snprintf(path, sizeof(path), "%s/snapshots/explain/leak.pickle.zst", MS_TESTDATA);
+	cr_assert_eq(ms_trace_load(path, NULL, &t, NULL, &d), MS_OK, "%s", d.msg);
+	t->n_anns = 0;
+	memset(&in, 0, sizeof(in));
+	in.t = t;
+	cr_assert_eq(ms_explain_run(&in, &x), MS_OK);
+	cr_expect_str_eq(x.steps_from, "repetition");
+	cr_assert_geq(x.growth_steps, 3);
+	cr_assert_geq(x.n_growth, 1, "the leak not found over %zu steps", x.n_steps);
+	near("leak per step", path, x.growth[0].bytes_per_step, jnum(l, "bytes_per_step"));
+	ms_explain_release(&x);
+	ms_trace_free(t);
+	cJSON_Delete(truth);
 }
