@@ -406,6 +406,7 @@ static void diagnosis_json(struct ms_jsonw *w, const struct ms_report_diagnosis 
 		ms_jsonw_null(w);
 	}
 	key_cstr(w, "note", g->note);
+	key_u64(w, "growth_steps", g->growth_steps);
 	ms_jsonw_key(w, "growth");
 	ms_jsonw_arr_begin(w);
 	for (size_t k = 0; k < g->n_growth; k++) {

@@ -867,6 +867,7 @@ ms_status ms_report_diagnose(struct ms_report *rep, const struct ms_trace *t,
 	g->gradient_bytes = x.gradient_bytes;
 	g->optimizer_state_bytes = x.optimizer_state_bytes;
 	g->n_optimizer_steps = x.n_optimizer_steps;
+	g->growth_steps = x.growth_steps;
 	snprintf(g->optimizer, sizeof(g->optimizer), "%s", x.optimizer);
 	snprintf(g->note, sizeof(g->note), "%s", x.why_uncategorized);
 	for (size_t k = 0; k < x.n_growth && k < MS_REPORT_GROWTH; k++) {

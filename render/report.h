@@ -119,6 +119,7 @@ struct ms_report_diagnosis {
 	uint64_t parameter_bytes, gradient_bytes, optimizer_state_bytes;
 	int model_found; /* parameters were found (else the three above are not known) */
 	size_t n_optimizer_steps;
+	size_t growth_steps; /* step starts growth was looked for at (0: not looked for) */
 	char optimizer[64];
 	char note[512];
 	struct {

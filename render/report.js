@@ -209,7 +209,7 @@
 			dg.appendChild(text(document.createElement('p'), 'Model and optimizer (' +
 				(g.optimizer || '?') + '): parameters ' + fmt(g.model[0]) + ', gradients ' +
 				fmt(g.model[1]) + ', optimizer state ' + fmt(g.model[2]) + '.'));
-		if (g.optimizer_steps >= 3)
+		if (g.growth_steps > 0)
 			dg.appendChild(text(document.createElement('p'), g.growth.length ?
 				'Growing from step to step: ' + g.growth.map(function (x) {
 					return '+' + fmt(x[1]) + ' a step over ' + x[2] + ' steps at ' + x[0];
