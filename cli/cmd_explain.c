@@ -190,6 +190,22 @@ static void findings(const struct ms_explain *x, const struct ms_replay_result *
 			ms_json_u64(o, "allocations", x->top_activations[k].blocks);
 			cJSON_AddItemToArray(a, o);
 		}
+		if (x->copies_told) {
+			cJSON *c = cJSON_AddObjectToObject(jo, "copies_at_peak");
+			ms_json_u64(c, "bytes", x->copy_bytes);
+			ms_json_u64(c, "allocations", x->copy_blocks);
+			a = cJSON_AddArrayToObject(c, "sites");
+			for (size_t k = 0; k < x->n_top_copies; k++) {
+				cJSON *o = cJSON_CreateObject();
+				json_site(o, y, x->top_copies[k].frame);
+				ms_json_u64(o, "bytes", x->top_copies[k].bytes);
+				ms_json_u64(o, "allocations", x->top_copies[k].blocks);
+				cJSON_AddItemToArray(a, o);
+			}
+		} else {
+			cJSON_AddNullToObject(jo,
+			                      "copies_at_peak"); /* no C++ frames to tell them by */
+		}
 		ms_json_u64(jo, "empty_cache_calls", r->empty_cache_calls);
 		cJSON_AddBoolToObject(jo, "empty_cache_every_step", churn);
 		ms_json_u64(jo, "cuda_malloc_calls", r->stats.num_device_alloc);
@@ -206,6 +222,22 @@ static void findings(const struct ms_explain *x, const struct ms_replay_result *
 			       (unsigned long long)x->top_activations[k].blocks,
 			       x->top_activations[k].blocks == 1 ? "" : "s", site);
 		}
+	}
+	if (x->copies_told && x->copy_bytes) {
+		printf("\n  copies alive at the peak (clone, .to(), .contiguous()): %s in %llu "
+		       "allocation%s, largest at:\n",
+		       ms_format_size(b1, sizeof(b1), x->copy_bytes),
+		       (unsigned long long)x->copy_blocks, x->copy_blocks == 1 ? "" : "s");
+		for (size_t k = 0; k < x->n_top_copies && k < 3; k++) {
+			char site[512];
+			ms_site_label(y, x->top_copies[k].stack, site, sizeof(site));
+			printf("    %11s in %llu allocation%s: %s\n",
+			       ms_format_size(b1, sizeof(b1), x->top_copies[k].bytes),
+			       (unsigned long long)x->top_copies[k].blocks,
+			       x->top_copies[k].blocks == 1 ? "" : "s", site);
+		}
+	} else if (x->copies_told) {
+		printf("\n  copies alive at the peak (clone, .to(), .contiguous()): none\n");
 	}
 	if (churn)
 		printf("\n  empty_cache() is called about every step (%llu calls in %zu optimizer "

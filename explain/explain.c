@@ -48,6 +48,7 @@ struct ex {
 	uint64_t *bounds; /* steps' first events */
 	size_t nb, capb;
 	int8_t *nn_of;     /* stack id -> 1 if a frame is torch.nn's, 0 if not, -1 not known yet */
+	int8_t *copy_of;   /* stack id -> 1 if a copying operator made it, 0 if not, -1 not known */
 	uint32_t *site_of; /* stack id -> its site key (site_frame) + 1, 0 not known yet */
 	/* at a site depth past 1: chains of frames (by their hash) -> key, and each key's deepest
 	 * frame */
@@ -377,6 +378,40 @@ static int nn_stack(struct ex *x, uint32_t stack)
 	}
 	x->nn_of[stack] = (int8_t)(nn && !call);
 	return nn && !call;
+}
+
+/*
+ * Whether a stack's block is a copy: a C++ frame of a copying operator (at::native::clone,
+ * _to_copy, contiguous, and their autograd and dispatcher forms name the same functions).
+ * *native gets 1 where the stack has C++ frames at all.
+ */
+static int copy_stack(struct ex *x, uint32_t stack, int *native)
+{
+	static const char *const ops[] = {"::clone(",    "::_to_copy(",     "::contiguous(",
+	                                  "::to_dtype(", "::_to_copy_out(", "::clone_out("};
+	const struct ms_symtab *y = &x->t->syms;
+	size_t n;
+	const uint32_t *fr;
+	int copy = 0, cpp = 0;
+
+	if (!stack)
+		return 0;
+	if (x->copy_of[stack] >= 0) {
+		*native |= x->copy_of[stack] >= 1;
+		return x->copy_of[stack] == 2;
+	}
+	fr = ms_symtab_get_stack(y, stack, &n);
+	for (size_t i = 0; i < n && !copy; i++) {
+		const char *name = ms_symtab_get_str(y, y->frames[fr[i]].name)->s;
+		if (!strstr(name, "::"))
+			continue;
+		cpp = 1;
+		for (size_t k = 0; k < sizeof(ops) / sizeof(ops[0]) && !copy; k++)
+			copy = strstr(name, ops[k]) != NULL;
+	}
+	x->copy_of[stack] = (int8_t)(copy ? 2 : cpp);
+	*native |= cpp;
+	return copy;
 }
 
 /* The first window whose start is after event i (windows are in event order). */
@@ -830,8 +865,12 @@ static ms_status growth(struct ex *x)
 	return s;
 }
 
-/* The sites whose activations hold the most at the peak. */
-static ms_status top_activations(struct ex *x)
+/*
+ * The sites whose blocks alive at the peak hold the most, largest first, into out: the
+ * activations', or (copies) the copies' (copy_stack), whose totals go to copy_bytes and
+ * copy_blocks.
+ */
+static ms_status top_sites(struct ex *x, int copies, struct ms_explain_site *out, size_t *n_out)
 {
 	struct ms_explain *r = x->x;
 	struct ms_u64map row_of = MS_U64MAP_INIT;
@@ -843,8 +882,13 @@ static ms_status top_activations(struct ex *x)
 		const struct blk *b = &x->b[i];
 		uint32_t frame;
 		uint64_t *ri;
-		if (b->cat != MS_CAT_ACTIVATIONS || !in_state(x, b))
+		if (!in_state(x, b) || (copies ? !copy_stack(x, b->stack, &r->copies_told)
+		                               : b->cat != MS_CAT_ACTIVATIONS))
 			continue;
+		if (copies) {
+			r->copy_bytes += b->size;
+			r->copy_blocks++;
+		}
 		if ((frame = site_frame(x, b->stack)) == UINT32_MAX) {
 			s = MS_ERR_NOMEM;
 			goto out;
@@ -863,16 +907,15 @@ static ms_status top_activations(struct ex *x)
 		rows[*ri].blocks++;
 	}
 	/* the largest few, by selection */
-	while (r->n_top_activations < MS_EXPLAIN_TOP_SITES) {
+	while (*n_out < MS_EXPLAIN_TOP_SITES) {
 		size_t best = SIZE_MAX;
 		for (size_t j = 0; j < nrows; j++)
 			if (rows[j].bytes && (best == SIZE_MAX || rows[j].bytes > rows[best].bytes))
 				best = j;
 		if (best == SIZE_MAX)
 			break;
-		r->top_activations[r->n_top_activations] = rows[best];
-		r->top_activations[r->n_top_activations++].frame =
-		        frame_of_key(x, rows[best].frame);
+		out[*n_out] = rows[best];
+		out[(*n_out)++].frame = frame_of_key(x, rows[best].frame);
 		rows[best].bytes = 0;
 	}
 out:
@@ -923,11 +966,17 @@ ms_status ms_explain_run(const struct ms_explain_in *in, struct ms_explain *out)
 	x.in = in;
 	x.x = out;
 	x.nn_of = ms_malloc(ms_symtab_nstacks(&in->t->syms) + 1);
-	if (!x.nn_of)
+	x.copy_of = ms_malloc(ms_symtab_nstacks(&in->t->syms) + 1);
+	if (!x.nn_of || !x.copy_of) {
+		ms_free(x.nn_of);
+		ms_free(x.copy_of);
 		return MS_ERR_NOMEM;
+	}
 	memset(x.nn_of, -1, ms_symtab_nstacks(&in->t->syms) + 1);
+	memset(x.copy_of, -1, ms_symtab_nstacks(&in->t->syms) + 1);
 	if (!(x.site_of = ms_calloc(ms_symtab_nstacks(&in->t->syms) + 1, sizeof(*x.site_of)))) {
 		ms_free(x.nn_of);
+		ms_free(x.copy_of);
 		return MS_ERR_NOMEM;
 	}
 	if ((s = lifetimes(&x)) || (s = windows_and_steps(&x)))
@@ -952,7 +1001,13 @@ ms_status ms_explain_run(const struct ms_explain_in *in, struct ms_explain *out)
 			out->cat_blocks[b->cat]++;
 		}
 	}
-	if ((s = step_peaks(&x)) || (s = growth(&x)) || (s = top_activations(&x)))
+	if ((s = step_peaks(&x)) || (s = growth(&x)) ||
+	    (s = top_sites(&x, 0, out->top_activations, &out->n_top_activations)))
+		goto out;
+	/* copies: whether any stack has C++ frames is learnt as they are looked at, all of them */
+	for (size_t i = 0; i < x.n && !out->copies_told; i++)
+		(void)copy_stack(&x, x.b[i].stack, &out->copies_told);
+	if ((s = top_sites(&x, 1, out->top_copies, &out->n_top_copies)))
 		goto out;
 	if (out->n_growth > 1)
 		qsort(out->growth, out->n_growth, sizeof(*out->growth), growth_cmp);
@@ -963,6 +1018,7 @@ out:
 	ms_free(x.w);
 	ms_free(x.bounds);
 	ms_free(x.nn_of);
+	ms_free(x.copy_of);
 	ms_free(x.site_of);
 	ms_free(x.chain_frame);
 	ms_u64map_release(&x.chain_key);

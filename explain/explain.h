@@ -110,6 +110,16 @@ struct ms_explain {
 	/* the sites whose activations hold the most at the peak, largest first */
 	struct ms_explain_site top_activations[MS_EXPLAIN_TOP_SITES];
 	size_t n_top_activations;
+	/*
+	 * Copies alive at the peak: blocks made by a copying operator (clone, .to(), .contiguous(),
+	 * a dtype or device conversion), told by the C++ frames of their stacks; copies_told is 0
+	 * where no stack has C++ frames (Python stacks alone cannot tell a copy). The largest
+	 * sites of them, largest first.
+	 */
+	int copies_told;
+	uint64_t copy_bytes, copy_blocks;
+	struct ms_explain_site top_copies[MS_EXPLAIN_TOP_SITES];
+	size_t n_top_copies;
 };
 
 /* The categories' bytes at the state broken down, together: the bytes its allocations asked for. */
