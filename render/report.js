@@ -894,15 +894,40 @@
 			(NOTRACE ? 'the snapshot' : 'the trace') + ' recorded no stacks');
 		$('sites').hidden = true;
 	} else {
-		D.top_sites_at_peak.forEach(function (r) {
-			var tr = document.createElement('tr');
-			[fmt(r[0]), String(r[1])].forEach(function (s) {
-				tr.appendChild(text(document.createElement('td'), s));
+		/* by site, or by the site frame's file or function (the sites' rows added up) */
+		var drawSites = function (by) {
+			var rows = [], at = {};
+			D.top_sites_at_peak.forEach(function (r) {
+				var st = r[2] >= 0 ? D.site_stacks[r[2]] : null, key = r[2], label;
+				if (by !== 'site' && st) {
+					var f = D.frames[st[0][st[1]]];
+					key = by === 'file' ? f[1] || '??' : (f[0] || '??') + ' (' + (f[1] || '??') + ')';
+				}
+				label = by === 'site' || !st ? (r[2] >= 0 ? site(r[2]) : '(no stack recorded)') : key;
+				if (at[key] === undefined) {
+					at[key] = rows.length;
+					rows.push([0, 0, label, by === 'site' ? st : null, 0]);
+				}
+				var w = rows[at[key]];
+				w[0] += r[0];
+				w[1] += r[1];
+				w[4]++;
 			});
-			tr.appendChild(r[2] >= 0 ? siteCell(site(r[2]), D.site_stacks[r[2]]) :
-				text(document.createElement('td'), '(no stack recorded)'));
-			tb.appendChild(tr);
-		});
+			rows.sort(function (a, b) { return b[0] - a[0]; });
+			tb.textContent = '';
+			rows.forEach(function (w) {
+				var tr = document.createElement('tr');
+				[fmt(w[0]), String(w[1])].forEach(function (s) {
+					tr.appendChild(text(document.createElement('td'), s));
+				});
+				tr.appendChild(w[3] ? siteCell(w[2], w[3]) : text(document.createElement('td'),
+					w[2] + (by !== 'site' && w[4] > 1 ? '  (' + w[4] + ' sites)' : '')));
+				tb.appendChild(tr);
+			});
+			document.body.dataset.sitesGroup = by + ':' + rows.length;
+		};
+		drawSites('site');
+		$('sites-group').addEventListener('change', function () { drawSites($('sites-group').value); });
 	}
 
 	/* ---- the flame graph of the stacks at the peak (drawn here: a few rows of boxes) ---- */
@@ -961,6 +986,21 @@
 	/* everything drawn: for the benchmark's time to first paint */
 	document.body.dataset.readyMs = String(Math.round(performance.now()));
 
+	/* #selftest: grouping the top sites by file adds their rows up, the bytes unchanged */
+	if (/selftest/.test(location.hash) && D.top_sites_at_peak && D.top_sites_at_peak.length &&
+		D.sites.length) {
+		var sg = $('sites-group'), rowsNow = function () {
+			return document.querySelectorAll('#sites tbody tr').length;
+		};
+		var nSite = rowsNow(), bytes = D.top_sites_at_peak.reduce(function (a, r) { return a + r[0]; }, 0);
+		sg.value = 'file';
+		sg.dispatchEvent(new Event('change'));
+		var nFile = rowsNow(), first = document.querySelector('#sites tbody tr td');
+		sg.value = 'site';
+		sg.dispatchEvent(new Event('change'));
+		document.body.dataset.selftestSitesGroup = nFile >= 1 && nFile <= nSite &&
+			rowsNow() === nSite && bytes > 0 && first ? 'groups-by-file' : 'failed';
+	}
 	/* #selftest: the stack filter hides frames from the tables' stacks, and gives them back */
 	if (/selftest/.test(location.hash) && stackCells.length) {
 		var sf = $('stack-filter'), c0 = stackCells[0], all0 = c0.pre.textContent;

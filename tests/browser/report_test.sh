@@ -58,6 +58,8 @@ for name in dynamic_oom gpt_train multistream gpt_train_with_nccl pools/graph_po
 	grep -q 'data-selftest-bands="hover-shows-stack-click-selects"' "$tmp/dom.html" ||
 		problems+=" band-hover-or-click:$(grep -o 'data-selftest-bands="[^"]*"' "$tmp/dom.html")"
 	grep -q 'data-selftest-bands-zoom="finer-bands-drawn"' "$tmp/dom.html" || problems+=" zoom-did-not-draw-finer-bands"
+	grep -qE 'data-selftest-sites-group="groups-by-file"' "$tmp/dom.html" ||
+		! grep -q 'data-sites-group=' "$tmp/dom.html" || problems+=" sites-not-grouped"
 	# traces with times (gpt_train, multistream): the same with the x axis in seconds
 	if [ "$name" = gpt_train_with_nccl ] && ! grep -q 'outside PyTorch' "$tmp/dom.html"; then
 		problems+=" no-outside-pytorch-series"
