@@ -407,6 +407,16 @@ static void diagnosis_json(struct ms_jsonw *w, const struct ms_report_diagnosis 
 	}
 	key_cstr(w, "note", g->note);
 	key_u64(w, "growth_steps", g->growth_steps);
+	ms_jsonw_key(w, "copies");
+	if (g->copies_told) {
+		ms_jsonw_arr_begin(w);
+		ms_jsonw_u64(w, g->copy_bytes);
+		ms_jsonw_u64(w, g->copy_blocks);
+		ms_jsonw_cstr(w, g->copy_site);
+		ms_jsonw_arr_end(w);
+	} else {
+		ms_jsonw_null(w);
+	}
 	ms_jsonw_key(w, "growth");
 	ms_jsonw_arr_begin(w);
 	for (size_t k = 0; k < g->n_growth; k++) {

@@ -868,6 +868,11 @@ ms_status ms_report_diagnose(struct ms_report *rep, const struct ms_trace *t,
 	g->optimizer_state_bytes = x.optimizer_state_bytes;
 	g->n_optimizer_steps = x.n_optimizer_steps;
 	g->growth_steps = x.growth_steps;
+	g->copies_told = x.copies_told;
+	g->copy_bytes = x.copy_bytes;
+	g->copy_blocks = x.copy_blocks;
+	if (x.n_top_copies)
+		ms_stack_label(&t->syms, x.top_copies[0].stack, g->copy_site, sizeof(g->copy_site));
 	snprintf(g->optimizer, sizeof(g->optimizer), "%s", x.optimizer);
 	snprintf(g->note, sizeof(g->note), "%s", x.why_uncategorized);
 	for (size_t k = 0; k < x.n_growth && k < MS_REPORT_GROWTH; k++) {

@@ -120,6 +120,10 @@ struct ms_report_diagnosis {
 	int model_found; /* parameters were found (else the three above are not known) */
 	size_t n_optimizer_steps;
 	size_t growth_steps; /* step starts growth was looked for at (0: not looked for) */
+	/* copies alive at the peak (explain.h): told where stacks have C++ frames */
+	int copies_told;
+	uint64_t copy_bytes, copy_blocks;
+	char copy_site[512]; /* the largest site of them, or "" */
 	char optimizer[64];
 	char note[512];
 	struct {

@@ -209,6 +209,11 @@
 			dg.appendChild(text(document.createElement('p'), 'Model and optimizer (' +
 				(g.optimizer || '?') + '): parameters ' + fmt(g.model[0]) + ', gradients ' +
 				fmt(g.model[1]) + ', optimizer state ' + fmt(g.model[2]) + '.'));
+		if (g.copies)
+			dg.appendChild(text(document.createElement('p'), g.copies[0] ?
+				'Copies alive at the peak (clone, .to(), .contiguous(), autocast\'s casts): ' +
+				fmt(g.copies[0]) + ' in ' + g.copies[1] + ' allocations, the most at ' +
+				g.copies[2] + '.' : 'No copies alive at the peak.'));
 		if (g.growth_steps > 0)
 			dg.appendChild(text(document.createElement('p'), g.growth.length ?
 				'Growing from step to step: ' + g.growth.map(function (x) {

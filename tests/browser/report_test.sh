@@ -141,6 +141,16 @@ grep -q 'data-selftest-stack-filter="hides-and-restores"' "$tmp/dom.html" || pro
 grep -q '&gt; forward (/home/ada/proj/model.py:42)' "$tmp/dom.html" || problems+=" site-not-marked"
 grep -q '<pre>  torch::unwind::unwind()' "$tmp/dom.html" || problems+=" no-stack-on-click"
 if [ -n "$problems" ]; then echo "FAIL stacks_all:$problems"; fail=1; else echo "ok stacks_all"; fi
+# a GPT under autocast recorded with stacks="all": the diagnosis names the copies alive at the
+# peak (the weights' casts; tests/cli/cases/explain_copies.sh counts them from the pickle)
+"$memsnap" render "$root/testdata/snapshots/real/stacks_all.pickle.zst" -o "$art/copies.html" 2>/dev/null
+chrome --dump-dom "file://$art/copies.html" >"$tmp/dom.html" 2>/dev/null
+if grep -q "Copies alive at the peak (clone, .to(), .contiguous(), autocast's casts): 24.53 MiB in 42" "$tmp/dom.html"; then
+	echo "ok copies"
+else
+	echo "FAIL copies: the diagnosis does not name the copies at the peak"
+	fail=1
+fi
 # a trace with two devices: one page, a switch, opening on the device whose replay runs out of
 # memory; #device=0 draws the other
 html="$art/two_devices.html"
