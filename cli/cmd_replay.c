@@ -308,6 +308,7 @@ static cJSON *json_report(const char *path, uint32_t device, const struct ms_rep
 	ms_json_u64(o, "num_device_free", r->stats.num_device_free);
 	ms_json_u64(o, "empty_cache_calls", r->empty_cache_calls);
 	ms_json_u64(o, "empty_cache_calls_marked", r->empty_cache_marked);
+	ms_json_u64(o, "no_split_pools", r->no_split_pools);
 	ms_json_u64(o, "recorded_ooms", r->recorded_ooms);
 	ms_json_u64(o, "reproduced_ooms", r->reproduced_ooms);
 	cJSON_AddBoolToObject(o, "ended_by_oom", r->ended_by_oom);

@@ -27,9 +27,26 @@ int ms_action_parse(const char *s, size_t n)
 
 uint8_t ms_ann_call_of(unsigned kind, const char *name)
 {
-	return kind == MS_ANN_PHASE && name && strcmp(name, MS_EMPTY_CACHE_PHASE) == 0
-	               ? MS_CALL_EMPTY_CACHE
-	               : MS_CALL_NONE;
+	uint16_t code;
+
+	if (kind != MS_ANN_PHASE || !name)
+		return MS_CALL_NONE;
+	if (strcmp(name, MS_EMPTY_CACHE_PHASE) == 0)
+		return MS_CALL_EMPTY_CACHE;
+	return ms_mempool_no_split_code(name, &code) == 0 ? MS_CALL_MEMPOOL_NO_SPLIT : MS_CALL_NONE;
+}
+
+int ms_mempool_no_split_code(const char *name, uint16_t *code)
+{
+	unsigned long long a, b;
+	int end = 0;
+
+	if (strncmp(name, MS_MEMPOOL_NO_SPLIT_MARK, sizeof(MS_MEMPOOL_NO_SPLIT_MARK) - 1) != 0)
+		return -1;
+	name += sizeof(MS_MEMPOOL_NO_SPLIT_MARK) - 1;
+	if (sscanf(name, "(%llu, %llu)%n", &a, &b, &end) != 2 || name[end] != 0)
+		return -1;
+	return ms_pool_code(a, b, code);
 }
 
 const char *ms_pool_id_text(const uint64_t id[2], char *buf, size_t cap)

@@ -102,8 +102,16 @@ enum ms_ann_kind {
  * torch.cuda.graph makes before a capture included), which empties every device's cache, so
  * that the call is known even where it freed nothing.
  */
-enum ms_ann_call { MS_CALL_NONE = 0, MS_CALL_EMPTY_CACHE = 1 };
+enum ms_ann_call { MS_CALL_NONE = 0, MS_CALL_EMPTY_CACHE = 1, MS_CALL_MEMPOOL_NO_SPLIT = 2 };
 #define MS_EMPTY_CACHE_PHASE "torch.cuda.empty_cache"
+/*
+ * The recorder also marks each torch.cuda.MemPool made with no_split=True, its id after the
+ * prefix ("torch.cuda.MemPool(no_split=True) (0, 3)"): the replay then never splits that pool's
+ * blocks (torch-allocator.md §14.6).
+ */
+#define MS_MEMPOOL_NO_SPLIT_MARK "torch.cuda.MemPool(no_split=True) "
+/* The pool code such a mark names, or -1 where the name is not one. */
+int ms_mempool_no_split_code(const char *name, uint16_t *code);
 /* The call an annotation of kind (enum ms_ann_kind) and name marks. */
 uint8_t ms_ann_call_of(unsigned kind, const char *name);
 

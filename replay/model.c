@@ -548,6 +548,17 @@ ms_status ms_model_release_pool(struct ms_model *m, uint16_t pool)
 	return MS_OK;
 }
 
+ms_status ms_model_pool_no_split(struct ms_model *m, uint16_t pool)
+{
+	int slot = ms__model_pool_slot(m, pool);
+
+	if (slot < 0)
+		return MS_ERR_NOMEM;
+	if (slot > 0)
+		m->priv[slot - 1].no_split = 1;
+	return MS_OK;
+}
+
 const struct ms_model_pool *ms_model_pools(const struct ms_model *m, size_t *n)
 {
 	*n = m->n_pools;
@@ -640,6 +651,8 @@ static int should_split(const struct ms_model *m, const struct ms_model_block *b
 {
 	uint64_t remaining = b->size - size;
 
+	if (b->pool && m->priv[b->pool - 1].no_split)
+		return 0; /* MemPool(no_split=True) */
 	if (b->small || m->c.ac.expandable_segments)
 		return remaining >= K_MIN_BLOCK;
 	return size < max_split(m) && remaining > K_SMALL_SIZE;

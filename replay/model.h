@@ -124,6 +124,11 @@ int ms_model_fits_without_release_pool(struct ms_model *m, uint64_t n, uint64_t 
  * default pool, nor on a pool the model has no block of. MS_OK.
  */
 ms_status ms_model_release_pool(struct ms_model *m, uint16_t pool);
+/*
+ * Private pool code pool is a MemPool made with no_split=True (§14.6): an allocation in it takes
+ * a whole free block or a whole new segment, never a split one. MS_OK, or MS_ERR_NOMEM.
+ */
+ms_status ms_model_pool_no_split(struct ms_model *m, uint16_t pool);
 /* The pools so far, slot 0 the default one; *n gets how many. Valid until the next malloc. */
 const struct ms_model_pool *ms_model_pools(const struct ms_model *m, size_t *n);
 /* The tensor is gone (free_requested): allocated bytes drop, the block stays active. */

@@ -65,6 +65,7 @@ struct pool {
 struct ppool {
 	struct pool small, large;
 	uint8_t released; /* its use count reached 0: empty_cache gives back its free segments */
+	uint8_t no_split; /* MemPool(no_split=True): its blocks are never split (§14.6) */
 };
 
 struct hint {

@@ -696,6 +696,14 @@ static ms_status r_annotation(void *ctx, const struct ms_annotation *a)
 		p->index = index;
 		p->r->empty_cache_marked++;
 	}
+	/* a MemPool made with no_split=True: its blocks are never split */
+	if (a->call == MS_CALL_MEMPOOL_NO_SPLIT && p->m && p->syms && !p->err) {
+		uint16_t code;
+		if (ms_mempool_no_split_code(ms_symtab_get_str(p->syms, a->name)->s, &code) == 0 &&
+		    (p->err = ms_model_pool_no_split(p->m, code)))
+			return p->err;
+		p->r->no_split_pools++;
+	}
 	return p->o->on_annotation ? p->o->on_annotation(p->o->ctx, a) : MS_OK;
 }
 

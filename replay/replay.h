@@ -176,6 +176,8 @@ struct ms_replay_result {
 	/* of the calls, those the trace marks (enum ms_ann_call): the others are told from
 	 * recorded segment frees that the model did not make */
 	uint64_t empty_cache_marked;
+	/* MemPools the recorder marked as made with no_split=True (never split, §14.6) */
+	uint64_t no_split_pools;
 	uint64_t end_segments; /* the trace's end-state segments of the device */
 	uint64_t end_reserved; /* ... and their bytes */
 	/* of them, in a private pool (segment_pool_id not (0, 0): a CUDA graph's, a MemPool's) */

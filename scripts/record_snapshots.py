@@ -754,6 +754,35 @@ def c_mempool_on_oom(cx):
     cx.finish()
 
 
+@case("mempool_no_split", "torch.cuda.MemPool(no_split=True), then the same in a MemPool without "
+      "it: in each, a 30 MiB tensor made and freed (its segment cached in the pool), two 10 MiB "
+      "tensors (no_split: the first takes the cached 30 MiB block whole, the second a new "
+      "segment; splitting: both from the cached block) and four of 4 KiB (no_split: a 2 MiB "
+      "small segment each); history on from the start")
+def c_mempool_no_split(cx):
+    import torch
+    MiB = 1 << 20
+    if "no_split" not in str(inspect.signature(torch.cuda.MemPool.__init__)):
+        print("torch.cuda.MemPool has no no_split")
+        sys.exit(SKIP)
+    cx.history(enabled="all", context="all", stacks="python")
+
+    def t(n):
+        return torch.empty(n, dtype=torch.uint8, device="cuda")
+    held = []
+    for no_split in (True, False):
+        pool = torch.cuda.MemPool(no_split=no_split)
+        with torch.cuda.use_mem_pool(pool):
+            a = t(30 * MiB)
+            del a
+            held += [t(10 * MiB), t(10 * MiB)]
+            held += [t(4096) for _ in range(4)]
+        cx.truth[f"pool_no_split_{int(no_split)}_id"] = list(pool.id)
+        cx.truth[f"pool_no_split_{int(no_split)}_segments"] = len(pool.snapshot())
+    cx.truth["end"] = moment()
+    cx.finish()
+
+
 def _settings_run(cx):
     """The same training under a 6 GiB limit, whatever PYTORCH_CUDA_ALLOC_CONF the case sets."""
     _train_under_limit(cx, 6, shapes(24, seed=9, bs=(2, 4, 8, 12), ss=(256, 512, 1024, 1536)))
@@ -1121,7 +1150,7 @@ ORDER = ["ring_wrap", "late_history", "late_after_empty_cache", "state_only", "n
          "bare_list", "no_traces", "oom_outside", "oom_fraction", "ddp_gloo", "hf_gpt2",
          "lightning", "timm", "stacks_all", "fsdp2", "hf_gpt2_long", "graph_pools",
          "compile_reduce_overhead", "mempool", "graph_step_adam", "graphed_callables",
-         "decode_graphs", "mempool_on_oom", "graph_pools_expandable",
+         "decode_graphs", "mempool_on_oom", "mempool_no_split", "graph_pools_expandable",
          "compile_reduce_overhead_expandable", "mempool_expandable", "graph_step_adam_expandable",
          "decode_graphs_expandable", "explain_adamw", "explain_sgd", "explain_leak",
          "explain_hf_gpt2", "explain_lightning"] + list(SETTINGS)

@@ -30,6 +30,9 @@ _START, _END, _MARK = 0, 1, 2
 # the phase around every torch.cuda.empty_cache() (common/event.h MS_EMPTY_CACHE_PHASE): the
 # replay empties its model's cache there, also where the call had nothing to give back
 _EMPTY_CACHE_PHASE = "torch.cuda.empty_cache"
+# a mark for each torch.cuda.MemPool made with no_split=True, its id after it (common/event.h
+# MS_MEMPOOL_NO_SPLIT_MARK): the replay never splits that pool's blocks
+_NO_SPLIT_MARK = "torch.cuda.MemPool(no_split=True) "
 
 
 class _Device(ctypes.Structure):
@@ -191,6 +194,7 @@ def _start(path, stacks, max_frames, flush_ms):
             raise RuntimeError("memsnap: Python stacks are not supported on this interpreter")
         _mark_empty_cache(torch)
         _mark_optimizer_steps(torch)
+        _mark_mempools(torch)
         _rec = r
 
 
@@ -230,6 +234,40 @@ def _mark_optimizer_steps(torch):
 
     _optimizer_hooks = (opt.register_optimizer_step_pre_hook(pre),
                         opt.register_optimizer_step_post_hook(post))
+
+
+def _mark_mempools(torch):
+    """Mark each torch.cuda.MemPool made with no_split=True (PyTorch 2.11 and later): a
+    snapshot does not say which pools split their blocks, and the replay must know."""
+    pool = getattr(torch.cuda, "MemPool", None)
+    if pool is None or getattr(pool.__init__, "_memsnap_marks", False):
+        return
+    import inspect
+    orig = pool.__init__
+    try:
+        sig = inspect.signature(orig)
+    except (TypeError, ValueError):
+        return
+    if "no_split" not in sig.parameters:
+        return
+
+    def __init__(self, *args, **kwargs):
+        orig(self, *args, **kwargs)
+        r = _rec
+        if r is None:
+            return
+        try:
+            no_split = sig.bind(self, *args, **kwargs).arguments.get("no_split", False)
+        except TypeError:
+            return
+        if no_split:
+            a, b = self.id
+            _lib.msr_annotate(r, _ANN_PHASE, _MARK, f"{_NO_SPLIT_MARK}({a}, {b})".encode(), 0)
+
+    __init__.__doc__ = orig.__doc__
+    __init__.__wrapped__ = orig
+    __init__._memsnap_marks = True
+    pool.__init__ = __init__
 
 
 def _mark_empty_cache(torch):

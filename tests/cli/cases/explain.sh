@@ -43,7 +43,8 @@ d = json.load(sys.stdin)
 for x in d.get("devices", [d]):
     if "categories" in x:
         c, a = x["categories"], x["peak"]["allocated_bytes"]
-        if abs(c["rounding"]) > 0.05 * a:
+        # a MemPool(no_split=True) hands out whole blocks: the rest of each is its "rounding"
+        if abs(c["rounding"]) > 0.05 * a and "no_split" not in sys.argv[1]:
             print("rounding beyond 5%:", sys.argv[1], x.get("device"), c["rounding"], a)' "$f"
 	n=$((n + 1))
 done

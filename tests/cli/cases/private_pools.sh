@@ -4,11 +4,14 @@
 # verify's verdict on both; the replay's peaks against what PyTorch reported (truth.json); each
 # pool's reserved bytes at the end of the replay against the snapshot's own segments
 # (summed by Python). A MemPool deleted before the snapshot leaves nothing to tell its allocations
-# by: its snapshot diverges, its recording does not.
+# by: its snapshot diverges, its recording does not. Likewise a MemPool made with no_split=True:
+# its snapshot does not say so (it diverges), memsnap's recorder marks it (identical; the
+# recording goes on to the job's exit, after the second pool was deleted: its end differs).
 d=testdata/snapshots/pools
 for n in graph_pools compile_reduce_overhead mempool graph_step_adam graphed_callables \
-	decode_graphs mempool_on_oom graph_pools_expandable compile_reduce_overhead_expandable \
-	mempool_expandable graph_step_adam_expandable decode_graphs_expandable; do
+	decode_graphs mempool_on_oom mempool_no_split graph_pools_expandable \
+	compile_reduce_overhead_expandable mempool_expandable graph_step_adam_expandable \
+	decode_graphs_expandable; do
 	echo "== $n"
 	theirs=$(zstd -qdc "$d/$n.pickle.zst" | python3 -c '
 import collections, json, pickle, sys
