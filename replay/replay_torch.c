@@ -106,6 +106,19 @@ static ms_status run(struct tp *p, const struct ms_trace *t, const struct ms_rep
 	char err[1024];
 	size_t next_ec = 0;
 
+	/* MemPools made with no_split=True (the recorder marks each as it is made, before any use)
+	 */
+	for (size_t i = 0; i < t->n_anns; i++) {
+		uint16_t code;
+		uint64_t id[2];
+		if (t->anns[i].call != MS_CALL_MEMPOOL_NO_SPLIT ||
+		    ms_mempool_no_split_code(ms_symtab_get_str(&t->syms, t->anns[i].name)->s,
+		                             &code))
+			continue;
+		ms_pool_id(code, id);
+		p->api->no_split(id[0], id[1]);
+		r->no_split_pools++;
+	}
 	for (size_t i = 0; i < t->n_events && !p->err; i++) {
 		const struct ms_event *e = &t->events[i];
 		uint64_t ptr, *v;

@@ -470,6 +470,15 @@ void release_pool(uint64_t first, uint64_t second)
 	}
 }
 
+void no_split(uint64_t first, uint64_t second)
+{
+	try {
+		CCA::setNoSplit(static_cast<c10::DeviceIndex>(g_device), {first, second});
+	} catch (const std::exception &) {
+		// an allocator without it: the replay then differs there, and verify says so
+	}
+}
+
 size_t segments(mst_segment *out, size_t max)
 {
 	auto snap = CCA::snapshot();
@@ -558,7 +567,8 @@ void deviations(uint64_t *misplaced, uint64_t *forced)
 const mst_api g_api = {MST_ABI,      torch_version, open_backend, place,
                        mem_info,     do_malloc,     release_pool, do_free,
                        free_request, free_complete, empty_cache,  take_segments,
-                       stats,        segments,      deviations,   close_backend};
+                       stats,        segments,      deviations,   close_backend,
+                       no_split};
 
 } // namespace
 

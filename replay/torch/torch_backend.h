@@ -14,7 +14,7 @@
 extern "C" {
 #endif
 
-#define MST_ABI 6
+#define MST_ABI 7
 
 /* A segment event of the real allocator (its trace tracker): PyTorch's action numbers. */
 struct mst_seg {
@@ -93,6 +93,8 @@ struct mst_api {
 	void (*deviations)(uint64_t *misplaced_segments, uint64_t *forced_frees);
 	/* Free everything this replay holds and empty the cache. */
 	void (*close)(void);
+	/* The private pool (pool_first, pool_second) is a MemPool made with no_split=True. */
+	void (*no_split)(uint64_t pool_first, uint64_t pool_second);
 };
 
 /* The plugin's one exported symbol. */
