@@ -170,6 +170,19 @@ static void json_site(cJSON *o, const struct ms_symtab *y, uint32_t frame)
 	cJSON_AddStringToObject(o, "function", ms_symtab_get_str(y, y->frames[frame].name)->s);
 }
 
+/* Sites' rows into array a: site, function, bytes, allocations. */
+static void json_sites(cJSON *a, const struct ms_symtab *y, const struct ms_explain_site *s,
+                       size_t n)
+{
+	for (size_t k = 0; k < n; k++) {
+		cJSON *o = cJSON_CreateObject();
+		json_site(o, y, s[k].frame);
+		ms_json_u64(o, "bytes", s[k].bytes);
+		ms_json_u64(o, "allocations", s[k].blocks);
+		cJSON_AddItemToArray(a, o);
+	}
+}
+
 /* What the trace shows of the program: where the peak's activations come from, empty_cache() in
  * a loop, memory left cached at the end. */
 static void findings(const struct ms_explain *x, const struct ms_replay_result *r,
@@ -182,26 +195,14 @@ static void findings(const struct ms_explain *x, const struct ms_replay_result *
 	char b1[32], b2[32];
 
 	if (jo) {
-		cJSON *a = cJSON_AddArrayToObject(jo, "largest_activations");
-		for (size_t k = 0; k < x->n_top_activations; k++) {
-			cJSON *o = cJSON_CreateObject();
-			json_site(o, y, x->top_activations[k].frame);
-			ms_json_u64(o, "bytes", x->top_activations[k].bytes);
-			ms_json_u64(o, "allocations", x->top_activations[k].blocks);
-			cJSON_AddItemToArray(a, o);
-		}
+		json_sites(cJSON_AddArrayToObject(jo, "largest_activations"), y, x->top_activations,
+		           x->n_top_activations);
 		if (x->copies_told) {
 			cJSON *c = cJSON_AddObjectToObject(jo, "copies_at_peak");
 			ms_json_u64(c, "bytes", x->copy_bytes);
 			ms_json_u64(c, "allocations", x->copy_blocks);
-			a = cJSON_AddArrayToObject(c, "sites");
-			for (size_t k = 0; k < x->n_top_copies; k++) {
-				cJSON *o = cJSON_CreateObject();
-				json_site(o, y, x->top_copies[k].frame);
-				ms_json_u64(o, "bytes", x->top_copies[k].bytes);
-				ms_json_u64(o, "allocations", x->top_copies[k].blocks);
-				cJSON_AddItemToArray(a, o);
-			}
+			json_sites(cJSON_AddArrayToObject(c, "sites"), y, x->top_copies,
+			           x->n_top_copies);
 		} else {
 			cJSON_AddNullToObject(jo,
 			                      "copies_at_peak"); /* no C++ frames to tell them by */

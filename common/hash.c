@@ -223,6 +223,8 @@ ms_status ms_u64map_put(struct ms_u64map *m, uint64_t key, uint64_t val)
 	return MS_OK;
 }
 
+/* put's walk again, saying what was there: put stays apart, on the replay's hot path (through
+ * swap it cost the replay of a 625k-event trace 8%) */
 ms_status ms_u64map_swap(struct ms_u64map *m, uint64_t key, uint64_t val, int *had, uint64_t *old)
 {
 	size_t mask, i;
