@@ -183,6 +183,18 @@ static void json_sites(cJSON *a, const struct ms_symtab *y, const struct ms_expl
 	}
 }
 
+/* Sites' rows as text: bytes, allocations, the site. */
+static void print_sites(const struct ms_symtab *y, const struct ms_explain_site *s, size_t n)
+{
+	for (size_t k = 0; k < n; k++) {
+		char site[512], b[32];
+		ms_site_label(y, s[k].stack, site, sizeof(site));
+		printf("    %11s in %llu allocation%s: %s\n",
+		       ms_format_size(b, sizeof(b), s[k].bytes), (unsigned long long)s[k].blocks,
+		       s[k].blocks == 1 ? "" : "s", site);
+	}
+}
+
 /* What the trace shows of the program: where the peak's activations come from, empty_cache() in
  * a loop, memory left cached at the end. */
 static void findings(const struct ms_explain *x, const struct ms_replay_result *r,
@@ -215,28 +227,14 @@ static void findings(const struct ms_explain *x, const struct ms_replay_result *
 	}
 	if (x->n_top_activations) {
 		printf("\n  largest activations at the peak, by site:\n");
-		for (size_t k = 0; k < x->n_top_activations; k++) {
-			char site[512];
-			ms_site_label(y, x->top_activations[k].stack, site, sizeof(site));
-			printf("    %11s in %llu allocation%s: %s\n",
-			       ms_format_size(b1, sizeof(b1), x->top_activations[k].bytes),
-			       (unsigned long long)x->top_activations[k].blocks,
-			       x->top_activations[k].blocks == 1 ? "" : "s", site);
-		}
+		print_sites(y, x->top_activations, x->n_top_activations);
 	}
 	if (x->copies_told && x->copy_bytes) {
 		printf("\n  copies alive at the peak (clone, .to(), .contiguous()): %s in %llu "
 		       "allocation%s, largest at:\n",
 		       ms_format_size(b1, sizeof(b1), x->copy_bytes),
 		       (unsigned long long)x->copy_blocks, x->copy_blocks == 1 ? "" : "s");
-		for (size_t k = 0; k < x->n_top_copies && k < 3; k++) {
-			char site[512];
-			ms_site_label(y, x->top_copies[k].stack, site, sizeof(site));
-			printf("    %11s in %llu allocation%s: %s\n",
-			       ms_format_size(b1, sizeof(b1), x->top_copies[k].bytes),
-			       (unsigned long long)x->top_copies[k].blocks,
-			       x->top_copies[k].blocks == 1 ? "" : "s", site);
-		}
+		print_sites(y, x->top_copies, x->n_top_copies < 3 ? x->n_top_copies : 3);
 	} else if (x->copies_told) {
 		printf("\n  copies alive at the peak (clone, .to(), .contiguous()): none\n");
 	}
