@@ -52,6 +52,38 @@ char *th_read_file(const char *path, size_t *len)
 	return buf;
 }
 
+/* Every file th_write_temp made, removed when the test's process exits. */
+static char **temp_paths;
+static size_t n_temp_paths;
+
+static void remove_temp_files(void)
+{
+	for (size_t i = 0; i < n_temp_paths; i++) {
+		remove(temp_paths[i]);
+		free(temp_paths[i]);
+	}
+	free(temp_paths);
+	temp_paths = NULL;
+	n_temp_paths = 0;
+}
+
+static void remember_temp(const char *path)
+{
+	char **grown = realloc(temp_paths, (n_temp_paths + 1) * sizeof(*temp_paths));
+	char *copy = strdup(path);
+
+	if (!grown || !copy) {
+		free(copy);
+		if (grown)
+			temp_paths = grown;
+		return;
+	}
+	temp_paths = grown;
+	if (n_temp_paths == 0)
+		atexit(remove_temp_files);
+	temp_paths[n_temp_paths++] = copy;
+}
+
 const char *th_write_temp(const void *data, size_t len, const char *suffix)
 {
 	static char path[256];
@@ -62,6 +94,7 @@ const char *th_write_temp(const void *data, size_t len, const char *suffix)
 	f = fopen(path, "wb");
 	if (!f)
 		return NULL;
+	remember_temp(path);
 	if (len)
 		fwrite(data, 1, len, f);
 	fclose(f);

@@ -12,7 +12,8 @@
 const char *th_snapshot_path(const char *name);
 /* Read a whole file; caller frees. NULL if it cannot. */
 char *th_read_file(const char *path, size_t *len);
-/* Write bytes to a new temporary file; returns its path (static buffer). */
+/* Writes data to a new file under /tmp, removed when the process exits; returns its path
+ * (valid until the next call) or NULL. */
 const char *th_write_temp(const void *data, size_t len, const char *suffix);
 /* The truth file of a real trace NAME (what PyTorch reported), bundled or shared; NULL if
  * absent. Free with cJSON_Delete. */
