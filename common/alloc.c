@@ -2,6 +2,7 @@
 #define _DEFAULT_SOURCE
 #include "common/alloc.h"
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -129,22 +130,26 @@ void ms_pages_free(void *p, size_t n)
 	(void)n;
 	ms_free(p);
 }
+
+void ms_pages_ahead_start(size_t n)
+{
+	(void)n;
+}
+
+void ms_pages_ahead_stop(void)
+{
+}
 #else
 /*
  * A huge page needs a 2 MiB-aligned range: a block of 2 MiB or more is mapped with 2 MiB to
  * spare and trimmed to start on such a boundary (the kernel need not align it itself).
  */
-void *ms_pages_alloc(size_t n)
+static void *map_pages(size_t len)
 {
-	size_t page = (size_t)sysconf(_SC_PAGESIZE), len, map;
+	size_t map = len >= MS_PAGES_HUGE ? len + MS_PAGES_HUGE : len;
 	uintptr_t at, start;
-	void *p;
+	void *p = mmap(NULL, map, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
-	if (should_fail() || n > SIZE_MAX - 2 * MS_PAGES_HUGE)
-		return NULL;
-	len = ((n ? n : 1) + page - 1) & ~(page - 1);
-	map = len >= MS_PAGES_HUGE ? len + MS_PAGES_HUGE : len;
-	p = mmap(NULL, map, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (p == MAP_FAILED)
 		return NULL;
 	at = start = (uintptr_t)p;
@@ -158,8 +163,120 @@ void *ms_pages_alloc(size_t n)
 		madvise((void *)start, len, MADV_HUGEPAGE); /* advice: no harm where refused */
 #endif
 	}
-	atomic_fetch_add_explicit(&live, 1, memory_order_relaxed);
 	return (void *)start;
+}
+
+/*
+ * Huge pages faulted in ahead of use: while a large parse runs (ms_pages_ahead_start), a thread
+ * of its own keeps up to `target` blocks of MS_PAGES_HUGE mapped and written to, so that the
+ * kernel clears them on that thread's core; ms_pages_alloc of exactly that size takes one.
+ */
+#define AHEAD_MAX 8
+static struct {
+	pthread_mutex_t mu;
+	pthread_cond_t wake;
+	void *ready[AHEAD_MAX];
+	int n_ready, target, users, running;
+	pthread_t thread;
+} ahead = {.mu = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER};
+static atomic_int ahead_on; /* users, read without the lock by ms_pages_alloc */
+
+static void *fault_ahead(void *arg)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+
+	(void)arg;
+	pthread_mutex_lock(&ahead.mu);
+	while (ahead.users > 0) {
+		if (ahead.n_ready >= ahead.target) {
+			pthread_cond_wait(&ahead.wake, &ahead.mu);
+			continue;
+		}
+		pthread_mutex_unlock(&ahead.mu);
+		volatile char *p = map_pages(MS_PAGES_HUGE);
+		if (p)
+			for (size_t i = 0; i < MS_PAGES_HUGE; i += page)
+				p[i] = 0; /* one write faults the page in; it stays zero */
+		pthread_mutex_lock(&ahead.mu);
+		if (!p)
+			break;
+		if (ahead.users == 0 || ahead.n_ready >= AHEAD_MAX) {
+			munmap((void *)p, MS_PAGES_HUGE);
+			break;
+		}
+		ahead.ready[ahead.n_ready++] = (void *)p;
+	}
+	ahead.running = 0;
+	pthread_mutex_unlock(&ahead.mu);
+	return NULL;
+}
+
+void ms_pages_ahead_start(size_t n)
+{
+	pthread_mutex_lock(&ahead.mu);
+	if (n > AHEAD_MAX)
+		n = AHEAD_MAX;
+	if ((int)n > ahead.target)
+		ahead.target = (int)n;
+	ahead.users++;
+	atomic_store(&ahead_on, ahead.users);
+	if (!ahead.running && ahead.target > 0) {
+		pthread_attr_t attr;
+		pthread_attr_init(&attr);
+		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+		if (pthread_create(&ahead.thread, &attr, fault_ahead, NULL) == 0)
+			ahead.running = 1;
+		pthread_attr_destroy(&attr);
+	}
+	pthread_mutex_unlock(&ahead.mu);
+}
+
+void ms_pages_ahead_stop(void)
+{
+	void *left[AHEAD_MAX];
+	int n = 0;
+
+	pthread_mutex_lock(&ahead.mu);
+	if (ahead.users > 0 && --ahead.users == 0) {
+		n = ahead.n_ready;
+		memcpy(left, ahead.ready, (size_t)n * sizeof(left[0]));
+		ahead.n_ready = 0;
+		ahead.target = 0;
+		pthread_cond_signal(&ahead.wake);
+	}
+	atomic_store(&ahead_on, ahead.users);
+	pthread_mutex_unlock(&ahead.mu);
+	for (int i = 0; i < n; i++)
+		munmap(left[i], MS_PAGES_HUGE);
+}
+
+static void *take_ahead(void)
+{
+	void *p = NULL;
+
+	pthread_mutex_lock(&ahead.mu);
+	if (ahead.n_ready > 0) {
+		p = ahead.ready[--ahead.n_ready];
+		pthread_cond_signal(&ahead.wake);
+	}
+	pthread_mutex_unlock(&ahead.mu);
+	return p;
+}
+
+void *ms_pages_alloc(size_t n)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE), len;
+	void *p = NULL;
+
+	if (should_fail() || n > SIZE_MAX - 2 * MS_PAGES_HUGE)
+		return NULL;
+	len = ((n ? n : 1) + page - 1) & ~(page - 1);
+	if (len == MS_PAGES_HUGE && atomic_load_explicit(&ahead_on, memory_order_relaxed))
+		p = take_ahead();
+	if (!p && !(p = map_pages(len)))
+		return NULL;
+	atomic_fetch_add_explicit(&live, 1, memory_order_relaxed);
+	return p;
 }
 
 void ms_pages_free(void *p, size_t n)

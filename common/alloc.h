@@ -27,6 +27,14 @@ char *ms_strndup(const char *s, size_t n);
 #define MS_PAGES_HUGE ((size_t)2 << 20)
 void *ms_pages_alloc(size_t n);
 void ms_pages_free(void *p, size_t n);
+/*
+ * While a parse that will fill many huge pages runs: a thread of its own keeps up to n of them
+ * (at most 8) faulted in ahead, so that the kernel clears them on another core, and
+ * ms_pages_alloc(MS_PAGES_HUGE) takes those first. Each start is paired with a stop, which
+ * gives back the pages not taken; calls may nest and come from several threads.
+ */
+void ms_pages_ahead_start(size_t n);
+void ms_pages_ahead_stop(void);
 
 /* Tests: make the nth allocation from now on fail (0 = never), as MS_TEST_FAIL_ALLOC_AT does. */
 void ms__alloc_fail_at(long n);

@@ -13,6 +13,13 @@
 #include "common/alloc.h"
 #include "common/status.h"
 
+/*
+ * A mapped pickle of AHEAD_FROM bytes or more fills a huge page every few milliseconds (memo,
+ * values, packed events): AHEAD_PAGES of them are faulted in ahead on another thread.
+ */
+#define AHEAD_FROM  ((size_t)16 << 20)
+#define AHEAD_PAGES 4
+
 enum key_id {
 	K_ACTION,
 	K_ADDR,
@@ -1084,6 +1091,7 @@ static ms_status read_snapshot(enum ms_file_kind kind, ms_pk_read_fn rd, void *r
 	struct ms_pickle *vm = NULL;
 	struct ms_snapmap *m = NULL;
 	struct ms_pk_val root;
+	int ahead = 0;
 	ms_status s;
 
 	if ((s = ms_pickle_new(&vm)) || (s = ms__snapmap_new(vm, syms, diag, &m)))
@@ -1096,8 +1104,13 @@ static ms_status read_snapshot(enum ms_file_kind kind, ms_pk_read_fn rd, void *r
 		if (whole && whole->data && whole->len) {
 			ms_pickle_borrow_input(vm, whole->data, whole->len);
 			m->whole = *whole;
+			ahead = whole->len >= AHEAD_FROM;
 		}
+		if (ahead)
+			ms_pages_ahead_start(AHEAD_PAGES);
 		s = ms_pickle_run(vm, rd, rd_ctx, &root, diag);
+		if (ahead)
+			ms_pages_ahead_stop();
 		info->pickle_protocol = ms_pickle_protocol(vm);
 		info->n_fast_entries = m->n_read;
 	} else {

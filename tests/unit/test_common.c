@@ -1,6 +1,7 @@
 /* common/: page blocks, the u64 map against a plain array, interning, arena, buffers, status names.
  */
 #include <criterion/criterion.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -38,6 +39,47 @@ Test(common, page_blocks)
 	ms__alloc_fail_at(1);
 	cr_assert_null(ms_pages_alloc(100));
 	ms__alloc_fail_at(0);
+}
+
+/* Blocks taken while pages are faulted in ahead: zeroed, writable, given back; the pages not
+ * taken go at the last stop, and it all starts again after. Two threads take at once. */
+static void *take_huge_blocks(void *arg)
+{
+	unsigned char *b[12];
+
+	for (int i = 0; i < 12; i++) {
+		b[i] = ms_pages_alloc(MS_PAGES_HUGE);
+		if (!b[i])
+			return arg;
+		for (size_t j = 0; j < MS_PAGES_HUGE; j += 4093)
+			if (b[i][j])
+				return arg;
+		memset(b[i], 0x5a, MS_PAGES_HUGE);
+	}
+	for (int i = 0; i < 12; i++)
+		ms_pages_free(b[i], MS_PAGES_HUGE);
+	return NULL;
+}
+
+Test(common, page_blocks_faulted_ahead)
+{
+	long live = ms__alloc_live();
+	pthread_t t;
+	void *r1, *r2;
+
+	for (int round = 0; round < 2; round++) {
+		ms_pages_ahead_start(4);
+		ms_pages_ahead_start(8); /* nested */
+		cr_assert_eq(pthread_create(&t, NULL, take_huge_blocks, &live), 0);
+		r1 = take_huge_blocks(&live);
+		cr_assert_eq(pthread_join(t, &r2), 0);
+		cr_assert_null(r1, "a block taken ahead was not zero, or none came");
+		cr_assert_null(r2, "the other thread's block was not zero, or none came");
+		ms_pages_ahead_stop();
+		ms_pages_ahead_stop();
+		ms_pages_ahead_stop(); /* one stop too many changes nothing */
+		cr_assert_eq(ms__alloc_live(), live);
+	}
 }
 
 Test(common, u64map_matches_a_plain_table)
