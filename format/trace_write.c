@@ -498,6 +498,14 @@ ms_status ms_writer_segment(struct ms_writer *w, const struct ms_segment *s,
 	        (s->is_small ? MS_SEGF_SMALL : 0) | (s->is_expandable ? MS_SEGF_EXPANDABLE : 0);
 
 	MS_TRY(check_open(w));
+	if (w->frame_open && w->n_index >= 2 && w->index[w->n_index - 2] < w->n_events) {
+		/*
+		 * The end state starts a frame of its own, which the index points at: a reader
+		 * that wants only the end state (from = UINT64_MAX) decodes no event.
+		 */
+		MS_TRY(emit_frame(w));
+		MS_TRY(check_open(w));
+	}
 	MS_TRY(sync_defs(w));
 	PK(msgpack_pack_array(pk, 13));
 	PK(msgpack_pack_uint8(pk, MS_REC_SEGMENT));

@@ -6,6 +6,7 @@
 #include <zstd.h>
 
 #include "common/alloc.h"
+#include "common/bytes.h"
 #include "format/trace_read.h"
 #include "format/trace_write.h"
 #include "helpers.h"
@@ -380,6 +381,75 @@ Test(format, end_counts_events_by_device)
 	cr_assert_eq(ms_trace_load(MS_TESTDATA "/traces/v1.1/dropped.zst", NULL, &t, &si, &d),
 	             MS_OK);
 	cr_expect(!si.zst.has_end_devices);
+	ms_trace_free(t);
+}
+
+static ms_status count_segment(void *ctx, const struct ms_segment *g, const struct ms_block *b)
+{
+	(void)g;
+	(void)b;
+	++*(size_t *)ctx;
+	return MS_OK;
+}
+
+/* The end state starts a frame of its own, at the event count in the index: a read of the end
+ * state alone (from = UINT64_MAX) seeks to it and decodes no frame of events. */
+Test(format, end_state_in_a_frame_of_its_own)
+{
+	struct ms_trace *t;
+	struct ms_diag d = MS_DIAG_INIT;
+	struct ms_source_info si;
+	struct ms_read_opts end_only = {UINT64_MAX, UINT64_MAX};
+	struct ms_symtab syms;
+	size_t n_segs = 0, len, off, frames[4096], n_frames = 0;
+	struct ms_sink segs = {.ctx = &n_segs, .segment = count_segment};
+	const char *path;
+	unsigned char *file, *raw;
+	msgpack_unpacked u;
+	size_t raw_len, pos = 0;
+
+	cr_assert_eq(ms_trace_load(th_snapshot_path("gpt_train"), NULL, &t, &si, &d), MS_OK, "%s",
+	             d.msg);
+	cr_assert_gt(t->n_events, 10000);
+	cr_assert_gt(t->n_segs, 0);
+	path = th_write_trace(t, 16 << 10, 1);
+	/* the zstd frames after the header: ..., the end state's, the trailer, (the footer) */
+	file = (unsigned char *)th_read_file(path, &len);
+	cr_assert_not_null(file);
+	off = 8 + ms_load_le32(file + 4);
+	while (off < len && n_frames < 4096) {
+		uint32_t magic = ms_load_le32(file + off);
+		if ((magic & 0xFFFFFFF0U) == 0x184D2A50U) {
+			off += 8 + ms_load_le32(file + off + 4);
+			continue;
+		}
+		frames[n_frames++] = off;
+		off += ZSTD_findFrameCompressedSize(file + off, len - off);
+	}
+	cr_assert_gt(n_frames, 3);
+	raw_len = ZSTD_getFrameContentSize(file + frames[n_frames - 2], len - frames[n_frames - 2]);
+	cr_assert_lt(raw_len, (size_t)64 << 20);
+	raw = malloc(raw_len);
+	cr_assert_eq(ZSTD_decompress(raw, raw_len, file + frames[n_frames - 2],
+	                             frames[n_frames - 1] - frames[n_frames - 2]),
+	             raw_len);
+	msgpack_unpacked_init(&u);
+	cr_assert_eq(msgpack_unpack_next(&u, (const char *)raw, raw_len, &pos),
+	             MSGPACK_UNPACK_SUCCESS);
+	cr_assert_eq(u.data.type, MSGPACK_OBJECT_ARRAY);
+	cr_expect_eq(u.data.via.array.ptr[0].via.u64, MS_REC_FRAME);
+	cr_expect_eq(u.data.via.array.ptr[1].via.u64, t->n_events,
+	             "the end state's frame starts at event %llu, not after the last event",
+	             (unsigned long long)u.data.via.array.ptr[1].via.u64);
+	msgpack_unpacked_destroy(&u);
+	free(raw);
+	free(file);
+	/* and the end state alone comes whole from it */
+	cr_assert_eq(ms_symtab_init(&syms), MS_OK);
+	cr_assert_eq(ms_source_read(path, &end_only, &syms, &segs, &si, &d), MS_OK, "%s", d.msg);
+	cr_expect_eq(n_segs, t->n_segs);
+	cr_expect(si.zst.used_index && si.zst.has_end && si.zst.n_frames == 1);
+	ms_symtab_release(&syms);
 	ms_trace_free(t);
 }
 
