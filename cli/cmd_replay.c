@@ -80,6 +80,11 @@ static void print_pools(const struct ms_replay_result *r)
 		       ms_format_size(b3, sizeof(b3), (uint64_t)p->reserved_bytes.current),
 		       i ? "" : " (default)");
 	}
+	if (r->use_on_oom_decided)
+		printf("    %llu allocation%s of use_on_oom MemPools outside use_mem_pool: the "
+		       "allocator's fallback chose the pool; the replay chose again\n",
+		       (unsigned long long)r->use_on_oom_decided,
+		       r->use_on_oom_decided == 1 ? "" : "s");
 }
 
 /* pools: every pool's id and share; the pools' counts of allocations. */
@@ -309,6 +314,8 @@ static cJSON *json_report(const char *path, uint32_t device, const struct ms_rep
 	ms_json_u64(o, "empty_cache_calls", r->empty_cache_calls);
 	ms_json_u64(o, "empty_cache_calls_marked", r->empty_cache_marked);
 	ms_json_u64(o, "no_split_pools", r->no_split_pools);
+	ms_json_u64(o, "use_on_oom_pools", r->use_on_oom_pools);
+	ms_json_u64(o, "use_on_oom_decided", r->use_on_oom_decided);
 	ms_json_u64(o, "recorded_ooms", r->recorded_ooms);
 	ms_json_u64(o, "reproduced_ooms", r->reproduced_ooms);
 	cJSON_AddBoolToObject(o, "ended_by_oom", r->ended_by_oom);

@@ -33,20 +33,31 @@ uint8_t ms_ann_call_of(unsigned kind, const char *name)
 		return MS_CALL_NONE;
 	if (strcmp(name, MS_EMPTY_CACHE_PHASE) == 0)
 		return MS_CALL_EMPTY_CACHE;
-	return ms_mempool_no_split_code(name, &code) == 0 ? MS_CALL_MEMPOOL_NO_SPLIT : MS_CALL_NONE;
+	return ms_ann_pool_mark(name, &code);
 }
 
-int ms_mempool_no_split_code(const char *name, uint16_t *code)
+uint8_t ms_ann_pool_mark(const char *name, uint16_t *code)
 {
+	static const struct {
+		const char *prefix;
+		uint8_t call;
+	} marks[] = {{MS_MEMPOOL_NO_SPLIT_MARK, MS_CALL_MEMPOOL_NO_SPLIT},
+	             {MS_MEMPOOL_USE_ON_OOM_MARK, MS_CALL_MEMPOOL_USE_ON_OOM},
+	             {MS_USE_MEM_POOL_PHASE, MS_CALL_USE_MEM_POOL}};
 	unsigned long long a, b;
 	int end = 0;
 
-	if (strncmp(name, MS_MEMPOOL_NO_SPLIT_MARK, sizeof(MS_MEMPOOL_NO_SPLIT_MARK) - 1) != 0)
-		return -1;
-	name += sizeof(MS_MEMPOOL_NO_SPLIT_MARK) - 1;
-	if (sscanf(name, "(%llu, %llu)%n", &a, &b, &end) != 2 || name[end] != 0)
-		return -1;
-	return ms_pool_code(a, b, code);
+	for (size_t i = 0; i < sizeof(marks) / sizeof(marks[0]); i++) {
+		size_t n = strlen(marks[i].prefix);
+		if (strncmp(name, marks[i].prefix, n) != 0)
+			continue;
+		name += n;
+		if (sscanf(name, "(%llu, %llu)%n", &a, &b, &end) != 2 || name[end] != 0 ||
+		    ms_pool_code(a, b, code) != 0)
+			return MS_CALL_NONE;
+		return marks[i].call;
+	}
+	return MS_CALL_NONE;
 }
 
 const char *ms_pool_id_text(const uint64_t id[2], char *buf, size_t cap)

@@ -102,16 +102,30 @@ enum ms_ann_kind {
  * torch.cuda.graph makes before a capture included), which empties every device's cache, so
  * that the call is known even where it freed nothing.
  */
-enum ms_ann_call { MS_CALL_NONE = 0, MS_CALL_EMPTY_CACHE = 1, MS_CALL_MEMPOOL_NO_SPLIT = 2 };
+enum ms_ann_call {
+	MS_CALL_NONE = 0,
+	MS_CALL_EMPTY_CACHE = 1,
+	MS_CALL_MEMPOOL_NO_SPLIT = 2,
+	MS_CALL_MEMPOOL_USE_ON_OOM = 3,
+	MS_CALL_USE_MEM_POOL = 4,
+};
 #define MS_EMPTY_CACHE_PHASE "torch.cuda.empty_cache"
 /*
- * The recorder also marks each torch.cuda.MemPool made with no_split=True, its id after the
- * prefix ("torch.cuda.MemPool(no_split=True) (0, 3)"): the replay then never splits that pool's
- * blocks (torch-allocator.md §14.6).
+ * Marks that name a pool, its id after the prefix ("torch.cuda.MemPool(no_split=True) (0, 3)"):
+ * the recorder marks each torch.cuda.MemPool made with no_split=True (the replay never splits
+ * its blocks) or use_on_oom=True (a request of the default pool that cannot be served takes a
+ * free block of it), and puts a phase of the third name around each torch.cuda.use_mem_pool
+ * (the allocations of the pool inside it were routed there; one of a use_on_oom pool outside
+ * any is the allocator's own choice, which the replay makes again). torch-allocator.md §14.6.
  */
-#define MS_MEMPOOL_NO_SPLIT_MARK "torch.cuda.MemPool(no_split=True) "
-/* The pool code such a mark names, or -1 where the name is not one. */
-int ms_mempool_no_split_code(const char *name, uint16_t *code);
+#define MS_MEMPOOL_NO_SPLIT_MARK   "torch.cuda.MemPool(no_split=True) "
+#define MS_MEMPOOL_USE_ON_OOM_MARK "torch.cuda.MemPool(use_on_oom=True) "
+#define MS_USE_MEM_POOL_PHASE      "torch.cuda.use_mem_pool "
+/*
+ * The call such a mark makes (MS_CALL_MEMPOOL_NO_SPLIT, MS_CALL_MEMPOOL_USE_ON_OOM or
+ * MS_CALL_USE_MEM_POOL) with its pool's code in *code, or MS_CALL_NONE where name is not one.
+ */
+uint8_t ms_ann_pool_mark(const char *name, uint16_t *code);
 /* The call an annotation of kind (enum ms_ann_kind) and name marks. */
 uint8_t ms_ann_call_of(unsigned kind, const char *name);
 

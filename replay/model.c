@@ -228,6 +228,7 @@ void ms_model_free(struct ms_model *m)
 		ms_free(m->slabs[i]);
 	ms_free(m->slabs);
 	ms_free(m->priv);
+	ms_free(m->on_oom);
 	ms_free(m->pools);
 	ms_free(m->hints);
 	ms_free(m->ranges);
@@ -559,6 +560,44 @@ ms_status ms_model_pool_no_split(struct ms_model *m, uint16_t pool)
 	return MS_OK;
 }
 
+ms_status ms_model_pool_use_on_oom(struct ms_model *m, uint16_t pool)
+{
+	int slot = ms__model_pool_slot(m, pool);
+
+	if (slot < 0)
+		return MS_ERR_NOMEM;
+	if (slot > 0 && !m->priv[slot - 1].use_on_oom) {
+		m->priv[slot - 1].use_on_oom = 1;
+		/* tried in the order marked: kept as a list of slots */
+		if (ms_grow(&m->on_oom, &m->cap_on_oom, m->n_on_oom + 1, sizeof(*m->on_oom)))
+			return MS_ERR_NOMEM;
+		m->on_oom[m->n_on_oom++] = (uint16_t)slot;
+	}
+	return MS_OK;
+}
+
+/*
+ * try_mempool_fallback (§14.6): a free block of the size class in a use_on_oom pool not
+ * released, the first found in the order the pools were marked; *p becomes its pool.
+ */
+static struct ms_model_block *use_on_oom_block(struct ms_model *m, struct pool **p, uint64_t stream,
+                                               uint64_t size, int take)
+{
+	for (size_t i = 0; i < m->n_on_oom; i++) {
+		uint16_t slot = m->on_oom[i];
+		struct pool *q;
+		struct ms_model_block *b;
+		if (m->priv[slot - 1].released)
+			continue;
+		q = pool_at(m, slot, (*p)->small);
+		if ((b = get_free_block(m, q, stream, size, take))) {
+			*p = q;
+			return b;
+		}
+	}
+	return NULL;
+}
+
 const struct ms_model_pool *ms_model_pools(const struct ms_model *m, size_t *n)
 {
 	*n = m->n_pools;
@@ -742,6 +781,9 @@ ms_status ms_model_malloc_pool(struct ms_model *m, uint64_t n, uint64_t stream, 
 		if (gc_active(m))
 			garbage_collect(m);
 		b = alloc_block(m, p, stream, size, alloc_size, 0, &nomem);
+		/* the default pool's request: a free block of a use_on_oom MemPool (§14.6) */
+		if (!b && !nomem && !slot && m->n_on_oom)
+			b = use_on_oom_block(m, &p, stream, size, 1);
 		if (!b && !nomem && release_available(m, p, stream, size))
 			b = alloc_block(m, p, stream, size, alloc_size, 0, &nomem);
 		/* a request routed to a private pool skips the full flush (§14.2) */
@@ -784,10 +826,12 @@ int ms_model_fits_without_release_pool(struct ms_model *m, uint64_t n, uint64_t 
 	/* a private pool's request never empties the caches itself (§14.2) */
 	if (pool != MS_POOL_DEFAULT && pool != MS_POOL_UNKNOWN)
 		return 1;
-	if (m->c.limit && m->reserved + alloc_size > m->c.limit)
-		return 0;
-	if (m->c.device_memory != UINT64_MAX && m->reserved + alloc_size > m->c.device_memory)
-		return 0;
+	if ((m->c.limit && m->reserved + alloc_size > m->c.limit) ||
+	    (m->c.device_memory != UINT64_MAX && m->reserved + alloc_size > m->c.device_memory)) {
+		struct pool *p = pool_at(m, 0, size <= K_SMALL_SIZE);
+		/* a use_on_oom MemPool's free block serves it before any release (§14.6) */
+		return m->n_on_oom && use_on_oom_block(m, &p, stream, size, 0) != NULL;
+	}
 	return 1;
 }
 

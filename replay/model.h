@@ -129,6 +129,13 @@ ms_status ms_model_release_pool(struct ms_model *m, uint16_t pool);
  * a whole free block or a whole new segment, never a split one. MS_OK, or MS_ERR_NOMEM.
  */
 ms_status ms_model_pool_no_split(struct ms_model *m, uint16_t pool);
+/*
+ * The private pool `pool` is a MemPool made with use_on_oom=True: a request of the default pool
+ * that no new segment can serve takes a free block of it, before cached blocks are released
+ * (PyTorch 2.11's order, torch-allocator.md §14.6). Pools are tried in the order they were
+ * marked; a released pool no more.
+ */
+ms_status ms_model_pool_use_on_oom(struct ms_model *m, uint16_t pool);
 /* The pools so far, slot 0 the default one; *n gets how many. Valid until the next malloc. */
 const struct ms_model_pool *ms_model_pools(const struct ms_model *m, size_t *n);
 /* The tensor is gone (free_requested): allocated bytes drop, the block stays active. */

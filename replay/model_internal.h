@@ -64,8 +64,9 @@ struct pool {
 /* A private pool (§14): its blocks serve only requests routed to it. */
 struct ppool {
 	struct pool small, large;
-	uint8_t released; /* its use count reached 0: empty_cache gives back its free segments */
-	uint8_t no_split; /* MemPool(no_split=True): its blocks are never split (§14.6) */
+	uint8_t released;   /* its use count reached 0: empty_cache gives back its free segments */
+	uint8_t no_split;   /* MemPool(no_split=True): its blocks are never split (§14.6) */
+	uint8_t use_on_oom; /* MemPool(use_on_oom=True): the default pool's fallback (§14.6) */
 };
 
 struct hint {
@@ -84,6 +85,8 @@ struct ms_model {
 	struct ms_model_stats st;
 	struct pool small, large;
 	struct ppool *priv; /* private pools by slot - 1 */
+	uint16_t *on_oom;   /* slots of the use_on_oom pools, in the order marked */
+	size_t n_on_oom, cap_on_oom;
 	/* per slot (0 = default): the pool's code and statistics; n_pools = 1 + private ones */
 	struct ms_model_pool *pools;
 	size_t n_pools, cap_priv, cap_pools;

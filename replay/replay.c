@@ -10,9 +10,11 @@
 #include "common/status.h"
 #include "parse/read_ahead.h"
 #include "parse/trace.h"
+#include "replay/pool_marks.h"
 #include "replay/site.h"
 
 struct rp {
+	struct ms_pool_marks marks; /* the recorder's pool marks so far */
 	const struct ms_replay_opts *o;
 	struct ms_replay_result *r;
 	struct ms_diag *diag;
@@ -477,14 +479,19 @@ static ms_status do_malloc(struct rp *p, const struct ms_event *e, int recorded_
 {
 	struct ms_model_block *b;
 	struct ms_model_oom o;
+	/* a use_on_oom pool's allocation outside use_mem_pool: the allocator's choice, made again
+	 */
+	uint16_t pool = ms_pool_marks_route(&p->marks, e->pool);
 	ms_status s;
 
+	if (pool != e->pool)
+		p->r->use_on_oom_decided++;
 	if (p->pend_frees) {
 		/*
 		 * Recorded segment frees just before a malloc: the malloc's own release path
 		 * (the retry) if the model needs one too, else the program's empty_cache().
 		 */
-		if (ms_model_fits_without_release_pool(p->m, e->size, e->stream, e->pool))
+		if (ms_model_fits_without_release_pool(p->m, e->size, e->stream, pool))
 			flush_pending(p);
 	}
 	if (recorded_oom) {
@@ -516,7 +523,7 @@ static ms_status do_malloc(struct rp *p, const struct ms_event *e, int recorded_
 		}
 	}
 	/* a pool the trace does not name is taken to be the default one */
-	if ((s = ms_model_malloc_pool(p->m, e->size, e->stream, e->pool, &b, &o)))
+	if ((s = ms_model_malloc_pool(p->m, e->size, e->stream, pool, &b, &o)))
 		return s;
 	if (recorded_oom) {
 		p->r->recorded_ooms++;
@@ -696,13 +703,23 @@ static ms_status r_annotation(void *ctx, const struct ms_annotation *a)
 		p->index = index;
 		p->r->empty_cache_marked++;
 	}
-	/* a MemPool made with no_split=True: its blocks are never split */
-	if (a->call == MS_CALL_MEMPOOL_NO_SPLIT && p->m && p->syms && !p->err) {
+	/* MemPools made with no_split=True or use_on_oom=True, use_mem_pool's scopes */
+	if (a->call >= MS_CALL_MEMPOOL_NO_SPLIT && a->call <= MS_CALL_USE_MEM_POOL && p->m &&
+	    p->syms && !p->err) {
 		uint16_t code;
-		if (ms_mempool_no_split_code(ms_symtab_get_str(p->syms, a->name)->s, &code) == 0 &&
-		    (p->err = ms_model_pool_no_split(p->m, code)))
+		uint8_t call;
+		if ((p->err = ms_pool_marks_take(
+		             &p->marks, a, ms_symtab_get_str(p->syms, a->name)->s, &call, &code)))
 			return p->err;
-		p->r->no_split_pools++;
+		if (call == MS_CALL_MEMPOOL_NO_SPLIT) {
+			if ((p->err = ms_model_pool_no_split(p->m, code)))
+				return p->err;
+			p->r->no_split_pools++;
+		} else if (call == MS_CALL_MEMPOOL_USE_ON_OOM) {
+			if ((p->err = ms_model_pool_use_on_oom(p->m, code)))
+				return p->err;
+			p->r->use_on_oom_pools++;
+		}
 	}
 	return p->o->on_annotation ? p->o->on_annotation(p->o->ctx, a) : MS_OK;
 }
@@ -798,6 +815,7 @@ static ms_status replay(const char *path, const struct ms_trace *t, const struct
 	ms_model_free(p.m);
 	ms_u64map_release(&p.live);
 	ms_u64map_release(&p.pending);
+	ms_pool_marks_release(&p.marks);
 	return s;
 }
 

@@ -178,6 +178,12 @@ struct ms_replay_result {
 	uint64_t empty_cache_marked;
 	/* MemPools the recorder marked as made with no_split=True (never split, §14.6) */
 	uint64_t no_split_pools;
+	/*
+	 * MemPools marked as made with use_on_oom=True, and the allocations the trace puts in one
+	 * outside any use_mem_pool of it: the allocator's fallback chose that pool, and the replay
+	 * asked them of the default pool (its fallback chose again)
+	 */
+	uint64_t use_on_oom_pools, use_on_oom_decided;
 	uint64_t end_segments; /* the trace's end-state segments of the device */
 	uint64_t end_reserved; /* ... and their bytes */
 	/* of them, in a private pool (segment_pool_id not (0, 0): a CUDA graph's, a MemPool's) */

@@ -18,13 +18,15 @@
 #include "common/hash.h"
 #include "common/status.h"
 #include "parse/trace.h"
+#include "replay/pool_marks.h"
 #include "replay/torch/torch_backend.h"
 
 struct tp {
 	const struct mst_api *api;
 	struct ms_replay_result *r;
-	struct ms_u64map live;     /* recorded address -> real pointer */
-	struct ms_u64map deferred; /* free requested, PyTorch kept the block: address -> pointer */
+	struct ms_u64map live;      /* recorded address -> real pointer */
+	struct ms_u64map deferred;  /* free requested, PyTorch kept the block: address -> pointer */
+	struct ms_pool_marks marks; /* the recorder's pool marks so far */
 	size_t cap_produced, cap_recorded;
 	uint64_t index;
 	ms_status err;
@@ -106,19 +108,9 @@ static ms_status run(struct tp *p, const struct ms_trace *t, const struct ms_rep
 	char err[1024];
 	size_t next_ec = 0;
 
-	/* MemPools made with no_split=True (the recorder marks each as it is made, before any use)
-	 */
-	for (size_t i = 0; i < t->n_anns; i++) {
-		uint16_t code;
-		uint64_t id[2];
-		if (t->anns[i].call != MS_CALL_MEMPOOL_NO_SPLIT ||
-		    ms_mempool_no_split_code(ms_symtab_get_str(&t->syms, t->anns[i].name)->s,
-		                             &code))
-			continue;
-		ms_pool_id(code, id);
-		p->api->no_split(id[0], id[1]);
-		r->no_split_pools++;
-	}
+	size_t next_ann = 0;
+	ms_status s;
+
 	for (size_t i = 0; i < t->n_events && !p->err; i++) {
 		const struct ms_event *e = &t->events[i];
 		uint64_t ptr, *v;
@@ -126,6 +118,39 @@ static ms_status run(struct tp *p, const struct ms_trace *t, const struct ms_rep
 
 		p->index = i;
 		r->events_total++;
+		/* the recorder's pool marks before this event: MemPools made with no_split=True or
+		 * use_on_oom=True, use_mem_pool's scopes */
+		for (; next_ann < t->n_anns && t->anns[next_ann].event_index <= i; next_ann++) {
+			const struct ms_annotation *a = &t->anns[next_ann];
+			uint16_t code;
+			uint8_t call;
+			uint64_t id[2];
+			if (a->call < MS_CALL_MEMPOOL_NO_SPLIT || a->call > MS_CALL_USE_MEM_POOL)
+				continue;
+			if ((s = ms_pool_marks_take(&p->marks, a,
+			                            ms_symtab_get_str(&t->syms, a->name)->s, &call,
+			                            &code)))
+				return s;
+			ms_pool_id(code, id);
+			if (call == MS_CALL_MEMPOOL_NO_SPLIT) {
+				if (p->api->no_split(id[0], id[1]) && !r->no_split_pools)
+					ms__diag_warn(
+					        d,
+					        "PyTorch %s's allocator has no "
+					        "MemPool(no_split=True): the replay splits that "
+					        "pool's blocks",
+					        p->api->torch_version());
+				r->no_split_pools++;
+			} else if (call == MS_CALL_MEMPOOL_USE_ON_OOM) {
+				if (p->api->use_on_oom(id[0], id[1]) && !r->use_on_oom_pools)
+					ms__diag_warn(d,
+					              "PyTorch %s's allocator has no "
+					              "MemPool(use_on_oom=True): the replay never "
+					              "falls back to that pool",
+					              p->api->torch_version());
+				r->use_on_oom_pools++;
+			}
+		}
 		/* the program's empty_cache() before this event, where the model put it (whatever
 		 * the event: another device's or a raw CUDA call's comes after it too) */
 		while (next_ec < n_ec && ec_at[next_ec] <= i) {
@@ -147,10 +172,14 @@ static ms_status run(struct tp *p, const struct ms_trace *t, const struct ms_rep
 		switch (e->action) {
 		case MS_ACT_ALLOC:
 		case MS_ACT_OOM: {
-			/* the pool the trace names; one it does not, the default pools */
+			/* the pool the trace names (one it does not, the default pools), but a
+			   use_on_oom pool's outside use_mem_pool is PyTorch's to choose again */
 			uint64_t id[2] = {0, 0};
-			if (e->pool != MS_POOL_UNKNOWN)
-				ms_pool_id(e->pool, id);
+			uint16_t pool = ms_pool_marks_route(&p->marks, e->pool);
+			if (pool != e->pool)
+				r->use_on_oom_decided++;
+			if (pool != MS_POOL_UNKNOWN)
+				ms_pool_id(pool, id);
 			rc = p->api->malloc(e->size, e->stream, id[0], id[1], &ptr, err,
 			                    sizeof(err));
 			drain(p);
@@ -349,6 +378,7 @@ ms_status ms_replay_torch(const char *path, const struct ms_trace *trace, const 
 	p.api->close();
 	ms_u64map_release(&p.live);
 	ms_u64map_release(&p.deferred);
+	ms_pool_marks_release(&p.marks);
 	ms_trace_free(owned);
 	return s;
 }

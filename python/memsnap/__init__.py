@@ -30,9 +30,12 @@ _START, _END, _MARK = 0, 1, 2
 # the phase around every torch.cuda.empty_cache() (common/event.h MS_EMPTY_CACHE_PHASE): the
 # replay empties its model's cache there, also where the call had nothing to give back
 _EMPTY_CACHE_PHASE = "torch.cuda.empty_cache"
-# a mark for each torch.cuda.MemPool made with no_split=True, its id after it (common/event.h
-# MS_MEMPOOL_NO_SPLIT_MARK): the replay never splits that pool's blocks
+# a mark for each torch.cuda.MemPool made with no_split=True or use_on_oom=True, its id after
+# it, and a phase around each torch.cuda.use_mem_pool (common/event.h): the replay never splits
+# a no_split pool's blocks, and chooses again where the allocator fell back to a use_on_oom pool
 _NO_SPLIT_MARK = "torch.cuda.MemPool(no_split=True) "
+_USE_ON_OOM_MARK = "torch.cuda.MemPool(use_on_oom=True) "
+_USE_MEM_POOL_PHASE = "torch.cuda.use_mem_pool "
 
 
 class _Device(ctypes.Structure):
@@ -195,6 +198,7 @@ def _start(path, stacks, max_frames, flush_ms):
         _mark_empty_cache(torch)
         _mark_optimizer_steps(torch)
         _mark_mempools(torch)
+        _mark_use_mem_pool(torch)
         _rec = r
 
 
@@ -237,8 +241,9 @@ def _mark_optimizer_steps(torch):
 
 
 def _mark_mempools(torch):
-    """Mark each torch.cuda.MemPool made with no_split=True (PyTorch 2.11 and later): a
-    snapshot does not say which pools split their blocks, and the replay must know."""
+    """Mark each torch.cuda.MemPool made with no_split=True or use_on_oom=True: a snapshot does
+    not say which pools split their blocks or serve the default pool's requests when it is full,
+    and the replay must know."""
     pool = getattr(torch.cuda, "MemPool", None)
     if pool is None or getattr(pool.__init__, "_memsnap_marks", False):
         return
@@ -248,7 +253,9 @@ def _mark_mempools(torch):
         sig = inspect.signature(orig)
     except (TypeError, ValueError):
         return
-    if "no_split" not in sig.parameters:
+    flags = [(k, m) for k, m in (("no_split", _NO_SPLIT_MARK), ("use_on_oom", _USE_ON_OOM_MARK))
+             if k in sig.parameters]
+    if not flags:
         return
 
     def __init__(self, *args, **kwargs):
@@ -257,17 +264,57 @@ def _mark_mempools(torch):
         if r is None:
             return
         try:
-            no_split = sig.bind(self, *args, **kwargs).arguments.get("no_split", False)
+            given = sig.bind(self, *args, **kwargs).arguments
         except TypeError:
             return
-        if no_split:
-            a, b = self.id
-            _lib.msr_annotate(r, _ANN_PHASE, _MARK, f"{_NO_SPLIT_MARK}({a}, {b})".encode(), 0)
+        a, b = self.id
+        for key, mark in flags:
+            if given.get(key, False):
+                _lib.msr_annotate(r, _ANN_PHASE, _MARK, f"{mark}({a}, {b})".encode(), 0)
 
     __init__.__doc__ = orig.__doc__
     __init__.__wrapped__ = orig
     __init__._memsnap_marks = True
     pool.__init__ = __init__
+
+
+def _mark_use_mem_pool(torch):
+    """Put each torch.cuda.use_mem_pool inside a phase naming its pool: the allocations that
+    PyTorch puts in a use_on_oom pool outside any were its fallback's choice, not the program's.
+    use_mem_pool calls torch.cuda.memory's _cuda_beginAllocateCurrentThreadToPool and
+    _cuda_endAllocateToPool by those names; where a version has neither, nothing is marked."""
+    mem = torch.cuda.memory
+    begin = getattr(mem, "_cuda_beginAllocateCurrentThreadToPool", None)
+    end = getattr(mem, "_cuda_endAllocateToPool", None)
+    if begin is None or end is None or getattr(begin, "_memsnap_marks", False):
+        return
+
+    def mark(stage, device, pool_id):
+        r = _rec
+        if r is None:
+            return
+        try:
+            a, b = pool_id
+            name = f"{_USE_MEM_POOL_PHASE}({int(a)}, {int(b)})".encode()
+        except (TypeError, ValueError):
+            return
+        _lib.msr_annotate(r, _ANN_PHASE, stage, name, int(device) if device is not None else 0)
+
+    def begin_marked(device, pool_id, *args, **kwargs):
+        out = begin(device, pool_id, *args, **kwargs)
+        mark(_START, device, pool_id)
+        return out
+
+    def end_marked(device, pool_id, *args, **kwargs):
+        mark(_END, device, pool_id)
+        return end(device, pool_id, *args, **kwargs)
+
+    for f, o in ((begin_marked, begin), (end_marked, end)):
+        f.__doc__ = getattr(o, "__doc__", None)
+        f.__wrapped__ = o
+        f._memsnap_marks = True
+    mem._cuda_beginAllocateCurrentThreadToPool = begin_marked
+    mem._cuda_endAllocateToPool = end_marked
 
 
 def _mark_empty_cache(torch):

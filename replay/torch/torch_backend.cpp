@@ -470,12 +470,63 @@ void release_pool(uint64_t first, uint64_t second)
 	}
 }
 
-void no_split(uint64_t first, uint64_t second)
+/*
+ * The MemPool settings, where this PyTorch's allocator has them (setNoSplit from 2.11,
+ * setUseOnOOM from 2.8, with a third argument in later versions): found at compile time, so
+ * that the plugin builds against any version and says which it lacks.
+ */
+template <typename A>
+auto set_no_split(A *a, c10::DeviceIndex dev, c10::cuda::MempoolId_t id, int)
+        -> decltype(a->setNoSplit(dev, id), bool())
+{
+	a->setNoSplit(dev, id);
+	return true;
+}
+template <typename A> bool set_no_split(A *, c10::DeviceIndex, c10::cuda::MempoolId_t, long)
+{
+	return false;
+}
+template <typename A>
+auto set_use_on_oom(A *a, c10::DeviceIndex dev, c10::cuda::MempoolId_t id, int)
+        -> decltype(a->setUseOnOOM(dev, id, true), bool())
+{
+	a->setUseOnOOM(dev, id, true);
+	return true;
+}
+template <typename A>
+auto set_use_on_oom(A *a, c10::DeviceIndex dev, c10::cuda::MempoolId_t id, long)
+        -> decltype(a->setUseOnOOM(dev, id), bool())
+{
+	a->setUseOnOOM(dev, id);
+	return true;
+}
+template <typename A> bool set_use_on_oom(A *, c10::DeviceIndex, c10::cuda::MempoolId_t, ...)
+{
+	return false;
+}
+
+int no_split(uint64_t first, uint64_t second)
 {
 	try {
-		CCA::setNoSplit(static_cast<c10::DeviceIndex>(g_device), {first, second});
+		return set_no_split(CCA::get(), static_cast<c10::DeviceIndex>(g_device),
+		                    {first, second}, 0)
+		               ? 0
+		               : -1;
 	} catch (const std::exception &) {
-		// an allocator without it: the replay then differs there, and verify says so
+		return -1;
+	}
+}
+
+int use_on_oom(uint64_t first, uint64_t second)
+{
+	auto dev = static_cast<c10::DeviceIndex>(g_device);
+	try {
+		// made now and kept, as the MemPool that owns it keeps it, until release_pool
+		if (g_pools.insert({first, second}).second)
+			CCA::get()->createOrIncrefPool(dev, {first, second});
+		return set_use_on_oom(CCA::get(), dev, {first, second}, 0) ? 0 : -1;
+	} catch (const std::exception &) {
+		return -1;
 	}
 }
 
@@ -568,7 +619,7 @@ const mst_api g_api = {MST_ABI,      torch_version, open_backend, place,
                        mem_info,     do_malloc,     release_pool, do_free,
                        free_request, free_complete, empty_cache,  take_segments,
                        stats,        segments,      deviations,   close_backend,
-                       no_split};
+                       no_split,     use_on_oom};
 
 } // namespace
 

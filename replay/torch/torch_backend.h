@@ -14,7 +14,7 @@
 extern "C" {
 #endif
 
-#define MST_ABI 7
+#define MST_ABI 8
 
 /* A segment event of the real allocator (its trace tracker): PyTorch's action numbers. */
 struct mst_seg {
@@ -93,8 +93,17 @@ struct mst_api {
 	void (*deviations)(uint64_t *misplaced_segments, uint64_t *forced_frees);
 	/* Free everything this replay holds and empty the cache. */
 	void (*close)(void);
-	/* The private pool (pool_first, pool_second) is a MemPool made with no_split=True. */
-	void (*no_split)(uint64_t pool_first, uint64_t pool_second);
+	/*
+	 * The private pool (pool_first, pool_second) is a MemPool made with no_split=True. Returns
+	 * 0, or -1 where this PyTorch's allocator has no such setting.
+	 */
+	int (*no_split)(uint64_t pool_first, uint64_t pool_second);
+	/*
+	 * The private pool (pool_first, pool_second) is a MemPool made with use_on_oom=True: made
+	 * now, kept until release_pool, and tried by the allocator when a request of the default
+	 * pools cannot be served. Returns 0, or -1 where this PyTorch's allocator cannot.
+	 */
+	int (*use_on_oom)(uint64_t pool_first, uint64_t pool_second);
 };
 
 /* The plugin's one exported symbol. */

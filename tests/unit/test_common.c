@@ -313,7 +313,8 @@ Test(common, names)
 	cr_assert_str_eq(ms_strerror(MS_ERR_UNSAFE), "refused to execute code in input");
 }
 
-/* The recorder's marks: empty_cache's phase, and a MemPool made with no_split=True with its id. */
+/* The recorder's marks: empty_cache's phase, MemPools made with no_split=True or use_on_oom=True,
+ * and use_mem_pool's phase, each with its pool's id. */
 Test(common, annotation_calls)
 {
 	uint16_t code = 0, want = 0;
@@ -321,16 +322,27 @@ Test(common, annotation_calls)
 	cr_assert_eq(ms_ann_call_of(MS_ANN_PHASE, "torch.cuda.empty_cache"), MS_CALL_EMPTY_CACHE);
 	cr_assert_eq(ms_ann_call_of(MS_ANN_PHASE, "torch.cuda.MemPool(no_split=True) (0, 3)"),
 	             MS_CALL_MEMPOOL_NO_SPLIT);
-	cr_assert_eq(ms_mempool_no_split_code("torch.cuda.MemPool(no_split=True) (0, 3)", &code),
-	             0);
+	cr_assert_eq(ms_ann_pool_mark("torch.cuda.MemPool(no_split=True) (0, 3)", &code),
+	             MS_CALL_MEMPOOL_NO_SPLIT);
 	cr_assert_eq(ms_pool_code(0, 3, &want), 0);
 	cr_assert_eq(code, want);
+	cr_assert_eq(ms_ann_pool_mark("torch.cuda.MemPool(use_on_oom=True) (0, 1)", &code),
+	             MS_CALL_MEMPOOL_USE_ON_OOM);
+	cr_assert_eq(ms_pool_code(0, 1, &want), 0);
+	cr_assert_eq(code, want);
+	cr_assert_eq(ms_ann_call_of(MS_ANN_PHASE, "torch.cuda.use_mem_pool (0, 2)"),
+	             MS_CALL_USE_MEM_POOL);
+	cr_assert_eq(ms_ann_pool_mark("torch.cuda.use_mem_pool (0, 2)", &code),
+	             MS_CALL_USE_MEM_POOL);
+	cr_assert_eq(ms_pool_code(0, 2, &want), 0);
+	cr_assert_eq(code, want);
 	/* anything else is no mark: another id form, trailing text, both halves, a step */
-	cr_assert_eq(ms_mempool_no_split_code("torch.cuda.MemPool(no_split=True) (0, 3) x", &code),
-	             -1);
-	cr_assert_eq(ms_mempool_no_split_code("torch.cuda.MemPool(no_split=True) 3", &code), -1);
-	cr_assert_eq(ms_mempool_no_split_code("torch.cuda.MemPool(no_split=True) (2, 3)", &code),
-	             -1);
+	cr_assert_eq(ms_ann_pool_mark("torch.cuda.MemPool(no_split=True) (0, 3) x", &code),
+	             MS_CALL_NONE);
+	cr_assert_eq(ms_ann_pool_mark("torch.cuda.MemPool(no_split=True) 3", &code), MS_CALL_NONE);
+	cr_assert_eq(ms_ann_pool_mark("torch.cuda.MemPool(no_split=True) (2, 3)", &code),
+	             MS_CALL_NONE);
+	cr_assert_eq(ms_ann_pool_mark("torch.cuda.use_mem_pool", &code), MS_CALL_NONE);
 	cr_assert_eq(ms_ann_call_of(MS_ANN_STEP, "torch.cuda.MemPool(no_split=True) (0, 3)"),
 	             MS_CALL_NONE);
 	cr_assert_eq(ms_ann_call_of(MS_ANN_PHASE, "forward"), MS_CALL_NONE);

@@ -152,6 +152,52 @@ Test(pools, private_request_does_not_flush_the_default_cache)
 	ms_model_free(m);
 }
 
+/*
+ * §14.6: a request of the default pool that no new segment can serve takes a free block of a
+ * use_on_oom MemPool (split there, and the pool's), before any cached segment is given back;
+ * without the mark, or once the pool is released, it flushes the default cache and retries.
+ */
+Test(pools, use_on_oom_pool_serves_the_full_default_pool)
+{
+	for (int marked = 0; marked < 3; marked++) {
+		struct th_segs s = {{0}, {0}, 0};
+		struct ms_model *m = model(100 * MiB, &s);
+		struct ms_model_block *a, *held[3], *b;
+		int64_t pool_before;
+
+		cr_assert_eq(ms_model_malloc_pool(m, 40 * MiB, 0, MEMPOOL1, &a, NULL), MS_OK);
+		release(m, a); /* 40 MiB cached in the MemPool */
+		if (marked)
+			cr_assert_eq(ms_model_pool_use_on_oom(m, MEMPOOL1), MS_OK);
+		if (marked == 2)
+			cr_assert_eq(ms_model_release_pool(m, MEMPOOL1), MS_OK);
+		cr_assert_eq(ms_model_malloc(m, 20 * MiB, 0, &held[0], NULL), MS_OK);
+		cr_assert_eq(ms_model_malloc(m, 20 * MiB, 0, &held[1], NULL), MS_OK);
+		release(m, held[1]); /* 20 MiB cached in the default pool: 80 MiB reserved */
+		cr_assert_eq(s.n, 3);
+		cr_assert_eq(ms_model_fits_without_release(m, 30 * MiB, 0), marked == 1);
+		pool_before = pool(m, MEMPOOL1)->allocated_bytes.current;
+		cr_assert_eq(ms_model_malloc(m, 30 * MiB, 0, &b, NULL), MS_OK);
+		cr_assert_not_null(b);
+		if (marked == 1) {
+			/* from the MemPool's cached block, split: no segment event at all */
+			cr_assert_eq(s.n, 3);
+			cr_assert_eq(pool(m, MEMPOOL1)->allocated_bytes.current - pool_before,
+			             (int64_t)(30 * MiB));
+			held[1] = b;
+			check(m, held, 2);
+		} else {
+			/* the default pool's flush and retry: the cached segments go, a new one
+			   comes (the released MemPool's too) */
+			cr_assert_gt(s.n, 3);
+			cr_assert_eq(s.action[3], MS_ACT_SEGMENT_FREE);
+			cr_assert_eq(s.action[s.n - 1], MS_ACT_SEGMENT_ALLOC);
+			cr_assert_eq(pool(m, MEMPOOL1)->allocated_bytes.current, pool_before);
+		}
+		ms_model_free(m);
+	}
+}
+
 /* The model's snapshot names each segment's pool, as PyTorch's segment_pool_id. */
 Test(pools, snapshot_carries_pool_ids)
 {
