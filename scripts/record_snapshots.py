@@ -754,6 +754,50 @@ def c_mempool_on_oom(cx):
     cx.finish()
 
 
+def _mempool_on_oom_fixed(cx, limit_gib):
+    """The same allocations whatever the limit: a use_on_oom MemPool caching a free 40 MiB
+    block, nineteen 100 MiB tensors and eleven of 12 MiB outside any pool."""
+    import torch
+    MiB = 1 << 20
+    if "use_on_oom" not in str(inspect.signature(torch.cuda.MemPool.__init__)):
+        print("torch.cuda.MemPool has no use_on_oom")
+        sys.exit(SKIP)
+    total = torch.cuda.mem_get_info(0)[1]
+    cx.fraction(limit_gib * GiB / total)
+    cx.history(enabled="all", context="all", stacks="python")
+
+    def t(n):
+        return torch.empty(n, dtype=torch.uint8, device="cuda")
+    pool = torch.cuda.MemPool(use_on_oom=True)
+    with torch.cuda.use_mem_pool(pool):
+        a = t(40 * MiB)
+    del a
+    held = [t(100 * MiB) for _ in range(19)]
+    small = [t(12 * MiB) for _ in range(11)]
+    cx.truth["in_pool"] = sum(
+        any(seg["address"] <= x.data_ptr() < seg["address"] + seg["total_size"]
+            for seg in pool.snapshot()) for x in small)
+    cx.truth["pool_id"] = list(pool.id)
+    cx.truth["end"] = moment()
+    del held, small
+    cx.finish()
+
+
+@case("mempool_on_oom_fixed", "torch.cuda.MemPool(use_on_oom=True) under a 2 GiB per-process "
+      "limit: a 40 MiB tensor made in the pool and freed (cached there), then nineteen 100 MiB "
+      "tensors and eleven of 12 MiB outside any pool: the last three 12 MiB ones do not fit and "
+      "the pool's cached block serves them; history on from the start")
+def c_mempool_on_oom_fixed(cx):
+    _mempool_on_oom_fixed(cx, 2)
+
+
+@case("mempool_on_oom_roomy", "the allocations of mempool_on_oom_fixed under a 2.25 GiB limit, "
+      "where all eleven 12 MiB tensors fit in the default pool: what a replay of "
+      "mempool_on_oom_fixed with that limit must predict")
+def c_mempool_on_oom_roomy(cx):
+    _mempool_on_oom_fixed(cx, 2.25)
+
+
 @case("mempool_no_split", "torch.cuda.MemPool(no_split=True), then the same in a MemPool without "
       "it: in each, a 30 MiB tensor made and freed (its segment cached in the pool), two 10 MiB "
       "tensors (no_split: the first takes the cached 30 MiB block whole, the second a new "
@@ -1150,7 +1194,8 @@ ORDER = ["ring_wrap", "late_history", "late_after_empty_cache", "state_only", "n
          "bare_list", "no_traces", "oom_outside", "oom_fraction", "ddp_gloo", "hf_gpt2",
          "lightning", "timm", "stacks_all", "fsdp2", "hf_gpt2_long", "graph_pools",
          "compile_reduce_overhead", "mempool", "graph_step_adam", "graphed_callables",
-         "decode_graphs", "mempool_on_oom", "mempool_no_split", "graph_pools_expandable",
+         "decode_graphs", "mempool_on_oom", "mempool_on_oom_fixed", "mempool_on_oom_roomy",
+         "mempool_no_split", "graph_pools_expandable",
          "compile_reduce_overhead_expandable", "mempool_expandable", "graph_step_adam_expandable",
          "decode_graphs_expandable", "explain_adamw", "explain_sgd", "explain_leak",
          "explain_hf_gpt2", "explain_lightning"] + list(SETTINGS)
