@@ -560,6 +560,17 @@ ms_status ms_model_pool_no_split(struct ms_model *m, uint16_t pool)
 	return MS_OK;
 }
 
+void ms_model_empty_pool_cache(struct ms_model *m, uint16_t pool)
+{
+	int slot = pool_find(m, pool);
+
+	m->st.num_sync_all_streams++;
+	if (slot > 0) {
+		release_pool(m, &m->priv[slot - 1].small);
+		release_pool(m, &m->priv[slot - 1].large);
+	}
+}
+
 ms_status ms_model_pool_use_on_oom(struct ms_model *m, uint16_t pool)
 {
 	int slot = ms__model_pool_slot(m, pool);

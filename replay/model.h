@@ -146,6 +146,9 @@ ms_status ms_model_free_completed(struct ms_model *m, struct ms_model_block *b);
 void ms_model_set_device_memory(struct ms_model *m, uint64_t bytes);
 /* torch.cuda.empty_cache(): release every cached segment with nothing allocated in it. */
 void ms_model_empty_cache(struct ms_model *m);
+/* emptyCache(pool) of a private pool (a MemPool's destructor): that pool's free segments alone
+ * go back, the same way (§14.5). */
+void ms_model_empty_pool_cache(struct ms_model *m, uint16_t pool);
 
 /* The caller's labels on a block (a replay stores the allocating event and its stack). */
 void ms_model_block_set_tag(struct ms_model_block *b, uint64_t index, uint32_t stack);

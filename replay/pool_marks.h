@@ -20,7 +20,7 @@ struct ms_pool_marks {
 		uint16_t code;
 		uint8_t use_on_oom;
 		uint32_t open; /* use_mem_pool scopes of it open now */
-	} *pools;
+	} * pools;
 	size_t n, cap;
 };
 

@@ -13,6 +13,8 @@
 #include "replay/pool_marks.h"
 #include "replay/site.h"
 
+#define PEND_MIXED UINT32_MAX /* pending frees of several pools */
+
 struct rp {
 	struct ms_pool_marks marks; /* the recorder's pool marks so far */
 	const struct ms_replay_opts *o;
@@ -34,6 +36,7 @@ struct rp {
 	/* recorded segment frees not yet matched by the model's own */
 	uint64_t pend_free_bytes;
 	size_t pend_frees;
+	uint32_t pend_pool; /* the pool of every pending free, or PEND_MIXED */
 	uint64_t pend_index;
 	size_t model_frees_unmatched;
 	int64_t peak_seen, peak_alloc_seen;
@@ -249,23 +252,36 @@ static ms_status r_begin(void *ctx, const struct ms_meta *meta, const struct ms_
 }
 
 /* The program's empty_cache(), before event index. */
-static void empty_cache(struct rp *p, uint64_t index)
+static void empty_cache(struct rp *p, uint64_t index, uint16_t pool)
 {
-	p->r->empty_cache_calls++;
-	if (ms_grow(&p->r->empty_cache_at, &p->r->cap_empty_cache_at, p->r->n_empty_cache_at + 1,
-	            sizeof(uint64_t)) == 0)
-		p->r->empty_cache_at[p->r->n_empty_cache_at++] = index;
-	else
+	struct ms_replay_result *r = p->r;
+	size_t cap = r->cap_empty_cache_at;
+
+	r->empty_cache_calls++;
+	if (ms_grow(&r->empty_cache_at, &r->cap_empty_cache_at, r->n_empty_cache_at + 1,
+	            sizeof(uint64_t)) == 0 &&
+	    ms_grow(&r->empty_cache_pool, &cap, r->n_empty_cache_at + 1, sizeof(uint16_t)) == 0) {
+		r->empty_cache_at[r->n_empty_cache_at] = index;
+		r->empty_cache_pool[r->n_empty_cache_at++] = pool;
+	} else {
 		p->err = MS_ERR_NOMEM;
-	ms_model_empty_cache(p->m);
+	}
+	if (pool == MS_POOL_DEFAULT)
+		ms_model_empty_cache(p->m);
+	else
+		ms_model_empty_pool_cache(p->m, pool);
 }
 
-/* Recorded frees the model did not make, before an event that is no malloc: empty_cache(). */
+/*
+ * Recorded frees the model did not make, before an event that is no malloc: empty_cache(), or,
+ * where every one was of one released private pool, that pool's own (a MemPool's destructor
+ * empties its pool's cache alone).
+ */
 static void flush_pending(struct rp *p)
 {
 	if (!p->pend_frees)
 		return;
-	empty_cache(p, p->index);
+	empty_cache(p, p->index, p->pend_pool == PEND_MIXED ? MS_POOL_DEFAULT : p->pend_pool);
 	p->pend_frees = 0;
 	p->pend_free_bytes = 0;
 }
@@ -657,8 +673,13 @@ static ms_status r_event(void *ctx, const struct ms_event *e)
 		if (p->model_frees_unmatched) {
 			p->model_frees_unmatched--;
 		} else {
-			if (!p->pend_frees)
+			uint16_t pool = e->pool == MS_POOL_UNKNOWN ? MS_POOL_DEFAULT : e->pool;
+			if (!p->pend_frees) {
 				p->pend_index = p->index;
+				p->pend_pool = pool;
+			} else if (p->pend_pool != pool) {
+				p->pend_pool = PEND_MIXED;
+			}
 			p->pend_frees++;
 			p->pend_free_bytes += e->size;
 		}
@@ -699,7 +720,7 @@ static ms_status r_annotation(void *ctx, const struct ms_annotation *a)
 		flush_pending(p);
 		p->index =
 		        p->r->events_total; /* the model's frees are logged before the next event */
-		empty_cache(p, p->index);
+		empty_cache(p, p->index, MS_POOL_DEFAULT);
 		p->index = index;
 		p->r->empty_cache_marked++;
 	}
@@ -914,6 +935,8 @@ void ms_replay_result_release(struct ms_replay_result *r)
 	r->n_produced = r->n_recorded = 0;
 	ms_free(r->empty_cache_at);
 	r->empty_cache_at = NULL;
+	ms_free(r->empty_cache_pool);
+	r->empty_cache_pool = NULL;
 	ms_free(r->end_segs);
 	r->end_segs = NULL;
 	r->n_end_segs = 0;

@@ -204,8 +204,13 @@ struct ms_replay_result {
 	size_t n_pools;
 	uint64_t mid_run_unmatched; /* a replay from a rebuilt state: the first replay's
 	                               unmatched_frees */
-	/* where the model placed the program's empty_cache() calls: before these events */
+	/*
+	 * where the model placed the program's empty_cache() calls: before these events; and of
+	 * each, the pool it emptied: MS_POOL_DEFAULT every cache (torch.cuda.empty_cache()), a
+	 * private pool's code that pool's alone (a MemPool's destructor)
+	 */
 	uint64_t *empty_cache_at;
+	uint16_t *empty_cache_pool;
 	size_t n_empty_cache_at, cap_empty_cache_at;
 	/* the backend's own OOM message (--backend torch: PyTorch's), or "" */
 	char backend_message[1024];

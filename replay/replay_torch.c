@@ -101,8 +101,21 @@ static int completes_next(const struct ms_trace *t, size_t i, uint32_t device)
 	return 0;
 }
 
+/* The program's empty_cache() number k, as the model placed it: every cache, or one pool's. */
+static void empty_cache(struct tp *p, const uint16_t *ec_pool, size_t k)
+{
+	uint64_t id[2];
+
+	if (!ec_pool || ec_pool[k] == MS_POOL_DEFAULT) {
+		p->api->empty_cache();
+		return;
+	}
+	ms_pool_id(ec_pool[k], id);
+	p->api->empty_pool_cache(id[0], id[1]);
+}
+
 static ms_status run(struct tp *p, const struct ms_trace *t, const struct ms_replay_opts *o,
-                     const uint64_t *ec_at, size_t n_ec, struct ms_diag *d)
+                     const uint64_t *ec_at, const uint16_t *ec_pool, size_t n_ec, struct ms_diag *d)
 {
 	struct ms_replay_result *r = p->r;
 	char err[1024];
@@ -155,7 +168,7 @@ static ms_status run(struct tp *p, const struct ms_trace *t, const struct ms_rep
 		 * the event: another device's or a raw CUDA call's comes after it too) */
 		while (next_ec < n_ec && ec_at[next_ec] <= i) {
 			if (ec_at[next_ec++] == i) {
-				p->api->empty_cache();
+				empty_cache(p, ec_pool, next_ec - 1);
 				drain(p);
 				r->empty_cache_calls++;
 			}
@@ -255,7 +268,7 @@ static ms_status run(struct tp *p, const struct ms_trace *t, const struct ms_rep
 	/* and those after the last event (the model places them at t->n_events) */
 	while (!p->err && next_ec < n_ec && ec_at[next_ec++] >= t->n_events) {
 		p->index = t->n_events;
-		p->api->empty_cache();
+		empty_cache(p, ec_pool, next_ec - 1);
 		drain(p);
 		r->empty_cache_calls++;
 	}
@@ -363,7 +376,8 @@ ms_status ms_replay_torch(const char *path, const struct ms_trace *trace, const 
 			p.api->place(pairs, n);
 		ms_free(pairs);
 	}
-	s = run(&p, t, o, model->empty_cache_at, model->n_empty_cache_at, d);
+	s = run(&p, t, o, model->empty_cache_at, model->empty_cache_pool, model->n_empty_cache_at,
+	        d);
 	if (!r->has_oom)
 		fill_stats(&p);
 	else {

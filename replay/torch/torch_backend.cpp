@@ -517,6 +517,27 @@ int no_split(uint64_t first, uint64_t second)
 	}
 }
 
+template <typename A>
+auto empty_cache_of(A *a, c10::cuda::MempoolId_t id, int) -> decltype(a->emptyCache(id), void())
+{
+	a->emptyCache(id);
+}
+template <typename A> void empty_cache_of(A *a, c10::cuda::MempoolId_t, long)
+{
+	a->emptyCache(); // an allocator without per-pool emptying: every cache
+}
+
+void empty_pool_cache(uint64_t first, uint64_t second)
+{
+	try {
+		complete_all();
+		busy b;
+		empty_cache_of(CCA::get(), {first, second}, 0);
+	} catch (const std::exception &) {
+		// nothing to give back
+	}
+}
+
 int use_on_oom(uint64_t first, uint64_t second)
 {
 	auto dev = static_cast<c10::DeviceIndex>(g_device);
@@ -619,7 +640,7 @@ const mst_api g_api = {MST_ABI,      torch_version, open_backend, place,
                        mem_info,     do_malloc,     release_pool, do_free,
                        free_request, free_complete, empty_cache,  take_segments,
                        stats,        segments,      deviations,   close_backend,
-                       no_split,     use_on_oom};
+                       no_split,     use_on_oom,    empty_pool_cache};
 
 } // namespace
 

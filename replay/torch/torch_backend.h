@@ -104,6 +104,9 @@ struct mst_api {
 	 * pools cannot be served. Returns 0, or -1 where this PyTorch's allocator cannot.
 	 */
 	int (*use_on_oom)(uint64_t pool_first, uint64_t pool_second);
+	/* emptyCache of the private pool (pool_first, pool_second) alone, as a MemPool's destructor
+	 * empties its own pool's cache. */
+	void (*empty_pool_cache)(uint64_t pool_first, uint64_t pool_second);
 };
 
 /* The plugin's one exported symbol. */
