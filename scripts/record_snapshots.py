@@ -708,6 +708,26 @@ def c_decode_graphs(cx):
     cx.finish()
 
 
+def _use_on_oom_pool(cx, limit_gib):
+    """Under a limit of limit_gib GiB, with history on: a MemPool(use_on_oom=True) holding a
+    free 40 MiB block, and a maker of uint8 tensors of n bytes."""
+    import torch
+    if "use_on_oom" not in str(inspect.signature(torch.cuda.MemPool.__init__)):
+        print("torch.cuda.MemPool has no use_on_oom")
+        sys.exit(SKIP)
+    total = torch.cuda.mem_get_info(0)[1]
+    cx.fraction(limit_gib * GiB / total)
+    cx.history(enabled="all", context="all", stacks="python")
+
+    def t(n):
+        return torch.empty(n, dtype=torch.uint8, device="cuda")
+    pool = torch.cuda.MemPool(use_on_oom=True)
+    with torch.cuda.use_mem_pool(pool):
+        a = t(40 << 20)
+    del a
+    return pool, t
+
+
 @case("mempool_on_oom", "torch.cuda.MemPool(use_on_oom=True) under a 2 GiB per-process limit: a "
       "40 MiB tensor made in the pool and freed (cached there), the default pool filled with "
       "100 MiB tensors until one fails, then with 12 MiB ones (which the pool's cached block "
@@ -716,19 +736,7 @@ def c_decode_graphs(cx):
 def c_mempool_on_oom(cx):
     import torch
     MiB = 1 << 20
-    if "use_on_oom" not in str(inspect.signature(torch.cuda.MemPool.__init__)):
-        print("torch.cuda.MemPool has no use_on_oom")
-        sys.exit(SKIP)
-    total = torch.cuda.mem_get_info(0)[1]
-    cx.fraction(2 * GiB / total)
-    cx.history(enabled="all", context="all", stacks="python")
-
-    def t(n):
-        return torch.empty(n, dtype=torch.uint8, device="cuda")
-    pool = torch.cuda.MemPool(use_on_oom=True)
-    with torch.cuda.use_mem_pool(pool):
-        a = t(40 * MiB)
-    del a
+    pool, t = _use_on_oom_pool(cx, 2)
     held = []
     try:
         while True:
@@ -757,21 +765,8 @@ def c_mempool_on_oom(cx):
 def _mempool_on_oom_fixed(cx, limit_gib):
     """The same allocations whatever the limit: a use_on_oom MemPool caching a free 40 MiB
     block, nineteen 100 MiB tensors and eleven of 12 MiB outside any pool."""
-    import torch
     MiB = 1 << 20
-    if "use_on_oom" not in str(inspect.signature(torch.cuda.MemPool.__init__)):
-        print("torch.cuda.MemPool has no use_on_oom")
-        sys.exit(SKIP)
-    total = torch.cuda.mem_get_info(0)[1]
-    cx.fraction(limit_gib * GiB / total)
-    cx.history(enabled="all", context="all", stacks="python")
-
-    def t(n):
-        return torch.empty(n, dtype=torch.uint8, device="cuda")
-    pool = torch.cuda.MemPool(use_on_oom=True)
-    with torch.cuda.use_mem_pool(pool):
-        a = t(40 * MiB)
-    del a
+    pool, t = _use_on_oom_pool(cx, limit_gib)
     held = [t(100 * MiB) for _ in range(19)]
     small = [t(12 * MiB) for _ in range(11)]
     cx.truth["in_pool"] = sum(
