@@ -316,6 +316,7 @@ static cJSON *json_report(const char *path, uint32_t device, const struct ms_rep
 	ms_json_u64(o, "no_split_pools", r->no_split_pools);
 	ms_json_u64(o, "use_on_oom_pools", r->use_on_oom_pools);
 	ms_json_u64(o, "use_on_oom_decided", r->use_on_oom_decided);
+	ms_json_u64(o, "limit_marks", r->limit_marks);
 	ms_json_u64(o, "recorded_ooms", r->recorded_ooms);
 	ms_json_u64(o, "reproduced_ooms", r->reproduced_ooms);
 	cJSON_AddBoolToObject(o, "ended_by_oom", r->ended_by_oom);
@@ -423,6 +424,11 @@ static void text_device(const struct ms_replay_result *r, const struct ms_limit_
 		       ms_format_size(b1, sizeof(b1), r->limit),
 		       ms_format_size(b2, sizeof(b2), lim->lo),
 		       ms_format_size(b3, sizeof(b3), lim->hi));
+	else if (r->limit && r->limit_marks)
+		printf("  limit:          %s, set by the job (torch.cuda.set_per_process_memory_"
+		       "fraction%s)\n",
+		       ms_format_size(b1, sizeof(b1), r->limit),
+		       r->limit_marks > 1 ? ", the last of several calls" : "");
 	else if (r->limit)
 		printf("  limit:          %s\n", ms_format_size(b1, sizeof(b1), r->limit));
 	if (r->outside_at_oom)

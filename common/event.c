@@ -28,12 +28,28 @@ int ms_action_parse(const char *s, size_t n)
 uint8_t ms_ann_call_of(unsigned kind, const char *name)
 {
 	uint16_t code;
+	uint64_t bytes;
 
 	if (kind != MS_ANN_PHASE || !name)
 		return MS_CALL_NONE;
 	if (strcmp(name, MS_EMPTY_CACHE_PHASE) == 0)
 		return MS_CALL_EMPTY_CACHE;
+	if (ms_ann_limit_mark(name, &bytes) == 0)
+		return MS_CALL_MEMORY_FRACTION;
 	return ms_ann_pool_mark(name, &code);
+}
+
+int ms_ann_limit_mark(const char *name, uint64_t *bytes)
+{
+	size_t n = sizeof(MS_MEMORY_FRACTION_MARK) - 1;
+	unsigned long long v;
+	int end = 0;
+
+	if (strncmp(name, MS_MEMORY_FRACTION_MARK, n) != 0 || name[n] < '0' || name[n] > '9' ||
+	    sscanf(name + n, "%llu%n", &v, &end) != 1 || name[n + end] != 0)
+		return -1;
+	*bytes = v;
+	return 0;
 }
 
 uint8_t ms_ann_pool_mark(const char *name, uint16_t *code)

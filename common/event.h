@@ -108,6 +108,7 @@ enum ms_ann_call {
 	MS_CALL_MEMPOOL_NO_SPLIT = 2,
 	MS_CALL_MEMPOOL_USE_ON_OOM = 3,
 	MS_CALL_USE_MEM_POOL = 4,
+	MS_CALL_MEMORY_FRACTION = 5,
 };
 #define MS_EMPTY_CACHE_PHASE "torch.cuda.empty_cache"
 /*
@@ -126,6 +127,14 @@ enum ms_ann_call {
  * MS_CALL_USE_MEM_POOL) with its pool's code in *code, or MS_CALL_NONE where name is not one.
  */
 uint8_t ms_ann_pool_mark(const char *name, uint16_t *code);
+/*
+ * The recorder marks each torch.cuda.set_per_process_memory_fraction with the limit it set on
+ * the mark's device, in bytes (the fraction times the device's memory, as PyTorch computes it):
+ * "torch.cuda.set_per_process_memory_fraction 2147483647". The replay applies it there.
+ */
+#define MS_MEMORY_FRACTION_MARK "torch.cuda.set_per_process_memory_fraction "
+/* The limit such a mark names in *bytes: 0, or -1 where name is not one. */
+int ms_ann_limit_mark(const char *name, uint64_t *bytes);
 /* The call an annotation of kind (enum ms_ann_kind) and name marks. */
 uint8_t ms_ann_call_of(unsigned kind, const char *name);
 

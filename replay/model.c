@@ -289,6 +289,11 @@ void ms_model_set_device_memory(struct ms_model *m, uint64_t bytes)
 	m->c.device_memory = bytes ? bytes : UINT64_MAX;
 }
 
+void ms_model_set_limit(struct ms_model *m, uint64_t bytes)
+{
+	m->c.limit = bytes;
+}
+
 void ms_model_hint_segment(struct ms_model *m, uint64_t size, uint64_t addr, int map)
 {
 	if (m->hint_head == m->n_hints)

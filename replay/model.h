@@ -144,6 +144,8 @@ void ms_model_free_requested(struct ms_model *m, struct ms_model_block *b);
 ms_status ms_model_free_completed(struct ms_model *m, struct ms_model_block *b);
 /* Change the simulated device's size (a trace's OOM entry tells it late). */
 void ms_model_set_device_memory(struct ms_model *m, uint64_t bytes);
+/* Change the per-process limit (0: none), as torch.cuda.set_per_process_memory_fraction does. */
+void ms_model_set_limit(struct ms_model *m, uint64_t bytes);
 /* torch.cuda.empty_cache(): release every cached segment with nothing allocated in it. */
 void ms_model_empty_cache(struct ms_model *m);
 /* emptyCache(pool) of a private pool (a MemPool's destructor): that pool's free segments alone

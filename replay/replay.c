@@ -724,6 +724,16 @@ static ms_status r_annotation(void *ctx, const struct ms_annotation *a)
 		p->index = index;
 		p->r->empty_cache_marked++;
 	}
+	/* the job set a per-process limit on this device: the model's, unless the user gave one */
+	if (a->call == MS_CALL_MEMORY_FRACTION && a->device == p->o->device && p->m && p->syms &&
+	    !p->err && !p->o->limit_given && p->o->fraction <= 0) {
+		uint64_t bytes;
+		if (ms_ann_limit_mark(ms_symtab_get_str(p->syms, a->name)->s, &bytes) == 0) {
+			p->mc.limit = bytes;
+			ms_model_set_limit(p->m, bytes);
+			p->r->limit_marks++;
+		}
+	}
 	/* MemPools made with no_split=True or use_on_oom=True, use_mem_pool's scopes */
 	if (a->call >= MS_CALL_MEMPOOL_NO_SPLIT && a->call <= MS_CALL_USE_MEM_POOL && p->m &&
 	    p->syms && !p->err) {

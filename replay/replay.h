@@ -184,6 +184,10 @@ struct ms_replay_result {
 	 * asked them of the default pool (its fallback chose again)
 	 */
 	uint64_t use_on_oom_pools, use_on_oom_decided;
+	/* the job's torch.cuda.set_per_process_memory_fraction calls on the device, as the recorder
+	 * marked them: the model's limit changed at each (none where --limit or --memory-fraction
+	 * was given) */
+	uint64_t limit_marks;
 	uint64_t end_segments; /* the trace's end-state segments of the device */
 	uint64_t end_reserved; /* ... and their bytes */
 	/* of them, in a private pool (segment_pool_id not (0, 0): a CUDA graph's, a MemPool's) */

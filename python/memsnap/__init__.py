@@ -36,6 +36,9 @@ _EMPTY_CACHE_PHASE = "torch.cuda.empty_cache"
 _NO_SPLIT_MARK = "torch.cuda.MemPool(no_split=True) "
 _USE_ON_OOM_MARK = "torch.cuda.MemPool(use_on_oom=True) "
 _USE_MEM_POOL_PHASE = "torch.cuda.use_mem_pool "
+# a mark for each torch.cuda.set_per_process_memory_fraction, with the limit it set in bytes on
+# the mark's device (common/event.h MS_MEMORY_FRACTION_MARK): the replay applies it there
+_FRACTION_MARK = "torch.cuda.set_per_process_memory_fraction "
 
 
 class _Device(ctypes.Structure):
@@ -199,6 +202,7 @@ def _start(path, stacks, max_frames, flush_ms):
         _mark_optimizer_steps(torch)
         _mark_mempools(torch)
         _mark_use_mem_pool(torch)
+        _mark_memory_fraction(torch)
         _rec = r
 
 
@@ -315,6 +319,36 @@ def _mark_use_mem_pool(torch):
         f._memsnap_marks = True
     mem._cuda_beginAllocateCurrentThreadToPool = begin_marked
     mem._cuda_endAllocateToPool = end_marked
+
+
+def _mark_memory_fraction(torch):
+    """Mark each torch.cuda.set_per_process_memory_fraction with the limit it set, in bytes:
+    PyTorch's snapshot does not record it, and a replay without it knows the limit only where
+    an OOM shows it (a use_on_oom pool's fallback, for one, needs it)."""
+    mem = torch.cuda.memory
+    orig = getattr(mem, "set_per_process_memory_fraction", None)
+    if orig is None or getattr(orig, "_memsnap_marks", False):
+        return
+
+    def set_per_process_memory_fraction(fraction, device=None):
+        out = orig(fraction, device)
+        r = _rec
+        if r is not None:
+            try:
+                dev = torch.cuda._utils._get_device_index(device, optional=True)
+                # as the allocator computes it: the fraction of cudaMemGetInfo's total
+                limit = int(float(fraction) * torch.cuda.mem_get_info(dev)[1])
+            except Exception:  # nothing the replay could use: no mark
+                return out
+            _lib.msr_annotate(r, _ANN_PHASE, _MARK, f"{_FRACTION_MARK}{limit}".encode(), dev)
+        return out
+
+    set_per_process_memory_fraction.__doc__ = orig.__doc__
+    set_per_process_memory_fraction.__wrapped__ = orig
+    set_per_process_memory_fraction._memsnap_marks = True
+    mem.set_per_process_memory_fraction = set_per_process_memory_fraction
+    if getattr(torch.cuda, "set_per_process_memory_fraction", None) is orig:
+        torch.cuda.set_per_process_memory_fraction = set_per_process_memory_fraction
 
 
 def _mark_empty_cache(torch):

@@ -346,6 +346,28 @@ Test(common, annotation_calls)
 	cr_assert_eq(ms_ann_call_of(MS_ANN_STEP, "torch.cuda.MemPool(no_split=True) (0, 3)"),
 	             MS_CALL_NONE);
 	cr_assert_eq(ms_ann_call_of(MS_ANN_PHASE, "forward"), MS_CALL_NONE);
+	/* set_per_process_memory_fraction's limit, in bytes */
+	{
+		uint64_t bytes = 0;
+		cr_assert_eq(
+		        ms_ann_call_of(MS_ANN_PHASE,
+		                       "torch.cuda.set_per_process_memory_fraction 2147483647"),
+		        MS_CALL_MEMORY_FRACTION);
+		cr_assert_eq(
+		        ms_ann_limit_mark("torch.cuda.set_per_process_memory_fraction 2147483647",
+		                          &bytes),
+		        0);
+		cr_assert_eq(bytes, 2147483647ull);
+		cr_assert_eq(
+		        ms_ann_limit_mark("torch.cuda.set_per_process_memory_fraction 0.5", &bytes),
+		        -1);
+		cr_assert_eq(
+		        ms_ann_limit_mark("torch.cuda.set_per_process_memory_fraction -1", &bytes),
+		        -1);
+		cr_assert_eq(
+		        ms_ann_limit_mark("torch.cuda.set_per_process_memory_fraction ", &bytes),
+		        -1);
+	}
 }
 
 /* The size grammar: every spelling a user types, with values worked out by hand. */

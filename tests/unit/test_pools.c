@@ -525,3 +525,53 @@ Test(pools, window_cut_early_tells_no_pool)
 	ms_trace_free(whole);
 	remove(zpath);
 }
+
+/*
+ * The job's torch.cuda.set_per_process_memory_fraction, as the recorder marks it (the limit in
+ * bytes): the model's limit from there on, so that a second 20 MiB segment does not fit under
+ * 30 MiB; a limit the user gives stands instead; a mark of another device changes nothing.
+ */
+Test(pools, marked_memory_fraction_sets_the_limit)
+{
+	const uint64_t A = 0x7f0000000000ull;
+	const uint64_t ev[][4] = {{MS_ACT_SEGMENT_ALLOC, A, 20 * MiB, 0},
+	                          {MS_ACT_ALLOC, A, 20 * MiB, 0},
+	                          {MS_ACT_SEGMENT_ALLOC, A + 20 * MiB, 20 * MiB, 0},
+	                          {MS_ACT_ALLOC, A + 20 * MiB, 20 * MiB, 0}};
+	const char *name = MS_MEMORY_FRACTION_MARK "31457280";
+
+	for (int k = 0; k < 3; k++) {
+		struct ms_trace *t = events_trace(ev, sizeof(ev) / sizeof(ev[0]));
+		struct ms_annotation a;
+		struct ms_replay_opts o;
+		struct ms_replay_result r;
+		struct ms_diag d = MS_DIAG_INIT;
+		struct ms_trace *u;
+		const char *path;
+
+		memset(&a, 0, sizeof(a));
+		a.kind = MS_ANN_PHASE;
+		a.stage = MS_ANN_MARK;
+		a.event_index = 2;
+		a.device = k == 2 ? 1 : 0;
+		cr_assert_eq(ms_symtab_str(&t->syms, name, strlen(name), &a.name), MS_OK);
+		t->anns = calloc(1, sizeof(a));
+		t->n_anns = t->cap_anns = 1;
+		t->anns[0] = a;
+		path = th_write_trace(t, 0, 0); /* through a file: the reader tells the mark */
+		ms_trace_free(t);
+		cr_assert_eq(ms_trace_load(path, NULL, &u, NULL, &d), MS_OK, "%s", d.msg);
+		cr_assert_eq(u->anns[0].call, MS_CALL_MEMORY_FRACTION);
+		memset(&o, 0, sizeof(o));
+		if (k == 1) {
+			o.limit = 100 * MiB;
+			o.limit_given = 1;
+		}
+		cr_assert_eq(ms_replay_trace(u, &o, &r, &d), MS_OK, "%s", d.msg);
+		cr_assert_eq(r.ended_by_oom, k == 0, "case %d", k);
+		cr_assert_eq(r.limit_marks, k == 0, "case %d", k);
+		cr_assert_eq(r.limit, k == 0 ? 30 * MiB : k == 1 ? 100 * MiB : 0, "case %d", k);
+		ms_replay_result_release(&r);
+		ms_trace_free(u);
+	}
+}
