@@ -7,10 +7,11 @@
 # by: its snapshot diverges, its recording does not. Likewise a MemPool made with no_split=True:
 # its snapshot does not say so (it diverges), memsnap's recorder marks it (identical). A recording
 # goes on to the job's exit, after the pools were deleted: where the snapshot was taken before
-# (mempool_no_split, mempool_on_oom_roomy), the recording's end differs from the snapshot's.
+# (mempool_no_split, mempool_on_oom_fixed and _roomy), the recording's end differs from the snapshot's.
 d=testdata/snapshots/pools
 for n in graph_pools compile_reduce_overhead mempool graph_step_adam graphed_callables \
-	decode_graphs mempool_on_oom mempool_on_oom_roomy mempool_no_split graph_pools_expandable \
+	decode_graphs mempool_on_oom mempool_on_oom_fixed mempool_on_oom_roomy mempool_no_split \
+	graph_pools_expandable \
 	compile_reduce_overhead_expandable mempool_expandable graph_step_adam_expandable \
 	decode_graphs_expandable; do
 	echo "== $n"
@@ -75,13 +76,15 @@ print(sys.argv[4], "under expandable segments: reserved %+d, allocated %+d, segm
       "the same calls in both runs" if same else "the runs made other calls")' \
 			"$d/${n}_expandable.truth.json" "$TMPDIR/a.json" "$TMPDIR/b.json" "$n"
 done
-# MemPool(use_on_oom=True): the recording of mempool_on_oom_fixed (a 2 GiB limit the recording
-# does not know, given here) marks the pool and its use_mem_pool, and the replay decides the
-# fallback itself; replayed with the 2.25 GiB limit of mempool_on_oom_roomy, the same job run
+# MemPool(use_on_oom=True): the recording of mempool_on_oom_fixed marks the pool, its
+# use_mem_pool and the job's 2 GiB limit (set_per_process_memory_fraction), and the replay decides
+# the fallback itself; replayed with the 2.25 GiB limit of mempool_on_oom_roomy, the same job run
 # for real under it, it must predict that run's peaks and segments (its truth), where the
-# three 12 MiB tensors got segments of their own
-for lim in 2147483647:mempool_on_oom_fixed 2415919104:mempool_on_oom_roomy; do
-	"$MEMSNAP" -q replay --json --limit "${lim%%:*}" "$d/mempool_on_oom_fixed.zst" | python3 -c '
+# last three 12 MiB tensors got segments of their own
+for lim in :mempool_on_oom_fixed 2415919104:mempool_on_oom_roomy; do
+	limit=${lim%%:*}
+	"$MEMSNAP" -q replay --json ${limit:+--limit "$limit"} "$d/mempool_on_oom_fixed.zst" |
+		python3 -c '
 import json, sys
 r = json.load(sys.stdin)
 t = json.load(open(sys.argv[1]))["stats"]
@@ -89,9 +92,9 @@ d = [r[a] - t[b] for a, b in (("peak_reserved_bytes", "reserved_bytes.all.peak")
                                 ("peak_allocated_bytes", "allocated_bytes.all.peak"),
                                 ("peak_segments", "segment.all.peak"))]
 print("mempool_on_oom_fixed under the limit of", sys.argv[2] + ": reserved %+d, allocated %+d, segments %+d;" % tuple(d),
-      r["use_on_oom_decided"], "allocations left to the fallback")' "$d/${lim#*:}.truth.json" "${lim#*:}"
+      r["use_on_oom_decided"], "allocations left to the fallback; limit", r["limit_bytes"],
+      "set by", r["limit_marks"], "mark(s)")' "$d/${lim#*:}.truth.json" "${lim#*:}"
 done
-echo "mempool_on_oom_fixed.zst with its limit: $("$MEMSNAP" verify --limit 2147483647 "$d/mempool_on_oom_fixed.zst" 2>/dev/null | grep -oE 'identical|DIVERGES')"
 # traces that start mid-run: each snapshot cut at a tenth, three tenths, half and seven tenths of
 # its events, replayed from the state rebuilt from its end, against the segment events PyTorch
 # recorded after the cut. graph_step_adam_expandable's cuts before its last tenth diverge: the
