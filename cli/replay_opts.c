@@ -90,13 +90,83 @@ void ms_replay_cli_init(struct ms_replay_cli *c, struct ms_opt *opts, int *json)
 	opts[i++] = (struct ms_opt)MS_OPT_U64(
 	        0, "device", &c->device, "D",
 	        "only this device (default: every device with events, each on its own)");
+	opts[i++] = (struct ms_opt)MS_OPT_STRING(
+	        0, "no-split-pools", &c->no_split_arg, "IDS",
+	        "MemPools made with no_split=True, where the trace cannot say (\"0,1 0,2\")");
+	opts[i++] = (struct ms_opt)MS_OPT_STRING(
+	        0, "use-on-oom-pools", &c->use_on_oom_arg, "IDS",
+	        "MemPools made with use_on_oom=True, where the trace cannot say");
 	opts[i++] = (struct ms_opt)MS_OPT_BOOL(0, "json", json, "print one JSON object");
 	opts[i++] = (struct ms_opt)MS_OPT_END();
+}
+
+/*
+ * Pool ids as PyTorch prints them, "(0, 1)", or as "0,1", several separated by spaces or ';'
+ * ("0,1 0,2"): their codes into out (at most MS_REPLAY_MAX_POOL_ARGS); the count, or -1 with
+ * *why where arg is not such a list.
+ */
+static int parse_pools(const char *arg, uint16_t *out, const char **why)
+{
+	unsigned long long v[2];
+	int n = 0, k = 0;
+	const char *s = arg;
+
+	while (*s) {
+		if (*s >= '0' && *s <= '9') {
+			char *end;
+			v[k++] = strtoull(s, &end, 10);
+			s = end;
+			if (k == 2) {
+				if (n == MS_REPLAY_MAX_POOL_ARGS) {
+					*why = "too many pools";
+					return -1;
+				}
+				if (ms_pool_code(v[0], v[1], &out[n])) {
+					*why = "not a pool id PyTorch makes (one of the two must "
+					       "be 0)";
+					return -1;
+				}
+				if (out[n] == MS_POOL_DEFAULT) {
+					*why = "(0, 0) is the default pool, no MemPool";
+					return -1;
+				}
+				n++;
+				k = 0;
+			}
+		} else if (strchr(" ,;()", *s)) {
+			s++;
+		} else {
+			*why = "pool ids are two numbers each, as \"0,1\" or \"(0, 1)\"";
+			return -1;
+		}
+	}
+	if (k || !n) {
+		*why = "pool ids are two numbers each, as \"0,1\" or \"(0, 1)\"";
+		return -1;
+	}
+	return n;
 }
 
 void ms_replay_cli_check(struct ms_replay_cli *c, const struct ms_opt *opts,
                          const char *const *usage)
 {
+	const char *why = NULL;
+	int n;
+
+	if (c->no_split_arg) {
+		if ((n = parse_pools(c->no_split_arg, c->no_split, &why)) < 0)
+			ms_usage_error(opts, usage, "--no-split-pools: '%s': %s", c->no_split_arg,
+			               why);
+		c->o.no_split_pools = c->no_split;
+		c->o.n_no_split_pools = (size_t)n;
+	}
+	if (c->use_on_oom_arg) {
+		if ((n = parse_pools(c->use_on_oom_arg, c->use_on_oom, &why)) < 0)
+			ms_usage_error(opts, usage, "--use-on-oom-pools: '%s': %s",
+			               c->use_on_oom_arg, why);
+		c->o.use_on_oom_pools = c->use_on_oom;
+		c->o.n_use_on_oom_pools = (size_t)n;
+	}
 	if (c->backend && strcmp(c->backend, "sim") != 0) {
 		if (strcmp(c->backend, "torch") != 0 && strcmp(c->backend, "cuda") != 0)
 			ms_usage_error(opts, usage, "--backend must be sim, cuda or torch");

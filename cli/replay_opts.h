@@ -8,7 +8,8 @@
 #include "cli/opts.h"
 #include "replay/run.h"
 
-#define MS_REPLAY_OPTS_MAX 12
+#define MS_REPLAY_OPTS_MAX      12
+#define MS_REPLAY_MAX_POOL_ARGS 64 /* pools --no-split-pools and --use-on-oom-pools may name */
 
 struct ms_replay_cli {
 	/* the options given; after ms_replay_cli_run, those that reproduce its replay (the limit
@@ -18,6 +19,9 @@ struct ms_replay_cli {
 	 * cuda), the device (--backend cuda: its timings) */
 	struct ms_replay_outcome out;
 	const char *backend, *fraction;
+	/* --no-split-pools, --use-on-oom-pools: as given, and the pool codes they name */
+	const char *no_split_arg, *use_on_oom_arg;
+	uint16_t no_split[MS_REPLAY_MAX_POOL_ARGS], use_on_oom[MS_REPLAY_MAX_POOL_ARGS];
 	uint64_t device; /* --device, UINT64_MAX when not given */
 	int torch_ok;    /* the command takes --backend torch (set before ms_replay_cli_check) */
 	int torch;       /* --backend torch */

@@ -224,7 +224,15 @@ static ms_status r_begin(void *ctx, const struct ms_meta *meta, const struct ms_
 	p->mc.on_segment = on_segment;
 	p->mc.ctx = p;
 	p->mc.dev = p->o->dev;
-	if ((s = ms_model_new(&p->mc, &p->m)))
+	s = ms_model_new(&p->mc, &p->m);
+	/* the pools the user says are MemPools made with no_split or use_on_oom */
+	for (size_t i = 0; i < p->o->n_no_split_pools && !s; i++)
+		s = ms_model_pool_no_split(p->m, p->o->no_split_pools[i]);
+	for (size_t i = 0; i < p->o->n_use_on_oom_pools && !s; i++)
+		s = ms_model_pool_use_on_oom(p->m, p->o->use_on_oom_pools[i]);
+	r->no_split_pools = p->o->n_no_split_pools;
+	r->use_on_oom_pools = p->o->n_use_on_oom_pools;
+	if (s)
 		return ms__diag_set(p->diag, s, -1, -1, "cannot start the allocator model: %s",
 		                    ms_strerror(s));
 	if (p->o->init) {

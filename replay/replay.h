@@ -26,6 +26,14 @@ struct ms_replay_opts {
 	/* the state before the first event (mid-run traces: rebuild.h), or NULL */
 	const struct ms_initial_state *init;
 	/*
+	 * Private pools (codes, common/event.h ms_pool_code) to take as MemPools made with
+	 * no_split=True or with use_on_oom=True from the start, where the trace cannot say (a
+	 * snapshot): the user's word, as the recorder's marks are (§14.6). A use_on_oom pool given
+	 * here serves the default pool's requests; the allocations the trace puts in it stay there.
+	 */
+	const uint16_t *no_split_pools, *use_on_oom_pools;
+	size_t n_no_split_pools, n_use_on_oom_pools;
+	/*
 	 * Capture the segments and blocks (result.snap) after trace event snap_index has been
 	 * replayed, and stop there; at the first OOM instead if the replay fails earlier (or
 	 * snap_at_oom asks for it), at the end if the trace is shorter.

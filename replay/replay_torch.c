@@ -123,7 +123,27 @@ static ms_status run(struct tp *p, const struct ms_trace *t, const struct ms_rep
 
 	size_t next_ann = 0;
 	ms_status s;
+	uint64_t pid[2];
 
+	/* the pools the user says are MemPools made with no_split or use_on_oom */
+	for (size_t k = 0; k < o->n_no_split_pools; k++) {
+		ms_pool_id(o->no_split_pools[k], pid);
+		if (p->api->no_split(pid[0], pid[1]))
+			ms__diag_warn(d,
+			              "PyTorch %s's allocator has no MemPool(no_split=True): the "
+			              "replay splits that pool's blocks",
+			              p->api->torch_version());
+	}
+	for (size_t k = 0; k < o->n_use_on_oom_pools; k++) {
+		ms_pool_id(o->use_on_oom_pools[k], pid);
+		if (p->api->use_on_oom(pid[0], pid[1]))
+			ms__diag_warn(d,
+			              "PyTorch %s's allocator has no MemPool(use_on_oom=True): the "
+			              "replay never falls back to that pool",
+			              p->api->torch_version());
+	}
+	r->no_split_pools = o->n_no_split_pools;
+	r->use_on_oom_pools = o->n_use_on_oom_pools;
 	for (size_t i = 0; i < t->n_events && !p->err; i++) {
 		const struct ms_event *e = &t->events[i];
 		uint64_t ptr, *v;

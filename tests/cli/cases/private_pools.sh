@@ -95,6 +95,13 @@ print("mempool_on_oom_fixed under the limit of", sys.argv[2] + ": reserved %+d, 
       r["use_on_oom_decided"], "allocations left to the fallback; limit", r["limit_bytes"],
       "set by", r["limit_marks"], "mark(s)")' "$d/${lim#*:}.truth.json" "${lim#*:}"
 done
+# a snapshot cannot say which MemPool was made with no_split=True: told (--no-split-pools), the
+# replay of mempool_no_split's snapshot is PyTorch's; ids it refuses, with exit code 2
+echo "mempool_no_split.pickle.zst, --no-split-pools '0,1': $("$MEMSNAP" verify --no-split-pools "0,1" "$d/mempool_no_split.pickle.zst" 2>/dev/null | grep -oE 'identical|DIVERGES')"
+for ids in "(0, 1) (0, 2)" "0,0" "1,2" "0,1 0" "0,x"; do
+	"$MEMSNAP" verify --no-split-pools "$ids" "$d/mempool_no_split.pickle.zst" >/dev/null 2>"$TMPDIR/pools.err"
+	echo "--no-split-pools '$ids': exit $?, $(head -1 "$TMPDIR/pools.err")"
+done
 # traces that start mid-run: each snapshot cut at a tenth, three tenths, half and seven tenths of
 # its events, replayed from the state rebuilt from its end, against the segment events PyTorch
 # recorded after the cut. graph_step_adam_expandable's cuts before its last tenth diverge: the
