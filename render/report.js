@@ -546,15 +546,26 @@
 			 * zooming in draws it.
 			 */
 			var got = bandsIn(e0, e1), idx = got.idx, span = (e1 - e0) / W, NFD = FD.first.length;
+			/*
+			 * and colMax[c], the most allocated within the buckets that end in it: a spike
+			 * shorter than a column, drawn by no band, still shows as the line on top
+			 */
 			var sample = new Float64Array(W), alloc = new Float64Array(W), x, k;
+			var colMax = new Float64Array(W);
 			var j = 0, endOfFine = function (j) { return (j + 1 < NFD ? FD.first[j + 1] : WTO) - 1; };
 			while (j + 1 < NFD && FD.first[j + 1] <= e0) j++; /* the bucket holding e0 */
 			var sj = j;
 			for (x = 0; x < W; x++) {
 				var colLast = e0 + Math.floor((x + 1) * span) - 1;
-				while (j < NFD && endOfFine(j) <= colLast) { sj = j; j++; }
+				colMax[x] = 0;
+				while (j < NFD && endOfFine(j) <= colLast) {
+					colMax[x] = Math.max(colMax[x], FD.alloc_max[j]);
+					sj = j;
+					j++;
+				}
 				sample[x] = endOfFine(sj);
 				alloc[x] = FD.alloc[sj];
+				colMax[x] = Math.max(colMax[x], alloc[x]);
 			}
 			/* the columns whose sample falls in [first, end) */
 			function firstCol(ev) { /* the first column whose sample is at least ev */
@@ -573,7 +584,7 @@
 			var base = new Float64Array(W), ymax = 1;
 			for (x = 0; x < W; x++) {
 				base[x] = Math.max(0, alloc[x] - drawn[x]);
-				ymax = Math.max(ymax, base[x] + drawn[x]);
+				ymax = Math.max(ymax, base[x] + drawn[x], colMax[x]);
 			}
 			var PT = 8, PB = 4, ph = H - PT - PB;
 			var yOf = function (v) { return PT + ph - ph * v / ymax; };
@@ -629,8 +640,22 @@
 			for (x = W - 1; x >= 0; x--) { c.lineTo(X0 + x + 1, yOf(acc[x])); c.lineTo(X0 + x, yOf(acc[x])); }
 			c.closePath();
 			c.fill();
+			/* the line: the most allocated within each column, where it is above what is drawn */
+			c.strokeStyle = '#555';
+			c.beginPath();
+			var spikes = 0;
+			for (x = 0; x < W; x++) {
+				if (colMax[x] <= acc[x] + base[x]) continue;
+				spikes++;
+				c.moveTo(X0 + x, yOf(colMax[x]));
+				c.lineTo(X0 + x + 1, yOf(colMax[x]));
+				c.moveTo(X0 + x + 0.5, yOf(colMax[x]));
+				c.lineTo(X0 + x + 0.5, yOf(acc[x] + base[x]));
+			}
+			c.stroke();
 			last = { idx: idx, cs: cs, ce: ce, base: base, yOf: yOf, X0: X0, W: W, PT: PT, ph: ph,
-				ymax: ymax, e0: e0, span: span };
+				ymax: ymax, e0: e0, e1: e1, span: span, colMax: colMax, acc: acc };
+			document.body.dataset.bandsSpikes = String(spikes);
 			var ms = performance.now() - t0;
 			document.body.dataset.bands = 'drawn';
 			document.body.dataset.bandsDrawn = String(idx.length);
@@ -701,6 +726,14 @@
 		/* #selftest: hover the tallest band where it is tallest, and click it */
 		bandsSelftest = function () {
 			if (!last) return 'not-drawn';
+			/* the chart reaches the most allocated of every bucket wholly in the range shown */
+			var top = 0, want = 0, NF = FD.first.length;
+			for (var q = 0; q < last.W; q++) top = Math.max(top, last.colMax[q]);
+			for (var jj = 0; jj < NF; jj++) {
+				var end = (jj + 1 < NF ? FD.first[jj + 1] : WTO) - 1;
+				if (FD.first[jj] >= last.e0 && end < last.e1) want = Math.max(want, FD.alloc_max[jj]);
+			}
+			if (top < want) return 'peak-missed';
 			bc.scrollIntoView();
 			var acc = new Float64Array(last.W), pick = -1, vy = 0, x = 0, best = 0;
 			for (var k = 0; k < last.idx.length; k++) {
