@@ -479,10 +479,26 @@
 		var hasCat = B.cat.some(function (c) { return c >= 0; });
 		var colourBy = hasCat ? 'category' : 'site', bc = $('bands'), last = null;
 		function endOf(i) { return B.last[i] < 0 ? WTO : B.last[i]; }
+		/*
+		 * By site: the sites holding the most bytes among the bands get a colour each, the
+		 * rest one colour together, so that no two sites look alike
+		 */
+		var OTHER_SITES = '#a0a0a0', siteBytes = {}, siteColour = {}, nOtherSites = 0;
+		for (var bi0 = 0; bi0 < NB; bi0++)
+			if (B.site[bi0] >= 0) siteBytes[B.site[bi0]] = (siteBytes[B.site[bi0]] || 0) + B.size[bi0];
+		var sitesByBytes = Object.keys(siteBytes).sort(function (a, b) {
+			return siteBytes[b] - siteBytes[a] || a - b;
+		});
+		document.body.dataset.bandsSites = String(sitesByBytes.length);
+		sitesByBytes.forEach(function (st, r) {
+			if (r < SITE_COLOR.length) siteColour[st] = SITE_COLOR[r];
+			else nOtherSites++;
+		});
 		function colourOf(i) {
 			if (colourBy === 'category') return B.cat[i] >= 0 ? CAT_COLOR[B.cat[i]] : '#999';
+			if (B.site[i] >= 0) return siteColour[B.site[i]] || OTHER_SITES;
 			/* without a site (no stacks recorded): a colour per allocation, as memory_viz */
-			return SITE_COLOR[(B.site[i] >= 0 ? B.site[i] : i) % SITE_COLOR.length];
+			return SITE_COLOR[i % SITE_COLOR.length];
 		}
 		/* the bands of events [e0, e1): the finest level whose parts are at least half the range */
 		function bandsIn(e0, e1) {
@@ -508,12 +524,12 @@
 				B.cat.forEach(function (c) { have[c] = 1; });
 				CAT_NAMES.forEach(function (n, k) { if (have[k]) items.push([CAT_COLOR[k], n]); });
 			} else {
-				/* the sites holding the most among the bands */
-				var by = {};
-				for (var i = 0; i < NB; i++)
-					if (B.site[i] >= 0) by[B.site[i]] = (by[B.site[i]] || 0) + B.size[i];
-				Object.keys(by).sort(function (a, b) { return by[b] - by[a]; }).slice(0, 8)
-					.forEach(function (s) { items.push([SITE_COLOR[s % SITE_COLOR.length], site(+s)]); });
+				/* the sites with a colour, most bytes first, and the others together */
+				sitesByBytes.slice(0, SITE_COLOR.length).forEach(function (st) {
+					items.push([siteColour[st], site(+st)]);
+				});
+				if (nOtherSites)
+					items.push([OTHER_SITES, nOtherSites + ' other site' + (nOtherSites > 1 ? 's' : '')]);
 			}
 			items.push(['#d9d9d9', 'every other allocation']);
 			items.forEach(function (it) {
@@ -734,6 +750,17 @@
 				if (FD.first[jj] >= last.e0 && end < last.e1) want = Math.max(want, FD.alloc_max[jj]);
 			}
 			if (top < want) return 'peak-missed';
+			/* coloured by site, no two sites share a colour (but the others' together) */
+			var was = colourBy, owner = {};
+			colourBy = 'site';
+			for (var bi1 = 0; bi1 < NB; bi1++) {
+				if (B.site[bi1] < 0) continue;
+				var col = colourOf(bi1);
+				if (col === OTHER_SITES) continue;
+				if (owner[col] !== undefined && owner[col] !== B.site[bi1]) { colourBy = was; return 'sites-share-a-colour'; }
+				owner[col] = B.site[bi1];
+			}
+			colourBy = was;
 			bc.scrollIntoView();
 			var acc = new Float64Array(last.W), pick = -1, vy = 0, x = 0, best = 0;
 			for (var k = 0; k < last.idx.length; k++) {
