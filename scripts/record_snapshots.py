@@ -439,6 +439,53 @@ def c_stacks_all(cx):
     cx.finish()
 
 
+@case("explain_copies", "a stack of eight 1024x1024 Linear layers with ReLU run forward under "
+      "torch.autocast(bfloat16) and no_grad, recorded with stacks='all': autocast casts each "
+      "weight and bias to bfloat16 once and keeps the casts until the region ends, so at the last "
+      "layer's output (the peak) sixteen casts are alive; PyTorch's memory_allocated() there, less "
+      "what was allocated before and the two activations, counts their bytes",
+      timeout=300, fallback_env={"TORCH_SYMBOLIZE_MODE": "dladdr"})
+def c_explain_copies(cx):
+    import torch
+    import torch.nn as nn
+    torch.manual_seed(0)
+    cx.truth["symbolize_mode"] = os.environ.get("TORCH_SYMBOLIZE_MODE", "(default)")
+    d, layers, batch = 1024, 8, 512
+    mods = []
+    for _ in range(layers):
+        mods += [nn.Linear(d, d), nn.ReLU()]
+    model = nn.Sequential(*mods[:-1]).cuda()  # ends with a Linear
+    x = torch.randn(batch, d, device="cuda")
+    with torch.no_grad(), torch.autocast("cuda", dtype=torch.bfloat16):
+        model(x)  # cuBLAS's workspace made now, not in the count
+    torch.cuda.synchronize()
+    cx.history(enabled="all", context="all", stacks="all")
+    seen = {}
+
+    def at_last_output(mod, args, out):
+        # the last Linear's output is made: the casts of every layer and the two activations
+        # (its input and its output, bfloat16) are alive with what was there before
+        torch.cuda.synchronize()
+        seen["allocated"] = torch.cuda.memory_allocated()
+        seen["activations"] = args[0].numel() * args[0].element_size() + \
+            out.numel() * out.element_size()
+    hook = model[-1].register_forward_hook(at_last_output)
+    before = torch.cuda.memory_allocated()
+    with torch.no_grad(), torch.autocast("cuda", dtype=torch.bfloat16):
+        y = model(x)
+        total = y.sum().item()  # in float32 without a cast (autocast's sum)
+    hook.remove()
+    linears = [m for m in model if isinstance(m, nn.Linear)]
+    cx.truth["copies_at_peak"] = {
+        "bytes": seen["allocated"] - before - seen["activations"],
+        "allocations": 2 * len(linears),
+        "bytes_from_the_parameters": sum(2 * (m.weight.numel() + m.bias.numel()) for m in linears),
+        "how": "torch.cuda.memory_allocated() at the last Linear's forward hook, less before the "
+               "forward and the two bfloat16 activations; the casts are one per weight and bias"}
+    cx.truth["sum"] = total
+    cx.finish()
+
+
 def _hold_outside(nbytes):
     """cudaMalloc nbytes outside PyTorch's allocator; returns (how, free-function)."""
     try:
@@ -1193,7 +1240,7 @@ ORDER = ["ring_wrap", "late_history", "late_after_empty_cache", "state_only", "n
          "mempool_no_split", "graph_pools_expandable",
          "compile_reduce_overhead_expandable", "mempool_expandable", "graph_step_adam_expandable",
          "decode_graphs_expandable", "explain_adamw", "explain_sgd", "explain_leak",
-         "explain_hf_gpt2", "explain_lightning"] + list(SETTINGS)
+         "explain_hf_gpt2", "explain_lightning", "explain_copies"] + list(SETTINGS)
 assert sorted(ORDER) == sorted(CASES)
 
 
