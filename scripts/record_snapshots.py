@@ -1212,6 +1212,106 @@ def c_explain_hf_gpt2(cx):
     cx.finish()
 
 
+@case("explain_llama", "transformers LlamaForCausalLM (4 layers, hidden 384, 6 heads, 2 of them "
+      "key-value, vocab 8192, random weights), AdamW, 6 steps of batch 4 x 256; the truth holds the "
+      "parameter, gradient and optimizer-state bytes")
+def c_explain_llama(cx):
+    import torch
+    import transformers
+    from transformers import LlamaConfig, LlamaForCausalLM
+    torch.manual_seed(0)
+    cx.truth["transformers"] = transformers.__version__
+    cx.history(enabled="all", context="all", stacks="python")
+    cfg = LlamaConfig(vocab_size=8192, hidden_size=384, intermediate_size=1024,
+                      num_hidden_layers=4, num_attention_heads=6, num_key_value_heads=2,
+                      max_position_embeddings=512)
+    m = LlamaForCausalLM(cfg).cuda()
+    m.train()
+    opt = torch.optim.AdamW(m.parameters(), lr=1e-4)
+    grads = []
+    for i in range(6):
+        ids = torch.randint(0, cfg.vocab_size, (4, 256), device="cuda")
+        out = m(input_ids=ids, labels=ids)
+        out.loss.backward()
+        if i == 5:
+            grads = [p.grad for p in m.parameters() if p.grad is not None]
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        out.loss.item()
+        del out, ids
+        cx.truth["steps"] += 1
+    model_truth(cx, m, opt, grads)
+    cx.finish()
+
+
+@case("explain_empty_cache", "the GPT of explain_adamw trained 8 steps with AdamW, calling "
+      "torch.cuda.empty_cache() after every step; the truth holds the calls and PyTorch's count of "
+      "cudaMalloc calls (num_device_alloc)")
+def c_explain_empty_cache(cx):
+    import torch
+    torch.manual_seed(0)
+    cx.history(enabled="all", context="all", stacks="python")
+    vocab = 8192
+    m = gpt(d=384, layers=4, vocab=vocab, heads=6).cuda()
+    opt = torch.optim.AdamW(m.parameters(), lr=1e-4)
+    calls = 0
+    for _ in range(8):
+        ids = torch.randint(0, vocab, (8, 256), device="cuda")
+        loss = torch.nn.functional.cross_entropy(m(ids).flatten(0, 1), ids.flatten())
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        loss.item()
+        del loss, ids
+        torch.cuda.empty_cache()
+        calls += 1
+        cx.truth["steps"] += 1
+    cx.truth["empty_cache_calls"] = calls
+    cx.truth["cuda_malloc_calls"] = torch.cuda.memory_stats()["num_device_alloc"]
+    cx.finish()
+
+
+def _fragmented_oom(cx):
+    """Under a 1 GiB limit: 180 tensors of 5 MiB (four to a 20 MiB segment), three of every four
+    freed, then one of 300 MiB: the default allocator has 900 MiB reserved and no segment wholly
+    free to give back, and runs out of memory; expandable segments unmap the freed pages and
+    serve it."""
+    import torch
+    MiB = 1 << 20
+    total = torch.cuda.mem_get_info(0)[1]
+    cx.fraction(GiB / total)
+    cx.history(enabled="all", context="all", stacks="python")
+    small = [torch.empty(5 * MiB, dtype=torch.uint8, device="cuda") for _ in range(180)]
+    kept = small[::4]
+    del small
+    cx.truth["before_large"] = moment()
+    try:
+        big = torch.empty(300 * MiB, dtype=torch.uint8, device="cuda")
+        cx.truth["large_served"] = True
+        del big
+    except torch.cuda.OutOfMemoryError as e:
+        cx.truth["large_served"] = False
+        cx.oom(e)
+    del kept
+    cx.finish()
+
+
+@case("explain_frag_oom", "under a 1 GiB limit, 180 tensors of 5 MiB, three of every four freed, "
+      "then one of 300 MiB: out of memory with 675 MiB cached but free, none of it in a segment "
+      "with nothing allocated (caught, dumped after); explain_frag_oom_expandable is the same job "
+      "run again under expandable_segments:True, which serves it")
+def c_explain_frag_oom(cx):
+    _fragmented_oom(cx)
+
+
+@case("explain_frag_oom_expandable", "explain_frag_oom's job under "
+      "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True: the 300 MiB tensor is served; its peaks "
+      "are what a replay of explain_frag_oom under that setting must predict",
+      env={"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"})
+def c_explain_frag_oom_expandable(cx):
+    _fragmented_oom(cx)
+
+
 @case("explain_lightning", "pytorch-lightning Trainer(max_steps=8, one GPU, fp32) fitting the GPT "
       "as a LightningModule with AdamW on random token batches; dumped in on_train_end; the truth "
       "holds the parameter, gradient and optimizer-state bytes")
@@ -1240,7 +1340,8 @@ ORDER = ["ring_wrap", "late_history", "late_after_empty_cache", "state_only", "n
          "mempool_no_split", "graph_pools_expandable",
          "compile_reduce_overhead_expandable", "mempool_expandable", "graph_step_adam_expandable",
          "decode_graphs_expandable", "explain_adamw", "explain_sgd", "explain_leak",
-         "explain_hf_gpt2", "explain_lightning", "explain_copies"] + list(SETTINGS)
+         "explain_hf_gpt2", "explain_lightning", "explain_copies", "explain_llama",
+         "explain_empty_cache", "explain_frag_oom", "explain_frag_oom_expandable"] + list(SETTINGS)
 assert sorted(ORDER) == sorted(CASES)
 
 
