@@ -1272,21 +1272,24 @@ def c_explain_empty_cache(cx):
 
 
 def _fragmented_oom(cx):
-    """Under a 1 GiB limit: 180 tensors of 5 MiB (four to a 20 MiB segment), three of every four
-    freed, then one of 300 MiB: the default allocator has 900 MiB reserved and no segment wholly
-    free to give back, and runs out of memory; expandable segments unmap the freed pages and
-    serve it."""
+    """Under a 1 GiB limit: a 600 MiB tensor freed, a 400 MiB one kept (split from its cached
+    block), then one of 600 MiB. The default allocator has 600 MiB reserved, 200 MiB of it free
+    in a segment it cannot give back (the 400 MiB tensor lives there), and runs out of memory;
+    expandable segments unmap the free 200 MiB and serve it."""
     import torch
     MiB = 1 << 20
     total = torch.cuda.mem_get_info(0)[1]
     cx.fraction(GiB / total)
     cx.history(enabled="all", context="all", stacks="python")
-    small = [torch.empty(5 * MiB, dtype=torch.uint8, device="cuda") for _ in range(180)]
-    kept = small[::4]
-    del small
+
+    def t(n):
+        return torch.empty(n * MiB, dtype=torch.uint8, device="cuda")
+    a = t(600)
+    del a
+    kept = t(400)
     cx.truth["before_large"] = moment()
     try:
-        big = torch.empty(300 * MiB, dtype=torch.uint8, device="cuda")
+        big = t(600)
         cx.truth["large_served"] = True
         del big
     except torch.cuda.OutOfMemoryError as e:
@@ -1296,16 +1299,16 @@ def _fragmented_oom(cx):
     cx.finish()
 
 
-@case("explain_frag_oom", "under a 1 GiB limit, 180 tensors of 5 MiB, three of every four freed, "
-      "then one of 300 MiB: out of memory with 675 MiB cached but free, none of it in a segment "
-      "with nothing allocated (caught, dumped after); explain_frag_oom_expandable is the same job "
-      "run again under expandable_segments:True, which serves it")
+@case("explain_frag_oom", "under a 1 GiB limit, a 600 MiB tensor freed, a 400 MiB one kept (split "
+      "from the cached block), then one of 600 MiB: out of memory with 200 MiB cached but free in "
+      "a segment that cannot be given back (caught, dumped after); explain_frag_oom_expandable is "
+      "the same job run again under expandable_segments:True, which serves it")
 def c_explain_frag_oom(cx):
     _fragmented_oom(cx)
 
 
 @case("explain_frag_oom_expandable", "explain_frag_oom's job under "
-      "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True: the 300 MiB tensor is served; its peaks "
+      "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True: the last 600 MiB tensor is served; its peaks "
       "are what a replay of explain_frag_oom under that setting must predict",
       env={"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"})
 def c_explain_frag_oom_expandable(cx):
