@@ -207,7 +207,7 @@ static ms_status r_begin(void *ctx, const struct ms_meta *meta, const struct ms_
 		                    ms_format_size(b, sizeof(b), p->mc.device_memory),
 		                    p->o->device_memory ? ", --device-memory" : ", recorded");
 	}
-	if (!p->mc.limit && meta->limit_bytes > 0)
+	if (!p->mc.limit && meta->limit_bytes > 0 && !p->o->no_recorded_limit)
 		p->mc.limit = (uint64_t)meta->limit_bytes;
 	if (p->o->fraction > 0) {
 		if (!p->device_known)
@@ -734,7 +734,7 @@ static ms_status r_annotation(void *ctx, const struct ms_annotation *a)
 	}
 	/* the job set a per-process limit on this device: the model's, unless the user gave one */
 	if (a->call == MS_CALL_MEMORY_FRACTION && a->device == p->o->device && p->m && p->syms &&
-	    !p->err && !p->o->limit_given && p->o->fraction <= 0) {
+	    !p->err && !p->o->limit && p->o->fraction <= 0 && !p->o->no_recorded_limit) {
 		uint64_t bytes;
 		if (ms_ann_limit_mark(ms_symtab_get_str(p->syms, a->name)->s, &bytes) == 0) {
 			p->mc.limit = bytes;

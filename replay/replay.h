@@ -19,6 +19,8 @@ struct ms_replay_opts {
 	double fraction;            /* > 0: limit = fraction x device memory */
 	uint32_t device;            /* the device whose events are replayed */
 	int limit_given;            /* limit is the user's: refused above the device's memory */
+	/* limit 0 means none: not the limit the trace recorded or marked (a search's own runs) */
+	int no_recorded_limit;
 	int device_memory_from_oom; /* device_memory was inferred from the recorded OOM */
 	int no_hints;               /* do not reuse the recorded segment addresses */
 	int no_segment_log;         /* leave result.produced and .recorded empty (they grow with the

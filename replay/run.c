@@ -135,6 +135,7 @@ static ms_status run_sim(const struct ms_replay_request *req, struct ms_replay_o
 		unlimited.limit = 0;
 		unlimited.limit_given = 0;
 		unlimited.fraction = 0;
+		unlimited.no_recorded_limit = 1;
 		if (replay_once(req, &unlimited, &probe, d) == MS_OK &&
 		    probe.device_memory_source == MS_DEVMEM_FROM_OOM) {
 			r->device_memory_source = MS_DEVMEM_FROM_OOM;

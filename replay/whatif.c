@@ -72,6 +72,7 @@ static void run_row(struct pool *p, struct ms_whatif_row *j)
 	 * peak reserved of a replay without any limit; 2 MiB is the segment granularity */
 	o.limit = 0;
 	o.fraction = 0;
+	o.no_recorded_limit = 1;
 	o.device_memory = UINT64_MAX - 1;
 	if (ms_replay_trace(p->t, &o, &unl, &d) || unl.ended_by_oom) {
 		ms_replay_result_release(&unl);

@@ -2,13 +2,14 @@
 # truth PyTorch counted): the text of one, and of each its categories as the JSON gives them
 # against PyTorch's own parameter, gradient and optimizer-state bytes (within 1%, by Python);
 # a loop that keeps each step's logits, whose growth must be found at its line with PyTorch's
-# bytes a step; a trace with an OOM under a limit inferred over a range; an OOM under a limit
+# bytes a step; empty_cache() in a loop; an OOM from fragmentation that a rerun under expandable
+# segments avoided; a trace with an OOM under a limit inferred over a range; an OOM under a limit
 # given; a mid-run trace (its memory from before the trace is unplaced, not rounding); settings
 # that avoid an OOM with a higher peak (signed); and over every bundled trace, that the
 # categories at the peak and the allocated bytes differ only by the blocks' rounding (within 5%).
 d=testdata/snapshots/explain
 "$MEMSNAP" explain "$d/adamw.pickle.zst"
-for n in adamw sgd hf_gpt2 lightning leak; do
+for n in adamw sgd hf_gpt2 llama lightning leak; do
 	for f in "$d/$n.pickle.zst" "$d/$n.zst"; do
 		"$MEMSNAP" -q explain --json "$f" | python3 -c '
 import json, sys
@@ -28,6 +29,32 @@ else:
     out.append("growth %d sites" % len(g))
 print(sys.argv[2] + ":", ", ".join(out))' "$d/$n.truth.json" "$(basename "$f")"
 	done
+done
+# empty_cache() after every step: the calls and the cudaMalloc calls against PyTorch's count
+# (num_device_alloc, its truth)
+for f in "$d/empty_cache.pickle.zst" "$d/empty_cache.zst"; do
+	"$MEMSNAP" -q explain --json "$f" | python3 -c '
+import json, sys
+x, t = json.load(sys.stdin), json.load(open(sys.argv[1]))
+f = x["findings"] if "findings" in x else x
+print(sys.argv[2] + ": empty_cache every step:", f["empty_cache_every_step"], "calls", f["empty_cache_calls"],
+      "of", t["empty_cache_calls"], "| cudaMalloc calls", f["cuda_malloc_calls"], "of", t["cuda_malloc_calls"])' \
+		"$d/empty_cache.truth.json" "$(basename "$f")"
+done
+# an OOM from fragmentation that the same job run again under expandable_segments:True avoided:
+# the recommendation must say so, with the peak that rerun measured (frag_oom_expandable's truth).
+# The recording marks the job's 1 GiB limit; the snapshot alone infers only a range for it, within
+# which the request may have fit or not, and says it cannot tell
+for f in "$d/frag_oom.zst" "$d/frag_oom.pickle.zst"; do
+	"$MEMSNAP" -q explain --json "$f" | python3 -c '
+import json, sys
+x, t = json.load(sys.stdin), json.load(open(sys.argv[1]))
+o = x["oom"]
+r = [r for r in x["recommendations"] if r["alloc_conf"] == "expandable_segments:True"]
+print(sys.argv[2] + ": fits without fragmentation:", o["fits_without_fragmentation"],
+      "| expandable_segments:True", ("avoids the OOM" if r[0]["avoids_oom"] else "does not avoid it") +
+      ", peak reserved %d against the rerun'"'"'s %d" % (r[0]["peak_reserved_bytes"], t["stats"]["reserved_bytes.all.peak"])
+      if r else "not recommended")' "$d/frag_oom_expandable.truth.json" "$(basename "$f")"
 done
 "$MEMSNAP" explain testdata/snapshots/dynamic_oom.pickle 2>&1 | sed -n '/out of memory/,$p'
 "$MEMSNAP" explain testdata/snapshots/resnet50.pickle.gz 2>&1 | sed -n '1,12p'
