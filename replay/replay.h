@@ -12,13 +12,13 @@
 #include "replay/model.h"
 
 struct ms_replay_opts {
-	const char *alloc_conf;     /* NULL: the settings the trace recorded */
-	uint64_t device_memory;     /* 0: the trace's device total, else from its OOM entry, else
-	                               unbounded */
-	uint64_t limit;             /* 0: none (unless fraction) */
-	double fraction;            /* > 0: limit = fraction x device memory */
-	uint32_t device;            /* the device whose events are replayed */
-	int limit_given;            /* limit is the user's: refused above the device's memory */
+	const char *alloc_conf; /* NULL: the settings the trace recorded */
+	uint64_t device_memory; /* 0: the trace's device total, else from its OOM entry, else
+	                           unbounded */
+	uint64_t limit;         /* 0: the one the trace records or marks, if any (or fraction) */
+	double fraction;        /* > 0: limit = fraction x device memory */
+	uint32_t device;        /* the device whose events are replayed */
+	int limit_given;        /* limit is the user's: refused above the device's memory */
 	/* limit 0 means none: not the limit the trace recorded or marked (a search's own runs) */
 	int no_recorded_limit;
 	int device_memory_from_oom; /* device_memory was inferred from the recorded OOM */
