@@ -576,6 +576,11 @@ void ms_model_empty_pool_cache(struct ms_model *m, uint16_t pool)
 	}
 }
 
+void ms_model_set_captures_underway(struct ms_model *m, uint32_t n)
+{
+	m->captures_underway = n;
+}
+
 ms_status ms_model_pool_use_on_oom(struct ms_model *m, uint16_t pool)
 {
 	int slot = ms__model_pool_slot(m, pool);
@@ -802,8 +807,9 @@ ms_status ms_model_malloc_pool(struct ms_model *m, uint64_t n, uint64_t stream, 
 			b = use_on_oom_block(m, &p, stream, size, 1);
 		if (!b && !nomem && release_available(m, p, stream, size))
 			b = alloc_block(m, p, stream, size, alloc_size, 0, &nomem);
-		/* a request routed to a private pool skips the full flush (§14.2) */
-		if (!b && !nomem && !slot) {
+		/* a request routed to a private pool skips the full flush (§14.2), and so does
+		   any while a capture or a use_mem_pool is underway (§14.1) */
+		if (!b && !nomem && !slot && !m->captures_underway) {
 			ms_model_empty_cache(m);
 			b = alloc_block(m, p, stream, size, alloc_size, 1, &nomem);
 		}
@@ -839,8 +845,9 @@ int ms_model_fits_without_release_pool(struct ms_model *m, uint64_t n, uint64_t 
 	/* the garbage collector runs first, and releases (§3.3) */
 	if (gc_active(m) && m->reserved > gc_threshold(m))
 		return 0;
-	/* a private pool's request never empties the caches itself (§14.2) */
-	if (pool != MS_POOL_DEFAULT && pool != MS_POOL_UNKNOWN)
+	/* a private pool's request never empties the caches itself (§14.2), nor one made while a
+	   capture or a use_mem_pool is underway (§14.1) */
+	if ((pool != MS_POOL_DEFAULT && pool != MS_POOL_UNKNOWN) || m->captures_underway)
 		return 1;
 	if ((m->c.limit && m->reserved + alloc_size > m->c.limit) ||
 	    (m->c.device_memory != UINT64_MAX && m->reserved + alloc_size > m->c.device_memory)) {

@@ -136,6 +136,12 @@ ms_status ms_model_pool_no_split(struct ms_model *m, uint16_t pool);
  * marked; a released pool no more.
  */
 ms_status ms_model_pool_use_on_oom(struct ms_model *m, uint16_t pool);
+/*
+ * n allocations to private pools are being routed now (open use_mem_pool scopes, captures):
+ * while n > 0 a request that nothing else serves fails without the last retry, which would
+ * release every cached segment (PyTorch's captures_underway, §14.1).
+ */
+void ms_model_set_captures_underway(struct ms_model *m, uint32_t n);
 /* The pools so far, slot 0 the default one; *n gets how many. Valid until the next malloc. */
 const struct ms_model_pool *ms_model_pools(const struct ms_model *m, size_t *n);
 /* The tensor is gone (free_requested): allocated bytes drop, the block stays active. */

@@ -84,8 +84,9 @@ struct ms_model {
 	struct ms_model_conf c;
 	struct ms_model_stats st;
 	struct pool small, large;
-	struct ppool *priv; /* private pools by slot - 1 */
-	uint16_t *on_oom;   /* slots of the use_on_oom pools, in the order marked */
+	struct ppool *priv;         /* private pools by slot - 1 */
+	uint16_t *on_oom;           /* slots of the use_on_oom pools, in the order marked */
+	uint32_t captures_underway; /* open use_mem_pool scopes and captures: no full flush */
 	size_t n_on_oom, cap_on_oom;
 	/* per slot (0 = default): the pool's code and statistics; n_pools = 1 + private ones */
 	struct ms_model_pool *pools;

@@ -33,10 +33,13 @@ ms_status ms_pool_marks_take(struct ms_pool_marks *pm, const struct ms_annotatio
 	}
 	if (*call == MS_CALL_MEMPOOL_USE_ON_OOM)
 		p->use_on_oom = 1;
-	else if (a->stage == MS_ANN_START)
+	else if (a->stage == MS_ANN_START) {
 		p->open++;
-	else if (a->stage == MS_ANN_END && p->open)
+		pm->open++;
+	} else if (a->stage == MS_ANN_END && p->open) {
 		p->open--;
+		pm->open--;
+	}
 	return MS_OK;
 }
 

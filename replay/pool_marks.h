@@ -22,6 +22,7 @@ struct ms_pool_marks {
 		uint32_t open; /* use_mem_pool scopes of it open now */
 	} * pools;
 	size_t n, cap;
+	uint32_t open; /* use_mem_pool scopes open now, of every pool */
 };
 
 /*

@@ -750,6 +750,7 @@ static ms_status r_annotation(void *ctx, const struct ms_annotation *a)
 		if ((p->err = ms_pool_marks_take(
 		             &p->marks, a, ms_symtab_get_str(p->syms, a->name)->s, &call, &code)))
 			return p->err;
+		ms_model_set_captures_underway(p->m, p->marks.open);
 		if (call == MS_CALL_MEMPOOL_NO_SPLIT) {
 			if ((p->err = ms_model_pool_no_split(p->m, code)))
 				return p->err;

@@ -160,10 +160,13 @@ static ms_status run(struct tp *p, const struct ms_trace *t, const struct ms_rep
 			uint64_t id[2];
 			if (a->call < MS_CALL_MEMPOOL_NO_SPLIT || a->call > MS_CALL_USE_MEM_POOL)
 				continue;
+			uint32_t was = p->marks.open;
 			if ((s = ms_pool_marks_take(&p->marks, a,
 			                            ms_symtab_get_str(&t->syms, a->name)->s, &call,
 			                            &code)))
 				return s;
+			if (!was != !p->marks.open)
+				p->api->captures_underway(p->marks.open != 0);
 			ms_pool_id(code, id);
 			if (call == MS_CALL_MEMPOOL_NO_SPLIT) {
 				if (p->api->no_split(id[0], id[1]) && !r->no_split_pools)

@@ -840,6 +840,43 @@ def c_mempool_on_oom_roomy(cx):
     _mempool_on_oom_fixed(cx, 2.25)
 
 
+@case("mempool_scope_blocks_retry", "under a 1 GiB limit, a 600 MiB tensor freed (cached in the "
+      "default pool), then a MemPool's use_mem_pool opened and, on another thread (whose "
+      "allocations it does not route), a 700 MiB tensor asked for: the allocator does not give "
+      "back cached segments while a pool is in use and runs out of memory; after the "
+      "use_mem_pool the same request flushes the cache and is served")
+def c_mempool_scope_blocks_retry(cx):
+    import threading
+    import torch
+    MiB = 1 << 20
+    total = torch.cuda.mem_get_info(0)[1]
+    cx.fraction(GiB / total)
+    cx.history(enabled="all", context="all", stacks="python")
+    held, outcome = [], {}
+
+    def ask(key):
+        try:
+            held.append(torch.empty(700 * MiB, dtype=torch.uint8, device="cuda"))
+            outcome[key] = "served"
+        except torch.cuda.OutOfMemoryError as e:
+            outcome[key] = "out of memory"
+            cx.oom(e)
+
+    a = torch.empty(600 * MiB, dtype=torch.uint8, device="cuda")
+    del a
+    pool = torch.cuda.MemPool()
+    with torch.cuda.use_mem_pool(pool):
+        th = threading.Thread(target=ask, args=("inside",))
+        th.start()
+        th.join()
+    ask("after")
+    cx.truth["outcome"] = outcome
+    cx.truth["pool_id"] = list(pool.id)
+    cx.truth["end"] = moment()
+    del held
+    cx.finish()
+
+
 @case("mempool_no_split", "torch.cuda.MemPool(no_split=True), then the same in a MemPool without "
       "it: in each, a 30 MiB tensor made and freed (its segment cached in the pool), two 10 MiB "
       "tensors (no_split: the first takes the cached 30 MiB block whole, the second a new "
@@ -1340,7 +1377,7 @@ ORDER = ["ring_wrap", "late_history", "late_after_empty_cache", "state_only", "n
          "lightning", "timm", "stacks_all", "fsdp2", "hf_gpt2_long", "graph_pools",
          "compile_reduce_overhead", "mempool", "graph_step_adam", "graphed_callables",
          "decode_graphs", "mempool_on_oom", "mempool_on_oom_fixed", "mempool_on_oom_roomy",
-         "mempool_no_split", "graph_pools_expandable",
+         "mempool_scope_blocks_retry", "mempool_no_split", "graph_pools_expandable",
          "compile_reduce_overhead_expandable", "mempool_expandable", "graph_step_adam_expandable",
          "decode_graphs_expandable", "explain_adamw", "explain_sgd", "explain_leak",
          "explain_hf_gpt2", "explain_lightning", "explain_copies", "explain_llama",

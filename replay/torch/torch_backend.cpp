@@ -538,6 +538,31 @@ void empty_pool_cache(uint64_t first, uint64_t second)
 	}
 }
 
+/*
+ * While the recorded program had a use_mem_pool open: allocating to a pool of our own whose
+ * filter takes no stream, so that the allocator's captures_underway is not empty (nothing is
+ * routed there). Its id is far above the ids PyTorch gives MemPools.
+ */
+const c10::cuda::MempoolId_t k_hold_id{0, 1ull << 62};
+bool g_holding = false;
+
+void captures_underway(int on)
+{
+	auto dev = static_cast<c10::DeviceIndex>(g_device);
+	try {
+		if (on && !g_holding) {
+			CCA::beginAllocateToPool(dev, k_hold_id, [](cudaStream_t) { return false; });
+			g_holding = true;
+		} else if (!on && g_holding) {
+			CCA::endAllocateToPool(dev, k_hold_id);
+			CCA::releasePool(dev, k_hold_id);
+			g_holding = false;
+		}
+	} catch (const std::exception &) {
+		// the allocator refused: the replay may differ where the recorded run had no retry
+	}
+}
+
 int use_on_oom(uint64_t first, uint64_t second)
 {
 	auto dev = static_cast<c10::DeviceIndex>(g_device);
@@ -579,6 +604,7 @@ size_t segments(mst_segment *out, size_t max)
 void close_backend()
 {
 	complete_all();
+	captures_underway(0);
 	g_live.clear();
 	for (const auto &id : std::set<std::pair<uint64_t, uint64_t>>(g_pools))
 		release_pool(id.first, id.second);
@@ -640,7 +666,7 @@ const mst_api g_api = {MST_ABI,      torch_version, open_backend, place,
                        mem_info,     do_malloc,     release_pool, do_free,
                        free_request, free_complete, empty_cache,  take_segments,
                        stats,        segments,      deviations,   close_backend,
-                       no_split,     use_on_oom,    empty_pool_cache};
+                       no_split,     use_on_oom,    empty_pool_cache, captures_underway};
 
 } // namespace
 

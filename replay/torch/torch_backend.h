@@ -107,6 +107,11 @@ struct mst_api {
 	/* emptyCache of the private pool (pool_first, pool_second) alone, as a MemPool's destructor
 	 * empties its own pool's cache. */
 	void (*empty_pool_cache)(uint64_t pool_first, uint64_t pool_second);
+	/*
+	 * on: the recorded program opened a use_mem_pool (or a capture), which keeps the allocator
+	 * from its last retry (releasing every cached segment) until it ends; 0: none is open now.
+	 */
+	void (*captures_underway)(int on);
 };
 
 /* The plugin's one exported symbol. */

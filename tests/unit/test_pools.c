@@ -575,3 +575,27 @@ Test(pools, marked_memory_fraction_sets_the_limit)
 		ms_trace_free(u);
 	}
 }
+
+/* §14.1: while a use_mem_pool (or a capture) is underway, a default-pool request that needs the
+ * cached segments given back fails instead; once it ends, the same request flushes and fits. */
+Test(pools, open_use_mem_pool_blocks_the_last_retry)
+{
+	struct th_segs s = {{0}, {0}, 0};
+	struct ms_model *m = model(1024 * MiB, &s);
+	struct ms_model_block *a, *b;
+
+	cr_assert_eq(ms_model_malloc(m, 600 * MiB, 0, &a, NULL), MS_OK);
+	release(m, a); /* 600 MiB cached in the default pool */
+	ms_model_set_captures_underway(m, 1);
+	cr_assert_eq(ms_model_fits_without_release(m, 700 * MiB, 0), 1);
+	cr_assert_eq(ms_model_malloc(m, 700 * MiB, 0, &b, NULL), MS_OK);
+	cr_assert_null(b);
+	cr_assert_eq(s.n, 1, "nothing given back while underway");
+	ms_model_set_captures_underway(m, 0);
+	cr_assert_eq(ms_model_fits_without_release(m, 700 * MiB, 0), 0);
+	cr_assert_eq(ms_model_malloc(m, 700 * MiB, 0, &b, NULL), MS_OK);
+	cr_assert_not_null(b);
+	cr_assert_eq(s.action[1], MS_ACT_SEGMENT_FREE);
+	release(m, b);
+	ms_model_free(m);
+}
