@@ -34,6 +34,8 @@ uint8_t ms_ann_call_of(unsigned kind, const char *name)
 		return MS_CALL_NONE;
 	if (strcmp(name, MS_EMPTY_CACHE_PHASE) == 0)
 		return MS_CALL_EMPTY_CACHE;
+	if (strcmp(name, MS_GRAPH_CAPTURE_PHASE) == 0)
+		return MS_CALL_GRAPH_CAPTURE;
 	if (ms_ann_limit_mark(name, &bytes) == 0)
 		return MS_CALL_MEMORY_FRACTION;
 	return ms_ann_pool_mark(name, &code);

@@ -109,8 +109,12 @@ enum ms_ann_call {
 	MS_CALL_MEMPOOL_USE_ON_OOM = 3,
 	MS_CALL_USE_MEM_POOL = 4,
 	MS_CALL_MEMORY_FRACTION = 5,
+	MS_CALL_GRAPH_CAPTURE = 6,
 };
 #define MS_EMPTY_CACHE_PHASE "torch.cuda.empty_cache"
+/* The recorder's phase around each CUDA graph capture (torch.cuda.CUDAGraph's capture_begin to
+ * capture_end): while one is open the allocator never gives cached segments back. */
+#define MS_GRAPH_CAPTURE_PHASE "torch.cuda.CUDAGraph capture"
 /*
  * Marks that name a pool, its id after the prefix ("torch.cuda.MemPool(no_split=True) (0, 3)"):
  * the recorder marks each torch.cuda.MemPool made with no_split=True (the replay never splits

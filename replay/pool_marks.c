@@ -18,6 +18,18 @@ ms_status ms_pool_marks_take(struct ms_pool_marks *pm, const struct ms_annotatio
 {
 	struct ms_pool_mark *p;
 
+	*code = MS_POOL_DEFAULT;
+	if (a->call == MS_CALL_GRAPH_CAPTURE) {
+		*call = MS_CALL_GRAPH_CAPTURE;
+		if (a->stage == MS_ANN_START) {
+			pm->captures++;
+			pm->open++;
+		} else if (a->stage == MS_ANN_END && pm->captures) {
+			pm->captures--;
+			pm->open--;
+		}
+		return MS_OK;
+	}
 	*call = a->call == MS_CALL_MEMPOOL_NO_SPLIT || a->call == MS_CALL_MEMPOOL_USE_ON_OOM ||
 	                        a->call == MS_CALL_USE_MEM_POOL
 	                ? ms_ann_pool_mark(name, code)

@@ -22,12 +22,20 @@ struct ms_pool_marks {
 		uint32_t open; /* use_mem_pool scopes of it open now */
 	} * pools;
 	size_t n, cap;
-	uint32_t open; /* use_mem_pool scopes open now, of every pool */
+	uint32_t open;     /* use_mem_pool scopes and captures underway now */
+	uint32_t captures; /* of them, CUDA graph captures */
 };
+
+/* Is call (enum ms_ann_call) one that ms_pool_marks_take follows? */
+static inline int ms_pool_marks_follows(uint8_t call)
+{
+	return call == MS_CALL_MEMPOOL_NO_SPLIT || call == MS_CALL_MEMPOOL_USE_ON_OOM ||
+	       call == MS_CALL_USE_MEM_POOL || call == MS_CALL_GRAPH_CAPTURE;
+}
 
 /*
  * Take annotation a, whose name is name: *call gets the pool mark it is (MS_CALL_NONE where
- * none) and *code its pool. MS_OK or MS_ERR_NOMEM.
+ * none) and *code its pool (none for a capture's phase). MS_OK or MS_ERR_NOMEM.
  */
 ms_status ms_pool_marks_take(struct ms_pool_marks *pm, const struct ms_annotation *a,
                              const char *name, uint8_t *call, uint16_t *code);

@@ -742,9 +742,8 @@ static ms_status r_annotation(void *ctx, const struct ms_annotation *a)
 			p->r->limit_marks++;
 		}
 	}
-	/* MemPools made with no_split=True or use_on_oom=True, use_mem_pool's scopes */
-	if (a->call >= MS_CALL_MEMPOOL_NO_SPLIT && a->call <= MS_CALL_USE_MEM_POOL && p->m &&
-	    p->syms && !p->err) {
+	/* MemPools made with no_split=True or use_on_oom=True, use_mem_pool's scopes, captures */
+	if (ms_pool_marks_follows(a->call) && p->m && p->syms && !p->err) {
 		uint16_t code;
 		uint8_t call;
 		if ((p->err = ms_pool_marks_take(

@@ -158,7 +158,7 @@ static ms_status run(struct tp *p, const struct ms_trace *t, const struct ms_rep
 			uint16_t code;
 			uint8_t call;
 			uint64_t id[2];
-			if (a->call < MS_CALL_MEMPOOL_NO_SPLIT || a->call > MS_CALL_USE_MEM_POOL)
+			if (!ms_pool_marks_follows(a->call))
 				continue;
 			uint32_t was = p->marks.open;
 			if ((s = ms_pool_marks_take(&p->marks, a,

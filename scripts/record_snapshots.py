@@ -877,6 +877,47 @@ def c_mempool_scope_blocks_retry(cx):
     cx.finish()
 
 
+@case("graph_capture_blocks_retry", "under a 1 GiB limit, a 600 MiB tensor made, then a CUDA "
+      "graph captured (capture_error_mode='thread_local') during which the tensor is freed "
+      "(cached in the default pool) and another thread asks for a 700 MiB tensor: the allocator "
+      "does not give cached segments back during a capture and runs out of memory; after the "
+      "capture the same request flushes the cache and is served")
+def c_graph_capture_blocks_retry(cx):
+    import threading
+    import torch
+    MiB = 1 << 20
+    total = torch.cuda.mem_get_info(0)[1]
+    cx.fraction(GiB / total)
+    cx.history(enabled="all", context="all", stacks="python")
+    held, outcome = [], {}
+
+    def ask(key):
+        try:
+            held.append(torch.empty(700 * MiB, dtype=torch.uint8, device="cuda"))
+            outcome[key] = "served"
+        except torch.cuda.OutOfMemoryError as e:
+            outcome[key] = "out of memory"
+            cx.oom(e)
+
+    x = torch.ones(1 << 20, device="cuda")
+    a = torch.empty(600 * MiB, dtype=torch.uint8, device="cuda")
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g, capture_error_mode="thread_local"):
+        y = x * 2
+        del a
+        th = threading.Thread(target=ask, args=("inside",))
+        th.start()
+        th.join()
+    g.replay()
+    torch.cuda.synchronize()
+    ask("after")
+    cx.truth["outcome"] = outcome
+    cx.truth["graph_pool"] = list(g.pool())
+    cx.truth["end"] = moment()
+    del held, y
+    cx.finish()
+
+
 @case("mempool_no_split", "torch.cuda.MemPool(no_split=True), then the same in a MemPool without "
       "it: in each, a 30 MiB tensor made and freed (its segment cached in the pool), two 10 MiB "
       "tensors (no_split: the first takes the cached 30 MiB block whole, the second a new "
@@ -1377,7 +1418,7 @@ ORDER = ["ring_wrap", "late_history", "late_after_empty_cache", "state_only", "n
          "lightning", "timm", "stacks_all", "fsdp2", "hf_gpt2_long", "graph_pools",
          "compile_reduce_overhead", "mempool", "graph_step_adam", "graphed_callables",
          "decode_graphs", "mempool_on_oom", "mempool_on_oom_fixed", "mempool_on_oom_roomy",
-         "mempool_scope_blocks_retry", "mempool_no_split", "graph_pools_expandable",
+         "mempool_scope_blocks_retry", "graph_capture_blocks_retry", "mempool_no_split", "graph_pools_expandable",
          "compile_reduce_overhead_expandable", "mempool_expandable", "graph_step_adam_expandable",
          "decode_graphs_expandable", "explain_adamw", "explain_sgd", "explain_leak",
          "explain_hf_gpt2", "explain_lightning", "explain_copies", "explain_llama",

@@ -36,6 +36,9 @@ _EMPTY_CACHE_PHASE = "torch.cuda.empty_cache"
 _NO_SPLIT_MARK = "torch.cuda.MemPool(no_split=True) "
 _USE_ON_OOM_MARK = "torch.cuda.MemPool(use_on_oom=True) "
 _USE_MEM_POOL_PHASE = "torch.cuda.use_mem_pool "
+# a phase around each CUDA graph capture (common/event.h MS_GRAPH_CAPTURE_PHASE): while one is
+# open the allocator never gives cached segments back
+_CAPTURE_PHASE = "torch.cuda.CUDAGraph capture"
 # a mark for each torch.cuda.set_per_process_memory_fraction, with the limit it set in bytes on
 # the mark's device (common/event.h MS_MEMORY_FRACTION_MARK): the replay applies it there
 _FRACTION_MARK = "torch.cuda.set_per_process_memory_fraction "
@@ -203,6 +206,7 @@ def _start(path, stacks, max_frames, flush_ms):
         _mark_mempools(torch)
         _mark_use_mem_pool(torch)
         _mark_memory_fraction(torch)
+        _mark_captures(torch)
         _rec = r
 
 
@@ -319,6 +323,39 @@ def _mark_use_mem_pool(torch):
         f._memsnap_marks = True
     mem._cuda_beginAllocateCurrentThreadToPool = begin_marked
     mem._cuda_endAllocateToPool = end_marked
+
+
+def _mark_captures(torch):
+    """Put each CUDA graph capture (torch.cuda.CUDAGraph's capture_begin to capture_end, which
+    torch.cuda.graph, make_graphed_callables and torch.compile's graph trees call) inside a
+    phase: while one is underway the allocator never gives cached segments back, and the trace
+    does not otherwise say when one was."""
+    graph = getattr(torch.cuda, "CUDAGraph", None)
+    if graph is None or getattr(graph.capture_begin, "_memsnap_marks", False):
+        return
+    begin, end = graph.capture_begin, graph.capture_end
+
+    def mark(stage):
+        r = _rec
+        if r is not None:
+            _lib.msr_annotate(r, _ANN_PHASE, stage, _CAPTURE_PHASE.encode(),
+                              torch.cuda.current_device())
+
+    def capture_begin(self, *args, **kwargs):
+        out = begin(self, *args, **kwargs)
+        mark(_START)
+        return out
+
+    def capture_end(self, *args, **kwargs):
+        mark(_END)
+        return end(self, *args, **kwargs)
+
+    for f, o in ((capture_begin, begin), (capture_end, end)):
+        f.__doc__ = o.__doc__
+        f.__wrapped__ = o
+        f._memsnap_marks = True
+    graph.capture_begin = capture_begin
+    graph.capture_end = capture_end
 
 
 def _mark_memory_fraction(torch):

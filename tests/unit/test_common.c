@@ -346,6 +346,9 @@ Test(common, annotation_calls)
 	cr_assert_eq(ms_ann_call_of(MS_ANN_STEP, "torch.cuda.MemPool(no_split=True) (0, 3)"),
 	             MS_CALL_NONE);
 	cr_assert_eq(ms_ann_call_of(MS_ANN_PHASE, "forward"), MS_CALL_NONE);
+	cr_assert_eq(ms_ann_call_of(MS_ANN_PHASE, "torch.cuda.CUDAGraph capture"),
+	             MS_CALL_GRAPH_CAPTURE);
+	cr_assert_eq(ms_ann_call_of(MS_ANN_STEP, "torch.cuda.CUDAGraph capture"), MS_CALL_NONE);
 	/* set_per_process_memory_fraction's limit, in bytes */
 	{
 		uint64_t bytes = 0;
