@@ -7,13 +7,14 @@
 # by: its snapshot diverges, its recording does not. Likewise a MemPool made with no_split=True:
 # its snapshot does not say so (it diverges), memsnap's recorder marks it (identical); and an open
 # use_mem_pool, which keeps the allocator from giving cached segments back on another thread's
-# request (mempool_scope_blocks_retry: its snapshot diverges, its recording does not). A recording
+# request (mempool_scope_blocks_retry: its snapshot diverges, its recording does not), as a CUDA
+# graph capture does (graph_capture_blocks_retry, the same). A recording
 # goes on to the job's exit, after the pools were deleted: where the snapshot was taken before
 # (mempool_no_split, mempool_on_oom_fixed and _roomy), the recording's end differs from the snapshot's.
 d=testdata/snapshots/pools
 for n in graph_pools compile_reduce_overhead mempool graph_step_adam graphed_callables \
 	decode_graphs mempool_on_oom mempool_on_oom_fixed mempool_on_oom_roomy \
-	mempool_scope_blocks_retry mempool_no_split \
+	mempool_scope_blocks_retry graph_capture_blocks_retry mempool_no_split \
 	graph_pools_expandable \
 	compile_reduce_overhead_expandable mempool_expandable graph_step_adam_expandable \
 	decode_graphs_expandable; do
