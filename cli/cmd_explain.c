@@ -647,6 +647,10 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 				cJSON_AddNullToObject(o, "fits_without_fragmentation");
 			else
 				cJSON_AddBoolToObject(o, "fits_without_fragmentation", fit);
+			/* a use_mem_pool or a capture was open: the last retry was not made */
+			cJSON_AddBoolToObject(o, "cache_kept_by_open_pool_or_capture",
+			                      f->o.retry_skipped);
+			ms_json_u64(o, "cache_releasable_bytes", f->o.releasable);
 			json_cats(cJSON_AddObjectToObject(o, "categories"), &at_oom, f->o.allocated,
 			          f->o.reserved - f->o.allocated, 0, 0);
 		} else {
@@ -745,7 +749,15 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 				int fit = fits(f, capacity, &lim);
 				uint64_t demand = f->o.allocated + f->o.requested;
 				ms_format_size(b1, sizeof(b1), demand);
-				if (fit < 0 && lim.inferred)
+				if (f->o.retry_skipped)
+					printf("    a use_mem_pool or a CUDA graph capture was "
+					       "open: "
+					       "PyTorch gives no cached segment back then, and %s "
+					       "of "
+					       "them were free; end it before this allocation, or "
+					       "call torch.cuda.empty_cache() before it begins\n",
+					       ms_format_size(b2, sizeof(b2), f->o.releasable));
+				else if (fit < 0 && lim.inferred)
 					printf("    cannot tell demand from fragmentation: "
 					       "allocated plus "
 					       "the request (%s) lie within the inferred limit's "
@@ -783,6 +795,17 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 		if (rows[0].s)
 			printf("    the recorded settings could not be replayed: %s\n",
 			       rows[0].err);
+		else if (!nrec && first.has_oom && first.first_oom.o.retry_skipped)
+			printf("    no setting tried avoids the OOM (%zu tried: memsnap whatif "
+			       "lists them): the cache kept while the use_mem_pool or capture "
+			       "was open is the cause (above)\n",
+			       nrows - 1);
+		else if (!nrec && first.has_oom && lim.inferred)
+			printf("    no setting tried avoids the OOM under the inferred limit (%zu "
+			       "tried: memsnap whatif lists them); the job's real limit, anywhere "
+			       "from %s to %s, may differ (--limit sets it)\n",
+			       nrows - 1, ms_format_size(b1, sizeof(b1), lim.lo),
+			       ms_format_size(b2, sizeof(b2), lim.hi));
 		else if (!nrec && first.has_oom)
 			printf("    no setting tried avoids the OOM (%zu tried: memsnap whatif "
 			       "lists "

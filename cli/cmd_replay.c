@@ -69,7 +69,8 @@ static void print_pools(const struct ms_replay_result *r)
 
 	if (r->n_pools < 2)
 		return;
-	printf("  private pools:  %zu (CUDA graphs, MemPools); %llu allocations in them\n",
+	printf("  private pools:  %zu (CUDA graphs, MemPools); %llu allocations the trace puts in "
+	       "them\n",
 	       r->n_pools - 1, (unsigned long long)r->allocs_private);
 	for (size_t i = 0; i < r->n_pools; i++) {
 		const struct ms_model_pool *p = &r->pools[i];
@@ -82,9 +83,18 @@ static void print_pools(const struct ms_replay_result *r)
 	}
 	if (r->use_on_oom_decided)
 		printf("    %llu allocation%s of use_on_oom MemPools outside use_mem_pool: the "
-		       "allocator's fallback chose the pool; the replay chose again\n",
+		       "allocator's fallback chose the pool; the replay chose again and served "
+		       "%llu request%s of the default pool from such a pool\n",
 		       (unsigned long long)r->use_on_oom_decided,
-		       r->use_on_oom_decided == 1 ? "" : "s");
+		       r->use_on_oom_decided == 1 ? "" : "s",
+		       (unsigned long long)r->stats.use_on_oom_fallbacks,
+		       r->stats.use_on_oom_fallbacks == 1 ? "" : "s");
+	if (r->use_on_oom_kept)
+		printf("    %llu allocation%s the trace puts in a pool given as use_on_oom "
+		       "replayed "
+		       "there: the trace cannot say which the allocator's fallback placed (memsnap "
+		       "record marks them), so another limit does not move them\n",
+		       (unsigned long long)r->use_on_oom_kept, r->use_on_oom_kept == 1 ? "" : "s");
 }
 
 /* pools: every pool's id and share; the pools' counts of allocations. */
@@ -317,6 +327,8 @@ static cJSON *json_report(const char *path, uint32_t device, const struct ms_rep
 	ms_json_u64(o, "use_on_oom_pools", r->use_on_oom_pools);
 	ms_json_u64(o, "use_on_oom_decided", r->use_on_oom_decided);
 	ms_json_u64(o, "limit_marks", r->limit_marks);
+	ms_json_u64(o, "use_on_oom_fallbacks", r->stats.use_on_oom_fallbacks);
+	ms_json_u64(o, "use_on_oom_kept", r->use_on_oom_kept);
 	ms_json_u64(o, "recorded_ooms", r->recorded_ooms);
 	ms_json_u64(o, "reproduced_ooms", r->reproduced_ooms);
 	cJSON_AddBoolToObject(o, "ended_by_oom", r->ended_by_oom);
@@ -354,6 +366,8 @@ static cJSON *json_report(const char *path, uint32_t device, const struct ms_rep
 		ms_json_u64(x, "allocated_bytes", r->first_oom.o.allocated);
 		ms_json_u64(x, "reserved_bytes", r->first_oom.o.reserved);
 		ms_json_u64(x, "free_in_reserved_bytes", r->first_oom.o.free_in_reserved);
+		cJSON_AddBoolToObject(x, "cache_kept_by_open_pool_or_capture",
+		                      r->first_oom.o.retry_skipped);
 		ms_json_u64(x, "largest_free_block_bytes", r->first_oom.o.largest_free);
 		ms_json_u64(x, "inactive_split_bytes", r->first_oom.o.inactive_split);
 		cJSON_AddStringToObject(x, "message", msg);
@@ -515,6 +529,12 @@ static void text_report(const char *path, const struct ms_replay_result *r,
 		       ms_format_size(b1, sizeof(b1), o->free_in_reserved),
 		       ms_format_size(b2, sizeof(b2), o->largest_free),
 		       ms_format_size(b3, sizeof(b3), o->inactive_split));
+		if (o->retry_skipped)
+			printf("  why the cache stayed: a use_mem_pool or a CUDA graph capture was "
+			       "open, and PyTorch gives no cached segment back then (%s of them "
+			       "were "
+			       "free)\n",
+			       ms_format_size(b1, sizeof(b1), o->releasable));
 		printf("  where it did not fit: the largest free blocks of the %s pool on stream "
 		       "0x%llx:\n",
 		       o->rounded <= (1u << 20) ? "small" : "large", (unsigned long long)o->stream);
@@ -525,11 +545,17 @@ static void text_report(const char *path, const struct ms_replay_result *r,
 			char nb[96], na[96];
 			text_neighbour(&f->before, nb, sizeof(nb));
 			text_neighbour(&f->after, na, sizeof(na));
-			printf("    %12s at 0x%llx, between %s and %s\n",
-			       ms_format_size(b1, sizeof(b1), f->size), (unsigned long long)f->addr,
-			       nb, na);
+			if (!f->before.present && !f->after.present)
+				printf("    %12s at 0x%llx, a whole segment\n",
+				       ms_format_size(b1, sizeof(b1), f->size),
+				       (unsigned long long)f->addr);
+			else
+				printf("    %12s at 0x%llx, between %s and %s\n",
+				       ms_format_size(b1, sizeof(b1), f->size),
+				       (unsigned long long)f->addr, nb, na);
 		}
-		printf("  who holds the memory (the largest live allocations):\n");
+		printf("  who holds the memory (the largest live allocations)%s\n",
+		       r->first_oom.n_holders ? ":" : ": none");
 		for (size_t i = 0; i < r->first_oom.n_holders; i++) {
 			const struct ms_replay_holder *w = &r->first_oom.holders[i];
 			char when[32];

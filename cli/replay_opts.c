@@ -118,12 +118,14 @@ static int parse_pools(const char *arg, uint16_t *out, const char **why)
 			s = end;
 			if (k == 2) {
 				if (n == MS_REPLAY_MAX_POOL_ARGS) {
-					*why = "too many pools";
+					*why = "too many pools (64 at most)";
 					return -1;
 				}
 				if (ms_pool_code(v[0], v[1], &out[n])) {
-					*why = "not a pool id PyTorch makes (one of the two must "
-					       "be 0)";
+					*why = v[0] && v[1] ? "not a pool id PyTorch makes (one of "
+					                      "the two must be 0)"
+					                    : "a pool id too large for memsnap's "
+					                      "pools";
 					return -1;
 				}
 				if (out[n] == MS_POOL_DEFAULT) {
@@ -265,6 +267,34 @@ ms_status ms_replay_cli_trace_whole(const char *path, const struct ms_trace **t,
 	return s;
 }
 
+/* Pools given to --no-split-pools or --use-on-oom-pools that nothing in the trace used. */
+static void say_unused_pools(struct ms_replay_cli *c, const char *path,
+                             const struct ms_replay_result *r)
+{
+	const uint16_t *codes[2] = {c->o.no_split_pools, c->o.use_on_oom_pools};
+	size_t n[2] = {c->o.n_no_split_pools, c->o.n_use_on_oom_pools};
+	const char *opt[2] = {"--no-split-pools", "--use-on-oom-pools"};
+
+	if (c->said_unused_pools)
+		return;
+	for (int k = 0; k < 2; k++)
+		for (size_t i = 0; i < n[k]; i++) {
+			const struct ms_model_pool *p = NULL;
+			uint64_t id[2];
+			char b[48];
+			for (size_t j = 0; j < r->n_pools && !p; j++)
+				if (r->pools[j].code == codes[k][i])
+					p = &r->pools[j];
+			if (p && (p->allocated_bytes.allocated || p->segment.allocated))
+				continue;
+			ms_pool_id(codes[k][i], id);
+			ms_warning("%s: pool %s, given to %s, has no allocation in the trace "
+			           "(`memsnap stats` lists its pools)",
+			           path, ms_pool_id_text(id, b, sizeof(b)), opt[k]);
+			c->said_unused_pools = 1;
+		}
+}
+
 ms_status ms_replay_cli_run(struct ms_replay_cli *c, const char *path, struct ms_replay_result *r,
                             struct ms_limit_range *lim, struct ms_diag *d)
 {
@@ -284,6 +314,8 @@ ms_status ms_replay_cli_run(struct ms_replay_cli *c, const char *path, struct ms
 	c->o = c->out.o;
 	*lim = c->out.lim;
 	say_notes(c, path);
+	if (!s)
+		say_unused_pools(c, path, r);
 	return s;
 }
 

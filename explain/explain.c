@@ -266,7 +266,7 @@ static ms_status windows_and_steps(struct ex *x)
 	uint64_t open = NONE;
 	size_t n_step_anns = 0;
 
-	int own = 0;
+	int own = 0, other = 0;
 
 	/*
 	 * This device's annotations, or where it has none, in a memsnap trace, those of any device
@@ -274,11 +274,14 @@ static ms_status windows_and_steps(struct ex *x)
 	 * snapshot lists each device's events apart and places its annotations among those of
 	 * their own device: another device's say nothing of this one's.
 	 */
-	for (size_t i = 0; i < x->t->n_anns && !own; i++)
-		own = x->t->anns[i].device == x->in->device &&
-		      (x->t->anns[i].kind == MS_ANN_STEP ||
-		       starts_with(ms_symtab_get_str(&x->t->syms, x->t->anns[i].name)->s, prefix));
-	if (!own && x->t->meta.input_kind != MS_INPUT_ZST)
+	for (size_t i = 0; i < x->t->n_anns && !own; i++) {
+		const struct ms_annotation *a = &x->t->anns[i];
+		int step = a->kind == MS_ANN_STEP ||
+		           starts_with(ms_symtab_get_str(&x->t->syms, a->name)->s, prefix);
+		own = step && a->device == x->in->device;
+		other |= step && a->device != x->in->device;
+	}
+	if (!own && (!other || x->t->meta.input_kind != MS_INPUT_ZST))
 		return steps_by_repetition(x); /* nothing marks the steps */
 	x->x->steps_other_device = !own;
 	for (size_t i = 0; i < x->t->n_anns; i++) {

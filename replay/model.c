@@ -497,6 +497,20 @@ static void release_pool(struct ms_model *m, struct pool *p)
 	ms_free(xs);
 }
 
+/* What empty_cache() would give back now: the default pools' whole free segments. */
+static uint64_t releasable_bytes(const struct ms_model *m)
+{
+	const struct pool *pools[2] = {&m->large, &m->small};
+	uint64_t n = 0;
+
+	for (int k = 0; k < 2; k++)
+		for (const struct ms_model_block *b = lower_bound(pools[k]->root, 0, 0, 0); b;
+		     b = lower_bound(pools[k]->root, b->stream, b->size, b->addr + 1))
+			if (releasable(b))
+				n += b->size;
+	return n;
+}
+
 void ms_model_empty_cache(struct ms_model *m)
 {
 	/* synchronize_and_free_events: pending frees complete as the trace records them */
@@ -803,8 +817,9 @@ ms_status ms_model_malloc_pool(struct ms_model *m, uint64_t n, uint64_t stream, 
 			garbage_collect(m);
 		b = alloc_block(m, p, stream, size, alloc_size, 0, &nomem);
 		/* the default pool's request: a free block of a use_on_oom MemPool (§14.6) */
-		if (!b && !nomem && !slot && m->n_on_oom)
-			b = use_on_oom_block(m, &p, stream, size, 1);
+		if (!b && !nomem && !slot && m->n_on_oom &&
+		    (b = use_on_oom_block(m, &p, stream, size, 1)))
+			m->st.use_on_oom_fallbacks++;
 		if (!b && !nomem && release_available(m, p, stream, size))
 			b = alloc_block(m, p, stream, size, alloc_size, 0, &nomem);
 		/* a request routed to a private pool skips the full flush (§14.2), and so does
@@ -819,6 +834,10 @@ ms_status ms_model_malloc_pool(struct ms_model *m, uint64_t n, uint64_t stream, 
 	if (!b) {
 		m->st.num_ooms++;
 		ms__model_fill_oom(m, n, size, alloc_size, stream, oom);
+		if (oom && !slot && m->captures_underway) {
+			oom->retry_skipped = 1;
+			oom->releasable = releasable_bytes(m);
+		}
 		return MS_OK;
 	}
 	b = alloc_found(m, p, b, size, n, &nomem);

@@ -29,6 +29,8 @@ struct ms_model_stats {
 	struct ms_stat oversize_allocations, oversize_segments;
 	uint64_t num_alloc_retries, num_ooms, num_sync_all_streams;
 	uint64_t num_device_alloc, num_device_free;
+	/* requests of the default pool served by a use_on_oom MemPool's free block (§14.6) */
+	uint64_t use_on_oom_fallbacks;
 };
 
 /*
@@ -82,6 +84,13 @@ struct ms_model_oom {
 	uint64_t alloc_size; /* the segment it tried to get: PyTorch's "Tried to allocate" */
 	uint64_t stream;
 	uint64_t allocated, reserved, free_in_reserved, largest_free, inactive_split;
+	/*
+	 * A request of the default pool made while a use_mem_pool or a capture was open: the last
+	 * retry, which gives every cached segment back, was skipped (§14.1); releasable is what it
+	 * would have given back (whole free segments).
+	 */
+	uint8_t retry_skipped;
+	uint64_t releasable;
 };
 
 ms_status ms_model_new(const struct ms_model_conf *c, struct ms_model **out);

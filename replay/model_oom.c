@@ -33,6 +33,8 @@ void ms__model_fill_oom(const struct ms_model *m, uint64_t n, uint64_t size, uin
 	oom->allocated = (uint64_t)m->st.allocated_bytes[MS_POOL_ALL].current;
 	oom->reserved = m->reserved;
 	oom->inactive_split = (uint64_t)m->st.inactive_split_bytes[MS_POOL_ALL].current;
+	oom->retry_skipped = 0;
+	oom->releasable = 0;
 	ms_model_free_space(m, &oom->free_in_reserved, &oom->largest_free);
 }
 

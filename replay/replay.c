@@ -510,6 +510,12 @@ static ms_status do_malloc(struct rp *p, const struct ms_event *e, int recorded_
 
 	if (pool != e->pool)
 		p->r->use_on_oom_decided++;
+	else
+		for (size_t i = 0; i < p->o->n_use_on_oom_pools; i++)
+			if (p->o->use_on_oom_pools[i] == pool) {
+				p->r->use_on_oom_kept++;
+				break;
+			}
 	if (p->pend_frees) {
 		/*
 		 * Recorded segment frees just before a malloc: the malloc's own release path

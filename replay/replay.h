@@ -194,6 +194,9 @@ struct ms_replay_result {
 	 * asked them of the default pool (its fallback chose again)
 	 */
 	uint64_t use_on_oom_pools, use_on_oom_decided;
+	/* allocations in a pool given as use_on_oom (--use-on-oom-pools) replayed there as the
+	 * trace put them: whether the fallback placed them the trace cannot say */
+	uint64_t use_on_oom_kept;
 	/* the job's torch.cuda.set_per_process_memory_fraction calls on the device, as the recorder
 	 * marked them: the model's limit changed at each (none where --limit or --memory-fraction
 	 * was given) */

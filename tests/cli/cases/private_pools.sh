@@ -106,6 +106,20 @@ for ids in "(0, 1) (0, 2)" "0,0" "1,2" "0,1 0" "0,x"; do
 	"$MEMSNAP" verify --no-split-pools "$ids" "$d/mempool_no_split.pickle.zst" >/dev/null 2>"$TMPDIR/pools.err"
 	echo "--no-split-pools '$ids': exit $?, $(head -1 "$TMPDIR/pools.err")"
 done
+# a pool given that the trace never uses is said (a typo in an id would otherwise pass unseen)
+"$MEMSNAP" verify --no-split-pools "0,5" "$d/mempool_no_split.pickle.zst" 2>&1 >/dev/null | grep -o "pool (0, 5).*"
+# the OOMs an open use_mem_pool or capture caused: explain and replay say why the cache stayed,
+# with what a release would have given back
+for n in mempool_scope_blocks_retry graph_capture_blocks_retry; do
+	"$MEMSNAP" -q explain --json "$d/$n.zst" | python3 -c '
+import json, sys
+o = json.load(sys.stdin)["oom"]
+print(sys.argv[1] + ": cache kept by an open pool or capture:", o["cache_kept_by_open_pool_or_capture"],
+      "releasable", o["cache_releasable_bytes"])' "$n"
+	"$MEMSNAP" replay "$d/$n.zst" | grep "why the cache stayed"
+done
+# a snapshot given a use_on_oom pool keeps its allocations there, and says so
+"$MEMSNAP" replay --use-on-oom-pools "0,1" --limit 2415919104 "$d/mempool_on_oom_fixed.pickle.zst" | grep "given as use_on_oom"
 # traces that start mid-run: each snapshot cut at a tenth, three tenths, half and seven tenths of
 # its events, replayed from the state rebuilt from its end, against the segment events PyTorch
 # recorded after the cut. graph_step_adam_expandable's cuts before its last tenth diverge: the
