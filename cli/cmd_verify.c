@@ -239,6 +239,14 @@ static int verify_one(struct ms_replay_cli *c, const char *path, uint32_t device
 			       "from what PyTorch did if the job had private pools (CUDA graphs, "
 			       "MemPools) whose segments were all given back before the "
 			       "snapshot\n");
+		/* a snapshot with private pools cannot say how they were made or used */
+		if (!c->torch && (r.allocs_private || r.end_private_segments) &&
+		    !r.use_on_oom_pools && !r.no_split_pools && !r.limit_marks)
+			printf("  the trace has private pools and does not say how they were made or "
+			       "used (a snapshot): a MemPool made with no_split=True or "
+			       "use_on_oom=True (--no-split-pools, --use-on-oom-pools say it), an "
+			       "open use_mem_pool or a CUDA graph capture (memsnap record marks "
+			       "them) change what PyTorch does\n");
 		if (!c->torch && r.misplaced_allocs)
 			printf("  first allocation placed elsewhere than PyTorch placed it: event "
 			       "%llu (recorded 0x%llx, replayed 0x%llx); %llu in all\n",

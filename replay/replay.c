@@ -924,8 +924,10 @@ ms_status ms_replay_infer_limit(const struct ms_trace *t, const struct ms_replay
 	if (x != 0)
 		return ms__diag_set(
 		        diag, MS_ERR_UNSUPPORTED, -1, -1,
-		        "no limit reproduces the recorded OOMs (from %llu bytes up they are "
-		        "missed)",
+		        "below %llu bytes the replay runs out earlier than the recording, from "
+		        "there up it serves what the recording refused: something the trace does "
+		        "not record stood in the way (an open use_mem_pool or CUDA graph capture, "
+		        "which memsnap record marks; memory outside PyTorch)",
 		        (unsigned long long)a);
 	b = 1ull << 52;
 	while (a < b) {
