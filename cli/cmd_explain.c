@@ -825,8 +825,12 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 			                      p > reserved ? p - reserved : reserved - p),
 			       recs[k].avoids_oom ? ", avoids the OOM" : "");
 			if (w->min_memory)
-				printf("; least memory that completes %s",
-				       ms_format_size(b3, sizeof(b3), w->min_memory));
+				printf("; least memory that completes %s%s",
+				       ms_format_size(b3, sizeof(b3), w->min_memory),
+				       w->min_memory > p
+				               ? " (more than its peak: under a lower limit "
+				                 "the allocator takes other paths, and runs out)"
+				               : "");
 			printf("\n");
 		}
 		if (!rows[0].s)

@@ -242,7 +242,8 @@ static int verify_one(struct ms_replay_cli *c, const char *path, uint32_t device
 		/* a snapshot with private pools cannot say how they were made or used */
 		if (!c->torch && (r.allocs_private || r.end_private_segments) &&
 		    !r.use_on_oom_pools && !r.no_split_pools && !r.limit_marks)
-			printf("  the trace has private pools and does not say how they were made or "
+			printf("  the trace has private pools and does not say how they were made "
+			       "or "
 			       "used (a snapshot): a MemPool made with no_split=True or "
 			       "use_on_oom=True (--no-split-pools, --use-on-oom-pools say it), an "
 			       "open use_mem_pool or a CUDA graph capture (memsnap record marks "
