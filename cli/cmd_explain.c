@@ -96,15 +96,19 @@ static int64_t rounding(const struct ms_explain *x, uint64_t allocated)
 	return (int64_t)allocated - (int64_t)ms_explain_requested(x);
 }
 
-static void json_cats(cJSON *o, const struct ms_explain *x, uint64_t allocated, uint64_t cached,
-                      uint64_t outside, int outside_known)
+/*
+ * "categories" (bytes by name) into parent, and beside it "categories_exceed_allocated": more
+ * than frees waiting for their streams explain, so that the categories are not to be trusted.
+ */
+static void json_cats(cJSON *parent, const struct ms_explain *x, uint64_t allocated,
+                      uint64_t cached, uint64_t outside, int outside_known)
 {
+	cJSON *o = cJSON_AddObjectToObject(parent, "categories");
+
 	for (unsigned k = 0; k < MS_CAT_COUNT; k++)
 		ms_json_u64(o, ms_explain_cat_name(k), x->cat_bytes[k]);
 	ms_json_i64(o, "rounding", rounding(x, allocated));
-	/* more than frees waiting for their streams explain: the categories are not to be trusted
-	 */
-	cJSON_AddBoolToObject(o, "exceed_allocated",
+	cJSON_AddBoolToObject(parent, "categories_exceed_allocated",
 	                      rounding(x, allocated) < 0 &&
 	                              (uint64_t)-rounding(x, allocated) > allocated / 100);
 	ms_json_u64(o, "cached_free", cached);
@@ -549,6 +553,7 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 		size_t ps = step_of(&x, at);
 		cJSON_AddStringToObject(root, "trace", path);
 		cJSON_AddNumberToObject(root, "device", device);
+		cJSON_AddBoolToObject(root, "trace_cut_short", t->cut_short);
 		o = cJSON_AddObjectToObject(root, "peak");
 		ms_json_u64(o, "event", at);
 		ms_json_u64(o, "bytes", reserved);
@@ -563,8 +568,7 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 		else
 			cJSON_AddNullToObject(o, "step");
 		cJSON_AddBoolToObject(o, "is_lower_bound", first.rebuilt);
-		json_cats(cJSON_AddObjectToObject(root, "categories"), &x, allocated, cached,
-		          outside, outside_known);
+		json_cats(root, &x, allocated, cached, outside, outside_known);
 		if (apeak) {
 			uint64_t ab = (uint64_t)first.stats.allocated_bytes[0].peak;
 			size_t as = step_of(&x, first.peak_allocated_index);
@@ -575,7 +579,7 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 				cJSON_AddNumberToObject(o, "step", (double)as);
 			else
 				cJSON_AddNullToObject(o, "step");
-			json_cats(cJSON_AddObjectToObject(o, "categories"), &at_apeak, ab, 0, 0, 0);
+			json_cats(o, &at_apeak, ab, 0, 0, 0);
 		} else {
 			cJSON_AddNullToObject(root, "allocated_peak");
 		}
@@ -592,7 +596,10 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 		cJSON_AddBoolToObject(o, "steps_annotated_on_another_device", x.steps_other_device);
 		cJSON_AddStringToObject(o, "optimizer", x.optimizer);
 		ms_json_u64(o, "optimizer_steps", x.n_optimizer_steps);
-		cJSON_AddStringToObject(root, "steps_from", x.steps_from);
+		if (x.steps_from[0])
+			cJSON_AddStringToObject(root, "steps_from", x.steps_from);
+		else
+			cJSON_AddNullToObject(root, "steps_from");
 		if (x.why_uncategorized[0])
 			cJSON_AddStringToObject(root, "categories_note", x.why_uncategorized);
 		else
@@ -651,8 +658,7 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 			cJSON_AddBoolToObject(o, "cache_kept_by_open_pool_or_capture",
 			                      f->o.retry_skipped);
 			ms_json_u64(o, "cache_releasable_bytes", f->o.releasable);
-			json_cats(cJSON_AddObjectToObject(o, "categories"), &at_oom, f->o.allocated,
-			          f->o.reserved - f->o.allocated, 0, 0);
+			json_cats(o, &at_oom, f->o.allocated, f->o.reserved - f->o.allocated, 0, 0);
 		} else {
 			cJSON_AddNullToObject(root, "oom");
 		}
@@ -685,6 +691,10 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 		printf(", the most allocated while it stood, %s:\n",
 		       ms_format_size(b2, sizeof(b2), allocated));
 		print_cats(&x, allocated, cached, outside, outside_known);
+		if (t->cut_short)
+			printf("  note: the trace is cut short (its file ends early): all of this "
+			       "is "
+			       "of the part it holds, not of the whole run\n");
 		if (x.why_uncategorized[0])
 			printf("  note: %s\n", x.why_uncategorized);
 		if (apeak) {
@@ -722,6 +732,12 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 			       x.n_steps);
 		} else {
 			printf("\n  growth from step to step:%s\n", x.n_growth ? "" : " none");
+			if (x.n_growth && x.n_optimizer_steps < 3 &&
+			    !strcmp(x.steps_from, "repetition"))
+				printf("    (the steps are from repetition: where they are a "
+				       "model's "
+				       "layers in one pass, growth is what the pass keeps, such as "
+				       "activations for its backward, not a leak)\n");
 			for (k = 0; k < x.n_growth; k++) {
 				char site[512];
 				ms_site_label(&t->syms, x.growth[k].stack, site, sizeof(site));

@@ -336,9 +336,12 @@ ms_status ms_trace_load(const char *path, const struct ms_read_opts *opts, struc
 {
 	struct ms_trace *t;
 	struct ms_sink sink;
+	struct ms_source_info own;
 	int windowed, cut_early;
 	ms_status s;
 
+	if (!info)
+		info = &own;
 	if ((s = ms_trace_new(&t)))
 		return ms__diag_set(diag, s, -1, -1, "out of memory");
 	ms_trace_sink(t, &sink);
@@ -358,6 +361,8 @@ ms_status ms_trace_load(const char *path, const struct ms_read_opts *opts, struc
 		ms_trace_free(t);
 		return s;
 	}
+	t->cut_short = info->kind == MS_FILE_TRACE && !info->zst.stopped &&
+	               (info->zst.truncated || !info->zst.has_end);
 	*out = t;
 	return MS_OK;
 }

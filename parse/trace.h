@@ -31,6 +31,9 @@ struct ms_trace {
 	/* ms_trace_load: the events' pools told from the end state (pool_infer.h), where the trace
 	 * does not record them and has private-pool segments at the end; else all zero */
 	struct ms_pool_inference pools;
+	/* ms_trace_load of a memsnap trace: its file ends early (cut off in a frame, or no END
+	 * record): what it holds is a prefix of the run */
+	int cut_short;
 };
 
 /* What ms_source_read() found besides the records. */

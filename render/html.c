@@ -407,6 +407,8 @@ static void diagnosis_json(struct ms_jsonw *w, const struct ms_report_diagnosis 
 	}
 	key_cstr(w, "note", g->note);
 	key_u64(w, "growth_steps", g->growth_steps);
+	ms_jsonw_key(w, "growth_by_repetition");
+	ms_jsonw_bool(w, g->growth_by_repetition);
 	ms_jsonw_key(w, "copies");
 	if (g->copies_told) {
 		ms_jsonw_arr_begin(w);

@@ -868,6 +868,7 @@ ms_status ms_report_diagnose(struct ms_report *rep, const struct ms_trace *t,
 	g->optimizer_state_bytes = x.optimizer_state_bytes;
 	g->n_optimizer_steps = x.n_optimizer_steps;
 	g->growth_steps = x.growth_steps;
+	g->growth_by_repetition = x.n_optimizer_steps < 3 && !strcmp(x.steps_from, "repetition");
 	g->copies_told = x.copies_told;
 	g->copy_bytes = x.copy_bytes;
 	g->copy_blocks = x.copy_blocks;

@@ -119,7 +119,8 @@ struct ms_report_diagnosis {
 	uint64_t parameter_bytes, gradient_bytes, optimizer_state_bytes;
 	int model_found; /* parameters were found (else the three above are not known) */
 	size_t n_optimizer_steps;
-	size_t growth_steps; /* step starts growth was looked for at (0: not looked for) */
+	size_t growth_steps;      /* step starts growth was looked for at (0: not looked for) */
+	int growth_by_repetition; /* over steps from repetition (maybe a model's layers) */
 	/* copies alive at the peak (explain.h): told where stacks have C++ frames */
 	int copies_told;
 	uint64_t copy_bytes, copy_blocks;

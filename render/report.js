@@ -218,7 +218,10 @@
 			dg.appendChild(text(document.createElement('p'), g.growth.length ?
 				'Growing from step to step: ' + g.growth.map(function (x) {
 					return '+' + fmt(x[1]) + ' a step over ' + x[2] + ' steps at ' + x[0];
-				}).join('; ') + '.' : 'Nothing grows from step to step.'));
+				}).join('; ') + '.' + (g.growth_by_repetition ? ' The steps are from ' +
+					'repetition: where they are a model\'s layers in one pass, growth is what ' +
+					'the pass keeps, such as activations for its backward, not a leak.' : '')
+				: 'Nothing grows from step to step.'));
 	}
 	if (D.oom) {
 		var o = D.oom, p = $('oom');
