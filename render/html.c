@@ -184,6 +184,8 @@ static void oom_json(struct ms_jsonw *w, const struct ms_report *rep)
 	key_u64(w, "reserved", x->o.reserved);
 	key_u64(w, "free_in_reserved", x->o.free_in_reserved);
 	key_u64(w, "largest_free", x->o.largest_free);
+	key_bool(w, "cache_kept", x->o.retry_skipped);
+	key_u64(w, "releasable", x->o.releasable);
 	ms_jsonw_key(w, "holes");
 	ms_jsonw_arr_begin(w);
 	for (size_t i = 0; i < x->n_holes; i++) {

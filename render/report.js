@@ -233,6 +233,27 @@
 			' was free inside reserved segments; the largest free block was ' +
 			fmt(o.largest_free) + '.');
 		p.appendChild(h);
+		/* the verdict, as memsnap explain gives it: what the capacity lets one tell */
+		var demand = o.allocated + o.requested, cap = D.limit || D.device_memory || 0, verdict;
+		var LI = D.limit_inferred;
+		if (o.cache_kept)
+			verdict = 'A use_mem_pool or a CUDA graph capture was open: PyTorch gives no cached ' +
+				'segment back then, and ' + fmt(o.releasable) + ' of them were free. End it ' +
+				'before this allocation, or call torch.cuda.empty_cache() before it begins.';
+		else if (LI && demand > LI[0] && demand <= LI[1])
+			verdict = 'Demand or fragmentation cannot be told apart: allocated plus the request (' +
+				fmt(demand) + ') lie within the inferred limit\'s range, ' + fmt(LI[0]) + ' to ' +
+				fmt(LI[1]) + ' (memsnap render --limit sets it).';
+		else if (!cap && !LI)
+			verdict = 'The capacity is not known: demand and fragmentation cannot be told apart.';
+		else if (demand <= (LI ? LI[0] : cap))
+			verdict = 'Fragmentation: allocated plus the request (' + fmt(demand) + ') fit in ' +
+				fmt(LI ? LI[0] : cap) + '; the largest free block was ' + fmt(o.largest_free) + '.';
+		else
+			verdict = 'Demand: allocated plus the request (' + fmt(demand) + ') exceed ' +
+				fmt(LI ? LI[1] : cap) + ': no setting can make it fit.';
+		p.appendChild(text(document.createElement('p'), verdict));
+		document.body.dataset.oomVerdict = verdict.split(':')[0];
 		p.appendChild(text(document.createElement('pre'), o.message));
 		var t = document.createElement('table');
 		t.innerHTML = '<thead><tr><th>bytes</th><th>event</th><th>who holds the memory</th></tr></thead>';

@@ -155,6 +155,18 @@ sites=$(grep -o 'data-bands-sites="[0-9]*"' "$tmp/dom.html" | grep -o '[0-9]*')
 grep -q 'data-selftest-bands="hover-shows-stack-click-selects"' "$tmp/dom.html" ||
 	problems+=" bands:$(grep -o 'data-selftest-bands="[^"]*"' "$tmp/dom.html")"
 if [ -n "$problems" ]; then echo "FAIL copies:$problems"; fail=1; else echo "ok copies ($sites sites)"; fi
+# the OOM panel's verdict, as explain gives it: fragmentation where the recording marks the job's
+# limit, cannot tell where a snapshot's limit is only inferred, and the cache an open
+# use_mem_pool kept
+problems=""
+for c in "explain/frag_oom.zst:Fragmentation" "explain/frag_oom.pickle.zst:Demand or fragmentation cannot be told apart" \
+	"pools/mempool_scope_blocks_retry.zst:A use_mem_pool or a CUDA graph capture was open"; do
+	"$memsnap" render "$root/testdata/snapshots/${c%%:*}" -o "$art/verdict.html" 2>/dev/null
+	chrome --dump-dom "file://$art/verdict.html" >"$tmp/dom.html" 2>/dev/null
+	grep -q "data-oom-verdict=\"${c#*:}\"" "$tmp/dom.html" ||
+		problems+=" ${c%%:*}:$(grep -o 'data-oom-verdict="[^"]*"' "$tmp/dom.html")"
+done
+if [ -n "$problems" ]; then echo "FAIL oom verdicts:$problems"; fail=1; else echo "ok oom verdicts"; fi
 # a trace with two devices: one page, a switch, opening on the device whose replay runs out of
 # memory; #device=0 draws the other
 html="$art/two_devices.html"
