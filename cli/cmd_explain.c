@@ -96,6 +96,14 @@ static int64_t rounding(const struct ms_explain *x, uint64_t allocated)
 	return (int64_t)allocated - (int64_t)ms_explain_requested(x);
 }
 
+/* Parameters, gradients and optimizer state where optimizer steps are found but no parameter:
+ * nothing of them is told, and their bytes are in other. */
+static int state_not_told(const struct ms_explain *x, unsigned k)
+{
+	return x->n_optimizer_steps && !x->parameter_blocks &&
+	       (k == MS_CAT_PARAMETERS || k == MS_CAT_GRADIENTS || k == MS_CAT_OPTIMIZER_STATE);
+}
+
 /*
  * "categories" (bytes by name) into parent, and beside it "categories_exceed_allocated": more
  * than frees waiting for their streams explain, so that the categories are not to be trusted.
@@ -106,7 +114,10 @@ static void json_cats(cJSON *parent, const struct ms_explain *x, uint64_t alloca
 	cJSON *o = cJSON_AddObjectToObject(parent, "categories");
 
 	for (unsigned k = 0; k < MS_CAT_COUNT; k++)
-		ms_json_u64(o, ms_explain_cat_name(k), x->cat_bytes[k]);
+		if (state_not_told(x, k))
+			cJSON_AddNullToObject(o, ms_explain_cat_name(k)); /* not told */
+		else
+			ms_json_u64(o, ms_explain_cat_name(k), x->cat_bytes[k]);
 	ms_json_i64(o, "rounding", rounding(x, allocated));
 	cJSON_AddBoolToObject(parent, "categories_exceed_allocated",
 	                      rounding(x, allocated) < 0 &&
@@ -127,6 +138,14 @@ static void print_cats(const struct ms_explain *x, uint64_t allocated, uint64_t 
 		/* without optimizer steps only what could not be placed has bytes */
 		if (!x->cat_bytes[k] && (k == MS_CAT_UNPLACED || !x->n_optimizer_steps))
 			continue;
+		/* no parameters found: gradients and optimizer state are not told either */
+		if (state_not_told(x, k)) {
+			printf("    %-16s %11s                not told: no parameters found (the "
+			       "note "
+			       "below); what there is of it is in other or unplaced\n",
+			       ms_explain_cat_name(k), "-");
+			continue;
+		}
 		printf("    %-16s %11s  %6llu %-6s  %s\n", ms_explain_cat_name(k),
 		       ms_format_size(b, sizeof(b), x->cat_bytes[k]),
 		       (unsigned long long)x->cat_blocks[k],
