@@ -114,6 +114,38 @@ void ms_site_json_frames(struct cJSON *o, const struct ms_symtab *y, uint32_t st
 	ms_free(pos);
 }
 
+/*
+ * A label's function names without what qualifies them ("gpt.<locals>.GPT.forward (m.py:100)"
+ * -> "forward (m.py:100)"): a snapshot names a Python frame by its code's name, memsnap's
+ * recorder by its qualified name, and the same site must match in both. The file and line
+ * keep sites apart.
+ */
+static void unqualify(char *label)
+{
+	char *out = label, *seg = label;
+
+	while (*seg) {
+		char *open = strstr(seg, " (");
+		char *end = strstr(seg, " > ");
+		char *name = seg, *dot = NULL;
+		if (open && (!end || open < end)) {
+			for (char *p = seg; p < open; p++)
+				if (*p == '.')
+					dot = p;
+			if (dot)
+				name = dot + 1;
+		}
+		if (!end)
+			end = seg + strlen(seg);
+		else
+			end += 3; /* keep the separator */
+		memmove(out, name, (size_t)(end - name));
+		out += end - name;
+		seg = end;
+	}
+	*out = 0;
+}
+
 const char *ms_site_key(struct ms_buf *b, const struct ms_symtab *y, uint32_t stack,
                         uint32_t frames)
 {
@@ -124,6 +156,7 @@ const char *ms_site_key(struct ms_buf *b, const struct ms_symtab *y, uint32_t st
 	b->len = 0;
 	if (frames == MS_FRAMES_USER || !(pos = shown(y, stack, frames, &n, NULL))) {
 		ms_site_label(y, stack, label, sizeof(label));
+		unqualify(label);
 		if (ms_buf_append(b, label, strlen(label) + 1))
 			ms_die(MS_EXIT_ERROR, "out of memory");
 		return b->data;
