@@ -11,3 +11,12 @@ c = x["categories"]
 print("other: +%d bytes" % (c["other"]["b"] - c["other"]["a"]))
 print("steps:", [(s["b_bytes"] - s["a_bytes"]) >> 20 if s["a_bytes"] is not None else None
                  for s in x["steps"]], "MiB")'
+# one job's snapshot against its memsnap recording: the same sites, though the two forms name a
+# Python function differently (its code's name, its qualified name): no site changes
+"$MEMSNAP" -q diff --json testdata/snapshots/explain/adamw.pickle.zst testdata/snapshots/explain/adamw.zst |
+	python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+rows = d["sites"]
+print("adamw snapshot against its recording:", len(rows), "sites,",
+      sum(1 for r in rows if r["a_bytes"] != r["b_bytes"]), "changed")'
