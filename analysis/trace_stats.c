@@ -21,6 +21,12 @@ struct ms_stats_builder {
 	size_t top_n;
 	int done;
 	struct ms_u64map live; /* addr -> slot index */
+	/*
+	 * A free_requested whose block is not yet marked pending (state 2): its completion nearly
+	 * always comes next and frees the block, so the mark waits for the next event
+	 */
+	int pend_req;
+	uint64_t pend_key;
 	struct slot *slots;
 	size_t n_slots, cap_slots;
 	uint32_t free_head; /* 1-based, 0 none */
@@ -221,11 +227,20 @@ static ms_status pool_requested(struct ms_trace_stats *r, uint16_t code, int64_t
 	return MS_OK;
 }
 
+/* The block of the last free_requested, if still live, waits for its completion (state 2). */
+static void mark_pending(struct ms_stats_builder *b)
+{
+	uint64_t *sp = ms_u64map_get(&b->live, b->pend_key);
+
+	if (sp)
+		b->slots[*sp].state = 2;
+	b->pend_req = 0;
+}
+
 static ms_status s_event(void *ctx, const struct ms_event *e)
 {
 	struct ms_stats_builder *b = ctx;
 	uint64_t idx = b->index++;
-	uint64_t *sp;
 	ms_status s;
 
 	if ((s = grow_devices(b, e->device)))
@@ -239,6 +254,10 @@ static ms_status s_event(void *ctx, const struct ms_event *e)
 	if (e->device >= b->cap_dev &&
 	    grow_zero(&b->cur_dev, &b->cap_dev, (size_t)e->device + 1, sizeof(uint64_t)))
 		return MS_ERR_NOMEM;
+	if (b->pend_req && (e->action != MS_ACT_FREE_COMPLETED ||
+	                    (e->addr ^ ((uint64_t)e->device << 56)) != b->pend_key))
+		mark_pending(b);
+	b->pend_req = 0;
 	switch (e->action) {
 	case MS_ACT_ALLOC: {
 		struct slot *sl;
@@ -317,9 +336,8 @@ static ms_status s_event(void *ctx, const struct ms_event *e)
 		break;
 	}
 	case MS_ACT_FREE_REQUESTED:
-		sp = ms_u64map_get(&b->live, e->addr ^ ((uint64_t)e->device << 56));
-		if (sp)
-			b->slots[*sp].state = 2;
+		b->pend_req = 1;
+		b->pend_key = e->addr ^ ((uint64_t)e->device << 56);
 		break;
 	case MS_ACT_FREE_COMPLETED: {
 		uint64_t k;
@@ -518,6 +536,8 @@ const struct ms_trace_stats *ms_stats_builder_result(struct ms_stats_builder *b)
 	if (b->done)
 		return r;
 	b->done = 1;
+	if (b->pend_req)
+		mark_pending(b);
 	r->end_requested = b->cur_total;
 	/* a trace that starts mid-run: the most requested at once, with the blocks from before it
 	   (live at the end, or freed in it) counted while they lived */
