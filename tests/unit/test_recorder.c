@@ -467,12 +467,12 @@ Test(recorder, sigkill_leaves_readable_prefix)
 		close(ready[1]);
 		if (round > 0)
 			cr_assert_eq(read(ready[0], &c, 1), 1, "the child did not open its trace");
-		close(ready[0]);
 		struct timespec ts = {ms / 1000, (ms % 1000) * 1000000};
 		nanosleep(&ts, NULL);
 		kill(pid, SIGKILL);
 		int st;
 		waitpid(pid, &st, 0);
+		close(ready[0]); /* only now: a write to a closed pipe would kill it first */
 		cr_assert(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
 		/* killed before the header was written: no file or an empty one, only at once */
 		struct stat sb;
