@@ -13,6 +13,18 @@ static struct ms_pool_mark *find(const struct ms_pool_marks *pm, uint16_t code)
 	return NULL;
 }
 
+/* A phase's start or end: *n (its kind's) and the total open move together, never below 0. */
+static void open_close(struct ms_pool_marks *pm, uint32_t *n, uint8_t stage)
+{
+	if (stage == MS_ANN_START) {
+		++*n;
+		pm->open++;
+	} else if (stage == MS_ANN_END && *n) {
+		--*n;
+		pm->open--;
+	}
+}
+
 ms_status ms_pool_marks_take(struct ms_pool_marks *pm, const struct ms_annotation *a,
                              const char *name, uint8_t *call, uint16_t *code)
 {
@@ -21,13 +33,7 @@ ms_status ms_pool_marks_take(struct ms_pool_marks *pm, const struct ms_annotatio
 	*code = MS_POOL_DEFAULT;
 	if (a->call == MS_CALL_GRAPH_CAPTURE) {
 		*call = MS_CALL_GRAPH_CAPTURE;
-		if (a->stage == MS_ANN_START) {
-			pm->captures++;
-			pm->open++;
-		} else if (a->stage == MS_ANN_END && pm->captures) {
-			pm->captures--;
-			pm->open--;
-		}
+		open_close(pm, &pm->captures, a->stage);
 		return MS_OK;
 	}
 	*call = a->call == MS_CALL_MEMPOOL_NO_SPLIT || a->call == MS_CALL_MEMPOOL_USE_ON_OOM ||
@@ -45,13 +51,8 @@ ms_status ms_pool_marks_take(struct ms_pool_marks *pm, const struct ms_annotatio
 	}
 	if (*call == MS_CALL_MEMPOOL_USE_ON_OOM)
 		p->use_on_oom = 1;
-	else if (a->stage == MS_ANN_START) {
-		p->open++;
-		pm->open++;
-	} else if (a->stage == MS_ANN_END && p->open) {
-		p->open--;
-		pm->open--;
-	}
+	else
+		open_close(pm, &p->open, a->stage);
 	return MS_OK;
 }
 

@@ -114,36 +114,45 @@ static void empty_cache(struct tp *p, const uint16_t *ec_pool, size_t k)
 	p->api->empty_pool_cache(id[0], id[1]);
 }
 
+/*
+ * Pool code is a MemPool made with no_split=True or use_on_oom=True (call: the mark that says
+ * so): set in PyTorch's allocator, said once where it has no such setting.
+ */
+static void set_pool(struct tp *p, uint8_t call, uint16_t code, struct ms_diag *d)
+{
+	uint64_t id[2];
+
+	ms_pool_id(code, id);
+	if (call == MS_CALL_MEMPOOL_NO_SPLIT) {
+		if (p->api->no_split(id[0], id[1]) && !p->r->no_split_pools)
+			ms__diag_warn(d,
+			              "PyTorch %s's allocator has no MemPool(no_split=True): the "
+			              "replay splits that pool's blocks",
+			              p->api->torch_version());
+		p->r->no_split_pools++;
+	} else if (call == MS_CALL_MEMPOOL_USE_ON_OOM) {
+		if (p->api->use_on_oom(id[0], id[1]) && !p->r->use_on_oom_pools)
+			ms__diag_warn(d,
+			              "PyTorch %s's allocator has no MemPool(use_on_oom=True): the "
+			              "replay never falls back to that pool",
+			              p->api->torch_version());
+		p->r->use_on_oom_pools++;
+	}
+}
+
 static ms_status run(struct tp *p, const struct ms_trace *t, const struct ms_replay_opts *o,
                      const uint64_t *ec_at, const uint16_t *ec_pool, size_t n_ec, struct ms_diag *d)
 {
 	struct ms_replay_result *r = p->r;
 	char err[1024];
-	size_t next_ec = 0;
-
-	size_t next_ann = 0;
+	size_t next_ec = 0, next_ann = 0;
 	ms_status s;
-	uint64_t pid[2];
 
 	/* the pools the user says are MemPools made with no_split or use_on_oom */
-	for (size_t k = 0; k < o->n_no_split_pools; k++) {
-		ms_pool_id(o->no_split_pools[k], pid);
-		if (p->api->no_split(pid[0], pid[1]))
-			ms__diag_warn(d,
-			              "PyTorch %s's allocator has no MemPool(no_split=True): the "
-			              "replay splits that pool's blocks",
-			              p->api->torch_version());
-	}
-	for (size_t k = 0; k < o->n_use_on_oom_pools; k++) {
-		ms_pool_id(o->use_on_oom_pools[k], pid);
-		if (p->api->use_on_oom(pid[0], pid[1]))
-			ms__diag_warn(d,
-			              "PyTorch %s's allocator has no MemPool(use_on_oom=True): the "
-			              "replay never falls back to that pool",
-			              p->api->torch_version());
-	}
-	r->no_split_pools = o->n_no_split_pools;
-	r->use_on_oom_pools = o->n_use_on_oom_pools;
+	for (size_t k = 0; k < o->n_no_split_pools; k++)
+		set_pool(p, MS_CALL_MEMPOOL_NO_SPLIT, o->no_split_pools[k], d);
+	for (size_t k = 0; k < o->n_use_on_oom_pools; k++)
+		set_pool(p, MS_CALL_MEMPOOL_USE_ON_OOM, o->use_on_oom_pools[k], d);
 	for (size_t i = 0; i < t->n_events && !p->err; i++) {
 		const struct ms_event *e = &t->events[i];
 		uint64_t ptr, *v;
@@ -157,7 +166,6 @@ static ms_status run(struct tp *p, const struct ms_trace *t, const struct ms_rep
 			const struct ms_annotation *a = &t->anns[next_ann];
 			uint16_t code;
 			uint8_t call;
-			uint64_t id[2];
 			if (!ms_pool_marks_follows(a->call))
 				continue;
 			uint32_t was = p->marks.open;
@@ -167,25 +175,7 @@ static ms_status run(struct tp *p, const struct ms_trace *t, const struct ms_rep
 				return s;
 			if (!was != !p->marks.open)
 				p->api->captures_underway(p->marks.open != 0);
-			ms_pool_id(code, id);
-			if (call == MS_CALL_MEMPOOL_NO_SPLIT) {
-				if (p->api->no_split(id[0], id[1]) && !r->no_split_pools)
-					ms__diag_warn(
-					        d,
-					        "PyTorch %s's allocator has no "
-					        "MemPool(no_split=True): the replay splits that "
-					        "pool's blocks",
-					        p->api->torch_version());
-				r->no_split_pools++;
-			} else if (call == MS_CALL_MEMPOOL_USE_ON_OOM) {
-				if (p->api->use_on_oom(id[0], id[1]) && !r->use_on_oom_pools)
-					ms__diag_warn(d,
-					              "PyTorch %s's allocator has no "
-					              "MemPool(use_on_oom=True): the replay never "
-					              "falls back to that pool",
-					              p->api->torch_version());
-				r->use_on_oom_pools++;
-			}
+			set_pool(p, call, code, d);
 		}
 		/* the program's empty_cache() before this event, where the model put it (whatever
 		 * the event: another device's or a raw CUDA call's comes after it too) */

@@ -840,6 +840,25 @@ def c_mempool_on_oom_roomy(cx):
     _mempool_on_oom_fixed(cx, 2.25)
 
 
+def _retry_setup(cx):
+    """Under a 1 GiB limit, with history on: the tensors kept, each request's outcome by key, and
+    ask(key), which requests 700 MiB and notes whether it was served."""
+    import torch
+    total = torch.cuda.mem_get_info(0)[1]
+    cx.fraction(GiB / total)
+    cx.history(enabled="all", context="all", stacks="python")
+    held, outcome = [], {}
+
+    def ask(key):
+        try:
+            held.append(torch.empty(700 << 20, dtype=torch.uint8, device="cuda"))
+            outcome[key] = "served"
+        except torch.cuda.OutOfMemoryError as e:
+            outcome[key] = "out of memory"
+            cx.oom(e)
+    return held, outcome, ask
+
+
 @case("mempool_scope_blocks_retry", "under a 1 GiB limit, a 600 MiB tensor freed (cached in the "
       "default pool), then a MemPool's use_mem_pool opened and, on another thread (whose "
       "allocations it does not route), a 700 MiB tensor asked for: the allocator does not give "
@@ -849,19 +868,7 @@ def c_mempool_scope_blocks_retry(cx):
     import threading
     import torch
     MiB = 1 << 20
-    total = torch.cuda.mem_get_info(0)[1]
-    cx.fraction(GiB / total)
-    cx.history(enabled="all", context="all", stacks="python")
-    held, outcome = [], {}
-
-    def ask(key):
-        try:
-            held.append(torch.empty(700 * MiB, dtype=torch.uint8, device="cuda"))
-            outcome[key] = "served"
-        except torch.cuda.OutOfMemoryError as e:
-            outcome[key] = "out of memory"
-            cx.oom(e)
-
+    held, outcome, ask = _retry_setup(cx)
     a = torch.empty(600 * MiB, dtype=torch.uint8, device="cuda")
     del a
     pool = torch.cuda.MemPool()
@@ -873,7 +880,7 @@ def c_mempool_scope_blocks_retry(cx):
     cx.truth["outcome"] = outcome
     cx.truth["pool_id"] = list(pool.id)
     cx.truth["end"] = moment()
-    del held
+    held.clear()  # the tensors go: ask keeps the list
     cx.finish()
 
 
@@ -886,19 +893,7 @@ def c_graph_capture_blocks_retry(cx):
     import threading
     import torch
     MiB = 1 << 20
-    total = torch.cuda.mem_get_info(0)[1]
-    cx.fraction(GiB / total)
-    cx.history(enabled="all", context="all", stacks="python")
-    held, outcome = [], {}
-
-    def ask(key):
-        try:
-            held.append(torch.empty(700 * MiB, dtype=torch.uint8, device="cuda"))
-            outcome[key] = "served"
-        except torch.cuda.OutOfMemoryError as e:
-            outcome[key] = "out of memory"
-            cx.oom(e)
-
+    held, outcome, ask = _retry_setup(cx)
     x = torch.ones(1 << 20, device="cuda")
     a = torch.empty(600 * MiB, dtype=torch.uint8, device="cuda")
     g = torch.cuda.CUDAGraph()
@@ -914,7 +909,8 @@ def c_graph_capture_blocks_retry(cx):
     cx.truth["outcome"] = outcome
     cx.truth["graph_pool"] = list(g.pool())
     cx.truth["end"] = moment()
-    del held, y
+    held.clear()  # the tensors go: ask keeps the list
+    del y
     cx.finish()
 
 
@@ -1260,6 +1256,28 @@ def c_explain_leak(cx):
     cx.finish()
 
 
+def _hf_train(cx, m, vocab):
+    """A transformers causal LM trained 6 AdamW steps of batch 4 x 256 on random tokens; the
+    truth gets the model's parameter, gradient and optimizer-state bytes."""
+    import torch
+    m.train()
+    opt = torch.optim.AdamW(m.parameters(), lr=1e-4)
+    grads = []
+    for i in range(6):
+        ids = torch.randint(0, vocab, (4, 256), device="cuda")
+        out = m(input_ids=ids, labels=ids)
+        out.loss.backward()
+        if i == 5:
+            grads = [p.grad for p in m.parameters() if p.grad is not None]
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        out.loss.item()
+        del out, ids
+        cx.truth["steps"] += 1
+    model_truth(cx, m, opt, grads)
+    cx.finish()
+
+
 @case("explain_hf_gpt2", "transformers GPT2LMHeadModel (4 layers, n_embd 384, vocab 8192, random "
       "weights), AdamW, 6 steps of batch 4 x 256; the truth holds the parameter, gradient and "
       "optimizer-state bytes")
@@ -1272,22 +1290,7 @@ def c_explain_hf_gpt2(cx):
     cx.history(enabled="all", context="all", stacks="python")
     cfg = GPT2Config(vocab_size=8192, n_positions=512, n_embd=384, n_layer=4, n_head=6)
     m = GPT2LMHeadModel(cfg).cuda()
-    m.train()
-    opt = torch.optim.AdamW(m.parameters(), lr=1e-4)
-    grads = []
-    for i in range(6):
-        ids = torch.randint(0, cfg.vocab_size, (4, 256), device="cuda")
-        out = m(input_ids=ids, labels=ids)
-        out.loss.backward()
-        if i == 5:
-            grads = [p.grad for p in m.parameters() if p.grad is not None]
-        opt.step()
-        opt.zero_grad(set_to_none=True)
-        out.loss.item()
-        del out, ids
-        cx.truth["steps"] += 1
-    model_truth(cx, m, opt, grads)
-    cx.finish()
+    _hf_train(cx, m, cfg.vocab_size)
 
 
 @case("explain_llama", "transformers LlamaForCausalLM (4 layers, hidden 384, 6 heads, 2 of them "
@@ -1304,22 +1307,7 @@ def c_explain_llama(cx):
                       num_hidden_layers=4, num_attention_heads=6, num_key_value_heads=2,
                       max_position_embeddings=512)
     m = LlamaForCausalLM(cfg).cuda()
-    m.train()
-    opt = torch.optim.AdamW(m.parameters(), lr=1e-4)
-    grads = []
-    for i in range(6):
-        ids = torch.randint(0, cfg.vocab_size, (4, 256), device="cuda")
-        out = m(input_ids=ids, labels=ids)
-        out.loss.backward()
-        if i == 5:
-            grads = [p.grad for p in m.parameters() if p.grad is not None]
-        opt.step()
-        opt.zero_grad(set_to_none=True)
-        out.loss.item()
-        del out, ids
-        cx.truth["steps"] += 1
-    model_truth(cx, m, opt, grads)
-    cx.finish()
+    _hf_train(cx, m, cfg.vocab_size)
 
 
 @case("explain_empty_cache", "the GPT of explain_adamw trained 8 steps with AdamW, calling "
