@@ -29,7 +29,7 @@ struct ms_replay_cli {
 	int quiet_notes;     /* no notes on stderr (a replay made only to choose a device) */
 	int html;            /* render: the page (every device on it, with a switch) */
 	/* notes said once a command, not once a device */
-	int said_release, said_allocator, said_pools, said_unused_pools;
+	int said_release, said_allocator, said_pools, said_unused_pools, said_reuse;
 	int cuda; /* --backend cuda */
 };
 

@@ -94,7 +94,9 @@ static ms_status lifetimes(struct ex *x)
 			if ((k = ms_u64map_get(&live, e->addr))) {
 				x->b[*k].f = i;
 				ms_u64map_del(&live, e->addr, &idx);
-			} else if (!ms_u64map_get(&gone, e->addr)) {
+				/* 2: freed in the trace; its completion may wait past the end */
+				s = ms_u64map_put(&gone, e->addr, 2);
+			} else if (!(k = ms_u64map_get(&gone, e->addr)) || *k == 2) {
 				/* allocated before the trace: alive from its start (once: a second
 				 * free with no alloc between says nothing more) */
 				struct blk b = {.size = e->size,
@@ -119,8 +121,11 @@ static ms_status lifetimes(struct ex *x)
 			                .stack = k->stack,
 			                .cat = MS_CAT_UNPLACED,
 			                .before = 1};
+			uint64_t *how = ms_u64map_get(&gone, k->addr);
+			/* a block freed in the trace whose free still waits on its streams
+			   (record_stream) is that block, not one from before the trace */
 			if (k->state == MS_BLOCK_INACTIVE || ms_u64map_get(&live, k->addr) ||
-			    ms_u64map_get(&gone, k->addr))
+			    (how && (*how == 1 || k->state == MS_BLOCK_ACTIVE_PENDING_FREE)))
 				continue;
 			s = add_blk(x, &b);
 		}

@@ -247,10 +247,12 @@ ms_status ms_alloc_conf_parse(struct ms_alloc_conf *c, const char *s, struct ms_
 				           val);
 		} else if (strcmp(key, "pinned_use_background_threads") == 0 ||
 		           strcmp(key, "pinned_use_cuda_host_register") == 0 ||
-		           strcmp(key, "pinned_use_hip_host_register") == 0 ||
-		           strcmp(key, "graph_capture_record_stream_reuse") == 0) {
+		           strcmp(key, "pinned_use_hip_host_register") == 0) {
 			uint8_t b;
 			if (to_bool(val, &b))
+				return bad(d, "%s must be True or False", key);
+		} else if (strcmp(key, "graph_capture_record_stream_reuse") == 0) {
+			if (to_bool(val, &n.graph_capture_record_stream_reuse))
 				return bad(d, "%s must be True or False", key);
 		} else if (strcmp(key, "pinned_num_register_threads") == 0 ||
 		           strcmp(key, "pinned_reserve_segment_size_mb") == 0) {
@@ -273,6 +275,7 @@ void ms_alloc_conf_from_settings(struct ms_alloc_conf *c, const struct ms_settin
 	c->garbage_collection_threshold = s->garbage_collection_threshold;
 	c->expandable_segments = s->expandable_segments;
 	c->release_lock_on_cudamalloc = s->release_lock_on_cudamalloc;
+	c->graph_capture_record_stream_reuse = s->graph_capture_record_stream_reuse;
 	memcpy(c->roundup_power2_divisions, s->roundup_power2_divisions,
 	       sizeof(c->roundup_power2_divisions));
 }

@@ -21,6 +21,9 @@ struct ms_alloc_conf {
 	uint8_t expandable_segments;
 	uint8_t release_lock_on_cudamalloc;
 	uint8_t native_backend; /* 0 for backend:cudaMallocAsync */
+	/* read and kept, not modelled: the replay completes a capture's deferred frees where the
+	   trace recorded them (torch-allocator.md 14.4) */
+	uint8_t graph_capture_record_stream_reuse;
 };
 
 /* PyTorch's defaults. */

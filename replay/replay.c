@@ -174,10 +174,15 @@ static ms_status r_begin(void *ctx, const struct ms_meta *meta, const struct ms_
 	         meta->settings.present ? meta->settings.alloc_conf : "");
 	r->settings_recorded = meta->settings.present || p->o->alloc_conf;
 	if (p->o->alloc_conf) {
+		uint8_t recorded = p->mc.ac.graph_capture_record_stream_reuse;
 		ms_alloc_conf_init(&p->mc.ac);
 		if ((s = ms_alloc_conf_parse(&p->mc.ac, p->o->alloc_conf, p->diag)))
 			return s;
 		snprintf(r->alloc_conf, sizeof(r->alloc_conf), "%s", p->o->alloc_conf);
+		/* unknown where the trace has no settings: asked for, it differs */
+		r->record_stream_reuse_differs =
+		        p->mc.ac.graph_capture_record_stream_reuse != recorded ||
+		        (!meta->settings.present && p->mc.ac.graph_capture_record_stream_reuse);
 	}
 	if (!p->mc.ac.native_backend)
 		return ms__diag_set(p->diag, MS_ERR_UNSUPPORTED, -1, -1,

@@ -205,6 +205,9 @@ struct ms_replay_result {
 	uint64_t end_reserved; /* ... and their bytes */
 	/* of them, in a private pool (segment_pool_id not (0, 0): a CUDA graph's, a MemPool's) */
 	uint64_t end_private_segments;
+	/* the replay's graph_capture_record_stream_reuse differs from the recorded one (or the
+	   trace has none): its frees deferred during captures still complete where recorded */
+	uint8_t record_stream_reuse_differs;
 	/* allocations replayed in a private pool, and those whose pool the trace does not tell
 	 * (replayed in the default pools: parse/pool_infer.h) */
 	uint64_t allocs_private, allocs_pool_unknown;

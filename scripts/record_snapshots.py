@@ -856,6 +856,8 @@ def _retry_setup(cx):
         except torch.cuda.OutOfMemoryError as e:
             outcome[key] = "out of memory"
             cx.oom(e)
+        except RuntimeError as e:  # a CUDA error: what the run did is the truth
+            outcome[key] = "error: " + str(e).splitlines()[0]
     return held, outcome, ask
 
 
@@ -897,13 +899,18 @@ def c_graph_capture_blocks_retry(cx):
     x = torch.ones(1 << 20, device="cuda")
     a = torch.empty(600 * MiB, dtype=torch.uint8, device="cuda")
     g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g, capture_error_mode="thread_local"):
-        y = x * 2
-        del a
-        th = threading.Thread(target=ask, args=("inside",))
-        th.start()
-        th.join()
-    g.replay()
+    try:
+        with torch.cuda.graph(g, capture_error_mode="thread_local"):
+            y = x * 2
+            del a
+            th = threading.Thread(target=ask, args=("inside",))
+            th.start()
+            th.join()
+        g.replay()
+        outcome["capture"] = "captured and replayed"
+    except RuntimeError as e:
+        outcome["capture"] = "error: " + str(e).splitlines()[0]
+        y = None
     torch.cuda.synchronize()
     ask("after")
     cx.truth["outcome"] = outcome
@@ -912,6 +919,61 @@ def c_graph_capture_blocks_retry(cx):
     held.clear()  # the tensors go: ask keeps the list
     del y
     cx.finish()
+
+
+for _name in ("mempool_scope_blocks_retry", "graph_capture_blocks_retry"):
+    _c = CASES[_name]
+    case(_name + "_gc", _c["what"] + "; with PYTORCH_CUDA_ALLOC_CONF="
+         "'garbage_collection_threshold:0.6', whose collector runs before a new segment is asked "
+         "for, with no check for an open scope or capture",
+         env={"PYTORCH_CUDA_ALLOC_CONF": "garbage_collection_threshold:0.6"})(_c["fn"])
+
+
+def _capture_record_stream(cx):
+    """Inside a CUDA graph capture, a 12 MiB tensor made on the capture stream, used on a second
+    stream that joins the capture and record_stream'ed there, then deleted (its free deferred:
+    no event may be recorded during a capture); after the second stream's work is joined back, a
+    tensor of the same size asked for on the capture stream. With
+    graph_capture_record_stream_reuse the allocator may see from the graph that the first
+    tensor's uses are over and hand its block out again; without it the block waits for the
+    capture's end and the second tensor gets a segment of its own."""
+    import torch
+    MiB = 1 << 20
+    cx.history(enabled="all", context="all", stacks="python")
+    x = torch.ones(1 << 20, device="cuda")
+    side = torch.cuda.Stream()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        cap = torch.cuda.current_stream()
+        t = torch.empty(12 * MiB, dtype=torch.uint8, device="cuda")
+        t.fill_(1)
+        side.wait_stream(cap)
+        with torch.cuda.stream(side):
+            t.add_(1)
+            t.record_stream(side)
+        cap.wait_stream(side)
+        del t
+        u = torch.empty(12 * MiB, dtype=torch.uint8, device="cuda")
+        u.fill_(2)
+        cx.truth["segments_in_capture"] = len(
+            [s for s in torch.cuda.memory_snapshot() if tuple(s["segment_pool_id"]) != (0, 0)])
+        y = x * 2
+    g.replay()
+    torch.cuda.synchronize()
+    cx.truth["graph_pool"] = list(g.pool())
+    cx.truth["end"] = moment()
+    del u, y
+    cx.finish()
+
+
+case("graph_capture_record_stream", _capture_record_stream.__doc__.replace("\n    ", " ").split(
+    ". With")[0] + "; default settings (the block waits for the capture's end)")(
+    _capture_record_stream)
+case("graph_capture_record_stream_reuse", _capture_record_stream.__doc__.replace(
+    "\n    ", " ").split(". With")[0] + "; with PYTORCH_CUDA_ALLOC_CONF="
+     "'graph_capture_record_stream_reuse:True'",
+     env={"PYTORCH_CUDA_ALLOC_CONF": "graph_capture_record_stream_reuse:True"})(
+    _capture_record_stream)
 
 
 @case("mempool_no_split", "torch.cuda.MemPool(no_split=True), then the same in a MemPool without "
@@ -1406,7 +1468,9 @@ ORDER = ["ring_wrap", "late_history", "late_after_empty_cache", "state_only", "n
          "lightning", "timm", "stacks_all", "fsdp2", "hf_gpt2_long", "graph_pools",
          "compile_reduce_overhead", "mempool", "graph_step_adam", "graphed_callables",
          "decode_graphs", "mempool_on_oom", "mempool_on_oom_fixed", "mempool_on_oom_roomy",
-         "mempool_scope_blocks_retry", "graph_capture_blocks_retry", "mempool_no_split", "graph_pools_expandable",
+         "mempool_scope_blocks_retry", "graph_capture_blocks_retry",
+         "mempool_scope_blocks_retry_gc", "graph_capture_blocks_retry_gc",
+         "graph_capture_record_stream", "graph_capture_record_stream_reuse", "mempool_no_split", "graph_pools_expandable",
          "compile_reduce_overhead_expandable", "mempool_expandable", "graph_step_adam_expandable",
          "decode_graphs_expandable", "explain_adamw", "explain_sgd", "explain_leak",
          "explain_hf_gpt2", "explain_lightning", "explain_copies", "explain_llama",

@@ -71,10 +71,10 @@ for x in d.get("devices", [d]):
     if "categories" in x:
         c, a = x["categories"], x["peak"]["allocated_bytes"]
         # a MemPool(no_split=True) hands out whole blocks: the rest of each is its "rounding";
-        # the snapshots of *_blocks_retry cannot say that a use_mem_pool or a capture was open,
+        # the snapshots of *_blocks_retry* cannot say that a use_mem_pool or a capture was open,
         # and its replay serves the request PyTorch refused (allocated is the replay'"'"'s)
         if abs(c["rounding"]) > 0.05 * a and "no_split" not in sys.argv[1] and \
-                "blocks_retry.pickle" not in sys.argv[1]:
+                not ("blocks_retry" in sys.argv[1] and ".pickle" in sys.argv[1]):
             print("rounding beyond 5%:", sys.argv[1], x.get("device"), c["rounding"], a)' "$f"
 	n=$((n + 1))
 done

@@ -15,7 +15,8 @@ d=testdata/snapshots/pools
 for n in graph_pools compile_reduce_overhead mempool graph_step_adam graphed_callables \
 	decode_graphs mempool_on_oom mempool_on_oom_fixed mempool_on_oom_roomy \
 	mempool_scope_blocks_retry graph_capture_blocks_retry mempool_no_split \
-	graph_pools_expandable \
+	mempool_scope_blocks_retry_gc graph_capture_blocks_retry_gc \
+	graph_capture_record_stream graph_capture_record_stream_reuse graph_pools_expandable \
 	compile_reduce_overhead_expandable mempool_expandable graph_step_adam_expandable \
 	decode_graphs_expandable; do
 	echo "== $n"
@@ -118,6 +119,30 @@ print(sys.argv[1] + ": cache kept by an open pool or capture:", o["cache_kept_by
       "releasable", o["cache_releasable_bytes"])' "$n"
 	"$MEMSNAP" replay "$d/$n.zst" | grep "why the cache stayed"
 done
+# the garbage collector runs during a capture (no check for one, unlike the last retry): the
+# capture job run again under garbage_collection_threshold:0.6 had its request served inside the
+# capture (the truth's outcome); the first job's recording replayed under that setting does not
+# run out there, and peaks where the second run did (742 MiB reserved)
+python3 -c '
+import json, sys
+t = json.load(open(sys.argv[1]))
+print("graph_capture_blocks_retry_gc, PyTorch: inside the capture", t["outcome"]["inside"],
+      "; reserved peak", t["stats"]["reserved_bytes.all.peak"])' "$d/graph_capture_blocks_retry_gc.truth.json"
+"$MEMSNAP" -q replay --json --alloc-conf garbage_collection_threshold:0.6 "$d/graph_capture_blocks_retry.zst" |
+	python3 -c '
+import json, sys
+r = json.load(sys.stdin)
+print("graph_capture_blocks_retry replayed under it: recorded OOMs", r["recorded_ooms"], "reproduced",
+      r["reproduced_ooms"], "; reserved peak", r["peak_reserved_bytes"])'
+# graph_capture_record_stream_reuse: PyTorch with it reused a record_stream-ed block inside the
+# capture (one segment of the capture's 12 MiB tensors instead of two); the model cannot decide
+# that (the graph's dependencies are in no trace), replays such frees as recorded, and says so
+python3 -c '
+import json, sys
+print("segments in the capture, PyTorch:", [json.load(open(f))["segments_in_capture"] for f in sys.argv[1:]])' \
+	"$d/graph_capture_record_stream.truth.json" "$d/graph_capture_record_stream_reuse.truth.json"
+"$MEMSNAP" replay --alloc-conf graph_capture_record_stream_reuse:True "$d/graph_capture_record_stream.zst" 2>&1 >/dev/null
+"$MEMSNAP" replay --alloc-conf graph_capture_record_stream_reuse:True "$d/graph_capture_record_stream_reuse.zst" 2>&1 >/dev/null
 # a snapshot given a use_on_oom pool keeps its allocations there, and says so
 "$MEMSNAP" replay --use-on-oom-pools "0,1" --limit 2415919104 "$d/mempool_on_oom_fixed.pickle.zst" | grep "given as use_on_oom"
 # traces that start mid-run: each snapshot cut at a tenth, three tenths, half and seven tenths of
