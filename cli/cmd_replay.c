@@ -332,8 +332,7 @@ static cJSON *json_report(const char *path, uint32_t device, const struct ms_rep
 	/* the setting asked for differs from the recorded one: a capture's deferred frees are
 	   replayed as recorded */
 	cJSON_AddBoolToObject(o, "graph_capture_record_stream_reuse_as_recorded",
-	                      r->record_stream_reuse_differs &&
-	                              (r->allocs_private || r->end_private_segments));
+	                      ms_replay_reuse_as_recorded(r));
 	ms_json_u64(o, "recorded_ooms", r->recorded_ooms);
 	ms_json_u64(o, "reproduced_ooms", r->reproduced_ooms);
 	cJSON_AddBoolToObject(o, "ended_by_oom", r->ended_by_oom);

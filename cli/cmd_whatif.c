@@ -157,6 +157,9 @@ static int whatif_one(struct ms_replay_cli *c, const char *path, const struct ms
 					ms_json_u64(o, "min_memory_bytes", j->min_memory);
 				else
 					cJSON_AddNullToObject(o, "min_memory_bytes");
+				cJSON_AddBoolToObject(
+				        o, "graph_capture_record_stream_reuse_as_recorded",
+				        ms_replay_reuse_as_recorded(&j->r));
 			}
 			cJSON_AddItemToArray(a, o);
 		}
@@ -227,6 +230,20 @@ static int whatif_one(struct ms_replay_cli *c, const char *path, const struct ms
 			       j->min_memory ? ms_format_size(b3, sizeof(b3), j->min_memory)
 			                     : "never");
 		}
+		for (k = 0; k < nrows; k++)
+			if (!rows[k].s && ms_replay_reuse_as_recorded(&rows[k].r)) {
+				printf("\n%s: graph_capture_record_stream_reuse is replayed as "
+				       "recorded:\na free that waits on other streams "
+				       "(record_stream) "
+				       "during a CUDA graph\ncapture completes where the trace has "
+				       "it; "
+				       "when the other setting would\ncomplete it depends on the "
+				       "graph's "
+				       "dependencies and the record_stream calls,\nwhich no trace "
+				       "holds.\n",
+				       rows[k].conf);
+				break;
+			}
 		printf("\nwaste at peak: the peak of reserved memory minus the most allocated "
 		       "while it\n"
 		       "stood there (reserved but never in use at once); rounding: allocated "

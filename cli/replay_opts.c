@@ -359,8 +359,7 @@ int ms_replay_cli_run_reported(struct ms_replay_cli *c, const char *path,
 		        "pool PyTorch does not record: they are replayed in the default pools, and "
 		        "the replay may differ from what PyTorch did from the first of them",
 		        path, (unsigned long long)r->allocs_pool_unknown);
-	if (r->record_stream_reuse_differs && (r->allocs_private || r->end_private_segments) &&
-	    !c->quiet_notes && !c->said_reuse++)
+	if (ms_replay_reuse_as_recorded(r) && !c->quiet_notes && !c->said_reuse++)
 		ms_note("%s: graph_capture_record_stream_reuse is replayed as recorded: a free "
 		        "that "
 		        "waits on other streams (record_stream) during a CUDA graph capture "

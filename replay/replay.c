@@ -949,6 +949,11 @@ ms_status ms_replay_infer_limit(const struct ms_trace *t, const struct ms_replay
 	return MS_OK;
 }
 
+int ms_replay_reuse_as_recorded(const struct ms_replay_result *r)
+{
+	return r->record_stream_reuse_differs && (r->allocs_private || r->end_private_segments);
+}
+
 void ms_replay_result_release(struct ms_replay_result *r)
 {
 	ms_free(r->produced);

@@ -206,7 +206,8 @@ struct ms_replay_result {
 	/* of them, in a private pool (segment_pool_id not (0, 0): a CUDA graph's, a MemPool's) */
 	uint64_t end_private_segments;
 	/* the replay's graph_capture_record_stream_reuse differs from the recorded one (or the
-	   trace has none): its frees deferred during captures still complete where recorded */
+	   trace has none): its frees deferred during captures still complete where recorded
+	   (ms_replay_reuse_as_recorded) */
 	uint8_t record_stream_reuse_differs;
 	/* allocations replayed in a private pool, and those whose pool the trace does not tell
 	 * (replayed in the default pools: parse/pool_infer.h) */
@@ -266,6 +267,10 @@ struct ms_replay_result {
 	int rebuilt;
 	uint64_t initial_reserved, initial_segments, initial_live_blocks;
 };
+
+/* r was asked for another graph_capture_record_stream_reuse than its trace recorded, and the
+ * trace has private pools (captures): the frees that setting decides were replayed as recorded */
+int ms_replay_reuse_as_recorded(const struct ms_replay_result *r);
 
 /*
  * Replay path (any format ms_source_read reads). r is filled and owned by the caller; release

@@ -143,6 +143,9 @@ print("segments in the capture, PyTorch:", [json.load(open(f))["segments_in_capt
 	"$d/graph_capture_record_stream.truth.json" "$d/graph_capture_record_stream_reuse.truth.json"
 "$MEMSNAP" replay --alloc-conf graph_capture_record_stream_reuse:True "$d/graph_capture_record_stream.zst" 2>&1 >/dev/null
 "$MEMSNAP" replay --alloc-conf graph_capture_record_stream_reuse:True "$d/graph_capture_record_stream_reuse.zst" 2>&1 >/dev/null
+echo graph_capture_record_stream_reuse:True >"$TMPDIR/reuse.conf"
+"$MEMSNAP" whatif --json --configs "$TMPDIR/reuse.conf" "$d/graph_capture_record_stream.zst" |
+	python3 -c 'import json, sys; print("whatif:", [(s["alloc_conf"], s["graph_capture_record_stream_reuse_as_recorded"]) for s in json.load(sys.stdin)["settings"]])'
 # a snapshot given a use_on_oom pool keeps its allocations there, and says so
 "$MEMSNAP" replay --use-on-oom-pools "0,1" --limit 2415919104 "$d/mempool_on_oom_fixed.pickle.zst" | grep "given as use_on_oom"
 # traces that start mid-run: each snapshot cut at a tenth, three tenths, half and seven tenths of
