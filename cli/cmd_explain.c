@@ -31,7 +31,8 @@ static const char *const usage[] = {
         "or the fragmentation caused it; and the allocator settings that lower the peak or avoid",
         "the OOM, each replayed on this trace, with the least memory that completes. Several",
         "traces (the ranks of a job) are each explained, then compared: each peak against the",
-        "median, and which of them ran out of memory.",
+        "median, and which of them ran out of memory. Exit code 3 where a replay ran out of",
+        "memory where the recorded run did not (a --limit below what the trace needs).",
         NULL,
 };
 
@@ -245,6 +246,7 @@ static void findings(const struct ms_explain *x, const struct ms_replay_result *
 		ms_json_u64(jo, "empty_cache_calls", r->empty_cache_calls);
 		cJSON_AddBoolToObject(jo, "empty_cache_every_step", churn);
 		ms_json_u64(jo, "cuda_malloc_calls", r->stats.num_device_alloc);
+		/* where the replay ran out of memory: the bytes cached then */
 		ms_json_u64(jo, "cached_at_end_bytes", cached_end);
 		return;
 	}
@@ -267,7 +269,13 @@ static void findings(const struct ms_explain *x, const struct ms_replay_result *
 		       "calls in all\n",
 		       (unsigned long long)r->empty_cache_calls, x->n_optimizer_steps,
 		       (unsigned long long)r->stats.num_device_alloc);
-	if (cached_end)
+	if (cached_end && r->ended_by_oom)
+		printf("\n  when the replay ran out of memory %s is cached but free (of %s "
+		       "reserved)\n",
+		       ms_format_size(b1, sizeof(b1), cached_end),
+		       ms_format_size(b2, sizeof(b2),
+		                      (uint64_t)r->stats.reserved_bytes[0].current));
+	else if (cached_end)
 		printf("\n  at the end %s is cached but free (of %s reserved): other processes "
 		       "cannot use it until empty_cache() or exit\n",
 		       ms_format_size(b1, sizeof(b1), cached_end),
@@ -377,7 +385,8 @@ static void sparkline(const char *what, const uint64_t *v, size_t n)
 }
 
 /* The steps: all of them where few, else the first, the last, the peak's and the highest. */
-static void print_steps(const struct ms_explain *x, size_t peak_step, const uint64_t *res)
+static void print_steps(const struct ms_explain *x, size_t peak_step, const uint64_t *res,
+                        const struct ms_replay_result *rp)
 {
 	enum { SHOWN = 12, TOP = 6 };
 	unsigned char *show = ms_calloc(x->n_steps, 1);
@@ -428,6 +437,11 @@ static void print_steps(const struct ms_explain *x, size_t peak_step, const uint
 			       k + 1 == peak_step ? "  <- the peak" : "");
 		}
 	ms_free(show);
+	if (rp->ended_by_oom)
+		printf("    (the replay ran out of memory at event %llu: the steps' requested "
+		       "bytes "
+		       "are the recorded run's, their reserved peaks the replay's up to there)\n",
+		       (unsigned long long)rp->first_oom.index);
 	if (x->n_steps >= 2) {
 		uint64_t *al = ms_malloc(x->n_steps * sizeof(*al));
 		if (!al)
@@ -449,6 +463,7 @@ struct rank_row {
 	uint32_t device;
 	uint64_t reserved, allocated, parameters;
 	int parameters_known, oom, lower_bound;
+	int ended_by_oom; /* the replay ran out where the recorded run did not */
 	uint64_t oom_event;
 };
 
@@ -587,6 +602,8 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 		else
 			cJSON_AddNullToObject(o, "step");
 		cJSON_AddBoolToObject(o, "is_lower_bound", first.rebuilt);
+		/* the replay stopped at an OOM the recorded run did not have (exit code 3) */
+		cJSON_AddBoolToObject(root, "replay_ended_by_oom", first.ended_by_oom);
 		json_cats(root, &x, allocated, cached, outside, outside_known);
 		if (apeak) {
 			uint64_t ab = (uint64_t)first.stats.allocated_bytes[0].peak;
@@ -710,6 +727,13 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 		printf(", the most allocated while it stood, %s:\n",
 		       ms_format_size(b2, sizeof(b2), allocated));
 		print_cats(&x, allocated, cached, outside, outside_known);
+		if (first.ended_by_oom)
+			printf("  note: the replay ran out of memory at event %llu, where the "
+			       "recorded "
+			       "run did not (the OOM below): the peak and all of the replay's "
+			       "figures "
+			       "are up to there\n",
+			       (unsigned long long)first.first_oom.index);
 		if (t->cut_short)
 			printf("  note: the trace is cut short (its file ends early): all of this "
 			       "is "
@@ -739,7 +763,7 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 			       ms_format_size(b2, sizeof(b2), x.gradient_bytes),
 			       ms_format_size(b3, sizeof(b3), x.optimizer_state_bytes));
 		if (x.n_steps) {
-			print_steps(&x, ps, sres);
+			print_steps(&x, ps, sres, &first);
 		} else {
 			printf("\n  steps: none found (no step annotations, no optimizer steps, no "
 			       "allocations repeated evenly)\n");
@@ -891,6 +915,7 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 	row->oom = has_oom;
 	row->oom_event = has_oom ? first.first_oom.index : 0;
 	row->lower_bound = first.rebuilt;
+	row->ended_by_oom = first.ended_by_oom;
 	ms_explain_release(&x);
 	ms_replay_result_release(&first);
 	return MS_EXIT_OK;
@@ -979,7 +1004,7 @@ static int explain_file(struct ms_replay_cli *c, const char *path, unsigned jobs
 	struct ms_replay_opts base = c->o;
 	uint32_t *devs;
 	cJSON *byd = NULL;
-	int rc = MS_EXIT_OK;
+	int rc = MS_EXIT_OK, oom = 0;
 	ms_status s;
 
 	*jout = NULL;
@@ -1008,7 +1033,7 @@ static int explain_file(struct ms_replay_cli *c, const char *path, unsigned jobs
 		                 ms_replay_cli_label(path, devs[k], nd, label, sizeof(label)), jobs,
 		                 json, &o, &(*rows)[*nrows]);
 		if (rc == MS_EXIT_OK)
-			(*nrows)++;
+			oom |= (*rows)[(*nrows)++].ended_by_oom;
 		ms_replay_cli_release(c);
 		if (o && byd) {
 			snprintf(key, sizeof(key), "%u", devs[k]);
@@ -1020,7 +1045,7 @@ static int explain_file(struct ms_replay_cli *c, const char *path, unsigned jobs
 	c->o = base;
 	ms_free(devs);
 	ms_trace_free(owned);
-	return rc;
+	return rc == MS_EXIT_OK && oom ? MS_EXIT_OOM : rc;
 }
 
 int cmd_explain(int argc, const char **argv)
@@ -1064,11 +1089,12 @@ int cmd_explain(int argc, const char **argv)
 			putchar('\n');
 		r = explain_file(&c, argv[f], (unsigned)(jobs > 1024 ? 1024 : jobs), json, &o,
 		                 &rows, &nrows, &caprows);
-		if (r != MS_EXIT_OK)
+		/* an error outranks a replay that ran out of memory */
+		if (r != MS_EXIT_OK && rc != MS_EXIT_ERROR)
 			rc = r;
 		if (o && files)
 			cJSON_AddItemToArray(files, o);
-		else if (o && r == MS_EXIT_OK)
+		else if (o && (r == MS_EXIT_OK || r == MS_EXIT_OOM))
 			root = o;
 		else
 			cJSON_Delete(o);

@@ -58,7 +58,10 @@ print(sys.argv[2] + ": fits without fragmentation:", o["fits_without_fragmentati
 done
 "$MEMSNAP" explain testdata/snapshots/dynamic_oom.pickle 2>&1 | sed -n '/out of memory/,$p'
 "$MEMSNAP" explain testdata/snapshots/resnet50.pickle.gz 2>&1 | sed -n '1,12p'
-"$MEMSNAP" -q explain --limit 600M "$d/adamw.pickle.zst" | sed -n '/out of memory/,/cached_free/p'
+"$MEMSNAP" -q explain --limit 600M "$d/adamw.pickle.zst" >"$TMPDIR/limited.txt"
+echo "explain --limit 600M: exit $? (3: the replay ran out of memory where the recorded run did not)"
+grep -E "^  note: the replay ran out|^    \(the replay ran out|^  when the replay" "$TMPDIR/limited.txt"
+sed -n '/^  out of memory/,/cached_free/p' "$TMPDIR/limited.txt"
 "$MEMSNAP" -q explain testdata/snapshots/real/late_history.pickle.zst | sed -n '1,6p'
 "$MEMSNAP" -q explain testdata/snapshots/real/oom_outside.pickle.zst | sed -n '/what to change/,$p'
 n=0
