@@ -384,6 +384,16 @@ static void sparkline(const char *what, const uint64_t *v, size_t n)
 	       n > cols ? ", a column for several steps" : "");
 }
 
+/* A step whose requested bytes exceed what the replay reserved in it: the file holds blocks the
+ * replay did not have (an inconsistent trace, another allocator's) */
+static int steps_exceed_reserved(const struct ms_explain *x, const uint64_t *res)
+{
+	for (size_t k = 0; k < x->n_steps; k++)
+		if (res[k] && x->steps[k].peak_requested > res[k])
+			return 1;
+	return 0;
+}
+
 /* The steps: all of them where few, else the first, the last, the peak's and the highest. */
 static void print_steps(const struct ms_explain *x, size_t peak_step, const uint64_t *res,
                         const struct ms_replay_result *rp)
@@ -437,6 +447,10 @@ static void print_steps(const struct ms_explain *x, size_t peak_step, const uint
 			       k + 1 == peak_step ? "  <- the peak" : "");
 		}
 	ms_free(show);
+	if (steps_exceed_reserved(x, res))
+		printf("    (steps asked for more than the replay reserved in them: the file holds "
+		       "blocks the replay did not have, an inconsistent trace or another "
+		       "allocator's; the requested bytes are not to be trusted)\n");
 	if (rp->ended_by_oom)
 		printf("    (the replay ran out of memory at event %llu: the steps' requested "
 		       "bytes "
@@ -636,6 +650,8 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 			cJSON_AddStringToObject(root, "steps_from", x.steps_from);
 		else
 			cJSON_AddNullToObject(root, "steps_from");
+		cJSON_AddBoolToObject(root, "steps_exceed_reserved",
+		                      steps_exceed_reserved(&x, sres));
 		if (x.why_uncategorized[0])
 			cJSON_AddStringToObject(root, "categories_note", x.why_uncategorized);
 		else
@@ -661,6 +677,10 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 			cJSON_AddNumberToObject(g, "steps", x.growth[k].steps);
 			ms_json_u64(g, "first_event", x.growth[k].first_event);
 			ms_json_u64(g, "bytes_at_last_step", x.growth[k].bytes_at_last_step);
+			cJSON_AddNumberToObject(g, "blocks_at_first_step",
+			                        x.growth[k].blocks_at_first_step);
+			cJSON_AddNumberToObject(g, "blocks_at_last_step",
+			                        x.growth[k].blocks_at_last_step);
 			cJSON_AddItemToArray(a, g);
 		}
 		findings(&x, &first, &t->syms, cJSON_AddObjectToObject(root, "findings"));
@@ -792,6 +812,17 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 				       ms_format_size(b2, sizeof(b2),
 				                      x.growth[k].bytes_at_last_step),
 				       (unsigned long long)x.growth[k].first_event, site);
+				if (x.growth[k].blocks_at_last_step <=
+				    x.growth[k].blocks_at_first_step)
+					printf("      as many allocations at each step (%u), "
+					       "larger: "
+					       "growing shapes, not more of them kept\n",
+					       x.growth[k].blocks_at_last_step);
+				else
+					printf("      %u allocations at the first step, %u at the "
+					       "last: more of them kept each step\n",
+					       x.growth[k].blocks_at_first_step,
+					       x.growth[k].blocks_at_last_step);
 			}
 		}
 		findings(&x, &first, &t->syms, NULL);

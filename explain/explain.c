@@ -789,7 +789,8 @@ static ms_status growth(struct ex *x)
 	struct row {
 		uint32_t frame, stack;
 		uint64_t first_event;
-		uint64_t *live; /* bytes at each optimizer step's start */
+		uint64_t *live;  /* bytes at each optimizer step's start */
+		uint32_t *count; /* ... in so many blocks */
 	} *rows = NULL;
 	size_t nrows = 0, caprows = 0, capg = 0, np = 0;
 	uint64_t *pts;
@@ -825,8 +826,14 @@ static ms_status growth(struct ex *x)
 		k_hi = b->f == NONE ? (uint32_t)np : points_up_to(pts, np, b->f);
 		if (!(ri = ms_u64map_get(&row_of, frame))) {
 			if (ms_grow(&rows, &caprows, nrows + 1, sizeof(*rows)) ||
-			    !(rows[nrows].live = ms_calloc(np, sizeof(uint64_t))) ||
+			    !(rows[nrows].live = ms_calloc(np, sizeof(uint64_t)))) {
+				s = MS_ERR_NOMEM;
+				break;
+			}
+			if (!(rows[nrows].count = ms_calloc(np, sizeof(uint32_t))) ||
 			    ms_u64map_put(&row_of, frame, nrows)) {
+				ms_free(rows[nrows].live);
+				ms_free(rows[nrows].count);
 				s = MS_ERR_NOMEM;
 				break;
 			}
@@ -837,8 +844,10 @@ static ms_status growth(struct ex *x)
 			nrows++;
 		}
 		w = &rows[*ri];
-		for (uint32_t k = k_lo; k < k_hi; k++)
+		for (uint32_t k = k_lo; k < k_hi; k++) {
 			w->live[k] += b->size;
+			w->count[k]++;
+		}
 		if (k_hi == np && k_lo < np && b->a > pts[0] && b->a < w->first_event)
 			w->first_event = b->a;
 	}
@@ -863,10 +872,14 @@ static ms_status growth(struct ex *x)
 		        (uint32_t)ups,
 		        w->first_event == NONE ? 0 : w->first_event,
 		        w->live[last],
+		        w->count[0],
+		        w->count[last],
 		};
 	}
-	for (size_t j = 0; j < nrows; j++)
+	for (size_t j = 0; j < nrows; j++) {
 		ms_free(rows[j].live);
+		ms_free(rows[j].count);
+	}
 	ms_free(rows);
 	ms_free(pts);
 	ms_u64map_release(&row_of);

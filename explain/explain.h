@@ -75,6 +75,9 @@ struct ms_explain_growth {
 	uint32_t steps; /* steps over which it grew (ms_explain.growth_steps were looked at) */
 	uint64_t first_event; /* the first allocation of what it holds at the last step */
 	uint64_t bytes_at_last_step;
+	/* its blocks at the first step looked at and at the last: as many at both, the same
+	   allocations grew in size (larger shapes), not in number (a leak keeps more of them) */
+	uint32_t blocks_at_first_step, blocks_at_last_step;
 };
 
 /* A site's activations alive at the peak. */

@@ -25,11 +25,19 @@ g = x["growth"]
 if "leak" in t:
     out.append("growth " + (near(g[0]["bytes_per_step"], t["leak"]["bytes_per_step"]) + " at " +
                             g[0]["site"].rsplit("/", 1)[-1] if g else "not found"))
+    # the job keeps one more tensor a step: as many more blocks as steps looked at, less one
+    if g:
+        out.append("blocks kept %d to %d (the job kept %d tensors)" % (
+            g[0]["blocks_at_first_step"], g[0]["blocks_at_last_step"], t["leak"]["tensors"]))
 else:
     out.append("growth %d sites" % len(g))
 print(sys.argv[2] + ":", ", ".join(out))' "$d/$n.truth.json" "$(basename "$f")"
 	done
 done
+# growth by larger shapes, not by more tensors: oom_fraction's batches grow over its first steps
+# and the logits (alive at each optimizer step's start, freed with the step) grow with them; the
+# job keeps no tensor across steps
+"$MEMSNAP" -q explain testdata/snapshots/real/oom_fraction.pickle.zst | sed -n '/growth from step/,/^$/p'
 # empty_cache() after every step: the calls and the cudaMalloc calls against PyTorch's count
 # (num_device_alloc, its truth)
 for f in "$d/empty_cache.pickle.zst" "$d/empty_cache.zst"; do
