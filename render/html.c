@@ -428,6 +428,8 @@ static void diagnosis_json(struct ms_jsonw *w, const struct ms_report_diagnosis 
 		ms_jsonw_cstr(w, g->growth[k].site);
 		ms_jsonw_u64(w, g->growth[k].bytes_per_step);
 		ms_jsonw_u64(w, g->growth[k].steps);
+		ms_jsonw_u64(w, g->growth[k].blocks_first);
+		ms_jsonw_u64(w, g->growth[k].blocks_last);
 		ms_jsonw_arr_end(w);
 	}
 	ms_jsonw_arr_end(w);

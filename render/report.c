@@ -881,6 +881,8 @@ ms_status ms_report_diagnose(struct ms_report *rep, const struct ms_trace *t,
 		               sizeof(g->growth[k].site));
 		g->growth[k].bytes_per_step = x.growth[k].bytes_per_step;
 		g->growth[k].steps = x.growth[k].steps;
+		g->growth[k].blocks_first = x.growth[k].blocks_at_first_step;
+		g->growth[k].blocks_last = x.growth[k].blocks_at_last_step;
 		g->n_growth++;
 	}
 	ms_explain_release(&x);

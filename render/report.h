@@ -131,6 +131,7 @@ struct ms_report_diagnosis {
 		char site[512];
 		uint64_t bytes_per_step;
 		uint32_t steps;
+		uint32_t blocks_first, blocks_last; /* as many: larger shapes, not more kept */
 	} growth[MS_REPORT_GROWTH];
 	size_t n_growth;
 };

@@ -217,7 +217,10 @@
 		if (g.growth_steps > 0)
 			dg.appendChild(text(document.createElement('p'), g.growth.length ?
 				'Growing from step to step: ' + g.growth.map(function (x) {
-					return '+' + fmt(x[1]) + ' a step over ' + x[2] + ' steps at ' + x[0];
+					return '+' + fmt(x[1]) + ' a step over ' + x[2] + ' steps at ' + x[0] +
+						(x[4] > x[3] ? ' (' + x[3] + ' to ' + x[4] + ' allocations: more kept ' +
+						'each step)' : ' (as many allocations each step, larger: growing ' +
+						'shapes)');
 				}).join('; ') + '.' + (g.growth_by_repetition ? ' The steps are from ' +
 					'repetition: where they are a model\'s layers in one pass, growth is what ' +
 					'the pass keeps, such as activations for its backward, not a leak.' : '')
