@@ -107,6 +107,16 @@ static const char *signed_size(char *buf, size_t cap, int64_t d)
 	return buf;
 }
 
+/* A size that may be below 0: "-" before it then, nothing otherwise. */
+static const char *size_or_below(char *buf, size_t cap, int64_t d)
+{
+	char t[24];
+
+	ms_format_size(t, sizeof(t), (uint64_t)(d < 0 ? -d : d));
+	snprintf(buf, cap, "%s%s", d < 0 ? "-" : "", t);
+	return buf;
+}
+
 struct row {
 	char name[512];
 	uint64_t a, b;
@@ -209,6 +219,26 @@ static void categories(const struct side *s, cJSON *out)
 			       ms_format_size(b2, sizeof(b2), b),
 			       signed_size(b3, sizeof(b3), (int64_t)b - (int64_t)a),
 			       ms_explain_cat_name(k));
+		}
+	}
+	/* the rest of each peak's reserved bytes, as explain shows them: allocated beyond the
+	   categories' requested bytes (below 0 while frees wait for their streams), and cached */
+	for (int k = 0; k < 2; k++) {
+		const char *name = k ? "cached_free" : "rounding";
+		int64_t v[2];
+		for (int w = 0; w < 2; w++) {
+			int64_t alloc = (int64_t)s[w].r.allocated_at_peak_reserved;
+			v[w] = k ? (int64_t)s[w].r.stats.reserved_bytes[0].peak - alloc
+			         : alloc - (int64_t)ms_explain_requested(&s[w].x);
+		}
+		if (o) {
+			cJSON *c = cJSON_AddObjectToObject(o, name);
+			ms_json_i64(c, "a", v[0]);
+			ms_json_i64(c, "b", v[1]);
+		} else {
+			printf("    %12s %12s %12s  %s\n", size_or_below(b1, sizeof(b1), v[0]),
+			       size_or_below(b2, sizeof(b2), v[1]),
+			       signed_size(b3, sizeof(b3), v[1] - v[0]), name);
 		}
 	}
 	for (int w = 0; w < 2 && !out; w++)
