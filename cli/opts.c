@@ -92,6 +92,9 @@ static void set_value(const struct ms_opt *o, const char *arg, const struct ms_o
 	case MS_OPT_T_U64:
 		errno = 0;
 		*(uint64_t *)o->value = strtoull(arg, &end, 10);
+		if (errno == ERANGE && *arg != '-' && !*end)
+			ms_usage_error(opts, usage, "--%s: '%s' is out of range (at most %llu)",
+			               o->long_name, arg, (unsigned long long)UINT64_MAX);
 		if (errno || !*arg || *end || *arg == '-')
 			ms_usage_error(opts, usage, "--%s: '%s' is not a whole number (0 or more)",
 			               o->long_name, arg);
@@ -100,8 +103,11 @@ static void set_value(const struct ms_opt *o, const char *arg, const struct ms_o
 		long v;
 		errno = 0;
 		v = strtol(arg, &end, 10);
-		if (errno || !*arg || *end || v < -2147483647L || v > 2147483647L)
+		if (!*arg || *end || (errno && errno != ERANGE))
 			ms_usage_error(opts, usage, "--%s: '%s' is not a number", o->long_name,
+			               arg);
+		if (errno == ERANGE || v < -2147483647L || v > 2147483647L)
+			ms_usage_error(opts, usage, "--%s: '%s' is out of range", o->long_name,
 			               arg);
 		*(int *)o->value = (int)v;
 		break;
