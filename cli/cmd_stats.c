@@ -716,7 +716,11 @@ int cmd_stats(int argc, const char **argv)
 		char b1[32], b2[32], b3[32];
 		uint64_t median = median_peak(all, nall);
 		size_t n_oom = 0;
-		printf("%-40s %6s %10s %14s %9s %10s %12s %14s %9s %12s\n", "file", "device",
+		int w = 4; /* the file column: as wide as the longest name */
+		for (size_t i = 0; i < nall; i++)
+			if (!all[i].s && (int)strlen(all[i].path) > w)
+				w = (int)strlen(all[i].path);
+		printf("%-*s %6s %10s %14s %9s %10s %12s %14s %9s %12s\n", w, "file", "device",
 		       "events", "peak req.", "vs median", "at event", "live at end",
 		       "reserved(end)", "segments", "recorded OOM");
 		for (size_t i = 0; i < nall; i++) {
@@ -739,7 +743,7 @@ int cmd_stats(int argc, const char **argv)
 			else
 				snprintf(oom, sizeof(oom), "-");
 			n_oom += j->r->recorded_ooms != 0;
-			printf("%-40s %6s %10llu %14s %9s %10llu %12s %14s %9llu %12s\n", j->path,
+			printf("%-*s %6s %10llu %14s %9s %10llu %12s %14s %9llu %12s\n", w, j->path,
 			       dev, (unsigned long long)j->r->n_events,
 			       peak_cell(b1, sizeof(b1), j->r), vs,
 			       (unsigned long long)peak_index_of(j->r),
