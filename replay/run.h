@@ -67,7 +67,7 @@ struct ms_replay_note {
 	uint64_t blocks;
 	int inconsistent;
 	struct ms_limit_range lim;
-	char why[256];
+	char why[512];
 };
 
 /* At most two a replay (its start, its limit), and the GPU backends add none of their own. */

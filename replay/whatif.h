@@ -12,7 +12,7 @@ struct ms_trace;
 struct ms_whatif_row {
 	const char *conf; /* PYTORCH_CUDA_ALLOC_CONF; NULL: the trace's own */
 	ms_status s;      /* MS_OK, or why this setting could not be replayed (err) */
-	char err[256];
+	char err[512];
 	struct ms_replay_result r; /* the replay under the base limit */
 	uint64_t min_memory;       /* the least limit that completes; 0: none found */
 	int no_min_memory;         /* set by the caller: no search for min_memory (left 0) */

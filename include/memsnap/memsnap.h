@@ -63,11 +63,11 @@ MS_API unsigned ms_version_number(void);
  * offset and record are -1 when unknown.
  */
 struct ms_diag {
-	char msg[256];
+	char msg[512];
 	int64_t offset;    /* byte offset in the input, or -1 */
 	int64_t record;    /* record / event / entry number, or -1 */
 	unsigned warnings; /* number of warnings noted (e.g. missing END) */
-	char warning[256]; /* the first warning */
+	char warning[512]; /* the first warning */
 };
 #define MS_DIAG_INIT            \
 	{                       \
