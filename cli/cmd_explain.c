@@ -228,7 +228,12 @@ static void findings(const struct ms_explain *x, const struct ms_replay_result *
 	                      (uint64_t)r->stats.allocated_bytes[0].current;
 	int churn = r->empty_cache_calls >= 2 && x->n_optimizer_steps &&
 	            2 * r->empty_cache_calls >= x->n_optimizer_steps;
-	char b1[32], b2[32];
+	uint64_t cached_private = 0; /* of it, in private pools (the first is the default) */
+	char b1[32], b2[32], b3[32];
+
+	for (size_t i = 1; i < r->n_pools; i++)
+		cached_private += (uint64_t)(r->pools[i].reserved_bytes.current -
+		                             r->pools[i].allocated_bytes.current);
 
 	if (jo) {
 		json_sites(cJSON_AddArrayToObject(jo, "largest_activations"), y, x->top_activations,
@@ -248,6 +253,7 @@ static void findings(const struct ms_explain *x, const struct ms_replay_result *
 		ms_json_u64(jo, "cuda_malloc_calls", r->stats.num_device_alloc);
 		/* where the replay ran out of memory: the bytes cached then */
 		ms_json_u64(jo, "cached_at_end_bytes", cached_end);
+		ms_json_u64(jo, "cached_at_end_in_private_pools_bytes", cached_private);
 		return;
 	}
 	if (x->n_top_activations) {
@@ -275,6 +281,14 @@ static void findings(const struct ms_explain *x, const struct ms_replay_result *
 		       ms_format_size(b1, sizeof(b1), cached_end),
 		       ms_format_size(b2, sizeof(b2),
 		                      (uint64_t)r->stats.reserved_bytes[0].current));
+	else if (cached_end && cached_private)
+		printf("\n  at the end %s is cached but free (of %s reserved): other processes "
+		       "cannot use it until empty_cache() or exit; %s of it in private pools "
+		       "(CUDA graphs, MemPools), which empty_cache() gives back only once their "
+		       "graphs or pools are gone\n",
+		       ms_format_size(b1, sizeof(b1), cached_end),
+		       ms_format_size(b2, sizeof(b2), (uint64_t)r->stats.reserved_bytes[0].current),
+		       ms_format_size(b3, sizeof(b3), cached_private));
 	else if (cached_end)
 		printf("\n  at the end %s is cached but free (of %s reserved): other processes "
 		       "cannot use it until empty_cache() or exit\n",

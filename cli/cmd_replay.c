@@ -468,6 +468,11 @@ static void text_report(const char *path, const struct ms_replay_result *r,
 	                            : "not recorded: "
 	                              "the defaults",
 	       r->settings_recorded ? "\"" : "");
+	if (ms_replay_reuse_as_recorded(r))
+		printf("  as recorded:    graph_capture_record_stream_reuse (a capture's frees "
+		       "that "
+		       "wait on other streams complete where the trace has them: the trace cannot "
+		       "say when the other setting would)\n");
 	if (r->events_other_devices)
 		printf("  other devices:  %llu events, %s\n",
 		       (unsigned long long)r->events_other_devices,

@@ -230,20 +230,19 @@ static int whatif_one(struct ms_replay_cli *c, const char *path, const struct ms
 			       j->min_memory ? ms_format_size(b3, sizeof(b3), j->min_memory)
 			                     : "never");
 		}
-		for (k = 0; k < nrows; k++)
-			if (!rows[k].s && ms_replay_reuse_as_recorded(&rows[k].r)) {
-				printf("\n%s: graph_capture_record_stream_reuse is replayed as "
-				       "recorded:\na free that waits on other streams "
-				       "(record_stream) "
-				       "during a CUDA graph\ncapture completes where the trace has "
-				       "it; "
-				       "when the other setting would\ncomplete it depends on the "
-				       "graph's "
-				       "dependencies and the record_stream calls,\nwhich no trace "
-				       "holds.\n",
-				       rows[k].conf);
-				break;
-			}
+		{
+			int said = 0;
+			for (k = 0; k < nrows; k++)
+				if (!rows[k].s && ms_replay_reuse_as_recorded(&rows[k].r))
+					printf("%s%s", said++ ? ", " : "\nreplayed as recorded: ",
+					       rows[k].conf);
+			if (said)
+				printf("\n(graph_capture_record_stream_reuse: a free that waits on "
+				       "other streams\n(record_stream) during a CUDA graph capture "
+				       "completes where the trace has it;\nwhen the other setting "
+				       "would complete it depends on the graph's dependencies\nand "
+				       "the record_stream calls, which no trace holds)\n");
+		}
 		printf("\nwaste at peak: the peak of reserved memory minus the most allocated "
 		       "while it\n"
 		       "stood there (reserved but never in use at once); rounding: allocated "
