@@ -146,6 +146,18 @@ print("segments in the capture, PyTorch:", [json.load(open(f))["segments_in_capt
 echo graph_capture_record_stream_reuse:True >"$TMPDIR/reuse.conf"
 "$MEMSNAP" whatif --json --configs "$TMPDIR/reuse.conf" "$d/graph_capture_record_stream.zst" |
 	python3 -c 'import json, sys; print("whatif:", [(s["alloc_conf"], s["graph_capture_record_stream_reuse_as_recorded"]) for s in json.load(sys.stdin)["settings"]])'
+# explain's cached bytes at the end in private pools, against the snapshot's own segments (Python)
+for n in graph_step_adam graph_pools; do
+	"$MEMSNAP" -q explain --json "$d/$n.pickle.zst" >"$TMPDIR/x.json"
+	zstd -qdc "$d/$n.pickle.zst" | python3 -c '
+import json, pickle, sys
+snap = pickle.load(sys.stdin.buffer)  # a snapshot of this repository, recorded by its own script
+free = sum(s["total_size"] - s["allocated_size"] for s in snap["segments"]
+           if tuple(s.get("segment_pool_id", (0, 0))) != (0, 0))
+f = json.load(open(sys.argv[1]))["findings"]
+print(sys.argv[2] + ": cached at the end in private pools", f["cached_at_end_in_private_pools_bytes"],
+      "against the segments'"'"'", free)' "$TMPDIR/x.json" "$n"
+done
 # a snapshot given a use_on_oom pool keeps its allocations there, and says so
 "$MEMSNAP" replay --use-on-oom-pools "0,1" --limit 2415919104 "$d/mempool_on_oom_fixed.pickle.zst" | grep "given as use_on_oom"
 # traces that start mid-run: each snapshot cut at a tenth, three tenths, half and seven tenths of
