@@ -59,6 +59,11 @@ static char **read_configs(const char *path, size_t *n)
 		out[(*n)++] = strcmp(line, "recorded") == 0 ? NULL : ms_strndup(line, l);
 	}
 	fclose(f);
+	if (!*n)
+		ms_die(MS_EXIT_USAGE,
+		       "%s: no setting in it (one PYTORCH_CUDA_ALLOC_CONF a line, or "
+		       "'recorded')",
+		       path);
 	return out;
 }
 

@@ -9,6 +9,7 @@
 #include "common/alloc.h"
 #include "parse/devices.h"
 #include "parse/trace.h"
+#include "replay/alloc_conf.h"
 
 /*
  * The snapshots a command has read, by path: a snapshot (pickle or JSON, or anything from
@@ -168,6 +169,13 @@ void ms_replay_cli_check(struct ms_replay_cli *c, const struct ms_opt *opts,
 			               c->use_on_oom_arg, why);
 		c->o.use_on_oom_pools = c->use_on_oom;
 		c->o.n_use_on_oom_pools = (size_t)n;
+	}
+	if (c->o.alloc_conf) { /* PyTorch refuses a bad one at start-up: a usage error here */
+		struct ms_alloc_conf ac;
+		struct ms_diag d = MS_DIAG_INIT;
+		ms_alloc_conf_init(&ac);
+		if (ms_alloc_conf_parse(&ac, c->o.alloc_conf, &d))
+			ms_usage_error(opts, usage, "--alloc-conf: %s", d.msg);
 	}
 	if (c->backend && strcmp(c->backend, "sim") != 0) {
 		if (strcmp(c->backend, "torch") != 0 && strcmp(c->backend, "cuda") != 0)
