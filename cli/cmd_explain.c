@@ -399,12 +399,17 @@ static void sparkline(const char *what, const uint64_t *v, size_t n)
 }
 
 /* A step whose requested bytes exceed what the replay reserved in it: the file holds blocks the
- * replay did not have (an inconsistent trace, another allocator's) */
-static int steps_exceed_reserved(const struct ms_explain *x, const uint64_t *res)
+ * replay did not have (an inconsistent trace, another allocator's). Steps the replay did not
+ * finish (it ran out of memory in them or before) are not compared. */
+static int steps_exceed_reserved(const struct ms_explain *x, const uint64_t *res,
+                                 const struct ms_replay_result *r)
 {
-	for (size_t k = 0; k < x->n_steps; k++)
+	for (size_t k = 0; k < x->n_steps; k++) {
+		if (r->ended_by_oom && x->steps[k].peak_event >= r->first_oom.index)
+			break;
 		if (res[k] && x->steps[k].peak_requested > res[k])
 			return 1;
+	}
 	return 0;
 }
 
@@ -461,7 +466,7 @@ static void print_steps(const struct ms_explain *x, size_t peak_step, const uint
 			       k + 1 == peak_step ? "  <- the peak" : "");
 		}
 	ms_free(show);
-	if (steps_exceed_reserved(x, res))
+	if (steps_exceed_reserved(x, res, rp))
 		printf("    (steps asked for more than the replay reserved in them: the file holds "
 		       "blocks the replay did not have, an inconsistent trace or another "
 		       "allocator's; the requested bytes are not to be trusted)\n");
@@ -665,7 +670,7 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 		else
 			cJSON_AddNullToObject(root, "steps_from");
 		cJSON_AddBoolToObject(root, "steps_exceed_reserved",
-		                      steps_exceed_reserved(&x, sres));
+		                      steps_exceed_reserved(&x, sres, &first));
 		if (x.why_uncategorized[0])
 			cJSON_AddStringToObject(root, "categories_note", x.why_uncategorized);
 		else
@@ -910,12 +915,25 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 			       "from %s to %s, may differ (--limit sets it)\n",
 			       nrows - 1, ms_format_size(b1, sizeof(b1), lim.lo),
 			       ms_format_size(b2, sizeof(b2), lim.hi));
-		else if (!nrec && first.has_oom)
+		else if (!nrec && first.has_oom) {
 			printf("    no setting tried avoids the OOM (%zu tried: memsnap whatif "
-			       "lists "
-			       "them): the job needs less memory, or more than it had\n",
+			       "lists them): the job needs less memory, or more than it had\n",
 			       nrows - 1);
-		else if (!nrec)
+			/* an OOM of fragmentation, and yet no setting helps: the demand later on */
+			size_t hk = SIZE_MAX;
+			for (k = 0; k < x.n_steps; k++)
+				if (hk == SIZE_MAX ||
+				    x.steps[k].peak_requested > x.steps[hk].peak_requested)
+					hk = k;
+			if (hk != SIZE_MAX && capacity && x.steps[hk].peak_requested > capacity)
+				printf("    the job asks for %s at once later on (step %zu, event "
+				       "%llu), more than %s: past this OOM it runs out whatever "
+				       "the "
+				       "setting\n",
+				       ms_format_size(b1, sizeof(b1), x.steps[hk].peak_requested),
+				       hk + 1, (unsigned long long)x.steps[hk].peak_event,
+				       ms_format_size(b2, sizeof(b2), capacity));
+		} else if (!nrec)
 			printf("    no setting tried lowers the peak (%zu tried: memsnap whatif "
 			       "lists "
 			       "them)\n",
