@@ -247,16 +247,27 @@ static void categories(const struct side *s, cJSON *out)
 }
 
 /* Step i's peak of allocated bytes in a side, 0 where it has no such step. */
-static int64_t step_peak(const struct side *s, size_t i)
+/* Side s's step number lo + i + 1 (steps are matched by number: a trace that starts mid-run
+ * numbers its first step after those before it); NULL where it has no such step. */
+static const struct ms_explain_step *step_at(const struct side *s, size_t lo, size_t i)
 {
-	return i < s->x.n_steps ? (int64_t)s->x.steps[i].peak_requested : 0;
+	size_t n = lo + i, off = s->x.steps_before_trace;
+	return n >= off && n - off < s->x.n_steps ? &s->x.steps[n - off] : NULL;
+}
+
+static int64_t step_peak(const struct side *s, size_t lo, size_t i)
+{
+	const struct ms_explain_step *st = step_at(s, lo, i);
+	return st ? (int64_t)st->peak_requested : 0;
 }
 
 /* Each step's peak of allocated bytes, step by step, the largest changes first (a step only
  * one side has counts by its whole peak). */
 static void steps(const struct side *s, size_t top, cJSON *out)
 {
-	size_t n = s[0].x.n_steps > s[1].x.n_steps ? s[0].x.n_steps : s[1].x.n_steps, k;
+	size_t oa = s[0].x.steps_before_trace, ob = s[1].x.steps_before_trace;
+	size_t lo = oa < ob ? oa : ob, ea = oa + s[0].x.n_steps, eb = ob + s[1].x.n_steps;
+	size_t n = (ea > eb ? ea : eb) - lo, k;
 	size_t *order = ms_calloc(n ? n : 1, sizeof(*order));
 	cJSON *arr = out ? cJSON_AddArrayToObject(out, "steps") : NULL;
 	char b1[32], b2[32], b3[48];
@@ -269,8 +280,10 @@ static void steps(const struct side *s, size_t top, cJSON *out)
 	for (k = 0; k < n && k < top; k++) {
 		size_t best = k;
 		for (size_t j = k + 1; j < n; j++) {
-			int64_t dj = step_peak(&s[1], order[j]) - step_peak(&s[0], order[j]);
-			int64_t db = step_peak(&s[1], order[best]) - step_peak(&s[0], order[best]);
+			int64_t dj =
+			        step_peak(&s[1], lo, order[j]) - step_peak(&s[0], lo, order[j]);
+			int64_t db = step_peak(&s[1], lo, order[best]) -
+			             step_peak(&s[0], lo, order[best]);
 			if ((dj < 0 ? -dj : dj) > (db < 0 ? -db : db))
 				best = j;
 		}
@@ -285,29 +298,32 @@ static void steps(const struct side *s, size_t top, cJSON *out)
 		       s[0].x.n_steps, s[1].x.n_steps);
 	for (k = 0; k < n && (out || k < top); k++) {
 		size_t i = out ? k : order[k];
-		int ha = i < s[0].x.n_steps, hb = i < s[1].x.n_steps;
+		const struct ms_explain_step *sa = step_at(&s[0], lo, i),
+		                             *sb = step_at(&s[1], lo, i);
+		int ha = sa != NULL, hb = sb != NULL;
+		if (!ha && !hb) /* a step number between the two traces' ranges */
+			continue;
 		if (arr) {
 			cJSON *o = cJSON_CreateObject();
-			cJSON_AddNumberToObject(o, "step", (double)(i + 1));
+			cJSON_AddNumberToObject(o, "step", (double)(lo + i + 1));
 			if (ha)
-				ms_json_u64(o, "a_bytes", s[0].x.steps[i].peak_requested);
+				ms_json_u64(o, "a_bytes", sa->peak_requested);
 			else
 				cJSON_AddNullToObject(o, "a_bytes");
 			if (hb)
-				ms_json_u64(o, "b_bytes", s[1].x.steps[i].peak_requested);
+				ms_json_u64(o, "b_bytes", sb->peak_requested);
 			else
 				cJSON_AddNullToObject(o, "b_bytes");
 			cJSON_AddItemToArray(arr, o);
 		} else {
 			printf("    %12s %12s %12s  step %zu\n",
-			       ha ? ms_format_size(b1, sizeof(b1), s[0].x.steps[i].peak_requested)
-			          : "-",
-			       hb ? ms_format_size(b2, sizeof(b2), s[1].x.steps[i].peak_requested)
-			          : "-",
+			       ha ? ms_format_size(b1, sizeof(b1), sa->peak_requested) : "-",
+			       hb ? ms_format_size(b2, sizeof(b2), sb->peak_requested) : "-",
 			       ha && hb ? signed_size(b3, sizeof(b3),
-			                              step_peak(&s[1], i) - step_peak(&s[0], i))
+			                              step_peak(&s[1], lo, i) -
+			                                      step_peak(&s[0], lo, i))
 			                : "-",
-			       i + 1);
+			       lo + i + 1);
 		}
 	}
 	if (!out && !n)

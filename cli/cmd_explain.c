@@ -441,6 +441,11 @@ static void print_steps(const struct ms_explain *x, size_t peak_step, const uint
 				show[best] = 1;
 		}
 	}
+	if (x->steps_before_trace)
+		printf("\n  %zu steps before the trace's first event: their annotations are in "
+		       "the file, their events are not (a ring buffer that wrapped, history turned "
+		       "on late)",
+		       x->steps_before_trace);
 	printf("\n  steps (from %s): %zu%s\n",
 	       x->steps_by_repetition
 	               ? "repetition: the same allocations evenly spaced, a loop's iterations or, "
@@ -459,7 +464,8 @@ static void print_steps(const struct ms_explain *x, size_t peak_step, const uint
 				ms_format_size(r, sizeof(r), res[k]);
 			else
 				snprintf(r, sizeof(r), "-");
-			printf("    %5zu %12llu %15s %12llu %15s%s\n", k + 1,
+			printf("    %5zu %12llu %15s %12llu %15s%s\n",
+			       k + 1 + x->steps_before_trace,
 			       (unsigned long long)x->steps[k].first_event,
 			       ms_format_size(b, sizeof(b), x->steps[k].peak_requested),
 			       (unsigned long long)x->steps[k].peak_event, r,
@@ -631,7 +637,7 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 			                        (double)(t->events[at].t_ns - t->events[0].t_ns) /
 			                                1e9);
 		if (ps)
-			cJSON_AddNumberToObject(o, "step", (double)ps);
+			cJSON_AddNumberToObject(o, "step", (double)(ps + x.steps_before_trace));
 		else
 			cJSON_AddNullToObject(o, "step");
 		cJSON_AddBoolToObject(o, "is_lower_bound", first.rebuilt);
@@ -645,7 +651,8 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 			ms_json_u64(o, "event", first.peak_allocated_index);
 			ms_json_u64(o, "allocated_bytes", ab);
 			if (as)
-				cJSON_AddNumberToObject(o, "step", (double)as);
+				cJSON_AddNumberToObject(o, "step",
+				                        (double)(as + x.steps_before_trace));
 			else
 				cJSON_AddNullToObject(o, "step");
 			json_cats(o, &at_apeak, ab, 0, 0, 0);
@@ -675,10 +682,11 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 			cJSON_AddStringToObject(root, "categories_note", x.why_uncategorized);
 		else
 			cJSON_AddNullToObject(root, "categories_note");
+		ms_json_u64(root, "steps_before_trace", x.steps_before_trace);
 		a = cJSON_AddArrayToObject(root, "steps");
 		for (k = 0; k < x.n_steps; k++) {
 			cJSON *st = cJSON_CreateObject();
-			cJSON_AddNumberToObject(st, "step", (double)(k + 1));
+			cJSON_AddNumberToObject(st, "step", (double)(k + 1 + x.steps_before_trace));
 			ms_json_u64(st, "first_event", x.steps[k].first_event);
 			ms_json_u64(st, "peak_requested_bytes", x.steps[k].peak_requested);
 			ms_json_u64(st, "peak_event", x.steps[k].peak_event);
@@ -762,7 +770,8 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 		       first.rebuilt ? "at least " : "", ms_format_size(b1, sizeof(b1), reserved),
 		       (unsigned long long)first.peak_reserved_index, (unsigned long long)at);
 		if (ps)
-			printf(" (step %zu of %zu)", ps, x.n_steps);
+			printf(" (step %zu of %zu)", ps + x.steps_before_trace,
+			       x.n_steps + x.steps_before_trace);
 		printf(", the most allocated while it stood, %s:\n",
 		       ms_format_size(b2, sizeof(b2), allocated));
 		print_cats(&x, allocated, cached, outside, outside_known);
@@ -786,7 +795,7 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 			                      (uint64_t)first.stats.allocated_bytes[0].peak),
 			       (unsigned long long)first.peak_allocated_index);
 			if (as)
-				printf(" (step %zu)", as);
+				printf(" (step %zu)", as + x.steps_before_trace);
 			printf(":\n    ");
 			print_cats_line(&at_apeak);
 		}
@@ -931,7 +940,8 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 				       "the "
 				       "setting\n",
 				       ms_format_size(b1, sizeof(b1), x.steps[hk].peak_requested),
-				       hk + 1, (unsigned long long)x.steps[hk].peak_event,
+				       hk + 1 + x.steps_before_trace,
+				       (unsigned long long)x.steps[hk].peak_event,
 				       ms_format_size(b2, sizeof(b2), capacity));
 		} else if (!nrec)
 			printf("    no setting tried lowers the peak (%zu tried: memsnap whatif "

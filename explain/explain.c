@@ -289,11 +289,32 @@ static ms_status windows_and_steps(struct ex *x)
 	if (!own && (!other || x->t->meta.input_kind != MS_INPUT_ZST))
 		return steps_by_repetition(x); /* nothing marks the steps */
 	x->x->steps_other_device = !own;
+	/* the time of the device's first event: a step that ended before it is not in the trace */
+	int64_t first_t = 0;
+	for (size_t i = 0; i < x->t->n_events; i++)
+		if (x->t->events[i].device == x->in->device) {
+			first_t = x->t->events[i].t_ns;
+			break;
+		}
 	for (size_t i = 0; i < x->t->n_anns; i++) {
 		const struct ms_annotation *a = &x->t->anns[i];
 		const char *name = ms_symtab_get_str(&x->t->syms, a->name)->s;
+		int before = a->event_index == 0 && a->t_ns && first_t && a->t_ns < first_t;
 		if (own && a->device != x->in->device)
 			continue;
+		if (a->kind == MS_ANN_STEP && before && i + 1 < x->t->n_anns) {
+			/* a step that began before the trace: in it only if the next begins inside
+			 */
+			size_t j = i + 1;
+			while (j < x->t->n_anns && (x->t->anns[j].kind != MS_ANN_STEP ||
+			                            (own && x->t->anns[j].device != x->in->device)))
+				j++;
+			if (j < x->t->n_anns && x->t->anns[j].event_index == 0 &&
+			    x->t->anns[j].t_ns < first_t) {
+				x->x->steps_before_trace++;
+				continue;
+			}
+		}
 		if (a->kind == MS_ANN_STEP) {
 			if (ms_grow(&x->bounds, &x->capb, x->nb + 1, sizeof(*x->bounds)))
 				return MS_ERR_NOMEM;
@@ -317,6 +338,11 @@ static ms_status windows_and_steps(struct ex *x)
 				x->x->optimizer = opt;
 			}
 		} else if (a->stage == MS_ANN_END && open != NONE) {
+			if (before) { /* the whole optimizer step came before the trace */
+				x->x->steps_before_trace++;
+				open = NONE;
+				continue;
+			}
 			if (ms_grow(&x->w, &x->capw, x->nw + 1, sizeof(*x->w)))
 				return MS_ERR_NOMEM;
 			x->w[x->nw].s = open;

@@ -105,6 +105,10 @@ struct ms_explain {
 	int has_stacks;
 	struct ms_explain_step *steps;
 	size_t n_steps;
+	/* steps whose annotations lie before the trace's first event (a ring buffer that wrapped
+	   keeps them, not their events): left out of steps; the first of steps is number
+	   steps_before_trace + 1 */
+	size_t steps_before_trace;
 	struct ms_explain_growth *growth; /* largest bytes_per_step first */
 	/* the step starts growth was looked for at: the optimizer steps' (3 or more), else those
 	 * of the steps after the first (3 or more); 0: not looked for */

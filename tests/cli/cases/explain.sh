@@ -38,6 +38,16 @@ done
 # and the logits (alive at each optimizer step's start, freed with the step) grow with them; the
 # job keeps no tensor across steps
 "$MEMSNAP" -q explain testdata/snapshots/real/oom_fraction.pickle.zst | sed -n '/growth from step/,/^$/p'
+# a ring buffer that wrapped keeps the annotations of all 16 optimizer steps (truth) but the events
+# of the last three: those are the steps, numbered as the run did, and diff matches them by number
+"$MEMSNAP" -q explain --json testdata/snapshots/real/ring_wrap.pickle.zst | python3 -c '
+import json, sys
+x, t = json.load(sys.stdin), json.load(open(sys.argv[1]))
+print("ring_wrap: steps", [s["step"] for s in x["steps"]], "and", x["steps_before_trace"],
+      "before the trace, of the run'"'"'s", t["steps"], "| any empty:", any(not s["peak_requested_bytes"] for s in x["steps"]))' \
+	testdata/snapshots/real/ring_wrap.truth.json
+"$MEMSNAP" diff testdata/snapshots/real/ring_wrap.pickle.zst testdata/snapshots/real/late_history.pickle.zst 2>/dev/null |
+	sed -n '/peak requested bytes of each step/,/^$/p'
 # empty_cache() after every step: the calls and the cudaMalloc calls against PyTorch's count
 # (num_device_alloc, its truth)
 for f in "$d/empty_cache.pickle.zst" "$d/empty_cache.zst"; do
