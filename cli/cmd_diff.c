@@ -120,19 +120,29 @@ static const char *size_or_below(char *buf, size_t cap, int64_t d)
 struct row {
 	char name[512];
 	uint64_t a, b;
+	uint8_t in[2]; /* the run has it (an annotation one run lacks is not 0 bytes there) */
 	/* a site's stack, in the table of the first run that has it; NULL for annotations */
 	const struct ms_symtab *y;
 	uint32_t stack;
 };
 
+/* A row's change, 0 where one run lacks it (an annotation only one has) */
+static uint64_t row_change(const struct row *r)
+{
+	int64_t d = (int64_t)r->b - (int64_t)r->a;
+	return r->in[0] && r->in[1] ? (uint64_t)(d < 0 ? -d : d) : 0;
+}
+
 static int row_cmp(const void *x, const void *y)
 {
 	const struct row *p = x, *q = y;
-	int64_t dp = (int64_t)p->b - (int64_t)p->a, dq = (int64_t)q->b - (int64_t)q->a;
-	uint64_t ap = (uint64_t)(dp < 0 ? -dp : dp), aq = (uint64_t)(dq < 0 ? -dq : dq);
+	uint64_t ap = row_change(p), aq = row_change(q);
+	uint64_t sp = p->a > p->b ? p->a : p->b, sq = q->a > q->b ? q->a : q->b;
 
 	if (ap != aq)
 		return ap < aq ? 1 : -1;
+	if (sp != sq) /* the same change: the larger first */
+		return sp < sq ? 1 : -1;
 	if (p->y && q->y && p->y == q->y && p->stack != q->stack)
 		return p->stack < q->stack ? -1 : 1;
 	return strcmp(p->name, q->name);
@@ -162,6 +172,11 @@ static void put(struct row **rows, size_t *n, size_t *cap, struct ms_label_rows 
 		(*rows)[i].b += v;
 	else
 		(*rows)[i].a += v;
+	/* a site absent at a run's peak has 0 bytes there; an annotation absent is not known */
+	(*rows)[i].in[which] = 1;
+	if (y) {
+		(*rows)[i].in[0] = (*rows)[i].in[1] = 1;
+	}
 }
 
 static void table(const char *title, struct row *rows, size_t n, size_t top, cJSON *json,
@@ -180,17 +195,27 @@ static void table(const char *title, struct row *rows, size_t n, size_t top, cJS
 		if (json) {
 			cJSON *o = cJSON_CreateObject();
 			cJSON_AddStringToObject(o, "name", rows[i].name);
-			ms_json_u64(o, "a_bytes", rows[i].a);
-			ms_json_u64(o, "b_bytes", rows[i].b);
+			if (rows[i].in[0])
+				ms_json_u64(o, "a_bytes", rows[i].a);
+			else
+				cJSON_AddNullToObject(o, "a_bytes");
+			if (rows[i].in[1])
+				ms_json_u64(o, "b_bytes", rows[i].b);
+			else
+				cJSON_AddNullToObject(o, "b_bytes");
 			if (rows[i].y)
 				ms_site_json_frames(o, rows[i].y, rows[i].stack, frames);
 			cJSON_AddItemToArray(arr, o);
 			continue;
 		}
-		printf("    %12s %12s %12s  %s\n", ms_format_size(b1, sizeof(b1), rows[i].a),
-		       ms_format_size(b2, sizeof(b2), rows[i].b),
-		       signed_size(b3, sizeof(b3), (int64_t)rows[i].b - (int64_t)rows[i].a),
-		       rows[i].name);
+		printf("    %12s %12s %12s  %s%s\n",
+		       rows[i].in[0] ? ms_format_size(b1, sizeof(b1), rows[i].a) : "-",
+		       rows[i].in[1] ? ms_format_size(b2, sizeof(b2), rows[i].b) : "-",
+		       rows[i].in[0] && rows[i].in[1]
+		               ? signed_size(b3, sizeof(b3),
+		                             (int64_t)rows[i].b - (int64_t)rows[i].a)
+		               : "-",
+		       rows[i].name, rows[i].in[0] && rows[i].in[1] ? "" : "  (in one run only)");
 		if (rows[i].y)
 			ms_site_print_frames(rows[i].y, rows[i].stack, frames, 46);
 	}
