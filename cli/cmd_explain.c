@@ -80,6 +80,7 @@ struct rec {
 	size_t row;
 	uint64_t peak;
 	int avoids_oom;
+	int went_on; /* the job went on after the OOM it avoids: what follows is not known */
 };
 
 static int rec_cmp(const void *a, const void *b)
@@ -588,7 +589,8 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 		p = (uint64_t)w->r.stats.reserved_bytes[0].peak;
 		avoids = first.has_oom && !w->r.has_oom;
 		if (avoids || (!w->r.has_oom && p < reserved))
-			recs[nrec++] = (struct rec){k, p, avoids};
+			recs[nrec++] =
+			        (struct rec){k, p, avoids, avoids && w->r.missed_ooms_went_on};
 	}
 	qsort(recs, nrec, sizeof(*recs), rec_cmp);
 	{
@@ -752,6 +754,7 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 			cJSON_AddStringToObject(r, "alloc_conf", w->conf);
 			ms_json_u64(r, "peak_reserved_bytes", recs[k].peak);
 			cJSON_AddBoolToObject(r, "avoids_oom", recs[k].avoids_oom);
+			cJSON_AddBoolToObject(r, "job_went_on_after_oom", recs[k].went_on);
 			if (w->min_memory)
 				ms_json_u64(r, "min_memory_bytes", w->min_memory);
 			else
@@ -955,7 +958,12 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 			       ms_format_size(b1, sizeof(b1), p), p > reserved ? "+" : "-",
 			       ms_format_size(b2, sizeof(b2),
 			                      p > reserved ? p - reserved : reserved - p),
-			       recs[k].avoids_oom ? ", avoids the OOM" : "");
+			       recs[k].avoids_oom && recs[k].went_on
+			               ? ", avoids the recorded OOM (the job went on after it "
+			                 "without the memory: what it would have done with it, and "
+			                 "whether that fits, the trace cannot tell)"
+			       : recs[k].avoids_oom ? ", avoids the OOM"
+			                            : "");
 			if (w->min_memory)
 				printf("; least memory that completes %s%s",
 				       ms_format_size(b3, sizeof(b3), w->min_memory),

@@ -335,6 +335,7 @@ static cJSON *json_report(const char *path, uint32_t device, const struct ms_rep
 	                      ms_replay_reuse_as_recorded(r));
 	ms_json_u64(o, "recorded_ooms", r->recorded_ooms);
 	ms_json_u64(o, "reproduced_ooms", r->reproduced_ooms);
+	ms_json_u64(o, "served_recorded_ooms_then_went_on", r->missed_ooms_went_on);
 	cJSON_AddBoolToObject(o, "ended_by_oom", r->ended_by_oom);
 	if (r->rebuilt) {
 		cJSON *x = cJSON_AddObjectToObject(o, "mid_run");
@@ -512,6 +513,13 @@ static void text_report(const char *path, const struct ms_replay_result *r,
 		printf("  recorded OOMs:  %llu, reproduced %llu\n",
 		       (unsigned long long)r->recorded_ooms,
 		       (unsigned long long)r->reproduced_ooms);
+	if (r->missed_ooms_went_on)
+		printf("  served:         %llu recorded OOM%s the replay served, after which the "
+		       "job "
+		       "went on (it caught the error): from there the replay follows what the job "
+		       "did without that memory, not what it would have done with it\n",
+		       (unsigned long long)r->missed_ooms_went_on,
+		       r->missed_ooms_went_on == 1 ? "" : "s");
 	if (r->has_oom) {
 		const struct ms_model_oom *o = &r->first_oom.o;
 		char msg[1024];

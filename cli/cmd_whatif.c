@@ -165,6 +165,8 @@ static int whatif_one(struct ms_replay_cli *c, const char *path, const struct ms
 				cJSON_AddBoolToObject(
 				        o, "graph_capture_record_stream_reuse_as_recorded",
 				        ms_replay_reuse_as_recorded(&j->r));
+				ms_json_u64(o, "served_recorded_ooms_then_went_on",
+				            j->r.missed_ooms_went_on);
 			}
 			cJSON_AddItemToArray(a, o);
 		}
@@ -234,6 +236,24 @@ static int whatif_one(struct ms_replay_cli *c, const char *path, const struct ms
 			       (unsigned long long)j->r.stats.num_alloc_retries, oom,
 			       j->min_memory ? ms_format_size(b3, sizeof(b3), j->min_memory)
 			                     : "never");
+		}
+		{
+			int said = 0;
+			for (k = 0; k < nrows; k++)
+				if (!rows[k].s && rows[k].r.missed_ooms_went_on)
+					printf("%s%s",
+					       said++ ? ", "
+					              : "\nserved a recorded OOM the job "
+					                "went on from: ",
+					       rows[k].conf ? rows[k].conf : "(recorded)");
+			if (said)
+				printf("\n(the job caught the error and went on without the "
+				       "memory: "
+				       "past it the replay\nfollows what the job did then, not "
+				       "what it "
+				       "would have done with the memory;\nits later requests may "
+				       "not "
+				       "fit)\n");
 		}
 		{
 			int said = 0;

@@ -226,6 +226,7 @@ static void whatif_json(struct ms_jsonw *w, const struct ms_whatif_row *rows, si
 			ms_jsonw_null(w);
 			ms_jsonw_null(w);
 			ms_jsonw_cstr(w, j->err);
+			ms_jsonw_u64(w, 0);
 		} else {
 			ms_jsonw_i64(w, j->r.stats.reserved_bytes[0].peak);
 			if (j->r.has_oom)
@@ -237,6 +238,8 @@ static void whatif_json(struct ms_jsonw *w, const struct ms_whatif_row *rows, si
 			else
 				ms_jsonw_null(w);
 			ms_jsonw_null(w);
+			/* recorded OOMs served, after which the job went on without the memory */
+			ms_jsonw_u64(w, j->r.missed_ooms_went_on);
 		}
 		ms_jsonw_arr_end(w);
 	}

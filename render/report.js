@@ -287,7 +287,9 @@
 			D.whatif.forEach(function (r) {
 				var tr = document.createElement('tr');
 				var cells = r[5] !== null ? ['-', '-', '-', r[0] + ': ' + r[5]] :
-					[fmt(r[2]), r[3] === null ? 'avoided' : 'event ' + r[3],
+					[fmt(r[2]), r[3] === null ? (r[6] ? 'avoided; the job went on without ' +
+						'the memory, and what it would have done with it is not known' :
+						'avoided') : 'event ' + r[3],
 						r[4] === null ? 'never' : fmt(r[4]), (r[1] ? '(recorded) ' : '') + r[0]];
 				cells.forEach(function (c) { tr.appendChild(text(document.createElement('td'), c)); });
 				if (r[5] === null && r[3] === null) tr.className = 'avoided';

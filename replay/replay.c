@@ -36,7 +36,8 @@ struct rp {
 	/* recorded segment frees not yet matched by the model's own */
 	uint64_t pend_free_bytes;
 	size_t pend_frees;
-	uint32_t pend_pool; /* the pool of every pending free, or PEND_MIXED */
+	uint32_t pend_pool;      /* the pool of every pending free, or PEND_MIXED */
+	uint64_t missed_pending; /* served recorded OOMs not yet followed by an allocation */
 	uint64_t pend_index;
 	size_t model_frees_unmatched;
 	int64_t peak_seen, peak_alloc_seen;
@@ -570,12 +571,15 @@ static ms_status do_malloc(struct rp *p, const struct ms_event *e, int recorded_
 		} else {
 			/* the program got nothing here: give the block straight back */
 			p->r->missed_ooms++;
+			p->missed_pending++;
 			note_peak(p);
 			ms_model_free_requested(p->m, b);
 			MS_TRY(ms_model_free_completed(p->m, b));
 		}
 		return MS_OK;
 	}
+	p->r->missed_ooms_went_on += p->missed_pending;
+	p->missed_pending = 0;
 	if (!b) {
 		record_oom(p, &o, 0);
 		p->r->ended_by_oom = 1;

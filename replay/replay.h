@@ -182,6 +182,10 @@ struct ms_replay_result {
 	int has_oom;
 	uint64_t recorded_ooms, reproduced_ooms;
 	uint64_t missed_ooms; /* recorded OOMs the model satisfied */
+	/* of them, those after which the job allocated again (it caught the error and went on
+	 * without the memory): past them the replay follows what it did without it, which need not
+	 * be what it would have done with it */
+	uint64_t missed_ooms_went_on;
 	uint64_t unmatched_frees, empty_cache_calls;
 	/* of the calls, those the trace marks (enum ms_ann_call): the others are told from
 	 * recorded segment frees that the model did not make */

@@ -122,18 +122,21 @@ done
 # the garbage collector runs during a capture (no check for one, unlike the last retry): the
 # capture job run again under garbage_collection_threshold:0.6 had its request served inside the
 # capture (the truth's outcome); the first job's recording replayed under that setting does not
-# run out there, and peaks where the second run did (742 MiB reserved)
+# run out there, and peaks where the second run did (742 MiB reserved). The job kept the tensor it
+# got and ran out at its next request; the first job had gone on without it, which the replay
+# follows and says (what the job would have done with the memory no trace of it holds)
 python3 -c '
 import json, sys
 t = json.load(open(sys.argv[1]))
 print("graph_capture_blocks_retry_gc, PyTorch: inside the capture", t["outcome"]["inside"],
-      "; reserved peak", t["stats"]["reserved_bytes.all.peak"])' "$d/graph_capture_blocks_retry_gc.truth.json"
+      "; reserved peak", t["stats"]["reserved_bytes.all.peak"], "; after it", t["outcome"]["after"])' "$d/graph_capture_blocks_retry_gc.truth.json"
 "$MEMSNAP" -q replay --json --alloc-conf garbage_collection_threshold:0.6 "$d/graph_capture_blocks_retry.zst" |
 	python3 -c '
 import json, sys
 r = json.load(sys.stdin)
 print("graph_capture_blocks_retry replayed under it: recorded OOMs", r["recorded_ooms"], "reproduced",
-      r["reproduced_ooms"], "; reserved peak", r["peak_reserved_bytes"])'
+      r["reproduced_ooms"], "; reserved peak", r["peak_reserved_bytes"],
+      "; served, the job going on without it:", r["served_recorded_ooms_then_went_on"])'
 # graph_capture_record_stream_reuse: PyTorch with it reused a record_stream-ed block inside the
 # capture (one segment of the capture's 12 MiB tensors instead of two); the model cannot decide
 # that (the graph's dependencies are in no trace), replays such frees as recorded, and says so
