@@ -120,10 +120,14 @@ static void json_cats(cJSON *parent, const struct ms_explain *x, uint64_t alloca
 			cJSON_AddNullToObject(o, ms_explain_cat_name(k)); /* not told */
 		else
 			ms_json_u64(o, ms_explain_cat_name(k), x->cat_bytes[k]);
-	ms_json_i64(o, "rounding", rounding(x, allocated));
-	cJSON_AddBoolToObject(parent, "categories_exceed_allocated",
-	                      rounding(x, allocated) < 0 &&
-	                              (uint64_t)-rounding(x, allocated) > allocated / 100);
+	int exceed =
+	        rounding(x, allocated) < 0 && (uint64_t)-rounding(x, allocated) > allocated / 100;
+	/* beyond what frees waiting for their streams explain, rounding is no figure at all */
+	if (exceed)
+		cJSON_AddNullToObject(o, "rounding");
+	else
+		ms_json_i64(o, "rounding", rounding(x, allocated));
+	cJSON_AddBoolToObject(parent, "categories_exceed_allocated", exceed);
 	ms_json_u64(o, "cached_free", cached);
 	if (outside_known)
 		ms_json_u64(o, "outside_pytorch", outside);
@@ -189,9 +193,14 @@ static void json_site(cJSON *o, const struct ms_symtab *y, uint32_t frame)
 		cJSON_AddNullToObject(o, "function");
 		return;
 	}
-	snprintf(site, sizeof(site), "%s:%u", ms_symtab_get_str(y, y->frames[frame].file)->s,
-	         y->frames[frame].line);
-	cJSON_AddStringToObject(o, "site", site);
+	/* a native frame has no file and line: the function names it alone */
+	if (ms_symtab_get_str(y, y->frames[frame].file)->s[0]) {
+		snprintf(site, sizeof(site), "%s:%u",
+		         ms_symtab_get_str(y, y->frames[frame].file)->s, y->frames[frame].line);
+		cJSON_AddStringToObject(o, "site", site);
+	} else {
+		cJSON_AddNullToObject(o, "site");
+	}
 	cJSON_AddStringToObject(o, "function", ms_symtab_get_str(y, y->frames[frame].name)->s);
 }
 
