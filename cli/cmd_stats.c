@@ -743,10 +743,16 @@ int cmd_stats(int argc, const char **argv)
 			else
 				snprintf(oom, sizeof(oom), "-");
 			n_oom += j->r->recorded_ooms != 0;
-			printf("%-*s %6s %10llu %14s %9s %10llu %12s %14s %9llu %12s\n", w, j->path,
+			char at[24];
+			/* without a trace the peak is the end state's: at no event */
+			if (j->r->n_allocs)
+				snprintf(at, sizeof(at), "%llu",
+				         (unsigned long long)peak_index_of(j->r));
+			else
+				snprintf(at, sizeof(at), "-");
+			printf("%-*s %6s %10llu %14s %9s %10s %12s %14s %9llu %12s\n", w, j->path,
 			       dev, (unsigned long long)j->r->n_events,
-			       peak_cell(b1, sizeof(b1), j->r), vs,
-			       (unsigned long long)peak_index_of(j->r),
+			       peak_cell(b1, sizeof(b1), j->r), vs, at,
 			       j->r->n_allocs
 			               ? ms_format_size(b2, sizeof(b2), j->r->live_bytes)
 			               : "-", /* no trace: nothing known live "at the end" of it */
@@ -754,9 +760,15 @@ int cmd_stats(int argc, const char **argv)
 			                          : "-",
 			       (unsigned long long)j->r->n_segments, oom);
 		}
-		printf("vs median: the peak against the median of the rows' peaks (%s); %zu of "
-		       "them recorded an OOM\n",
-		       ms_format_size(b1, sizeof(b1), median), n_oom);
+		if (median)
+			printf("vs median: the peak against the median of the rows' peaks (%s); "
+			       "%zu "
+			       "of them recorded an OOM\n",
+			       ms_format_size(b1, sizeof(b1), median), n_oom);
+		else
+			printf("vs median: none, no row has a trace (their peaks are their end "
+			       "states'); %zu of them recorded an OOM\n",
+			       n_oom);
 	}
 	for (size_t i = 0; i < nall; i++)
 		job_release(&all[i]);
