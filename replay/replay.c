@@ -505,6 +505,24 @@ static void note_peak(struct rp *p)
 	}
 }
 
+/* Whether the recording marked pool code as a MemPool(use_on_oom=True). */
+static int marked_use_on_oom(const struct ms_pool_marks *pm, uint16_t code)
+{
+	for (size_t i = 0; i < pm->n; i++)
+		if (pm->pools[i].code == code && pm->pools[i].use_on_oom)
+			return 1;
+	return 0;
+}
+
+/* Whether pool code is in list (a pool named by an option too is one pool, counted once). */
+static int pool_listed(const uint16_t *list, size_t n, uint16_t code)
+{
+	for (size_t i = 0; i < n; i++)
+		if (list[i] == code)
+			return 1;
+	return 0;
+}
+
 static ms_status do_malloc(struct rp *p, const struct ms_event *e, int recorded_oom)
 {
 	struct ms_model_block *b;
@@ -516,12 +534,9 @@ static ms_status do_malloc(struct rp *p, const struct ms_event *e, int recorded_
 
 	if (pool != e->pool)
 		p->r->use_on_oom_decided++;
-	else
-		for (size_t i = 0; i < p->o->n_use_on_oom_pools; i++)
-			if (p->o->use_on_oom_pools[i] == pool) {
-				p->r->use_on_oom_kept++;
-				break;
-			}
+	else if (pool_listed(p->o->use_on_oom_pools, p->o->n_use_on_oom_pools, pool) &&
+	         !marked_use_on_oom(&p->marks, pool))
+		p->r->use_on_oom_kept++; /* where the recording marks the pool, it is told */
 	if (p->pend_frees) {
 		/*
 		 * Recorded segment frees just before a malloc: the malloc's own release path
@@ -768,11 +783,13 @@ static ms_status r_annotation(void *ctx, const struct ms_annotation *a)
 		if (call == MS_CALL_MEMPOOL_NO_SPLIT) {
 			if ((p->err = ms_model_pool_no_split(p->m, code)))
 				return p->err;
-			p->r->no_split_pools++;
+			p->r->no_split_pools +=
+			        !pool_listed(p->o->no_split_pools, p->o->n_no_split_pools, code);
 		} else if (call == MS_CALL_MEMPOOL_USE_ON_OOM) {
 			if ((p->err = ms_model_pool_use_on_oom(p->m, code)))
 				return p->err;
-			p->r->use_on_oom_pools++;
+			p->r->use_on_oom_pools += !pool_listed(p->o->use_on_oom_pools,
+			                                       p->o->n_use_on_oom_pools, code);
 		}
 	}
 	return p->o->on_annotation ? p->o->on_annotation(p->o->ctx, a) : MS_OK;
@@ -851,9 +868,13 @@ static ms_status replay(const char *path, const struct ms_trace *t, const struct
 		r->stats = *ms_model_stats(p.m);
 		r->device_memory = p.mc.device_memory;
 		r->limit = p.mc.limit;
-		if ((r->pools = ms_malloc(n * sizeof(*r->pools)))) {
-			memcpy(r->pools, pools, n * sizeof(*r->pools));
-			r->n_pools = n;
+		if ((r->pools = ms_malloc((n ? n : 1) * sizeof(*r->pools)))) {
+			/* a private pool that never held a segment (one named by an option that the
+			   trace does not use) is no pool of the replay */
+			for (size_t i = 0; i < n; i++)
+				if (i == 0 || pools[i].segment.allocated ||
+				    pools[i].reserved_bytes.peak)
+					r->pools[r->n_pools++] = pools[i];
 		} else if (!s) {
 			s = MS_ERR_NOMEM;
 		}

@@ -163,6 +163,16 @@ print(sys.argv[2] + ": cached at the end in private pools", f["cached_at_end_in_
 done
 # a snapshot given a use_on_oom pool keeps its allocations there, and says so
 "$MEMSNAP" replay --use-on-oom-pools "0,1" --limit 2415919104 "$d/mempool_on_oom_fixed.pickle.zst" | grep "given as use_on_oom"
+# a pool the recording marks, given again, is one pool, and what the recording tells is not "kept";
+# a pool the trace does not use is warned of and is no pool of the replay
+for a in "0,1 $d/mempool_on_oom_fixed.zst" "0,7 $d/mempool_on_oom_fixed.pickle.zst"; do
+	set -- $a
+	"$MEMSNAP" -q replay --json --use-on-oom-pools "$1" "$2" 2>/dev/null | python3 -c '
+import json, sys
+r = json.load(sys.stdin)
+print(sys.argv[1], sys.argv[2].rsplit("/", 1)[-1] + ": use_on_oom pools", r["use_on_oom_pools"], "kept",
+      r["use_on_oom_kept"], "pools", [p["id"] for p in r["pools"]])' "$1" "$2"
+done
 # traces that start mid-run: each snapshot cut at a tenth, three tenths, half and seven tenths of
 # its events, replayed from the state rebuilt from its end, against the segment events PyTorch
 # recorded after the cut. graph_step_adam_expandable's cuts before its last tenth diverge: the
