@@ -829,10 +829,10 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 			       "allocations repeated evenly)\n");
 		}
 		if (!x.growth_steps) {
-			printf("\n  growth from step to step: not looked for (%zu steps; it takes "
+			printf("\n  growth from step to step: not looked for (%zu step%s; it takes "
 			       "3 "
 			       "optimizer steps, or 4 steps)\n",
-			       x.n_steps);
+			       x.n_steps, x.n_steps == 1 ? "" : "s");
 		} else {
 			printf("\n  growth from step to step:%s\n", x.n_growth ? "" : " none");
 			if (x.n_growth && x.n_optimizer_steps < 3 &&

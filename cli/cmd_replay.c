@@ -69,9 +69,10 @@ static void print_pools(const struct ms_replay_result *r)
 
 	if (r->n_pools < 2)
 		return;
-	printf("  private pools:  %zu (CUDA graphs, MemPools); %llu allocations the trace puts in "
+	printf("  private pools:  %zu (CUDA graphs, MemPools); %llu allocation%s the trace puts in "
 	       "them\n",
-	       r->n_pools - 1, (unsigned long long)r->allocs_private);
+	       r->n_pools - 1, (unsigned long long)r->allocs_private,
+	       r->allocs_private == 1 ? "" : "s");
 	for (size_t i = 0; i < r->n_pools; i++) {
 		const struct ms_model_pool *p = &r->pools[i];
 		printf("    %-14s reserved peak %s, allocated peak %s, %s reserved at the end%s\n",

@@ -447,8 +447,8 @@ static void print_one(const struct job *j)
 		print_no_trace(j);
 		return;
 	}
-	printf("  events:           %llu (%llu allocations)\n", (unsigned long long)r->n_events,
-	       (unsigned long long)r->n_allocs);
+	printf("  events:           %llu (%llu allocation%s)\n", (unsigned long long)r->n_events,
+	       (unsigned long long)r->n_allocs, r->n_allocs == 1 ? "" : "s");
 	if (mid_run(r))
 		printf("  mid-run:          the trace starts after the job did: %llu blocks (%s "
 		       "requested) were live before its first event (%llu of them freed in it); "
@@ -489,8 +489,9 @@ static void print_one(const struct job *j)
 		       (unsigned long long)r->external_peak_index,
 		       ms_format_size(b2, sizeof(b2), r->external_end),
 		       (unsigned long long)r->raw_events, (unsigned long long)r->raw_claimed);
-	printf("\n  live at end:      %llu allocations, %s (possible leaks)\n",
-	       (unsigned long long)r->live_count, ms_format_size(b1, sizeof(b1), r->live_bytes));
+	printf("\n  live at end:      %llu allocation%s, %s (possible leaks)\n",
+	       (unsigned long long)r->live_count, r->live_count == 1 ? "" : "s",
+	       ms_format_size(b1, sizeof(b1), r->live_bytes));
 	for (size_t i = 0; i < r->n_live_top; i++)
 		print_alloc(j, &r->live_top[i]);
 	if (r->pending_count)

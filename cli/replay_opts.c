@@ -363,10 +363,11 @@ int ms_replay_cli_run_reported(struct ms_replay_cli *c, const char *path,
 	    !c->said_pools++)
 		ms_warning(
 		        "%s: the trace has private memory pools (CUDA graphs, torch.cuda.MemPool), "
-		        "but %llu allocations lie in segments given back before its end, whose "
-		        "pool PyTorch does not record: they are replayed in the default pools, and "
-		        "the replay may differ from what PyTorch did from the first of them",
-		        path, (unsigned long long)r->allocs_pool_unknown);
+		        "but %llu allocation%s in segments given back before its end, whose "
+		        "pool PyTorch does not record: replayed in the default pools, the replay "
+		        "may differ from what PyTorch did from the first of them",
+		        path, (unsigned long long)r->allocs_pool_unknown,
+		        r->allocs_pool_unknown == 1 ? " lies" : "s lie");
 	if (ms_replay_reuse_as_recorded(r) && !c->quiet_notes && !c->said_reuse++)
 		ms_note("%s: graph_capture_record_stream_reuse is replayed as recorded: a free "
 		        "that "
