@@ -219,6 +219,13 @@ static int verify_one(struct ms_replay_cli *c, const char *path, uint32_t device
 	} else {
 		printf("%s: DIVERGES%s\n", label,
 		       c->torch ? " (PyTorch's allocator against the model)" : "");
+		if (c->o.alloc_conf && !c->torch)
+			printf("  (replayed under --alloc-conf \"%s\", against a recording made "
+			       "under "
+			       "its own settings: where they differ, so may the segments, which is "
+			       "what the settings change, not the model's error; memsnap whatif "
+			       "compares settings)\n",
+			       c->o.alloc_conf);
 		if (i < k || r.n_produced != n_ref) {
 			printf("  first different segment event: #%zu (of %zu %s, %zu %s)\n", i,
 			       n_ref, ref_name, r.n_produced, got_name);
