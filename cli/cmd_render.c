@@ -804,10 +804,12 @@ int cmd_render(int argc, const char **argv)
 	if (ms_replay_cli_trace(argv[0], &t, &d))
 		t = NULL; /* said again, and stopped on, by the streamed replay */
 	c.o.syms = t ? NULL : &syms;
+	memset(&r, 0, sizeof(r)); /* released below also where the window fails first */
 	if ((windowed && !strcmp(moment, "peak") &&
 	     (s = ms_report_window_peak(t, argv[0], &c.o, from, to, &c.o.snap_index, &d))) ||
 	    (s = t ? ms_replay_trace(t, &c.o, &r, &d) : ms_replay_run(argv[0], &c.o, &r, &d))) {
 		ms_report(argv[0], s, &d);
+		ms_replay_result_release(&r);
 		ms_symtab_release(&syms);
 		ms_replay_cli_release(&c);
 		return MS_EXIT_ERROR;

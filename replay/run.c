@@ -175,6 +175,7 @@ static ms_status run_sim(const struct ms_replay_request *req, struct ms_replay_o
 	if (o->alloc_conf) {
 		struct ms_replay_result rr;
 		if ((s = ms_replay_trace(t, &q, &rr, d))) {
+			ms_replay_result_release(&rr);
 			ms_trace_free(owned);
 			return s;
 		}

@@ -46,9 +46,8 @@ static int completes(const struct pool *p, const struct ms_whatif_row *j, uint64
 	o.limit = limit;
 	o.fraction = 0;
 	o.device_memory = UINT64_MAX - 1; /* only the limit binds */
-	if (ms_replay_trace(p->t, &o, &r, &d))
-		return 0;
-	ok = !r.ended_by_oom && !r.reproduced_ooms;
+	/* the result is released after an error too: it may hold what was made before it */
+	ok = !ms_replay_trace(p->t, &o, &r, &d) && !r.ended_by_oom && !r.reproduced_ooms;
 	ms_replay_result_release(&r);
 	return ok;
 }
