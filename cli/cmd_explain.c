@@ -988,6 +988,13 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 			       rows[0].min_memory
 			               ? ms_format_size(b1, sizeof(b1), rows[0].min_memory)
 			               : "none found");
+		/* listed above: the settings that avoid the OOM or lower the peak as run; under a
+		   limit, others may need less memory still (the collector acts only under one) */
+		if (!first.has_oom && !c->o.limit)
+			printf("  (settings that only need less memory under a limit, such as "
+			       "garbage_collection_threshold, are not listed: memsnap whatif "
+			       "searches "
+			       "the least memory of each)\n");
 	}
 	ms_whatif_release(rows, nrows);
 	ms_free(rows);
