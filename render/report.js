@@ -370,7 +370,8 @@
 					line(D.bands.last[selectedBand], '#222', 'freed', 42);
 			}
 		}
-		var axes = { y: { valueFormatter: fmt, axisLabelFormatter: fmt, axisLabelWidth: 80 } };
+		var axes = { y: { valueFormatter: fmt, axisLabelFormatter: fmt, axisLabelWidth: 80,
+			labelsKMG2: true } }; // ticks at binary multiples, as fmt labels them
 		var PALETTE = ['#4e79a7', '#e15759', '#76b7b2', '#b07aa1', '#9c755f', '#edc948', '#59a14f',
 			'#ff9da7', '#bab0ac', '#8cd17d', '#f1ce63', '#499894', '#d37295', '#86bcb6'];
 		var seriesLabels = ['allocated', 'reserved', 'active (most)', 'reserved, small pool',
