@@ -634,14 +634,20 @@
 			}
 			var PT = 8, PB = 4, ph = H - PT - PB;
 			var yOf = function (v) { return PT + ph - ph * v / ymax; };
-			/* the y axis: four lines */
+			/* the y axis: lines at a binary step (a power of two, or three times one), four or
+			   fewer of them, as fmt labels in binary units */
 			c.font = '11px system-ui, sans-serif';
 			c.fillStyle = '#666';
 			c.strokeStyle = '#eee';
-			for (var t = 0; t <= 4; t++) {
-				var yy = yOf(ymax * t / 4);
+			var step = 1;
+			while (step * 4 < ymax)
+				step *= 2;
+			if (step * 3 / 4 * 4 >= ymax && step % 4 === 0)
+				step = step * 3 / 4;
+			for (var v = 0; v <= ymax; v += step) {
+				var yy = yOf(v);
 				c.beginPath(); c.moveTo(X0, yy); c.lineTo(X0 + W, yy); c.stroke();
-				c.fillText(fmt(Math.round(ymax * t / 4)), 2, yy + (t ? 4 : -2));
+				c.fillText(fmt(v), 2, yy + (v ? 4 : -2));
 			}
 			/* a band between lo[x] and lo[x] + size over columns [a, z], as steps */
 			function path(lo, size, a, z) {
