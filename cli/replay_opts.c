@@ -1,6 +1,7 @@
 /* Options shared by the replay commands, and their replay through replay/run.h. */
 #include "cli/replay_opts.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -115,7 +116,12 @@ static int parse_pools(const char *arg, uint16_t *out, const char **why)
 	while (*s) {
 		if (*s >= '0' && *s <= '9') {
 			char *end;
+			errno = 0;
 			v[k++] = strtoull(s, &end, 10);
+			if (errno == ERANGE) {
+				*why = "a number too large for a pool id";
+				return -1;
+			}
 			s = end;
 			if (k == 2) {
 				if (n == MS_REPLAY_MAX_POOL_ARGS) {
