@@ -256,8 +256,9 @@ static void print_text(const char *path, const struct info *x, const struct ms_s
 				printf(", and more");
 				break;
 			}
-			printf("%sdevice %d%s (%llu events, %llu segments)", any > 1 ? ", " : "", i,
-			       i == 63 ? " and up" : "", (unsigned long long)x->dev_events[i],
+			printf("%sdevice %d%s (%llu events, %llu end-state segments)",
+			       any > 1 ? ", " : "", i, i == 63 ? " and up" : "",
+			       (unsigned long long)x->dev_events[i],
 			       (unsigned long long)x->dev_segs[i]);
 		}
 		printf("%s\n", any ? "" : "nothing: no events, no segments");
