@@ -15,7 +15,8 @@
 static const char *const usage[] = {
         "memsnap replay [--backend sim|cuda|torch] [--alloc-conf S] [--limit N | --memory-fraction "
         "F]",
-        "               [--device-memory N] [--device D] [--frames user|all|N] [--json] <trace>",
+        "               [--device-memory N] [--device D] [--frames user|all|N]",
+        "               [--no-split-pools IDS] [--use-on-oom-pools IDS] [--json] <trace>",
         "",
         "Replay a trace against memsnap's model of PyTorch's CUDA caching allocator on a",
         "simulated device, to reproduce an out-of-memory error offline or to try other",

@@ -17,6 +17,7 @@
 
 static const char *const usage[] = {
         "memsnap whatif [--limit N | --memory-fraction F] [--device-memory N] [--configs FILE]",
+        "               [--device D] [--no-split-pools IDS] [--use-on-oom-pools IDS]",
         "               [--jobs N] [--json] <trace>",
         "",
         "Replay a trace under a matrix of PYTORCH_CUDA_ALLOC_CONF settings (the recorded one,",
