@@ -81,6 +81,36 @@ static const char *signed_size(char *buf, size_t cap, uint64_t a, uint64_t b)
 	return buf;
 }
 
+static int went_on(const struct ms_replay_result *r)
+{
+	return r->missed_ooms_went_on != 0;
+}
+
+static int reuse_as_recorded(const struct ms_replay_result *r)
+{
+	return ms_replay_reuse_as_recorded(r);
+}
+
+/* The settings whose replay is so (pred), named after head, then why, once, in brackets. */
+static void name_rows(const struct ms_whatif_row *rows, size_t n,
+                      int (*pred)(const struct ms_replay_result *), const char *head,
+                      const char *why)
+{
+	int said = 0;
+
+	for (size_t k = 0; k < n; k++) {
+		if (rows[k].s || !pred(&rows[k].r))
+			continue;
+		if (said++)
+			printf(", ");
+		else
+			printf("\n%s: ", head);
+		printf("%s", rows[k].conf ? rows[k].conf : "(recorded)");
+	}
+	if (said)
+		printf("\n(%s)\n", why);
+}
+
 /* The matrix for one device of t; text on stdout or *jout. MS_EXIT_OK or MS_EXIT_ERROR. */
 static int whatif_one(struct ms_replay_cli *c, const char *path, const struct ms_trace *t,
                       uint32_t device, const char *label, char **user, size_t nrows, unsigned jobs,
@@ -238,37 +268,16 @@ static int whatif_one(struct ms_replay_cli *c, const char *path, const struct ms
 			       j->min_memory ? ms_format_size(b3, sizeof(b3), j->min_memory)
 			                     : "never");
 		}
-		{
-			int said = 0;
-			for (k = 0; k < nrows; k++)
-				if (!rows[k].s && rows[k].r.missed_ooms_went_on)
-					printf("%s%s",
-					       said++ ? ", "
-					              : "\nserved a recorded OOM the job "
-					                "went on from: ",
-					       rows[k].conf ? rows[k].conf : "(recorded)");
-			if (said)
-				printf("\n(the job caught the error and went on without the "
-				       "memory: "
-				       "past it the replay\nfollows what the job did then, not "
-				       "what it "
-				       "would have done with the memory;\nits later requests may "
-				       "not "
-				       "fit)\n");
-		}
-		{
-			int said = 0;
-			for (k = 0; k < nrows; k++)
-				if (!rows[k].s && ms_replay_reuse_as_recorded(&rows[k].r))
-					printf("%s%s", said++ ? ", " : "\nreplayed as recorded: ",
-					       rows[k].conf);
-			if (said)
-				printf("\n(graph_capture_record_stream_reuse: a free that waits on "
-				       "other streams\n(record_stream) during a CUDA graph capture "
-				       "completes where the trace has it;\nwhen the other setting "
-				       "would complete it depends on the graph's dependencies\nand "
-				       "the record_stream calls, which no trace holds)\n");
-		}
+		name_rows(rows, nrows, went_on, "served a recorded OOM the job went on from",
+		          "the job caught the error and went on without the memory: past it the "
+		          "replay\nfollows what the job did then, not what it would have done with "
+		          "the memory;\nits later requests may not fit");
+		name_rows(
+		        rows, nrows, reuse_as_recorded, "replayed as recorded",
+		        "graph_capture_record_stream_reuse: a free that waits on other "
+		        "streams\n(record_stream) during a CUDA graph capture completes where the "
+		        "trace has it;\nwhen the other setting would complete it depends on the "
+		        "graph's dependencies\nand the record_stream calls, which no trace holds");
 		printf("\nwaste at peak: the peak of reserved memory minus the most allocated "
 		       "while it\n"
 		       "stood there (reserved but never in use at once); rounding: allocated "

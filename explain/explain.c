@@ -269,7 +269,7 @@ static ms_status windows_and_steps(struct ex *x)
 {
 	static const char prefix[] = "Optimizer.step#";
 	uint64_t open = NONE;
-	size_t n_step_anns = 0;
+	size_t n_step_anns = 0, steps_before = 0;
 
 	int own = 0, other = 0;
 
@@ -302,24 +302,12 @@ static ms_status windows_and_steps(struct ex *x)
 		int before = a->event_index == 0 && a->t_ns && first_t && a->t_ns < first_t;
 		if (own && a->device != x->in->device)
 			continue;
-		if (a->kind == MS_ANN_STEP && before && i + 1 < x->t->n_anns) {
-			/* a step that began before the trace: in it only if the next begins inside
-			 */
-			size_t j = i + 1;
-			while (j < x->t->n_anns && (x->t->anns[j].kind != MS_ANN_STEP ||
-			                            (own && x->t->anns[j].device != x->in->device)))
-				j++;
-			if (j < x->t->n_anns && x->t->anns[j].event_index == 0 &&
-			    x->t->anns[j].t_ns < first_t) {
-				x->x->steps_before_trace++;
-				continue;
-			}
-		}
 		if (a->kind == MS_ANN_STEP) {
 			if (ms_grow(&x->bounds, &x->capb, x->nb + 1, sizeof(*x->bounds)))
 				return MS_ERR_NOMEM;
 			x->bounds[x->nb++] = a->event_index;
 			n_step_anns++;
+			steps_before += before;
 			continue;
 		}
 		if (!starts_with(name, prefix))
@@ -351,6 +339,14 @@ static ms_status windows_and_steps(struct ex *x)
 		}
 	}
 	x->x->n_optimizer_steps = x->nw;
+	/* steps that began before the trace: all but the last of them also ended before it */
+	if (steps_before >= 2) {
+		size_t drop = steps_before - 1;
+		memmove(x->bounds, x->bounds + drop, (x->nb - drop) * sizeof(*x->bounds));
+		x->nb -= drop;
+		n_step_anns -= drop;
+		x->x->steps_before_trace += drop;
+	}
 	if (n_step_anns >= 2) {
 		x->x->steps_from = "step annotations";
 	} else if (x->nw) {

@@ -1344,16 +1344,21 @@ def _hf_train(cx, m, vocab):
     cx.finish()
 
 
+def _hf_begin(cx):
+    """A transformers case's start: the seed, the library's version in the truth, history on."""
+    import torch
+    import transformers
+    torch.manual_seed(0)
+    cx.truth["transformers"] = transformers.__version__
+    cx.history(enabled="all", context="all", stacks="python")
+
+
 @case("explain_hf_gpt2", "transformers GPT2LMHeadModel (4 layers, n_embd 384, vocab 8192, random "
       "weights), AdamW, 6 steps of batch 4 x 256; the truth holds the parameter, gradient and "
       "optimizer-state bytes")
 def c_explain_hf_gpt2(cx):
-    import torch
-    import transformers
+    _hf_begin(cx)
     from transformers import GPT2Config, GPT2LMHeadModel
-    torch.manual_seed(0)
-    cx.truth["transformers"] = transformers.__version__
-    cx.history(enabled="all", context="all", stacks="python")
     cfg = GPT2Config(vocab_size=8192, n_positions=512, n_embd=384, n_layer=4, n_head=6)
     m = GPT2LMHeadModel(cfg).cuda()
     _hf_train(cx, m, cfg.vocab_size)
@@ -1363,12 +1368,8 @@ def c_explain_hf_gpt2(cx):
       "key-value, vocab 8192, random weights), AdamW, 6 steps of batch 4 x 256; the truth holds the "
       "parameter, gradient and optimizer-state bytes")
 def c_explain_llama(cx):
-    import torch
-    import transformers
+    _hf_begin(cx)
     from transformers import LlamaConfig, LlamaForCausalLM
-    torch.manual_seed(0)
-    cx.truth["transformers"] = transformers.__version__
-    cx.history(enabled="all", context="all", stacks="python")
     cfg = LlamaConfig(vocab_size=8192, hidden_size=384, intermediate_size=1024,
                       num_hidden_layers=4, num_attention_heads=6, num_key_value_heads=2,
                       max_position_embeddings=512)
