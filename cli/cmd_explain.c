@@ -983,7 +983,11 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 			printf("\n");
 		}
 		if (!rows[0].s)
-			printf("  least memory that completes with the recorded settings: %s%s\n",
+			printf("  least memory that completes with %s: %s%s\n",
+			       c->o.alloc_conf           ? "the settings given"
+			       : first.settings_recorded ? "the recorded settings"
+			       : first.expandable_seen   ? "the settings the trace shows"
+			                                 : "the default settings (not recorded)",
 			       first.rebuilt && rows[0].min_memory ? "at least " : "",
 			       rows[0].min_memory
 			               ? ms_format_size(b1, sizeof(b1), rows[0].min_memory)

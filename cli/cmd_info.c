@@ -200,6 +200,8 @@ static void print_json(const char *path, const struct info *x, const struct ms_s
 	ms_json_u64(o, "segments_reserved_bytes", (uint64_t)(x->reserved));
 	cJSON_AddStringToObject(o, "alloc_conf",
 	                        x->meta.settings.alloc_conf ? x->meta.settings.alloc_conf : "");
+	cJSON_AddBoolToObject(o, "settings_recorded", x->meta.settings.present);
+	cJSON_AddBoolToObject(o, "expandable_segments_seen", x->meta.settings.expandable_seen);
 	ms_json_u64(o, "file_bytes", (uint64_t)(si->file_bytes));
 	cJSON_AddNumberToObject(o, "bytes_per_event",
 	                        x->n ? (double)si->file_bytes / (double)x->n : 0);
@@ -322,6 +324,9 @@ static void print_text(const char *path, const struct info *x, const struct ms_s
 		printf("segments:     none in the file (a recording holds no state at its end)\n");
 	if (x->meta.settings.present)
 		printf("alloc conf:   \"%s\"\n", x->meta.settings.alloc_conf);
+	else if (x->meta.settings.expandable_seen)
+		printf("alloc conf:   not recorded; expandable segments, as the trace's segments "
+		       "show\n");
 	if (x->n)
 		printf("bytes/event:  %.2f\n", (double)si->file_bytes / (double)x->n);
 }

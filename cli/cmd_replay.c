@@ -283,6 +283,8 @@ static cJSON *json_report(const char *path, uint32_t device, const struct ms_rep
 	if (dev)
 		json_cuda(o, dev);
 	cJSON_AddStringToObject(o, "alloc_conf", r->alloc_conf);
+	cJSON_AddBoolToObject(o, "settings_recorded", r->settings_recorded);
+	cJSON_AddBoolToObject(o, "expandable_segments_seen", r->expandable_seen);
 	ms_json_u64(o, "limit_bytes", r->limit);
 	if (lim->inferred) {
 		cJSON *x = cJSON_AddObjectToObject(o, "limit_inferred");
@@ -468,8 +470,9 @@ static void text_report(const char *path, const struct ms_replay_result *r,
 	       (unsigned long long)(r->events_total - r->events_other_devices), r->backend,
 	       r->settings_recorded ? "\"" : "",
 	       r->settings_recorded ? r->alloc_conf
-	                            : "not recorded: "
-	                              "the defaults",
+	       : r->expandable_seen ? "not recorded: expandable_segments:True, as the trace's "
+	                              "segments show, the rest the defaults"
+	                            : "not recorded: the defaults",
 	       r->settings_recorded ? "\"" : "");
 	if (ms_replay_reuse_as_recorded(r))
 		printf("  as recorded:    graph_capture_record_stream_reuse (a capture's frees "

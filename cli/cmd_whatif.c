@@ -111,6 +111,20 @@ static void name_rows(const struct ms_whatif_row *rows, size_t n,
 		printf("\n(%s)\n", why);
 }
 
+/* A row's setting as the table names it: the recorded row says where its setting came from. */
+static const char *row_name(const struct ms_whatif_row *j, char *buf, size_t cap)
+{
+	if (j->conf)
+		snprintf(buf, cap, "%s", j->conf);
+	else if (j->r.settings_recorded)
+		snprintf(buf, cap, "(recorded) %s", j->r.alloc_conf);
+	else if (j->r.expandable_seen)
+		snprintf(buf, cap, "(not recorded; seen in the trace) %s", j->r.alloc_conf);
+	else
+		snprintf(buf, cap, "(not recorded: the defaults)");
+	return buf;
+}
+
 /* The matrix for one device of t; text on stdout or *jout. MS_EXIT_OK or MS_EXIT_ERROR. */
 static int whatif_one(struct ms_replay_cli *c, const char *path, const struct ms_trace *t,
                       uint32_t device, const char *label, char **user, size_t nrows, unsigned jobs,
@@ -230,8 +244,8 @@ static int whatif_one(struct ms_replay_cli *c, const char *path, const struct ms
 		putchar('\n');
 		int w = 10;
 		for (k = 0; k < nrows; k++) {
-			int l = (int)strlen(rows[k].conf ? rows[k].conf : rows[k].r.alloc_conf) +
-			        (rows[k].conf ? 0 : 11);
+			char name[600];
+			int l = (int)strlen(row_name(&rows[k], name, sizeof(name)));
 			if (l > w)
 				w = l < 80 ? l : 80;
 		}
@@ -240,13 +254,7 @@ static int whatif_one(struct ms_replay_cli *c, const char *path, const struct ms
 		for (k = 0; k < nrows; k++) {
 			struct ms_whatif_row *j = &rows[k];
 			char name[600], oom[24];
-			if (!j->conf)
-				snprintf(name, sizeof(name), "%s%s",
-				         j->r.settings_recorded ? "(recorded) "
-				                                : "(not recorded: the defaults)",
-				         j->r.alloc_conf);
-			else
-				snprintf(name, sizeof(name), "%s", j->conf);
+			row_name(j, name, sizeof(name));
 			if (j->s) {
 				printf("%-*s error: %s\n", w, name, j->err);
 				continue;

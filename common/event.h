@@ -189,7 +189,10 @@ struct ms_device {
 
 /* Allocator settings as PyTorch reports them (allocator_settings, §8.6). */
 struct ms_settings {
-	uint8_t present;        /* 0: the source had none */
+	uint8_t present; /* 0: the source had none */
+	/* with present 0: the source's events or segments show expandable segments (segment_map,
+	 * segment_unmap, is_expandable), so the job ran with expandable_segments:True */
+	uint8_t expandable_seen;
 	const char *alloc_conf; /* PYTORCH_CUDA_ALLOC_CONF string */
 	int64_t max_split_size; /* -1 = unlimited */
 	double garbage_collection_threshold;

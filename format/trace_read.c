@@ -176,6 +176,8 @@ static ms_status parse_meta(struct rd *r, const msgpack_object *map)
 	} else {
 		m->settings.alloc_conf = "";
 		m->settings.max_split_size = -1;
+		m->settings.expandable_seen = (uint8_t)ms_mpk_bool(
+		        ms_mpk_map_get(map, "expandable_segments_seen"), 0, &b);
 	}
 	if (b)
 		return BADREC(r, "META");

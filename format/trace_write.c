@@ -147,7 +147,7 @@ static ms_status pack_meta(struct ms_writer *w, const struct ms_meta *m)
 
 	PK(msgpack_pack_array(pk, 2));
 	PK(msgpack_pack_uint8(pk, MS_REC_META));
-	PK(msgpack_pack_map(pk, st->present ? 11 : 10));
+	PK(msgpack_pack_map(pk, 10 + (st->present || st->expandable_seen)));
 	MS_TRY(pk_key(pk, "producer"));
 	MS_TRY(pk_str(pk, m->producer ? m->producer : w->o.producer));
 	MS_TRY(pk_key(pk, "producer_version"));
@@ -202,6 +202,9 @@ static ms_status pack_meta(struct ms_writer *w, const struct ms_meta *m)
 		PK(msgpack_pack_array(pk, 16));
 		for (int i = 0; i < 16; i++)
 			PK(msgpack_pack_uint32(pk, st->roundup_power2_divisions[i]));
+	} else if (st->expandable_seen) {
+		MS_TRY(pk_key(pk, "expandable_segments_seen"));
+		PK(msgpack_pack_true(pk));
 	}
 	return MS_OK;
 }

@@ -107,6 +107,7 @@ struct ms_snapmap {
 	char skipped[160];
 	uint32_t keys_seen;         /* entry keys seen (1 << enum key_id) */
 	int user_defined, annotate; /* entries with these actions seen */
+	int mapped;                 /* segment_map or segment_unmap entries seen */
 	char release[96];           /* the releases the layout fits (meta.layout_release) */
 	uint64_t n_read;            /* trace entries read by read_entries */
 };
@@ -433,6 +434,7 @@ static ms_status snapmap_fields(void *ctx, uint32_t device, const struct ms_pk_v
 		return MS_OK;
 	}
 	ep->action = (uint8_t)a;
+	m->mapped |= a == MS_ACT_SEGMENT_MAP || a == MS_ACT_SEGMENT_UNMAP;
 	v = FIELD(a == MS_ACT_OOM ? K_DEVICE_FREE : K_ADDR);
 	if (!v && a == MS_ACT_OOM)
 		v = FIELD(K_ADDR);
@@ -674,6 +676,18 @@ static ms_status map_settings(struct ms_snapmap *m, const struct ms_pk_val *d,
 			st->roundup_power2_divisions[i] = (uint32_t)v->v.i;
 	}
 	return bad ? ms__diag_set(m->diag, MS_ERR_FORMAT, -1, -1, "bad allocator_settings") : MS_OK;
+}
+
+/* Is any end-state segment an expandable one? */
+static int any_expandable(const struct ms_snapmap *m, const struct ms_pk_val *segs)
+{
+	int bad = 0;
+
+	for (uint32_t i = 0; segs && segs->type == MS_PK_LIST && i < segs->v.o->n; i++)
+		if (segs->v.o->items[i].type == MS_PK_DICT &&
+		    dint(m, &segs->v.o->items[i], "is_expandable", 0, &bad) > 0)
+			return 1;
+	return 0;
 }
 
 /* A block's state (inactive when absent or not a string), or -1 for an unknown one. */
@@ -1000,6 +1014,8 @@ ms_status ms__snapmap_finish(struct ms_snapmap *m, const struct ms_pk_val *root,
 	} else {
 		MS_TRY(map_settings(m, NULL, &meta.settings));
 	}
+	if (!meta.settings.present)
+		meta.settings.expandable_seen = m->mapped || any_expandable(m, segs);
 	if (m->n_devices_seen) {
 		devs = ms_calloc(m->n_devices_seen, sizeof(*devs));
 		if (!devs) {

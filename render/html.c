@@ -457,6 +457,7 @@ static ms_status data_json(const struct ms_report *rep, const struct ms_whatif_r
 	key_u64(&w, "device", rep->device);
 	key_cstr(&w, "alloc_conf", rep->alloc_conf);
 	key_bool(&w, "settings_recorded", rep->settings_recorded);
+	key_bool(&w, "expandable_segments_seen", rep->expandable_seen);
 	ms_jsonw_key(&w, "device_memory");
 	if (rep->device_memory == UINT64_MAX)
 		ms_jsonw_null(&w);

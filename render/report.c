@@ -706,6 +706,7 @@ ms_status ms_report_collect(const struct ms_report_input *in, struct ms_report *
 	rep->device = r.device;
 	memcpy(rep->alloc_conf, r.alloc_conf, sizeof(rep->alloc_conf));
 	rep->settings_recorded = r.settings_recorded;
+	rep->expandable_seen = r.expandable_seen;
 	rep->device_memory = r.device_memory;
 	rep->limit = r.limit;
 	/* what the verdicts rest on: a guessed size or limit is said to be one */
@@ -777,6 +778,7 @@ ms_status ms_report_end_state(const struct ms_render_input *in, struct ms_report
 		rep->device = in->r->device;
 		memcpy(rep->alloc_conf, in->r->alloc_conf, sizeof(rep->alloc_conf));
 		rep->settings_recorded = in->r->settings_recorded;
+		rep->expandable_seen = in->r->expandable_seen;
 		rep->device_memory = UINT64_MAX;
 		rep->events = in->r->events_total;
 		rep->peak_index = sn->index;

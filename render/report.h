@@ -143,6 +143,7 @@ struct ms_report {
 	uint32_t device;
 	char alloc_conf[512];
 	int settings_recorded;  /* alloc_conf is the recorded (or given) one, not a default */
+	int expandable_seen;    /* not recorded; the trace shows expandable segments */
 	uint64_t device_memory; /* UINT64_MAX: unbounded */
 	uint64_t limit;
 	unsigned device_memory_source; /* enum ms_devmem_source */

@@ -115,8 +115,11 @@
 	/* ---- header and OOM panel ---- */
 	/* the allocator settings, or that the snapshot did not record them */
 	function settingsText() {
-		return D.settings_recorded === false ? 'settings not recorded (the defaults: "' + D.alloc_conf + '")'
-			: 'settings "' + D.alloc_conf + '"';
+		if (D.settings_recorded === false)
+			return D.expandable_segments_seen ? 'settings not recorded ("' + D.alloc_conf +
+				'", as the trace\'s segments show; the rest the defaults)'
+				: 'settings not recorded (the defaults: "' + D.alloc_conf + '")';
+		return 'settings "' + D.alloc_conf + '"';
 	}
 	text($('source'), D.source);
 	var least = D.mid_run ? 'at least ' : '';

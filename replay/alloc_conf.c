@@ -269,6 +269,8 @@ ms_status ms_alloc_conf_parse(struct ms_alloc_conf *c, const char *s, struct ms_
 void ms_alloc_conf_from_settings(struct ms_alloc_conf *c, const struct ms_settings *s)
 {
 	ms_alloc_conf_init(c);
+	if (s && !s->present)
+		c->expandable_segments = s->expandable_seen;
 	if (!s || !s->present)
 		return;
 	c->max_split_size = s->max_split_size < 0 ? UINT64_MAX : (uint64_t)s->max_split_size;
@@ -278,4 +280,11 @@ void ms_alloc_conf_from_settings(struct ms_alloc_conf *c, const struct ms_settin
 	c->graph_capture_record_stream_reuse = s->graph_capture_record_stream_reuse;
 	memcpy(c->roundup_power2_divisions, s->roundup_power2_divisions,
 	       sizeof(c->roundup_power2_divisions));
+}
+
+const char *ms_settings_alloc_conf(const struct ms_settings *s)
+{
+	if (s->present)
+		return s->alloc_conf ? s->alloc_conf : "";
+	return s->expandable_seen ? "expandable_segments:True" : "";
 }

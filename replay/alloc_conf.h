@@ -37,7 +37,12 @@ void ms_alloc_conf_init(struct ms_alloc_conf *c);
  */
 ms_status ms_alloc_conf_parse(struct ms_alloc_conf *c, const char *s, struct ms_diag *diag);
 
-/* The settings a snapshot recorded (allocator_settings). */
+/* The settings a snapshot recorded (allocator_settings); where it recorded none, the defaults,
+ * with expandable segments if its events or segments show them (expandable_seen). */
 void ms_alloc_conf_from_settings(struct ms_alloc_conf *c, const struct ms_settings *s);
+
+/* Those settings as a PYTORCH_CUDA_ALLOC_CONF string: the recorded one,
+ * "expandable_segments:True" where only the trace shows them, else "" (the defaults). */
+const char *ms_settings_alloc_conf(const struct ms_settings *s);
 
 #endif

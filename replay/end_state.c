@@ -7,6 +7,7 @@
 #include "common/alloc.h"
 #include "common/status.h"
 #include "parse/trace.h"
+#include "replay/alloc_conf.h"
 
 static void count(struct ms_stat *s, int64_t v)
 {
@@ -47,8 +48,9 @@ ms_status ms_end_state_snap(const struct ms_trace *t, uint32_t dev, struct ms_re
 	r->events_total = t->n_events;
 	snprintf(r->backend, sizeof(r->backend), "sim");
 	snprintf(r->alloc_conf, sizeof(r->alloc_conf), "%s",
-	         t->meta.settings.present ? t->meta.settings.alloc_conf : "");
+	         ms_settings_alloc_conf(&t->meta.settings));
 	r->settings_recorded = t->meta.settings.present;
+	r->expandable_seen = !r->settings_recorded && t->meta.settings.expandable_seen;
 	for (size_t i = 0; i < t->n_segs; i++)
 		if (t->segs[i].device == dev) {
 			n++;

@@ -172,8 +172,9 @@ static ms_status r_begin(void *ctx, const struct ms_meta *meta, const struct ms_
 		snprintf(r->older_release, sizeof(r->older_release), "%s", meta->layout_release);
 	ms_alloc_conf_from_settings(&p->mc.ac, &meta->settings);
 	snprintf(r->alloc_conf, sizeof(r->alloc_conf), "%s",
-	         meta->settings.present ? meta->settings.alloc_conf : "");
+	         ms_settings_alloc_conf(&meta->settings));
 	r->settings_recorded = meta->settings.present || p->o->alloc_conf;
+	r->expandable_seen = !r->settings_recorded && meta->settings.expandable_seen;
 	if (p->o->alloc_conf) {
 		uint8_t recorded = p->mc.ac.graph_capture_record_stream_reuse;
 		ms_alloc_conf_init(&p->mc.ac);

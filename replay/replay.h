@@ -167,6 +167,9 @@ struct ms_replay_result {
 	uint64_t limit;
 	int limit_inferred; /* the limit was inferred from the recorded OOMs (set by the caller) */
 	int settings_recorded; /* the trace recorded the allocator settings it ran with */
+	/* not recorded, but the trace shows expandable segments: alloc_conf is
+	 * "expandable_segments:True", the rest the defaults */
+	int expandable_seen;
 	uint64_t events_total, events_replayed, events_other_devices;
 	/* events of raw CUDA calls (the recorder's interposer): memory outside the allocator */
 	uint64_t events_external;

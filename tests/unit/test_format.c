@@ -266,9 +266,12 @@ Test(format, released_versions_load)
 		cr_assert_eq(system(cmd), 0);
 		ms_trace_free(t);
 	}
-	static const char *const files[] = {
-	        "v1.0/dynamic_oom.zst", "v1.0/random.zst", "v1.1/recorded_h100_expandable.zst",
-	        "v1.2/two_devices.zst", "v1.3/recorded_graph_pools.zst"};
+	static const char *const files[] = {"v1.0/dynamic_oom.zst",
+	                                    "v1.0/random.zst",
+	                                    "v1.1/recorded_h100_expandable.zst",
+	                                    "v1.2/two_devices.zst",
+	                                    "v1.3/recorded_graph_pools.zst",
+	                                    "v1.4/expandable_not_recorded.zst"};
 	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
 		char path[512];
 		struct ms_trace *t;
@@ -474,6 +477,34 @@ Test(format, pool_field)
 	}
 	cr_assert_gt(in_graph, 0);
 	cr_assert_eq(unknown, 0);
+	ms_trace_free(t);
+}
+
+/* 1.4's expandable_segments_seen: a snapshot that recorded no settings but whose trace maps
+ * expandable segments (testdata/snapshots/pools/decode_graphs_expandable in PyTorch 2.2's
+ * layout, scripts/as_2_2_layout.py) keeps that through convert; a trace with settings has none. */
+Test(format, expandable_segments_seen)
+{
+	struct ms_trace *t;
+	struct ms_diag d = MS_DIAG_INIT;
+	struct ms_source_info si;
+	size_t mapped = 0;
+
+	cr_assert_eq(ms_trace_load(MS_TESTDATA "/traces/v1.4/expandable_not_recorded.zst", NULL, &t,
+	                           &si, &d),
+	             MS_OK, "%s", d.msg);
+	cr_assert_eq(si.zst.minor, 4);
+	cr_assert_eq(t->meta.settings.present, 0);
+	cr_assert_eq(t->meta.settings.expandable_seen, 1);
+	for (size_t i = 0; i < t->n_events; i++)
+		mapped += t->events[i].action == MS_ACT_SEGMENT_MAP;
+	cr_assert_gt(mapped, 0);
+	ms_trace_free(t);
+	cr_assert_eq(ms_trace_load(MS_TESTDATA "/traces/v1.3/recorded_graph_pools.zst", NULL, &t,
+	                           &si, &d),
+	             MS_OK, "%s", d.msg);
+	cr_assert_eq(t->meta.settings.present, 1);
+	cr_assert_eq(t->meta.settings.expandable_seen, 0);
 	ms_trace_free(t);
 }
 
