@@ -123,6 +123,26 @@ struct ms_model_block *ms__model_treap_insert(struct ms_model_block *root, struc
 	return root;
 }
 
+/* Put nb where old is (its links and priority): the caller knows nb's key sorts there. */
+struct ms_model_block *ms__model_treap_replace(struct ms_model_block *root,
+                                               struct ms_model_block *old,
+                                               struct ms_model_block *nb)
+{
+	struct ms_model_block **link = link_to(&root, old);
+
+	nb->l = old->l;
+	nb->r = old->r;
+	nb->up = old->up;
+	nb->prio = old->prio;
+	if (nb->l)
+		nb->l->up = nb;
+	if (nb->r)
+		nb->r->up = nb;
+	*link = nb;
+	old->l = old->r = old->up = NULL;
+	return root;
+}
+
 /* Erase: rotate b down to a leaf, unlink it. */
 struct ms_model_block *ms__model_treap_erase(struct ms_model_block *root, struct ms_model_block *b)
 {
@@ -341,7 +361,13 @@ static uint64_t expandable_size(const struct ms_model_block *b)
 	return b->size + (b->next && !b->next->mapped ? b->next->size : 0);
 }
 
-/* get_free_block (§2.2): best fit on the stream, oversize rules; removed from the pool. */
+enum { PEEK = 0, TAKE = 1, TAKE_IN_PLACE = 2 };
+
+/*
+ * get_free_block (§2.2): best fit on the stream, oversize rules. TAKE removes it from the
+ * pool; TAKE_IN_PLACE leaves it there for alloc_found, which may put the remainder of a split
+ * in its place (PEEK: only look).
+ */
 static struct ms_model_block *get_free_block(struct ms_model *m, struct pool *p, uint64_t stream,
                                              uint64_t size, int take)
 {
@@ -377,7 +403,7 @@ static struct ms_model_block *get_free_block(struct ms_model *m, struct pool *p,
 		return NULL;
 	if (size >= msz && b->size >= size + m->c.ac.max_non_split_rounding)
 		return NULL;
-	if (take)
+	if (take == TAKE)
 		pool_remove(p, b);
 	return b;
 }
@@ -732,7 +758,11 @@ static int should_split(const struct ms_model *m, const struct ms_model_block *b
 	return size < max_split(m) && remaining > K_SMALL_SIZE;
 }
 
-/* alloc_found_block (§2.4) with the statistics of §7. */
+/*
+ * alloc_found_block (§2.4) with the statistics of §7. b is out of the pool, or still in it
+ * (TAKE_IN_PLACE) as the best fit for size: then a remainder of at least size takes its place
+ * in the treap, for nothing can sort between the two (b was the first block of size or more).
+ */
 static struct ms_model_block *alloc_found(struct ms_model *m, struct pool *p,
                                           struct ms_model_block *b, uint64_t size, uint64_t orig,
                                           int *nomem)
@@ -742,7 +772,8 @@ static struct ms_model_block *alloc_found(struct ms_model *m, struct pool *p,
 	if (should_split(m, b, size)) {
 		struct ms_model_block *rest = ms__model_blk_new(m);
 		if (!rest) {
-			pool_insert(p, b); /* put it back: nothing changed */
+			if (!b->in_pool)
+				pool_insert(p, b); /* put it back: nothing changed */
 			*nomem = 1;
 			return NULL;
 		}
@@ -759,9 +790,17 @@ static struct ms_model_block *alloc_found(struct ms_model *m, struct pool *p,
 		if (b->next)
 			b->next->prev = rest;
 		b->next = rest;
-		b->size = size;
 		rest->gc_base = p->gc_clock;
-		pool_insert(p, rest);
+		if (b->in_pool && !b->xs && rest->size >= size) {
+			p->root = ms__model_treap_replace(p->root, b, rest);
+			rest->in_pool = 1;
+			b->in_pool = 0;
+		} else {
+			if (b->in_pool)
+				pool_remove(p, b);
+			pool_insert(p, rest);
+		}
+		b->size = size;
 		if (b->xs) {
 			/* expandable segments are left out of inactive_split (§4) */
 		} else if (already_split) {
@@ -770,9 +809,13 @@ static struct ms_model_block *alloc_found(struct ms_model *m, struct pool *p,
 			stat3(m->st.inactive_split_bytes, p->small, (int64_t)rest->size);
 			stat3(m->st.inactive_split, p->small, 1);
 		}
-	} else if (already_split && !b->xs) {
-		stat3(m->st.inactive_split_bytes, p->small, -(int64_t)b->size);
-		stat3(m->st.inactive_split, p->small, -1);
+	} else {
+		if (b->in_pool)
+			pool_remove(p, b);
+		if (already_split && !b->xs) {
+			stat3(m->st.inactive_split_bytes, p->small, -(int64_t)b->size);
+			stat3(m->st.inactive_split, p->small, -1);
+		}
 	}
 	b->allocated = 1;
 	b->pending = 0;
@@ -811,7 +854,7 @@ ms_status ms_model_malloc_pool(struct ms_model *m, uint64_t n, uint64_t stream, 
 		return MS_OK;
 	}
 	alloc_size = ms_model_allocation_size(m, size);
-	b = get_free_block(m, p, stream, size, 1);
+	b = get_free_block(m, p, stream, size, TAKE_IN_PLACE);
 	if (!b) {
 		if (gc_active(m))
 			garbage_collect(m);
@@ -859,7 +902,7 @@ int ms_model_fits_without_release_pool(struct ms_model *m, uint64_t n, uint64_t 
 	int slot = pool_find(m, pool);
 
 	if (slot >= 0 &&
-	    get_free_block(m, pool_at(m, (uint16_t)slot, size <= K_SMALL_SIZE), stream, size, 0))
+	    get_free_block(m, pool_at(m, (uint16_t)slot, size <= K_SMALL_SIZE), stream, size, PEEK))
 		return 1;
 	/* the garbage collector runs first, and releases (§3.3) */
 	if (gc_active(m) && m->reserved > gc_threshold(m))

@@ -165,6 +165,10 @@ static inline int key_cmp(uint64_t s1, uint64_t z1, uint64_t a1, const struct ms
 struct ms_model_block *ms__model_treap_insert(struct ms_model_block *root, struct ms_model_block *b,
                                               int by_addr);
 struct ms_model_block *ms__model_treap_erase(struct ms_model_block *root, struct ms_model_block *b);
+/* Put nb in old's place, old out of the treap; nb's key must sort where old's did. */
+struct ms_model_block *ms__model_treap_replace(struct ms_model_block *root,
+                                               struct ms_model_block *old,
+                                               struct ms_model_block *nb);
 
 /* The first block >= (stream, size, addr). */
 static inline struct ms_model_block *lower_bound_m(int by_addr, struct ms_model_block *t,
