@@ -79,7 +79,8 @@ static int load(struct ms_replay_cli *c, struct side *s, uint32_t frames)
 		in.t = t;
 		in.device = s->device;
 		in.peak_index = s->r.fullest_at_peak_index;
-		in.allocated_at_peak = s->r.allocated_at_peak_reserved;
+		in.allocated_at_peak =
+		        s->r.allocated_at_peak_reserved - s->r.served_oom_at_peak_reserved;
 		if (ms_explain_run(&in, &s->x))
 			ms_die(MS_EXIT_ERROR, "out of memory");
 		s->has_x = 1;
@@ -235,15 +236,30 @@ static void categories(const struct side *s, cJSON *out)
 		       "a", "b", "change");
 	for (unsigned k = 0; k < MS_CAT_COUNT; k++) {
 		uint64_t a = s[0].x.cat_bytes[k], b = s[1].x.cat_bytes[k];
+		/* parameters, gradients, optimizer state: where a side could not tell them, no
+		   figure (their bytes are in its other or unplaced) and no change */
+		int ta = ms_explain_cat_told(&s[0].x, k), tb = ms_explain_cat_told(&s[1].x, k);
 		if (o) {
 			cJSON *c = cJSON_AddObjectToObject(o, ms_explain_cat_name(k));
-			ms_json_u64(c, "a", a);
-			ms_json_u64(c, "b", b);
-		} else if (a || b) {
-			printf("    %12s %12s %12s  %s\n", ms_format_size(b1, sizeof(b1), a),
-			       ms_format_size(b2, sizeof(b2), b),
-			       signed_size(b3, sizeof(b3), (int64_t)b - (int64_t)a),
-			       ms_explain_cat_name(k));
+			if (ta)
+				ms_json_u64(c, "a", a);
+			else
+				cJSON_AddNullToObject(c, "a");
+			if (tb)
+				ms_json_u64(c, "b", b);
+			else
+				cJSON_AddNullToObject(c, "b");
+		} else if ((a && ta) || (b && tb)) {
+			printf("    %12s %12s %12s  %s%s\n",
+			       ta ? ms_format_size(b1, sizeof(b1), a) : "-",
+			       tb ? ms_format_size(b2, sizeof(b2), b) : "-",
+			       ta && tb ? signed_size(b3, sizeof(b3), (int64_t)b - (int64_t)a)
+			                : "-",
+			       ms_explain_cat_name(k),
+			       ta && tb ? ""
+			       : ta ? " (not told in b: no optimizer steps or no parameters found)"
+			            : " (not told in a: no optimizer steps or no parameters "
+			              "found)");
 		}
 	}
 	/* the rest of each peak's reserved bytes, as explain shows them: allocated beyond the
@@ -252,7 +268,11 @@ static void categories(const struct side *s, cJSON *out)
 		const char *name = k ? "cached_free" : "rounding";
 		int64_t v[2];
 		for (int w = 0; w < 2; w++) {
+			/* a recorded OOM's request served at the peak is no allocation of the trace
+			 */
 			int64_t alloc = (int64_t)s[w].r.allocated_at_peak_reserved;
+			if (!k)
+				alloc -= (int64_t)s[w].r.served_oom_at_peak_reserved;
 			v[w] = k ? (int64_t)s[w].r.stats.reserved_bytes[0].peak - alloc
 			         : alloc - (int64_t)ms_explain_requested(&s[w].x);
 		}

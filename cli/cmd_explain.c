@@ -99,11 +99,11 @@ static int64_t rounding(const struct ms_explain *x, uint64_t allocated)
 }
 
 /* Parameters, gradients and optimizer state where optimizer steps are found but no parameter:
- * nothing of them is told, and their bytes are in other. */
+ * nothing of them is told, and their bytes are in other (said on a line of its own; without
+ * optimizer steps a note says it once). */
 static int state_not_told(const struct ms_explain *x, unsigned k)
 {
-	return x->n_optimizer_steps && !x->parameter_blocks &&
-	       (k == MS_CAT_PARAMETERS || k == MS_CAT_GRADIENTS || k == MS_CAT_OPTIMIZER_STATE);
+	return x->n_optimizer_steps && !ms_explain_cat_told(x, k);
 }
 
 /*
@@ -111,12 +111,14 @@ static int state_not_told(const struct ms_explain *x, unsigned k)
  * than frees waiting for their streams explain, so that the categories are not to be trusted.
  */
 static void json_cats(cJSON *parent, const struct ms_explain *x, uint64_t allocated,
-                      uint64_t cached, uint64_t outside, int outside_known)
+                      uint64_t served, uint64_t cached, uint64_t outside, int outside_known)
 {
 	cJSON *o = cJSON_AddObjectToObject(parent, "categories");
 
+	allocated -= served;
+
 	for (unsigned k = 0; k < MS_CAT_COUNT; k++)
-		if (state_not_told(x, k))
+		if (!ms_explain_cat_told(x, k))
 			cJSON_AddNullToObject(o, ms_explain_cat_name(k)); /* not told */
 		else
 			ms_json_u64(o, ms_explain_cat_name(k), x->cat_bytes[k]);
@@ -128,6 +130,7 @@ static void json_cats(cJSON *parent, const struct ms_explain *x, uint64_t alloca
 	else
 		ms_json_i64(o, "rounding", rounding(x, allocated));
 	cJSON_AddBoolToObject(parent, "categories_exceed_allocated", exceed);
+	ms_json_u64(o, "recorded_oom_request", served);
 	ms_json_u64(o, "cached_free", cached);
 	if (outside_known)
 		ms_json_u64(o, "outside_pytorch", outside);
@@ -135,11 +138,11 @@ static void json_cats(cJSON *parent, const struct ms_explain *x, uint64_t alloca
 		cJSON_AddNullToObject(o, "outside_pytorch");
 }
 
-static void print_cats(const struct ms_explain *x, uint64_t allocated, uint64_t cached,
-                       uint64_t outside, int outside_known)
+static void print_cats(const struct ms_explain *x, uint64_t allocated, uint64_t served,
+                       uint64_t cached, uint64_t outside, int outside_known)
 {
 	char b[32];
-	int64_t rd = rounding(x, allocated);
+	int64_t rd = rounding(x, allocated - served);
 	for (unsigned k = 0; k < MS_CAT_COUNT; k++) {
 		/* without optimizer steps only what could not be placed has bytes */
 		if (!x->cat_bytes[k] && (k == MS_CAT_UNPLACED || !x->n_optimizer_steps))
@@ -162,7 +165,7 @@ static void print_cats(const struct ms_explain *x, uint64_t allocated, uint64_t 
 		       "(blocks' "
 		       "rounding)\n",
 		       "rounding", ms_format_size(b, sizeof(b), (uint64_t)rd));
-	} else if ((uint64_t)-rd <= allocated / 100) {
+	} else if ((uint64_t)-rd <= (allocated - served) / 100) {
 		printf("    %-16s %11s                asked for beyond the allocated bytes: frees "
 		       "waiting for their streams\n",
 		       "pending", ms_format_size(b, sizeof(b), (uint64_t)-rd));
@@ -174,6 +177,10 @@ static void print_cats(const struct ms_explain *x, uint64_t allocated, uint64_t 
 		       "trusted\n",
 		       "rounding", "-", ms_format_size(b, sizeof(b), (uint64_t)-rd));
 	}
+	if (served)
+		printf("    %-16s %11s                the request the recorded run failed on "
+		       "(its OOM), served by the replay and given back right after\n",
+		       "oom_request", ms_format_size(b, sizeof(b), served));
 	printf("    %-16s %11s                reserved but not allocated\n", "cached_free",
 	       ms_format_size(b, sizeof(b), cached));
 	if (outside_known)
@@ -324,7 +331,7 @@ static int fits(const struct ms_replay_oom *f, uint64_t capacity, const struct m
 }
 
 /* The categories as one line ("parameters 51 MiB, ..."), those with bytes. */
-static void print_cats_line(const struct ms_explain *x)
+static void print_cats_line(const struct ms_explain *x, uint64_t served)
 {
 	char b[32];
 	int any = 0;
@@ -335,6 +342,8 @@ static void print_cats_line(const struct ms_explain *x)
 		       ms_format_size(b, sizeof(b), x->cat_bytes[k]));
 		any = 1;
 	}
+	if (served)
+		printf("%soom_request %s", any ? ", " : "", ms_format_size(b, sizeof(b), served));
 	printf("\n");
 }
 
@@ -546,7 +555,7 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 	in.device = device;
 	in.site_depth = ms_site_depth();
 	in.peak_index = first.fullest_at_peak_index;
-	in.allocated_at_peak = allocated;
+	in.allocated_at_peak = allocated - first.served_oom_at_peak_reserved;
 	if ((s = ms_explain_run(&in, &x)))
 		ms_die(MS_EXIT_ERROR, "out of memory");
 	outside = outside_at(t, device, in.peak_index, &outside_known);
@@ -555,7 +564,8 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 	apeak = (uint64_t)first.stats.allocated_bytes[0].peak > allocated;
 	if (apeak) {
 		in.peak_index = first.peak_allocated_index;
-		in.allocated_at_peak = (uint64_t)first.stats.allocated_bytes[0].peak;
+		in.allocated_at_peak = (uint64_t)first.stats.allocated_bytes[0].peak -
+		                       first.served_oom_at_peak_allocated;
 		if ((s = ms_explain_run(&in, &at_apeak)))
 			ms_die(MS_EXIT_ERROR, "out of memory");
 	}
@@ -586,6 +596,7 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 		rows[k].conf = ms_whatif_default_configs[k];
 		rows[k].no_min_memory = 1;
 	}
+	rows[0].conf = c->o.alloc_conf; /* the settings of the first replay: given, or recorded */
 	if ((s = ms_whatif_run(t, &wo, rows + 1, nrows - 1, jobs)))
 		ms_die(MS_EXIT_ERROR, "%s",
 		       s == MS_ERR_NOMEM ? "out of memory" : "cannot start a thread");
@@ -654,7 +665,8 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 		cJSON_AddBoolToObject(o, "is_lower_bound", first.rebuilt);
 		/* the replay stopped at an OOM the recorded run did not have (exit code 3) */
 		cJSON_AddBoolToObject(root, "replay_ended_by_oom", first.ended_by_oom);
-		json_cats(root, &x, allocated, cached, outside, outside_known);
+		json_cats(root, &x, allocated, first.served_oom_at_peak_reserved, cached, outside,
+		          outside_known);
 		if (apeak) {
 			uint64_t ab = (uint64_t)first.stats.allocated_bytes[0].peak;
 			size_t as = step_of(&x, first.peak_allocated_index);
@@ -666,7 +678,7 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 				                        (double)(as + x.steps_before_trace));
 			else
 				cJSON_AddNullToObject(o, "step");
-			json_cats(o, &at_apeak, ab, 0, 0, 0);
+			json_cats(o, &at_apeak, ab, first.served_oom_at_peak_allocated, 0, 0, 0);
 		} else {
 			cJSON_AddNullToObject(root, "allocated_peak");
 		}
@@ -752,7 +764,8 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 			cJSON_AddBoolToObject(o, "cache_kept_by_open_pool_or_capture",
 			                      f->o.retry_skipped);
 			ms_json_u64(o, "cache_releasable_bytes", f->o.releasable);
-			json_cats(o, &at_oom, f->o.allocated, f->o.reserved - f->o.allocated, 0, 0);
+			json_cats(o, &at_oom, f->o.allocated, 0, f->o.reserved - f->o.allocated, 0,
+			          0);
 		} else {
 			cJSON_AddNullToObject(root, "oom");
 		}
@@ -786,7 +799,8 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 			       x.n_steps + x.steps_before_trace);
 		printf(", the most allocated while it stood, %s:\n",
 		       ms_format_size(b2, sizeof(b2), allocated));
-		print_cats(&x, allocated, cached, outside, outside_known);
+		print_cats(&x, allocated, first.served_oom_at_peak_reserved, cached, outside,
+		           outside_known);
 		if (first.ended_by_oom)
 			printf("  note: the replay ran out of memory at event %llu, where the "
 			       "recorded "
@@ -809,7 +823,7 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 			if (as)
 				printf(" (step %zu)", as + x.steps_before_trace);
 			printf(":\n    ");
-			print_cats_line(&at_apeak);
+			print_cats_line(&at_apeak, first.served_oom_at_peak_allocated);
 		}
 		if (x.steps_other_device && x.n_steps)
 			printf("  note: the steps are those annotated on other devices (none on "
@@ -874,7 +888,8 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 			       ms_format_size(b1, sizeof(b1), f->o.requested),
 			       ms_format_size(b2, sizeof(b2), f->o.allocated),
 			       ms_format_size(b3, sizeof(b3), f->o.reserved));
-			print_cats(&at_oom, f->o.allocated, f->o.reserved - f->o.allocated, 0, 0);
+			print_cats(&at_oom, f->o.allocated, 0, f->o.reserved - f->o.allocated, 0,
+			           0);
 			{
 				int fit = fits(f, capacity, &lim);
 				uint64_t demand = f->o.allocated + f->o.requested;

@@ -20,6 +20,13 @@ const char *ms_explain_cat_name(unsigned cat)
 	return cat < MS_CAT_COUNT ? cat_names[cat] : "?";
 }
 
+int ms_explain_cat_told(const struct ms_explain *x, unsigned cat)
+{
+	if (cat != MS_CAT_PARAMETERS && cat != MS_CAT_GRADIENTS && cat != MS_CAT_OPTIMIZER_STATE)
+		return 1;
+	return x->n_optimizer_steps && x->parameter_blocks;
+}
+
 /* An allocation of the device: its events' indices in the whole trace, free NONE if never. */
 struct blk {
 	uint64_t size, a, f;

@@ -129,6 +129,11 @@ struct ms_explain {
 	size_t n_top_copies;
 };
 
+/* Whether category cat could be told in x: parameters, gradients and optimizer state need
+ * optimizer steps and the parameters found (their bytes are otherwise in other or unplaced,
+ * and a 0 would be a count of nothing). */
+int ms_explain_cat_told(const struct ms_explain *x, unsigned cat);
+
 /* The categories' bytes at the state broken down, together: the bytes its allocations asked for. */
 uint64_t ms_explain_requested(const struct ms_explain *x);
 

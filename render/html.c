@@ -398,6 +398,7 @@ static void diagnosis_json(struct ms_jsonw *w, const struct ms_report_diagnosis 
 	}
 	ms_jsonw_arr_end(w);
 	key_i64(w, "rounding", g->rounding);
+	key_u64(w, "oom_request", g->oom_request);
 	key_u64(w, "optimizer_steps", g->n_optimizer_steps);
 	key_cstr(w, "optimizer", g->optimizer);
 	ms_jsonw_key(w, "model");

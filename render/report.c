@@ -840,7 +840,8 @@ ms_status ms_report_diagnose(struct ms_report *rep, const struct ms_trace *t,
 	in.t = t;
 	in.device = rep->device;
 	in.peak_index = first->fullest_at_peak_index;
-	in.allocated_at_peak = first->allocated_at_peak_reserved;
+	in.allocated_at_peak =
+	        first->allocated_at_peak_reserved - first->served_oom_at_peak_reserved;
 	/* the bands' categories, for the per-allocation timeline's colours */
 	if (rep->bands.n_bands) {
 		if (!(query = ms_malloc(rep->bands.n_bands * sizeof(*query))))
@@ -863,7 +864,9 @@ ms_status ms_report_diagnose(struct ms_report *rep, const struct ms_trace *t,
 		g->cat_bytes[k] = x.cat_bytes[k];
 		g->cat_blocks[k] = x.cat_blocks[k];
 	}
-	g->rounding = (int64_t)g->allocated - (int64_t)ms_explain_requested(&x);
+	/* a recorded OOM's request the replay served at the peak is no allocation of the trace */
+	g->oom_request = first->served_oom_at_peak_reserved;
+	g->rounding = (int64_t)(g->allocated - g->oom_request) - (int64_t)ms_explain_requested(&x);
 	g->model_found = x.parameter_blocks != 0;
 	g->parameter_bytes = x.parameter_bytes;
 	g->gradient_bytes = x.gradient_bytes;

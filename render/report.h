@@ -116,6 +116,7 @@ struct ms_report_diagnosis {
 	uint64_t event, reserved, allocated;
 	uint64_t cat_bytes[6], cat_blocks[6]; /* by enum ms_explain_cat */
 	int64_t rounding;
+	uint64_t oom_request; /* a recorded OOM's request the replay served at the peak */
 	uint64_t parameter_bytes, gradient_bytes, optimizer_state_bytes;
 	int model_found; /* parameters were found (else the three above are not known) */
 	size_t n_optimizer_steps;

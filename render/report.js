@@ -191,8 +191,13 @@
 			cells.forEach(function (c) { tr.appendChild(text(document.createElement('td'), c)); });
 			db.appendChild(tr);
 		};
+		var state = {parameters: 1, gradients: 1, optimizer_state: 1};
 		g.categories.forEach(function (c) {
-			if (c[1] || (g.optimizer_steps && c[0] !== 'unplaced'))
+			/* optimizer steps but no parameters found: the three are not told (not 0) */
+			if (g.optimizer_steps && !g.model && state[c[0]])
+				row(['-', '', c[0], 'not told: no parameters found; what there is of it ' +
+					'is in other or unplaced']);
+			else if (c[1] || (g.optimizer_steps && c[0] !== 'unplaced'))
 				row([fmt(c[1]), String(c[2]), c[0], rules[c[0]]]);
 		});
 		if (g.rounding >= 0)
@@ -204,6 +209,9 @@
 			row(['-', '', 'rounding', 'the categories hold ' + fmt(-g.rounding) + ' more than ' +
 				'the replay had allocated here: the file counts blocks the replay did not ' +
 				'have (an inconsistent or cut trace); the categories are not to be trusted']);
+		if (g.oom_request)
+			row([fmt(g.oom_request), '', 'oom_request', 'the request the recorded run failed ' +
+				'on (its OOM), served by the replay and given back right after']);
 		row([fmt(g.reserved - g.allocated), '', 'cached_free', 'reserved but not allocated']);
 		dt.appendChild(db);
 		dg.appendChild(dt);

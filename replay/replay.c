@@ -38,6 +38,7 @@ struct rp {
 	size_t pend_frees;
 	uint32_t pend_pool;      /* the pool of every pending free, or PEND_MIXED */
 	uint64_t missed_pending; /* served recorded OOMs not yet followed by an allocation */
+	uint64_t serving;        /* the bytes of a recorded OOM's request being served, or 0 */
 	uint64_t pend_index;
 	size_t model_frees_unmatched;
 	int64_t peak_seen, peak_alloc_seen;
@@ -492,6 +493,7 @@ static void note_peak(struct rp *p)
 	if (st->allocated_bytes[0].peak > p->peak_alloc_seen) {
 		p->peak_alloc_seen = st->allocated_bytes[0].peak;
 		p->r->peak_allocated_index = p->index;
+		p->r->served_oom_at_peak_allocated = p->serving;
 		p->new_peak = 1;
 	}
 	if (st->reserved_bytes[0].peak > p->peak_seen)
@@ -501,6 +503,7 @@ static void note_peak(struct rp *p)
 	     alloc > p->r->allocated_at_peak_reserved)) {
 		p->peak_seen = st->reserved_bytes[0].peak;
 		p->r->allocated_at_peak_reserved = alloc;
+		p->r->served_oom_at_peak_reserved = p->serving;
 		p->r->fullest_at_peak_index = p->index;
 		p->r->requested_at_peak_reserved = (uint64_t)st->requested_bytes[0].current;
 	}
@@ -588,7 +591,9 @@ static ms_status do_malloc(struct rp *p, const struct ms_event *e, int recorded_
 			/* the program got nothing here: give the block straight back */
 			p->r->missed_ooms++;
 			p->missed_pending++;
+			p->serving = ms_model_block_size(b);
 			note_peak(p);
+			p->serving = 0;
 			ms_model_free_requested(p->m, b);
 			MS_TRY(ms_model_free_completed(p->m, b));
 		}

@@ -257,6 +257,10 @@ struct ms_replay_result {
 	/* the most allocated while reserved bytes stood at their peak: peak reserved minus this is
 	 * the waste at the peak (memory reserved that was never in use at once) */
 	uint64_t allocated_at_peak_reserved;
+	/* of allocated_at_peak_reserved, and of the allocated peak: a request the recorded run
+	 * failed on (its OOM) that the replay served and gives back right after, which no
+	 * allocation of the trace holds */
+	uint64_t served_oom_at_peak_reserved, served_oom_at_peak_allocated;
 	uint64_t requested_at_peak_reserved; /* requested bytes at that same moment */
 	/* the events at which allocated and reserved bytes first reached their peaks */
 	uint64_t peak_allocated_index, peak_reserved_index;
