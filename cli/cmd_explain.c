@@ -190,16 +190,22 @@ static void print_cats(const struct ms_explain *x, uint64_t allocated, uint64_t 
 		       "outside_pytorch", ms_format_size(b, sizeof(b), outside));
 }
 
-/* A site frame as "file:line" and its function, into JSON object o. */
-static void json_site(cJSON *o, const struct ms_symtab *y, uint32_t frame)
+/*
+ * A site into JSON object o: its frame as "file:line" and its function, and the whole site as
+ * the text names it (label: at --site-depth N the frames from the user's down to it).
+ */
+static void json_site(cJSON *o, const struct ms_symtab *y, uint32_t stack, uint32_t frame)
 {
 	char site[1200];
 
 	if (!frame) {
 		cJSON_AddNullToObject(o, "site"); /* the allocations have no stack */
 		cJSON_AddNullToObject(o, "function");
+		cJSON_AddNullToObject(o, "label");
 		return;
 	}
+	ms_site_label(y, stack, site, sizeof(site));
+	cJSON_AddStringToObject(o, "label", site);
 	/* a native frame has no file and line: the function names it alone */
 	if (ms_symtab_get_str(y, y->frames[frame].file)->s[0]) {
 		snprintf(site, sizeof(site), "%s:%u",
@@ -217,7 +223,7 @@ static void json_sites(cJSON *a, const struct ms_symtab *y, const struct ms_expl
 {
 	for (size_t k = 0; k < n; k++) {
 		cJSON *o = cJSON_CreateObject();
-		json_site(o, y, s[k].frame);
+		json_site(o, y, s[k].stack, s[k].frame);
 		ms_json_u64(o, "bytes", s[k].bytes);
 		ms_json_u64(o, "allocations", s[k].blocks);
 		cJSON_AddItemToArray(a, o);
@@ -719,10 +725,16 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 				cJSON_AddNullToObject(st, "peak_reserved_bytes");
 			cJSON_AddItemToArray(a, st);
 		}
-		a = cJSON_AddArrayToObject(root, "growth");
-		for (k = 0; k < x.n_growth; k++) {
+		/* growth is looked for over 3 steps or more: null where it was not, [] where
+		   nothing grew */
+		cJSON_AddNumberToObject(root, "growth_steps", (double)x.growth_steps);
+		if (x.growth_steps)
+			a = cJSON_AddArrayToObject(root, "growth");
+		else
+			cJSON_AddNullToObject(root, "growth");
+		for (k = 0; x.growth_steps && k < x.n_growth; k++) {
 			cJSON *g = cJSON_CreateObject();
-			json_site(g, &t->syms, x.growth[k].frame);
+			json_site(g, &t->syms, x.growth[k].stack, x.growth[k].frame);
 			ms_json_u64(g, "bytes_per_step", x.growth[k].bytes_per_step);
 			cJSON_AddNumberToObject(g, "steps", x.growth[k].steps);
 			ms_json_u64(g, "first_event", x.growth[k].first_event);
