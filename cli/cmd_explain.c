@@ -321,6 +321,18 @@ static void findings(const struct ms_explain *x, const struct ms_replay_result *
 }
 
 /*
+ * Why a request that fits without fragmentation failed (fits() 1) under capacity cap:
+ * "segment_size" where the request itself fitted in what the capacity left beside PyTorch's
+ * segments, but the new segment it asked for did not (20 MiB for a request of 1 to 10 MiB);
+ * else "fragmentation": free bytes held in segments, in blocks too small for it.
+ */
+static const char *fit_cause(const struct ms_replay_oom *f, uint64_t cap)
+{
+	uint64_t left = cap > f->o.reserved ? cap - f->o.reserved : 0;
+	return left >= f->o.rounded && left < f->o.alloc_size ? "segment_size" : "fragmentation";
+}
+
+/*
  * Whether the failed request would have fit with no fragmentation: allocated plus requested
  * within the capacity. 1 yes, 0 no, -1 cannot be told (no capacity known, or a limit inferred
  * over a range that the demand lies within).
@@ -772,6 +784,14 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 				cJSON_AddNullToObject(o, "fits_without_fragmentation");
 			else
 				cJSON_AddBoolToObject(o, "fits_without_fragmentation", fit);
+			ms_json_u64(o, "new_segment_bytes", f->o.alloc_size);
+			if (fit < 0)
+				cJSON_AddNullToObject(o, "cause");
+			else
+				cJSON_AddStringToObject(
+				        o, "cause",
+				        fit ? fit_cause(f, lim.inferred ? lim.lo : capacity)
+				            : "demand");
 			/* a use_mem_pool or a capture was open: the last retry was not made */
 			cJSON_AddBoolToObject(o, "cache_kept_by_open_pool_or_capture",
 			                      f->o.retry_skipped);
@@ -926,7 +946,27 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 					printf("    the capacity is not known: demand and "
 					       "fragmentation "
 					       "cannot be told apart\n");
-				else if (fit)
+				else if (fit &&
+				         !strcmp(fit_cause(f, lim.inferred ? lim.lo : capacity),
+				                 "segment_size")) {
+					char b4[32], b5[32];
+					uint64_t cap = lim.inferred ? lim.lo : capacity;
+					printf("    segment size: allocated plus the request (%s) "
+					       "fit "
+					       "in %s%s, and so did the request beside PyTorch's "
+					       "segments (%s free in them), but the new segment it "
+					       "asked for (%s) did not fit in the %s left; "
+					       "expandable segments grow by 2 MiB pages instead\n",
+					       b1, ms_format_size(b2, sizeof(b2), cap),
+					       lim.inferred ? ", the inferred limit's lowest" : "",
+					       ms_format_size(b3, sizeof(b3),
+					                      f->o.free_in_reserved),
+					       ms_format_size(b4, sizeof(b4), f->o.alloc_size),
+					       ms_format_size(b5, sizeof(b5),
+					                      cap > f->o.reserved
+					                              ? cap - f->o.reserved
+					                              : 0));
+				} else if (fit)
 					printf("    fragmentation: allocated plus the request (%s) "
 					       "fit in "
 					       "%s%s; the largest free block was %s\n",
