@@ -178,6 +178,7 @@ static void oom_json(struct ms_jsonw *w, const struct ms_report *rep)
 	key_bool(w, "recorded", x->recorded);
 	key_cstr(w, "message", rep->oom_message);
 	key_u64(w, "requested", x->o.requested);
+	key_u64(w, "rounded", x->o.rounded);
 	key_u64(w, "alloc_size", x->o.alloc_size);
 	key_u64(w, "stream", x->o.stream);
 	key_u64(w, "allocated", x->o.allocated);

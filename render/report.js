@@ -260,6 +260,13 @@
 				fmt(LI[1]) + ' (memsnap render --limit sets it).';
 		else if (!cap && !LI)
 			verdict = 'The capacity is not known: demand and fragmentation cannot be told apart.';
+		else if (demand <= (LI ? LI[0] : cap) && (LI ? LI[0] : cap) - o.reserved >= o.rounded &&
+			(LI ? LI[0] : cap) - o.reserved < o.alloc_size)
+			verdict = 'Segment size: allocated plus the request (' + fmt(demand) + ') fit in ' +
+				fmt(LI ? LI[0] : cap) + ', and so did the request beside PyTorch\'s segments, but ' +
+				'the new segment it asked for (' + fmt(o.alloc_size) + ') did not fit in the ' +
+				fmt((LI ? LI[0] : cap) - o.reserved) + ' left; expandable segments grow by 2 MiB ' +
+				'pages instead.';
 		else if (demand <= (LI ? LI[0] : cap))
 			verdict = 'Fragmentation: allocated plus the request (' + fmt(demand) + ') fit in ' +
 				fmt(LI ? LI[0] : cap) + '; the largest free block was ' + fmt(o.largest_free) + '.';

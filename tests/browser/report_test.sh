@@ -159,7 +159,7 @@ if [ -n "$problems" ]; then echo "FAIL copies:$problems"; fail=1; else echo "ok 
 # limit, cannot tell where a snapshot's limit is only inferred, and the cache an open
 # use_mem_pool kept
 problems=""
-for c in "explain/frag_oom.zst:Fragmentation" "explain/frag_oom.pickle.zst:Demand or fragmentation cannot be told apart" \
+for c in "explain/frag_oom.zst:Fragmentation" "edge/stacks_all.pickle:Segment size" "explain/frag_oom.pickle.zst:Demand or fragmentation cannot be told apart" \
 	"pools/mempool_scope_blocks_retry.zst:A use_mem_pool or a CUDA graph capture was open"; do
 	"$memsnap" render "$root/testdata/snapshots/${c%%:*}" -o "$art/verdict.html" 2>/dev/null
 	chrome --dump-dom "file://$art/verdict.html" >"$tmp/dom.html" 2>/dev/null
