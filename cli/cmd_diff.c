@@ -38,6 +38,7 @@ struct side {
 	size_t n_rows;
 	struct ms_explain x; /* what each peak is made of (explain/explain.h) */
 	int has_x;
+	int cut_short; /* a memsnap trace without its END: what the file holds, not the run */
 };
 
 static int load(struct ms_replay_cli *c, struct side *s, uint32_t frames)
@@ -84,6 +85,7 @@ static int load(struct ms_replay_cli *c, struct side *s, uint32_t frames)
 		if (ms_explain_run(&in, &s->x))
 			ms_die(MS_EXIT_ERROR, "out of memory");
 		s->has_x = 1;
+		s->cut_short = t->cut_short;
 		ms_trace_free(owned);
 	}
 	return 0;
@@ -394,11 +396,15 @@ static void diff_pair(struct side *s, const char *la, const char *lb, size_t top
 		cJSON_AddNumberToObject(out, "b_device", s[1].device);
 		cJSON_AddBoolToObject(out, "a_starts_mid_run", s[0].r.rebuilt);
 		cJSON_AddBoolToObject(out, "b_starts_mid_run", s[1].r.rebuilt);
+		cJSON_AddBoolToObject(out, "a_cut_short", s[0].cut_short);
+		cJSON_AddBoolToObject(out, "b_cut_short", s[1].cut_short);
 	} else {
-		printf("a: %s%s\nb: %s%s\n\n    %12s %12s %12s\n", la,
-		       s[0].r.rebuilt ? " (starts mid-run: its peaks are lower bounds)" : "", lb,
-		       s[1].r.rebuilt ? " (starts mid-run: its peaks are lower bounds)" : "", "a",
-		       "b", "change");
+		printf("a: %s%s%s\nb: %s%s%s\n\n    %12s %12s %12s\n", la,
+		       s[0].r.rebuilt ? " (starts mid-run: its peaks are lower bounds)" : "",
+		       s[0].cut_short ? " (cut short: the part of the run the file holds)" : "", lb,
+		       s[1].r.rebuilt ? " (starts mid-run: its peaks are lower bounds)" : "",
+		       s[1].cut_short ? " (cut short: the part of the run the file holds)" : "",
+		       "a", "b", "change");
 	}
 	{
 		static const char *const names[] = {"peak reserved", "peak allocated",

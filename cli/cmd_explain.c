@@ -1269,7 +1269,9 @@ int cmd_explain(int argc, const char **argv)
 	}
 	if (n > 1 && nrows > 1)
 		compare(rows, nrows, root);
-	if (json && root) {
+	/* JSON is whole or none: none that leaves out a file that failed (text has gone out file
+	   by file, the error line among them) */
+	if (json && root && rc != MS_EXIT_ERROR) {
 		char *js = cJSON_Print(root);
 		if (!js)
 			ms_die(MS_EXIT_ERROR, "out of memory");

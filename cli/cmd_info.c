@@ -351,6 +351,8 @@ int cmd_info(int argc, const char **argv)
 	n = ms_parse_options(argc, argv, opts, usage);
 	if (n != 1)
 		ms_usage_error(opts, usage, n ? "one file at a time" : "no file given");
+	if (ro.to <= ro.from)
+		ms_usage_error(opts, usage, "--to must be past --from: the window holds no event");
 	memset(&x, 0, sizeof(x));
 	sink.ctx = &x;
 	sink.begin = i_begin;

@@ -649,7 +649,7 @@ int cmd_render(int argc, const char **argv)
 	struct page_opts pg;
 	uint32_t *devs = NULL;
 	size_t nd = 0;
-	uint64_t event = 0, detail = 2000, from = 0, to = 0;
+	uint64_t event = 0, detail = 2000, from = 0, to = UINT64_MAX; /* UINT64_MAX: the end */
 	int windowed, oom_in;
 	int n, json = 0, no_whatif = 0, rc = MS_EXIT_OK;
 	ms_status s;
@@ -704,6 +704,10 @@ int cmd_render(int argc, const char **argv)
 		ms_usage_error(opts, usage, "--format must be html, csv, txt, dot or svg");
 	if (detail < 10 || detail > 1000000)
 		ms_usage_error(opts, usage, "--detail must be 10 to 1000000");
+	if (to <= from)
+		ms_usage_error(opts, usage, "--to must be past --from: the window holds no event");
+	if (to == UINT64_MAX)
+		to = 0; /* to the end */
 	if ((!strcmp(format, "html") || !strcmp(format, "csv")) && at)
 		ms_usage_error(opts, usage,
 		               "--at is for txt, dot and svg: the page and the CSV timeline cover "

@@ -119,6 +119,10 @@ static void run_job(struct job *j, size_t top)
 	j->s = ms_source_read(j->path, NULL, &j->syms, &sink, &j->si, &j->d);
 	if (!j->s)
 		j->r = ms_stats_builder_result(j->b);
+	/* a snapshot of nothing (the empty list memory_snapshot() gives before any allocation) */
+	if (!j->s && !j->r->n_events && !j->r->has_segments)
+		j->s = ms__diag_set(&j->d, MS_ERR_FORMAT, -1, -1,
+		                    "no events and no segments: nothing to show");
 }
 
 static int has_events(const struct ms_trace_stats *r)
@@ -674,6 +678,9 @@ int cmd_stats(int argc, const char **argv)
 			ms_report_warnings(all[i].path, &all[i].d);
 		}
 	}
+	/* an output is whole or none: no table or JSON without the files that failed */
+	if (rc)
+		goto out;
 	if (json) {
 		cJSON *root = nall == 1 ? NULL : cJSON_CreateArray();
 		uint64_t median = nall > 1 ? median_peak(all, nall) : 0;
@@ -744,14 +751,20 @@ int cmd_stats(int argc, const char **argv)
 			else
 				snprintf(oom, sizeof(oom), "-");
 			n_oom += j->r->recorded_ooms != 0;
-			char at[24];
+			char at[24], segs[24];
+			/* a recording holds no end state: no segment count */
+			if (j->r->has_segments)
+				snprintf(segs, sizeof(segs), "%llu",
+				         (unsigned long long)j->r->n_segments);
+			else
+				snprintf(segs, sizeof(segs), "-");
 			/* without a trace the peak is the end state's: at no event */
 			if (j->r->n_allocs)
 				snprintf(at, sizeof(at), "%llu",
 				         (unsigned long long)peak_index_of(j->r));
 			else
 				snprintf(at, sizeof(at), "-");
-			printf("%-*s %6s %10llu %14s %9s %10s %12s %14s %9llu %12s\n", w, j->path,
+			printf("%-*s %6s %10llu %14s %9s %10s %12s %14s %9s %12s\n", w, j->path,
 			       dev, (unsigned long long)j->r->n_events,
 			       peak_cell(b1, sizeof(b1), j->r), vs, at,
 			       j->r->n_allocs
@@ -759,7 +772,7 @@ int cmd_stats(int argc, const char **argv)
 			               : "-", /* no trace: nothing known live "at the end" of it */
 			       j->r->has_segments ? ms_format_size(b3, sizeof(b3), j->r->reserved)
 			                          : "-",
-			       (unsigned long long)j->r->n_segments, oom);
+			       segs, oom);
 		}
 		if (median)
 			printf("vs median: the peak against the median of the rows' peaks (%s); "
@@ -771,6 +784,7 @@ int cmd_stats(int argc, const char **argv)
 			       "states'); %zu of them recorded an OOM\n",
 			       n_oom);
 	}
+out:
 	for (size_t i = 0; i < nall; i++)
 		job_release(&all[i]);
 	ms_free(all);

@@ -1,0 +1,22 @@
+# Nothing computed over nothing: a window of no event is a usage error (exit 2) in every command
+# that takes one; a snapshot of nothing (torch.cuda.memory_snapshot() before any allocation: [])
+# is an error for stats as for explain; JSON that would leave a failed file out is not printed;
+# diff says which side is a recording cut short.
+d=$(mktemp -d)
+echo '[]' >"$d/nothing.json"
+s=testdata/snapshots/dynamic_oom.pickle
+"$MEMSNAP" render "$s" -o "$d/x.html" --to 0 2>&1 | head -1
+echo "render --to 0: exit ${PIPESTATUS[0]}, wrote $(ls "$d" | grep -c html)"
+"$MEMSNAP" info "$s" --from 3 --to 3 >/dev/null 2>&1
+echo "info --from 3 --to 3: exit $?"
+"$MEMSNAP" convert "$s" -o "$d/x.zst" --from 9 --to 2 >/dev/null 2>&1
+echo "convert --from 9 --to 2: exit $?, wrote $(ls "$d" | grep -c zst)"
+"$MEMSNAP" stats "$d/nothing.json" 2>&1 | sed "s|$d/||"
+echo "stats of []: exit ${PIPESTATUS[0]}"
+"$MEMSNAP" -q explain --json "$s" "$d/nothing.json" >"$d/out" 2>/dev/null
+echo "explain --json with one file failing: exit $?, $(wc -c <"$d/out") bytes on stdout"
+head -c 12000 testdata/snapshots/explain/leak.zst >"$d/cut.zst"
+"$MEMSNAP" -q diff testdata/snapshots/explain/leak.zst "$d/cut.zst" | head -2 | sed "s|$d/||"
+"$MEMSNAP" -q diff --json testdata/snapshots/explain/leak.zst "$d/cut.zst" | python3 -c '
+import json, sys; d = json.load(sys.stdin); print("a_cut_short", d["a_cut_short"], "b_cut_short", d["b_cut_short"])'
+rm -rf "$d"
