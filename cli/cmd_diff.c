@@ -8,6 +8,7 @@
 #include "cli/cmds.h"
 #include "cli/opts.h"
 #include "cli/out.h"
+#include "cli/output.h"
 #include "cli/replay_opts.h"
 #include "cli/sites.h"
 #include "explain/explain.h"
@@ -308,8 +309,20 @@ static int64_t step_peak(const struct side *s, size_t lo, size_t i)
 	return st ? (int64_t)st->peak_requested : 0;
 }
 
-/* Each step's peak of allocated bytes, step by step, the largest changes first (a step only
- * one side has counts by its whole peak). */
+/* How much step i changed, for the order: steps both sides have by the size of the change,
+ * then those only one has (-1: no change to tell). */
+static int64_t change_key(const struct side *s, size_t lo, size_t i)
+{
+	int64_t d;
+
+	if (!step_at(&s[0], lo, i) || !step_at(&s[1], lo, i))
+		return -1;
+	d = step_peak(&s[1], lo, i) - step_peak(&s[0], lo, i);
+	return d < 0 ? -d : d;
+}
+
+/* Each step's peak of allocated bytes, step by step, the largest changes first (steps only one
+ * side has after those). */
 static void steps(const struct side *s, size_t top, cJSON *out)
 {
 	size_t oa = s[0].x.steps_before_trace, ob = s[1].x.steps_before_trace;
@@ -326,23 +339,17 @@ static void steps(const struct side *s, size_t top, cJSON *out)
 	/* by the size of the change (a few steps: a selection keeps it simple) */
 	for (k = 0; k < n && k < top; k++) {
 		size_t best = k;
-		for (size_t j = k + 1; j < n; j++) {
-			int64_t dj =
-			        step_peak(&s[1], lo, order[j]) - step_peak(&s[0], lo, order[j]);
-			int64_t db = step_peak(&s[1], lo, order[best]) -
-			             step_peak(&s[0], lo, order[best]);
-			if ((dj < 0 ? -dj : dj) > (db < 0 ? -db : db))
+		for (size_t j = k + 1; j < n; j++)
+			if (change_key(s, lo, order[j]) > change_key(s, lo, order[best]))
 				best = j;
-		}
 		size_t t = order[k];
 		order[k] = order[best];
 		order[best] = t;
 	}
 	if (!out)
-		printf("\npeak requested bytes of each step, step by step (%zu steps in a, %zu in "
-		       "b; "
-		       "largest changes first):\n",
-		       s[0].x.n_steps, s[1].x.n_steps);
+		printf("\npeak requested bytes of each step, step by step (%zu step%s in a, %zu in "
+		       "b; largest changes first):\n",
+		       s[0].x.n_steps, s[0].x.n_steps == 1 ? "" : "s", s[1].x.n_steps);
 	for (k = 0; k < n && (out || k < top); k++) {
 		size_t i = out ? k : order[k];
 		const struct ms_explain_step *sa = step_at(&s[0], lo, i),
@@ -375,6 +382,8 @@ static void steps(const struct side *s, size_t top, cJSON *out)
 	}
 	if (!out && !n)
 		printf("    (no steps in either)\n");
+	else if (!out && n > top)
+		printf("    (%zu more steps: --json lists every step)\n", n - top);
 	ms_free(order);
 }
 
@@ -498,6 +507,10 @@ int cmd_diff(int argc, const char **argv)
 	ms_replay_cli_check(&c, opts, usage);
 	ms_frames_opt_check(&frames, opts, usage);
 	ms_site_depth_set(site_depth, opts, usage);
+	if (ms_same_file(argv[0], argv[1]))
+		ms_note("%s and %s are the same file: each device is compared with itself, and "
+		        "nothing differs",
+		        argv[0], argv[1]);
 	if (ms_replay_cli_devices(&c, argv[0], "diff", &da, &na))
 		return MS_EXIT_ERROR;
 	if (ms_replay_cli_devices(&c, argv[1], "diff", &db, &nb)) {

@@ -158,7 +158,11 @@ static void print_cats(const struct ms_explain *x, uint64_t allocated, uint64_t 
 		printf("    %-16s %11s  %6llu %-6s  %s\n", ms_explain_cat_name(k),
 		       ms_format_size(b, sizeof(b), x->cat_bytes[k]),
 		       (unsigned long long)x->cat_blocks[k],
-		       x->cat_blocks[k] == 1 ? "block" : "blocks", cat_rule[k]);
+		       x->cat_blocks[k] == 1 ? "block" : "blocks",
+		       k == MS_CAT_PARAMETERS && !x->has_stacks
+		               ? "kept from before the first optimizer step through the last, a "
+		                 "gradient of its size (no stacks to tell torch.nn's)"
+		               : cat_rule[k]);
 	}
 	if (rd >= 0) {
 		printf("    %-16s %11s                allocated beyond the bytes asked for "
@@ -905,9 +909,10 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 					       "growing shapes, not more of them kept\n",
 					       x.growth[k].blocks_at_last_step);
 				else
-					printf("      %u allocations at the first step, %u at the "
+					printf("      %u allocation%s at the first step, %u at the "
 					       "last: more of them kept each step\n",
 					       x.growth[k].blocks_at_first_step,
+					       x.growth[k].blocks_at_first_step == 1 ? "" : "s",
 					       x.growth[k].blocks_at_last_step);
 			}
 		}
@@ -1014,10 +1019,9 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 				    x.steps[k].peak_requested > x.steps[hk].peak_requested)
 					hk = k;
 			if (hk != SIZE_MAX && capacity && x.steps[hk].peak_requested > capacity)
-				printf("    the job asks for %s at once later on (step %zu, event "
-				       "%llu), more than %s: past this OOM it runs out whatever "
-				       "the "
-				       "setting\n",
+				printf("    the job holds %s of allocations at once later on "
+				       "(step %zu, event %llu), more than %s: past this OOM it "
+				       "runs out whatever the setting\n",
 				       ms_format_size(b1, sizeof(b1), x.steps[hk].peak_requested),
 				       hk + 1 + x.steps_before_trace,
 				       (unsigned long long)x.steps[hk].peak_event,
@@ -1130,8 +1134,16 @@ static void compare(const struct rank_row *rows, size_t n, cJSON *jroot)
 		}
 		return;
 	}
-	printf("\n%zu traces compared: the median peak reserved is %s; ", n,
-	       ms_format_size(b1, sizeof(b1), median));
+	{
+		size_t files = 0;
+		for (k = 0; k < n; k++)
+			files += !k || strcmp(rows[k].path, rows[k - 1].path) != 0;
+		if (files == n)
+			printf("\n%zu traces compared", n);
+		else
+			printf("\n%zu devices of %zu files compared", n, files);
+	}
+	printf(": the median peak reserved is %s; ", ms_format_size(b1, sizeof(b1), median));
 	if (n_oom)
 		printf("%zu of them run%s out of memory\n", n_oom, n_oom == 1 ? "s" : "");
 	else

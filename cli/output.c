@@ -29,6 +29,16 @@ void ms_output_refuse_inputs(const char *out, const char *const *inputs, size_t 
 	}
 }
 
+int ms_same_file(const char *a, const char *b)
+{
+	struct stat sa, sb;
+
+	if (!strcmp(a, b))
+		return 1;
+	return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev &&
+	       sa.st_ino == sb.st_ino;
+}
+
 /*
  * The temporary file a fatal signal must remove. One output is open at a time; the path is
  * copied into a static buffer so that the handler needs nothing but unlink (async-signal-safe).

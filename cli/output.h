@@ -15,6 +15,9 @@
 #include <stddef.h>
 #include <stdio.h>
 
+/* Whether paths a and b name one file (the same path, or the same device and inode). */
+int ms_same_file(const char *a, const char *b);
+
 /*
  * Exit 1 with one line when out names the same file as one of inputs[0..n) (same device and
  * inode, so a hard link, a symbolic link or another spelling of the path is caught too).
