@@ -630,7 +630,8 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 			continue;
 		p = (uint64_t)w->r.stats.reserved_bytes[0].peak;
 		avoids = first.has_oom && !w->r.has_oom;
-		if (avoids || (!w->r.has_oom && p < reserved))
+		/* a setting that avoids the OOM, or lowers the peak by 1% or more */
+		if (avoids || (!w->r.has_oom && p < reserved && reserved - p >= reserved / 100))
 			recs[nrec++] =
 			        (struct rec){k, p, avoids, avoids && w->r.missed_ooms_went_on};
 	}
@@ -991,9 +992,13 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 					                    : "");
 			}
 		}
-		printf("\n  what to change (each replayed on this trace%s%s):\n",
+		printf("\n  what to change (each replayed on this trace%s%s%s%s%s):\n",
 		       c->o.limit ? ", limit " : "",
-		       c->o.limit ? ms_format_size(b1, sizeof(b1), c->o.limit) : "");
+		       c->o.limit ? ms_format_size(b1, sizeof(b1), c->o.limit) : "",
+		       nrec && first.alloc_conf[0] ? "; each in place of \"" : "",
+		       nrec && first.alloc_conf[0] ? first.alloc_conf : "",
+		       nrec && first.alloc_conf[0] ? "\", whatif --configs tries combinations"
+		                                   : "");
 		if (rows[0].s)
 			printf("    the recorded settings could not be replayed: %s\n",
 			       rows[0].err);
@@ -1050,6 +1055,8 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 				       w->min_memory > p
 				               ? " (more than its peak: under a lower limit "
 				                 "the allocator takes other paths, and runs out)"
+				       : rows[0].min_memory && w->min_memory > rows[0].min_memory
+				               ? " (more than the settings it replaces need)"
 				               : "");
 			printf("\n");
 		}
