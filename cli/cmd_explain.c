@@ -284,7 +284,7 @@ static void findings(const struct ms_explain *x, const struct ms_replay_result *
 		return;
 	}
 	if (x->n_top_activations) {
-		printf("\n  largest activations at the peak, by site:\n");
+		printf("\n  largest activations and temporaries at the peak, by site:\n");
 		print_sites(y, x->top_activations, x->n_top_activations);
 	}
 	if (x->copies_told && x->copy_bytes) {
