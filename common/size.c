@@ -43,6 +43,8 @@ const char *ms_size_parse(const char *s, uint64_t *out)
 		return "no number";
 	while (*p == ' ')
 		p++;
+	if (*p == '-')
+		return "a size is never negative";
 	for (; isdigit((unsigned char)*p); p++, digits++) {
 		if (whole > (UINT64_MAX - 9) / 10)
 			return "too large";
