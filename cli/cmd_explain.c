@@ -510,7 +510,9 @@ static void print_steps(const struct ms_explain *x, size_t peak_step, const uint
 			       (unsigned long long)x->steps[k].first_event,
 			       ms_format_size(b, sizeof(b), x->steps[k].peak_requested),
 			       (unsigned long long)x->steps[k].peak_event, r,
-			       k + 1 == peak_step ? "  <- the peak" : "");
+			       k + 1 != peak_step ? ""
+			       : rp->ended_by_oom ? "  <- the replay's peak, up to its OOM"
+			                          : "  <- the peak");
 		}
 	ms_free(show);
 	if (steps_exceed_reserved(x, res, rp))
