@@ -539,10 +539,13 @@ static uint64_t releasable_bytes(const struct ms_model *m)
 
 void ms_model_empty_cache(struct ms_model *m)
 {
-	/* synchronize_and_free_events: pending frees complete as the trace records them */
-	m->st.num_sync_all_streams++;
-	release_pool(m, &m->large);
-	release_pool(m, &m->small);
+	/* the default pools only where no capture is underway (after synchronize_and_free_events,
+	   whose pending frees complete as the trace records them) */
+	if (!m->captures_underway) {
+		m->st.num_sync_all_streams++;
+		release_pool(m, &m->large);
+		release_pool(m, &m->small);
+	}
 	/* then the private pools nothing uses any more, even during a capture (§14.5) */
 	for (size_t i = 0; i + 1 < m->n_pools; i++)
 		if (m->priv[i].released) {

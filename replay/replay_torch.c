@@ -101,6 +101,27 @@ static int completes_next(const struct ms_trace *t, size_t i, uint32_t device)
 	return 0;
 }
 
+/*
+ * The private pools whose segments the empty_cache() before event i gives back (the segment
+ * frees that follow it at once): no longer used by then (a graph reset, a MemPool deleted),
+ * which the trace says only through those frees. Released first, as they were in the run.
+ */
+static void release_freed_pools(struct tp *p, const struct ms_trace *t, size_t i, uint32_t dev)
+{
+	for (; i < t->n_events; i++) {
+		const struct ms_event *e = &t->events[i];
+		uint64_t id[2];
+		if (e->device != dev || e->source != MS_SRC_TORCH)
+			continue; /* another device's, a raw CUDA call's (the cudaFree itself) */
+		if (e->action != MS_ACT_SEGMENT_FREE && e->action != MS_ACT_SEGMENT_UNMAP)
+			return;
+		if (e->pool == MS_POOL_DEFAULT || e->pool == MS_POOL_UNKNOWN)
+			continue;
+		ms_pool_id(e->pool, id);
+		p->api->release_pool(id[0], id[1]); /* once: the plugin ignores a second */
+	}
+}
+
 /* The program's empty_cache() number k, as the model placed it: every cache, or one pool's. */
 static void empty_cache(struct tp *p, const uint16_t *ec_pool, size_t k)
 {
@@ -181,6 +202,7 @@ static ms_status run(struct tp *p, const struct ms_trace *t, const struct ms_rep
 		 * the event: another device's or a raw CUDA call's comes after it too) */
 		while (next_ec < n_ec && ec_at[next_ec] <= i) {
 			if (ec_at[next_ec++] == i) {
+				release_freed_pools(p, t, i, o->device);
 				empty_cache(p, ec_pool, next_ec - 1);
 				drain(p);
 				r->empty_cache_calls++;

@@ -976,6 +976,83 @@ case("graph_capture_record_stream_reuse", _capture_record_stream.__doc__.replace
     _capture_record_stream)
 
 
+def _capture_empty_cache(cx, manual):
+    """torch.cuda.empty_cache() called inside a CUDA graph capture (capture_error_mode=
+    'thread_local'), while the default pool caches a free 20 MiB segment and an earlier graph,
+    reset, left its private pool freeable with a free 12 MiB segment; then empty_cache() again
+    after the capture. Under torch.cuda.graph, whose entry empties the cache itself, the call
+    inside finds nothing left; under CUDAGraph.capture_begin it finds both."""
+    import torch
+    MiB = 1 << 20
+    cx.history(enabled="all", context="all", stacks="python")
+
+    def segs():
+        by = {}
+        for s in torch.cuda.memory_snapshot():
+            k = "default" if tuple(s["segment_pool_id"]) == (0, 0) else "private"
+            by[k] = by.get(k, 0) + s["total_size"]
+        return by
+
+    def inside(outcome):
+        try:
+            torch.cuda.empty_cache()
+            outcome["empty_cache_in_capture"] = "returned"
+        except RuntimeError as e:
+            outcome["empty_cache_in_capture"] = "error: " + str(e).splitlines()[0]
+        outcome["in_capture"] = segs()
+    x = torch.ones(1 << 20, device="cuda")
+    old = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(old):
+        t = torch.empty(12 * MiB, dtype=torch.uint8, device="cuda")
+        t.fill_(1)
+    del t
+    old.reset()  # its pool: no user left, freeable, its 12 MiB segment cached
+    a = torch.empty(20 * MiB, dtype=torch.uint8, device="cuda")
+    del a  # a whole free 20 MiB segment in the default pool
+    cx.truth["before"] = segs()
+    g = torch.cuda.CUDAGraph()
+    outcome = {}
+    y = None
+    try:
+        if manual:
+            side = torch.cuda.Stream()
+            side.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(side):
+                g.capture_begin(capture_error_mode="thread_local")
+                try:
+                    y = x * 2
+                    inside(outcome)
+                finally:
+                    g.capture_end()
+            torch.cuda.current_stream().wait_stream(side)
+        else:
+            with torch.cuda.graph(g, capture_error_mode="thread_local"):
+                y = x * 2
+                inside(outcome)
+        g.replay()
+        outcome["capture"] = "captured and replayed"
+        cx.truth["graph_pool"] = list(g.pool())
+    except RuntimeError as e:
+        outcome["capture"] = "error: " + str(e).splitlines()[0]
+    torch.cuda.synchronize()
+    outcome["after_capture"] = segs()
+    torch.cuda.empty_cache()
+    outcome["after_empty_cache"] = segs()
+    cx.truth["outcome"] = outcome
+    cx.truth["end"] = moment()
+    del y
+    cx.finish()
+
+
+_doc = _capture_empty_cache.__doc__.replace("\n    ", " ").split(". Under")[0]
+case("graph_capture_empty_cache", _doc + "; the capture made by torch.cuda.graph (its entry "
+     "empties the cache first); history on from the start")(
+    lambda cx: _capture_empty_cache(cx, False))
+case("graph_capture_begin_empty_cache", _doc + "; the capture begun with "
+     "CUDAGraph.capture_begin on a side stream (nothing emptied before it); history on from the "
+     "start")(lambda cx: _capture_empty_cache(cx, True))
+
+
 @case("mempool_no_split", "torch.cuda.MemPool(no_split=True), then the same in a MemPool without "
       "it: in each, a 30 MiB tensor made and freed (its segment cached in the pool), two 10 MiB "
       "tensors (no_split: the first takes the cached 30 MiB block whole, the second a new "
@@ -1475,7 +1552,9 @@ ORDER = ["ring_wrap", "late_history", "late_after_empty_cache", "state_only", "n
          "decode_graphs", "mempool_on_oom", "mempool_on_oom_fixed", "mempool_on_oom_roomy",
          "mempool_scope_blocks_retry", "graph_capture_blocks_retry",
          "mempool_scope_blocks_retry_gc", "graph_capture_blocks_retry_gc",
-         "graph_capture_record_stream", "graph_capture_record_stream_reuse", "mempool_no_split", "graph_pools_expandable",
+         "graph_capture_record_stream", "graph_capture_record_stream_reuse",
+         "graph_capture_empty_cache", "graph_capture_begin_empty_cache", "mempool_no_split",
+         "graph_pools_expandable",
          "compile_reduce_overhead_expandable", "mempool_expandable", "graph_step_adam_expandable",
          "decode_graphs_expandable", "explain_adamw", "explain_sgd", "explain_leak",
          "explain_hf_gpt2", "explain_lightning", "explain_copies", "explain_llama",

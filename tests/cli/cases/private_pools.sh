@@ -11,12 +11,18 @@
 # graph capture does (graph_capture_blocks_retry, the same). A recording
 # goes on to the job's exit, after the pools were deleted: where the snapshot was taken before
 # (mempool_no_split, mempool_on_oom_fixed and _roomy), the recording's end differs from the snapshot's.
+# torch.cuda.empty_cache() inside a capture: under torch.cuda.graph, whose entry empties the cache,
+# it finds nothing (graph_capture_empty_cache: identical); in a capture begun with capture_begin
+# it gives the freeable graph pool's segment back and, on the capturing stream, fails with a CUDA
+# error that fails the capture (graph_capture_begin_empty_cache): the model has no CUDA errors and
+# diverges after it, at the next empty_cache.
 d=testdata/snapshots/pools
 for n in graph_pools compile_reduce_overhead mempool graph_step_adam graphed_callables \
 	decode_graphs mempool_on_oom mempool_on_oom_fixed mempool_on_oom_roomy \
 	mempool_scope_blocks_retry graph_capture_blocks_retry mempool_no_split \
 	mempool_scope_blocks_retry_gc graph_capture_blocks_retry_gc \
-	graph_capture_record_stream graph_capture_record_stream_reuse graph_pools_expandable \
+	graph_capture_record_stream graph_capture_record_stream_reuse graph_capture_empty_cache \
+	graph_capture_begin_empty_cache graph_pools_expandable \
 	compile_reduce_overhead_expandable mempool_expandable graph_step_adam_expandable \
 	decode_graphs_expandable; do
 	echo "== $n"
