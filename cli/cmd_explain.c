@@ -47,7 +47,11 @@ static const char *const cat_rule[MS_CAT_COUNT] = {
         "not placed: from before the trace, or no optimizer steps to place it by",
 };
 
-/* Memory outside PyTorch at event peak, from the trace's raw CUDA events of the device. */
+/*
+ * Memory outside PyTorch at event peak, from the trace's raw CUDA events of the device; known
+ * where the trace records raw CUDA calls at all (memsnap record's interposer: 0 is a figure
+ * then, even if every call comes after the peak).
+ */
 static uint64_t outside_at(const struct ms_trace *t, uint32_t device, uint64_t peak, int *known)
 {
 	struct ms_external x;
@@ -55,16 +59,46 @@ static uint64_t outside_at(const struct ms_trace *t, uint32_t device, uint64_t p
 
 	memset(&x, 0, sizeof(x));
 	*known = 0;
+	for (size_t i = 0; i < t->n_events && !*known; i++)
+		*known = t->events[i].source != MS_SRC_TORCH;
 	for (size_t i = 0; i < t->n_events && i <= peak; i++) {
 		if (t->events[i].device != device)
 			continue;
-		*known |= t->events[i].source != MS_SRC_TORCH;
 		if (ms_external_event(&x, i, &t->events[i]))
 			ms_die(MS_EXIT_ERROR, "out of memory");
 	}
 	cur = x.cur;
 	ms_external_release(&x);
 	return cur;
+}
+
+/* The innermost annotation open at event at (record_function, a phase), or NULL. */
+static const char *open_annotation(const struct ms_trace *t, uint64_t at)
+{
+	uint32_t *open = NULL;
+	size_t n = 0, cap = 0;
+	const char *name = NULL;
+
+	for (size_t i = 0; i < t->n_anns && t->anns[i].event_index <= at; i++) {
+		const struct ms_annotation *a = &t->anns[i];
+		if (a->stage == MS_ANN_START) {
+			if (ms_grow(&open, &cap, n + 1, sizeof(*open)))
+				ms_die(MS_EXIT_ERROR, "out of memory");
+			open[n++] = a->name;
+		} else if (a->stage == MS_ANN_END) {
+			for (size_t k = n; k-- > 0;)
+				if (open[k] == a->name) {
+					memmove(open + k, open + k + 1,
+					        (n - k - 1) * sizeof(*open));
+					n--;
+					break;
+				}
+		}
+	}
+	if (n)
+		name = ms_symtab_get_str(&t->syms, open[n - 1])->s;
+	ms_free(open);
+	return name;
 }
 
 /* The step an event lies in (1-based), 0 if before the first. */
@@ -687,6 +721,10 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 			cJSON_AddNumberToObject(o, "step", (double)(ps + x.steps_before_trace));
 		else
 			cJSON_AddNullToObject(o, "step");
+		if (open_annotation(t, at))
+			cJSON_AddStringToObject(o, "annotation", open_annotation(t, at));
+		else
+			cJSON_AddNullToObject(o, "annotation");
 		cJSON_AddBoolToObject(o, "is_lower_bound", first.rebuilt);
 		/* the replay stopped at an OOM the recorded run did not have (exit code 3) */
 		cJSON_AddBoolToObject(root, "replay_ended_by_oom", first.ended_by_oom);
@@ -836,6 +874,11 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 		if (ps)
 			printf(" (step %zu of %zu)", ps + x.steps_before_trace,
 			       x.n_steps + x.steps_before_trace);
+		if (open_annotation(t, at))
+			printf(" in \"%s\"", open_annotation(t, at));
+		if (at < t->n_events && t->events[at].t_ns && t->events[0].t_ns)
+			printf(", %.3f s in",
+			       (double)(t->events[at].t_ns - t->events[0].t_ns) / 1e9);
 		printf(", the most allocated while it stood, %s:\n",
 		       ms_format_size(b2, sizeof(b2), allocated));
 		print_cats(&x, allocated, first.served_oom_at_peak_reserved, cached, outside,

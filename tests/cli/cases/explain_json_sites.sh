@@ -18,3 +18,22 @@ print("label has two frames:", " > " in top["label"], "| the text names it:", to
       "| site is its last frame's line:", last.endswith(top["site"].rsplit("/", 1)[-1] + ")"))
 PY
 rm -f "$TMPDIR/sites.json" "$TMPDIR/sites.txt"
+# the peak's annotation: the innermost one open at the peak's entry, by the entries' and the
+# annotations' times as PyTorch wrote them (read by Python from the snapshot)
+f=testdata/snapshots/explain/lightning.pickle.zst
+"$MEMSNAP" -q explain --json "$f" | python3 -c '
+import json, pickle, subprocess, sys
+peak = json.load(sys.stdin)["peak"]
+snap = pickle.loads(subprocess.run(["zstd", "-qdc", sys.argv[1]], check=True,
+                                   capture_output=True).stdout)   # the project s own recording
+t = snap["device_traces"][0][peak["event"]]["time_us"]
+open_ = []
+for a in sorted(snap["external_annotations"], key=lambda a: a["time_us"]):
+    if a["time_us"] > t:
+        break
+    if a["stage"] == "START":
+        open_.append(a["name"])
+    elif a["name"] in open_:
+        open_.reverse(); open_.remove(a["name"]); open_.reverse()
+want = open_[-1] if open_ else None
+print("peak annotation:", peak["annotation"], "| by the times:", "the same" if want == peak["annotation"] else want)' "$f"
