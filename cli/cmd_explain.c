@@ -573,6 +573,83 @@ static void print_steps(const struct ms_explain *x, size_t peak_step, const uint
 
 /* One device of t: the explanation as text on stdout or into *jout. */
 /* One file's device, as the comparison of several files (ranks) shows it. */
+/* The growing sites' bytes at the last step they were looked at (growth above), together. */
+static uint64_t growing_bytes(const struct ms_explain *x)
+{
+	uint64_t n = 0;
+	for (size_t k = 0; k < x->n_growth; k++)
+		n += x->growth[k].bytes_at_last_step;
+	return n;
+}
+
+static uint64_t blocks_of(const struct ms_explain *e)
+{
+	uint64_t n = 0;
+	for (unsigned k = 0; k < MS_CAT_COUNT; k++)
+		n += e->cat_blocks[k];
+	return n;
+}
+
+/*
+ * What the program still held at the end of the trace, by category (e: the categories after its
+ * last event), and how much of it the sites that grow held: the model's state apart from what
+ * grows. Nothing where the replay ran out of memory before the end.
+ */
+static void print_live_at_end(const struct ms_trace *t, const struct ms_explain *x,
+                              const struct ms_explain *e, const struct ms_replay_result *r)
+{
+	char b[32];
+
+	if (r->ended_by_oom)
+		return;
+	printf("\n  live at the end%s: %s in %llu allocation%s: ",
+	       t->meta.producer && !strncmp(t->meta.producer, "memsnap-recorder", 16)
+	               ? " (a recording runs to the program's exit)"
+	               : "",
+	       ms_format_size(b, sizeof(b), ms_explain_requested(e)),
+	       (unsigned long long)blocks_of(e), blocks_of(e) == 1 ? "" : "s");
+	if (!blocks_of(e)) {
+		printf("nothing\n");
+		return;
+	}
+	print_cats_line(e, 0);
+	if (x->n_growth && growing_bytes(x) <= ms_explain_requested(e))
+		printf("    of it, the sites that grow (above) held %s at the last step; the rest "
+		       "is the model's state and what it keeps\n",
+		       ms_format_size(b, sizeof(b), growing_bytes(x)));
+	else if (x->n_growth)
+		printf("    the sites that grow (above) held %s at the last step, more than is "
+		       "live "
+		       "at the end: it was freed before the end\n",
+		       ms_format_size(b, sizeof(b), growing_bytes(x)));
+	else if (x->growth_steps)
+		printf("    nothing of it grew from step to step\n");
+}
+
+static void json_live_at_end(cJSON *root, const struct ms_explain *x, const struct ms_explain *e,
+                             const struct ms_replay_result *r)
+{
+	cJSON *o, *c;
+
+	if (r->ended_by_oom) {
+		cJSON_AddNullToObject(root, "live_at_end");
+		return;
+	}
+	o = cJSON_AddObjectToObject(root, "live_at_end");
+	ms_json_u64(o, "bytes", ms_explain_requested(e));
+	ms_json_u64(o, "allocations", blocks_of(e));
+	c = cJSON_AddObjectToObject(o, "categories");
+	for (unsigned k = 0; k < MS_CAT_COUNT; k++)
+		if (!ms_explain_cat_told(e, k))
+			cJSON_AddNullToObject(c, ms_explain_cat_name(k));
+		else
+			ms_json_u64(c, ms_explain_cat_name(k), e->cat_bytes[k]);
+	if (x->growth_steps)
+		ms_json_u64(o, "growing_sites_bytes_at_last_step", growing_bytes(x));
+	else
+		cJSON_AddNullToObject(o, "growing_sites_bytes_at_last_step");
+}
+
 struct rank_row {
 	char label[4200];
 	const char *path;
@@ -589,7 +666,7 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 {
 	struct ms_replay_result first;
 	struct ms_limit_range lim;
-	struct ms_explain x, at_oom, at_apeak;
+	struct ms_explain x, at_oom, at_apeak, at_end;
 	struct ms_explain_in in;
 	struct ms_whatif_row *rows;
 	struct ms_replay_opts wo;
@@ -617,6 +694,15 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 	if ((s = ms_explain_run(&in, &x)))
 		ms_die(MS_EXIT_ERROR, "out of memory");
 	outside = outside_at(t, device, in.peak_index, &outside_known);
+	/* what is live at the end, where the replay got there */
+	memset(&at_end, 0, sizeof(at_end));
+	if (!first.ended_by_oom && t->n_events) {
+		struct ms_explain_in e = in;
+		e.peak_index = t->n_events - 1;
+		e.allocated_at_peak = (uint64_t)first.stats.allocated_bytes[0].current;
+		if ((s = ms_explain_run(&e, &at_end)))
+			ms_die(MS_EXIT_ERROR, "out of memory");
+	}
 	/* the allocated peak, where it is another moment with more allocated */
 	memset(&at_apeak, 0, sizeof(at_apeak));
 	apeak = (uint64_t)first.stats.allocated_bytes[0].peak > allocated;
@@ -802,6 +888,7 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 			                        x.growth[k].blocks_at_last_step);
 			cJSON_AddItemToArray(a, g);
 		}
+		json_live_at_end(root, &x, &at_end, &first);
 		findings(&x, &first, &t->syms, cJSON_AddObjectToObject(root, "findings"));
 		if (has_oom) {
 			const struct ms_replay_oom *f = &first.first_oom;
@@ -962,6 +1049,7 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 					       x.growth[k].blocks_at_last_step);
 			}
 		}
+		print_live_at_end(t, &x, &at_end, &first);
 		findings(&x, &first, &t->syms, NULL);
 		if (has_oom) {
 			const struct ms_replay_oom *f = &first.first_oom;
@@ -1129,6 +1217,7 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 	ms_free(sres);
 	ms_explain_release(&at_oom);
 	ms_explain_release(&at_apeak);
+	ms_explain_release(&at_end);
 	snprintf(row->label, sizeof(row->label), "%s", label);
 	row->path = path;
 	row->device = device;

@@ -21,8 +21,9 @@ static const char *const usage[] = {
         "",
         "From the trace alone: peak requested bytes (PyTorch's requested_bytes.all.peak)",
         "with the event, time and annotation where it happened; allocations still live",
-        "at the end (possible leaks); the largest allocations; the top allocation sites",
-        "by bytes live at the peak; and, from the end-state segments when present,",
+        "at the end (the model's state, caches, leaks: explain tells them apart); the",
+        "largest allocations; the top allocation sites by bytes live at the peak; and,",
+        "from the end-state segments when present,",
         "reserved, allocated, internal (rounding) and external free bytes, the largest",
         "free block and the number of segments. Several files (one per rank) give one",
         "table with a row per file, read in parallel.",
@@ -493,7 +494,8 @@ static void print_one(const struct job *j)
 		       (unsigned long long)r->external_peak_index,
 		       ms_format_size(b2, sizeof(b2), r->external_end),
 		       (unsigned long long)r->raw_events, (unsigned long long)r->raw_claimed);
-	printf("\n  live at end:      %llu allocation%s, %s (possible leaks)\n",
+	printf("\n  live at end:      %llu allocation%s, %s (the model's state, caches, leaks: "
+	       "memsnap explain tells them apart)\n",
 	       (unsigned long long)r->live_count, r->live_count == 1 ? "" : "s",
 	       ms_format_size(b1, sizeof(b1), r->live_bytes));
 	for (size_t i = 0; i < r->n_live_top; i++)

@@ -37,3 +37,15 @@ for a in sorted(snap["external_annotations"], key=lambda a: a["time_us"]):
         open_.reverse(); open_.remove(a["name"]); open_.reverse()
 want = open_[-1] if open_ else None
 print("peak annotation:", peak["annotation"], "| by the times:", "the same" if want == peak["annotation"] else want)' "$f"
+# live at the end of the leak's snapshot, against what the job had (truth.json): the model's
+# parameters and AdamW's state, and the kept logits, which are what grew
+"$MEMSNAP" -q explain --json testdata/snapshots/explain/leak.pickle.zst | python3 -c '
+import json, sys
+e = json.load(sys.stdin)["live_at_end"]
+t = json.load(open(sys.argv[1]))
+c = e["categories"]
+print("live at end: parameters", c["parameters"] == t["model"]["parameter_bytes"],
+      "optimizer_state", c["optimizer_state"] == t["model"]["optimizer_state_bytes"],
+      "growing sites", e["growing_sites_bytes_at_last_step"] == t["leak"]["bytes"],
+      "| other minus growth:", (c["other"] - t["leak"]["bytes"]) >> 20, "MiB")' \
+	testdata/snapshots/explain/leak.truth.json
