@@ -930,6 +930,8 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 			ms_json_u64(o, "cache_releasable_bytes", f->o.releasable);
 			json_cats(o, &at_oom, f->o.allocated, 0, f->o.reserved - f->o.allocated, 0,
 			          0);
+			json_sites(cJSON_AddArrayToObject(o, "holders"), &t->syms, at_oom.top_live,
+			           at_oom.n_top_live);
 		} else {
 			cJSON_AddNullToObject(root, "oom");
 		}
@@ -1061,6 +1063,10 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 			       ms_format_size(b3, sizeof(b3), f->o.reserved));
 			print_cats(&at_oom, f->o.allocated, 0, f->o.reserved - f->o.allocated, 0,
 			           0);
+			if (at_oom.n_top_live) {
+				printf("    held by, the largest sites of what was allocated:\n");
+				print_sites(&t->syms, at_oom.top_live, at_oom.n_top_live);
+			}
 			{
 				int fit = fits(f, capacity, &lim);
 				uint64_t demand = f->o.allocated + f->o.requested;

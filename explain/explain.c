@@ -920,8 +920,13 @@ static ms_status growth(struct ex *x)
  * activations', or (copies) the copies' (copy_stack), whose totals go to copy_bytes and
  * copy_blocks.
  */
-static ms_status top_sites(struct ex *x, int copies, struct ms_explain_site *out, size_t *n_out)
+enum site_set { SITES_ACTIVATIONS, SITES_COPIES, SITES_ALL };
+
+/* The largest sites of a set of the blocks live in the state (copies: also their sums). */
+static ms_status top_sites(struct ex *x, enum site_set set, struct ms_explain_site *out,
+                           size_t *n_out)
 {
+	int copies = set == SITES_COPIES;
 	struct ms_explain *r = x->x;
 	struct ms_u64map row_of = MS_U64MAP_INIT;
 	struct ms_explain_site *rows = NULL;
@@ -932,8 +937,9 @@ static ms_status top_sites(struct ex *x, int copies, struct ms_explain_site *out
 		const struct blk *b = &x->b[i];
 		uint32_t frame;
 		uint64_t *ri;
-		if (!in_state(x, b) || (copies ? !copy_stack(x, b->stack, &r->copies_told)
-		                               : b->cat != MS_CAT_ACTIVATIONS))
+		if (!in_state(x, b) ||
+		    (set == SITES_COPIES && !copy_stack(x, b->stack, &r->copies_told)) ||
+		    (set == SITES_ACTIVATIONS && b->cat != MS_CAT_ACTIVATIONS))
 			continue;
 		if (copies) {
 			r->copy_bytes += b->size;
@@ -1052,12 +1058,13 @@ ms_status ms_explain_run(const struct ms_explain_in *in, struct ms_explain *out)
 		}
 	}
 	if ((s = step_peaks(&x)) || (s = growth(&x)) ||
-	    (s = top_sites(&x, 0, out->top_activations, &out->n_top_activations)))
+	    (s = top_sites(&x, SITES_ACTIVATIONS, out->top_activations, &out->n_top_activations)) ||
+	    (s = top_sites(&x, SITES_ALL, out->top_live, &out->n_top_live)))
 		goto out;
 	/* copies: whether any stack has C++ frames is learnt as they are looked at, all of them */
 	for (size_t i = 0; i < x.n && !out->copies_told; i++)
 		(void)copy_stack(&x, x.b[i].stack, &out->copies_told);
-	if ((s = top_sites(&x, 1, out->top_copies, &out->n_top_copies)))
+	if ((s = top_sites(&x, SITES_COPIES, out->top_copies, &out->n_top_copies)))
 		goto out;
 	if (out->n_growth > 1)
 		qsort(out->growth, out->n_growth, sizeof(*out->growth), growth_cmp);

@@ -117,6 +117,9 @@ struct ms_explain {
 	/* the sites whose activations hold the most at the peak, largest first */
 	struct ms_explain_site top_activations[MS_EXPLAIN_TOP_SITES];
 	size_t n_top_activations;
+	/* the sites whose allocations, of every category, hold the most in the state */
+	struct ms_explain_site top_live[MS_EXPLAIN_TOP_SITES];
+	size_t n_top_live;
 	/*
 	 * Copies alive at the peak: blocks made by a copying operator (clone, .to(), .contiguous(),
 	 * a dtype or device conversion), told by the C++ frames of their stacks; copies_told is 0

@@ -16,3 +16,10 @@ print(sys.argv[1], o["cause"], "fits_without_fragmentation", o["fits_without_fra
       "new segment", o["new_segment_bytes"] >> 20, "MiB")' "$f $*"
 	"$MEMSNAP" -q explain "testdata/snapshots/$f" "$@" | grep -E "^    (fragmentation|demand|segment size)" | cut -c1-72
 done
+# who held the memory at the OOM: the sites of what was allocated, which add up to what the
+# replay had allocated there (one 400 MiB tensor, at the line of the script that made it)
+"$MEMSNAP" -q explain --json testdata/snapshots/explain/frag_oom.pickle.zst --limit "$lim" | python3 -c '
+import json, sys; o = json.load(sys.stdin)["oom"]
+h = o["holders"]
+print("holders:", len(h), "sum equals allocated:", sum(x["bytes"] for x in h) == o["allocated_bytes"],
+      "top:", h[0]["bytes"] >> 20, "MiB at", h[0]["site"].rsplit("/", 1)[-1])'
