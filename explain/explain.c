@@ -272,6 +272,20 @@ static ms_status steps_by_repetition(struct ex *x)
 	return st;
 }
 
+/* A step the annotation begins: memsnap.step(), or the scope torch.profiler's step() opens
+ * ("ProfilerStep#N"). */
+static int step_start(const struct ms_trace *t, const struct ms_annotation *a)
+{
+	const char *name = ms_symtab_get_str(&t->syms, a->name)->s;
+
+	if (a->kind == MS_ANN_STEP)
+		return 1;
+	if (a->stage != MS_ANN_START || !starts_with(name, "ProfilerStep#"))
+		return 0;
+	name += sizeof("ProfilerStep#") - 1;
+	return *name && strspn(name, "0123456789") == strlen(name);
+}
+
 static ms_status windows_and_steps(struct ex *x)
 {
 	static const char prefix[] = "Optimizer.step#";
@@ -288,7 +302,7 @@ static ms_status windows_and_steps(struct ex *x)
 	 */
 	for (size_t i = 0; i < x->t->n_anns && !own; i++) {
 		const struct ms_annotation *a = &x->t->anns[i];
-		int step = a->kind == MS_ANN_STEP ||
+		int step = step_start(x->t, a) ||
 		           starts_with(ms_symtab_get_str(&x->t->syms, a->name)->s, prefix);
 		own = step && a->device == x->in->device;
 		other |= step && a->device != x->in->device;
@@ -309,7 +323,7 @@ static ms_status windows_and_steps(struct ex *x)
 		int before = a->event_index == 0 && a->t_ns && first_t && a->t_ns < first_t;
 		if (own && a->device != x->in->device)
 			continue;
-		if (a->kind == MS_ANN_STEP) {
+		if (step_start(x->t, a)) {
 			if (ms_grow(&x->bounds, &x->capb, x->nb + 1, sizeof(*x->bounds)))
 				return MS_ERR_NOMEM;
 			x->bounds[x->nb++] = a->event_index;

@@ -1334,9 +1334,11 @@ def model_truth(cx, model, opt, grads):
     }
 
 
-def _explain_loop(cx, model, opt, steps, batch, keep=None, set_to_none=True, amp=False):
+def _explain_loop(cx, model, opt, steps, batch, keep=None, set_to_none=True, amp=False,
+                  after_step=None):
     """A plain loop: forward, backward, optimizer step, zero_grad; keep: a list that takes each
-    step's logits (a leak, as a loss-curve list that keeps tensors would)."""
+    step's logits (a leak, as a loss-curve list that keeps tensors would); after_step: called at
+    the end of each iteration (a profiler's step())."""
     import torch
     import torch.nn.functional as F
     vocab = model.head.out_features
@@ -1356,6 +1358,8 @@ def _explain_loop(cx, model, opt, steps, batch, keep=None, set_to_none=True, amp
         loss.item()
         del x, logits, loss
         cx.truth["steps"] += 1
+        if after_step:
+            after_step()
     model_truth(cx, model, opt, grads)
 
 
@@ -1369,6 +1373,26 @@ def c_explain_adamw(cx):
     m = gpt(d=384, layers=4, vocab=8192, heads=6)
     opt = torch.optim.AdamW(m.parameters(), lr=1e-4)
     _explain_loop(cx, m, opt, 8, (8, 256))
+    cx.finish()
+
+
+@case("explain_profiler", "the AdamW loop of explain_adamw, 8 steps, under torch.profiler (CPU "
+      "activity, every step active) whose step() opens a ProfilerStep#N scope per iteration: "
+      "the snapshot's external_annotations carry them; the truth counts them")
+def c_explain_profiler(cx):
+    import torch
+    torch.manual_seed(0)
+    cx.history(enabled="all", context="all", stacks="python")
+    m = gpt(d=384, layers=4, vocab=8192, heads=6)
+    opt = torch.optim.AdamW(m.parameters(), lr=1e-4)
+    sched = torch.profiler.schedule(wait=0, warmup=0, active=100)
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU],
+                                schedule=sched) as prof:
+        _explain_loop(cx, m, opt, 8, (8, 256), after_step=prof.step)
+    snap = torch.cuda.memory._snapshot()
+    names = [a["name"] for a in snap.get("external_annotations", []) if a["stage"] == "START"]
+    cx.truth["profiler_steps"] = sorted({n for n in names if n.startswith("ProfilerStep#")},
+                                        key=lambda n: int(n.split("#")[1]))
     cx.finish()
 
 
@@ -1557,7 +1581,7 @@ ORDER = ["ring_wrap", "late_history", "late_after_empty_cache", "state_only", "n
          "graph_pools_expandable",
          "compile_reduce_overhead_expandable", "mempool_expandable", "graph_step_adam_expandable",
          "decode_graphs_expandable", "explain_adamw", "explain_sgd", "explain_leak",
-         "explain_hf_gpt2", "explain_lightning", "explain_copies", "explain_llama",
+         "explain_hf_gpt2", "explain_lightning", "explain_profiler", "explain_copies", "explain_llama",
          "explain_empty_cache", "explain_frag_oom", "explain_frag_oom_expandable"] + list(SETTINGS)
 assert sorted(ORDER) == sorted(CASES)
 
