@@ -426,6 +426,18 @@ static void diagnosis_json(struct ms_jsonw *w, const struct ms_report_diagnosis 
 	} else {
 		ms_jsonw_null(w);
 	}
+	key_cstr(w, "steps_from", g->steps_from);
+	key_u64(w, "steps_before_trace", g->steps_before_trace);
+	ms_jsonw_key(w, "steps"); /* [first event, peak requested, its event] each */
+	ms_jsonw_arr_begin(w);
+	for (size_t k = 0; k < g->n_steps; k++) {
+		ms_jsonw_arr_begin(w);
+		ms_jsonw_u64(w, g->steps[k].first_event);
+		ms_jsonw_u64(w, g->steps[k].peak_requested);
+		ms_jsonw_u64(w, g->steps[k].peak_event);
+		ms_jsonw_arr_end(w);
+	}
+	ms_jsonw_arr_end(w);
 	ms_jsonw_key(w, "growth");
 	ms_jsonw_arr_begin(w);
 	for (size_t k = 0; k < g->n_growth; k++) {

@@ -818,6 +818,7 @@ void ms_report_release(struct ms_report *rep)
 	ms_free(rep->band_site);
 	ms_free(rep->band_stack);
 	ms_free(rep->band_cat);
+	ms_free(rep->diag.steps);
 	ms_bands_release(&rep->bands);
 	ms_symtab_release(&rep->site_labels);
 	ms_symtab_release(&rep->frames);
@@ -890,6 +891,12 @@ ms_status ms_report_diagnose(struct ms_report *rep, const struct ms_trace *t,
 		g->growth[k].blocks_last = x.growth[k].blocks_at_last_step;
 		g->n_growth++;
 	}
+	g->steps_from = x.steps_from ? x.steps_from : "";
+	g->steps_before_trace = x.steps_before_trace;
+	if (x.n_steps && (g->steps = ms_malloc(x.n_steps * sizeof(*g->steps)))) {
+		memcpy(g->steps, x.steps, x.n_steps * sizeof(*g->steps));
+		g->n_steps = x.n_steps;
+	}
 	ms_explain_release(&x);
-	return MS_OK;
+	return x.n_steps && !g->steps ? MS_ERR_NOMEM : MS_OK;
 }

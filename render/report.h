@@ -135,6 +135,10 @@ struct ms_report_diagnosis {
 		uint32_t blocks_first, blocks_last; /* as many: larger shapes, not more kept */
 	} growth[MS_REPORT_GROWTH];
 	size_t n_growth;
+	/* the steps (explain.h), owned; numbered after steps_before_trace */
+	const char *steps_from; /* static: "step annotations", ..., or "" */
+	struct ms_explain_step *steps;
+	size_t n_steps, steps_before_trace;
 };
 
 struct ms_report {

@@ -181,7 +181,7 @@
 			'allocated while reserved memory stood at its peak (' + (D.mid_run ? 'at least ' : '') +
 			fmt(g.reserved) + '): ' +
 			fmt(g.allocated) + ' allocated. Each byte placed by the rule beside it ' +
-			'(memsnap explain gives the steps and the settings that help).'));
+			'(memsnap explain gives the settings that lower the peak, each replayed).'));
 		var dt = document.createElement('table');
 		dt.id = 'categories';
 		dt.innerHTML = '<thead><tr><th>bytes</th><th>allocations</th><th>category</th><th>rule</th></tr></thead>';
@@ -236,6 +236,40 @@
 					'repetition: where they are a model\'s layers in one pass, growth is what ' +
 					'the pass keeps, such as activations for its backward, not a leak.' : '')
 				: 'Nothing grows from step to step.'));
+		if (g.steps.length) {
+			/* the steps as memsnap explain lists them: all where few, else the first, the
+			   last, the peak's and the highest peaks */
+			var SP = g.steps, stepShown = {}, peakStep = -1;
+			SP.forEach(function (s, k) { if (s[0] <= g.event) peakStep = k; });
+			if (SP.length <= 12) SP.forEach(function (s, k) { stepShown[k] = 1; });
+			else {
+				stepShown[0] = stepShown[SP.length - 1] = 1;
+				if (peakStep >= 0) stepShown[peakStep] = 1;
+				SP.map(function (s, k) { return k; }).sort(function (a, b) {
+					return SP[b][1] - SP[a][1] || a - b;
+				}).slice(0, 6).forEach(function (k) { stepShown[k] = 1; });
+			}
+			dg.appendChild(text(document.createElement('p'), SP.length + ' step' +
+				(SP.length === 1 ? '' : 's') + ' (from ' + g.steps_from + ')' +
+				(SP.length > 12 ? '; the first, the last, the peak\'s and the highest shown' : '') +
+				': the most the trace\'s allocations asked for at once in each.'));
+			var stepTable = document.createElement('table');
+			stepTable.id = 'steps';
+			stepTable.innerHTML = '<thead><tr><th>step</th><th>first event</th>' +
+				'<th>peak requested</th><th>at event</th></tr></thead>';
+			var stepBody = document.createElement('tbody');
+			SP.forEach(function (s, k) {
+				if (!stepShown[k]) return;
+				var tr = document.createElement('tr');
+				[String(k + 1 + g.steps_before_trace) + (k === peakStep ? ' (the peak)' : ''),
+					String(s[0]), fmt(s[1]), String(s[2])].forEach(function (c) {
+					tr.appendChild(text(document.createElement('td'), c));
+				});
+				stepBody.appendChild(tr);
+			});
+			stepTable.appendChild(stepBody);
+			dg.appendChild(stepTable);
+		}
 	}
 	if (D.oom) {
 		var o = D.oom, p = $('oom');

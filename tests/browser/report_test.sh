@@ -70,6 +70,12 @@ for name in dynamic_oom gpt_train multistream gpt_train_with_nccl pools/graph_po
 		! grep -q '<td>optimizer_state</td>' "$tmp/dom.html"; then
 		problems+=" no-diagnosis"
 	fi
+	# and the steps, as many as memsnap explain finds, with the peak's marked
+	if [ "$name" = gpt_train ]; then
+		n=$("$memsnap" -q explain --json "$src" | python3 -c 'import json, sys; print(len(json.load(sys.stdin)["steps"]))')
+		{ grep -q ">$n steps (from " "$tmp/dom.html" && grep -q '<table id="steps">' "$tmp/dom.html" &&
+			grep -q ' (the peak)</td>' "$tmp/dom.html"; } || problems+=" no-steps-table"
+	fi
 	if [ "$name" = pools/graph_pools ] && ! grep -q 'reserved, private pools' "$tmp/dom.html"; then
 		problems+=" no-private-pools-series"
 	fi
