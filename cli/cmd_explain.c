@@ -521,11 +521,12 @@ static void print_steps(const struct ms_explain *x, size_t peak_step, const uint
 		       "the file, their events are not (a ring buffer that wrapped, history turned "
 		       "on late)",
 		       x->steps_before_trace);
-	printf("\n  steps (from %s): %zu%s\n",
+	printf("\n  steps (from %s%s%s%s): %zu%s\n",
 	       x->steps_by_repetition
 	               ? "repetition: the same allocations evenly spaced, a loop's iterations or, "
 	                 "in one pass, a model's layers"
 	               : x->steps_from,
+	       x->steps_scope[0] ? " \"" : "", x->steps_scope, x->steps_scope[0] ? "\"" : "",
 	       x->n_steps,
 	       x->n_steps > SHOWN ? "; the first, the last, the peak's and the highest shown "
 	                            "(--json has all)"
@@ -848,6 +849,10 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 			cJSON_AddStringToObject(root, "steps_from", x.steps_from);
 		else
 			cJSON_AddNullToObject(root, "steps_from");
+		if (x.steps_scope[0])
+			cJSON_AddStringToObject(root, "steps_scope", x.steps_scope);
+		else
+			cJSON_AddNullToObject(root, "steps_scope");
 		cJSON_AddBoolToObject(root, "steps_exceed_reserved",
 		                      steps_exceed_reserved(&x, sres, &first));
 		if (x.why_uncategorized[0])

@@ -286,6 +286,88 @@ static int step_start(const struct ms_trace *t, const struct ms_annotation *a)
 	return *name && strspn(name, "0123456789") == strlen(name);
 }
 
+/*
+ * Steps from a scope the program repeats, each entry a step: a record_function (or memsnap
+ * phase) name opened 3 times or more, never inside itself, whose scopes hold at least half of
+ * the device's allocations; of several, the one holding the most (the loop's body, not a layer
+ * inside it). 0 where there is none.
+ */
+static ms_status steps_by_scope(struct ex *x, int *found)
+{
+	struct cand {
+		uint32_t name;
+		size_t starts, allocs;
+		uint64_t open; /* the event its open scope began at, or NONE */
+		int nested;
+	} *c = NULL;
+	size_t nc = 0, capc = 0, best = SIZE_MAX, allocs = 0, ai = 0;
+	const struct ms_trace *t = x->t;
+
+	*found = 0;
+	for (size_t i = 0; i < t->n_events; i++)
+		allocs += t->events[i].action == MS_ACT_ALLOC &&
+		          t->events[i].device == x->in->device &&
+		          t->events[i].source == MS_SRC_TORCH;
+	/* the annotations in order, with the allocations between them counted into open scopes */
+	for (size_t i = 0; i <= t->n_events; i++) {
+		for (; ai < t->n_anns && t->anns[ai].event_index <= i; ai++) {
+			const struct ms_annotation *a = &t->anns[ai];
+			const char *name = ms_symtab_get_str(&t->syms, a->name)->s;
+			size_t k;
+			if (a->call != MS_CALL_NONE || a->device != x->in->device ||
+			    (a->stage != MS_ANN_START && a->stage != MS_ANN_END) ||
+			    starts_with(name, "Optimizer.") || starts_with(name, "ProfilerStep#"))
+				continue;
+			for (k = 0; k < nc && c[k].name != a->name; k++)
+				;
+			if (k == nc) {
+				if (a->stage != MS_ANN_START)
+					continue;
+				if (ms_grow(&c, &capc, nc + 1, sizeof(*c))) {
+					ms_free(c);
+					return MS_ERR_NOMEM;
+				}
+				c[nc++] = (struct cand){a->name, 0, 0, NONE, 0};
+			}
+			if (a->stage == MS_ANN_START) {
+				c[k].nested |= c[k].open != NONE;
+				c[k].open = a->event_index;
+				c[k].starts++;
+			} else {
+				c[k].open = NONE;
+			}
+		}
+		if (i < t->n_events && t->events[i].action == MS_ACT_ALLOC &&
+		    t->events[i].device == x->in->device && t->events[i].source == MS_SRC_TORCH)
+			for (size_t k = 0; k < nc; k++)
+				c[k].allocs += c[k].open != NONE;
+	}
+	for (size_t k = 0; k < nc; k++)
+		if (c[k].starts >= 3 && !c[k].nested && allocs && 2 * c[k].allocs >= allocs &&
+		    (best == SIZE_MAX || c[k].allocs > c[best].allocs))
+			best = k;
+	if (best != SIZE_MAX) {
+		x->nb = 0;
+		for (size_t i = 0; i < t->n_anns; i++) {
+			const struct ms_annotation *a = &t->anns[i];
+			if (a->name != c[best].name || a->stage != MS_ANN_START ||
+			    a->device != x->in->device)
+				continue;
+			if (ms_grow(&x->bounds, &x->capb, x->nb + 1, sizeof(*x->bounds))) {
+				ms_free(c);
+				return MS_ERR_NOMEM;
+			}
+			x->bounds[x->nb++] = a->event_index;
+		}
+		x->x->steps_from = "record_function scopes";
+		snprintf(x->x->steps_scope, sizeof(x->x->steps_scope), "%s",
+		         ms_symtab_get_str(&t->syms, c[best].name)->s);
+		*found = 1;
+	}
+	ms_free(c);
+	return MS_OK;
+}
+
 static ms_status windows_and_steps(struct ex *x)
 {
 	static const char prefix[] = "Optimizer.step#";
@@ -307,8 +389,12 @@ static ms_status windows_and_steps(struct ex *x)
 		own = step && a->device == x->in->device;
 		other |= step && a->device != x->in->device;
 	}
-	if (!own && (!other || x->t->meta.input_kind != MS_INPUT_ZST))
-		return steps_by_repetition(x); /* nothing marks the steps */
+	if (!own && (!other || x->t->meta.input_kind != MS_INPUT_ZST)) {
+		/* nothing marks the steps: a scope the program repeats, else the repetition */
+		int found;
+		ms_status s = steps_by_scope(x, &found);
+		return s || found ? s : steps_by_repetition(x);
+	}
 	x->x->steps_other_device = !own;
 	/* the time of the device's first event: a step that ended before it is not in the trace */
 	int64_t first_t = 0;
@@ -391,7 +477,9 @@ static ms_status windows_and_steps(struct ex *x)
 		}
 		x->x->steps_from = "optimizer steps";
 	} else {
-		return steps_by_repetition(x);
+		int found;
+		ms_status s = steps_by_scope(x, &found);
+		return s || found ? s : steps_by_repetition(x);
 	}
 	return MS_OK;
 }

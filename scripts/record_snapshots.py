@@ -1396,6 +1396,29 @@ def c_explain_profiler(cx):
     cx.finish()
 
 
+@case("explain_scopes", "inference with the GPT of explain_adamw (eval, no_grad, no optimizer): 6 "
+      "iterations, each inside torch.profiler.record_function('decode_step'), the first "
+      "preceded by a warm-up outside any scope, each keeping its logits (8 x 256 x 8192 floats, "
+      "64 MiB) in a list; the truth holds the kept bytes")
+def c_explain_scopes(cx):
+    import torch
+    torch.manual_seed(0)
+    cx.history(enabled="all", context="all", stacks="python")
+    m = gpt(d=384, layers=4, vocab=8192, heads=6).eval()
+    kept = []
+    with torch.no_grad():
+        m(torch.randint(0, 8192, (2, 64), device="cuda"))  # warm-up, outside the scopes
+        for i in range(6):
+            with torch.profiler.record_function("decode_step"):
+                x = torch.randint(0, 8192, (8, 256), device="cuda")
+                kept.append(m(x))
+                del x
+            cx.truth["steps"] += 1
+    cx.truth["leak"] = {"tensors": len(kept), "bytes_per_step": tensor_bytes(kept[:1]),
+                        "bytes": tensor_bytes(kept)}
+    cx.finish()
+
+
 @case("explain_sgd", "the same GPT with SGD (momentum 0.9) and zero_grad(set_to_none=False): the "
       "gradients stay from the first backward on; 8 steps, bf16 autocast")
 def c_explain_sgd(cx):
@@ -1581,7 +1604,7 @@ ORDER = ["ring_wrap", "late_history", "late_after_empty_cache", "state_only", "n
          "graph_pools_expandable",
          "compile_reduce_overhead_expandable", "mempool_expandable", "graph_step_adam_expandable",
          "decode_graphs_expandable", "explain_adamw", "explain_sgd", "explain_leak",
-         "explain_hf_gpt2", "explain_lightning", "explain_profiler", "explain_copies", "explain_llama",
+         "explain_hf_gpt2", "explain_lightning", "explain_profiler", "explain_scopes", "explain_copies", "explain_llama",
          "explain_empty_cache", "explain_frag_oom", "explain_frag_oom_expandable"] + list(SETTINGS)
 assert sorted(ORDER) == sorted(CASES)
 
