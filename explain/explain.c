@@ -286,11 +286,20 @@ static int step_start(const struct ms_trace *t, const struct ms_annotation *a)
 	return *name && strspn(name, "0123456789") == strlen(name);
 }
 
+/* A scope of PyTorch's own (torch.compile's timers, operators): never a program's step. */
+static int torch_scope(const char *name)
+{
+	size_t n = strlen(name), k = sizeof(" (dynamo_timed)") - 1;
+	return starts_with(name, "Optimizer.") || starts_with(name, "ProfilerStep#") ||
+	       starts_with(name, "aten::") || starts_with(name, "##") ||
+	       (n >= k && !strcmp(name + n - k, " (dynamo_timed)"));
+}
+
 /*
  * Steps from a scope the program repeats, each entry a step: a record_function (or memsnap
- * phase) name opened 3 times or more, never inside itself, whose scopes hold at least half of
- * the device's allocations; of several, the one holding the most (the loop's body, not a layer
- * inside it). 0 where there is none.
+ * phase) name of its own opened 3 times or more, never inside itself, whose scopes hold at least
+ * half of the device's allocations; of several, the one holding the most (the loop's body, not a
+ * layer inside it). 0 where there is none.
  */
 static ms_status steps_by_scope(struct ex *x, int *found)
 {
@@ -316,7 +325,7 @@ static ms_status steps_by_scope(struct ex *x, int *found)
 			size_t k;
 			if (a->call != MS_CALL_NONE || a->device != x->in->device ||
 			    (a->stage != MS_ANN_START && a->stage != MS_ANN_END) ||
-			    starts_with(name, "Optimizer.") || starts_with(name, "ProfilerStep#"))
+			    torch_scope(name))
 				continue;
 			for (k = 0; k < nc && c[k].name != a->name; k++)
 				;
