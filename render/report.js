@@ -883,6 +883,9 @@
 			});
 			if (lives && document.body.dataset.segmapSelected !== String(pick)) return 'segmap-not-selected';
 			var stack = B.stack[pick] < 0 || said.split('\n').length > 3;
+			/* whether the hovered band had a stack to show, and showed it */
+			document.body.dataset.selftestBandsStack = B.stack[pick] < 0 ? 'none' :
+				said.split('\n').length > 3 ? 'shown' : 'missing';
 			return said.indexOf(', allocated at event ' + B.first[pick] + ',') > 0 && stack &&
 				selectedBand === pick ? 'hover-shows-stack-click-selects' : 'hover-or-click-failed';
 		};

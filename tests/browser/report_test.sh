@@ -117,6 +117,23 @@ ms=$(grep -o 'data-bands-ms-max="[0-9]*"' "$tmp/dom.html" | grep -o '[0-9]*')
 [ -n "$ms" ] && [ "$ms" -lt 1000 ] || problems+=" bands-draw-took-${ms:-?}-ms"
 grep -q 'CONSOLE' "$tmp/chrome.err" && problems+=" console-messages"
 if [ -n "$problems" ]; then echo "FAIL 10m:$problems"; fail=1; else echo "ok 10m (the slowest bands drawing ${ms} ms)"; fi
+# 10.6 M events with Python stacks (17 copies of a real 400-step GPT-2 run): the hovered band's
+# stack shown, the bands coloured by site, each drawing under a second
+"$bench_parse" long "$root/testdata/bench/hf_gpt2_long.pickle.zst" "$tmp/long-stacks.zst" 17 >/dev/null ||
+	{ echo "FAIL 10m-stacks: bench_parse long"; exit 1; }
+html="$art/long-stacks.html"
+"$memsnap" render "$tmp/long-stacks.zst" -o "$html" 2>"$tmp/render.err" || { cat "$tmp/render.err"; exit 1; }
+rm -f "$tmp/long-stacks.zst"
+chrome --enable-logging=stderr --v=0 --dump-dom "file://$html#selftest" >"$tmp/dom.html" 2>"$tmp/chrome.err"
+problems=""
+grep -q 'data-selftest-bands="hover-shows-stack-click-selects"' "$tmp/dom.html" || problems+=" band-hover-or-click"
+grep -q 'data-selftest-bands-stack="shown"' "$tmp/dom.html" ||
+	problems+=" stack-$(grep -o 'data-selftest-bands-stack="[^"]*"' "$tmp/dom.html")"
+grep -qE 'data-bands-sites="[1-9]' "$tmp/dom.html" || problems+=" no-sites-to-colour-by"
+ms=$(grep -o 'data-bands-ms-max="[0-9]*"' "$tmp/dom.html" | grep -o '[0-9]*')
+[ -n "$ms" ] && [ "$ms" -lt 1000 ] || problems+=" bands-draw-took-${ms:-?}-ms"
+grep -q 'CONSOLE' "$tmp/chrome.err" && problems+=" console-messages"
+if [ -n "$problems" ]; then echo "FAIL 10m-stacks:$problems"; fail=1; else echo "ok 10m-stacks (the slowest bands drawing ${ms} ms)"; fi
 # a snapshot without a trace: the segments as recorded, no timeline, no console message
 html="$art/no_trace.html"
 "$memsnap" render "$root/testdata/snapshots/real/no_traces.pickle" -o "$html" 2>"$tmp/render.err" || { cat "$tmp/render.err"; exit 1; }
