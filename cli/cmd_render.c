@@ -24,7 +24,7 @@ static const char *const usage[] = {
         "memsnap render [--format html|csv|txt|dot|svg] [--at peak|oom|end|EVENT] [-o FILE]",
         "               [--alloc-conf S] [--limit N | --memory-fraction F] [--device-memory N]",
         "               [--device D] [--from N] [--to N] [--detail N] [--frames user|all|N]",
-        "               <trace>",
+        "               [--site-depth N] <trace>",
         "",
         "Replay a trace with memsnap's allocator model and draw what happened. --format html",
         "(the default for -o FILE.html) writes one self-contained page for postmortems: memory",
@@ -180,6 +180,7 @@ static int page_data(const struct ms_replay_cli *c, const char *path,
 	        .first = r,
 	        .buckets = pg->detail,
 	        .frames = pg->frames,
+	        .site_depth = ms_site_depth(),
 	        .from = pg->from,
 	        .to = pg->to,
 	        .limit_inferred = lim->inferred,
@@ -378,6 +379,7 @@ static int render_html_together(struct ms_replay_cli *c, const char *path, const
 	                              .first = &known,
 	                              .buckets = pg->detail,
 	                              .frames = pg->frames,
+	                              .site_depth = ms_site_depth(),
 	                              .find_peak = 1};
 	asked.peak_gate = first_pass_gate;
 	asked.peak_gate_ctx = &f;
@@ -636,7 +638,7 @@ static int render_html_devices(struct ms_replay_cli *c, const char *path, const 
 int cmd_render(int argc, const char **argv)
 {
 	struct ms_replay_cli c;
-	struct ms_opt opts[MS_REPLAY_OPTS_MAX + 8];
+	struct ms_opt opts[MS_REPLAY_OPTS_MAX + 10];
 	struct ms_frames_opt frames = {0};
 	const char *format = NULL, *at = NULL, *out = NULL, *moment;
 	struct ms_replay_result r;
@@ -651,7 +653,7 @@ int cmd_render(int argc, const char **argv)
 	size_t nd = 0;
 	uint64_t event = 0, detail = 2000, from = 0, to = UINT64_MAX; /* UINT64_MAX: the end */
 	int windowed, oom_in;
-	int n, json = 0, no_whatif = 0, rc = MS_EXIT_OK;
+	int n, json = 0, no_whatif = 0, rc = MS_EXIT_OK, site_depth = 1;
 	ms_status s;
 
 	ms_replay_cli_init(&c, opts, &json);
@@ -677,6 +679,7 @@ int cmd_render(int argc, const char **argv)
 	opts[n++] = (struct ms_opt)MS_OPT_STRING('o', "output", &out, "FILE",
 	                                         "write here (default: standard output)");
 	opts[n++] = (struct ms_opt)MS_OPT_FRAMES(&frames);
+	opts[n++] = (struct ms_opt)MS_OPT_SITE_DEPTH(&site_depth);
 	opts[n] = (struct ms_opt)MS_OPT_END();
 	n = ms_parse_options(argc, argv, opts, usage);
 	if (n != 1)
@@ -684,6 +687,7 @@ int cmd_render(int argc, const char **argv)
 	ms_replay_cli_check(&c, opts, usage);
 	ms_output_refuse_inputs(out, argv, 1);
 	ms_frames_opt_check(&frames, opts, usage);
+	ms_site_depth_set(site_depth, opts, usage);
 	if (!format) {
 		format = !out || !strcmp(out, "-")                               ? "txt"
 		         : ms_ends_with(out, ".dot") || ms_ends_with(out, ".gv") ? "dot"

@@ -266,7 +266,7 @@ static int64_t site_of(struct builder *l, uint32_t stack)
 {
 	struct ms_report *rep = l->rep;
 	const uint64_t *v;
-	char label[256];
+	char label[1024];
 	uint32_t id;
 	size_t before;
 
@@ -274,7 +274,8 @@ static int64_t site_of(struct builder *l, uint32_t stack)
 		return -1;
 	if ((v = ms_u64map_get(&l->site_ids, stack)))
 		return (int64_t)*v;
-	ms_stack_label(rep->syms, stack, label, sizeof(label));
+	ms_stack_label_depth(rep->syms, stack, rep->site_depth ? rep->site_depth : 1, label,
+	                     sizeof(label));
 	before = sites_n(rep);
 	if (ms_symtab_str(&rep->site_labels, label, strlen(label), &id) || id == 0 ||
 	    ms_u64map_put(&l->site_ids, stack, id - 1) ||
@@ -636,6 +637,7 @@ ms_status ms_report_collect(const struct ms_report_input *in, struct ms_report *
 		goto out;
 	/* a trace in memory has its table; one streamed from its file fills ours */
 	rep->syms = in->trace ? &in->trace->syms : &rep->own_syms;
+	rep->site_depth = in->site_depth;
 	if (in->to && in->to < hi)
 		hi = in->to;
 	if (lo >= hi) {
@@ -834,12 +836,14 @@ ms_status ms_report_diagnose(struct ms_report *rep, const struct ms_trace *t,
 	struct ms_explain_in in;
 	uint64_t *query = NULL;
 	ms_status s;
+	uint32_t depth = rep->site_depth ? rep->site_depth : 1;
 
 	_Static_assert(MS_CAT_COUNT == 6, "the diagnosis keeps every category");
 	memset(g, 0, sizeof(*g));
 	memset(&in, 0, sizeof(in));
 	in.t = t;
 	in.device = rep->device;
+	in.site_depth = depth;
 	in.peak_index = first->fullest_at_peak_index;
 	in.allocated_at_peak =
 	        first->allocated_at_peak_reserved - first->served_oom_at_peak_reserved;
@@ -879,12 +883,13 @@ ms_status ms_report_diagnose(struct ms_report *rep, const struct ms_trace *t,
 	g->copy_bytes = x.copy_bytes;
 	g->copy_blocks = x.copy_blocks;
 	if (x.n_top_copies)
-		ms_stack_label(&t->syms, x.top_copies[0].stack, g->copy_site, sizeof(g->copy_site));
+		ms_stack_label_depth(&t->syms, x.top_copies[0].stack, depth, g->copy_site,
+		                     sizeof(g->copy_site));
 	snprintf(g->optimizer, sizeof(g->optimizer), "%s", x.optimizer);
 	snprintf(g->note, sizeof(g->note), "%s", x.why_uncategorized);
 	for (size_t k = 0; k < x.n_growth && k < MS_REPORT_GROWTH; k++) {
-		ms_stack_label(&t->syms, x.growth[k].stack, g->growth[k].site,
-		               sizeof(g->growth[k].site));
+		ms_stack_label_depth(&t->syms, x.growth[k].stack, depth, g->growth[k].site,
+		                     sizeof(g->growth[k].site));
 		g->growth[k].bytes_per_step = x.growth[k].bytes_per_step;
 		g->growth[k].steps = x.growth[k].steps;
 		g->growth[k].blocks_first = x.growth[k].blocks_at_first_step;

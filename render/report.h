@@ -142,8 +142,9 @@ struct ms_report_diagnosis {
 };
 
 struct ms_report {
-	const char *source; /* borrowed from the input */
-	int no_trace;       /* the end state of a snapshot without a trace: no timeline */
+	const char *source;  /* borrowed from the input */
+	int no_trace;        /* the end state of a snapshot without a trace: no timeline */
+	uint32_t site_depth; /* its sites' depth, as ms_report_input's */
 	/* the replay */
 	uint32_t device;
 	char alloc_conf[512];
@@ -233,8 +234,9 @@ struct ms_report_input {
 	const struct ms_replay_result *first; /* the first pass: events, peak, OOM */
 	size_t buckets;                       /* timeline detail; 0: 2000 */
 	size_t moments;                       /* segment maps besides peak and OOM; 0: 48 */
-	uint32_t frames;   /* frames the segment map's tooltips show with a site; 0: the site */
-	uint64_t from, to; /* the window of events drawn; to = 0: to the end */
+	uint32_t frames;     /* frames the segment map's tooltips show with a site; 0: the site */
+	uint32_t site_depth; /* sites at this depth (replay/site.h); 0 or 1: the site frame alone */
+	uint64_t from, to;   /* the window of events drawn; to = 0: to the end */
 	/* the limit was inferred from the recorded OOMs, between limit_lo and limit_hi: the page
 	 * says so wherever a verdict rests on it */
 	int limit_inferred;
