@@ -165,7 +165,10 @@ static void json_cats(cJSON *parent, const struct ms_explain *x, uint64_t alloca
 		ms_json_i64(o, "rounding", rounding(x, allocated));
 	cJSON_AddBoolToObject(parent, "categories_exceed_allocated", exceed);
 	ms_json_u64(o, "recorded_oom_request", served);
-	ms_json_u64(o, "cached_free", cached);
+	if (cached == UINT64_MAX) /* not known at that moment */
+		cJSON_AddNullToObject(o, "cached_free");
+	else
+		ms_json_u64(o, "cached_free", cached);
 	if (outside_known)
 		ms_json_u64(o, "outside_pytorch", outside);
 	else
@@ -574,6 +577,14 @@ static void print_steps(const struct ms_explain *x, size_t peak_step, const uint
 
 /* One device of t: the explanation as text on stdout or into *jout. */
 /* One file's device, as the comparison of several files (ranks) shows it. */
+/* Whether the categories at the end hold more than the replay had allocated there (beyond what
+ * frees waiting for their streams explain): the file counts blocks the replay did not have. */
+static int end_exceeds(const struct ms_explain *e, const struct ms_replay_result *r)
+{
+	uint64_t alloc = (uint64_t)r->stats.allocated_bytes[0].current;
+	return ms_explain_requested(e) > alloc + alloc / 100;
+}
+
 /* The growing sites' bytes at the last step they were looked at (growth above), together. */
 static uint64_t growing_bytes(const struct ms_explain *x)
 {
@@ -604,7 +615,8 @@ static void print_live_at_end(const struct ms_trace *t, const struct ms_explain 
 	if (r->ended_by_oom)
 		return;
 	printf("\n  live at the end%s: %s in %llu allocation%s: ",
-	       t->meta.producer && !strncmp(t->meta.producer, "memsnap-recorder", 16)
+	       t->cut_short ? " (of the part the file holds: it is cut short)"
+	       : t->meta.producer && !strncmp(t->meta.producer, "memsnap-recorder", 16)
 	               ? " (a recording runs to the program's exit)"
 	               : "",
 	       ms_format_size(b, sizeof(b), ms_explain_requested(e)),
@@ -614,6 +626,11 @@ static void print_live_at_end(const struct ms_trace *t, const struct ms_explain 
 		return;
 	}
 	print_cats_line(e, 0);
+	if (end_exceeds(e, r))
+		printf("    more than the replay had allocated at the end (%s): the file counts "
+		       "blocks the replay did not have (an inconsistent or cut trace); not to be "
+		       "trusted\n",
+		       ms_format_size(b, sizeof(b), (uint64_t)r->stats.allocated_bytes[0].current));
 	if (x->n_growth && growing_bytes(x) <= ms_explain_requested(e))
 		printf("    of it, the sites that grow (above) held %s at the last step; the rest "
 		       "is the model's state and what it keeps\n",
@@ -638,6 +655,7 @@ static void json_live_at_end(cJSON *root, const struct ms_explain *x, const stru
 	}
 	o = cJSON_AddObjectToObject(root, "live_at_end");
 	ms_json_u64(o, "bytes", ms_explain_requested(e));
+	cJSON_AddBoolToObject(o, "exceeds_allocated", end_exceeds(e, r));
 	ms_json_u64(o, "allocations", blocks_of(e));
 	c = cJSON_AddObjectToObject(o, "categories");
 	for (unsigned k = 0; k < MS_CAT_COUNT; k++)
@@ -800,10 +818,12 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 		ms_json_u64(o, "bytes", reserved);
 		ms_json_u64(o, "allocated_bytes", allocated);
 		ms_json_u64(o, "reserved_first_event", first.peak_reserved_index);
-		if (at < t->n_events)
+		if (at < t->n_events && t->events[at].t_ns && t->events[0].t_ns)
 			cJSON_AddNumberToObject(o, "time_s",
 			                        (double)(t->events[at].t_ns - t->events[0].t_ns) /
 			                                1e9);
+		else /* the trace records no times */
+			cJSON_AddNullToObject(o, "time_s");
 		if (ps)
 			cJSON_AddNumberToObject(o, "step", (double)(ps + x.steps_before_trace));
 		else
@@ -828,7 +848,8 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 				                        (double)(as + x.steps_before_trace));
 			else
 				cJSON_AddNullToObject(o, "step");
-			json_cats(o, &at_apeak, ab, first.served_oom_at_peak_allocated, 0, 0, 0);
+			json_cats(o, &at_apeak, ab, first.served_oom_at_peak_allocated, UINT64_MAX,
+			          0, 0);
 		} else {
 			cJSON_AddNullToObject(root, "allocated_peak");
 		}
@@ -1139,9 +1160,12 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 		printf("\n  what to change (each replayed on this trace%s%s%s%s%s):\n",
 		       c->o.limit ? ", limit " : "",
 		       c->o.limit ? ms_format_size(b1, sizeof(b1), c->o.limit) : "",
-		       nrec && first.alloc_conf[0] ? "; each in place of \"" : "",
+		       !nrec                 ? ""
+		       : first.alloc_conf[0] ? "; each in place of \""
+		                             : "; each in place of the default settings",
 		       nrec && first.alloc_conf[0] ? first.alloc_conf : "",
 		       nrec && first.alloc_conf[0] ? "\", whatif --configs tries combinations"
+		       : nrec                      ? ", whatif --configs tries combinations"
 		                                   : "");
 		if (rows[0].s)
 			printf("    the recorded settings could not be replayed: %s\n",

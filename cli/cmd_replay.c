@@ -504,12 +504,23 @@ static void text_report(const char *path, const struct ms_replay_result *r,
 	       ms_format_size(b1, sizeof(b1), (uint64_t)r->stats.reserved_bytes[0].peak),
 	       ms_format_size(b2, sizeof(b2), (uint64_t)r->stats.allocated_bytes[0].peak),
 	       ms_format_size(b3, sizeof(b3), (uint64_t)r->stats.requested_bytes[0].peak));
-	printf("  segments:       %llu cudaMalloc, %llu cudaFree, peak %lld at once; %llu retries, "
-	       "%llu empty_cache calls",
-	       (unsigned long long)r->stats.num_device_alloc,
-	       (unsigned long long)r->stats.num_device_free, (long long)r->stats.segment[0].peak,
-	       (unsigned long long)r->stats.num_alloc_retries,
-	       (unsigned long long)r->empty_cache_calls);
+	/* PyTorch counts an expandable segment's mappings as device allocations, not segments */
+	if (r->stats.num_device_alloc && !r->stats.segment[0].peak)
+		printf("  segments:       %llu device allocations (expandable segments' mappings: "
+		       "PyTorch counts no segment for them), %llu frees; %llu retries, %llu "
+		       "empty_cache calls",
+		       (unsigned long long)r->stats.num_device_alloc,
+		       (unsigned long long)r->stats.num_device_free,
+		       (unsigned long long)r->stats.num_alloc_retries,
+		       (unsigned long long)r->empty_cache_calls);
+	else
+		printf("  segments:       %llu cudaMalloc, %llu cudaFree, peak %lld at once; %llu "
+		       "retries, %llu empty_cache calls",
+		       (unsigned long long)r->stats.num_device_alloc,
+		       (unsigned long long)r->stats.num_device_free,
+		       (long long)r->stats.segment[0].peak,
+		       (unsigned long long)r->stats.num_alloc_retries,
+		       (unsigned long long)r->empty_cache_calls);
 	if (r->empty_cache_marked)
 		printf(" (%llu marked in the trace)", (unsigned long long)r->empty_cache_marked);
 	printf("\n");

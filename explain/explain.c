@@ -22,8 +22,10 @@ const char *ms_explain_cat_name(unsigned cat)
 
 int ms_explain_cat_told(const struct ms_explain *x, unsigned cat)
 {
-	if (cat != MS_CAT_PARAMETERS && cat != MS_CAT_GRADIENTS && cat != MS_CAT_OPTIMIZER_STATE)
+	if (cat == MS_CAT_UNPLACED)
 		return 1;
+	if (cat == MS_CAT_ACTIVATIONS || cat == MS_CAT_OTHER)
+		return x->n_optimizer_steps != 0; /* without them all is unplaced */
 	return x->n_optimizer_steps && x->parameter_blocks;
 }
 

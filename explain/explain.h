@@ -16,8 +16,8 @@
  *
  * Optimizer steps are the phases PyTorch's optimizers annotate ("Optimizer.step#AdamW.step",
  * in a snapshot's external_annotations; memsnap's Python recorder writes the same). A trace
- * without them gets steps from step annotations where it has them, and no categories but
- * activations, other and unplaced (ms_explain.why_uncategorized says so).
+ * without them gets steps from step annotations, scopes or repetition where it has them, and
+ * no category but unplaced (ms_explain.why_uncategorized says so).
  */
 #ifndef MEMSNAP_EXPLAIN_EXPLAIN_H
 #define MEMSNAP_EXPLAIN_EXPLAIN_H
@@ -134,9 +134,9 @@ struct ms_explain {
 	size_t n_top_copies;
 };
 
-/* Whether category cat could be told in x: parameters, gradients and optimizer state need
- * optimizer steps and the parameters found (their bytes are otherwise in other or unplaced,
- * and a 0 would be a count of nothing). */
+/* Whether category cat could be told in x: every one but unplaced needs optimizer steps (without
+ * them all is unplaced), and parameters, gradients and optimizer state the parameters found
+ * too (their bytes are otherwise in other or unplaced, and a 0 would be a count of nothing). */
 int ms_explain_cat_told(const struct ms_explain *x, unsigned cat);
 
 /* The categories' bytes at the state broken down, together: the bytes its allocations asked for. */

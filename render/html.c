@@ -427,6 +427,9 @@ static void diagnosis_json(struct ms_jsonw *w, const struct ms_report_diagnosis 
 		ms_jsonw_null(w);
 	}
 	key_cstr(w, "steps_from", g->steps_from);
+	key_cstr(w, "steps_scope", g->steps_scope);
+	ms_jsonw_key(w, "has_stacks");
+	ms_jsonw_bool(w, g->has_stacks);
 	key_u64(w, "steps_before_trace", g->steps_before_trace);
 	ms_jsonw_key(w, "steps"); /* [first event, peak requested, its event] each */
 	ms_jsonw_arr_begin(w);

@@ -137,6 +137,8 @@ struct ms_report_diagnosis {
 	size_t n_growth;
 	/* the steps (explain.h), owned; numbered after steps_before_trace */
 	const char *steps_from; /* static: "step annotations", ..., or "" */
+	char steps_scope[128];  /* "record_function scopes": the scope's name */
+	int has_stacks;         /* the trace's allocations have stacks (torch.nn's told) */
 	struct ms_explain_step *steps;
 	size_t n_steps, steps_before_trace;
 };

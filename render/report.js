@@ -170,7 +170,8 @@
 		var g = D.diagnosis, dg = $('diagnosis');
 		$('diagnosis-panel').hidden = false;
 		var rules = {
-			parameters: 'kept from before the first optimizer step through the last, made by torch.nn, a gradient of its size',
+			parameters: g.has_stacks ? 'kept from before the first optimizer step through the last, made by torch.nn, a gradient of its size'
+				: 'kept from before the first optimizer step through the last, a gradient of its size (no stacks to tell torch.nn\'s)',
 			gradients: 'alive at an optimizer step\'s start, the size of a parameter',
 			optimizer_state: 'made in an optimizer step, kept through the later ones, a parameter\'s size',
 			activations: 'an iteration\'s own, freed before the next optimizer step',
@@ -250,7 +251,8 @@
 				}).slice(0, 6).forEach(function (k) { stepShown[k] = 1; });
 			}
 			dg.appendChild(text(document.createElement('p'), SP.length + ' step' +
-				(SP.length === 1 ? '' : 's') + ' (from ' + g.steps_from + ')' +
+				(SP.length === 1 ? '' : 's') + ' (from ' + g.steps_from +
+				(g.steps_scope ? ' "' + g.steps_scope + '"' : '') + ')' +
 				(SP.length > 12 ? '; the first, the last, the peak\'s and the highest shown' : '') +
 				': the most the trace\'s allocations asked for at once in each.'));
 			var stepTable = document.createElement('table');
