@@ -244,6 +244,8 @@ static void print_text(const char *path, const struct info *x, const struct ms_s
 		printf("torch:        %s\n", x->meta.torch_version);
 	else if (x->meta.layout_release[0])
 		printf("torch:        %s (from the snapshot's fields)\n", x->meta.layout_release);
+	else
+		printf("torch:        unknown (nothing in the file tells the release)\n");
 	if (!strcmp(x->meta.producer, "torch_npu"))
 		printf("              another allocator: memsnap reads and draws it; its replay "
 		       "models "
@@ -296,12 +298,12 @@ static void print_text(const char *path, const struct info *x, const struct ms_s
 			       (unsigned long long)x->raw_by_action[i]);
 		printf("\n");
 	}
-	printf("streams:      %zu (", x->n_streams);
+	printf("streams:      %zu", x->n_streams);
 	for (size_t i = 0; i < x->n_streams && i < LIST_MAX; i++)
-		printf("%s0x%" PRIx64, i ? ", " : "", x->stream_list[i]);
+		printf("%s0x%" PRIx64, i ? ", " : " (", x->stream_list[i]);
 	if (x->n_streams > LIST_MAX)
 		printf(", and %zu more", x->n_streams - LIST_MAX);
-	printf(")\n");
+	printf("%s\n", x->n_streams ? ")" : "");
 	if (x->n && !x->t_first && !x->t_last)
 		printf("time span:    unknown (no times recorded)\n");
 	else if (x->n)

@@ -987,6 +987,9 @@ ms_status ms__snapmap_finish(struct ms_snapmap *m, const struct ms_pk_val *root,
 		struct ms_snapshot_layout l;
 		layout_of(m, root, segs, &l);
 		meta.layout_release = ms_snapshot_release(&l, m->release, sizeof(m->release));
+		/* an empty list has no fields to tell a release by */
+		if (l.bare_list && (!segs || !segs->v.o->n))
+			meta.layout_release = "";
 		if (l.npu)
 			meta.producer = "torch_npu";
 	}

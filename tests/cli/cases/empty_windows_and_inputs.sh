@@ -12,6 +12,7 @@ head -1 "$d/err"
 echo "info --from 3 --to 3: exit $?"
 "$MEMSNAP" convert "$s" -o "$d/x.zst" --from 9 --to 2 >/dev/null 2>&1
 echo "convert --from 9 --to 2: exit $?, wrote $(ls "$d" | grep -c zst)"
+"$MEMSNAP" info "$d/nothing.json" | grep -E "^(torch|streams|used):"
 "$MEMSNAP" stats "$d/nothing.json" 2>&1 | sed "s|$d/||"
 echo "stats of []: exit ${PIPESTATUS[0]}"
 "$MEMSNAP" -q explain --json "$s" "$d/nothing.json" >"$d/out" 2>/dev/null
