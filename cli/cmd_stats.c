@@ -204,6 +204,13 @@ static double fragmentation(const struct ms_trace_stats *r)
 }
 
 /* Does the trace start after the job did: blocks live before it, or frees of unknown blocks. */
+/* A memsnap trace whose file ends early (no END record): its figures are of the part it holds. */
+static int cut_short(const struct job *j)
+{
+	return j->si.kind == MS_FILE_TRACE && !j->si.zst.stopped &&
+	       (j->si.zst.truncated || !j->si.zst.has_end);
+}
+
 static int mid_run(const struct ms_trace_stats *r)
 {
 	return r->pre_trace_blocks || r->unmatched_frees;
@@ -288,7 +295,8 @@ static cJSON *job_json(const struct job *j)
 	ms_json_u64(o, "pending_frees_at_end", (uint64_t)(r->pending_count));
 	ms_json_u64(o, "unmatched_frees", (uint64_t)(r->unmatched_frees));
 	cJSON_AddBoolToObject(o, "starts_mid_run", mid_run(r));
-	cJSON_AddBoolToObject(o, "peak_is_lower_bound", mid_run(r));
+	cJSON_AddBoolToObject(o, "cut_short", cut_short(j));
+	cJSON_AddBoolToObject(o, "peak_is_lower_bound", mid_run(r) || cut_short(j));
 	x = cJSON_AddObjectToObject(o, "before_the_trace");
 	ms_json_u64(x, "live_blocks", r->pre_trace_blocks);
 	ms_json_u64(x, "requested_bytes", r->pre_trace_requested);
@@ -379,13 +387,13 @@ static uint64_t median_peak(const struct job *all, size_t n)
 	return m;
 }
 
-/* The table's peak: "at least" written as ">=" where the trace starts mid-run. */
-static const char *peak_cell(char *buf, size_t cap, const struct ms_trace_stats *r)
+/* The table's peak: "at least" written as ">=" where the trace starts mid-run or is cut short. */
+static const char *peak_cell(char *buf, size_t cap, const struct job *j)
 {
 	char b[32];
 
-	snprintf(buf, cap, "%s%s", mid_run(r) ? ">=" : "",
-	         ms_format_size(b, sizeof(b), peak_of(r)));
+	snprintf(buf, cap, "%s%s", mid_run(j->r) || cut_short(j) ? ">=" : "",
+	         ms_format_size(b, sizeof(b), peak_of(j->r)));
 	return buf;
 }
 
@@ -768,7 +776,7 @@ int cmd_stats(int argc, const char **argv)
 				snprintf(at, sizeof(at), "-");
 			printf("%-*s %6s %10llu %14s %9s %10s %12s %14s %9s %12s\n", w, j->path,
 			       dev, (unsigned long long)j->r->n_events,
-			       peak_cell(b1, sizeof(b1), j->r), vs, at,
+			       peak_cell(b1, sizeof(b1), j), vs, at,
 			       j->r->n_allocs
 			               ? ms_format_size(b2, sizeof(b2), j->r->live_bytes)
 			               : "-", /* no trace: nothing known live "at the end" of it */
@@ -785,6 +793,12 @@ int cmd_stats(int argc, const char **argv)
 			printf("vs median: none, no row has a trace (their peaks are their end "
 			       "states'); %zu of them recorded an OOM\n",
 			       n_oom);
+		for (size_t i = 0; i < nall; i++)
+			if (!all[i].s && cut_short(&all[i]))
+				printf("%s is cut short (its file ends early): its figures are of "
+				       "the "
+				       "part it holds, its peak at least that\n",
+				       all[i].path);
 	}
 out:
 	for (size_t i = 0; i < nall; i++)

@@ -21,4 +21,8 @@ head -c 12000 testdata/snapshots/explain/leak.zst >"$d/cut.zst"
 "$MEMSNAP" -q diff testdata/snapshots/explain/leak.zst "$d/cut.zst" | head -2 | sed "s|$d/||"
 "$MEMSNAP" -q diff --json testdata/snapshots/explain/leak.zst "$d/cut.zst" | python3 -c '
 import json, sys; d = json.load(sys.stdin); print("a_cut_short", d["a_cut_short"], "b_cut_short", d["b_cut_short"])'
+# stats over both: the cut one's peak is a lower bound, and said so
+"$MEMSNAP" -q stats testdata/snapshots/explain/leak.zst "$d/cut.zst" | tail -2 | sed "s|$d/||"
+"$MEMSNAP" -q stats --json "$d/cut.zst" | python3 -c '
+import json, sys; d = json.load(sys.stdin); print("stats json: cut_short", d["cut_short"], "peak_is_lower_bound", d["peak_is_lower_bound"])'
 rm -rf "$d"
