@@ -1218,7 +1218,8 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 			       : recs[k].avoids_oom ? ", avoids the OOM"
 			                            : "");
 			if (w->min_memory)
-				printf("; least memory that completes %s%s",
+				printf("; least memory that completes %s%s%s",
+				       first.rebuilt ? "at least " : "", /* a mid-run start */
 				       ms_format_size(b3, sizeof(b3), w->min_memory),
 				       w->min_memory > p
 				               ? " (more than its peak: under a lower limit "
