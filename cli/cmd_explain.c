@@ -828,8 +828,9 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 			cJSON_AddNumberToObject(o, "step", (double)(ps + x.steps_before_trace));
 		else
 			cJSON_AddNullToObject(o, "step");
-		if (open_annotation(t, at))
-			cJSON_AddStringToObject(o, "annotation", open_annotation(t, at));
+		const char *ann = open_annotation(t, at);
+		if (ann)
+			cJSON_AddStringToObject(o, "annotation", ann);
 		else
 			cJSON_AddNullToObject(o, "annotation");
 		cJSON_AddBoolToObject(o, "is_lower_bound", first.rebuilt);
@@ -989,8 +990,9 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 		if (ps)
 			printf(" (step %zu of %zu)", ps + x.steps_before_trace,
 			       x.n_steps + x.steps_before_trace);
-		if (open_annotation(t, at))
-			printf(" in \"%s\"", open_annotation(t, at));
+		const char *ann = open_annotation(t, at);
+		if (ann)
+			printf(" in \"%s\"", ann);
 		if (at < t->n_events && t->events[at].t_ns && t->events[0].t_ns)
 			printf(", %.3f s in",
 			       (double)(t->events[at].t_ns - t->events[0].t_ns) / 1e9);
