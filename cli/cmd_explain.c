@@ -36,6 +36,11 @@ static const char *const usage[] = {
         NULL,
 };
 
+/* other's rule where no parameters were found: gradients and optimizer state are in it too */
+#define OTHER_NO_PARAMETERS                                                                  \
+	"kept across optimizer steps or to the end: workspaces, inputs, caches, leaks, and " \
+	"gradients and optimizer state (no parameters to tell them by)"
+
 /* The rule each category's bytes were placed by (explain.h), as the text names it. */
 static const char *const cat_rule[MS_CAT_COUNT] = {
         "kept from before the first optimizer step through the last, made by torch.nn, a "
@@ -199,7 +204,8 @@ static void print_cats(const struct ms_explain *x, uint64_t allocated, uint64_t 
 		       k == MS_CAT_PARAMETERS && !x->has_stacks
 		               ? "kept from before the first optimizer step through the last, a "
 		                 "gradient of its size (no stacks to tell torch.nn's)"
-		               : cat_rule[k]);
+		       : k == MS_CAT_OTHER && !x->parameter_blocks ? OTHER_NO_PARAMETERS
+		                                                   : cat_rule[k]);
 	}
 	if (rd >= 0) {
 		printf("    %-16s %11s                allocated beyond the bytes asked for "
@@ -1042,10 +1048,14 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 			       "allocations repeated evenly)\n");
 		}
 		if (!x.growth_steps) {
-			printf("\n  growth from step to step: not looked for (%zu step%s; it takes "
-			       "3 "
-			       "optimizer steps, or 4 steps)\n",
-			       x.n_steps, x.n_steps == 1 ? "" : "s");
+			if (x.n_optimizer_steps && !strcmp(x.steps_from, "optimizer steps"))
+				printf("\n  growth from step to step: not looked for (it takes 3 "
+				       "optimizer steps; the trace has %zu)\n",
+				       (size_t)x.n_optimizer_steps);
+			else
+				printf("\n  growth from step to step: not looked for (it takes 4 "
+				       "steps, or 3 optimizer steps; the trace has %zu step%s)\n",
+				       x.n_steps, x.n_steps == 1 ? "" : "s");
 		} else {
 			printf("\n  growth from step to step:%s\n", x.n_growth ? "" : " none");
 			if (x.n_growth && x.n_optimizer_steps < 3 &&

@@ -346,6 +346,8 @@ static cJSON *json_report(const char *path, uint32_t device, const struct ms_rep
 		ms_json_u64(x, "initial_reserved_bytes", r->initial_reserved);
 		ms_json_u64(x, "initial_segments", r->initial_segments);
 		ms_json_u64(x, "initial_live_blocks", r->initial_live_blocks);
+		/* true: the blocks live then placed by the model, the end state not rebuilt */
+		cJSON_AddBoolToObject(x, "placed", r->placed);
 	} else {
 		cJSON_AddNullToObject(o, "mid_run");
 	}
@@ -491,7 +493,15 @@ static void text_report(const char *path, const struct ms_replay_result *r,
 		       ms_format_size(b3, sizeof(b3), r->external_peak),
 		       (unsigned long long)r->external_peak_index);
 	text_device(r, lim);
-	if (r->rebuilt)
+	if (r->placed)
+		printf("  mid-run:        %llu block%s live before the trace's first event; "
+		       "the end state cannot place them, so the replay allocated them first (%s "
+		       "reserved then); the peaks below are from its first event on, the job's "
+		       "may have been higher before\n",
+		       (unsigned long long)r->initial_live_blocks,
+		       r->initial_live_blocks == 1 ? " was" : "s were",
+		       ms_format_size(b1, sizeof(b1), r->initial_reserved));
+	else if (r->rebuilt)
 		printf("  mid-run:        the trace starts with %llu segments (%s) and %llu blocks "
 		       "live, "
 		       "rebuilt from its end state; the peaks below are from its first event on, "

@@ -250,6 +250,23 @@ static void say_notes(const struct ms_replay_cli *c, const char *path)
 			        n->n ? "frees of blocks it never allocated" : "",
 			        n->inconsistent ? "; some recorded events did not fit it" : "");
 			break;
+		case MS_REPLAY_NOTE_PLACED:
+			ms_note("%s starts mid-run: %llu block%s (%s) were live before its first "
+			        "event, and %s: the replay allocates them first, in the order of "
+			        "their addresses (where they lay, and the peaks before the trace, "
+			        "are unknown)",
+			        path, (unsigned long long)n->blocks, n->blocks == 1 ? "" : "s",
+			        ms_format_size(b1, sizeof(b1), n->bytes),
+			        n->inconsistent ? "its end-state segments do not fit its events"
+			                        : "it has no end-state segments to rebuild them "
+			                          "from");
+			break;
+		case MS_REPLAY_NOTE_NOT_PLACED:
+			ms_warning("%s starts mid-run, but %s (the recorded limit or the "
+			           "device's size from its OOM): the trace does not agree with "
+			           "itself; replaying from an empty allocator",
+			           path, n->why);
+			break;
 		case MS_REPLAY_NOTE_LIMIT_INFERRED:
 			ms_note("%s recorded %llu OOM(s) while the device had room: the job ran "
 			        "under a per-process limit; inferred between %s and %s (%llu to "

@@ -491,6 +491,7 @@ static ms_status data_json(const struct ms_report *rep, const struct ms_whatif_r
 			key_u64(&w, "reserved", rep->initial_reserved);
 			key_u64(&w, "segments", rep->initial_segments);
 			key_u64(&w, "live_blocks", rep->initial_live_blocks);
+			key_bool(&w, "placed", rep->placed);
 			ms_jsonw_obj_end(&w);
 		} else {
 			ms_jsonw_null(&w);

@@ -126,7 +126,11 @@
 	var sum = 'device ' + D.device + ' \u00b7 ' + D.events + ' events (' + D.replayed +
 		' replayed) \u00b7 peak allocated ' + least + fmt(D.peak.allocated) + ' at event ' + D.peak.index +
 		' \u00b7 peak reserved ' + least + fmt(D.peak.reserved) + ' \u00b7 ' + settingsText();
-	if (D.mid_run)
+	if (D.mid_run && D.mid_run.placed)
+		sum += ' \u00b7 the trace starts mid-run: ' + D.mid_run.live_blocks + ' blocks were live ' +
+			'before its first event, which its end state cannot place; the replay allocated them first (' +
+			fmt(D.mid_run.reserved) + ' reserved); the job\'s peaks may have been higher before';
+	else if (D.mid_run)
 		sum += ' \u00b7 the trace starts mid-run: ' + D.mid_run.segments + ' segments (' +
 			fmt(D.mid_run.reserved) + ') and ' + D.mid_run.live_blocks + ' live blocks were there ' +
 			'before its first event, rebuilt from its end state; the job\'s peaks may have been higher before';
@@ -175,7 +179,8 @@
 			gradients: 'alive at an optimizer step\'s start, the size of a parameter',
 			optimizer_state: 'made in an optimizer step, kept through the later ones, a parameter\'s size',
 			activations: 'an iteration\'s own, freed before the next optimizer step',
-			other: 'kept across optimizer steps: workspaces, inputs, caches, leaks',
+			other: g.model ? 'kept across optimizer steps: workspaces, inputs, caches, leaks'
+				: 'kept across optimizer steps or to the end: workspaces, inputs, caches, leaks, and gradients and optimizer state (no parameters to tell them by)',
 			unplaced: 'not placed: from before the trace, or no optimizer steps to place it by'
 		};
 		dg.appendChild(text(document.createElement('p'), 'At event ' + g.event + ', the most ' +

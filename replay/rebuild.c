@@ -5,6 +5,7 @@
  */
 #include "replay/rebuild.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/alloc.h"
@@ -441,7 +442,122 @@ void ms_initial_state_release(struct ms_initial_state *st)
 		ms_free(st->blocks[i]);
 	ms_free(st->blocks);
 	ms_free(st->segs);
+	ms_free(st->placed);
 	memset(st, 0, sizeof(*st));
+}
+
+static int placed_by_addr(const void *a, const void *b)
+{
+	uint64_t x = ((const struct ms_placed_block *)a)->addr;
+	uint64_t y = ((const struct ms_placed_block *)b)->addr;
+
+	return x < y ? -1 : x > y;
+}
+
+static ms_status place(struct ms_initial_state *out, size_t *cap, uint64_t addr, uint64_t size,
+                       uint64_t stream, uint32_t stack)
+{
+	if (ms_grow(&out->placed, cap, out->n_placed + 1, sizeof(*out->placed)))
+		return MS_ERR_NOMEM;
+	out->placed[out->n_placed++] = (struct ms_placed_block){addr, size, stream, stack};
+	out->placed_bytes += size;
+	return MS_OK;
+}
+
+/*
+ * The blocks of device live before t's first event, as far as t tells: those it frees without
+ * having allocated them (their size from the free) and the end state's allocated blocks it
+ * did not allocate (their requested size), in address order; init->segs are left as they
+ * are. In which order the job allocated them is unknown: the model places them in that of
+ * their addresses.
+ */
+static ms_status find_placed(const struct ms_trace *t, uint32_t device,
+                             struct ms_initial_state *out)
+{
+	struct ms_u64map live = MS_U64MAP_INIT, asked = MS_U64MAP_INIT;
+	size_t cap = 0;
+	ms_status s = MS_OK;
+
+	for (size_t i = 0; i < t->n_events && !s; i++) {
+		const struct ms_event *e = &t->events[i];
+		uint64_t v;
+		if (e->device != device || e->source != MS_SRC_TORCH)
+			continue;
+		switch (e->action) {
+		case MS_ACT_ALLOC:
+			s = ms_u64map_put(&live, e->addr, 1);
+			break;
+		case MS_ACT_FREE_REQUESTED:
+			/* its completion follows: not a second block */
+			if (!ms_u64map_del(&live, e->addr, &v))
+				s = place(out, &cap, e->addr, e->size, e->stream, e->stack);
+			if (!s)
+				s = ms_u64map_put(&asked, e->addr, 1);
+			break;
+		case MS_ACT_FREE_COMPLETED:
+			if (!ms_u64map_del(&asked, e->addr, &v) &&
+			    !ms_u64map_del(&live, e->addr, &v))
+				s = place(out, &cap, e->addr, e->size, e->stream, e->stack);
+			break;
+		default:
+			break;
+		}
+	}
+	for (size_t i = 0; i < t->n_segs && !s; i++) {
+		const struct ms_segment *g = &t->segs[i];
+		const struct ms_block *bl = t->blocks + t->seg_block0[i];
+		if (g->device != device)
+			continue;
+		for (uint32_t k = 0; k < g->n_blocks && !s; k++)
+			if (bl[k].state == MS_BLOCK_ACTIVE_ALLOCATED &&
+			    !ms_u64map_get(&live, bl[k].addr))
+				s = place(out, &cap, bl[k].addr, bl[k].requested_size, g->stream,
+				          bl[k].stack);
+	}
+	ms_u64map_release(&live);
+	ms_u64map_release(&asked);
+	if (!s && out->n_placed > 1)
+		qsort(out->placed, out->n_placed, sizeof(*out->placed), placed_by_addr);
+	return s;
+}
+
+/* Replace init's segments by the blocks to place; replay t again from them where there are
+ * any. */
+static ms_status replay_placed(const struct ms_trace *t, struct ms_replay_opts *o,
+                               struct ms_initial_state *init, struct ms_replay_result *r,
+                               enum ms_mid_run *what, struct ms_diag *diag)
+{
+	uint64_t inconsistent = init->inconsistent, unmatched = r->unmatched_frees;
+	ms_status s;
+
+	ms_initial_state_release(init);
+	init->inconsistent = inconsistent;
+	if ((s = find_placed(t, o->device, init)))
+		return s;
+	if (!init->n_placed)
+		return MS_OK;
+	o->init = init;
+	ms_replay_result_release(r);
+	s = ms_replay_trace(t, o, r, diag);
+	if (s == MS_ERR_LIMIT && !o->limit_given &&
+	    (!o->device_memory || o->device_memory_from_oom)) {
+		/* not a size the user gave: the trace's own, which its blocks contradict; diag
+		   keeps why (the first replay's warnings are the same) */
+		struct ms_diag again = MS_DIAG_INIT;
+		o->init = NULL;
+		ms_replay_result_release(r);
+		if ((s = ms_replay_trace(t, o, r, &again))) {
+			*diag = again;
+			return s;
+		}
+		*what = MS_MID_RUN_NOT_PLACED;
+		return MS_OK;
+	}
+	if (s)
+		return s;
+	r->mid_run_unmatched = unmatched;
+	*what = MS_MID_RUN_PLACED;
+	return MS_OK;
 }
 
 ms_status ms_replay_from_rebuilt(const struct ms_trace *t, struct ms_replay_opts *o,
@@ -459,9 +575,10 @@ ms_status ms_replay_from_rebuilt(const struct ms_trace *t, struct ms_replay_opts
 	for (size_t i = 0; i < t->n_segs; i++)
 		n_dev_segs += t->segs[i].device == o->device;
 	if (!n_dev_segs) {
-		if (unmatched)
-			*what = MS_MID_RUN_NO_SEGMENTS;
-		return MS_OK;
+		if (!unmatched)
+			return MS_OK;
+		*what = MS_MID_RUN_NO_SEGMENTS;
+		return replay_placed(t, o, init, r, what, diag);
 	}
 	/* the end state and the events were made under the recorded settings, whatever a replay
 	   tries: their sizes are undone with those */
@@ -483,7 +600,8 @@ ms_status ms_replay_from_rebuilt(const struct ms_trace *t, struct ms_replay_opts
 	}
 	if (init->inconsistent) {
 		*what = MS_MID_RUN_MISMATCH;
-		return MS_OK; /* init kept for its count; the caller releases it */
+		/* init keeps the count; the caller releases it */
+		return replay_placed(t, o, init, r, what, diag);
 	}
 	o->init = init;
 	ms_replay_result_release(r);

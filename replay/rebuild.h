@@ -8,12 +8,24 @@
 struct ms_replay_opts;
 struct ms_replay_result;
 
+/* A block live before the first event of a trace whose state cannot be rebuilt: the model
+ * places it at the start (ms_initial_state.placed). */
+struct ms_placed_block {
+	uint64_t addr, size, stream;
+	uint32_t stack;
+};
+
 struct ms_initial_state {
 	struct ms_segment *segs;  /* in address order */
 	struct ms_block **blocks; /* blocks[i]: segs[i].n_blocks blocks */
 	size_t n_segs;
 	uint64_t live_blocks;  /* allocated before the first event */
 	uint64_t inconsistent; /* events that did not fit the state while undoing them */
+	/* instead of segs: the blocks live before the first event, in address order, which the
+	 * model allocates before it (the end state cannot be rebuilt, or there is none) */
+	struct ms_placed_block *placed;
+	size_t n_placed;
+	uint64_t placed_bytes;
 };
 
 /*
@@ -35,6 +47,14 @@ enum ms_mid_run {
 	/* the end-state segments do not fit the events (init->inconsistent of them did not): the
 	 * snapshot's end state is not this trace's, and the replay from empty stands */
 	MS_MID_RUN_MISMATCH = 4,
+	/* the state cannot be rebuilt (no end-state segments, or they do not fit the events), but
+	 * blocks were live before the first event: the end state's blocks the trace did not
+	 * allocate and the blocks it frees without allocating them. The model allocated them
+	 * before the first event (init->placed) and the trace was replayed again from there. */
+	MS_MID_RUN_PLACED = 5,
+	/* as PLACED, but they do not fit under the recorded limit or in the device's size from a
+	 * recorded OOM (diag says so): the replay from an empty allocator stands */
+	MS_MID_RUN_NOT_PLACED = 6,
 };
 
 /*

@@ -83,12 +83,52 @@ static void on_segment(void *ctx, unsigned action, uint64_t addr, uint64_t size,
 	}
 }
 
+/* A mid-run trace whose state cannot be rebuilt: the blocks live before its first event,
+ * allocated by the model in the default pool. */
+static ms_status place_state(struct rp *p, const struct ms_initial_state *st)
+{
+	char a[32], b[32];
+
+	for (size_t i = 0; i < st->n_placed; i++) {
+		const struct ms_placed_block *k = &st->placed[i];
+		struct ms_model_block *h;
+		struct ms_model_oom o;
+		ms_status s =
+		        ms_model_malloc_pool(p->m, k->size, k->stream, MS_POOL_DEFAULT, &h, &o);
+		if (s)
+			return ms__diag_set(p->diag, s, -1, -1,
+			                    "cannot place the blocks live before the trace: %s",
+			                    ms_strerror(s));
+		if (!h)
+			return ms__diag_set(
+			        p->diag, MS_ERR_LIMIT, -1, -1,
+			        "%zu blocks (%s) were live before the trace's first event, more "
+			        "than fits in %s",
+			        st->n_placed, ms_format_size(a, sizeof(a), st->placed_bytes),
+			        ms_format_size(b, sizeof(b),
+			                       p->mc.limit ? p->mc.limit : p->mc.device_memory));
+		ms_model_block_set_tag(h, MS_REPLAY_BEFORE_TRACE, k->stack);
+		if (ms_u64map_put(&p->live, k->addr, (uint64_t)(uintptr_t)h))
+			return MS_ERR_NOMEM;
+	}
+	p->r->rebuilt = 1;
+	p->r->placed = 1;
+	p->r->initial_reserved = (uint64_t)ms_model_stats(p->m)->reserved_bytes[0].current;
+	p->rec_reserved = p->r->initial_reserved;
+	p->r->initial_segments = ms_model_stats(p->m)->segment[0].current;
+	p->r->initial_live_blocks = st->n_placed;
+	return MS_OK;
+}
+
 /* A mid-run trace: the segments and live blocks that existed before its first event. */
 static ms_status import_state(struct rp *p, const struct ms_initial_state *st)
 {
 	struct ms_model_block **h = NULL;
 	size_t cap = 0;
 	ms_status s = MS_OK;
+
+	if (st->placed)
+		return place_state(p, st);
 
 	for (size_t i = 0; i < st->n_segs && !s; i++) {
 		const struct ms_segment *g = &st->segs[i];

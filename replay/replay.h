@@ -276,6 +276,8 @@ struct ms_replay_result {
 	struct ms_symtab *holder_syms;
 	/* a mid-run trace: the state rebuilt before its first event (opts.init) */
 	int rebuilt;
+	/* ... not from the end state: the blocks live then placed by the model (rebuild.h) */
+	int placed;
 	uint64_t initial_reserved, initial_segments, initial_live_blocks;
 };
 

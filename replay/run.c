@@ -78,6 +78,17 @@ static ms_status replay_mid_run(const struct ms_replay_request *q, struct ms_rep
 	/* another allocator's end state need not fit: its replay is a what-if anyway */
 	if (!s && what == MS_MID_RUN_MISMATCH && !r->other_allocator[0])
 		add_note(out, MS_REPLAY_NOTE_MISMATCH)->n = init->inconsistent;
+	if (!s && what == MS_MID_RUN_NOT_PLACED) {
+		n = add_note(out, MS_REPLAY_NOTE_NOT_PLACED);
+		take_why(n, d);
+	}
+	if (!s && what == MS_MID_RUN_PLACED) {
+		n = add_note(out, MS_REPLAY_NOTE_PLACED);
+		n->blocks = init->n_placed;
+		n->bytes = init->placed_bytes;
+		n->n = init->inconsistent;
+		n->inconsistent = init->inconsistent != 0;
+	}
 	if (!s && what == MS_MID_RUN_REBUILT) {
 		n = add_note(out, MS_REPLAY_NOTE_REBUILT);
 		n->segments = init->n_segs;

@@ -58,13 +58,20 @@ enum ms_replay_note_kind {
 	MS_REPLAY_NOTE_LIMIT_INFERRED = 5,
 	/* warning: no limit reproduces the recorded OOMs (why) */
 	MS_REPLAY_NOTE_NO_LIMIT = 6,
+	/* note: the trace starts mid-run and its state cannot be rebuilt (inconsistent: n
+	 * end-state blocks or events did not fit; else no end state): the blocks live before it
+	 * (blocks, bytes) were placed by the model at its start */
+	MS_REPLAY_NOTE_PLACED = 7,
+	/* warning: as PLACED, but they do not fit under the recorded limit or in the device's size
+	 * from a recorded OOM (why): the replay starts from an empty allocator */
+	MS_REPLAY_NOTE_NOT_PLACED = 8,
 };
 
 struct ms_replay_note {
 	unsigned kind; /* enum ms_replay_note_kind */
 	uint64_t n;
 	size_t segments;
-	uint64_t blocks;
+	uint64_t blocks, bytes;
 	int inconsistent;
 	struct ms_limit_range lim;
 	char why[512];

@@ -49,12 +49,18 @@ print("live at end: parameters", c["parameters"] == t["model"]["parameter_bytes"
       "growing sites", e["growing_sites_bytes_at_last_step"] == t["leak"]["bytes"],
       "| other minus growth:", (c["other"] - t["leak"]["bytes"]) >> 20, "MiB")' \
 	testdata/snapshots/explain/leak.truth.json
-# a file whose end-state blocks are not its trace's (proto/small_p4: the first 300 entries of
-# dynamic_oom with all of its segments): what is live at the end exceeds what the replay had
-# allocated there, flagged as at the peak; the leak's own snapshot is consistent
+# a file whose end-state segments do not fit its events (proto/small_p4: the first 300 entries
+# of dynamic_oom with all of its segments): the blocks live before its first event are placed
+# by the model, and what is live at the end is what the replay holds; the leak's own snapshot
+# is consistent
 for f in proto/small_p4.pickle explain/leak.pickle.zst; do
 	"$MEMSNAP" -q explain --json "testdata/snapshots/$f" | python3 -c '
 import json, sys; e = json.load(sys.stdin)
 print(sys.argv[1], "exceeds at the peak:", e["categories_exceed_allocated"], "at the end:",
       e["live_at_end"]["exceeds_allocated"])' "$f"
 done
+# a trace whose blocks from before it do not fit under its own recorded limit is replayed from
+# an empty allocator: what it frees without allocating exceeds what the replay had, flagged
+"$MEMSNAP" -q explain --json --device 0 testdata/traces/v1.0/random.zst | python3 -c '
+import json, sys; e = json.load(sys.stdin)
+print("random.zst exceeds at the peak:", e["categories_exceed_allocated"])'
