@@ -37,7 +37,7 @@ struct info {
 	int oom;
 	struct ms_arena arena;
 	/* events and segments per device (devices past the array are counted in the last) */
-	uint64_t dev_events[64], dev_segs[64];
+	uint64_t dev_events[64], dev_segs[64], dev_reserved[64];
 };
 
 static ms_status i_begin(void *ctx, const struct ms_meta *m, const struct ms_symtab *syms)
@@ -116,6 +116,7 @@ static ms_status i_seg(void *ctx, const struct ms_segment *s, const struct ms_bl
 	(void)b;
 	x->segs++;
 	x->dev_segs[s->device < 64 ? s->device : 63]++;
+	x->dev_reserved[s->device < 64 ? s->device : 63] += s->total_size;
 	x->reserved += s->total_size;
 	return MS_OK;
 }
@@ -165,6 +166,20 @@ static void print_json(const char *path, const struct info *x, const struct ms_s
 	cJSON_AddStringToObject(o, "torch_version",
 	                        x->meta.torch_version ? x->meta.torch_version : "");
 	cJSON_AddStringToObject(o, "torch_release_from_fields", x->meta.layout_release);
+	/* the devices the file has events or segments of, each with its own */
+	a = cJSON_AddArrayToObject(o, "used_devices");
+	for (int i = 0; i < 64; i++) {
+		cJSON *u;
+		if (!x->dev_events[i] && !x->dev_segs[i])
+			continue;
+		u = cJSON_CreateObject();
+		cJSON_AddItemToArray(a, u);
+		cJSON_AddNumberToObject(u, "device", i);
+		cJSON_AddBoolToObject(u, "and_up", i == 63);
+		ms_json_u64(u, "events", x->dev_events[i]);
+		ms_json_u64(u, "segments", x->dev_segs[i]);
+		ms_json_u64(u, "segments_reserved_bytes", x->dev_reserved[i]);
+	}
 	a = cJSON_AddArrayToObject(o, "devices");
 	for (uint32_t i = 0; i < x->meta.n_devices; i++) {
 		dev = cJSON_CreateObject();
@@ -260,10 +275,13 @@ static void print_text(const char *path, const struct info *x, const struct ms_s
 				printf(", and more");
 				break;
 			}
-			printf("%sdevice %d%s (%llu events, %llu end-state segments)",
+			printf("%sdevice %d%s (%llu events, %llu end-state segments%s%s%s)",
 			       any > 1 ? ", " : "", i, i == 63 ? " and up" : "",
 			       (unsigned long long)x->dev_events[i],
-			       (unsigned long long)x->dev_segs[i]);
+			       (unsigned long long)x->dev_segs[i], x->dev_segs[i] ? ", " : "",
+			       x->dev_segs[i] ? ms_format_size(b1, sizeof(b1), x->dev_reserved[i])
+			                      : "",
+			       x->dev_segs[i] ? " reserved" : "");
 		}
 		printf("%s\n", any ? "" : "nothing: no events, no segments");
 	}

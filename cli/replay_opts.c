@@ -242,12 +242,13 @@ static void say_notes(const struct ms_replay_cli *c, const char *path)
 			        path, (unsigned long long)n->n);
 			break;
 		case MS_REPLAY_NOTE_REBUILT:
+			snprintf(b1, sizeof(b1), ", %llu frees", (unsigned long long)n->n);
 			ms_note("%s starts mid-run (%zu segments, %llu blocks live before its "
-			        "first "
-			        "event%s%s%s): the state there was rebuilt from the end-state "
+			        "first event%s%s%s): the state there was rebuilt from the "
+			        "end-state "
 			        "segments; peaks before it are unknown",
-			        path, n->segments, (unsigned long long)n->blocks, n->n ? ", " : "",
-			        n->n ? "frees of blocks it never allocated" : "",
+			        path, n->segments, (unsigned long long)n->blocks, n->n ? b1 : "",
+			        n->n ? " of blocks it never allocated" : "",
 			        n->inconsistent ? "; some recorded events did not fit it" : "");
 			break;
 		case MS_REPLAY_NOTE_PLACED:
@@ -330,7 +331,7 @@ ms_status ms_replay_cli_run(struct ms_replay_cli *c, const char *path, struct ms
                             struct ms_limit_range *lim, struct ms_diag *d)
 {
 	struct ms_replay_request q;
-	char libdir[4096];
+	char libdir[4096], label[4200];
 	ms_status s;
 
 	memset(&q, 0, sizeof(q));
@@ -344,7 +345,13 @@ ms_status ms_replay_cli_run(struct ms_replay_cli *c, const char *path, struct ms
 	s = ms_replay_request_run(&q, &c->out, r, d);
 	c->o = c->out.o;
 	*lim = c->out.lim;
-	say_notes(c, path);
+	if (r->events_other_devices) {
+		/* which device's replay each note is about */
+		snprintf(label, sizeof(label), "%s (device %u)", path, c->o.device);
+		say_notes(c, label);
+	} else {
+		say_notes(c, path);
+	}
 	if (!s)
 		say_unused_pools(c, path, r);
 	return s;

@@ -830,6 +830,13 @@ static ms_status step_peaks(struct ex *x)
 	r->n_steps = x->nb;
 	for (k = 0; k < x->nb; k++)
 		r->steps[k].first_event = x->bounds[k];
+	/* a first step from the trace's start begins at the device's first event */
+	for (size_t i = x->bounds[0]; i < x->t->n_events; i++)
+		if (x->t->events[i].device == x->in->device) {
+			if (x->nb < 2 || i < x->bounds[1])
+				r->steps[0].first_event = i;
+			break;
+		}
 	/* the blocks alive before the trace count from its start */
 	for (size_t i = 0; i < x->n; i++)
 		if (x->b[i].before)
