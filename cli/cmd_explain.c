@@ -1229,6 +1229,10 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 			                 "whether that fits, the trace cannot tell)"
 			       : recs[k].avoids_oom ? ", avoids the OOM"
 			                            : "");
+			if (c->o.limit && p > c->o.limit)
+				printf(" (%s over the limit: PyTorch checks the limit against the "
+				       "request, and expandable segments map whole pages past it)",
+				       ms_format_size(b2, sizeof(b2), p - c->o.limit));
 			if (w->min_memory)
 				printf("; least memory that completes %s%s%s",
 				       first.rebuilt ? "at least " : "", /* a mid-run start */

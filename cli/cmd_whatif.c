@@ -253,7 +253,7 @@ static int whatif_one(struct ms_replay_cli *c, const char *path, const struct ms
 		       "waste at peak", "rounding", "retries", "first OOM", "min memory");
 		for (k = 0; k < nrows; k++) {
 			struct ms_whatif_row *j = &rows[k];
-			char name[600], oom[24];
+			char name[600], oom[24], pk[40], mm[40];
 			row_name(j, name, sizeof(name));
 			if (j->s) {
 				printf("%-*s error: %s\n", w, name, j->err);
@@ -264,17 +264,21 @@ static int whatif_one(struct ms_replay_cli *c, const char *path, const struct ms
 				         (unsigned long long)j->r.first_oom.index);
 			else
 				snprintf(oom, sizeof(oom), "-");
-			printf("%-*s %13s %13s %12s %7llu %11s %13s\n", w, name,
-			       ms_format_size(b1, sizeof(b1),
-			                      (uint64_t)j->r.stats.reserved_bytes[0].peak),
+			/* a mid-run trace: from its first event on, at least */
+			snprintf(pk, sizeof(pk), "%s%s", mid_run ? ">=" : "",
+			         ms_format_size(b1, sizeof(b1),
+			                        (uint64_t)j->r.stats.reserved_bytes[0].peak));
+			if (j->min_memory)
+				snprintf(mm, sizeof(mm), "%s%s", mid_run ? ">=" : "",
+				         ms_format_size(b3, sizeof(b3), j->min_memory));
+			printf("%-*s %13s %13s %12s %7llu %11s %13s\n", w, name, pk,
 			       ms_format_size(b2, sizeof(b2),
 			                      (uint64_t)j->r.stats.reserved_bytes[0].peak -
 			                              j->r.allocated_at_peak_reserved),
 			       signed_size(b4, sizeof(b4), j->r.allocated_at_peak_reserved,
 			                   j->r.requested_at_peak_reserved),
 			       (unsigned long long)j->r.stats.num_alloc_retries, oom,
-			       j->min_memory ? ms_format_size(b3, sizeof(b3), j->min_memory)
-			                     : "never");
+			       j->min_memory ? mm : "never");
 		}
 		name_rows(rows, nrows, went_on, "served a recorded OOM the job went on from",
 		          "the job caught the error and went on without the memory: past it the "
@@ -296,6 +300,11 @@ static int whatif_one(struct ms_replay_cli *c, const char *path, const struct ms
 		       "min memory: the least limit with which every allocation succeeds, the "
 		       "recorded\n"
 		       "OOMs included (to 2 MiB or 0.5%%, whichever is coarser).\n");
+		if (mid_run)
+			printf(">=: the trace starts mid-run: the peak from its first event on, "
+			       "and "
+			       "the least\nmemory for that part of the run; the job's own may have "
+			       "been higher before.\n");
 	}
 	ms_whatif_release(rows, nrows);
 	ms_free(rows);
