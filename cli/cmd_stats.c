@@ -121,9 +121,15 @@ static void run_job(struct job *j, size_t top)
 	if (!j->s)
 		j->r = ms_stats_builder_result(j->b);
 	/* a snapshot of nothing (the empty list memory_snapshot() gives before any allocation) */
-	if (!j->s && !j->r->n_events && !j->r->has_segments)
+	if (!j->s && !j->r->n_events && !j->r->has_segments && j->d.warnings) {
+		/* cut off before its first event */
+		char w[sizeof(j->d.warning)];
+		snprintf(w, sizeof(w), "%s", j->d.warning);
+		j->s = ms__diag_set(&j->d, MS_ERR_TRUNCATED, -1, -1, "nothing to show: %s", w);
+	} else if (!j->s && !j->r->n_events && !j->r->has_segments) {
 		j->s = ms__diag_set(&j->d, MS_ERR_FORMAT, -1, -1,
 		                    "no events and no segments: nothing to show");
+	}
 }
 
 static int has_events(const struct ms_trace_stats *r)

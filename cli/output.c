@@ -12,11 +12,34 @@
 #include "cli/out.h"
 #include "common/alloc.h"
 
+/* Exit 1 with one line where out cannot be written: its folder is missing or not writable (the
+ * temporary file goes there), or out is a folder. Said before the work, not after it. */
+static void refuse_unwritable(const char *out)
+{
+	const char *slash = strrchr(out, '/');
+	char dir[4096];
+	struct stat so;
+
+	if (slash == out)
+		snprintf(dir, sizeof(dir), "/");
+	else if (slash)
+		snprintf(dir, sizeof(dir), "%.*s", (int)(slash - out), out);
+	else
+		snprintf(dir, sizeof(dir), ".");
+	if (access(dir, W_OK | X_OK) != 0)
+		ms_die(MS_EXIT_ERROR, "%s: cannot write: %s: %s", out, dir, strerror(errno));
+	if (stat(out, &so) == 0 && S_ISDIR(so.st_mode))
+		ms_die(MS_EXIT_ERROR, "%s: cannot write: it is a directory", out);
+}
+
 void ms_output_refuse_inputs(const char *out, const char *const *inputs, size_t n)
 {
 	struct stat so, si;
 
-	if (!out || !strcmp(out, "-") || stat(out, &so) != 0)
+	if (!out || !strcmp(out, "-"))
+		return;
+	refuse_unwritable(out);
+	if (stat(out, &so) != 0)
 		return; /* nothing there yet (or unreadable: opening it will say so) */
 	for (size_t i = 0; i < n; i++) {
 		if (!inputs[i] || !strcmp(inputs[i], "-") || stat(inputs[i], &si) != 0)

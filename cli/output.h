@@ -19,9 +19,10 @@
 int ms_same_file(const char *a, const char *b);
 
 /*
- * Exit 1 with one line when out names the same file as one of inputs[0..n) (same device and
- * inode, so a hard link, a symbolic link or another spelling of the path is caught too).
- * "-" on either side is not a file and is never refused.
+ * Exit 1 with one line when out cannot be written (its folder missing or not writable, or out
+ * a folder), or names the same file as one of inputs[0..n) (same device and inode, so a hard
+ * link, a symbolic link or another spelling of the path is caught too). "-" on either side is
+ * not a file and is never refused.
  */
 void ms_output_refuse_inputs(const char *out, const char *const *inputs, size_t n);
 

@@ -468,6 +468,8 @@ int ms_replay_cli_devices(const struct ms_replay_cli *c, const char *path, const
 		ms_error("%s: only raw CUDA calls (%llu events), no events of PyTorch's allocator: "
 		         "nothing for the allocator model to replay (`memsnap stats` reads them)",
 		         path, (unsigned long long)raw);
+	else if (d.warnings) /* cut off before its first event */
+		ms_error("%s: nothing to %s: %s", path, cmd, d.warning);
 	else
 		ms_error("%s: no events and no segments: nothing to %s", path, cmd);
 	ms_devices_release(&ds);

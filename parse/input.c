@@ -123,6 +123,17 @@ ms_status ms_input_open(const char *path, struct ms_input **out, struct ms_diag 
 			                    "cannot start gzip decoder");
 		}
 		in->gz_init = 1;
+	} else if (in->in_len && in->in_len < 4 &&
+	           (!memcmp(in->in, "\x28\xb5\x2f\xfd", in->in_len) ||
+	            ((in->in[0] & 0xf0) == 0x50 &&
+	             !memcmp(in->in + 1, "\x2a\x4d\x18", in->in_len - 1)))) {
+		/* the whole file is the start of a zstd magic number */
+		size_t n = in->in_len;
+		ms_input_close(in);
+		return ms__diag_set(diag, MS_ERR_TRUNCATED, 0, -1,
+		                    "cut off: the file is %zu byte%s long, the start of a zstd "
+		                    "frame's magic number",
+		                    n, n == 1 ? "" : "s");
 	}
 	*out = in;
 	return MS_OK;
