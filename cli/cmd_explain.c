@@ -993,9 +993,9 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 		printf("%s: peak %s%s reserved (first at event %llu); at event %llu", label,
 		       first.rebuilt ? "at least " : "", ms_format_size(b1, sizeof(b1), reserved),
 		       (unsigned long long)first.peak_reserved_index, (unsigned long long)at);
-		if (ps)
-			printf(" (step %zu of %zu)", ps + x.steps_before_trace,
-			       x.n_steps + x.steps_before_trace);
+		if (ps) /* steps from repetition may be a model's layers: said as found */
+			printf(" (%s %zu of %zu)", x.steps_by_repetition ? "repetition" : "step",
+			       ps + x.steps_before_trace, x.n_steps + x.steps_before_trace);
 		const char *ann = open_annotation(t, at);
 		if (ann)
 			printf(" in \"%s\"", ann);
@@ -1026,7 +1026,8 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 			                      (uint64_t)first.stats.allocated_bytes[0].peak),
 			       (unsigned long long)first.peak_allocated_index);
 			if (as)
-				printf(" (step %zu)", as + x.steps_before_trace);
+				printf(" (%s %zu)", x.steps_by_repetition ? "repetition" : "step",
+				       as + x.steps_before_trace);
 			printf(":\n    ");
 			print_cats_line(&at_apeak, first.served_oom_at_peak_allocated);
 		}

@@ -159,8 +159,9 @@ struct sig {
 
 /*
  * Steps from the trace's own repetition, where nothing marks them: a training loop makes the
- * same allocations (a size from a stack) once a step, evenly spaced. Signatures allocated three
- * times or more, at gaps whose spread (their standard deviation) is at most a third of their
+ * same allocations (a size from a stack) once a step, evenly spaced. Signatures allocated four
+ * times or more (two gaps alike tell little: a loop over changing shapes repeats a few sizes by
+ * chance), at gaps whose spread (their standard deviation) is at most a third of their
  * mean, over half the device's events or more, vote with their count, weighed by it: the count
  * with the most such allocations is the number of steps (a layer's allocations, made several
  * times a step, are not evenly spaced; a pattern of every other step covers half as many). The
@@ -207,7 +208,7 @@ static ms_status steps_by_repetition(struct ex *x)
 		const struct sig *g = &s[k];
 		double m, var;
 		uint64_t *c;
-		if (g->n < 3 || 2 * (g->last - g->first) < last_ev - first_ev)
+		if (g->n < 4 || 2 * (g->last - g->first) < last_ev - first_ev)
 			continue;
 		m = g->sum / (double)(g->n - 1);
 		var = g->sumsq / (double)(g->n - 1) - m * m;

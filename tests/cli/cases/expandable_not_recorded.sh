@@ -32,7 +32,9 @@ PY
 "$MEMSNAP" -q replay "$d/dyn.pickle" | head -1 | sed "s|$d/||"
 "$MEMSNAP" -q explain --json "$d/dyn.pickle" | python3 -c '
 import json, sys; e = json.load(sys.stdin)
-print("explain recommends:", [r["alloc_conf"] for r in e["recommendations"]])'
+print("explain recommends:", [r["alloc_conf"] for r in e["recommendations"]])
+# 40 iterations over changing shapes, without annotations in this layout: no steps made up
+print("steps:", e["steps_from"], len(e["steps"]))'
 "$MEMSNAP" -q explain "$d/dyn.pickle" | grep "least memory"
 "$MEMSNAP" -q whatif "$d/dyn.pickle" | grep "seen in the trace" | cut -c1-60
 # the same with its settings: nothing is seen, the recorded string is used
