@@ -348,8 +348,10 @@ static void steps(const struct side *s, size_t top, cJSON *out)
 	}
 	if (!out)
 		printf("\npeak requested bytes of each step, step by step (%zu step%s in a, %zu in "
-		       "b; largest changes first):\n",
-		       s[0].x.n_steps, s[0].x.n_steps == 1 ? "" : "s", s[1].x.n_steps);
+		       "b; %s):\n",
+		       s[0].x.n_steps, s[0].x.n_steps == 1 ? "" : "s", s[1].x.n_steps,
+		       s[0].x.n_steps && s[1].x.n_steps ? "largest changes first"
+		                                        : "one side has none: in order");
 	for (k = 0; k < n && (out || k < top); k++) {
 		size_t i = out ? k : order[k];
 		const struct ms_explain_step *sa = step_at(&s[0], lo, i),

@@ -258,6 +258,7 @@
 			dg.appendChild(text(document.createElement('p'), SP.length + ' step' +
 				(SP.length === 1 ? '' : 's') + ' (from ' + g.steps_from +
 				(g.steps_scope ? ' "' + g.steps_scope + '"' : '') + ')' +
+				(g.steps_from === 'repetition' ? '; what repeats may be a loop\'s iterations or, in one pass, a model\'s layers' : '') +
 				(SP.length > 12 ? '; the first, the last, the peak\'s and the highest shown' : '') +
 				': the most the trace\'s allocations asked for at once in each.'));
 			var stepTable = document.createElement('table');
