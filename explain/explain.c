@@ -380,6 +380,97 @@ static ms_status steps_by_scope(struct ex *x, int *found)
 	return MS_OK;
 }
 
+/*
+ * Steps from the allocations' user metadata (torch.cuda.memory._set_memory_metadata, attached to
+ * every allocation the setting thread makes after it): a string ending in a number ("step 7",
+ * "iter=7") that takes 3 or more values of one prefix, the numbers rising, from its first to
+ * its last allocation over at least half of the device's allocations (other threads', such as
+ * the autograd engine's, carry none, but fall among them). Each value's first allocation begins
+ * a step. 0 where there is no such string.
+ */
+static ms_status steps_by_metadata(struct ex *x, int *found)
+{
+	const struct ms_trace *t = x->t;
+	char prefix[sizeof(x->x->steps_scope)] = "";
+	size_t allocs = 0, covered = 0, since = 0, nb = 0, cap = 0;
+	uint64_t *bounds = NULL, last_num = 0;
+	uint32_t cur = 0;
+	int have = 0, broken = 0;
+
+	*found = 0;
+	for (size_t i = 0; i < t->n_events && !broken; i++) {
+		const struct ms_event *e = &t->events[i];
+		const char *s;
+		size_t n, j;
+		uint64_t num;
+		if (e->action != MS_ACT_ALLOC || e->device != x->in->device ||
+		    e->source != MS_SRC_TORCH)
+			continue;
+		allocs++;
+		since += nb != 0; /* allocations since the first label, to the last one */
+		if (!e->user_metadata)
+			continue;
+		if (e->user_metadata == cur) {
+			covered = since;
+			continue;
+		}
+		s = ms_symtab_get_str(&t->syms, e->user_metadata)->s;
+		n = strlen(s);
+		for (j = n; j > 0 && s[j - 1] >= '0' && s[j - 1] <= '9'; j--)
+			;
+		if (j == n || n - j > 18 || j >= sizeof(prefix))
+			continue; /* no number at its end: another kind of label */
+		num = strtoull(s + j, NULL, 10);
+		if (!have) {
+			memcpy(prefix, s, j);
+			prefix[j] = 0;
+			have = 1;
+		} else if (strncmp(prefix, s, j) || prefix[j]) {
+			continue; /* another prefix: not this one's steps */
+		} else if (num <= last_num) {
+			broken = 1; /* numbers that do not rise: not a step counter */
+			break;
+		}
+		if (ms_grow(&bounds, &cap, nb + 1, sizeof(*bounds))) {
+			ms_free(bounds);
+			return MS_ERR_NOMEM;
+		}
+		since += !nb; /* the first label's allocation counts too */
+		bounds[nb++] = i;
+		covered = since;
+		last_num = num;
+		cur = e->user_metadata;
+	}
+	if (!broken && nb >= 3 && 2 * covered >= allocs) {
+		ms_free(x->bounds);
+		x->bounds = bounds;
+		x->capb = cap;
+		x->nb = nb;
+		x->x->steps_from = "user_metadata";
+		/* "step 7" -> "step" */
+		for (size_t k = strlen(prefix); k > 0 && strchr(" =:#_-", prefix[k - 1]); k--)
+			prefix[k - 1] = 0;
+		snprintf(x->x->steps_scope, sizeof(x->x->steps_scope), "%s", prefix);
+		*found = 1;
+		return MS_OK;
+	}
+	ms_free(bounds);
+	return MS_OK;
+}
+
+/* Where nothing marks the steps: the user metadata, a scope the program repeats, else the
+ * repetition. */
+static ms_status steps_unmarked(struct ex *x)
+{
+	int found;
+	ms_status s = steps_by_metadata(x, &found);
+
+	if (s || found)
+		return s;
+	s = steps_by_scope(x, &found);
+	return s || found ? s : steps_by_repetition(x);
+}
+
 static ms_status windows_and_steps(struct ex *x)
 {
 	static const char prefix[] = "Optimizer.step#";
@@ -401,12 +492,8 @@ static ms_status windows_and_steps(struct ex *x)
 		own = step && a->device == x->in->device;
 		other |= step && a->device != x->in->device;
 	}
-	if (!own && (!other || x->t->meta.input_kind != MS_INPUT_ZST)) {
-		/* nothing marks the steps: a scope the program repeats, else the repetition */
-		int found;
-		ms_status s = steps_by_scope(x, &found);
-		return s || found ? s : steps_by_repetition(x);
-	}
+	if (!own && (!other || x->t->meta.input_kind != MS_INPUT_ZST))
+		return steps_unmarked(x); /* nothing marks the steps */
 	x->x->steps_other_device = !own;
 	/* the time of the device's first event: a step that ended before it is not in the trace */
 	int64_t first_t = 0;
@@ -468,7 +555,16 @@ static ms_status windows_and_steps(struct ex *x)
 	}
 	if (n_step_anns >= 2) {
 		x->x->steps_from = "step annotations";
-	} else if (x->nw) {
+		return MS_OK;
+	}
+	{
+		/* the user's own step labels, before the optimizer's */
+		int found;
+		ms_status s = steps_by_metadata(x, &found);
+		if (s || found)
+			return s;
+	}
+	if (x->nw) {
 		/* a step ends where its optimizer step does; the first begins with the trace */
 		x->nb = 0;
 		if (ms_grow(&x->bounds, &x->capb, x->nw, sizeof(*x->bounds)))
@@ -489,9 +585,7 @@ static ms_status windows_and_steps(struct ex *x)
 		}
 		x->x->steps_from = "optimizer steps";
 	} else {
-		int found;
-		ms_status s = steps_by_scope(x, &found);
-		return s || found ? s : steps_by_repetition(x);
+		return steps_unmarked(x);
 	}
 	return MS_OK;
 }

@@ -96,12 +96,13 @@ struct ms_explain {
 	uint64_t parameter_blocks, gradient_blocks, optimizer_state_blocks;
 	size_t n_optimizer_steps;
 	const char *optimizer; /* the first optimizer step's name ("AdamW"), or "" */
-	/* "step annotations", "optimizer steps", "record_function scopes" (a scope the program
+	/* "step annotations", "user_metadata" (the allocations' metadata, numbered: its prefix in
+	 * steps_scope), "optimizer steps", "record_function scopes" (a scope the program
 	 * repeats, steps_scope), "repetition" (the same allocations made evenly
 	 * spaced: a loop's iterations, or in a trace of one pass a model's layers) or "" (none) */
 	const char *steps_from;
 	int steps_by_repetition;
-	char steps_scope[128];  /* steps_from "record_function scopes": the scope's name */
+	char steps_scope[128];  /* the scope's name, or the metadata's prefix ("step") */
 	int steps_other_device; /* the steps are annotated on other devices (none on this one) */
 	const char *why_uncategorized; /* "" or why parameters etc. could not be told */
 	int has_stacks;

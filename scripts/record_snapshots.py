@@ -1335,15 +1335,17 @@ def model_truth(cx, model, opt, grads):
 
 
 def _explain_loop(cx, model, opt, steps, batch, keep=None, set_to_none=True, amp=False,
-                  after_step=None):
+                  after_step=None, before_step=None):
     """A plain loop: forward, backward, optimizer step, zero_grad; keep: a list that takes each
     step's logits (a leak, as a loss-curve list that keeps tensors would); after_step: called at
-    the end of each iteration (a profiler's step())."""
+    the end of each iteration (a profiler's step()); before_step(i): at its start."""
     import torch
     import torch.nn.functional as F
     vocab = model.head.out_features
     grads = []
     for i in range(steps):
+        if before_step:
+            before_step(i)
         x = torch.randint(0, vocab, batch, device="cuda")
         with torch.autocast("cuda", dtype=torch.bfloat16, enabled=amp):
             logits = model(x)
@@ -1393,6 +1395,26 @@ def c_explain_profiler(cx):
     names = [a["name"] for a in snap.get("external_annotations", []) if a["stage"] == "START"]
     cx.truth["profiler_steps"] = sorted({n for n in names if n.startswith("ProfilerStep#")},
                                         key=lambda n: int(n.split("#")[1]))
+    cx.finish()
+
+
+@case("explain_metadata", "the AdamW loop of explain_adamw, 8 steps, each iteration begun with "
+      "torch.cuda.memory._set_memory_metadata('step N'), which PyTorch attaches to every later "
+      "allocation (user_metadata); the truth holds the labels and the number of steps")
+def c_explain_metadata(cx):
+    import torch
+    torch.manual_seed(0)
+    cx.history(enabled="all", context="all", stacks="python")
+    m = gpt(d=384, layers=4, vocab=8192, heads=6)
+    opt = torch.optim.AdamW(m.parameters(), lr=1e-4)
+    labels = []
+
+    def label(i):
+        labels.append(f"step {i}")
+        torch.cuda.memory._set_memory_metadata(labels[-1])
+    _explain_loop(cx, m, opt, 8, (8, 256), before_step=label)
+    torch.cuda.memory._set_memory_metadata("")
+    cx.truth["metadata_labels"] = labels
     cx.finish()
 
 
@@ -1604,7 +1626,7 @@ ORDER = ["ring_wrap", "late_history", "late_after_empty_cache", "state_only", "n
          "graph_pools_expandable",
          "compile_reduce_overhead_expandable", "mempool_expandable", "graph_step_adam_expandable",
          "decode_graphs_expandable", "explain_adamw", "explain_sgd", "explain_leak",
-         "explain_hf_gpt2", "explain_lightning", "explain_profiler", "explain_scopes", "explain_copies", "explain_llama",
+         "explain_hf_gpt2", "explain_lightning", "explain_profiler", "explain_metadata", "explain_scopes", "explain_copies", "explain_llama",
          "explain_empty_cache", "explain_frag_oom", "explain_frag_oom_expandable"] + list(SETTINGS)
 assert sorted(ORDER) == sorted(CASES)
 
