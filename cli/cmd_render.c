@@ -761,6 +761,7 @@ int cmd_render(int argc, const char **argv)
 	/* the window: events [from, to) */
 	if (window_check(argv[0], from, &to, r.events_total)) {
 		ms_replay_result_release(&r);
+		ms_replay_cli_release(&c);
 		return MS_EXIT_ERROR;
 	}
 	if (!strcmp(format, "html")) {
@@ -786,6 +787,7 @@ int cmd_render(int argc, const char **argv)
 		ms_error("%s: the replay has no OOM%s (--at peak, end or an event number)", argv[0],
 		         windowed ? " in the window" : "");
 		ms_replay_result_release(&r);
+		ms_replay_cli_release(&c);
 		return MS_EXIT_ERROR;
 	}
 	if (!strcmp(moment, "event") && (event < from || event >= to)) {
@@ -793,6 +795,7 @@ int cmd_render(int argc, const char **argv)
 		         (unsigned long long)event, windowed ? "window" : "trace",
 		         (unsigned long long)from, (unsigned long long)to - 1);
 		ms_replay_result_release(&r);
+		ms_replay_cli_release(&c);
 		return MS_EXIT_ERROR;
 	}
 	c.o.snap = 1;
