@@ -252,7 +252,8 @@ static void categories(const struct side *s, cJSON *out)
 				ms_json_u64(c, "b", b);
 			else
 				cJSON_AddNullToObject(c, "b");
-		} else if ((a && ta) || (b && tb)) {
+		} else if ((a && ta) || (b && tb) ||
+		           ta != tb) { /* a 0 told against one untold too */
 			printf("    %12s %12s %12s  %s%s\n",
 			       ta ? ms_format_size(b1, sizeof(b1), a) : "-",
 			       tb ? ms_format_size(b2, sizeof(b2), b) : "-",

@@ -347,6 +347,9 @@ static void print_text(const char *path, const struct info *x, const struct ms_s
 	else if (x->meta.settings.expandable_seen)
 		printf("alloc conf:   not recorded; expandable segments, as the trace's segments "
 		       "show\n");
+	else if (x->n || x->segs) /* PyTorch 2.2 and older, torch_npu, a list of segments */
+		printf("alloc conf:   not recorded (replays use the defaults unless --alloc-conf "
+		       "says otherwise)\n");
 	if (x->n)
 		printf("bytes/event:  %.2f\n", (double)si->file_bytes / (double)x->n);
 }
