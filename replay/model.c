@@ -418,7 +418,7 @@ static struct ms_model_block *alloc_block(struct ms_model *m, struct pool *p, ui
 		m->st.num_alloc_retries++;
 	if (m->c.limit && m->reserved + alloc_size > m->c.limit)
 		return NULL;
-	if (m->c.ac.expandable_segments)
+	if (m->c.ac.expandable_segments && !(p->slot && m->priv[p->slot - 1].custom_allocator))
 		return ms__model_alloc_expandable(m, p, stream, size, nomem);
 	if (m->c.device_memory != UINT64_MAX && m->reserved + alloc_size > m->c.device_memory)
 		return NULL;
@@ -594,6 +594,17 @@ ms_status ms_model_release_pool(struct ms_model *m, uint16_t pool)
 	/* a pool the model has no block of has nothing to give back */
 	if (slot > 0)
 		m->priv[slot - 1].released = 1;
+	return MS_OK;
+}
+
+ms_status ms_model_pool_custom_allocator(struct ms_model *m, uint16_t pool)
+{
+	int slot = ms__model_pool_slot(m, pool);
+
+	if (slot < 0)
+		return MS_ERR_NOMEM;
+	if (slot > 0)
+		m->priv[slot - 1].custom_allocator = 1;
 	return MS_OK;
 }
 

@@ -139,6 +139,11 @@ ms_status ms_model_release_pool(struct ms_model *m, uint16_t pool);
  */
 ms_status ms_model_pool_no_split(struct ms_model *m, uint16_t pool);
 /*
+ * Private pool code pool is a MemPool made with its own allocator (MemPool(allocator=...),
+ * §3 step 4): its segments are allocated whole, also under expandable_segments:True.
+ */
+ms_status ms_model_pool_custom_allocator(struct ms_model *m, uint16_t pool);
+/*
  * The private pool `pool` is a MemPool made with use_on_oom=True: a request of the default pool
  * that no new segment can serve takes a free block of it, before cached blocks are released
  * (PyTorch 2.11's order, torch-allocator.md §14.6). Pools are tried in the order they were

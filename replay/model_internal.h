@@ -67,6 +67,9 @@ struct ppool {
 	uint8_t released;   /* its use count reached 0: empty_cache gives back its free segments */
 	uint8_t no_split;   /* MemPool(no_split=True): its blocks are never split (§14.6) */
 	uint8_t use_on_oom; /* MemPool(use_on_oom=True): the default pool's fallback (§14.6) */
+	/* MemPool(allocator=...): its segments come whole from that allocator, never from
+	 * expandable segments (§3 step 4) */
+	uint8_t custom_allocator;
 };
 
 struct hint {

@@ -23,6 +23,9 @@ struct rp {
 	struct ms_model *m;
 	struct ms_model_conf mc;
 	int device_known;
+	/* the recorded run had expandable segments: a private pool's whole segment (segment_alloc)
+	 * shows a MemPool with its own allocator */
+	int recorded_expandable;
 	/* reserved bytes as the recorded segment events have them (with a mid-run trace's
 	 * rebuilt start): what PyTorch held at a recorded OOM, whatever settings are replayed */
 	uint64_t rec_reserved;
@@ -212,6 +215,7 @@ static ms_status r_begin(void *ctx, const struct ms_meta *meta, const struct ms_
 	         !fits_2_11(meta->layout_release))
 		snprintf(r->older_release, sizeof(r->older_release), "%s", meta->layout_release);
 	ms_alloc_conf_from_settings(&p->mc.ac, &meta->settings);
+	p->recorded_expandable = p->mc.ac.expandable_segments;
 	snprintf(r->alloc_conf, sizeof(r->alloc_conf), "%s",
 	         ms_settings_alloc_conf(&meta->settings));
 	r->settings_recorded = meta->settings.present || p->o->alloc_conf;
@@ -737,6 +741,11 @@ static ms_status r_event(void *ctx, const struct ms_event *e)
 	case MS_ACT_SEGMENT_ALLOC:
 	case MS_ACT_SEGMENT_MAP:
 		p->rec_reserved += e->size;
+		/* recorded just before the allocation that made it: in time for that one */
+		if (e->action == MS_ACT_SEGMENT_ALLOC && p->recorded_expandable &&
+		    e->pool != MS_POOL_DEFAULT && e->pool != MS_POOL_UNKNOWN &&
+		    (p->err = ms_model_pool_custom_allocator(p->m, e->pool)))
+			return p->err;
 		if (!p->o->no_segment_log)
 			ms_seg_events_push(&p->r->recorded, &p->r->n_recorded, &p->cap_recorded,
 			                   p->index, e->action, e->addr, e->size, &p->err);

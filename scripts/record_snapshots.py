@@ -673,6 +673,95 @@ def c_mempool(cx):
     cx.finish()
 
 
+# A CUDAPluggableAllocator for MemPool(allocator=...): cudaMalloc and cudaFree, counted, built at
+# run time with the host's compiler and CUDA runtime (the signatures docs/torch-allocator.md 9.3
+# gives).
+_PLUGGABLE_C = r"""
+#include <cuda_runtime_api.h>
+#include <stddef.h>
+static long long calls_alloc, calls_free, bytes_now;
+void *ms_test_alloc(size_t n, int device, cudaStream_t stream)
+{
+	void *p = NULL;
+	(void)device; (void)stream;
+	if (cudaMalloc(&p, n) != cudaSuccess)
+		return NULL;
+	calls_alloc++;
+	bytes_now += (long long)n;
+	return p;
+}
+void ms_test_free(void *p, size_t n, int device, cudaStream_t stream)
+{
+	(void)device; (void)stream;
+	cudaFree(p);
+	calls_free++;
+	bytes_now -= (long long)n;
+}
+long long ms_test_calls_alloc(void) { return calls_alloc; }
+long long ms_test_calls_free(void) { return calls_free; }
+long long ms_test_bytes_now(void) { return bytes_now; }
+"""
+
+
+def _pluggable(cx):
+    import ctypes
+    import subprocess
+    import torch
+    src = os.path.join(cx.out, "ms_test_alloc.c")
+    lib = os.path.join(cx.out, "ms_test_alloc.so")
+    with open(src, "w") as f:
+        f.write(_PLUGGABLE_C)
+    cuda = os.environ.get("CUDA_HOME", "/usr/local/cuda")
+    subprocess.run(["gcc", "-shared", "-fPIC", "-O2", "-I" + cuda + "/include", src, "-o", lib,
+                    "-L" + cuda + "/lib64", "-lcudart"], check=True)
+    alloc = torch.cuda.memory.CUDAPluggableAllocator(lib, "ms_test_alloc", "ms_test_free")
+    counts = ctypes.CDLL(lib)
+    for fn in ("ms_test_calls_alloc", "ms_test_calls_free", "ms_test_bytes_now"):
+        getattr(counts, fn).restype = ctypes.c_longlong
+    return alloc, counts
+
+
+@case("mempool_custom_allocator", "torch.cuda.MemPool(allocator=...) over a CUDAPluggableAllocator "
+      "(cudaMalloc and cudaFree, counted): the mempool case's tensors inside and outside the pool, "
+      "one inside freed and its room reused, the pool deleted with its tensors and the cache "
+      "emptied; the truth holds the allocator's own call counts")
+def c_mempool_custom_allocator(cx):
+    import torch
+    MiB = 1 << 20
+    alloc, counts = _pluggable(cx)
+    cx.history(enabled="all", context="all", stacks="python")
+
+    def t(n):
+        return torch.empty(n, dtype=torch.uint8, device="cuda")
+    outside = [t(3 * MiB), t(5 * MiB), t(MiB)]
+    pool = torch.cuda.MemPool(alloc.allocator())
+    with torch.cuda.use_mem_pool(pool):
+        inside = [t(4 * MiB), t(7 * MiB), t(MiB // 2), t(20 * MiB)]
+    del inside[1]
+    outside.append(t(6 * MiB))
+    with torch.cuda.use_mem_pool(pool):
+        inside.append(t(6 * MiB))
+    cx.truth["pool_id"] = list(pool.id)
+    cx.truth["pool_segments"] = [{k: seg.get(k) for k in ("address", "total_size",
+                                                          "allocated_size", "segment_pool_id",
+                                                          "is_expandable")}
+                                 for seg in pool.snapshot()]
+    cx.truth["custom_allocator_before_delete"] = {
+        "allocs": counts.ms_test_calls_alloc(), "frees": counts.ms_test_calls_free(),
+        "bytes": counts.ms_test_bytes_now()}
+    cx.truth["before_delete"] = moment()
+    del inside
+    del pool
+    gc.collect()
+    torch.cuda.empty_cache()
+    cx.truth["custom_allocator_after_delete"] = {
+        "allocs": counts.ms_test_calls_alloc(), "frees": counts.ms_test_calls_free(),
+        "bytes": counts.ms_test_bytes_now()}
+    cx.truth["after_delete"] = moment()
+    del outside
+    cx.finish()
+
+
 @case("graph_step_adam", "a small MLP's whole training step with Adam(capturable=True) captured as "
       "one CUDA graph (torch.cuda.graph, after 3 warm-up steps on a side stream) and replayed 20 "
       "times; history on from the start: the capture allocates in the graph's own pool")
@@ -1608,7 +1697,7 @@ def c_explain_lightning(cx):
 
 
 for _name in ("graph_pools", "compile_reduce_overhead", "mempool", "graph_step_adam",
-              "decode_graphs"):
+              "decode_graphs", "mempool_custom_allocator"):
     _c = CASES[_name]
     case(_name + "_expandable", _c["what"] + ", with PYTORCH_CUDA_ALLOC_CONF="
          "'expandable_segments:True'", env={"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"},
@@ -1623,7 +1712,7 @@ ORDER = ["ring_wrap", "late_history", "late_after_empty_cache", "state_only", "n
          "mempool_scope_blocks_retry_gc", "graph_capture_blocks_retry_gc",
          "graph_capture_record_stream", "graph_capture_record_stream_reuse",
          "graph_capture_empty_cache", "graph_capture_begin_empty_cache", "mempool_no_split",
-         "graph_pools_expandable",
+         "graph_pools_expandable", "mempool_custom_allocator", "mempool_custom_allocator_expandable",
          "compile_reduce_overhead_expandable", "mempool_expandable", "graph_step_adam_expandable",
          "decode_graphs_expandable", "explain_adamw", "explain_sgd", "explain_leak",
          "explain_hf_gpt2", "explain_lightning", "explain_profiler", "explain_metadata", "explain_scopes", "explain_copies", "explain_llama",

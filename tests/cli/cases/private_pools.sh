@@ -15,7 +15,10 @@
 # it finds nothing (graph_capture_empty_cache: identical); in a capture begun with capture_begin
 # it gives the freeable graph pool's segment back and, on the capturing stream, fails with a CUDA
 # error that fails the capture (graph_capture_begin_empty_cache): the model has no CUDA errors and
-# diverges after it, at the next empty_cache.
+# diverges after it, at the next empty_cache. A MemPool with its own allocator
+# (mempool_custom_allocator) gets whole segments from it, also under expandable segments, which
+# the replay learns from the recorded segment_alloc of its pool (its recording is identical; its
+# snapshot, taken after the pool was deleted, diverges as mempool's).
 d=testdata/snapshots/pools
 for n in graph_pools compile_reduce_overhead mempool graph_step_adam graphed_callables \
 	decode_graphs mempool_on_oom mempool_on_oom_fixed mempool_on_oom_roomy \
@@ -24,7 +27,7 @@ for n in graph_pools compile_reduce_overhead mempool graph_step_adam graphed_cal
 	graph_capture_record_stream graph_capture_record_stream_reuse graph_capture_empty_cache \
 	graph_capture_begin_empty_cache graph_pools_expandable \
 	compile_reduce_overhead_expandable mempool_expandable graph_step_adam_expandable \
-	decode_graphs_expandable; do
+	decode_graphs_expandable mempool_custom_allocator mempool_custom_allocator_expandable; do
 	echo "== $n"
 	theirs=$(zstd -qdc "$d/$n.pickle.zst" | python3 -c '
 import collections, json, pickle, sys
