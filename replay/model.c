@@ -597,25 +597,34 @@ ms_status ms_model_release_pool(struct ms_model *m, uint16_t pool)
 	return MS_OK;
 }
 
-ms_status ms_model_pool_custom_allocator(struct ms_model *m, uint16_t pool)
+/* The private pool of code pool, made if new (*out NULL for a default pool's code). */
+static ms_status private_pool(struct ms_model *m, uint16_t pool, struct ppool **out)
 {
 	int slot = ms__model_pool_slot(m, pool);
 
 	if (slot < 0)
 		return MS_ERR_NOMEM;
-	if (slot > 0)
-		m->priv[slot - 1].custom_allocator = 1;
+	*out = slot > 0 ? &m->priv[slot - 1] : NULL;
+	return MS_OK;
+}
+
+ms_status ms_model_pool_custom_allocator(struct ms_model *m, uint16_t pool)
+{
+	struct ppool *q;
+
+	MS_TRY(private_pool(m, pool, &q));
+	if (q)
+		q->custom_allocator = 1;
 	return MS_OK;
 }
 
 ms_status ms_model_pool_no_split(struct ms_model *m, uint16_t pool)
 {
-	int slot = ms__model_pool_slot(m, pool);
+	struct ppool *q;
 
-	if (slot < 0)
-		return MS_ERR_NOMEM;
-	if (slot > 0)
-		m->priv[slot - 1].no_split = 1;
+	MS_TRY(private_pool(m, pool, &q));
+	if (q)
+		q->no_split = 1;
 	return MS_OK;
 }
 

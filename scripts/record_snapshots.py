@@ -646,13 +646,21 @@ def c_compile_reduce_overhead(cx):
       "deleted with its tensors and the cache emptied; history on from the start")
 def c_mempool(cx):
     import torch
-    MiB = 1 << 20
     cx.history(enabled="all", context="all", stacks="python")
+    _mempool_job(cx, torch.cuda.MemPool)
+
+
+def _mempool_job(cx, make_pool, counts=None):
+    """Tensors outside and inside a MemPool (make_pool()), one inside freed and its room reused,
+    one outside that cannot use it; the pool deleted with its tensors and the cache emptied.
+    counts(): the pool's allocator's own figures, kept before and after the deletion."""
+    import torch
+    MiB = 1 << 20
 
     def t(n):
         return torch.empty(n, dtype=torch.uint8, device="cuda")
     outside = [t(3 * MiB), t(5 * MiB), t(MiB)]
-    pool = torch.cuda.MemPool()
+    pool = make_pool()
     with torch.cuda.use_mem_pool(pool):
         inside = [t(4 * MiB), t(7 * MiB), t(MiB // 2), t(20 * MiB)]
     del inside[1]
@@ -660,14 +668,18 @@ def c_mempool(cx):
     with torch.cuda.use_mem_pool(pool):
         inside.append(t(6 * MiB))
     cx.truth["pool_id"] = list(pool.id)
-    cx.truth["pool_segments"] = [{k: seg.get(k) for k in ("address", "total_size",
-                                                          "allocated_size", "segment_pool_id")}
-                                 for seg in pool.snapshot()]
+    keys = ("address", "total_size", "allocated_size", "segment_pool_id") + (
+        ("is_expandable",) if counts else ())
+    cx.truth["pool_segments"] = [{k: seg.get(k) for k in keys} for seg in pool.snapshot()]
+    if counts:
+        cx.truth["custom_allocator_before_delete"] = counts()
     cx.truth["before_delete"] = moment()
     del inside
     del pool
     gc.collect()
     torch.cuda.empty_cache()
+    if counts:
+        cx.truth["custom_allocator_after_delete"] = counts()
     cx.truth["after_delete"] = moment()
     del outside
     cx.finish()
@@ -705,7 +717,6 @@ long long ms_test_bytes_now(void) { return bytes_now; }
 
 def _pluggable(cx):
     import ctypes
-    import subprocess
     import torch
     src = os.path.join(cx.out, "ms_test_alloc.c")
     lib = os.path.join(cx.out, "ms_test_alloc.so")
@@ -715,10 +726,11 @@ def _pluggable(cx):
     subprocess.run(["gcc", "-shared", "-fPIC", "-O2", "-I" + cuda + "/include", src, "-o", lib,
                     "-L" + cuda + "/lib64", "-lcudart"], check=True)
     alloc = torch.cuda.memory.CUDAPluggableAllocator(lib, "ms_test_alloc", "ms_test_free")
-    counts = ctypes.CDLL(lib)
+    c = ctypes.CDLL(lib)
     for fn in ("ms_test_calls_alloc", "ms_test_calls_free", "ms_test_bytes_now"):
-        getattr(counts, fn).restype = ctypes.c_longlong
-    return alloc, counts
+        getattr(c, fn).restype = ctypes.c_longlong
+    return alloc, lambda: {"allocs": c.ms_test_calls_alloc(), "frees": c.ms_test_calls_free(),
+                           "bytes": c.ms_test_bytes_now()}
 
 
 @case("mempool_custom_allocator", "torch.cuda.MemPool(allocator=...) over a CUDAPluggableAllocator "
@@ -727,39 +739,9 @@ def _pluggable(cx):
       "emptied; the truth holds the allocator's own call counts")
 def c_mempool_custom_allocator(cx):
     import torch
-    MiB = 1 << 20
     alloc, counts = _pluggable(cx)
     cx.history(enabled="all", context="all", stacks="python")
-
-    def t(n):
-        return torch.empty(n, dtype=torch.uint8, device="cuda")
-    outside = [t(3 * MiB), t(5 * MiB), t(MiB)]
-    pool = torch.cuda.MemPool(alloc.allocator())
-    with torch.cuda.use_mem_pool(pool):
-        inside = [t(4 * MiB), t(7 * MiB), t(MiB // 2), t(20 * MiB)]
-    del inside[1]
-    outside.append(t(6 * MiB))
-    with torch.cuda.use_mem_pool(pool):
-        inside.append(t(6 * MiB))
-    cx.truth["pool_id"] = list(pool.id)
-    cx.truth["pool_segments"] = [{k: seg.get(k) for k in ("address", "total_size",
-                                                          "allocated_size", "segment_pool_id",
-                                                          "is_expandable")}
-                                 for seg in pool.snapshot()]
-    cx.truth["custom_allocator_before_delete"] = {
-        "allocs": counts.ms_test_calls_alloc(), "frees": counts.ms_test_calls_free(),
-        "bytes": counts.ms_test_bytes_now()}
-    cx.truth["before_delete"] = moment()
-    del inside
-    del pool
-    gc.collect()
-    torch.cuda.empty_cache()
-    cx.truth["custom_allocator_after_delete"] = {
-        "allocs": counts.ms_test_calls_alloc(), "frees": counts.ms_test_calls_free(),
-        "bytes": counts.ms_test_bytes_now()}
-    cx.truth["after_delete"] = moment()
-    del outside
-    cx.finish()
+    _mempool_job(cx, lambda: torch.cuda.MemPool(alloc.allocator()), counts)
 
 
 @case("graph_step_adam", "a small MLP's whole training step with Adam(capturable=True) captured as "
