@@ -127,17 +127,27 @@ int ms_output_open(struct ms_output *o, const char *path)
 	int fd;
 	mode_t mask;
 
+	struct stat st;
+
 	memset(o, 0, sizeof(*o));
 	o->path = path;
 	if (!strcmp(path, "-")) {
 		o->f = stdout;
 		return 0;
 	}
+	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+		/* a device or a pipe (/dev/stdout, a FIFO): written in place, never replaced */
+		if (!(o->f = fopen(path, "wb"))) {
+			ms_error("%s: cannot write: %s", path, strerror(errno));
+			return -1;
+		}
+		return 0;
+	}
 	if (!(o->tmp = ms_malloc(n + 16)))
 		ms_die(MS_EXIT_ERROR, "out of memory");
 	snprintf(o->tmp, n + 16, "%s.tmp.XXXXXX", path);
 	if ((fd = mkstemp(o->tmp)) < 0) {
-		ms_error("cannot write '%s': %s", path, strerror(errno));
+		ms_error("%s: cannot write: %s", path, strerror(errno));
 		ms_free(o->tmp);
 		o->tmp = NULL;
 		return -1;
@@ -147,7 +157,7 @@ int ms_output_open(struct ms_output *o, const char *path)
 	mask = umask(0);
 	umask(mask);
 	if (fchmod(fd, 0666 & ~mask) != 0 || !(o->f = fdopen(fd, "wb"))) {
-		ms_error("cannot write '%s': %s", path, strerror(errno));
+		ms_error("%s: cannot write: %s", path, strerror(errno));
 		close(fd);
 		ms_output_abort(o);
 		return -1;
@@ -172,9 +182,19 @@ int ms_output_commit(struct ms_output *o)
 {
 	int ok;
 
-	if (!o->tmp) {
+	if (!o->tmp && o->f == stdout) {
 		if (fflush(stdout) != 0 || ferror(stdout)) {
 			ms_error("write error on standard output");
+			return -1;
+		}
+		return 0;
+	}
+	if (!o->tmp) { /* a device or a pipe, written in place */
+		ok = !ferror(o->f);
+		ok = fclose(o->f) == 0 && ok;
+		o->f = NULL;
+		if (!ok) {
+			ms_error("%s: cannot write: %s", o->path, strerror(errno ? errno : EIO));
 			return -1;
 		}
 		return 0;
@@ -183,7 +203,7 @@ int ms_output_commit(struct ms_output *o)
 	ok = fclose(o->f) == 0 && ok;
 	o->f = NULL;
 	if (!ok || rename(o->tmp, o->path) != 0) {
-		ms_error("cannot write '%s': %s", o->path, strerror(errno ? errno : EIO));
+		ms_error("%s: cannot write: %s", o->path, strerror(errno ? errno : EIO));
 		ms_output_abort(o);
 		return -1;
 	}
@@ -200,7 +220,7 @@ int ms_output_write_whole(const char *path, const void *data, size_t len)
 	if (ms_output_open(&o, path))
 		return -1;
 	if (fwrite(data, 1, len, o.f) != len) {
-		ms_error("cannot write '%s': %s", path, strerror(errno));
+		ms_error("%s: cannot write: %s", path, strerror(errno));
 		ms_output_abort(&o);
 		return -1;
 	}

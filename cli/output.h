@@ -7,7 +7,8 @@
  * place once complete, ms_output_abort removes it. A fatal signal (SIGINT, SIGTERM, SIGHUP,
  * SIGPIPE) while a temporary file is open removes it before the process dies, so an
  * interrupted command leaves neither a partial output nor a stray temporary file.
- * "-" is standard output: written directly, nothing to rename.
+ * "-" is standard output: written directly, nothing to rename; so is a destination that exists
+ * and is not a regular file (a device such as /dev/null, a FIFO), which is never replaced.
  */
 #ifndef MEMSNAP_CLI_OUTPUT_H
 #define MEMSNAP_CLI_OUTPUT_H
