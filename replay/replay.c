@@ -1088,7 +1088,9 @@ void ms_replay_oom_message(const struct ms_replay_result *r, char *buf, size_t c
 	const struct ms_model_oom *o = &r->first_oom.o;
 	char a[32], t[48], f[32], l[32], al[32], un[32], allowed[64] = "";
 	uint64_t total = r->device_memory;
-	uint64_t dev_free = total == UINT64_MAX ? 0 : total - o->reserved;
+	/* less what was held outside PyTorch at the recorded OOM, where the trace tells it */
+	uint64_t held = o->reserved + (r->oom_seen ? r->outside_at_oom : 0);
+	uint64_t dev_free = total == UINT64_MAX || held > total ? 0 : total - held;
 
 	if (r->limit)
 		snprintf(allowed, sizeof(allowed),
