@@ -319,6 +319,7 @@ static void findings(const struct ms_explain *x, const struct ms_replay_result *
 			                      "copies_at_peak"); /* no C++ frames to tell them by */
 		}
 		ms_json_u64(jo, "empty_cache_calls", r->empty_cache_calls);
+		ms_json_u64(jo, "empty_cache_calls_before_alloc", r->empty_cache_before_alloc);
 		cJSON_AddBoolToObject(jo, "empty_cache_every_step", churn);
 		ms_json_u64(jo, "cuda_malloc_calls", r->stats.num_device_alloc);
 		/* where the replay ran out of memory: the bytes cached then */

@@ -327,6 +327,7 @@ static cJSON *json_report(const char *path, uint32_t device, const struct ms_rep
 	ms_json_u64(o, "num_device_free", r->stats.num_device_free);
 	ms_json_u64(o, "empty_cache_calls", r->empty_cache_calls);
 	ms_json_u64(o, "empty_cache_calls_marked", r->empty_cache_marked);
+	ms_json_u64(o, "empty_cache_calls_before_alloc", r->empty_cache_before_alloc);
 	ms_json_u64(o, "no_split_pools", r->no_split_pools);
 	ms_json_u64(o, "use_on_oom_pools", r->use_on_oom_pools);
 	ms_json_u64(o, "use_on_oom_decided", r->use_on_oom_decided);
@@ -533,6 +534,13 @@ static void text_report(const char *path, const struct ms_replay_result *r,
 		       (unsigned long long)r->empty_cache_calls);
 	if (r->empty_cache_marked)
 		printf(" (%llu marked in the trace)", (unsigned long long)r->empty_cache_marked);
+	if (r->empty_cache_before_alloc)
+		printf("; %llu of the calls told from segments given back just before an "
+		       "allocation that fits without them: an empty_cache() of the program, or the "
+		       "allocator's retry under a limit the trace does not record (a snapshot "
+		       "cannot "
+		       "tell; memsnap record marks each call)",
+		       (unsigned long long)r->empty_cache_before_alloc);
 	printf("\n");
 	print_pools(r);
 	if (r->recorded_ooms)

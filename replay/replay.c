@@ -590,8 +590,10 @@ static ms_status do_malloc(struct rp *p, const struct ms_event *e, int recorded_
 		 * Recorded segment frees just before a malloc: the malloc's own release path
 		 * (the retry) if the model needs one too, else the program's empty_cache().
 		 */
-		if (ms_model_fits_without_release_pool(p->m, e->size, e->stream, pool))
+		if (ms_model_fits_without_release_pool(p->m, e->size, e->stream, pool)) {
+			p->r->empty_cache_before_alloc++;
 			flush_pending(p);
+		}
 	}
 	if (recorded_oom) {
 		/*

@@ -190,6 +190,11 @@ struct ms_replay_result {
 	 * be what it would have done with it */
 	uint64_t missed_ooms_went_on;
 	uint64_t unmatched_frees, empty_cache_calls;
+	/* of those, calls told from recorded segment frees just before an allocation the model
+	 * could serve without them: the program's empty_cache(), or the allocator's retry under a
+	 * limit the trace does not record (a snapshot cannot tell; memsnap's recorder marks calls)
+	 */
+	uint64_t empty_cache_before_alloc;
 	/* of the calls, those the trace marks (enum ms_ann_call): the others are told from
 	 * recorded segment frees that the model did not make */
 	uint64_t empty_cache_marked;
