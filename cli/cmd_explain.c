@@ -531,7 +531,7 @@ static void print_steps(const struct ms_explain *x, size_t peak_step, const uint
 		       "the file, their events are not (a ring buffer that wrapped, history turned "
 		       "on late)",
 		       x->steps_before_trace);
-	printf("\n  steps (from %s%s%s%s): %zu%s\n",
+	printf("\n  steps (from %s%s%s%s): %zu%s%s\n",
 	       x->steps_by_repetition
 	               ? "repetition: the same allocations evenly spaced, a loop's iterations or, "
 	                 "in one pass, a model's layers"
@@ -540,7 +540,11 @@ static void print_steps(const struct ms_explain *x, size_t peak_step, const uint
 	       x->n_steps,
 	       x->n_steps > SHOWN ? "; the first, the last, the peak's and the highest shown "
 	                            "(--json has all)"
-	                          : "");
+	                          : "",
+	       x->steps_trailing_dropped ? " (the step annotation after the last optimizer step, "
+	                                   "as torch.profiler's step() opens after a loop, is "
+	                                   "not a step: its events are in the last)"
+	                                 : "");
 	printf("    %5s %12s %15s %12s %15s\n", "step", "first event", "peak requested", "at event",
 	       "peak reserved");
 	for (k = 0; k < x->n_steps; k++)
@@ -882,6 +886,8 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 			cJSON_AddStringToObject(root, "steps_scope", x.steps_scope);
 		else
 			cJSON_AddNullToObject(root, "steps_scope");
+		cJSON_AddBoolToObject(root, "steps_trailing_annotation_dropped",
+		                      x.steps_trailing_dropped);
 		cJSON_AddBoolToObject(root, "steps_exceed_reserved",
 		                      steps_exceed_reserved(&x, sres, &first));
 		if (x.why_uncategorized[0])
@@ -1052,8 +1058,8 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 		if (!x.growth_steps) {
 			if (x.n_optimizer_steps && !strcmp(x.steps_from, "optimizer steps"))
 				printf("\n  growth from step to step: not looked for (it takes 3 "
-				       "optimizer steps; the trace has %zu)\n",
-				       (size_t)x.n_optimizer_steps);
+				       "optimizer steps; the trace has %zu, in its %zu steps)\n",
+				       (size_t)x.n_optimizer_steps, x.n_steps);
 			else
 				printf("\n  growth from step to step: not looked for (it takes 4 "
 				       "steps, or 3 optimizer steps; the trace has %zu step%s)\n",

@@ -471,6 +471,24 @@ static ms_status steps_unmarked(struct ex *x)
 	return s || found ? s : steps_by_repetition(x);
 }
 
+/*
+ * A last annotated step with no optimizer step in it, where every earlier one has exactly one:
+ * the scope torch.profiler's step() opens after a loop's last iteration (ProfilerStep#N with N
+ * the number of iterations), not an iteration. Its events stay in the step before.
+ */
+static void drop_trailing_step(struct ex *x)
+{
+	size_t k = 0;
+
+	if (x->nb < 3 || x->nw != x->nb - 1 || x->bounds[x->nb - 1] < x->w[x->nw - 1].e)
+		return;
+	for (k = 0; k + 1 < x->nb; k++)
+		if (x->w[k].s < x->bounds[k] || x->w[k].e > x->bounds[k + 1])
+			return;
+	x->nb--;
+	x->x->steps_trailing_dropped = 1;
+}
+
 static ms_status windows_and_steps(struct ex *x)
 {
 	static const char prefix[] = "Optimizer.step#";
@@ -555,6 +573,7 @@ static ms_status windows_and_steps(struct ex *x)
 	}
 	if (n_step_anns >= 2) {
 		x->x->steps_from = "step annotations";
+		drop_trailing_step(x);
 		return MS_OK;
 	}
 	{

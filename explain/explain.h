@@ -102,6 +102,9 @@ struct ms_explain {
 	 * spaced: a loop's iterations, or in a trace of one pass a model's layers) or "" (none) */
 	const char *steps_from;
 	int steps_by_repetition;
+	/* a last step annotation after the last optimizer step was not counted (torch.profiler's
+	 * step() after a loop opens one more ProfilerStep scope) */
+	int steps_trailing_dropped;
 	char steps_scope[128];  /* the scope's name, or the metadata's prefix ("step") */
 	int steps_other_device; /* the steps are annotated on other devices (none on this one) */
 	const char *why_uncategorized; /* "" or why parameters etc. could not be told */

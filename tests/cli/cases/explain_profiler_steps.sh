@@ -1,8 +1,10 @@
 # Steps from torch.profiler: a real AdamW loop run under torch.profiler, whose step() opens a
 # ProfilerStep#N scope each iteration (recorded on an H100, explain/profiler). explain takes the
-# steps from those scopes: as many as the profiler made (truth.json), each beginning at the
-# first trace entry at or after its scope's start (by the times PyTorch wrote, read by Python),
-# and the model's state still told by the optimizer steps, equal to the model's bytes.
+# steps from those scopes: one per iteration of the loop (truth.json's steps; the profiler's
+# step() after the last iteration opens one more scope, with no optimizer step in it, which is
+# not a step), each beginning at the first trace entry at or after its scope's start (by the
+# times PyTorch wrote, read by Python), and the model's state still told by the optimizer steps,
+# equal to the model's bytes.
 f=testdata/snapshots/explain/profiler.pickle.zst
 "$MEMSNAP" -q explain --json "$f" | python3 -c '
 import json, pickle, subprocess, sys
@@ -14,9 +16,11 @@ times = [x["time_us"] for x in snap["device_traces"][0]]
 starts = sorted(a["time_us"] for a in snap["external_annotations"]
                 if a["stage"] == "START" and a["name"].startswith("ProfilerStep#"))
 first = [next(i for i, u in enumerate(times) if u >= s) for s in starts]
-print("steps from:", e["steps_from"], "| steps:", len(e["steps"]), "profiler steps:",
-      len(t["profiler_steps"]))
-print("first events as the scopes start:", [s["first_event"] for s in e["steps"]] == first)
+print("steps from:", e["steps_from"], "| steps:", len(e["steps"]), "iterations:", t["steps"],
+      "profiler scopes:", len(t["profiler_steps"]), "| the last dropped:",
+      e["steps_trailing_annotation_dropped"])
+print("first events as the scopes start:",
+      [s["first_event"] for s in e["steps"]] == first[:t["steps"]])
 st = e["state"]
 m = t["model"]
 print("state: parameters", st["parameter_bytes"] == m["parameter_bytes"], "gradients",
