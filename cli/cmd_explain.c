@@ -605,6 +605,15 @@ static uint64_t growing_bytes(const struct ms_explain *x)
 	return n;
 }
 
+/* Of what is live at the end, the growing sites' blocks. */
+static uint64_t growing_bytes_at_end(const struct ms_explain *x)
+{
+	uint64_t n = 0;
+	for (size_t k = 0; k < x->n_growth; k++)
+		n += x->growth[k].bytes_at_end;
+	return n;
+}
+
 static uint64_t blocks_of(const struct ms_explain *e)
 {
 	uint64_t n = 0;
@@ -621,7 +630,7 @@ static uint64_t blocks_of(const struct ms_explain *e)
 static void print_live_at_end(const struct ms_trace *t, const struct ms_explain *x,
                               const struct ms_explain *e, const struct ms_replay_result *r)
 {
-	char b[32];
+	char b[32], b2[32];
 
 	if (r->ended_by_oom)
 		return;
@@ -642,15 +651,11 @@ static void print_live_at_end(const struct ms_trace *t, const struct ms_explain 
 		       "blocks the replay did not have (an inconsistent or cut trace); not to be "
 		       "trusted\n",
 		       ms_format_size(b, sizeof(b), (uint64_t)r->stats.allocated_bytes[0].current));
-	if (x->n_growth && growing_bytes(x) <= ms_explain_requested(e))
-		printf("    of it, the sites that grow (above) held %s at the last step; the rest "
-		       "is the model's state and what it keeps\n",
-		       ms_format_size(b, sizeof(b), growing_bytes(x)));
-	else if (x->n_growth)
-		printf("    the sites that grow (above) held %s at the last step, more than is "
-		       "live "
-		       "at the end: it was freed before the end\n",
-		       ms_format_size(b, sizeof(b), growing_bytes(x)));
+	if (x->n_growth && growing_bytes_at_end(x) <= ms_explain_requested(e))
+		printf("    of it, %s from the sites that grow (above; %s at the last step); the "
+		       "rest is the model's state and what it keeps\n",
+		       ms_format_size(b, sizeof(b), growing_bytes_at_end(x)),
+		       ms_format_size(b2, sizeof(b2), growing_bytes(x)));
 	else if (x->growth_steps)
 		printf("    nothing of it grew from step to step\n");
 }
@@ -674,10 +679,13 @@ static void json_live_at_end(cJSON *root, const struct ms_explain *x, const stru
 			cJSON_AddNullToObject(c, ms_explain_cat_name(k));
 		else
 			ms_json_u64(c, ms_explain_cat_name(k), e->cat_bytes[k]);
-	if (x->growth_steps)
+	if (x->growth_steps) {
 		ms_json_u64(o, "growing_sites_bytes_at_last_step", growing_bytes(x));
-	else
+		ms_json_u64(o, "growing_sites_bytes", growing_bytes_at_end(x));
+	} else {
 		cJSON_AddNullToObject(o, "growing_sites_bytes_at_last_step");
+		cJSON_AddNullToObject(o, "growing_sites_bytes");
+	}
 }
 
 struct rank_row {
@@ -922,6 +930,7 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 			cJSON_AddNumberToObject(g, "steps", x.growth[k].steps);
 			ms_json_u64(g, "first_event", x.growth[k].first_event);
 			ms_json_u64(g, "bytes_at_last_step", x.growth[k].bytes_at_last_step);
+			ms_json_u64(g, "bytes_at_end", x.growth[k].bytes_at_end);
 			cJSON_AddNumberToObject(g, "blocks_at_first_step",
 			                        x.growth[k].blocks_at_first_step);
 			cJSON_AddNumberToObject(g, "blocks_at_last_step",

@@ -1053,6 +1053,7 @@ static ms_status growth(struct ex *x)
 		uint32_t frame, stack;
 		uint64_t first_event;
 		uint64_t *live;  /* bytes at each optimizer step's start */
+		uint64_t at_end; /* bytes of its blocks never freed */
 		uint32_t *count; /* ... in so many blocks */
 	} *rows = NULL;
 	size_t nrows = 0, caprows = 0, capg = 0, np = 0;
@@ -1103,10 +1104,13 @@ static ms_status growth(struct ex *x)
 			rows[nrows].frame = frame;
 			rows[nrows].stack = b->stack;
 			rows[nrows].first_event = NONE;
+			rows[nrows].at_end = 0;
 			ri = ms_u64map_get(&row_of, frame);
 			nrows++;
 		}
 		w = &rows[*ri];
+		if (b->f == NONE)
+			w->at_end += b->size;
 		for (uint32_t k = k_lo; k < k_hi; k++) {
 			w->live[k] += b->size;
 			w->count[k]++;
@@ -1137,6 +1141,7 @@ static ms_status growth(struct ex *x)
 		        w->live[last],
 		        w->count[0],
 		        w->count[last],
+		        w->at_end,
 		};
 	}
 	for (size_t j = 0; j < nrows; j++) {

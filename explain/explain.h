@@ -78,6 +78,7 @@ struct ms_explain_growth {
 	/* its blocks at the first step looked at and at the last: as many at both, the same
 	   allocations grew in size (larger shapes), not in number (a leak keeps more of them) */
 	uint32_t blocks_at_first_step, blocks_at_last_step;
+	uint64_t bytes_at_end; /* of its blocks, those never freed: live at the end */
 };
 
 /* A site's activations alive at the peak. */

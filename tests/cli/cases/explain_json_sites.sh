@@ -47,6 +47,7 @@ c = e["categories"]
 print("live at end: parameters", c["parameters"] == t["model"]["parameter_bytes"],
       "optimizer_state", c["optimizer_state"] == t["model"]["optimizer_state_bytes"],
       "growing sites", e["growing_sites_bytes_at_last_step"] == t["leak"]["bytes"],
+      "and at the end", e["growing_sites_bytes"] == t["leak"]["bytes"],
       "| other minus growth:", (c["other"] - t["leak"]["bytes"]) >> 20, "MiB")' \
 	testdata/snapshots/explain/leak.truth.json
 # a file whose end-state segments do not fit its events (proto/small_p4: the first 300 entries
