@@ -485,6 +485,7 @@ static ms_status data_json(const struct ms_report *rep, const struct ms_whatif_r
 		/* what the verdicts rest on: a guessed size or limit is said to be one */
 		key_cstr(&w, "device_memory_source",
 		         ms_devmem_source_name(rep->device_memory_source));
+		key_bool(&w, "cut_short", rep->cut_short);
 		ms_jsonw_key(&w, "mid_run");
 		if (rep->rebuilt) {
 			ms_jsonw_obj_begin(&w);

@@ -717,6 +717,7 @@ ms_status ms_report_collect(const struct ms_report_input *in, struct ms_report *
 	rep->initial_reserved = r.initial_reserved;
 	rep->initial_segments = r.initial_segments;
 	rep->placed = r.placed;
+	rep->cut_short = r.cut_short;
 	rep->initial_live_blocks = r.initial_live_blocks;
 	rep->limit_inferred = in->limit_inferred;
 	rep->limit_lo = in->limit_lo;

@@ -158,6 +158,7 @@ struct ms_report {
 	int rebuilt; /* a mid-run trace: the state rebuilt before its first event */
 	uint64_t initial_reserved, initial_segments, initial_live_blocks;
 	int placed;         /* the blocks live before the trace placed by the model, not rebuilt */
+	int cut_short;      /* a memsnap trace without its END record: the start of the run only */
 	int limit_inferred; /* the limit was inferred from the recorded OOMs, in [lo, hi] */
 	uint64_t limit_lo, limit_hi;
 	uint64_t events, replayed;

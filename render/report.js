@@ -126,6 +126,8 @@
 	var sum = 'device ' + D.device + ' \u00b7 ' + D.events + ' events (' + D.replayed +
 		' replayed) \u00b7 peak allocated ' + least + fmt(D.peak.allocated) + ' at event ' + D.peak.index +
 		' \u00b7 peak reserved ' + least + fmt(D.peak.reserved) + ' \u00b7 ' + settingsText();
+	if (D.cut_short)
+		sum += ' \u00b7 the file is cut short (no END record: the recording was killed): it holds the start of the run, and its peaks are those of that part';
 	if (D.mid_run && D.mid_run.placed)
 		sum += ' \u00b7 the trace starts mid-run: ' + D.mid_run.live_blocks + ' blocks were live ' +
 			'before its first event, which its end state cannot place; the replay allocated them first (' +

@@ -898,6 +898,7 @@ static ms_status replay(const char *path, const struct ms_trace *t, const struct
 		s = ms_trace_emit(t, &sink);
 		if (r->has_oom)
 			holder_stacks(&p, &r->first_oom);
+		r->cut_short = !s && t->cut_short;
 	} else {
 		struct ms_source_info si;
 		/* nothing of the caller's reads the table while the replay runs: read ahead */
