@@ -291,6 +291,19 @@ uint64_t ms_input_file_size(const struct ms_input *in)
 	return in->file_size;
 }
 
+ms_status ms_input_drain(struct ms_input *in, struct ms_diag *diag)
+{
+	char buf[4096];
+	size_t got;
+
+	if (in->comp == MS_COMP_NONE)
+		return MS_OK;
+	do
+		MS_TRY(read_decomp(in, buf, sizeof(buf), &got, diag));
+	while (!in->done);
+	return MS_OK;
+}
+
 void ms_input_close(struct ms_input *in)
 {
 	if (!in)

@@ -248,6 +248,8 @@ ms_status ms_source_read(const char *path, const struct ms_read_opts *opts, stru
 		} else {
 			s = ms_torch_snapshot_read(in, syms, sink, &info->snap, diag);
 		}
+		if (!s) /* a pickle ends at its STOP: the compressed stream may go on */
+			s = ms_input_drain(in, diag);
 		break;
 	default:
 		if ((s = ms_input_peek_error(in, diag)))
