@@ -962,9 +962,10 @@ static ms_status step_peaks(struct ex *x)
 			k++;
 		if (e->device != x->in->device || e->source != MS_SRC_TORCH)
 			continue;
+		/* as PyTorch's requested_bytes: a block counts until its free completes */
 		if (e->action == MS_ACT_ALLOC)
 			cur += e->size;
-		else if (e->action == MS_ACT_FREE_REQUESTED)
+		else if (e->action == MS_ACT_FREE_COMPLETED)
 			cur -= cur > e->size ? e->size : cur;
 		else
 			continue;
