@@ -508,10 +508,21 @@ static void print_one(const struct job *j)
 		       (unsigned long long)r->external_peak_index,
 		       ms_format_size(b2, sizeof(b2), r->external_end),
 		       (unsigned long long)r->raw_events, (unsigned long long)r->raw_claimed);
-	printf("\n  live at end:      %llu allocation%s, %s (the model's state, caches, leaks: "
-	       "memsnap explain tells them apart)\n",
-	       (unsigned long long)r->live_count, r->live_count == 1 ? "" : "s",
-	       ms_format_size(b1, sizeof(b1), r->live_bytes));
+	if (r->pre_trace_blocks)
+		printf("\n  live at end:      %llu allocations, %s: %llu made in the trace (%s) "
+		       "and "
+		       "%llu from before it (the model's state, caches, leaks: memsnap explain "
+		       "tells them apart)\n",
+		       (unsigned long long)(r->live_count + r->pre_trace_blocks),
+		       ms_format_size(b1, sizeof(b1), r->live_bytes + r->pre_trace_requested),
+		       (unsigned long long)r->live_count,
+		       ms_format_size(b2, sizeof(b2), r->live_bytes),
+		       (unsigned long long)r->pre_trace_blocks);
+	else
+		printf("\n  live at end:      %llu allocation%s, %s (the model's state, caches, "
+		       "leaks: memsnap explain tells them apart)\n",
+		       (unsigned long long)r->live_count, r->live_count == 1 ? "" : "s",
+		       ms_format_size(b1, sizeof(b1), r->live_bytes));
 	for (size_t i = 0; i < r->n_live_top; i++)
 		print_alloc(j, &r->live_top[i]);
 	if (r->pending_count)
