@@ -487,10 +487,9 @@ static void text_report(const char *path, const struct ms_replay_result *r,
 		       (unsigned long long)r->events_other_devices,
 		       narrowed ? "not replayed (--device)" : "replayed on their own");
 	if (r->events_external)
-		printf("  not replayed:   %llu events of raw CUDA calls; outside PyTorch's "
-		       "allocator "
-		       "at the most %s (event %llu)\n",
-		       (unsigned long long)r->events_external,
+		printf("  not replayed:   %llu event%s of raw CUDA calls; outside PyTorch's "
+		       "allocator at the most %s (event %llu)\n",
+		       (unsigned long long)r->events_external, r->events_external == 1 ? "" : "s",
 		       ms_format_size(b3, sizeof(b3), r->external_peak),
 		       (unsigned long long)r->external_peak_index);
 	text_device(r, lim);
@@ -518,20 +517,24 @@ static void text_report(const char *path, const struct ms_replay_result *r,
 	/* PyTorch counts an expandable segment's mappings as device allocations, not segments */
 	if (r->stats.num_device_alloc && !r->stats.segment[0].peak)
 		printf("  segments:       %llu device allocations (expandable segments' mappings: "
-		       "PyTorch counts no segment for them), %llu frees; %llu retries, %llu "
-		       "empty_cache calls",
+		       "PyTorch counts no segment for them), %llu frees; %llu retr%s, %llu "
+		       "empty_cache call%s",
 		       (unsigned long long)r->stats.num_device_alloc,
 		       (unsigned long long)r->stats.num_device_free,
 		       (unsigned long long)r->stats.num_alloc_retries,
-		       (unsigned long long)r->empty_cache_calls);
+		       r->stats.num_alloc_retries == 1 ? "y" : "ies",
+		       (unsigned long long)r->empty_cache_calls,
+		       r->empty_cache_calls == 1 ? "" : "s");
 	else
 		printf("  segments:       %llu cudaMalloc, %llu cudaFree, peak %lld at once; %llu "
-		       "retries, %llu empty_cache calls",
+		       "retr%s, %llu empty_cache call%s",
 		       (unsigned long long)r->stats.num_device_alloc,
 		       (unsigned long long)r->stats.num_device_free,
 		       (long long)r->stats.segment[0].peak,
 		       (unsigned long long)r->stats.num_alloc_retries,
-		       (unsigned long long)r->empty_cache_calls);
+		       r->stats.num_alloc_retries == 1 ? "y" : "ies",
+		       (unsigned long long)r->empty_cache_calls,
+		       r->empty_cache_calls == 1 ? "" : "s");
 	if (r->empty_cache_marked)
 		printf(" (%llu marked in the trace)", (unsigned long long)r->empty_cache_marked);
 	if (r->empty_cache_before_alloc)

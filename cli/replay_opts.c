@@ -269,10 +269,10 @@ static void say_notes(const struct ms_replay_cli *c, const char *path)
 			           path, n->why);
 			break;
 		case MS_REPLAY_NOTE_LIMIT_INFERRED:
-			ms_note("%s recorded %llu OOM(s) while the device had room: the job ran "
+			ms_note("%s recorded %llu OOM%s while the device had room: the job ran "
 			        "under a per-process limit; inferred between %s and %s (%llu to "
 			        "%llu bytes), replayed with %s",
-			        path, (unsigned long long)n->n,
+			        path, (unsigned long long)n->n, n->n == 1 ? "" : "s",
 			        ms_format_size(b1, sizeof(b1), n->lim.lo),
 			        ms_format_size(b2, sizeof(b2), n->lim.hi),
 			        (unsigned long long)n->lim.lo, (unsigned long long)n->lim.hi,

@@ -193,6 +193,9 @@ static inline int key_index(const int8_t *of, size_t of_n, const uint32_t *ids, 
 
 static ms_status entry_err(struct ms_snapmap *m, uint64_t index, int64_t off, const char *what)
 {
+	if (off < 0) /* JSON: no offset to tell */
+		return ms__diag_set(m->diag, MS_ERR_FORMAT, off, (int64_t)index,
+		                    "trace entry %llu: %s", (unsigned long long)index, what);
 	return ms__diag_set(m->diag, MS_ERR_FORMAT, off, (int64_t)index,
 	                    "trace entry %llu (near offset %lld): %s", (unsigned long long)index,
 	                    (long long)off, what);
