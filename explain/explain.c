@@ -735,9 +735,27 @@ static void windows_alive(struct ex *x)
 }
 
 /* Whether b may be a gradient: made in the trace, neither a parameter's candidate nor state. */
-static int grad_candidate(const struct blk *b)
+/* Made by the program's own Python code (its stack's site is a user frame): no gradient, which
+ * the autograd engine makes on a thread of its own, without the program's frames. */
+static int user_made(const struct ex *x, uint32_t stack)
 {
-	return !b->before && !b->param_cand && b->cat != MS_CAT_OPTIMIZER_STATE;
+	const uint32_t *fr;
+	size_t n;
+	enum ms_frame_kind kind;
+
+	if (!stack)
+		return 0;
+	fr = ms_symtab_get_stack(&x->t->syms, stack, &n);
+	if (!n)
+		return 0;
+	ms_site_pos(&x->t->syms, fr, n, &kind);
+	return kind == MS_FRAME_USER;
+}
+
+static int grad_candidate(const struct ex *x, const struct blk *b)
+{
+	return !b->before && !b->param_cand && b->cat != MS_CAT_OPTIMIZER_STATE &&
+	       !user_made(x, b->stack);
 }
 
 /* Optimizer state, gradients and parameters (explain.h's rules). */
@@ -788,7 +806,7 @@ static ms_status categorize_state(struct ex *x)
 		goto out;
 	}
 	for (size_t i = 0; i < x->n; i++)
-		if (grad_candidate(&x->b[i]))
+		if (grad_candidate(x, &x->b[i]))
 			for (uint32_t k = x->b[i].k_lo; k < x->b[i].k_hi; k++)
 				first_of[k + 1]++;
 	for (size_t k = 0; k < x->nw; k++)
@@ -805,7 +823,7 @@ static ms_status categorize_state(struct ex *x)
 			goto out;
 		}
 		for (size_t i = 0; i < x->n; i++) {
-			if (grad_candidate(&x->b[i]))
+			if (grad_candidate(x, &x->b[i]))
 				for (uint32_t k = x->b[i].k_lo; k < x->b[i].k_hi; k++)
 					entries[first_of[k] + fill[k]++] = i;
 		}
