@@ -96,7 +96,7 @@ static void set_value(const struct ms_opt *o, const char *arg, const struct ms_o
 			ms_usage_error(opts, usage, "--%s: '%s' is out of range (at most %llu)",
 			               o->long_name, arg, (unsigned long long)UINT64_MAX);
 		if (errno || !*arg || *end || *arg == '-')
-			ms_usage_error(opts, usage, "--%s: '%s' is not a whole number (0 or more)",
+			ms_usage_error(opts, usage, "--%s: '%s' is not a whole number",
 			               o->long_name, arg);
 		break;
 	case MS_OPT_T_INT: {
