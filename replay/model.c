@@ -608,24 +608,25 @@ static ms_status private_pool(struct ms_model *m, uint16_t pool, struct ppool **
 	return MS_OK;
 }
 
-ms_status ms_model_pool_custom_allocator(struct ms_model *m, uint16_t pool)
+/* Set the flag at offset off of the private pool of code pool (none for a default pool's). */
+static ms_status pool_flag(struct ms_model *m, uint16_t pool, size_t off)
 {
 	struct ppool *q;
 
 	MS_TRY(private_pool(m, pool, &q));
 	if (q)
-		q->custom_allocator = 1;
+		*((uint8_t *)q + off) = 1;
 	return MS_OK;
+}
+
+ms_status ms_model_pool_custom_allocator(struct ms_model *m, uint16_t pool)
+{
+	return pool_flag(m, pool, offsetof(struct ppool, custom_allocator));
 }
 
 ms_status ms_model_pool_no_split(struct ms_model *m, uint16_t pool)
 {
-	struct ppool *q;
-
-	MS_TRY(private_pool(m, pool, &q));
-	if (q)
-		q->no_split = 1;
-	return MS_OK;
+	return pool_flag(m, pool, offsetof(struct ppool, no_split));
 }
 
 void ms_model_empty_pool_cache(struct ms_model *m, uint16_t pool)

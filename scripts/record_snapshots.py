@@ -1436,15 +1436,22 @@ def _explain_loop(cx, model, opt, steps, batch, keep=None, set_to_none=True, amp
     model_truth(cx, model, opt, grads)
 
 
+def _adamw_gpt(cx):
+    """History on (all, Python stacks), then the 4-layer GPT (d 384, vocab 8192, seed 0) and its
+    AdamW (lr 1e-4): the model of the explain_* AdamW loops."""
+    import torch
+    torch.manual_seed(0)
+    cx.history(enabled="all", context="all", stacks="python")
+    m = gpt(d=384, layers=4, vocab=8192, heads=6)
+    return m, torch.optim.AdamW(m.parameters(), lr=1e-4)
+
+
 @case("explain_adamw", "a 4-layer GPT (d 384, vocab 8192; plain PyTorch) trained 8 steps of batch "
       "8 x 256 with AdamW (foreach), zero_grad(set_to_none=True), fp32; history on from the start, "
       "Python stacks; the truth holds the parameter, gradient and optimizer-state bytes")
 def c_explain_adamw(cx):
     import torch
-    torch.manual_seed(0)
-    cx.history(enabled="all", context="all", stacks="python")
-    m = gpt(d=384, layers=4, vocab=8192, heads=6)
-    opt = torch.optim.AdamW(m.parameters(), lr=1e-4)
+    m, opt = _adamw_gpt(cx)
     _explain_loop(cx, m, opt, 8, (8, 256))
     cx.finish()
 
@@ -1454,10 +1461,7 @@ def c_explain_adamw(cx):
       "the snapshot's external_annotations carry them; the truth counts them")
 def c_explain_profiler(cx):
     import torch
-    torch.manual_seed(0)
-    cx.history(enabled="all", context="all", stacks="python")
-    m = gpt(d=384, layers=4, vocab=8192, heads=6)
-    opt = torch.optim.AdamW(m.parameters(), lr=1e-4)
+    m, opt = _adamw_gpt(cx)
     sched = torch.profiler.schedule(wait=0, warmup=0, active=100)
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU],
                                 schedule=sched) as prof:
@@ -1474,10 +1478,7 @@ def c_explain_profiler(cx):
       "allocation (user_metadata); the truth holds the labels and the number of steps")
 def c_explain_metadata(cx):
     import torch
-    torch.manual_seed(0)
-    cx.history(enabled="all", context="all", stacks="python")
-    m = gpt(d=384, layers=4, vocab=8192, heads=6)
-    opt = torch.optim.AdamW(m.parameters(), lr=1e-4)
+    m, opt = _adamw_gpt(cx)
     labels = []
 
     def label(i):
@@ -1528,10 +1529,7 @@ def c_explain_sgd(cx):
       "(8 x 256 x 8192 floats, 64 MiB a step), 10 steps")
 def c_explain_leak(cx):
     import torch
-    torch.manual_seed(0)
-    cx.history(enabled="all", context="all", stacks="python")
-    m = gpt(d=384, layers=4, vocab=8192, heads=6)
-    opt = torch.optim.AdamW(m.parameters(), lr=1e-4)
+    m, opt = _adamw_gpt(cx)
     kept = []
     _explain_loop(cx, m, opt, 10, (8, 256), keep=kept)
     cx.truth["leak"] = {"tensors": len(kept), "bytes_per_step": tensor_bytes(kept[:1]),
