@@ -18,6 +18,7 @@
 #include "common/hash.h"
 #include "common/status.h"
 #include "parse/trace.h"
+#include "replay/alloc_conf.h"
 #include "replay/pool_marks.h"
 #include "replay/torch/torch_backend.h"
 
@@ -27,6 +28,10 @@ struct tp {
 	struct ms_u64map live;      /* recorded address -> real pointer */
 	struct ms_u64map deferred;  /* free requested, PyTorch kept the block: address -> pointer */
 	struct ms_pool_marks marks; /* the recorder's pool marks so far */
+	/* the recorded run had expandable segments: a private pool's whole segment shows a
+	 * MemPool with its own allocator (the model's rule, replay.c) */
+	int recorded_expandable;
+	struct ms_u64map custom; /* the pools given an allocator so far */
 	size_t cap_produced, cap_recorded;
 	uint64_t index;
 	ms_status err;
@@ -293,6 +298,23 @@ static ms_status run(struct tp *p, const struct ms_trace *t, const struct ms_rep
 			/* fall through */
 		case MS_ACT_SEGMENT_ALLOC:
 		case MS_ACT_SEGMENT_MAP:
+			/* recorded just before the allocation that made it: in time for that one */
+			if (e->action == MS_ACT_SEGMENT_ALLOC && p->recorded_expandable &&
+			    e->pool != MS_POOL_DEFAULT && e->pool != MS_POOL_UNKNOWN &&
+			    !ms_u64map_get(&p->custom, e->pool)) {
+				uint64_t id[2];
+				ms_pool_id(e->pool, id);
+				if (ms_u64map_put(&p->custom, e->pool, 1))
+					return MS_ERR_NOMEM;
+				if (p->api->custom_allocator(id[0], id[1]))
+					ms__diag_warn(
+					        d,
+					        "pool (%llu, %llu) had its own allocator, which "
+					        "PyTorch %s's cannot be given here: replayed "
+					        "without it",
+					        (unsigned long long)id[0],
+					        (unsigned long long)id[1], p->api->torch_version());
+			}
 			ms_seg_events_push(&r->recorded, &r->n_recorded, &p->cap_recorded, i,
 			                   e->action, e->addr, e->size, &p->err);
 			break;
@@ -373,6 +395,11 @@ ms_status ms_replay_torch(const char *path, const struct ms_trace *trace, const 
 		t = owned;
 	snprintf(r->alloc_conf, sizeof(r->alloc_conf), "%s", model->alloc_conf);
 	r->limit = model->limit;
+	{
+		struct ms_alloc_conf rec;
+		ms_alloc_conf_from_settings(&rec, &t->meta.settings);
+		p.recorded_expandable = rec.expandable_segments;
+	}
 	if (p.api->open((int)o->device, model->alloc_conf, model->limit, err, sizeof(err))) {
 		ms_trace_free(owned);
 		return ms__diag_set(d, MS_ERR_BACKEND, -1, -1, "--backend torch: %s", err);
@@ -427,6 +454,7 @@ ms_status ms_replay_torch(const char *path, const struct ms_trace *trace, const 
 	p.api->close();
 	ms_u64map_release(&p.live);
 	ms_u64map_release(&p.deferred);
+	ms_u64map_release(&p.custom);
 	ms_pool_marks_release(&p.marks);
 	ms_trace_free(owned);
 	return s;

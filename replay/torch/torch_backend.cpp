@@ -17,6 +17,7 @@
 #include <cuda.h>
 #include <c10/util/Exception.h>
 #include <cuda_runtime_api.h>
+#include <torch/csrc/cuda/CUDAPluggableAllocator.h>
 #include <torch/version.h>
 
 #include <dlfcn.h>
@@ -576,6 +577,27 @@ int use_on_oom(uint64_t first, uint64_t second)
 	}
 }
 
+int custom_allocator(uint64_t first, uint64_t second)
+{
+	auto dev = static_cast<c10::DeviceIndex>(g_device);
+	try {
+		// one allocator for every such pool: cudaMalloc and cudaFree, as the interposer
+		// places them
+		static auto alloc = torch::cuda::CUDAPluggableAllocator::createCustomAllocator(
+		        [](size_t n, int, cudaStream_t) -> void * {
+			        void *p = nullptr;
+			        return cudaMalloc(&p, n) == cudaSuccess ? p : nullptr;
+		        },
+		        [](void *p, size_t, int, cudaStream_t) { cudaFree(p); });
+		if (!g_pools.insert({first, second}).second)
+			return -1; // made already, without it
+		CCA::get()->createOrIncrefPool(dev, {first, second}, alloc);
+		return 0;
+	} catch (const std::exception &) {
+		return -1;
+	}
+}
+
 size_t segments(mst_segment *out, size_t max)
 {
 	auto snap = CCA::snapshot();
@@ -666,7 +688,8 @@ const mst_api g_api = {MST_ABI,      torch_version, open_backend, place,
                        mem_info,     do_malloc,     release_pool, do_free,
                        free_request, free_complete, empty_cache,  take_segments,
                        stats,        segments,      deviations,   close_backend,
-                       no_split,     use_on_oom,    empty_pool_cache, captures_underway};
+                       no_split,     use_on_oom,    empty_pool_cache, captures_underway,
+                       custom_allocator};
 
 } // namespace
 

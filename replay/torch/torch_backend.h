@@ -14,7 +14,7 @@
 extern "C" {
 #endif
 
-#define MST_ABI 8
+#define MST_ABI 9
 
 /* A segment event of the real allocator (its trace tracker): PyTorch's action numbers. */
 struct mst_seg {
@@ -112,6 +112,13 @@ struct mst_api {
 	 * from its last retry (releasing every cached segment) until it ends; 0: none is open now.
 	 */
 	void (*captures_underway)(int on);
+	/*
+	 * The private pool (pool_first, pool_second), not used yet, is a MemPool with its own
+	 * allocator (MemPool(allocator=...)): made now with one that calls cudaMalloc and cudaFree
+	 * (placed as every segment is), kept until release_pool. Returns 0, or -1 where the pool
+	 * exists already or this PyTorch cannot.
+	 */
+	int (*custom_allocator)(uint64_t pool_first, uint64_t pool_second);
 };
 
 /* The plugin's one exported symbol. */
