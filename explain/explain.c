@@ -116,6 +116,13 @@ static ms_status lifetimes(struct ex *x)
 				if (!(s = add_blk(x, &b)))
 					s = ms_u64map_put(&gone, e->addr, 1);
 			}
+		} else if (e->action == MS_ACT_FREE_COMPLETED &&
+		           (k = ms_u64map_get(&live, e->addr))) {
+			/* a completion with no request before it (a trace that records only
+			 * completions): the free is here */
+			x->b[*k].f = i;
+			ms_u64map_del(&live, e->addr, &idx);
+			s = ms_u64map_put(&gone, e->addr, 2);
 		}
 	}
 	/* alive at the end but never allocated in the trace: from before it, never freed */
