@@ -653,7 +653,7 @@ static void print_live_at_end(const struct ms_trace *t, const struct ms_explain 
 		       ms_format_size(b, sizeof(b), (uint64_t)r->stats.allocated_bytes[0].current));
 	if (x->n_growth && growing_bytes_at_end(x) <= ms_explain_requested(e))
 		printf("    of it, %s from the sites that grow (above; %s at the last step); the "
-		       "rest is the model's state and what it keeps\n",
+		       "rest did not grow from step to step\n",
 		       ms_format_size(b, sizeof(b), growing_bytes_at_end(x)),
 		       ms_format_size(b2, sizeof(b2), growing_bytes(x)));
 	else if (x->growth_steps)
