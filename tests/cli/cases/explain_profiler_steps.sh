@@ -6,16 +6,12 @@
 # times PyTorch wrote, read by Python), and the model's state still told by the optimizer steps,
 # equal to the model's bytes.
 f=testdata/snapshots/explain/profiler.pickle.zst
+first=$(python3 tests/cli/scope_first_events.py "$f" 'ProfilerStep#*')
 "$MEMSNAP" -q explain --json "$f" | python3 -c '
-import json, pickle, subprocess, sys
+import json, sys
 e = json.load(sys.stdin)
 t = json.load(open(sys.argv[2]))
-snap = pickle.loads(subprocess.run(["zstd", "-qdc", sys.argv[1]], check=True,
-                                   capture_output=True).stdout)   # the project s own recording
-times = [x["time_us"] for x in snap["device_traces"][0]]
-starts = sorted(a["time_us"] for a in snap["external_annotations"]
-                if a["stage"] == "START" and a["name"].startswith("ProfilerStep#"))
-first = [next(i for i, u in enumerate(times) if u >= s) for s in starts]
+first = json.loads(sys.argv[3])
 print("steps from:", e["steps_from"], "| steps:", len(e["steps"]), "iterations:", t["steps"],
       "profiler scopes:", len(t["profiler_steps"]), "| the last dropped:",
       e["steps_trailing_annotation_dropped"])
@@ -26,4 +22,4 @@ m = t["model"]
 print("state: parameters", st["parameter_bytes"] == m["parameter_bytes"], "gradients",
       st["gradient_bytes"] == m["gradient_bytes"], "optimizer state",
       st["optimizer_state_bytes"] == m["optimizer_state_bytes"])
-print("peak in:", e["peak"]["annotation"])' "$f" testdata/snapshots/explain/profiler.truth.json
+print("peak in:", e["peak"]["annotation"])' "$f" testdata/snapshots/explain/profiler.truth.json "$first"
