@@ -56,8 +56,9 @@ struct ex {
 	size_t nw, capw;
 	uint64_t *bounds; /* steps' first events */
 	size_t nb, capb;
-	int8_t *nn_of;     /* stack id -> 1 if a frame is torch.nn's, 0 if not, -1 not known yet */
-	int8_t *copy_of;   /* stack id -> 1 if a copying operator made it, 0 if not, -1 not known */
+	int8_t *nn_of;   /* stack id -> 1 if a frame is torch.nn's, 0 if not, -1 not known yet */
+	int8_t *user_of; /* stack id -> 1 if its site is the program's code, 0 if not, -1 not yet */
+	int8_t *copy_of; /* stack id -> 1 if a copying operator made it, 0 if not, -1 not known */
 	uint32_t *site_of; /* stack id -> its site key (site_frame) + 1, 0 not known yet */
 	/* at a site depth past 1: chains of frames (by their hash) -> key, and each key's deepest
 	 * frame */
@@ -744,22 +745,24 @@ static void windows_alive(struct ex *x)
 /* Whether b may be a gradient: made in the trace, neither a parameter's candidate nor state. */
 /* Made by the program's own Python code (its stack's site is a user frame): no gradient, which
  * the autograd engine makes on a thread of its own, without the program's frames. */
-static int user_made(const struct ex *x, uint32_t stack)
+static int user_made(struct ex *x, uint32_t stack)
 {
 	const uint32_t *fr;
 	size_t n;
-	enum ms_frame_kind kind;
+	enum ms_frame_kind kind = MS_FRAME_PLUMBING;
 
 	if (!stack)
 		return 0;
+	if (x->user_of[stack] >= 0)
+		return x->user_of[stack];
 	fr = ms_symtab_get_stack(&x->t->syms, stack, &n);
-	if (!n)
-		return 0;
-	ms_site_pos(&x->t->syms, fr, n, &kind);
-	return kind == MS_FRAME_USER;
+	if (n)
+		ms_site_pos(&x->t->syms, fr, n, &kind);
+	x->user_of[stack] = (int8_t)(kind == MS_FRAME_USER);
+	return x->user_of[stack];
 }
 
-static int grad_candidate(const struct ex *x, const struct blk *b)
+static int grad_candidate(struct ex *x, const struct blk *b)
 {
 	return !b->before && !b->param_cand && b->cat != MS_CAT_OPTIMIZER_STATE &&
 	       !user_made(x, b->stack);
@@ -1288,14 +1291,18 @@ ms_status ms_explain_run(const struct ms_explain_in *in, struct ms_explain *out)
 	x.x = out;
 	x.nn_of = ms_malloc(ms_symtab_nstacks(&in->t->syms) + 1);
 	x.copy_of = ms_malloc(ms_symtab_nstacks(&in->t->syms) + 1);
-	if (!x.nn_of || !x.copy_of) {
+	x.user_of = ms_malloc(ms_symtab_nstacks(&in->t->syms) + 1);
+	if (!x.nn_of || !x.copy_of || !x.user_of) {
+		ms_free(x.user_of);
 		ms_free(x.nn_of);
 		ms_free(x.copy_of);
 		return MS_ERR_NOMEM;
 	}
 	memset(x.nn_of, -1, ms_symtab_nstacks(&in->t->syms) + 1);
 	memset(x.copy_of, -1, ms_symtab_nstacks(&in->t->syms) + 1);
+	memset(x.user_of, -1, ms_symtab_nstacks(&in->t->syms) + 1);
 	if (!(x.site_of = ms_calloc(ms_symtab_nstacks(&in->t->syms) + 1, sizeof(*x.site_of)))) {
+		ms_free(x.user_of);
 		ms_free(x.nn_of);
 		ms_free(x.copy_of);
 		return MS_ERR_NOMEM;
@@ -1341,6 +1348,7 @@ out:
 	ms_free(x.bounds);
 	ms_free(x.nn_of);
 	ms_free(x.copy_of);
+	ms_free(x.user_of);
 	ms_free(x.site_of);
 	ms_free(x.chain_frame);
 	ms_u64map_release(&x.chain_key);
