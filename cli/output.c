@@ -12,14 +12,20 @@
 #include "cli/out.h"
 #include "common/alloc.h"
 
-/* Exit 1 with one line where out cannot be written: its folder is missing or not writable (the
- * temporary file goes there), or out is a folder. Said before the work, not after it. */
+/* Exit 1 with one line where out cannot be written: out is a folder, or the folder the temporary
+ * file goes to is missing or not writable (a device or a FIFO is written in place: not asked).
+ * Said before the work, not after it. */
 static void refuse_unwritable(const char *out)
 {
 	const char *slash = strrchr(out, '/');
 	char dir[4096];
 	struct stat so;
+	int there = stat(out, &so) == 0;
 
+	if (there && S_ISDIR(so.st_mode))
+		ms_die(MS_EXIT_ERROR, "%s: cannot write: it is a directory", out);
+	if (there && !S_ISREG(so.st_mode))
+		return;
 	if (slash == out)
 		snprintf(dir, sizeof(dir), "/");
 	else if (slash)
@@ -28,8 +34,6 @@ static void refuse_unwritable(const char *out)
 		snprintf(dir, sizeof(dir), ".");
 	if (access(dir, W_OK | X_OK) != 0)
 		ms_die(MS_EXIT_ERROR, "%s: cannot write: %s: %s", out, dir, strerror(errno));
-	if (stat(out, &so) == 0 && S_ISDIR(so.st_mode))
-		ms_die(MS_EXIT_ERROR, "%s: cannot write: it is a directory", out);
 }
 
 void ms_output_refuse_inputs(const char *out, const char *const *inputs, size_t n)
