@@ -235,7 +235,7 @@ ms_status ms_model_new(const struct ms_model_conf *c, struct ms_model **out)
 	m->cap_pools = 4;
 	m->n_pools = 1; /* slot 0: the default pools, code MS_POOL_DEFAULT */
 	m->rng = 2463534242u;
-	m->next_addr = 1ull << 56;
+	m->low_addr = m->high_end = 1ull << 56;
 	*out = m;
 	return MS_OK;
 }
@@ -291,7 +291,24 @@ int ms__model_range_add(struct ms_model *m, uint64_t addr, uint64_t size, struct
 	m->ranges[i].size = size;
 	m->ranges[i].xs = xs;
 	m->n_ranges++;
+	if (addr < m->low_addr)
+		m->low_addr = addr;
+	if (addr + size > m->high_end)
+		m->high_end = addr + size;
 	return 0;
+}
+
+uint64_t ms__model_fresh_space(struct ms_model *m, uint64_t size, uint64_t align)
+{
+	uint64_t above;
+
+	/* a gap of one small segment keeps segments made one after the other apart */
+	if (size < m->low_addr && m->low_addr - size >= K_SMALL_BUF + align)
+		return (m->low_addr - size - K_SMALL_BUF) / align * align;
+	above = (m->high_end + K_SMALL_BUF + align - 1) / align * align;
+	if (above < m->high_end || size > UINT64_MAX - above)
+		return 0;
+	return above;
 }
 
 void ms__model_range_del(struct ms_model *m, uint64_t addr)
@@ -327,8 +344,10 @@ void ms_model_hint_segment(struct ms_model *m, uint64_t size, uint64_t addr, int
 
 /*
  * The address of a new segment: the next hint of this size if that range is free (a replay
- * that diverged may be offered a range still in use), else fresh simulated space, kept far
- * from any address a GPU hands out.
+ * that diverged may be offered a range still in use), else space below every segment so far.
+ * Where two free blocks of one size tie, best fit takes the lower address, so the order
+ * matters: under another setting the sizes differ from the recorded ones, and the driver's
+ * new segments come below the earlier ones (docs/torch-allocator.md §2.2). 0: none left.
  */
 static uint64_t segment_addr(struct ms_model *m, uint64_t size)
 {
@@ -339,8 +358,7 @@ static uint64_t segment_addr(struct ms_model *m, uint64_t size)
 		if (h.size == size)
 			break;
 	}
-	m->next_addr += size + K_SMALL_BUF;
-	return m->next_addr - size - K_SMALL_BUF;
+	return ms__model_fresh_space(m, size, K_SMALL_BUF);
 }
 
 /* ---- the malloc path (§2, §3) --------------------------------------------------------- */
@@ -429,6 +447,10 @@ static struct ms_model_block *alloc_block(struct ms_model *m, struct pool *p, ui
 		return NULL;
 	}
 	s->addr = segment_addr(m, alloc_size);
+	if (!s->addr) {
+		blk_release(m, b); /* no address space: as out of memory */
+		return NULL;
+	}
 	if (m->c.dev && m->c.dev->seg_alloc(m->c.dev->ctx, s->addr, alloc_size)) {
 		blk_release(m, b); /* cudaMalloc: out of memory */
 		return NULL;

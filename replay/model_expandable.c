@@ -72,8 +72,8 @@ static struct ms_model_block *find_expandable(struct ms_model *m, struct pool *p
 		if (bytes >= size)
 			return c;
 	}
-	/* address space for 1 1/8 of the device's memory */
-	total = m->c.device_memory != UINT64_MAX ? m->c.device_memory : (1ull << 40);
+	/* address space for 1 1/8 of the device's memory (1 TiB where it has no bound) */
+	total = m->c.device_memory < (1ull << 48) ? m->c.device_memory : (1ull << 40);
 	space = (total + total / 8 + page - 1) / page * page;
 	xs = ms__model_slab_alloc(m, sizeof(*xs));
 	b = xs ? ms__model_blk_new(m) : NULL;
@@ -97,8 +97,11 @@ static struct ms_model_block *find_expandable(struct ms_model *m, struct pool *p
 		xs->base = m->hints[m->hint_head].addr;
 	} else {
 		space = (total + total / 8 + page - 1) / page * page;
-		xs->base = m->next_addr;
-		m->next_addr += space + page;
+		xs->base = ms__model_fresh_space(m, space, page);
+	}
+	if (!xs->base) {
+		blk_release(m, b);
+		return NULL; /* no address space: as out of memory */
 	}
 	if (ms__model_range_add(m, xs->base, space, xs)) {
 		blk_release(m, b);

@@ -96,7 +96,10 @@ struct ms_model {
 	size_t n_pools, cap_priv, cap_pools;
 	uint64_t reserved; /* total_allocated_memory: bytes obtained from the device */
 	uint32_t rng;
-	uint64_t next_addr; /* simulated address space: segments without a hint */
+	/* the lowest address and the highest end the model's segments have had: where no hint
+	 * says, a segment gets space below them, as CUDA's driver hands out its virtual address
+	 * space from the top down, or above them where no room is left below */
+	uint64_t low_addr, high_end;
 	struct hint *hints;
 	size_t n_hints, hint_head, cap_hints;
 	struct xseg **imported; /* expandable segments made by ms_model_import_segment */
@@ -309,6 +312,9 @@ int ms__model_range_is_free(const struct ms_model *m, uint64_t addr, uint64_t si
 /* 0, or -1: out of memory */
 int ms__model_range_add(struct ms_model *m, uint64_t addr, uint64_t size, struct xseg *xs);
 void ms__model_range_del(struct ms_model *m, uint64_t addr);
+/* Unused address space for size bytes at a multiple of align, below every range the model
+ * has held, else above them; 0 when there is none (the request is then out of memory). */
+uint64_t ms__model_fresh_space(struct ms_model *m, uint64_t size, uint64_t align);
 
 /* ---- expandable segments (§4; model_expandable.c) ------------------------------------ */
 

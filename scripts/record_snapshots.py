@@ -1172,6 +1172,12 @@ SETTINGS = {
     "settings_gc04": "garbage_collection_threshold:0.4",
     "settings_gc08": "garbage_collection_threshold:0.8",
     "settings_gc095": "garbage_collection_threshold:0.95",
+    "settings_rp_list": "roundup_power2_divisions:[256:1,512:2,1024:4,>:8]",
+    "settings_rp_list_gc06": "roundup_power2_divisions:[128:1,>:4],garbage_collection_threshold:0.6",
+    "settings_expandable_rp4": "expandable_segments:True,roundup_power2_divisions:4",
+    "settings_rp8": "roundup_power2_divisions:8",
+    "settings_ms64_gc07": "max_split_size_mb:64,garbage_collection_threshold:0.7",
+    "settings_rp2_ms256": "roundup_power2_divisions:2,max_split_size_mb:256",
 }
 for _name, _conf in SETTINGS.items():
     case(_name, f"GPT training (6 layers, d=768, AdamW, bf16 autocast without its cache, 24 steps "

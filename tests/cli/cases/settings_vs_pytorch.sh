@@ -48,7 +48,8 @@ d["device_traces"][0], d["segments"] = out, r["segments"]
 json.dump(d, sys.stdout)' "$TMPDIR/default.json" "$TMPDIR/run.json"
 }
 for n in settings_rp4 settings_expandable settings_ms128 settings_gc06 settings_gc06_ms256 \
-	settings_gc04 settings_gc08 settings_gc095; do
+	settings_gc04 settings_gc08 settings_gc095 settings_rp_list settings_rp_list_gc06 \
+	settings_expandable_rp4 settings_rp8 settings_ms64_gc07 settings_rp2_ms256; do
 	conf=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["alloc_conf"])' "$d/$n.truth.json")
 	line=$("$MEMSNAP" -q replay --json --limit 6442450944 --alloc-conf "$conf" "$d/settings_default.pickle.zst" |
 		python3 -c '
@@ -92,3 +93,17 @@ import json, sys
 a, b = (json.load(open(p))["stats"] for p in sys.argv[1:])
 keys = ("reserved_bytes.all.peak", "allocated_bytes.all.peak", "segment.all.peak")
 print("the same" if all(a[k] == b[k] for k in keys) else "differ")' "$d/settings_default.truth.json" "$d/settings_default_rerun.truth.json")"
+# every run replays as PyTorch ran it: the snapshots given the limit, the recordings (which mark it)
+n=0 same=0
+for f in "$d"/*.pickle.zst; do
+	n=$((n + 1))
+	"$MEMSNAP" -q verify --limit 6442450944 "$f" | grep -q ': identical' && same=$((same + 1))
+done
+echo "verify of every snapshot with the limit: $same of $n identical"
+n=0 same=0
+for f in "$d"/settings_*[a-z0-9].zst; do
+	case $f in *.pickle.zst) continue ;; esac
+	n=$((n + 1))
+	"$MEMSNAP" -q verify "$f" | grep -q ': identical' && same=$((same + 1))
+done
+echo "verify of every recording: $same of $n identical"
