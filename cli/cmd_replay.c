@@ -328,6 +328,7 @@ static cJSON *json_report(const char *path, uint32_t device, const struct ms_rep
 	ms_json_u64(o, "empty_cache_calls", r->empty_cache_calls);
 	ms_json_u64(o, "empty_cache_calls_marked", r->empty_cache_marked);
 	ms_json_u64(o, "empty_cache_calls_before_alloc", r->empty_cache_before_alloc);
+	ms_json_u64(o, "empty_cache_calls_refused", r->empty_cache_refused);
 	ms_json_u64(o, "no_split_pools", r->no_split_pools);
 	ms_json_u64(o, "use_on_oom_pools", r->use_on_oom_pools);
 	ms_json_u64(o, "use_on_oom_decided", r->use_on_oom_decided);
@@ -544,6 +545,10 @@ static void text_report(const char *path, const struct ms_replay_result *r,
 		       "cannot "
 		       "tell; memsnap record marks each call)",
 		       (unsigned long long)r->empty_cache_before_alloc);
+	if (r->empty_cache_refused)
+		printf("; %llu of the calls raised: the driver refused their cudaFree during a "
+		       "CUDA graph capture, and the segment PyTorch recorded as freed stayed",
+		       (unsigned long long)r->empty_cache_refused);
 	printf("\n");
 	print_pools(r);
 	if (r->recorded_ooms)

@@ -488,6 +488,13 @@ static void release_block(struct ms_model *m, struct pool *p, struct ms_model_bl
 {
 	uint64_t addr = b->addr, size = b->size, stream = b->stream;
 
+	if (m->refuse_free) {
+		if (!m->free_refused && m->c.on_segment)
+			m->c.on_segment(m->c.ctx, MS_ACT_SEGMENT_FREE, addr, size, stream);
+		m->st.num_device_free += !m->free_refused;
+		m->free_refused = 1;
+		return;
+	}
 	pool_remove(p, b);
 	ms__model_range_del(m, addr);
 	m->reserved -= size;
@@ -534,7 +541,7 @@ static void release_pool(struct ms_model *m, struct pool *p)
 		}
 		b = nx;
 	}
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; i < n && !m->free_refused; i++) {
 		b = xs[i];
 		if (ms__model_unmap_block(m, p, b) && whole_segment(b)) {
 			unmapped_remove(p, b); /* release_expandable_segment: no trace entry */
@@ -665,6 +672,12 @@ void ms_model_empty_pool_cache(struct ms_model *m, uint16_t pool)
 void ms_model_set_captures_underway(struct ms_model *m, uint32_t n)
 {
 	m->captures_underway = n;
+}
+
+void ms_model_refuse_free(struct ms_model *m, int on)
+{
+	m->refuse_free = (uint8_t) !!on;
+	m->free_refused = 0;
 }
 
 ms_status ms_model_pool_use_on_oom(struct ms_model *m, uint16_t pool)

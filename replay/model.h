@@ -156,6 +156,13 @@ ms_status ms_model_pool_use_on_oom(struct ms_model *m, uint16_t pool);
  * release every cached segment (PyTorch's captures_underway, §14.1).
  */
 void ms_model_set_captures_underway(struct ms_model *m, uint32_t n);
+/*
+ * While on, the driver refuses cudaFree, as it does during a stream capture (in its global and
+ * thread-local modes): the first segment a release comes to is recorded freed and counted in
+ * num_device_free, as PyTorch does before it calls cudaFree, but stays; the call then raises,
+ * and nothing more is released. Off again: releases work.
+ */
+void ms_model_refuse_free(struct ms_model *m, int on);
 /* The pools so far, slot 0 the default one; *n gets how many. Valid until the next malloc. */
 const struct ms_model_pool *ms_model_pools(const struct ms_model *m, size_t *n);
 /* The tensor is gone (free_requested): allocated bytes drop, the block stays active. */

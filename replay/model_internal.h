@@ -90,6 +90,8 @@ struct ms_model {
 	struct ppool *priv;         /* private pools by slot - 1 */
 	uint16_t *on_oom;           /* slots of the use_on_oom pools, in the order marked */
 	uint32_t captures_underway; /* open use_mem_pool scopes and captures: no full flush */
+	uint8_t refuse_free;        /* the driver refuses cudaFree now (ms_model_refuse_free) */
+	uint8_t free_refused;       /* and did: the call that asked for it ends */
 	size_t n_on_oom, cap_on_oom;
 	/* per slot (0 = default): the pool's code and statistics; n_pools = 1 + private ones */
 	struct ms_model_pool *pools;

@@ -39,7 +39,13 @@ struct rp {
 	/* recorded segment frees not yet matched by the model's own */
 	uint64_t pend_free_bytes;
 	size_t pend_frees;
-	uint32_t pend_pool;      /* the pool of every pending free, or PEND_MIXED */
+	uint32_t pend_pool; /* the pool of every pending free, or PEND_MIXED */
+	/* their addresses, and whether the recorder's interposer saw the cudaFree that followed */
+	struct pend_free {
+		uint64_t addr;
+		int done;
+	} * pend;
+	size_t cap_pend;
 	uint64_t missed_pending; /* served recorded OOMs not yet followed by an allocation */
 	uint64_t serving;        /* the bytes of a recorded OOM's request being served, or 0 */
 	uint64_t pend_index;
@@ -77,7 +83,10 @@ static void on_segment(void *ctx, unsigned action, uint64_t addr, uint64_t size,
 	if (action == MS_ACT_SEGMENT_FREE || action == MS_ACT_SEGMENT_UNMAP) {
 		/* matches a recorded free waiting for it, or waits for one */
 		if (p->pend_frees) {
-			p->pend_frees--;
+			size_t i = 0;
+			while (i + 1 < p->pend_frees && p->pend[i].addr != addr)
+				i++;
+			p->pend[i] = p->pend[--p->pend_frees];
 			p->pend_free_bytes =
 			        p->pend_free_bytes > size ? p->pend_free_bytes - size : 0;
 		} else {
@@ -333,17 +342,50 @@ static void empty_cache(struct rp *p, uint64_t index, uint16_t pool)
 }
 
 /*
+ * Did the driver refuse the cudaFree of the pending frees? PyTorch records a segment_free
+ * before its cudaFree, which the driver refuses during a stream capture (in its global and
+ * thread-local modes); the call raises and the segment stays. A recording whose interposer
+ * saw CUDA's calls shows none after them, while a capture is underway; any trace frees the same
+ * segment again before allocating it (refused: the second free seen while the first waits).
+ */
+static int free_refused(const struct rp *p, int again)
+{
+	if (again)
+		return 1;
+	if (!p->ext.events || !p->marks.captures)
+		return 0;
+	for (size_t i = 0; i < p->pend_frees && i < p->cap_pend; i++)
+		if (p->pend[i].done)
+			return 0;
+	return 1;
+}
+
+/*
  * Recorded frees the model did not make, before an event that is no malloc: empty_cache(), or,
  * where every one was of one released private pool, that pool's own (a MemPool's destructor
- * empties its pool's cache alone).
+ * empties its pool's cache alone). again: the next recorded free is of a segment pending here.
  */
-static void flush_pending(struct rp *p)
+static void flush_pending_refused(struct rp *p, int again)
 {
+	int refused;
+
 	if (!p->pend_frees)
 		return;
+	refused = free_refused(p, again);
+	if (refused) {
+		ms_model_refuse_free(p->m, 1);
+		p->r->empty_cache_refused++;
+	}
 	empty_cache(p, p->index, p->pend_pool == PEND_MIXED ? MS_POOL_DEFAULT : p->pend_pool);
+	if (refused)
+		ms_model_refuse_free(p->m, 0);
 	p->pend_frees = 0;
 	p->pend_free_bytes = 0;
+}
+
+static void flush_pending(struct rp *p)
+{
+	flush_pending_refused(p, 0);
 }
 
 /* o->on_release of the block bv (recorded at addr), index the event releasing it. */
@@ -694,6 +736,8 @@ static ms_status r_event(void *ctx, const struct ms_event *e)
 	/* raw CUDA calls are not the caching allocator's (its own cudaMalloc is seen twice) */
 	if (e->source != MS_SRC_TORCH) {
 		p->r->events_external++;
+		for (size_t i = 0; e->action == MS_ACT_SEGMENT_FREE && i < p->pend_frees; i++)
+			p->pend[i].done |= p->pend[i].addr == e->addr;
 		return MS_OK;
 	}
 	p->r->events_replayed++;
@@ -769,6 +813,15 @@ static ms_status r_event(void *ctx, const struct ms_event *e)
 			p->model_frees_unmatched--;
 		} else {
 			uint16_t pool = e->pool == MS_POOL_UNKNOWN ? MS_POOL_DEFAULT : e->pool;
+			for (size_t i = 0; i < p->pend_frees; i++)
+				if (p->pend[i].addr == e->addr) {
+					flush_pending_refused(p, 1);
+					break;
+				}
+			if (ms_grow(&p->pend, &p->cap_pend, p->pend_frees + 1, sizeof(*p->pend)))
+				return p->err = MS_ERR_NOMEM;
+			p->pend[p->pend_frees].addr = e->addr;
+			p->pend[p->pend_frees].done = 0;
 			if (!p->pend_frees) {
 				p->pend_index = p->index;
 				p->pend_pool = pool;
@@ -949,6 +1002,7 @@ static ms_status replay(const char *path, const struct ms_trace *t, const struct
 	ms_u64map_release(&p.live);
 	ms_u64map_release(&p.pending);
 	ms_pool_marks_release(&p.marks);
+	ms_free(p.pend);
 	return s;
 }
 

@@ -195,6 +195,9 @@ struct ms_replay_result {
 	 * limit the trace does not record (a snapshot cannot tell; memsnap's recorder marks calls)
 	 */
 	uint64_t empty_cache_before_alloc;
+	/* of the calls, those whose cudaFree the driver refused (during a stream capture): the
+	 * call raised, its segment stayed */
+	uint64_t empty_cache_refused;
 	/* of the calls, those the trace marks (enum ms_ann_call): the others are told from
 	 * recorded segment frees that the model did not make */
 	uint64_t empty_cache_marked;

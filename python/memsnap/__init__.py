@@ -347,8 +347,13 @@ def _mark_captures(torch):
         return out
 
     def capture_end(self, *args, **kwargs):
+        # A capture_end that raises has, in all but its last steps, failed before it ended the
+        # allocator's capture (CUDAGraph::capture_end: cudaStreamEndCapture, then
+        # endAllocateToPool): the allocator goes on as if the capture were underway, never
+        # giving cached segments of the default pools back, so the phase stays open too.
+        out = end(self, *args, **kwargs)
         mark(_END)
-        return end(self, *args, **kwargs)
+        return out
 
     for f, o in ((capture_begin, begin), (capture_end, end)):
         f.__doc__ = o.__doc__

@@ -13,9 +13,11 @@
 # (mempool_no_split, mempool_on_oom_fixed and _roomy), the recording's end differs from the snapshot's.
 # torch.cuda.empty_cache() inside a capture: under torch.cuda.graph, whose entry empties the cache,
 # it finds nothing (graph_capture_empty_cache: identical); in a capture begun with capture_begin
-# it gives the freeable graph pool's segment back and, on the capturing stream, fails with a CUDA
-# error that fails the capture (graph_capture_begin_empty_cache): the model has no CUDA errors and
-# diverges after it, at the next empty_cache. A MemPool with its own allocator
+# PyTorch records the freeable graph pool's segment freed, the driver refuses the cudaFree on the
+# capturing stream, the call raises, the segment stays and the capture fails, leaving the
+# allocator as if it were still underway (graph_capture_begin_empty_cache): the recording, whose
+# interposer saw no cudaFree then, is identical; its snapshot does not say that segment's
+# allocation's pool (given back before the snapshot) and diverges. A MemPool with its own allocator
 # (mempool_custom_allocator) gets whole segments from it, also under expandable segments, which
 # the replay learns from the recorded segment_alloc of its pool (its recording is identical; its
 # snapshot, taken after the pool was deleted, diverges as mempool's).
