@@ -119,6 +119,12 @@ static void json_pools(cJSON *o, const struct ms_replay_result *r)
 	}
 	ms_json_u64(o, "allocations_in_private_pools", r->allocs_private);
 	ms_json_u64(o, "allocations_pool_unknown", r->allocs_pool_unknown);
+	/* the replay's segment events against the trace's: where they first differ (verify) */
+	size_t diverges = ms_replay_first_divergence(r);
+	if (diverges == SIZE_MAX)
+		cJSON_AddNullToObject(o, "first_divergence");
+	else
+		ms_json_u64(o, "first_divergence", diverges);
 }
 
 static void json_neighbour(cJSON *o, const char *key, const struct ms_model_neighbour *n)
@@ -465,8 +471,10 @@ static void text_device(const struct ms_replay_result *r, const struct ms_limit_
 }
 
 static void text_report(const char *path, const struct ms_replay_result *r,
-                        const struct ms_limit_range *lim, uint32_t frames, int narrowed)
+                        const struct ms_limit_range *lim, uint32_t frames, int narrowed,
+                        int as_recorded)
 {
+	size_t diverges = ms_replay_first_divergence(r);
 	char b1[32], b2[32], b3[32];
 
 	printf("%s: replayed %llu of %llu events (backend %s, alloc conf %s%s%s)\n", path,
@@ -550,6 +558,12 @@ static void text_report(const char *path, const struct ms_replay_result *r,
 		       "CUDA graph capture, and the segment PyTorch recorded as freed stayed",
 		       (unsigned long long)r->empty_cache_refused);
 	printf("\n");
+	/* under the recorded settings the replay should be what PyTorch did: say where it is not */
+	if (as_recorded && diverges != SIZE_MAX && !strcmp(r->backend, "sim"))
+		printf("  differs:        from the trace's segment event #%zu on (of %zu), the "
+		       "replay is not what PyTorch did: memsnap verify shows where, and what the "
+		       "trace cannot tell\n",
+		       diverges, r->n_recorded);
 	print_pools(r);
 	if (r->recorded_ooms)
 		printf("  recorded OOMs:  %llu, reproduced %llu\n",
@@ -676,7 +690,9 @@ int cmd_replay(int argc, const char **argv)
 		} else {
 			if (i)
 				putchar('\n');
-			text_report(lbl, &r, &lim, frames.n, c.device != UINT64_MAX);
+			text_report(lbl, &r, &lim, frames.n, c.device != UINT64_MAX,
+			            !base.alloc_conf && !base.limit && base.fraction <= 0 &&
+			                    !base.device_memory);
 			if (c.out.dev)
 				text_cuda(c.out.dev);
 		}

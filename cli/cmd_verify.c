@@ -8,6 +8,7 @@
 #include "cli/opts.h"
 #include "cli/out.h"
 #include "cli/replay_opts.h"
+#include "parse/trace.h"
 #include "common/alloc.h"
 #include "replay/replay.h"
 
@@ -246,9 +247,11 @@ static int verify_one(struct ms_replay_cli *c, const char *path, uint32_t device
 			       "from what PyTorch did if the job had private pools (CUDA graphs, "
 			       "MemPools) whose segments were all given back before the "
 			       "snapshot\n");
-		/* a snapshot with private pools cannot say how they were made or used */
+		/* a snapshot with private pools cannot say how they were made or used (memsnap's
+		 * recorder marks it) */
 		if (!c->torch && (r.allocs_private || r.end_private_segments) &&
-		    !r.use_on_oom_pools && !r.no_split_pools && !r.limit_marks)
+		    ms_file_is_snapshot(path) > 0 && !r.use_on_oom_pools && !r.no_split_pools &&
+		    !r.limit_marks)
 			printf("  the trace has private pools and does not say how they were made "
 			       "or "
 			       "used (a snapshot): a MemPool made with no_split=True or "

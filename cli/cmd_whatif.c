@@ -199,6 +199,10 @@ static int whatif_one(struct ms_replay_cli *c, const char *path, const struct ms
 				            (int64_t)j->r.allocated_at_peak_reserved -
 				                    (int64_t)j->r.requested_at_peak_reserved);
 				ms_json_u64(o, "num_alloc_retries", j->r.stats.num_alloc_retries);
+				/* PyTorch's segment.all.peak: no segments under expandable segments
+				 */
+				ms_json_u64(o, "peak_segments",
+				            (uint64_t)j->r.stats.segment[0].peak);
 				if (j->r.has_oom)
 					ms_json_u64(o, "first_oom_index", j->r.first_oom.index);
 				else

@@ -1006,6 +1006,19 @@ static ms_status replay(const char *path, const struct ms_trace *t, const struct
 	return s;
 }
 
+size_t ms_replay_first_divergence(const struct ms_replay_result *r)
+{
+	size_t i, k = r->n_produced < r->n_recorded ? r->n_produced : r->n_recorded;
+
+	if (!r->n_recorded)
+		return SIZE_MAX;
+	for (i = 0; i < k; i++)
+		if (r->produced[i].action != r->recorded[i].action ||
+		    r->produced[i].size != r->recorded[i].size)
+			return i;
+	return r->n_produced == r->n_recorded ? SIZE_MAX : k;
+}
+
 ms_status ms_replay_run(const char *path, const struct ms_replay_opts *o,
                         struct ms_replay_result *r, struct ms_diag *diag)
 {

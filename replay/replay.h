@@ -302,6 +302,11 @@ int ms_replay_reuse_as_recorded(const struct ms_replay_result *r);
 ms_status ms_replay_run(const char *path, const struct ms_replay_opts *o,
                         struct ms_replay_result *r, struct ms_diag *diag);
 void ms_replay_result_release(struct ms_replay_result *r);
+/*
+ * Where the replay's segment events first differ from the recorded ones (action and size; the
+ * index into both), or SIZE_MAX where they agree, or where the trace recorded none.
+ */
+size_t ms_replay_first_divergence(const struct ms_replay_result *r);
 
 struct ms_trace;
 /* The same from a trace in memory (whatif and the limit search replay it many times). */

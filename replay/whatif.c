@@ -81,13 +81,16 @@ static void run_row(struct pool *p, struct ms_whatif_row *j)
 	hi = (uint64_t)unl.stats.reserved_bytes[0].peak;
 	ms_replay_result_release(&unl);
 	/* a limit at the unlimited peak can still fail: PyTorch checks the limit against whole
-	 * segment sizes (expandable segments: alloc_size, not the pages mapped); widen a little */
-	for (int tries = 0; !completes(p, j, hi); tries++) {
-		if (tries == 4)
-			return; /* no answer: reported as "never" */
-		hi += hi / 8 + (20u << 20);
-	}
+	 * segment sizes (expandable segments: alloc_size, not the pages mapped), and a recorded
+	 * OOM that the job caught goes another way under a limit (no retry during a capture):
+	 * widen a little, then double */
 	lo = lo / (2u << 20) * (2u << 20);
+	for (int tries = 0; !completes(p, j, hi); tries++) {
+		if (tries == 24 || hi > UINT64_MAX / 4)
+			return; /* no answer: reported as "never" */
+		lo = hi > lo ? hi : lo;
+		hi += tries < 4 ? hi / 8 + (20u << 20) : hi;
+	}
 	/* to 2 MiB, or 0.5% of the answer when that is coarser: each step is a whole replay */
 	while (hi - lo > (2u << 20) && hi - lo > hi / 200) {
 		uint64_t mid = lo + (hi - lo) / 2 / (2u << 20) * (2u << 20);
