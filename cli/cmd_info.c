@@ -3,6 +3,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli/cmds.h"
 #include "cli/opts.h"
@@ -38,7 +39,19 @@ struct info {
 	struct ms_arena arena;
 	/* events and segments per device (devices past the array are counted in the last) */
 	uint64_t dev_events[64], dev_segs[64], dev_reserved[64];
+	/* private pools (CUDA graphs, MemPools): those seen, by ms_pool_code; the events the
+	 * trace puts in one (memsnap's recordings, PyTorch 2.12+), the end-state segments */
+	uint8_t pool_seen[65536 / 8];
+	uint64_t n_pools, pool_events, pool_segs, pool_reserved;
 };
+
+static void saw_pool(struct info *x, uint16_t code)
+{
+	if (!(x->pool_seen[code / 8] & (1u << (code % 8)))) {
+		x->pool_seen[code / 8] |= (uint8_t)(1u << (code % 8));
+		x->n_pools++;
+	}
+}
 
 static ms_status i_begin(void *ctx, const struct ms_meta *m, const struct ms_symtab *syms)
 {
@@ -88,6 +101,10 @@ static ms_status i_event(void *ctx, const struct ms_event *e)
 		x->with_stack++;
 	x->raw_cuda += e->source == MS_SRC_CUDA;
 	x->raw_by_action[e->action] += e->source == MS_SRC_CUDA;
+	if (e->pool != MS_POOL_DEFAULT && e->pool != MS_POOL_UNKNOWN) {
+		x->pool_events++;
+		saw_pool(x, e->pool);
+	}
 	/* events come in runs of one stream: the table only where the stream changes */
 	if (x->any_stream && e->stream == x->last_stream)
 		return MS_OK;
@@ -118,6 +135,13 @@ static ms_status i_seg(void *ctx, const struct ms_segment *s, const struct ms_bl
 	x->dev_segs[s->device < 64 ? s->device : 63]++;
 	x->dev_reserved[s->device < 64 ? s->device : 63] += s->total_size;
 	x->reserved += s->total_size;
+	if (s->pool_id[0] || s->pool_id[1]) {
+		uint16_t code;
+		x->pool_segs++;
+		x->pool_reserved += s->total_size;
+		if (ms_pool_code(s->pool_id[0], s->pool_id[1], &code) == 0)
+			saw_pool(x, code);
+	}
 	return MS_OK;
 }
 
@@ -217,9 +241,19 @@ static void print_json(const char *path, const struct info *x, const struct ms_s
 	                        x->meta.settings.alloc_conf ? x->meta.settings.alloc_conf : "");
 	cJSON_AddBoolToObject(o, "settings_recorded", x->meta.settings.present);
 	cJSON_AddBoolToObject(o, "expandable_segments_seen", x->meta.settings.expandable_seen);
-	ms_json_u64(o, "file_bytes", (uint64_t)(si->file_bytes));
-	cJSON_AddNumberToObject(o, "bytes_per_event",
-	                        x->n ? (double)si->file_bytes / (double)x->n : 0);
+	ms_json_u64(o, "private_pools", x->n_pools);
+	ms_json_u64(o, "private_pool_events", x->pool_events);
+	ms_json_u64(o, "private_pool_segments", x->pool_segs);
+	ms_json_u64(o, "private_pool_reserved_bytes", x->pool_reserved);
+	/* a pipe's size is not known (null) */
+	if (si->file_bytes) {
+		ms_json_u64(o, "file_bytes", (uint64_t)(si->file_bytes));
+		cJSON_AddNumberToObject(o, "bytes_per_event",
+		                        x->n ? (double)si->file_bytes / (double)x->n : 0);
+	} else {
+		cJSON_AddNullToObject(o, "file_bytes");
+		cJSON_AddNullToObject(o, "bytes_per_event");
+	}
 	a = cJSON_AddArrayToObject(o, "warnings");
 	if (d->warnings)
 		cJSON_AddItemToArray(a, cJSON_CreateString(d->warning));
@@ -237,7 +271,13 @@ static void print_text(const char *path, const struct info *x, const struct ms_s
 {
 	char b1[32];
 
-	printf("file:         %s (%s)\n", path, ms_format_size(b1, sizeof(b1), si->file_bytes));
+	struct stat st;
+
+	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
+		printf("file:         %s (a pipe or device: its size is not known)\n", path);
+	else
+		printf("file:         %s (%s)\n", path,
+		       ms_format_size(b1, sizeof(b1), si->file_bytes));
 	if (si->kind == MS_FILE_TRACE)
 		printf("format:       memsnap trace %u.%u, %llu frames%s%s\n", si->zst.major,
 		       si->zst.minor, (unsigned long long)si->zst.n_frames,
@@ -342,6 +382,17 @@ static void print_text(const char *path, const struct info *x, const struct ms_s
 		       ms_format_size(b1, sizeof(b1), x->reserved));
 	else
 		printf("segments:     none in the file (a recording holds no state at its end)\n");
+	if (x->n_pools) {
+		printf("pools:        %llu private (CUDA graphs, MemPools)",
+		       (unsigned long long)x->n_pools);
+		if (x->pool_events)
+			printf("; %llu events in them", (unsigned long long)x->pool_events);
+		if (x->pool_segs)
+			printf("; %llu of the segments at the end (%s)",
+			       (unsigned long long)x->pool_segs,
+			       ms_format_size(b1, sizeof(b1), x->pool_reserved));
+		printf("\n");
+	}
 	if (x->meta.settings.present)
 		printf("alloc conf:   \"%s\"\n", x->meta.settings.alloc_conf);
 	else if (x->meta.settings.expandable_seen)
@@ -350,7 +401,7 @@ static void print_text(const char *path, const struct info *x, const struct ms_s
 	else if (x->n || x->segs) /* PyTorch 2.2 and older, torch_npu, a list of segments */
 		printf("alloc conf:   not recorded (replays use the defaults unless --alloc-conf "
 		       "says otherwise)\n");
-	if (x->n)
+	if (x->n && si->file_bytes)
 		printf("bytes/event:  %.2f\n", (double)si->file_bytes / (double)x->n);
 }
 

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli/cmds.h"
 #include "cli/opts.h"
@@ -38,9 +39,13 @@ static char **read_configs(const char *path, size_t *n)
 
 	size_t lineno = 0;
 
+	struct stat st;
+
 	*n = 0;
 	if (!f)
-		ms_die(MS_EXIT_ERROR, "cannot open '%s': %s", path, strerror(errno));
+		ms_die(MS_EXIT_ERROR, "%s: cannot open: %s", path, strerror(errno));
+	if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode))
+		ms_die(MS_EXIT_ERROR, "%s: is a directory", path);
 	while (fgets(line, sizeof(line), f)) {
 		size_t l = strcspn(line, "\r\n");
 		struct ms_alloc_conf conf;
@@ -59,6 +64,8 @@ static char **read_configs(const char *path, size_t *n)
 		/* "recorded" stands for the trace's own setting */
 		out[(*n)++] = strcmp(line, "recorded") == 0 ? NULL : ms_strndup(line, l);
 	}
+	if (ferror(f))
+		ms_die(MS_EXIT_ERROR, "%s: cannot read: %s", path, strerror(errno));
 	fclose(f);
 	if (!*n)
 		ms_die(MS_EXIT_USAGE,

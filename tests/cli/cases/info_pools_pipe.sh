@@ -1,0 +1,24 @@
+# info names the private pools (CUDA graphs, MemPools): from the end-state segments of a snapshot
+# (counted here by Python from the pickle) and from the events of a recording, which carry their
+# pool. A snapshot read from a pipe: its size is not known, and info says so. whatif --configs
+# given a directory or a missing file: one line each, exit 1.
+d=testdata/snapshots/pools
+"$MEMSNAP" info "$d/graph_pools.pickle.zst" | grep '^pools:'
+zstd -qdc "$d/graph_pools.pickle.zst" | python3 -c '
+import pickle, sys
+snap = pickle.load(sys.stdin.buffer)  # a snapshot of this repository, recorded by its own script
+p = [s for s in snap["segments"] if tuple(s["segment_pool_id"]) != (0, 0)]
+print("Python: %d private, %d segments, %d bytes" % (len({tuple(s["segment_pool_id"]) for s in p}),
+      len(p), sum(s["total_size"] for s in p)))'
+"$MEMSNAP" info --json "$d/graph_pools.pickle.zst" | python3 -c '
+import json, sys; i = json.load(sys.stdin)
+print("json:", i["private_pools"], i["private_pool_segments"], i["private_pool_reserved_bytes"])'
+"$MEMSNAP" info "$d/graph_pools.zst" | grep '^pools:'
+mkfifo "$TMPDIR/pipe"
+cat testdata/snapshots/dynamic_oom.pickle >"$TMPDIR/pipe" &
+"$MEMSNAP" info "$TMPDIR/pipe" | head -1 | sed "s|$TMPDIR/||"
+wait
+"$MEMSNAP" whatif --configs "$TMPDIR" testdata/snapshots/dynamic_oom.pickle 2>&1 | sed "s|$TMPDIR|DIR|"
+echo "exit ${PIPESTATUS[0]}"
+"$MEMSNAP" whatif --configs "$TMPDIR/none" testdata/snapshots/dynamic_oom.pickle 2>&1 | sed "s|$TMPDIR|DIR|"
+echo "exit ${PIPESTATUS[0]}"
