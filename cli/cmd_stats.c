@@ -98,28 +98,78 @@ static ms_status f_seg(void *ctx, const struct ms_segment *s, const struct ms_bl
 	return f->inner.segment(f->inner.ctx, s, b);
 }
 
-static void run_job(struct job *j, size_t top)
+/* The sink that feeds builder b, through f (which notes the job's first time stamp). */
+static struct ms_sink job_sink(struct job *j, struct ms_stats_builder *b, struct fwd *f)
 {
-	struct fwd f;
 	struct ms_sink sink = {0};
 
-	j->d = (struct ms_diag)MS_DIAG_INIT;
-	if ((j->s = ms_symtab_init(&j->syms)) || (j->s = ms_stats_builder_new(top, &j->b)))
-		return;
 	if (j->only >= 0)
-		ms_stats_builder_only(j->b, (uint32_t)j->only);
-	memset(&f, 0, sizeof(f));
-	ms_stats_builder_sink(j->b, &f.inner);
-	f.j = j;
-	f.first = 1;
-	sink.ctx = &f;
+		ms_stats_builder_only(b, (uint32_t)j->only);
+	memset(f, 0, sizeof(*f));
+	ms_stats_builder_sink(b, &f->inner);
+	f->j = j;
+	f->first = 1;
+	sink.ctx = f;
 	sink.begin = f_begin;
 	sink.event = f_event;
 	sink.annotation = f_ann;
 	sink.segment = f_seg;
+	return sink;
+}
+
+/* A snapshot with private pools at its end, whose events do not say their pool (PyTorch 2.11
+ * and older): the pools the end state tells them (ms_trace_load), read into the result again.
+ * Where that fails, the first result stands (the end state by pool, no pool's peak). */
+static void with_pools_told(struct job *j, size_t top)
+{
+	struct ms_trace *t;
+	struct ms_stats_builder *b;
+	struct ms_source_info si;
+	struct ms_diag d = MS_DIAG_INIT;
+	struct fwd f;
+	struct ms_sink sink;
+	int private = 0;
+
+	for (size_t i = 0; i < j->r->n_pools; i++)
+	private |= (j->r->pools[i].id[0] | j->r->pools[i].id[1]) != 0;
+	if (!private || j->r->n_pools_requested || ms_file_is_snapshot(j->path) <= 0)
+		return;
+	if (ms_trace_load(j->path, NULL, &t, &si, &d))
+		return;
+	if (!t->pools.private_allocs || ms_stats_builder_new(top, &b)) {
+		ms_trace_free(t);
+		return;
+	}
+	sink = job_sink(j, b, &f);
+	if (ms_trace_emit(t, &sink)) {
+		ms_stats_builder_free(b);
+		ms_trace_free(t);
+		return;
+	}
+	ms_stats_builder_free(j->b);
+	j->b = b;
+	j->r = ms_stats_builder_result(b);
+	/* the result's stacks are the loaded trace's */
+	ms_symtab_release(&j->syms);
+	j->syms = t->syms;
+	memset(&t->syms, 0, sizeof(t->syms));
+	ms_trace_free(t);
+}
+
+static void run_job(struct job *j, size_t top)
+{
+	struct fwd f;
+	struct ms_sink sink;
+
+	j->d = (struct ms_diag)MS_DIAG_INIT;
+	if ((j->s = ms_symtab_init(&j->syms)) || (j->s = ms_stats_builder_new(top, &j->b)))
+		return;
+	sink = job_sink(j, j->b, &f);
 	j->s = ms_source_read(j->path, NULL, &j->syms, &sink, &j->si, &j->d);
 	if (!j->s)
 		j->r = ms_stats_builder_result(j->b);
+	if (!j->s)
+		with_pools_told(j, top);
 	/* a snapshot of nothing (the empty list memory_snapshot() gives before any allocation) */
 	if (!j->s && !j->r->n_events && !j->r->has_segments && j->d.warnings) {
 		/* cut off before its first event */
