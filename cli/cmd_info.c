@@ -273,7 +273,7 @@ static void print_text(const char *path, const struct info *x, const struct ms_s
 
 	struct stat st;
 
-	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
+	if ((strcmp(path, "-") ? stat(path, &st) : fstat(0, &st)) == 0 && !S_ISREG(st.st_mode))
 		printf("file:         %s (a pipe or device: its size is not known)\n", path);
 	else
 		printf("file:         %s (%s)\n", path,

@@ -554,8 +554,11 @@ static void text_report(const char *path, const struct ms_replay_result *r,
 		       "tell; memsnap record marks each call)",
 		       (unsigned long long)r->empty_cache_before_alloc);
 	if (r->empty_cache_refused)
-		printf("; %llu of the calls raised: the driver refused their cudaFree during a "
-		       "CUDA graph capture, and the segment PyTorch recorded as freed stayed",
+		printf("; %llu of the calls freed no segment: the trace records a segment freed "
+		       "that stayed (freed again before it was allocated again, or no cudaFree "
+		       "seen "
+		       "during a CUDA graph capture), as when the driver refuses cudaFree during a "
+		       "capture and the call raises",
 		       (unsigned long long)r->empty_cache_refused);
 	printf("\n");
 	/* under the recorded settings the replay should be what PyTorch did: say where it is not */

@@ -52,8 +52,8 @@ static char **read_configs(const char *path, size_t *n)
 		struct ms_diag d = MS_DIAG_INIT;
 		lineno++;
 		line[l] = 0;
-		if (!line[0] || line[0] == '#')
-			continue;
+		if (!line[strspn(line, " \t")] || line[0] == '#')
+			continue; /* blank, or a comment */
 		/* a setting the model cannot read is the user's mistake, found before any replay */
 		ms_alloc_conf_init(&conf);
 		if (strcmp(line, "recorded") && ms_alloc_conf_parse(&conf, line, &d))

@@ -224,7 +224,13 @@ ms_status ms_source_read(const char *path, const struct ms_read_opts *opts, stru
 	switch (info->kind) {
 	case MS_FILE_TRACE: {
 		struct ms_mapped mp;
+		struct stat st;
 		ms_input_close(in);
+		/* mapped, not streamed: a pipe's bytes are gone, and opening it again would wait */
+		if ((strcmp(path, "-") ? stat(path, &st) : fstat(0, &st)) || !S_ISREG(st.st_mode))
+			return ms__diag_set(diag, MS_ERR_IO, -1, -1,
+			                    "a memsnap trace is read from its file (mapped), not "
+			                    "from a pipe: write it to a file first");
 		if ((s = ms_input_map(path, &mp, diag)))
 			return s;
 		info->file_bytes = mp.len;

@@ -813,7 +813,8 @@ static ms_status r_event(void *ctx, const struct ms_event *e)
 			p->model_frees_unmatched--;
 		} else {
 			uint16_t pool = e->pool == MS_POOL_UNKNOWN ? MS_POOL_DEFAULT : e->pool;
-			for (size_t i = 0; i < p->pend_frees; i++)
+			for (size_t i = 0; e->action == MS_ACT_SEGMENT_FREE && i < p->pend_frees;
+			     i++)
 				if (p->pend[i].addr == e->addr) {
 					flush_pending_refused(p, 1);
 					break;

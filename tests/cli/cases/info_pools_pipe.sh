@@ -22,3 +22,10 @@ wait
 echo "exit ${PIPESTATUS[0]}"
 "$MEMSNAP" whatif --configs "$TMPDIR/none" testdata/snapshots/dynamic_oom.pickle 2>&1 | sed "s|$TMPDIR|DIR|"
 echo "exit ${PIPESTATUS[0]}"
+# a memsnap trace is mapped, not streamed: from a pipe, one line (exit 1), never a wait
+cat testdata/snapshots/pools/mempool.zst | "$MEMSNAP" info - 2>&1
+echo "exit ${PIPESTATUS[1]}"
+# a --configs file of blanks only holds no setting (a usage error, exit 2)
+printf '   \n\t\n' >"$TMPDIR/blank"
+"$MEMSNAP" whatif --configs "$TMPDIR/blank" testdata/snapshots/dynamic_oom.pickle 2>&1 | sed "s|$TMPDIR|DIR|"
+echo "exit ${PIPESTATUS[0]}"
