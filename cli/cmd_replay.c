@@ -349,6 +349,10 @@ static cJSON *json_report(const char *path, uint32_t device, const struct ms_rep
 	ms_json_u64(o, "reproduced_ooms", r->reproduced_ooms);
 	ms_json_u64(o, "served_recorded_ooms_then_went_on", r->missed_ooms_went_on);
 	cJSON_AddBoolToObject(o, "ended_by_oom", r->ended_by_oom);
+	if (r->ended_by_oom)
+		ms_json_u64(o, "ended_at_event", r->end_oom_index);
+	else
+		cJSON_AddNullToObject(o, "ended_at_event");
 	if (r->rebuilt) {
 		cJSON *x = cJSON_AddObjectToObject(o, "mid_run");
 		ms_json_u64(x, "initial_reserved_bytes", r->initial_reserved);
@@ -579,6 +583,12 @@ static void text_report(const char *path, const struct ms_replay_result *r,
 		       "did without that memory, not what it would have done with it\n",
 		       (unsigned long long)r->missed_ooms_went_on,
 		       r->missed_ooms_went_on == 1 ? "" : "s");
+	if (r->ended_by_oom && r->has_oom && r->first_oom.index != r->end_oom_index)
+		printf("  ended:          at event %llu, an OOM the recording did not have (%s "
+		       "requested); the OOM below is the first, at event %llu\n",
+		       (unsigned long long)r->end_oom_index,
+		       ms_format_size(b1, sizeof(b1), r->end_oom_requested),
+		       (unsigned long long)r->first_oom.index);
 	if (r->has_oom) {
 		const struct ms_model_oom *o = &r->first_oom.o;
 		char msg[1024];

@@ -692,6 +692,8 @@ static ms_status do_malloc(struct rp *p, const struct ms_event *e, int recorded_
 	if (!b) {
 		record_oom(p, &o, 0);
 		p->r->ended_by_oom = 1;
+		p->r->end_oom_index = p->index;
+		p->r->end_oom_requested = e->size;
 		p->stopped = 1;
 		if (p->o->snap)
 			take_snap(p, 1);

@@ -178,6 +178,7 @@ struct ms_replay_result {
 	 * a raw allocation within MS_EXT_WINDOW events */
 	uint64_t external_now, external_peak, external_peak_index;
 	int ended_by_oom; /* an OOM where the recorded run succeeded: the replay stopped there */
+	uint64_t end_oom_index, end_oom_requested; /* that event, and the bytes it asked for */
 	struct ms_model_stats stats;
 	struct ms_seg_event *produced, *recorded;
 	size_t n_produced, n_recorded;

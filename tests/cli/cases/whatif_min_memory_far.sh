@@ -15,3 +15,7 @@ for l in "$m" "$((m - m / 200))"; do
 		grep -q 'reproduced 0' && echo "at $([ "$l" = "$m" ] && echo it || echo 0.5% less): completes" ||
 		echo "at $([ "$l" = "$m" ] && echo it || echo 0.5% less): runs out"
 done
+# under a limit below what the job needed: the replay reproduces the recorded OOM, then runs out
+# where the recording did not, and says both
+"$MEMSNAP" replay --limit 700MiB "$f" | grep -E '^  ended:|^OOM at'
+echo "exit ${PIPESTATUS[0]}"
