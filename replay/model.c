@@ -569,8 +569,9 @@ static uint64_t releasable_bytes(const struct ms_model *m)
 void ms_model_empty_cache(struct ms_model *m)
 {
 	/* the default pools only where no capture is underway (after synchronize_and_free_events,
-	   whose pending frees complete as the trace records them) */
-	if (!m->captures_underway) {
+	   whose pending frees complete as the trace records them); a refused cudaFree says one
+	   was, where the trace does not */
+	if (!m->captures_underway && !m->refuse_free) {
 		m->st.num_sync_all_streams++;
 		release_pool(m, &m->large);
 		release_pool(m, &m->small);

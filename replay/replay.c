@@ -320,17 +320,20 @@ static ms_status r_begin(void *ctx, const struct ms_meta *meta, const struct ms_
 	return MS_OK;
 }
 
-/* The program's empty_cache(), before event index. */
-static void empty_cache(struct rp *p, uint64_t index, uint16_t pool)
+/* The program's empty_cache(), before event index; refused: its cudaFree was (the model is
+ * told by ms_model_refuse_free). */
+static void empty_cache_call(struct rp *p, uint64_t index, uint16_t pool, int refused)
 {
 	struct ms_replay_result *r = p->r;
-	size_t cap = r->cap_empty_cache_at;
+	size_t cap = r->cap_empty_cache_at, cap2 = r->cap_empty_cache_at;
 
 	r->empty_cache_calls++;
 	if (ms_grow(&r->empty_cache_at, &r->cap_empty_cache_at, r->n_empty_cache_at + 1,
 	            sizeof(uint64_t)) == 0 &&
-	    ms_grow(&r->empty_cache_pool, &cap, r->n_empty_cache_at + 1, sizeof(uint16_t)) == 0) {
+	    ms_grow(&r->empty_cache_pool, &cap, r->n_empty_cache_at + 1, sizeof(uint16_t)) == 0 &&
+	    ms_grow(&r->empty_cache_refused_at, &cap2, r->n_empty_cache_at + 1, 1) == 0) {
 		r->empty_cache_at[r->n_empty_cache_at] = index;
+		r->empty_cache_refused_at[r->n_empty_cache_at] = (uint8_t)refused;
 		r->empty_cache_pool[r->n_empty_cache_at++] = pool;
 	} else {
 		p->err = MS_ERR_NOMEM;
@@ -339,6 +342,11 @@ static void empty_cache(struct rp *p, uint64_t index, uint16_t pool)
 		ms_model_empty_cache(p->m);
 	else
 		ms_model_empty_pool_cache(p->m, pool);
+}
+
+static void empty_cache(struct rp *p, uint64_t index, uint16_t pool)
+{
+	empty_cache_call(p, index, pool, 0);
 }
 
 /*
@@ -376,7 +384,11 @@ static void flush_pending_refused(struct rp *p, int again)
 		ms_model_refuse_free(p->m, 1);
 		p->r->empty_cache_refused++;
 	}
-	empty_cache(p, p->index, p->pend_pool == PEND_MIXED ? MS_POOL_DEFAULT : p->pend_pool);
+	/* a refused call is torch.cuda.empty_cache(): a pool's own emptying (a MemPool's
+	 * destructor) waits on its events first, which a capture refuses before any free */
+	empty_cache_call(p, p->index,
+	                 refused || p->pend_pool == PEND_MIXED ? MS_POOL_DEFAULT : p->pend_pool,
+	                 refused);
 	if (refused)
 		ms_model_refuse_free(p->m, 0);
 	p->pend_frees = 0;
@@ -1126,6 +1138,8 @@ void ms_replay_result_release(struct ms_replay_result *r)
 	r->empty_cache_at = NULL;
 	ms_free(r->empty_cache_pool);
 	r->empty_cache_pool = NULL;
+	ms_free(r->empty_cache_refused_at);
+	r->empty_cache_refused_at = NULL;
 	ms_free(r->end_segs);
 	r->end_segs = NULL;
 	r->n_end_segs = 0;

@@ -248,6 +248,7 @@ struct ms_replay_result {
 	 */
 	uint64_t *empty_cache_at;
 	uint16_t *empty_cache_pool;
+	uint8_t *empty_cache_refused_at; /* 1: that call's cudaFree was refused (a capture) */
 	size_t n_empty_cache_at, cap_empty_cache_at;
 	/* the backend's own OOM message (--backend torch: PyTorch's), or "" */
 	char backend_message[1024];

@@ -167,7 +167,8 @@ static void set_pool(struct tp *p, uint8_t call, uint16_t code, struct ms_diag *
 }
 
 static ms_status run(struct tp *p, const struct ms_trace *t, const struct ms_replay_opts *o,
-                     const uint64_t *ec_at, const uint16_t *ec_pool, size_t n_ec, struct ms_diag *d)
+                     const uint64_t *ec_at, const uint16_t *ec_pool, const uint8_t *ec_refused,
+                     size_t n_ec, struct ms_diag *d)
 {
 	struct ms_replay_result *r = p->r;
 	char err[1024];
@@ -207,8 +208,25 @@ static ms_status run(struct tp *p, const struct ms_trace *t, const struct ms_rep
 		 * the event: another device's or a raw CUDA call's comes after it too) */
 		while (next_ec < n_ec && ec_at[next_ec] <= i) {
 			if (ec_at[next_ec++] == i) {
-				release_freed_pools(p, t, i, o->device);
+				/* a call whose frees the next call, refused, records instead: the
+				 * pool is released at those frees, after this call */
+				if (!(ec_refused && next_ec < n_ec && ec_refused[next_ec]))
+					release_freed_pools(p, t, i, o->device);
+				/* its cudaFree refused, as during a capture, which the trace may
+				 * not mark: one is underway for the allocator then (the model's
+				 * too) */
+				int refused = ec_refused && ec_refused[next_ec - 1];
+				if (refused) {
+					p->api->refuse_free(1);
+					if (!p->marks.open)
+						p->api->captures_underway(1);
+				}
 				empty_cache(p, ec_pool, next_ec - 1);
+				if (refused) {
+					p->api->refuse_free(0);
+					if (!p->marks.open)
+						p->api->captures_underway(0);
+				}
 				drain(p);
 				r->empty_cache_calls++;
 			}
@@ -438,8 +456,8 @@ ms_status ms_replay_torch(const char *path, const struct ms_trace *trace, const 
 			p.api->place(pairs, n);
 		ms_free(pairs);
 	}
-	s = run(&p, t, o, model->empty_cache_at, model->empty_cache_pool, model->n_empty_cache_at,
-	        d);
+	s = run(&p, t, o, model->empty_cache_at, model->empty_cache_pool,
+	        model->empty_cache_refused_at, model->n_empty_cache_at, d);
 	if (!r->has_oom)
 		fill_stats(&p);
 	else {

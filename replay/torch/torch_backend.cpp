@@ -424,11 +424,33 @@ void complete_all()
 		free_complete(p);
 }
 
+// refuse_free: the plugin's cudaFree answers as the driver does during a stream capture
+bool g_refuse_free = false;
+
+void refuse_free(int on)
+{
+	g_refuse_free = on != 0;
+}
+
+/*
+ * f, as the recorded program's call during a capture: its cudaFree refused (the plugin's, see
+ * cudaFree below), after PyTorch recorded the segment freed; PyTorch raises, the segment stays.
+ */
+template <typename F> void maybe_refused(F f)
+{
+	try {
+		f();
+	} catch (const std::exception &) {
+		if (!g_refuse_free)
+			throw;
+	}
+}
+
 void empty_cache()
 {
 	complete_all();
 	busy b;
-	CCA::emptyCache();
+	maybe_refused([] { CCA::emptyCache(); });
 }
 
 size_t take_segments(mst_seg *out, size_t max)
@@ -533,7 +555,7 @@ void empty_pool_cache(uint64_t first, uint64_t second)
 	try {
 		complete_all();
 		busy b;
-		empty_cache_of(CCA::get(), {first, second}, 0);
+		maybe_refused([&] { empty_cache_of(CCA::get(), {first, second}, 0); });
 	} catch (const std::exception &) {
 		// nothing to give back
 	}
@@ -542,9 +564,10 @@ void empty_pool_cache(uint64_t first, uint64_t second)
 /*
  * While the recorded program had a use_mem_pool open: allocating to a pool of our own whose
  * filter takes no stream, so that the allocator's captures_underway is not empty (nothing is
- * routed there). Its id is far above the ids PyTorch gives MemPools.
+ * routed there). Its id is far above the ids PyTorch gives MemPools, and new for each scope:
+ * a released pool stays known to the allocator, which refuses to begin allocating to it again.
  */
-const c10::cuda::MempoolId_t k_hold_id{0, 1ull << 62};
+c10::cuda::MempoolId_t g_hold_id{0, 1ull << 62};
 bool g_holding = false;
 
 void captures_underway(int on)
@@ -552,11 +575,12 @@ void captures_underway(int on)
 	auto dev = static_cast<c10::DeviceIndex>(g_device);
 	try {
 		if (on && !g_holding) {
-			CCA::beginAllocateToPool(dev, k_hold_id, [](cudaStream_t) { return false; });
+			g_hold_id.second++;
+			CCA::beginAllocateToPool(dev, g_hold_id, [](cudaStream_t) { return false; });
 			g_holding = true;
 		} else if (!on && g_holding) {
-			CCA::endAllocateToPool(dev, k_hold_id);
-			CCA::releasePool(dev, k_hold_id);
+			CCA::endAllocateToPool(dev, g_hold_id);
+			CCA::releasePool(dev, g_hold_id);
 			g_holding = false;
 		}
 	} catch (const std::exception &) {
@@ -664,6 +688,8 @@ extern "C" __attribute__((visibility("default"))) cudaError_t cudaMalloc(void **
 
 extern "C" __attribute__((visibility("default"))) cudaError_t cudaFree(void *p)
 {
+	if (g_refuse_free) // as during the recorded program's capture: nothing is freed
+		return cudaErrorStreamCaptureUnsupported;
 	auto it = g_placed.find(reinterpret_cast<uint64_t>(p));
 	if (it == g_placed.end())
 		return real_free()(p);
@@ -689,7 +715,7 @@ const mst_api g_api = {MST_ABI,      torch_version, open_backend, place,
                        free_request, free_complete, empty_cache,  take_segments,
                        stats,        segments,      deviations,   close_backend,
                        no_split,     use_on_oom,    empty_pool_cache, captures_underway,
-                       custom_allocator};
+                       custom_allocator, refuse_free};
 
 } // namespace
 

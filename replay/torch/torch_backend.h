@@ -14,7 +14,7 @@
 extern "C" {
 #endif
 
-#define MST_ABI 9
+#define MST_ABI 10
 
 /* A segment event of the real allocator (its trace tracker): PyTorch's action numbers. */
 struct mst_seg {
@@ -119,6 +119,12 @@ struct mst_api {
 	 * exists already or this PyTorch cannot.
 	 */
 	int (*custom_allocator)(uint64_t pool_first, uint64_t pool_second);
+	/*
+	 * on: the next empty_cache or empty_pool_cache runs as the recorded program's did during a
+	 * CUDA graph capture, whose driver refused its cudaFree: the plugin's cudaFree refuses it
+	 * the same way, and PyTorch records the segment freed, raises, and keeps it; 0: as usual.
+	 */
+	void (*refuse_free)(int on);
 };
 
 /* The plugin's one exported symbol. */
