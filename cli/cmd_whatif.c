@@ -46,11 +46,23 @@ static char **read_configs(const char *path, size_t *n)
 		ms_die(MS_EXIT_ERROR, "%s: cannot open: %s", path, strerror(errno));
 	if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode))
 		ms_die(MS_EXIT_ERROR, "%s: is a directory", path);
-	while (fgets(line, sizeof(line), f)) {
-		size_t l = strcspn(line, "\r\n");
+	for (int c = 0; c != EOF;) {
+		size_t l = 0;
 		struct ms_alloc_conf conf;
 		struct ms_diag d = MS_DIAG_INIT;
 		lineno++;
+		/* one line: printable ASCII (a PYTORCH_CUDA_ALLOC_CONF is), tabs, a CR before LF */
+		while ((c = getc(f)) != EOF && c != '\n') {
+			if (c == '\r')
+				continue;
+			if ((c < 0x20 && c != '\t') || c > 0x7e)
+				ms_die(MS_EXIT_USAGE, "%s, line %zu: not text (byte 0x%02x)", path,
+				       lineno, (unsigned)c);
+			if (l + 1 == sizeof(line))
+				ms_die(MS_EXIT_USAGE, "%s, line %zu: longer than %zu characters",
+				       path, lineno, sizeof(line) - 1);
+			line[l++] = (char)c;
+		}
 		line[l] = 0;
 		if (!line[strspn(line, " \t")] || line[0] == '#')
 			continue; /* blank, or a comment */

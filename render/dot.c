@@ -233,6 +233,14 @@ ms_status ms_render_dot(const struct ms_render_input *in, struct ms_buf *o)
 	for (int i = 0; i < 4; i++)
 		MS_TRY(ms_buf_printf(o, "<TD BGCOLOR=\"%s\">%s</TD>", state_color[i],
 		                     i == 1 ? "rounding slack" : state_word[i]));
+	size_t n_private = 0;
+	for (size_t i = 0; i < sn->n_segs; i++)
+		n_private += (sn->segs[i].pool_id[0] | sn->segs[i].pool_id[1]) != 0;
+	if (n_private)
+		MS_TRY(ms_buf_printf(o,
+		                     "<TD>%zu segment%s in private pools (CUDA graphs, MemPools): "
+		                     "&#183; pool (a, b)</TD>",
+		                     n_private, n_private == 1 ? "" : "s"));
 	MS_TRY(ms_buf_printf(o, "</TR></TABLE>>];\n"));
 	if (!(cells = ms_malloc(sizeof(*cells) * MS_RENDER_DOT_CELLS)))
 		return MS_ERR_NOMEM;

@@ -122,18 +122,20 @@ ms_status ms_render_text(const struct ms_render_input *in, struct ms_buf *out)
 		        ms_format_size(f, sizeof(f), x->o.largest_free)));
 	}
 	MS_TRY(ms_buf_printf(out, "\n%-14s %11s %6s %-6s %4s %-*s %s\n", "address", "size",
-	                     "stream", "pool", "used", MS_RENDER_TEXT_WIDTH + 2, "map", "blocks"));
+	                     "stream", "class", "used", MS_RENDER_TEXT_WIDTH + 2, "map", "blocks"));
 	for (size_t i = 0; i < sn->n_segs; i++) {
 		MS_TRY(segment_line(out, &sn->segs[i], sn->blocks + k));
 		k += sn->segs[i].n_blocks;
 		pools |= sn->segs[i].pool_id[0] | sn->segs[i].pool_id[1];
 	}
-	return ms_buf_printf(out,
-	                     "\nmap: %d characters per segment; # allocated, s rounding slack "
-	                     "(allocated, not requested), + freed but pending (stream uses), . "
-	                     "free; * an expandable segment's mapped range%s\n",
-	                     MS_RENDER_TEXT_WIDTH,
-	                     pools ? "; pool (a, b): a private pool's segment (a CUDA graph's, a "
-	                             "MemPool's)"
-	                           : "");
+	return ms_buf_printf(
+	        out,
+	        "\nclass: the allocator's small (blocks to 1 MiB) or large pool; map: %d "
+	        "characters per segment; # allocated, s rounding slack "
+	        "(allocated, not requested), + freed but pending (stream uses), . "
+	        "free; * an expandable segment's mapped range%s\n",
+	        MS_RENDER_TEXT_WIDTH,
+	        pools ? "; pool (a, b): a private pool's segment (a CUDA graph's, a "
+	                "MemPool's)"
+	              : "");
 }

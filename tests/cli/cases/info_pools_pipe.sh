@@ -29,3 +29,7 @@ echo "exit ${PIPESTATUS[1]}"
 printf '   \n\t\n' >"$TMPDIR/blank"
 "$MEMSNAP" whatif --configs "$TMPDIR/blank" testdata/snapshots/dynamic_oom.pickle 2>&1 | sed "s|$TMPDIR|DIR|"
 echo "exit ${PIPESTATUS[0]}"
+# a --configs file that is no text: the line and the byte, not the bytes themselves
+printf 'expandable_segments:True\n\001\377\n' >"$TMPDIR/binary"
+"$MEMSNAP" whatif --configs "$TMPDIR/binary" testdata/snapshots/dynamic_oom.pickle 2>&1 | sed "s|$TMPDIR|DIR|"
+echo "exit ${PIPESTATUS[0]}"
