@@ -836,7 +836,8 @@ static ms_status r_event(void *ctx, const struct ms_event *e)
 			if (ms_grow(&p->pend, &p->cap_pend, p->pend_frees + 1, sizeof(*p->pend)))
 				return p->err = MS_ERR_NOMEM;
 			p->pend[p->pend_frees].addr = e->addr;
-			p->pend[p->pend_frees].done = 0;
+			/* an unmap is no cudaFree: never taken as refused */
+			p->pend[p->pend_frees].done = e->action != MS_ACT_SEGMENT_FREE;
 			if (!p->pend_frees) {
 				p->pend_index = p->index;
 				p->pend_pool = pool;
