@@ -566,7 +566,8 @@ static void text_report(const char *path, const struct ms_replay_result *r,
 		       (unsigned long long)r->empty_cache_refused);
 	printf("\n");
 	/* under the recorded settings the replay should be what PyTorch did: say where it is not */
-	if (as_recorded && diverges != SIZE_MAX && !strcmp(r->backend, "sim"))
+	if (as_recorded && diverges != SIZE_MAX && !strcmp(r->backend, "sim") &&
+	    !r->other_allocator[0]) /* another allocator's: said already, nothing to verify */
 		printf("  differs:        from the trace's segment event #%zu on (of %zu), the "
 		       "replay is not what PyTorch did: memsnap verify shows where, and what the "
 		       "trace cannot tell\n",
