@@ -64,7 +64,17 @@ static char **read_configs(const char *path, size_t *n)
 			line[l++] = (char)c;
 		}
 		line[l] = 0;
-		if (!line[strspn(line, " \t")] || line[0] == '#')
+		/* a comment runs from '#' to the end of the line (no setting has one); then the
+		 * blanks around the setting go */
+		if (strchr(line, '#'))
+			l = (size_t)(strchr(line, '#') - line);
+		while (l && (line[l - 1] == ' ' || line[l - 1] == '\t'))
+			l--;
+		line[l] = 0;
+		size_t lead = strspn(line, " \t");
+		memmove(line, line + lead, l - lead + 1);
+		l -= lead;
+		if (!l)
 			continue; /* blank, or a comment */
 		/* a setting the model cannot read is the user's mistake, found before any replay */
 		ms_alloc_conf_init(&conf);

@@ -33,3 +33,10 @@ echo "exit ${PIPESTATUS[0]}"
 printf 'expandable_segments:True\n\001\377\n' >"$TMPDIR/binary"
 "$MEMSNAP" whatif --configs "$TMPDIR/binary" testdata/snapshots/dynamic_oom.pickle 2>&1 | sed "s|$TMPDIR|DIR|"
 echo "exit ${PIPESTATUS[0]}"
+# comments from '#' to the end of a line, and blanks around a setting, are not part of it
+printf '  expandable_segments:True   # the fix\n# a whole line\n\t max_split_size_mb:128\t\nrecorded # as it ran\n' >"$TMPDIR/commented"
+"$MEMSNAP" -q whatif --json --configs "$TMPDIR/commented" testdata/snapshots/dynamic_oom.pickle |
+	python3 -c 'import json, sys
+d = json.load(sys.stdin)
+d = d[0] if isinstance(d, list) else d
+print("settings:", [(s["alloc_conf"], s["recorded"]) for s in d["settings"]])'
