@@ -3,7 +3,6 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "cli/cmds.h"
 #include "cli/opts.h"
@@ -246,7 +245,7 @@ static void print_json(const char *path, const struct info *x, const struct ms_s
 	ms_json_u64(o, "private_pool_segments", x->pool_segs);
 	ms_json_u64(o, "private_pool_reserved_bytes", x->pool_reserved);
 	/* a pipe's size is not known (null) */
-	if (si->file_bytes) {
+	if (si->file_regular) {
 		ms_json_u64(o, "file_bytes", (uint64_t)(si->file_bytes));
 		cJSON_AddNumberToObject(o, "bytes_per_event",
 		                        x->n ? (double)si->file_bytes / (double)x->n : 0);
@@ -271,9 +270,7 @@ static void print_text(const char *path, const struct info *x, const struct ms_s
 {
 	char b1[32];
 
-	struct stat st;
-
-	if ((strcmp(path, "-") ? stat(path, &st) : fstat(0, &st)) == 0 && !S_ISREG(st.st_mode))
+	if (!si->file_regular)
 		printf("file:         %s (a pipe or device: its size is not known)\n", path);
 	else
 		printf("file:         %s (%s)\n", path,
@@ -401,7 +398,7 @@ static void print_text(const char *path, const struct info *x, const struct ms_s
 	else if (x->n || x->segs) /* PyTorch 2.2 and older, torch_npu, a list of segments */
 		printf("alloc conf:   not recorded (replays use the defaults unless --alloc-conf "
 		       "says otherwise)\n");
-	if (x->n && si->file_bytes)
+	if (x->n && si->file_regular)
 		printf("bytes/event:  %.2f\n", (double)si->file_bytes / (double)x->n);
 }
 

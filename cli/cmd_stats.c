@@ -128,11 +128,11 @@ static void with_pools_told(struct job *j, size_t top)
 	struct ms_diag d = MS_DIAG_INIT;
 	struct fwd f;
 	struct ms_sink sink;
-	int private = 0;
+	int any_private = 0;
 
 	for (size_t i = 0; i < j->r->n_pools; i++)
-	private |= (j->r->pools[i].id[0] | j->r->pools[i].id[1]) != 0;
-	if (!private || j->r->n_pools_requested || ms_file_is_snapshot(j->path) <= 0)
+		any_private |= (j->r->pools[i].id[0] | j->r->pools[i].id[1]) != 0;
+	if (!any_private || j->r->n_pools_requested || ms_file_is_snapshot(j->path) <= 0)
 		return;
 	if (ms_trace_load(j->path, NULL, &t, &si, &d))
 		return;

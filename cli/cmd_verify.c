@@ -117,7 +117,7 @@ static int verify_one(struct ms_replay_cli *c, const char *path, uint32_t device
 {
 	struct ms_replay_result r;
 	struct ms_limit_range lim;
-	size_t i, k;
+	size_t i;
 	uint64_t rec_peak;
 	int same;
 
@@ -137,14 +137,10 @@ static int verify_one(struct ms_replay_cli *c, const char *path, uint32_t device
 	size_t n_ref = c->torch ? c->out.model.n_produced : r.n_recorded;
 	const char *ref_name = c->torch ? "model" : "recorded";
 	const char *got_name = c->torch ? "PyTorch" : "replayed";
-	k = r.n_produced < n_ref ? r.n_produced : n_ref;
-	for (i = 0; i < k; i++)
-		if (r.produced[i].action != ref[i].action || r.produced[i].size != ref[i].size)
-			break;
+	i = ms_seg_events_first_diff(r.produced, r.n_produced, ref, n_ref);
 	rec_peak =
 	        c->torch ? (uint64_t)c->out.model.stats.reserved_bytes[0].peak : recorded_peak(&r);
-	same = i == k && r.n_produced == n_ref &&
-	       (uint64_t)r.stats.reserved_bytes[0].peak == rec_peak &&
+	same = i == SIZE_MAX && (uint64_t)r.stats.reserved_bytes[0].peak == rec_peak &&
 	       r.reproduced_ooms == r.recorded_ooms && !r.ended_by_oom;
 	int end_same = 1;
 	if (c->torch) {
@@ -162,7 +158,7 @@ static int verify_one(struct ms_replay_cli *c, const char *path, uint32_t device
 		ms_json_u64(o, c->torch ? "segment_events_model" : "segment_events_recorded",
 		            n_ref);
 		ms_json_u64(o, "segment_events_replayed", r.n_produced);
-		if (i < k || r.n_produced != n_ref)
+		if (i != SIZE_MAX)
 			ms_json_u64(o, "first_divergence", i);
 		else
 			cJSON_AddNullToObject(o, "first_divergence");
@@ -227,7 +223,7 @@ static int verify_one(struct ms_replay_cli *c, const char *path, uint32_t device
 			       "what the settings change, not the model's error; memsnap whatif "
 			       "compares settings)\n",
 			       c->o.alloc_conf);
-		if (i < k || r.n_produced != n_ref) {
+		if (i != SIZE_MAX) {
 			printf("  first different segment event: #%zu (of %zu %s, %zu %s)\n", i,
 			       n_ref, ref_name, r.n_produced, got_name);
 			show(ref_name, ref, n_ref, i);

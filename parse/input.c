@@ -21,6 +21,7 @@
 struct ms_input {
 	int fd;
 	int own_fd;
+	int regular; /* a regular file (not a pipe or a device) */
 	uint64_t file_size;
 	enum ms_compression comp;
 	unsigned char *in; /* raw bytes read from fd */
@@ -87,9 +88,10 @@ ms_status ms_input_open(const char *path, struct ms_input **out, struct ms_diag 
 		}
 		in->own_fd = 1;
 	}
-	if (fstat(in->fd, &st) == 0 && S_ISREG(st.st_mode))
+	if (fstat(in->fd, &st) == 0 && S_ISREG(st.st_mode)) {
+		in->regular = 1;
 		in->file_size = (uint64_t)st.st_size;
-	else if (fstat(in->fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+	} else if (fstat(in->fd, &st) == 0 && S_ISDIR(st.st_mode)) {
 		ms_input_close(in);
 		return ms__diag_set(diag, MS_ERR_IO, -1, -1, "is a directory");
 	}
@@ -289,6 +291,11 @@ enum ms_compression ms_input_compression(const struct ms_input *in)
 uint64_t ms_input_file_size(const struct ms_input *in)
 {
 	return in->file_size;
+}
+
+int ms_input_is_regular(const struct ms_input *in)
+{
+	return in->regular;
 }
 
 ms_status ms_input_drain(struct ms_input *in, struct ms_diag *diag)

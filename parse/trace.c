@@ -221,13 +221,13 @@ ms_status ms_source_read(const char *path, const struct ms_read_opts *opts, stru
 	info->kind = ms_input_kind(in);
 	info->compression = ms_input_compression(in);
 	info->file_bytes = ms_input_file_size(in);
+	info->file_regular = ms_input_is_regular(in);
 	switch (info->kind) {
 	case MS_FILE_TRACE: {
 		struct ms_mapped mp;
-		struct stat st;
 		ms_input_close(in);
 		/* mapped, not streamed: a pipe's bytes are gone, and opening it again would wait */
-		if ((strcmp(path, "-") ? stat(path, &st) : fstat(0, &st)) || !S_ISREG(st.st_mode))
+		if (!info->file_regular)
 			return ms__diag_set(diag, MS_ERR_IO, -1, -1,
 			                    "a memsnap trace is read from its file (mapped), not "
 			                    "from a pipe: write it to a file first");

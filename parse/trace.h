@@ -41,6 +41,7 @@ struct ms_source_info {
 	enum ms_file_kind kind;
 	enum ms_compression compression;
 	uint64_t file_bytes;
+	int file_regular; /* a regular file: file_bytes is its size (else a pipe or device's) */
 	struct ms_zst_info zst;       /* kind == MS_FILE_TRACE */
 	struct ms_snapshot_info snap; /* pickle or JSON */
 };

@@ -362,7 +362,7 @@ static int free_refused(const struct rp *p, int again)
 		return 1;
 	if (!p->ext.events || !p->marks.captures)
 		return 0;
-	for (size_t i = 0; i < p->pend_frees && i < p->cap_pend; i++)
+	for (size_t i = 0; i < p->pend_frees; i++)
 		if (p->pend[i].done)
 			return 0;
 	return 1;
@@ -1022,17 +1022,22 @@ static ms_status replay(const char *path, const struct ms_trace *t, const struct
 	return s;
 }
 
+size_t ms_seg_events_first_diff(const struct ms_seg_event *a, size_t na,
+                                const struct ms_seg_event *b, size_t nb)
+{
+	size_t i, k = na < nb ? na : nb;
+
+	for (i = 0; i < k; i++)
+		if (a[i].action != b[i].action || a[i].size != b[i].size)
+			return i;
+	return na == nb ? SIZE_MAX : k;
+}
+
 size_t ms_replay_first_divergence(const struct ms_replay_result *r)
 {
-	size_t i, k = r->n_produced < r->n_recorded ? r->n_produced : r->n_recorded;
-
-	if (!r->n_recorded)
-		return SIZE_MAX;
-	for (i = 0; i < k; i++)
-		if (r->produced[i].action != r->recorded[i].action ||
-		    r->produced[i].size != r->recorded[i].size)
-			return i;
-	return r->n_produced == r->n_recorded ? SIZE_MAX : k;
+	return r->n_recorded ? ms_seg_events_first_diff(r->produced, r->n_produced, r->recorded,
+	                                                r->n_recorded)
+	                     : SIZE_MAX;
 }
 
 ms_status ms_replay_run(const char *path, const struct ms_replay_opts *o,

@@ -304,10 +304,12 @@ int ms_replay_reuse_as_recorded(const struct ms_replay_result *r);
 ms_status ms_replay_run(const char *path, const struct ms_replay_opts *o,
                         struct ms_replay_result *r, struct ms_diag *diag);
 void ms_replay_result_release(struct ms_replay_result *r);
-/*
- * Where the replay's segment events first differ from the recorded ones (action and size; the
- * index into both), or SIZE_MAX where they agree, or where the trace recorded none.
- */
+/* Where two lists of segment events first differ (action and size; the index into both), or
+ * SIZE_MAX where they are the same. */
+size_t ms_seg_events_first_diff(const struct ms_seg_event *a, size_t na,
+                                const struct ms_seg_event *b, size_t nb);
+/* The same of the replay's segment events against the recorded ones; SIZE_MAX also where the
+ * trace recorded none. */
 size_t ms_replay_first_divergence(const struct ms_replay_result *r);
 
 struct ms_trace;

@@ -555,9 +555,9 @@ void empty_pool_cache(uint64_t first, uint64_t second)
 	try {
 		complete_all();
 		busy b;
-		maybe_refused([&] { empty_cache_of(CCA::get(), {first, second}, 0); });
+		empty_cache_of(CCA::get(), {first, second}, 0);
 	} catch (const std::exception &) {
-		// nothing to give back
+		// nothing to give back, or a refused cudaFree (refuse_free)
 	}
 }
 
