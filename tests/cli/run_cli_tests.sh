@@ -1,20 +1,38 @@
 #!/usr/bin/env bash
 # CLI golden tests (zstd's cli-tests pattern): each cases/NAME.sh runs memsnap; its stdout,
 # stderr and exit code are compared with NAME.stdout.exact, NAME.stderr.exact and NAME.exit
-# (a missing expectation file is not checked). MEMSNAP_UPDATE_GOLDEN=1 rewrites them.
-# Usage: run_cli_tests.sh MEMSNAP_BINARY PROJECT_ROOT
+# (a missing expectation file is not checked). CTest runs each case as a test of its own
+# (cli.COMMAND.NAME); this script runs the cases named, or all of them.
+#
+# Usage: run_cli_tests.sh MEMSNAP_BINARY PROJECT_ROOT [CASE...]
+#   MEMSNAP_UPDATE_GOLDEN=1 rewrites the expected files of the cases named (never of all at once:
+#   a change to one output is reviewed case by case, with git diff).
 set -u
 export MEMSNAP="$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"
 root="$2"
+shift 2
 cases="$root/tests/cli/cases"
+if [ "${MEMSNAP_UPDATE_GOLDEN:-}" = 1 ] && [ $# = 0 ]; then
+	echo "MEMSNAP_UPDATE_GOLDEN=1 rewrites the cases named, not all: name them after the root" >&2
+	exit 2
+fi
+names=("$@")
+if [ $# = 0 ]; then
+	for c in "$cases"/*.sh; do names+=("$(basename "$c" .sh)"); done
+fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 export TMPDIR="$tmp"
 cd "$root" || exit 1
 pass=0
 fail=0
-for c in "$cases"/*.sh; do
-	name=$(basename "$c" .sh)
+for name in "${names[@]}"; do
+	c="$cases/$name.sh"
+	if [ ! -f "$c" ]; then
+		echo "FAIL $name (no case $c)"
+		fail=$((fail + 1))
+		continue
+	fi
 	bash "$c" >"$tmp/out" 2>"$tmp/err"
 	echo $? >"$tmp/exit"
 	if [ "${MEMSNAP_UPDATE_GOLDEN:-}" = 1 ]; then
