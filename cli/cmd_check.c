@@ -13,13 +13,17 @@
 
 static const char *const usage[] = {
         "memsnap check [--max-peak-reserved N] [--max-peak-allocated N] [--max-fragmentation R]",
-        "              [--baseline OTHER --max-growth P%] [replay options] [--json] <trace>",
+        "              [--baseline OTHER --max-growth P%] [--allow-oom] [--allow-cut-short]",
+        "              [replay options] [--json] <trace>",
         "",
         "A CI gate: replay the trace (with its recorded settings unless --alloc-conf) and compare",
         "the peaks with budgets. Exit 0 when every budget holds, 5 with one line per budget",
-        "exceeded, 1 on error. Fragmentation is the waste at the peak over the peak of reserved",
-        "memory (0 to 1): the share of the reservation that was never in use at once. A replay",
-        "that runs out of memory where the recorded run did not also fails the gate.",
+        "exceeded, 1 on error. A dead run never passes: a recorded OOM fails the gate (unless",
+        "--allow-oom), so does a trace cut short (its recording was killed: unless",
+        "--allow-cut-short), and so does a replay that runs out of memory where the recorded run",
+        "did not. --max-fragmentation gates the waste at the peak: reserved memory never in use at",
+        "once, over the peak of reserved memory (0 to 1); not stats' fragmentation of the free",
+        "space at the end. --max-growth is growth of the peaks over a baseline run.",
         NULL,
 };
 
@@ -31,6 +35,8 @@ struct figures {
 	int mid_run;            /* peaks from the first event on: lower bounds */
 	unsigned devsrc;        /* where the device's size came from (enum ms_devmem_source) */
 	uint64_t recorded_ooms; /* the recorded run's */
+	uint64_t recorded_oom_index; /* the first of them */
+	int cut_short;          /* a memsnap trace whose recording was killed: a prefix of the run */
 	struct ms_limit_range lim;
 };
 
@@ -59,6 +65,8 @@ static ms_status figures_of(struct ms_replay_cli *c, const char *path, struct fi
 	f->mid_run = r.rebuilt;
 	f->devsrc = r.device_memory_source;
 	f->recorded_ooms = r.recorded_ooms;
+	f->recorded_oom_index = r.has_oom && r.first_oom.recorded ? r.first_oom.index : UINT64_MAX;
+	f->cut_short = r.cut_short;
 	f->lim = lim;
 	ms_replay_result_release(&r);
 	ms_replay_cli_release(c);
@@ -68,8 +76,8 @@ static ms_status figures_of(struct ms_replay_cli *c, const char *path, struct fi
 int cmd_check(int argc, const char **argv)
 {
 	struct ms_replay_cli c;
-	struct ms_opt opts[MS_REPLAY_OPTS_MAX + 6];
-	int n, json = 0, rc = MS_EXIT_OK;
+	struct ms_opt opts[MS_REPLAY_OPTS_MAX + 8];
+	int n, json = 0, rc = MS_EXIT_OK, allow_oom = 0, allow_cut = 0;
 	struct ms_replay_opts base;
 	uint32_t *devs, *bdevs = NULL;
 	size_t nd, nb = 0;
@@ -95,6 +103,10 @@ int cmd_check(int argc, const char **argv)
 	                                         "trace to compare with");
 	opts[k++] = (struct ms_opt)MS_OPT_STRING(0, "max-growth", &growth, "P%",
 	                                         "allowed growth of the peaks over the baseline");
+	opts[k++] = (struct ms_opt)MS_OPT_BOOL(0, "allow-oom", &allow_oom,
+	                                       "pass a run that recorded an OOM");
+	opts[k++] = (struct ms_opt)MS_OPT_BOOL(0, "allow-cut-short", &allow_cut,
+	                                       "pass a trace whose recording was cut short");
 	opts[k] = (struct ms_opt)MS_OPT_END();
 	n = ms_parse_options(argc, argv, opts, usage);
 	if (n != 1)
@@ -116,6 +128,7 @@ int cmd_check(int argc, const char **argv)
 	}
 	if (!max_res && !max_alloc && !max_frag && !baseline)
 		ms_usage_error(opts, usage, "no budget given");
+	/* the budgets above are on top of the gate's own: the run did not die */
 	if (ms_replay_cli_devices(&c, argv[0], "check", &devs, &nd))
 		return MS_EXIT_ERROR;
 	if (baseline) {
@@ -150,12 +163,15 @@ int cmd_check(int argc, const char **argv)
 			cJSON_AddNumberToObject(out, "device", devs[i]);
 			ms_json_u64(out, "peak_reserved_bytes", f.reserved);
 			ms_json_u64(out, "peak_allocated_bytes", f.allocated);
-			cJSON_AddNumberToObject(out, "fragmentation", f.frag);
+			cJSON_AddNumberToObject(out, "waste_at_peak", f.frag);
 			cJSON_AddBoolToObject(out, "starts_mid_run", f.mid_run);
 			cJSON_AddBoolToObject(out, "peaks_are_lower_bounds", f.mid_run);
 			cJSON_AddStringToObject(out, "device_memory_source",
 			                        ms_devmem_source_name(f.devsrc));
 			ms_json_u64(out, "recorded_ooms", f.recorded_ooms);
+			cJSON_AddBoolToObject(out, "oom_allowed", allow_oom);
+			cJSON_AddBoolToObject(out, "trace_cut_short", f.cut_short);
+			cJSON_AddBoolToObject(out, "cut_short_allowed", allow_cut);
 			if (f.lim.inferred) {
 				cJSON *x = cJSON_AddObjectToObject(out, "limit_inferred");
 				ms_json_u64(x, "low_bytes", f.lim.lo);
@@ -175,6 +191,23 @@ int cmd_check(int argc, const char **argv)
 		else                                                            \
 			printf("%s: %s\n", lbl, line_);                         \
 	} while (0)
+		if (f.recorded_ooms && !allow_oom) {
+			if (f.recorded_oom_index != UINT64_MAX)
+				FAIL("the run ran out of memory (%llu recorded OOM%s, the first at "
+				     "event %llu; --allow-oom passes it)",
+				     (unsigned long long)f.recorded_ooms,
+				     f.recorded_ooms == 1 ? "" : "s",
+				     (unsigned long long)f.recorded_oom_index);
+			else
+				FAIL("the run ran out of memory (%llu recorded OOM%s; --allow-oom "
+				     "passes it)",
+				     (unsigned long long)f.recorded_ooms,
+				     f.recorded_ooms == 1 ? "" : "s");
+		}
+		if (f.cut_short && !allow_cut)
+			FAIL("the trace is cut short: its recording was killed (the job may have "
+			     "died), and the peaks are of the part it holds (--allow-cut-short "
+			     "passes it)");
 		if (f.oom)
 			FAIL("the replay runs out of memory at event %llu",
 			     (unsigned long long)f.oom_index);
@@ -187,7 +220,8 @@ int cmd_check(int argc, const char **argv)
 			     ms_format_size(b1, sizeof(b1), f.allocated),
 			     ms_format_size(b2, sizeof(b2), max_alloc));
 		if (frag_budget >= 0 && f.frag > frag_budget)
-			FAIL("fragmentation %.3f exceeds the budget of %.3f", f.frag, frag_budget);
+			FAIL("waste at the peak %.3f exceeds the --max-fragmentation budget of %.3f",
+			     f.frag, frag_budget);
 		if (baseline) {
 			double gr = b.reserved ? 100.0 * ((double)f.reserved - (double)b.reserved) /
 			                                 (double)b.reserved
@@ -213,7 +247,7 @@ int cmd_check(int argc, const char **argv)
 			ms_json_devices_add(&jd, devs[i], out);
 		} else if (!failed) {
 			printf("%s: within budget: peak reserved %s%s, peak allocated %s%s, "
-			       "fragmentation %.3f\n",
+			       "waste at the peak %.3f\n",
 			       lbl, f.mid_run ? "at least " : "",
 			       ms_format_size(b1, sizeof(b1), f.reserved),
 			       f.mid_run ? "at least " : "",
@@ -225,11 +259,15 @@ int cmd_check(int argc, const char **argv)
 			       "event "
 			       "on, and the job's may have been higher before\n",
 			       lbl);
-		if (!json && f.recorded_ooms)
+		if (!json && f.recorded_ooms && allow_oom)
 			printf("%s: note: the recorded run ran out of memory %llu time%s%s\n", lbl,
 			       (unsigned long long)f.recorded_ooms, f.recorded_ooms == 1 ? "" : "s",
 			       f.lim.inferred ? " (under a per-process limit inferred from it)"
 			                      : "");
+		if (!json && f.cut_short && allow_cut)
+			printf("%s: note: the trace is cut short: its peaks are of the part it "
+			       "holds\n",
+			       lbl);
 		if (failed)
 			rc = MS_EXIT_BUDGET;
 	}
