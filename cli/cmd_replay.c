@@ -296,6 +296,9 @@ static cJSON *json_report(const char *path, uint32_t device, const struct ms_rep
 		cJSON *x = cJSON_AddObjectToObject(o, "limit_inferred");
 		ms_json_u64(x, "low_bytes", lim->lo);
 		ms_json_u64(x, "high_bytes", lim->hi);
+		/* what the trace proves was held at once under it: the range starts there */
+		ms_json_u64(x, "held_bytes", lim->held);
+		cJSON_AddBoolToObject(x, "raised_to_held", lim->raised);
 	} else {
 		cJSON_AddNullToObject(o, "limit_inferred");
 	}

@@ -277,6 +277,12 @@ static void say_notes(const struct ms_replay_cli *c, const char *path)
 			        ms_format_size(b2, sizeof(b2), n->lim.hi),
 			        (unsigned long long)n->lim.lo, (unsigned long long)n->lim.hi,
 			        ms_format_size(b3, sizeof(b3), n->lim.used));
+			if (n->lim.raised)
+				ms_note("%s: the limit is at least %s (%llu bytes): the trace's "
+				        "segments held that much at once; lower limits reproduce the "
+				        "OOMs only by giving back cached memory the job kept",
+				        path, ms_format_size(b1, sizeof(b1), n->lim.held),
+				        (unsigned long long)n->lim.held);
 			break;
 		case MS_REPLAY_NOTE_NO_LIMIT:
 			ms_warning("%s: the recorded OOMs are not reproduced by any limit: %s",

@@ -110,6 +110,35 @@ static ms_status replay_mid_run(const struct ms_replay_request *q, struct ms_rep
  * state, the device's size from a recorded OOM, a limit inferred from recorded OOMs the device
  * had room for. out->o is the request's options and becomes those that reproduce r.
  */
+uint64_t ms_trace_held_reserved(const struct ms_trace *t, uint32_t device)
+{
+	int64_t now = 0, low = 0, high = 0;
+	uint64_t end = 0;
+
+	for (size_t i = 0; i < t->n_events; i++) {
+		const struct ms_event *e = &t->events[i];
+		if (e->device != device || e->source != MS_SRC_TORCH)
+			continue;
+		if (e->action == MS_ACT_SEGMENT_ALLOC || e->action == MS_ACT_SEGMENT_MAP)
+			now += (int64_t)e->size;
+		else if (e->action == MS_ACT_SEGMENT_FREE || e->action == MS_ACT_SEGMENT_UNMAP)
+			now -= (int64_t)e->size;
+		else
+			continue;
+		if (now < low)
+			low = now;
+		if (now > high)
+			high = now;
+	}
+	for (size_t i = 0; i < t->n_segs; i++)
+		if (t->segs[i].device == device)
+			end += t->segs[i].total_size;
+	/* the end state is what was held after the last event: as much before it as now says */
+	if (end && (int64_t)end - now + high > high - low)
+		return (uint64_t)((int64_t)end - now + high);
+	return (uint64_t)(high - low);
+}
+
 static ms_status run_sim(const struct ms_replay_request *req, struct ms_replay_outcome *out,
                          struct ms_replay_result *r, struct ms_diag *d)
 {
@@ -199,6 +228,14 @@ static ms_status run_sim(const struct ms_replay_request *req, struct ms_replay_o
 	}
 	s = ms_replay_infer_limit(t, &q, &lim->lo, &lim->hi, d);
 	if (s == MS_OK) {
+		/* never below what the job is known to have held under it */
+		lim->held = ms_trace_held_reserved(t, o->device);
+		if (lim->lo < lim->held) {
+			lim->raised = 1;
+			lim->lo = lim->held;
+			if (lim->hi < lim->lo)
+				lim->hi = lim->lo;
+		}
 		lim->inferred = 1;
 		lim->used = lim->lo + (lim->hi - lim->lo) / 2;
 		o->limit = lim->used;

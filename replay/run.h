@@ -33,12 +33,28 @@ struct ms_replay_request {
 	const char *libdir;
 };
 
-/* A per-process limit inferred from the recorded OOMs: the range that reproduces them, and
- * the value the replay used (its middle). */
+/*
+ * A per-process limit inferred from the recorded OOMs: the range that reproduces them, and
+ * the value the replay used (its middle). The range never starts below what the trace proves
+ * PyTorch held at once (held: its recorded segments' bytes at their highest); where the replays
+ * alone would have put it lower, raised says so (the lower limits reproduce the OOMs only by
+ * giving back cached segments that the job kept).
+ */
 struct ms_limit_range {
 	int inferred;
 	uint64_t lo, hi, used;
+	uint64_t held;
+	int raised;
 };
+
+/*
+ * The most reserved bytes the trace proves device held at once: its recorded segment events
+ * (segment_alloc and segment_map add, segment_free and segment_unmap take away) at their highest,
+ * counted from the lowest point (a trace that starts mid-run held at least that much before);
+ * where the trace has end-state segments, what they hold less the events' sum at the end is what
+ * was held before the first event. 0 where it records none.
+ */
+uint64_t ms_trace_held_reserved(const struct ms_trace *t, uint32_t device);
 
 /* What a note is about; the caller words it. */
 enum ms_replay_note_kind {
