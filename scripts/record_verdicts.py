@@ -17,8 +17,10 @@ off, under each setting of `memsnap whatif`'s matrix and the defaults, twice eac
 limit: whether it finished, the step and phase it died in, PyTorch's OOM message and peaks.
 `expect` names the answer the job was built to have, where it has a plain one.
 
-A limit is found for each job from a run without one, so that the job dies in the step meant:
-frag looks for the least limit at which expandable segments finish and the defaults die.
+A limit is found for each job from a run without one (its steps' allocated peaks: under a limit
+the allocator gives back its cache and retries, so reserved peaks without one say little), so
+that the job dies in the step meant: frag looks for the least limit at which expandable segments
+finish and the defaults die in the cycle's second round or later.
 """
 import argparse
 import json
@@ -54,7 +56,8 @@ SETTINGS = [
 VOCAB = 16000
 
 # The jobs' steps: (batch, sequence length) each
-FRAG_CYCLE = [(8, 1024), (16, 384), (4, 1536), (12, 768), (2, 2048), (8, 512)]
+# the largest step first, while the cache is clean: it fits then, and dies when it comes again
+FRAG_CYCLE = [(4, 1536), (8, 1024), (16, 384), (12, 768), (2, 2048), (8, 512)]
 JOBS = {
     "frag": dict(shapes=FRAG_CYCLE * 4,
                  what="GPT training (6 layers, d=768, AdamW, bf16 autocast) over a cycle of six "
@@ -62,11 +65,11 @@ JOBS = {
                       "finish and the default settings die"),
     "growing": dict(shapes=[(4 + 4 * i, 512) for i in range(16)],
                     what="GPT training whose batch grows by 4 every step (4 to 64, sequence 512), "
-                         "under a limit between the reserved peaks of steps 9 and 10 of a run "
+                         "under a limit between the allocated peaks of steps 9 and 10 of a run "
                          "without one: demand that grows every step"),
     "rare_long": dict(shapes=[(8, 512)] * 13 + [(8, 2048)] + [(8, 512)] * 6,
                       what="GPT training on batches of 8x512, one of 8x2048 (step 14 of 20), under "
-                           "a limit between the reserved peak of the usual steps and the long "
+                           "a limit between the allocated peak of the usual steps and the long "
                            "step's: a rare long step"),
     "outside": dict(shapes=[(8, 1024)] * 12,
                     what="GPT training on batches of 8x1024 beside a raw cudaMalloc (CuPy's "
@@ -308,15 +311,15 @@ def job_from_probe(pool, out, job, dev, pick):
 
 def job_growing(pool, out, dev):
     probe, limit, rec = job_from_probe(
-        pool, out, "growing", dev, lambda p: (p[8]["reserved"] + p[9]["reserved"]) // 2)
+        pool, out, "growing", dev, lambda p: (p[8]["allocated"] + p[9]["allocated"]) // 2)
     write_truth(out, "growing", rec, reruns(pool, out, "growing", limit, dev),
                 {"growing_demand": True}, {"probe": brief(probe) | {"step_peaks": probe["step_peaks"]}})
 
 
 def job_rare_long(pool, out, dev):
     def pick(p):
-        usual = max(x["reserved"] for k, x in enumerate(p) if k != 13)
-        return (usual + p[13]["reserved"]) // 2
+        usual = max(x["allocated"] for k, x in enumerate(p) if k != 13)
+        return (usual + p[13]["allocated"]) // 2
     probe, limit, rec = job_from_probe(pool, out, "rare_long", dev, pick)
     write_truth(out, "rare_long", rec, reruns(pool, out, "rare_long", limit, dev), None,
                 {"probe": brief(probe) | {"step_peaks": probe["step_peaks"]}})
@@ -324,7 +327,7 @@ def job_rare_long(pool, out, dev):
 
 def job_no_history(pool, out, dev):
     probe = json.load(open(os.path.join(out, "growing_probe.result.json")))
-    limit = round_down((probe["step_peaks"][8]["reserved"] + probe["step_peaks"][9]["reserved"]) // 2)
+    limit = round_down((probe["step_peaks"][8]["allocated"] + probe["step_peaks"][9]["allocated"]) // 2)
     rec = spawn(out, "no_history", "no_history", "", limit, dev)
     t = {"job": "no_history", "what": JOBS["no_history"]["what"], "recorded": rec}
     with open(os.path.join(out, "no_history.truth.json"), "w") as f:
