@@ -15,6 +15,7 @@
 #include "cli/sites.h"
 #include "common/alloc.h"
 #include "explain/explain.h"
+#include "explain/verdict.h"
 #include "parse/trace.h"
 #include "replay/replay.h"
 #include "replay/whatif.h"
@@ -120,11 +121,103 @@ struct rec {
 	uint64_t peak;
 	int avoids_oom;
 	int went_on; /* the job went on after the OOM it avoids: what follows is not known */
+	struct ms_survival sv; /* would the job have survived under it (explain/verdict.h) */
 };
+
+/* yes first, then unknown, then no */
+static int survives_rank(unsigned s)
+{
+	return s == MS_SURVIVES_YES ? 0 : s == MS_SURVIVES_UNKNOWN ? 1 : 2;
+}
+
+static void json_survival(cJSON *o, const struct ms_survival *sv)
+{
+	cJSON_AddStringToObject(o, "survives", ms_survives_name(sv->survives));
+	cJSON_AddStringToObject(o, "survives_why", sv->why);
+	if (sv->margin_known)
+		ms_json_u64(o, "margin_bytes", sv->margin);
+	else
+		cJSON_AddNullToObject(o, "margin_bytes");
+}
+
+static void json_oom_cause(cJSON *o, const struct ms_oom_verdict *v)
+{
+	cJSON *a;
+	if (v->cause)
+		cJSON_AddStringToObject(o, "cause", ms_oom_cause_name(v->cause));
+	else
+		cJSON_AddNullToObject(o, "cause");
+	if (v->cause)
+		cJSON_AddNullToObject(o, "undecided_because");
+	else
+		cJSON_AddStringToObject(o, "undecided_because", v->undecided_because);
+	a = cJSON_AddArrayToObject(o, "causes");
+	for (size_t k = 0; k < v->n_causes; k++) {
+		cJSON *c = cJSON_CreateObject();
+		cJSON_AddStringToObject(c, "cause", ms_oom_cause_name(v->causes[k].cause));
+		ms_json_u64(c, "bytes", v->causes[k].bytes);
+		cJSON_AddItemToArray(a, c);
+	}
+	cJSON_AddBoolToObject(o, "device_full", v->device_full);
+	if (v->device_full)
+		ms_json_u64(o, "device_free_bytes", v->device_free);
+	else
+		cJSON_AddNullToObject(o, "device_free_bytes");
+	/* one figure at the OOM, assumed constant: never a timeline made up */
+	if (v->outside_known)
+		ms_json_u64(o, "outside_pytorch_bytes", v->outside_bytes);
+	else
+		cJSON_AddNullToObject(o, "outside_pytorch_bytes");
+}
+
+/* The cause as one line of text */
+static void print_oom_cause(const struct ms_oom_verdict *v, uint64_t reserved)
+{
+	char b1[32], b2[32], b3[32];
+	if (!v->cause) {
+		printf("    cause: undecided: %s\n", v->undecided_because);
+	} else {
+		printf("    cause: %s", ms_oom_cause_name(v->cause));
+		for (size_t k = 1; k < v->n_causes; k++)
+			printf("%s%s %s", k == 1 ? " (also " : ", ",
+			       ms_oom_cause_name(v->causes[k].cause),
+			       ms_format_size(b1, sizeof(b1), v->causes[k].bytes));
+		printf("%s\n", v->n_causes > 1 ? ")" : "");
+	}
+	if (v->device_full)
+		printf("    the device was full: %s free at the OOM, below the %s segment the request "
+		       "needed; no per-process limit is needed to explain it\n",
+		       ms_format_size(b1, sizeof(b1), v->device_free),
+		       ms_format_size(b2, sizeof(b2), v->segment_needed));
+	if (v->outside_known)
+		printf("    %s of the device was held outside PyTorch (other libraries, processes, "
+		       "the CUDA context), PyTorch %s: one figure at the OOM, assumed constant\n",
+		       ms_format_size(b1, sizeof(b1), v->outside_bytes),
+		       ms_format_size(b3, sizeof(b3), reserved));
+}
+
+/* What the verdicts measure against (explain/verdict.h) */
+static struct ms_capacity verdict_capacity(const struct ms_trace *t, uint32_t device,
+                                           const struct ms_limit_range *lim, uint64_t limit,
+                                           uint64_t capacity, const struct ms_oom_verdict *ov)
+{
+	struct ms_capacity v = {MS_CAP_NONE, 0, 0};
+	if (lim->inferred)
+		v = (struct ms_capacity){MS_CAP_INFERRED, lim->lo, lim->hi};
+	else if (limit)
+		v = (struct ms_capacity){MS_CAP_LIMIT, limit, limit};
+	else if (ov->device_full || capacity != UINT64_MAX)
+		v = (struct ms_capacity){MS_CAP_DEVICE, capacity, capacity};
+	else if ((v.lo = v.hi = ms_trace_held_reserved(t, device)))
+		v.from = MS_CAP_HELD;
+	return v;
+}
 
 static int rec_cmp(const void *a, const void *b)
 {
 	const struct rec *x = a, *y = b;
+	if (survives_rank(x->sv.survives) != survives_rank(y->sv.survives))
+		return survives_rank(x->sv.survives) - survives_rank(y->sv.survives);
 	if (x->avoids_oom != y->avoids_oom)
 		return y->avoids_oom - x->avoids_oom;
 	return x->peak < y->peak ? -1 : x->peak > y->peak;
@@ -712,7 +805,10 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 	uint64_t *sres;
 	size_t nrows = ms_whatif_n_default_configs, nrec = 0, k;
 	uint64_t reserved, allocated, cached, outside, capacity;
+	struct ms_capacity vcap;
 	int outside_known, has_oom, apeak;
+	struct ms_death death;
+	struct ms_oom_verdict ov;
 	char b1[32], b2[32], b3[32];
 	ms_status s;
 
@@ -768,6 +864,14 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 	                                              * least memory searched (a dozen replays each)
 	                                              * for the recorded one and those that help.
 	                                              */
+	/* why it ran out, how the job ended, and the limit the verdicts rest on */
+	ms_oom_cause_find(&first, &lim, lim.inferred ? 0 : c->o.limit, &ov);
+	/* a full device: PyTorch could use what it reserved and what was free, not the device */
+	if (ov.device_full)
+		capacity = ov.capacity_lo;
+	if (ms_death_find(t, device, &x, &death))
+		ms_die(MS_EXIT_ERROR, "out of memory");
+	vcap = verdict_capacity(t, device, &lim, c->o.limit, capacity, &ov);
 	rows = ms_calloc(nrows, sizeof(*rows));
 	recs = ms_calloc(nrows, sizeof(*recs));
 	if (!rows || !recs)
@@ -791,9 +895,15 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 		p = (uint64_t)w->r.stats.reserved_bytes[0].peak;
 		avoids = first.has_oom && !w->r.has_oom;
 		/* a setting that avoids the OOM, or lowers the peak by 1% or more */
-		if (avoids || (!w->r.has_oom && p < reserved && reserved - p >= reserved / 100))
-			recs[nrec++] =
-			        (struct rec){k, p, avoids, avoids && w->r.missed_ooms_went_on};
+		if (avoids || (!w->r.has_oom && p < reserved && reserved - p >= reserved / 100)) {
+			struct ms_replay_opts so = wo;
+			so.alloc_conf = w->conf;
+			recs[nrec] =
+			        (struct rec){k, p, avoids, avoids && w->r.missed_ooms_went_on, {0}};
+			if (ms_survival_judge(t, &so, &death, &x, &vcap, &w->r, &recs[nrec].sv))
+				ms_die(MS_EXIT_ERROR, "out of memory");
+			nrec++;
+		}
 	}
 	qsort(recs, nrec, sizeof(*recs), rec_cmp);
 	{
@@ -966,13 +1076,7 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 			else
 				cJSON_AddBoolToObject(o, "fits_without_fragmentation", fit);
 			ms_json_u64(o, "new_segment_bytes", f->o.alloc_size);
-			if (fit < 0)
-				cJSON_AddNullToObject(o, "cause");
-			else
-				cJSON_AddStringToObject(
-				        o, "cause",
-				        fit ? fit_cause(f, lim.inferred ? lim.lo : capacity)
-				            : "demand");
+			json_oom_cause(o, &ov);
 			/* a use_mem_pool or a capture was open: the last retry was not made */
 			cJSON_AddBoolToObject(o, "cache_kept_by_open_pool_or_capture",
 			                      f->o.retry_skipped);
@@ -991,6 +1095,7 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 			cJSON_AddStringToObject(r, "alloc_conf", w->conf);
 			ms_json_u64(r, "peak_reserved_bytes", recs[k].peak);
 			cJSON_AddBoolToObject(r, "avoids_oom", recs[k].avoids_oom);
+			json_survival(r, &recs[k].sv);
 			cJSON_AddBoolToObject(r, "job_went_on_after_oom", recs[k].went_on);
 			if (w->min_memory)
 				ms_json_u64(r, "min_memory_bytes", w->min_memory);
@@ -1122,6 +1227,7 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 				printf("    held by, the largest sites of what was allocated:\n");
 				print_sites(&t->syms, at_oom.top_live, at_oom.n_top_live);
 			}
+			print_oom_cause(&ov, f->o.reserved);
 			{
 				int fit = fits(f, capacity, &lim);
 				uint64_t demand = f->o.allocated + f->o.requested;
@@ -1236,16 +1342,16 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 		for (k = 0; k < nrec; k++) {
 			const struct ms_whatif_row *w = &rows[recs[k].row];
 			uint64_t p = recs[k].peak;
+			if (recs[k].sv.survives == MS_SURVIVES_NO &&
+			    (!k || recs[k - 1].sv.survives != MS_SURVIVES_NO))
+				printf("    %s would not have saved the job:\n",
+				       k ? "these" : "none does: these lower the peak or get past the "
+				                     "recorded OOM, but");
 			printf("    %s\n      peak reserved %s (%s%s)%s", w->conf,
 			       ms_format_size(b1, sizeof(b1), p), p > reserved ? "+" : "-",
 			       ms_format_size(b2, sizeof(b2),
 			                      p > reserved ? p - reserved : reserved - p),
-			       recs[k].avoids_oom && recs[k].went_on
-			               ? ", avoids the recorded OOM (the job went on after it "
-			                 "without the memory: what it would have done with it, and "
-			                 "whether that fits, the trace cannot tell)"
-			       : recs[k].avoids_oom ? ", avoids the OOM"
-			                            : "");
+			       recs[k].avoids_oom ? ", gets past the recorded OOM" : "");
 			if (c->o.limit && p > c->o.limit)
 				printf(" (%s over the limit: PyTorch checks the limit against the "
 				       "request, and expandable segments map whole pages past it)",
@@ -1260,6 +1366,13 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 				       : rows[0].min_memory && w->min_memory > rows[0].min_memory
 				               ? " (more than the settings it replaces need)"
 				               : "");
+			printf("\n      survives: %s: %s", ms_survives_name(recs[k].sv.survives),
+			       recs[k].sv.why);
+			if (recs[k].sv.survives != MS_SURVIVES_NO && recs[k].sv.margin_known)
+				printf("; %s left %s", ms_format_size(b1, sizeof(b1), recs[k].sv.margin),
+				       vcap.from == MS_CAP_HELD ? "below what the job held"
+				       : vcap.from == MS_CAP_DEVICE ? "of what PyTorch could use"
+				                                    : "under the limit");
 			printf("\n");
 		}
 		if (!rows[0].s)

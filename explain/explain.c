@@ -943,16 +943,47 @@ out:
 	return s;
 }
 
-/* What is left: kept across steps (alive at two optimizer steps' starts, or at the end), or
- * an iteration's own. */
+/*
+ * The event where the job died: the device's last recorded OOM, with no allocation after it
+ * (the trace ends in the step that ran out); NONE where it did not die in the trace.
+ */
+static uint64_t death_event(const struct ex *x)
+{
+	uint64_t death = NONE;
+	for (size_t i = 0; i < x->t->n_events; i++) {
+		const struct ms_event *e = &x->t->events[i];
+		if (e->device != x->in->device || e->source != MS_SRC_TORCH)
+			continue;
+		if (e->action == MS_ACT_OOM)
+			death = i;
+		else if (e->action == MS_ACT_ALLOC)
+			death = NONE;
+	}
+	return death;
+}
+
+/*
+ * What is left: kept across steps (alive at two optimizer steps' starts, or at the end), or
+ * an iteration's own. Where the job died in an iteration begun after the last optimizer step,
+ * what that iteration made and still held is its own (activations, or what led to the request
+ * that failed): it never reached the optimizer step that would have shown it freed.
+ */
 static void categorize_rest(struct ex *x)
 {
+	uint64_t died = x->nw ? death_event(x) : NONE;
+	uint64_t last_end = x->nw ? x->w[x->nw - 1].e : 0;
+
 	for (size_t i = 0; i < x->n; i++) {
 		struct blk *b = &x->b[i];
 		if (b->before || b->cat != MS_CAT_UNPLACED)
 			continue;
 		if (!x->nw)
 			continue; /* no optimizer steps: nothing to place it by */
+		if (died != NONE && b->a >= last_end && b->a < died &&
+		    (b->f == NONE || b->f > died)) {
+			b->cat = MS_CAT_ACTIVATIONS;
+			continue;
+		}
 		b->cat = b->k_hi - b->k_lo >= 2 || b->f == NONE ? MS_CAT_OTHER : MS_CAT_ACTIVATIONS;
 	}
 }

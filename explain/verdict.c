@@ -1,0 +1,638 @@
+/* Would the job have survived under a setting (verdict.h): the death, the evidence, the decision. */
+#include "explain/verdict.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "common/alloc.h"
+#include "common/hash.h"
+#include "common/buf.h"
+#include "parse/trace.h"
+
+const char *ms_survives_name(unsigned survives)
+{
+	return survives == MS_SURVIVES_YES ? "yes" : survives == MS_SURVIVES_NO ? "no" : "unknown";
+}
+
+static int is_dev_alloc_event(const struct ms_event *e, uint32_t device)
+{
+	return e->device == device && e->source == MS_SRC_TORCH &&
+	       (e->action == MS_ACT_ALLOC || e->action == MS_ACT_FREE_REQUESTED ||
+	        e->action == MS_ACT_FREE_COMPLETED);
+}
+
+/* [first, end) of step k (numbered from 0) */
+static uint64_t step_end(const struct ms_trace *t, const struct ms_explain *x, size_t k)
+{
+	return k + 1 < x->n_steps ? x->steps[k + 1].first_event : t->n_events;
+}
+
+/* The failed request as the step's alloc of orig_size n asked for it: the OOM entry's size is
+ * the request rounded (512 bytes, or a power-of-two division) */
+static int same_request(uint64_t n, uint64_t oom_size)
+{
+	return n <= oom_size && (oom_size - n < 512 || oom_size < 2 * n);
+}
+
+/* An earlier step that began with the dying step's requests, the highest of them */
+static void find_like_step(const struct ms_trace *t, uint32_t device, const struct ms_explain *x,
+                           struct ms_death *d, const uint64_t *prefix, size_t n)
+{
+	uint64_t best = 0;
+
+	for (size_t j = 0; j + 1 < d->dying_step; j++) {
+		uint64_t end = step_end(t, x, j), c = 0, from = 0;
+		int ok = 1, found = 0;
+		for (uint64_t i = x->steps[j].first_event; i < end && ok && !found; i++) {
+			const struct ms_event *e = &t->events[i];
+			if (e->device != device || e->source != MS_SRC_TORCH ||
+			    e->action != MS_ACT_ALLOC)
+				continue;
+			if (c < n) {
+				ok = e->size == prefix[c++];
+			} else {
+				ok = same_request(e->size, d->request);
+				found = ok;
+				from = i;
+			}
+		}
+		if (found && (!d->like_step || x->steps[j].peak_requested > best)) {
+			d->like_step = j + 1;
+			d->like_from = from;
+			best = x->steps[j].peak_requested;
+		}
+	}
+}
+
+/* The demand's rise: the peaks of the complete steps before the dying one, rising to it */
+static void find_rise(const struct ms_explain *x, struct ms_death *d)
+{
+	size_t last = d->dying_step - 1; /* complete steps: 1 .. last */
+	size_t r = 0;
+	uint64_t p;
+
+	if (last < 3)
+		return;
+	while (r + 1 < last) {
+		uint64_t hi = x->steps[last - 1 - r].peak_requested;
+		uint64_t lo = x->steps[last - 2 - r].peak_requested;
+		if (hi <= lo || hi - lo < hi / 100)
+			break;
+		r++;
+	}
+	if (r < 2) /* three steps rising at the least */
+		return;
+	p = x->steps[last - 1].peak_requested;
+	d->rising_steps = r + 1;
+	d->rise_per_step = (p - x->steps[last - 1 - r].peak_requested) / r;
+	d->projected_dying = p + d->rise_per_step;
+	/* the dying step asked for at least what it had when it failed */
+	if (x->steps[d->dying_step - 1].peak_requested + d->request > d->projected_dying)
+		d->projected_dying = x->steps[d->dying_step - 1].peak_requested + d->request;
+	d->projected_next = d->projected_dying + d->rise_per_step;
+}
+
+ms_status ms_death_find(const struct ms_trace *t, uint32_t device, const struct ms_explain *x,
+                        struct ms_death *d)
+{
+	uint64_t first_oom = UINT64_MAX, last_oom = UINT64_MAX, *prefix = NULL;
+	size_t n = 0, cap = 0;
+
+	memset(d, 0, sizeof(*d));
+	d->cut_short = t->cut_short;
+	for (uint64_t i = 0; i < t->n_events; i++) {
+		const struct ms_event *e = &t->events[i];
+		if (e->device != device || e->source != MS_SRC_TORCH)
+			continue;
+		if (e->action == MS_ACT_OOM) {
+			if (first_oom == UINT64_MAX)
+				first_oom = i;
+			last_oom = i;
+		} else if (e->action == MS_ACT_ALLOC && first_oom != UINT64_MAX) {
+			d->went_on = 1;
+			if (last_oom != UINT64_MAX && i > last_oom)
+				last_oom = UINT64_MAX; /* it went on after the last one too */
+		}
+	}
+	if (last_oom == UINT64_MAX || d->cut_short)
+		return MS_OK;
+	d->died = 1;
+	d->fail_index = last_oom;
+	d->request = t->events[last_oom].size;
+	for (size_t k = 0; k < x->n_steps; k++)
+		if (x->steps[k].first_event <= last_oom)
+			d->dying_step = k + 1;
+	if (!d->dying_step)
+		return MS_OK;
+	for (uint64_t i = x->steps[d->dying_step - 1].first_event; i < last_oom; i++) {
+		const struct ms_event *e = &t->events[i];
+		if (e->device != device || e->source != MS_SRC_TORCH || e->action != MS_ACT_ALLOC)
+			continue;
+		if (n == cap) {
+			uint64_t *p = ms_realloc(prefix, (cap = cap ? 2 * cap : 256) * sizeof(*p));
+			if (!p) {
+				ms_free(prefix);
+				return MS_ERR_NOMEM;
+			}
+			prefix = p;
+		}
+		prefix[n++] = e->size;
+	}
+	d->prefix_allocs = n;
+	find_like_step(t, device, x, d, prefix, n);
+	ms_free(prefix);
+	for (size_t j = 0; j + 1 < d->dying_step; j++)
+		if (!d->highest_step ||
+		    x->steps[j].peak_requested > x->steps[d->highest_step - 1].peak_requested)
+			d->highest_step = j + 1;
+	find_rise(x, d);
+	return MS_OK;
+}
+
+/* ---- the remaining requests, replayed after the failure ---- */
+
+struct cont {
+	struct ms_event *ev;
+	size_t n, cap;
+	struct ms_u64map map; /* an address of the step copied -> the address it takes */
+	uint64_t fresh;
+	ms_status err;
+};
+
+static void cont_push(struct cont *c, const struct ms_event *e, uint64_t addr, int64_t t_ns)
+{
+	if (c->err)
+		return;
+	if (c->n == c->cap) {
+		size_t nc = c->cap ? 2 * c->cap : 1024;
+		struct ms_event *p = ms_realloc(c->ev, nc * sizeof(*p));
+		if (!p) {
+			c->err = MS_ERR_NOMEM;
+			return;
+		}
+		c->ev = p;
+		c->cap = nc;
+	}
+	c->ev[c->n] = *e;
+	c->ev[c->n].addr = addr;
+	c->ev[c->n].t_ns = t_ns;
+	c->n++;
+}
+
+/*
+ * Copy the events of [from, end) of device: allocations before `emit_from` take the addresses
+ * in `as` (the dying step's, in order) and are not copied; later ones take fresh addresses. A
+ * free is copied where its block is one the copy allocated, or one of `as` still live (`live`);
+ * a free of a block from before the step is left out (its memory stays: the evidence errs on
+ * the side of too much memory held).
+ */
+static void copy_step(struct cont *c, const struct ms_trace *t, uint32_t device, uint64_t from,
+                      uint64_t end, uint64_t emit_from, const uint64_t *as, size_t n_as,
+                      const struct ms_u64map *live, int64_t t_ns)
+{
+	size_t k = 0;
+
+	ms_u64map_clear(&c->map);
+	for (uint64_t i = from; i < end && !c->err; i++) {
+		const struct ms_event *e = &t->events[i];
+		uint64_t *to;
+		if (!is_dev_alloc_event(e, device))
+			continue;
+		if (e->action == MS_ACT_ALLOC) {
+			uint64_t a;
+			if (i < emit_from) {
+				if (k >= n_as)
+					continue;
+				a = as[k++];
+			} else {
+				a = c->fresh;
+				c->fresh += 1u << 20;
+			}
+			if (ms_u64map_put(&c->map, e->addr, a))
+				c->err = MS_ERR_NOMEM;
+			else if (i >= emit_from)
+				cont_push(c, e, a, t_ns);
+			continue;
+		}
+		if (!(to = ms_u64map_get(&c->map, e->addr)))
+			continue; /* allocated before the step */
+		if (i >= emit_from && (*to >= (1ull << 62) || (live && ms_u64map_get(live, *to))))
+			cont_push(c, e, *to, t_ns);
+		if (e->action == MS_ACT_FREE_COMPLETED)
+			ms_u64map_del(&c->map, e->addr, NULL);
+	}
+}
+
+/*
+ * The trace up to the failure, then the like step's requests from the one that failed on, then
+ * the highest step whole; replayed under o with limit (0: o's own).
+ * *ran_out: 1 where it ran out after the failure, 2 before it, 0 not.
+ */
+static ms_status continued_replay(const struct ms_trace *t, const struct ms_replay_opts *o,
+                                  const struct ms_death *d, const struct ms_explain *x,
+                                  uint64_t limit, int *ran_out, uint64_t *peak_reserved,
+                                  char *err, size_t errcap)
+{
+	struct cont c;
+	struct ms_u64map live;
+	uint64_t *as = NULL;
+	size_t n_as = 0, cap_as = 0, n_anns = 0;
+	uint64_t kfirst = x->steps[d->dying_step - 1].first_event;
+	int64_t t_ns = d->fail_index ? t->events[d->fail_index - 1].t_ns : 0;
+	struct ms_trace synth;
+	struct ms_replay_opts q = *o;
+	struct ms_replay_result r;
+	struct ms_diag diag = MS_DIAG_INIT;
+	ms_status s;
+
+	memset(&c, 0, sizeof(c));
+	c.fresh = 1ull << 62; /* above every address a device has */
+	live = (struct ms_u64map)MS_U64MAP_INIT;
+	c.map = (struct ms_u64map)MS_U64MAP_INIT;
+	/* the dying step's allocations before the failure, and those still live */
+	for (uint64_t i = kfirst; i < d->fail_index && !c.err; i++) {
+		const struct ms_event *e = &t->events[i];
+		if (!is_dev_alloc_event(e, o->device))
+			continue;
+		if (e->action == MS_ACT_ALLOC) {
+			if (n_as == cap_as) {
+				uint64_t *p = ms_realloc(as, (cap_as = cap_as ? 2 * cap_as : 256) *
+				                                     sizeof(*p));
+				if (!p) {
+					c.err = MS_ERR_NOMEM;
+					break;
+				}
+				as = p;
+			}
+			as[n_as++] = e->addr;
+			if (ms_u64map_put(&live, e->addr, 1))
+				c.err = MS_ERR_NOMEM;
+		} else if (e->action == MS_ACT_FREE_REQUESTED) {
+			ms_u64map_del(&live, e->addr, NULL);
+		}
+	}
+	if (!c.err) {
+		for (uint64_t i = 0; i < d->fail_index; i++)
+			cont_push(&c, &t->events[i], t->events[i].addr, t->events[i].t_ns);
+		copy_step(&c, t, o->device, x->steps[d->like_step - 1].first_event,
+		          step_end(t, x, d->like_step - 1), d->like_from, as, n_as, &live, t_ns);
+		if (d->highest_step)
+			copy_step(&c, t, o->device, x->steps[d->highest_step - 1].first_event,
+			          step_end(t, x, d->highest_step - 1), 0, NULL, 0, NULL, t_ns);
+	}
+	ms_free(as);
+	ms_u64map_release(&live);
+	ms_u64map_release(&c.map);
+	if (c.err) {
+		ms_free(c.ev);
+		return c.err;
+	}
+	while (n_anns < t->n_anns && t->anns[n_anns].event_index <= d->fail_index)
+		n_anns++;
+	synth = *t;
+	synth.events = c.ev;
+	synth.n_events = synth.cap_events = c.n;
+	synth.n_anns = n_anns;
+	synth.n_segs = 0; /* the end state is of the run that died */
+	synth.cut_short = 0;
+	if (limit)
+		q.limit = limit;
+	q.no_segment_log = 1;
+	q.snap = 0;
+	q.n_more_snaps = 0;
+	q.on_event = NULL;
+	q.on_release = NULL;
+	q.peak_gate = NULL;
+	q.on_annotation = NULL;
+	s = ms_replay_trace(&synth, &q, &r, &diag);
+	if (!s) {
+		*ran_out = !r.has_oom ? 0 : r.first_oom.index >= d->fail_index ? 1 : 2;
+		*peak_reserved = (uint64_t)r.stats.reserved_bytes[0].peak;
+	} else {
+		snprintf(err, errcap, "%.200s", diag.msg[0] ? diag.msg : ms_strerror(s));
+	}
+	ms_replay_result_release(&r);
+	ms_free(c.ev);
+	return s;
+}
+
+/* Replay the whole trace under o at limit; 1 where it runs out, 0 not, -1 error */
+static int whole_runs_out(const struct ms_trace *t, const struct ms_replay_opts *o, uint64_t limit)
+{
+	struct ms_replay_opts q = *o;
+	struct ms_replay_result r;
+	struct ms_diag diag = MS_DIAG_INIT;
+	int out;
+
+	q.limit = limit;
+	q.no_segment_log = 1;
+	q.snap = 0;
+	q.n_more_snaps = 0;
+	q.on_event = NULL;
+	q.on_release = NULL;
+	q.peak_gate = NULL;
+	q.on_annotation = NULL;
+	out = ms_replay_trace(t, &q, &r, &diag) ? -1 : r.has_oom ? 1 : 0;
+	ms_replay_result_release(&r);
+	return out;
+}
+
+#define SAY(...) snprintf(out->why, sizeof(out->why), __VA_ARGS__)
+
+static void margin_of(struct ms_survival *out, uint64_t cap, uint64_t peak)
+{
+	out->margin_known = cap != 0;
+	out->margin = cap > peak ? cap - peak : 0;
+}
+
+ms_status ms_survival_judge(const struct ms_trace *t, const struct ms_replay_opts *o,
+                            const struct ms_death *d, const struct ms_explain *x,
+                            const struct ms_capacity *cap, const struct ms_replay_result *whole,
+                            struct ms_survival *out)
+{
+	uint64_t lim_lo = cap->from ? cap->lo : 0, lim_hi = cap->from ? cap->hi : 0;
+	int ranged = lim_lo != lim_hi;
+	uint64_t peak = (uint64_t)whole->stats.reserved_bytes[0].peak;
+	char b1[32], b2[32], b3[32];
+
+	memset(out, 0, sizeof(*out));
+	margin_of(out, lim_lo, peak);
+	if (whole->has_oom) {
+		/* it runs out: at the inferred limit's highest too? */
+		if (ranged && whole_runs_out(t, o, lim_hi) != 1) {
+			SAY("the replay runs out of memory at event %llu under the inferred limit's "
+			    "middle, not at its highest (%s): the limit decides",
+			    (unsigned long long)whole->first_oom.index,
+			    ms_format_size(b1, sizeof(b1), lim_hi));
+			return MS_OK;
+		}
+		out->survives = MS_SURVIVES_NO;
+		SAY("the replay runs out of memory at event %llu (%s requested, %s allocated, %s "
+		    "reserved)%s",
+		    (unsigned long long)whole->first_oom.index,
+		    ms_format_size(b1, sizeof(b1), whole->first_oom.o.requested),
+		    ms_format_size(b2, sizeof(b2), whole->first_oom.o.allocated),
+		    ms_format_size(b3, sizeof(b3), whole->first_oom.o.reserved),
+		    ranged ? ", over the inferred limit's whole range" : "");
+		return MS_OK;
+	}
+	if (d->cut_short) {
+		SAY("the trace is cut short: what the job did after it is not known");
+		return MS_OK;
+	}
+	if (!lim_hi) {
+		SAY("no limit is known (the replay is unbounded: --limit or --device-memory)");
+		return MS_OK;
+	}
+	if (cap->from == MS_CAP_HELD) {
+		/* the job had at least what it held; the replay ran without a limit */
+		if (d->died || d->went_on) {
+			SAY("no limit is known, and the job ran out of memory: what it could use is not "
+			    "known (--limit or --device-memory)");
+			return MS_OK;
+		}
+		if (peak > lim_lo) {
+			SAY("no limit is known, and the replay under this setting reserves more (%s) than "
+			    "the job held when it ran (%s): whether the device had that much is not "
+			    "known",
+			    ms_format_size(b1, sizeof(b1), peak), ms_format_size(b2, sizeof(b2), lim_lo));
+			return MS_OK;
+		}
+		out->survives = MS_SURVIVES_YES;
+		SAY("the job ran to the end of the trace; no limit is known, but the replay under this "
+		    "setting never reserves more than the job held at once when it ran (%s)",
+		    ms_format_size(b1, sizeof(b1), lim_lo));
+		return MS_OK;
+	}
+	if (d->went_on) {
+		SAY("the job caught a recorded OOM and went on without the memory: what it would have "
+		    "done with it, and whether that fits, the trace cannot tell");
+		return MS_OK;
+	}
+	if (!d->died) {
+		/* the whole job is in the trace: the replay completing is the answer */
+		if (ranged && whole_runs_out(t, o, lim_lo) != 0) {
+			SAY("the replay completes under the inferred limit's middle, not at its lowest "
+			    "(%s): the limit decides",
+			    ms_format_size(b1, sizeof(b1), lim_lo));
+			return MS_OK;
+		}
+		out->survives = MS_SURVIVES_YES;
+		SAY("the job ran to the end of the trace, and the replay of all of it under this "
+		    "setting stays within the limit%s",
+		    ranged ? " over the inferred limit's whole range" : "");
+		return MS_OK;
+	}
+	if (d->like_step) {
+		int lo_out = 0, hi_out = 0;
+		uint64_t lo_peak = 0, hi_peak = 0;
+		char err[256] = "";
+		ms_status s = continued_replay(t, o, d, x, ranged ? lim_lo : 0, &lo_out, &lo_peak,
+		                               err, sizeof(err));
+		if (s == MS_ERR_NOMEM)
+			return s;
+		if (s) {
+			SAY("the dying step's remaining requests could not be replayed: %s", err);
+			return MS_OK;
+		}
+		out->continued = 1;
+		out->continued_peak_reserved = lo_peak;
+		if (!lo_out) {
+			out->survives = MS_SURVIVES_YES;
+			margin_of(out, lim_lo, lo_peak);
+			SAY("step %zu, which died, began with the same %llu requests as step %zu; that "
+			    "step's remaining requests, then step %zu (the highest before it) once more, "
+			    "replayed after the failure under this setting, stay within the limit%s "
+			    "(peak reserved %s; assumed: the steps after it are like those before)",
+			    d->dying_step, (unsigned long long)d->prefix_allocs, d->like_step,
+			    d->highest_step, ranged ? " at the inferred limit's lowest" : "",
+			    ms_format_size(b1, sizeof(b1), lo_peak));
+			return MS_OK;
+		}
+		hi_out = lo_out;
+		hi_peak = lo_peak;
+		if (ranged) {
+			s = continued_replay(t, o, d, x, lim_hi, &hi_out, &hi_peak, err, sizeof(err));
+			if (s == MS_ERR_NOMEM)
+				return s;
+			if (s)
+				hi_out = 0;
+		}
+		if (!hi_out) {
+			SAY("the dying step's remaining requests (as step %zu made them) fit at the "
+			    "inferred limit's highest (%s), not at its lowest (%s): the limit decides",
+			    d->like_step, ms_format_size(b1, sizeof(b1), lim_hi),
+			    ms_format_size(b2, sizeof(b2), lim_lo));
+			return MS_OK;
+		}
+		out->survives = MS_SURVIVES_NO;
+		SAY("step %zu, which died, began with the same %llu requests as step %zu; %s, "
+		    "replayed after the failure under this setting, run%s out of memory",
+		    d->dying_step, (unsigned long long)d->prefix_allocs, d->like_step,
+		    hi_out == 1 && lo_out == 1 ? "its remaining requests (then the highest step once "
+		                                 "more)"
+		                               : "the trace up to the failure",
+		    ranged ? " at every limit of the inferred range" : "");
+		return MS_OK;
+	}
+	if (d->rising_steps && (d->projected_dying > lim_hi || d->projected_next > lim_hi)) {
+		out->survives = MS_SURVIVES_NO;
+		SAY("demand: the peaks of the last %zu steps rose %s a step; at that rate step %zu "
+		    "asks for %s and the next %s, more than the %s PyTorch could use%s (no setting "
+		    "gives more; assumed: the job goes on growing as it did, for a step or more)",
+		    d->rising_steps, ms_format_size(b1, sizeof(b1), d->rise_per_step), d->dying_step,
+		    ms_format_size(b2, sizeof(b2), d->projected_dying),
+		    ms_format_size(b3, sizeof(b3), d->projected_next),
+		    ms_format_size((char[32]){0}, 32, lim_hi),
+		    ranged ? " at the inferred limit's highest" : "");
+		return MS_OK;
+	}
+	if (!d->dying_step)
+		SAY("the trace ends at the failed request (event %llu), and it has no steps: what the "
+		    "job would have asked for next is not known",
+		    (unsigned long long)d->fail_index);
+	else
+		SAY("the trace ends at the failed request (event %llu, step %zu): no earlier step "
+		    "began with the same requests, so what the step would have asked for next is not "
+		    "known",
+		    (unsigned long long)d->fail_index, d->dying_step);
+	return MS_OK;
+}
+
+/* ---- why the job ran out of memory ---- */
+
+const char *ms_oom_cause_name(unsigned cause)
+{
+	static const char *const names[MS_CAUSE_COUNT] = {
+	        NULL, "demand", "fragmentation", "segment_size", "outside_pytorch", "cache_kept",
+	};
+	return cause < MS_CAUSE_COUNT ? names[cause] : NULL;
+}
+
+static void add_cause(struct ms_oom_verdict *v, unsigned cause, uint64_t bytes)
+{
+	if (v->n_causes < MS_CAUSE_COUNT) {
+		v->causes[v->n_causes].cause = cause;
+		v->causes[v->n_causes].bytes = bytes;
+		v->n_causes++;
+	}
+}
+
+/* The request fitted under cap with no fragmentation: segment size or fragmentation */
+static unsigned fit_cause(const struct ms_replay_oom *f, uint64_t cap)
+{
+	uint64_t left = cap > f->o.reserved ? cap - f->o.reserved : 0;
+	return left >= f->o.rounded && left < f->o.alloc_size ? MS_CAUSE_SEGMENT_SIZE
+	                                                      : MS_CAUSE_FRAGMENTATION;
+}
+
+/* What the fit cause holds: the free bytes in pieces, or the segment's rounding */
+static uint64_t fit_bytes(const struct ms_replay_oom *f, unsigned cause)
+{
+	return cause == MS_CAUSE_SEGMENT_SIZE ? f->o.alloc_size - f->o.rounded
+	                                      : f->o.free_in_reserved;
+}
+
+#define WHY(...) snprintf(v->undecided_because, sizeof(v->undecided_because), __VA_ARGS__)
+
+void ms_oom_cause_find(const struct ms_replay_result *r, const struct ms_limit_range *lim,
+                       uint64_t limit, struct ms_oom_verdict *v)
+{
+	const struct ms_replay_oom *f = &r->first_oom;
+	uint64_t demand = f->o.allocated + f->o.requested;
+	char b1[32], b2[32];
+
+	memset(v, 0, sizeof(*v));
+	if (!r->has_oom)
+		return;
+	if (f->o.retry_skipped && f->o.releasable) {
+		/* PyTorch gave none of its cached segments back: that alone decides */
+		v->cause = MS_CAUSE_CACHE_KEPT;
+		add_cause(v, MS_CAUSE_CACHE_KEPT, f->o.releasable);
+	}
+	v->device_full = f->recorded && r->oom_seen && !lim->inferred && !limit &&
+	                 r->oom_device_free < f->o.alloc_size;
+	v->device_free = r->oom_seen ? r->oom_device_free : 0;
+	v->segment_needed = f->o.alloc_size;
+	if (v->device_full) {
+		uint64_t cap = r->oom_reserved + r->oom_device_free;
+		int known_size = r->device_memory_source == MS_DEVMEM_RECORDED ||
+		                 r->device_memory_source == MS_DEVMEM_GIVEN;
+		v->capacity_lo = v->capacity_hi = cap;
+		if (known_size && r->device_memory > cap) {
+			v->outside_known = 1;
+			v->outside_bytes = r->device_memory - cap;
+		}
+		if (v->cause)
+			return;
+		if (!v->outside_known) {
+			if (demand <= cap) {
+				unsigned c = fit_cause(f, cap);
+				add_cause(v, c, fit_bytes(f, c));
+			}
+			WHY("the device was full, and whether memory outside PyTorch or the job's own "
+			    "filled it needs the device's size (--device-memory; a snapshot does not "
+			    "record it)");
+			return;
+		}
+		if (demand > r->device_memory) {
+			/* the whole device would not hold it */
+			v->cause = MS_CAUSE_DEMAND;
+			add_cause(v, MS_CAUSE_DEMAND, demand - cap);
+			add_cause(v, MS_CAUSE_OUTSIDE, v->outside_bytes);
+			return;
+		}
+		if (v->outside_bytes > r->oom_reserved || demand > cap) {
+			v->cause = MS_CAUSE_OUTSIDE;
+			add_cause(v, MS_CAUSE_OUTSIDE, v->outside_bytes);
+			if (demand <= cap) {
+				unsigned c = fit_cause(f, cap);
+				add_cause(v, c, fit_bytes(f, c));
+			} else {
+				add_cause(v, MS_CAUSE_DEMAND, demand - cap);
+			}
+			return;
+		}
+		v->cause = fit_cause(f, cap);
+		add_cause(v, v->cause, fit_bytes(f, v->cause));
+		add_cause(v, MS_CAUSE_OUTSIDE, v->outside_bytes);
+		return;
+	}
+	if (lim->inferred) {
+		v->capacity_lo = lim->lo;
+		v->capacity_hi = lim->hi;
+	} else if (limit) {
+		v->capacity_lo = v->capacity_hi = limit;
+	} else if (r->device_memory != UINT64_MAX) {
+		v->capacity_lo = v->capacity_hi = r->device_memory;
+	}
+	if (v->cause)
+		return;
+	if (!v->capacity_hi) {
+		WHY("what PyTorch could use is not known (no limit, no device size: --limit or "
+		    "--device-memory)");
+		return;
+	}
+	if (demand > v->capacity_hi) {
+		v->cause = MS_CAUSE_DEMAND;
+		add_cause(v, MS_CAUSE_DEMAND, demand - v->capacity_hi);
+		return;
+	}
+	if (demand > v->capacity_lo) {
+		WHY("allocated plus the request (%s) lie within the inferred limit's range (%s to "
+		    "%s): demand if the limit was low, fragmentation if high (--limit settles it)",
+		    ms_format_size(b1, sizeof(b1), demand),
+		    ms_format_size(b2, sizeof(b2), v->capacity_lo),
+		    ms_format_size((char[32]){0}, 32, v->capacity_hi));
+		return;
+	}
+	v->cause = fit_cause(f, v->capacity_lo);
+	if (v->capacity_hi != v->capacity_lo && fit_cause(f, v->capacity_hi) != v->cause) {
+		v->cause = MS_CAUSE_UNDECIDED;
+		WHY("over the inferred limit's range the request's segment fits at one end and not "
+		    "at the other: segment size or fragmentation (--limit settles it)");
+		add_cause(v, MS_CAUSE_FRAGMENTATION, f->o.free_in_reserved);
+		return;
+	}
+	add_cause(v, v->cause, fit_bytes(f, v->cause));
+}

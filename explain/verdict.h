@@ -1,0 +1,147 @@
+/*
+ * Would the job have survived under another allocator setting? A decision per setting: yes, no,
+ * or unknown, each with the reason and the evidence it rests on (docs/EXPLAIN.md, "Verdicts").
+ *
+ * A trace that ends at an OOM holds only the requests up to the failure: a replay that gets
+ * past the failing request knows nothing of what the job would have asked for next. So:
+ *
+ *   no       the setting's replay runs out of memory before the job's end; or the dying step's
+ *            remaining requests (below) run out; or demand is plain: the steps' peaks of
+ *            requested bytes rose step over step, and at that rate the dying step or the one
+ *            after it asks for more than the limit (no setting can give more than the limit)
+ *   yes      the job finished in the trace and the setting's replay completes within a known
+ *            limit; or the job died, an earlier step began with the same requests as the dying
+ *            one (the same sizes in the same order up to the failure), and that step's remaining
+ *            requests, then the highest step before the dying one once more, replayed after the
+ *            failure under the setting, stay within the limit
+ *   unknown  otherwise (no earlier step like the dying one; the job went on after a recorded
+ *            OOM without the memory; the trace is cut short; no limit is known; a verdict that
+ *            holds at one end of an inferred limit's range and not at the other), with the
+ *            margin the setting's replay had left
+ *
+ * Under an inferred limit (a range) yes must hold at its lowest, no at its highest.
+ */
+#ifndef MEMSNAP_EXPLAIN_VERDICT_H
+#define MEMSNAP_EXPLAIN_VERDICT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "explain/explain.h"
+#include "replay/replay.h"
+#include "replay/run.h"
+
+struct ms_trace;
+
+enum ms_survives { MS_SURVIVES_UNKNOWN = 0, MS_SURVIVES_YES = 1, MS_SURVIVES_NO = 2 };
+/* "unknown", "yes", "no" */
+const char *ms_survives_name(unsigned survives);
+
+/* How the job ended, as the trace tells it, and what the verdicts can rest on. */
+struct ms_death {
+	int died;       /* the trace ends at a recorded OOM: the job died there */
+	int went_on;    /* it recorded an OOM and allocated again after it (caught, went on) */
+	int cut_short;  /* a memsnap trace whose recording was killed */
+	uint64_t fail_index; /* the OOM that ended the job (died) */
+	uint64_t request;    /* the bytes it asked for */
+	/* steps numbered from 1 as ms_explain's (0: none) */
+	size_t dying_step;   /* the step the failure fell in */
+	size_t like_step;    /* an earlier step that began with the same requests (0: none) */
+	size_t highest_step; /* the complete step before the dying one with the most requested */
+	uint64_t like_from;  /* like_step's event that matches the failed request */
+	uint64_t prefix_allocs; /* the dying step's allocations before the failure */
+	/* demand: the peaks of the last rising_steps complete steps rose each step; at the mean
+	 * rise the dying step and the next ask for projected_dying and projected_next */
+	size_t rising_steps;
+	uint64_t rise_per_step, projected_dying, projected_next;
+};
+
+/* Find how the job ended (x: the steps, from ms_explain_run on the same trace and device).
+ * @return MS_OK or MS_ERR_NOMEM */
+ms_status ms_death_find(const struct ms_trace *t, uint32_t device, const struct ms_explain *x,
+                        struct ms_death *d);
+
+struct ms_survival {
+	unsigned survives; /* enum ms_survives */
+	char why[512];
+	/* the limit left above the evidence's peak of reserved bytes (yes), or above the setting's
+	 * replay's (unknown); margin_known 0 where there is no limit */
+	uint64_t margin;
+	int margin_known;
+	/* the replay of the remaining requests was made (and its peak) */
+	int continued;
+	uint64_t continued_peak_reserved;
+};
+
+/* What the verdicts measure against: what PyTorch could use. */
+enum ms_capacity_from {
+	MS_CAP_NONE = 0,     /* not known */
+	MS_CAP_LIMIT,        /* a per-process limit, given or recorded (lo == hi) */
+	MS_CAP_INFERRED,     /* a per-process limit inferred from the recorded OOMs: [lo, hi] */
+	MS_CAP_DEVICE,       /* the device: its size, or at a full device's OOM what PyTorch held
+	                        plus what was free */
+	MS_CAP_HELD,         /* no limit known: what the job held at once when it ran (it had that
+	                        much), a floor of what it could use */
+};
+
+struct ms_capacity {
+	unsigned from; /* enum ms_capacity_from */
+	uint64_t lo, hi;
+};
+
+/*
+ * Judge one setting: o holds the replay options of the setting (its alloc_conf, the device, the
+ * limit the setting's replay ran under); whole is that replay of the trace.
+ * @return MS_OK or MS_ERR_NOMEM (a failed replay is an unknown, with its error as the reason)
+ */
+ms_status ms_survival_judge(const struct ms_trace *t, const struct ms_replay_opts *o,
+                            const struct ms_death *d, const struct ms_explain *x,
+                            const struct ms_capacity *cap, const struct ms_replay_result *whole,
+                            struct ms_survival *out);
+
+/* ---- why the job ran out of memory ---- */
+
+enum ms_oom_cause {
+	MS_CAUSE_UNDECIDED = 0,
+	MS_CAUSE_DEMAND,         /* the request plus what was live exceed what PyTorch could use */
+	MS_CAUSE_FRAGMENTATION,  /* it would have fit; no free block was large enough */
+	MS_CAUSE_SEGMENT_SIZE,   /* it fitted, the segment it asked for (rounded up) did not */
+	MS_CAUSE_OUTSIDE,        /* the device was full, most of it held outside PyTorch */
+	MS_CAUSE_CACHE_KEPT,     /* an open private pool or capture kept the cache */
+	MS_CAUSE_COUNT
+};
+/* "demand", ..., as the JSON names them; NULL for undecided */
+const char *ms_oom_cause_name(unsigned cause);
+
+struct ms_oom_verdict {
+	unsigned cause; /* the one that decides it; MS_CAUSE_UNDECIDED: undecided_because says why */
+	char undecided_because[320];
+	/* every cause that contributes, with its bytes (the decider first) */
+	struct {
+		unsigned cause;
+		uint64_t bytes;
+	} causes[MS_CAUSE_COUNT];
+	size_t n_causes;
+	/* the device itself was full: its free bytes at the recorded OOM (after PyTorch gave back
+	 * its cache) below the segment the request needed; no per-process limit is needed then */
+	int device_full;
+	uint64_t device_free, segment_needed;
+	/* memory held outside PyTorch at the OOM (device size - reserved - free): one figure, taken
+	 * at the OOM and assumed constant; known only where the device's size is (recorded or
+	 * --device-memory) */
+	int outside_known;
+	uint64_t outside_bytes;
+	/* what PyTorch could use: a limit (given, recorded, or inferred: a range), or its reserved
+	 * plus the device's free bytes at a full device's OOM; 0 where not known */
+	uint64_t capacity_lo, capacity_hi;
+};
+
+/*
+ * The cause of r's first OOM (r->has_oom): r is the replay with the recorded or given settings,
+ * lim its inferred limit (or none). limit: the limit the replay ran under (given or recorded;
+ * 0 none).
+ */
+void ms_oom_cause_find(const struct ms_replay_result *r, const struct ms_limit_range *lim,
+                       uint64_t limit, struct ms_oom_verdict *v);
+
+#endif
