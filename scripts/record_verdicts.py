@@ -56,8 +56,9 @@ SETTINGS = [
 VOCAB = 16000
 
 # The jobs' steps: (batch, sequence length) each
-# the largest step first, while the cache is clean: it fits then, and dies when it comes again
-FRAG_CYCLE = [(4, 1536), (8, 1024), (16, 384), (12, 768), (2, 2048), (8, 512)]
+# the largest step (12x768) first, while the cache is clean: it fits then, and dies when it comes
+# again
+FRAG_CYCLE = [(12, 768), (8, 1024), (16, 384), (4, 1536), (2, 2048), (8, 512)]
 JOBS = {
     "frag": dict(shapes=FRAG_CYCLE * 4,
                  what="GPT training (6 layers, d=768, AdamW, bf16 autocast) over a cycle of six "
@@ -282,7 +283,7 @@ def job_frag(pool, out, dev):
     pd, pe = [f.result() for f in free]
     base = max(pe["peak_reserved_bytes"], pd["peak_allocated_bytes"])
     cands = sorted({round_down(int(base * f)) for f in
-                    (1.0, 1.02, 1.04, 1.06, 1.08, 1.10, 1.13, 1.16, 1.20, 1.25)})
+                    (1.0, 1.02, 1.04, 1.06, 1.08, 1.10, 1.13, 1.16, 1.20, 1.25, 1.30, 1.35)})
     fut = {(L, c): pool.submit(spawn, out, "frag", f"frag_search_{L // MiB}_{k}", c, L, dev)
            for L in cands for k, c in enumerate(["", "expandable_segments:True"])}
     res = {key: f.result() for key, f in fut.items()}
