@@ -196,23 +196,6 @@ static void print_oom_cause(const struct ms_oom_verdict *v, uint64_t reserved)
 		       ms_format_size(b3, sizeof(b3), reserved));
 }
 
-/* What the verdicts measure against (explain/verdict.h) */
-static struct ms_capacity verdict_capacity(const struct ms_trace *t, uint32_t device,
-                                           const struct ms_limit_range *lim, uint64_t limit,
-                                           uint64_t capacity, const struct ms_oom_verdict *ov)
-{
-	struct ms_capacity v = {MS_CAP_NONE, 0, 0};
-	if (lim->inferred)
-		v = (struct ms_capacity){MS_CAP_INFERRED, lim->lo, lim->hi};
-	else if (limit)
-		v = (struct ms_capacity){MS_CAP_LIMIT, limit, limit};
-	else if (ov->device_full || capacity != UINT64_MAX)
-		v = (struct ms_capacity){MS_CAP_DEVICE, capacity, capacity};
-	else if ((v.lo = v.hi = ms_trace_held_reserved(t, device)))
-		v.from = MS_CAP_HELD;
-	return v;
-}
-
 static int rec_cmp(const void *a, const void *b)
 {
 	const struct rec *x = a, *y = b;
@@ -869,9 +852,9 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 	/* a full device: PyTorch could use what it reserved and what was free, not the device */
 	if (ov.device_full)
 		capacity = ov.capacity_lo;
+	vcap = ms_verdict_capacity(t, device, &lim, c->o.limit, capacity, &ov);
 	if (ms_death_find(t, device, &x, &death))
 		ms_die(MS_EXIT_ERROR, "out of memory");
-	vcap = verdict_capacity(t, device, &lim, c->o.limit, capacity, &ov);
 	rows = ms_calloc(nrows, sizeof(*rows));
 	recs = ms_calloc(nrows, sizeof(*recs));
 	if (!rows || !recs)

@@ -10,6 +10,8 @@
 #include "cli/opts.h"
 #include "cli/out.h"
 #include "cli/replay_opts.h"
+#include "explain/explain.h"
+#include "explain/verdict.h"
 #include "common/alloc.h"
 #include "parse/trace.h"
 #include "replay/replay.h"
@@ -146,12 +148,37 @@ static const char *row_name(const struct ms_whatif_row *j, char *buf, size_t cap
 	if (j->conf)
 		snprintf(buf, cap, "%s", j->conf);
 	else if (j->r.settings_recorded)
-		snprintf(buf, cap, "(recorded) %s", j->r.alloc_conf);
+		snprintf(buf, cap, "(recorded)%s%s", j->r.alloc_conf[0] ? " " : "", j->r.alloc_conf);
 	else if (j->r.expandable_seen)
 		snprintf(buf, cap, "(not recorded; seen in the trace) %s", j->r.alloc_conf);
 	else
 		snprintf(buf, cap, "(not recorded: the defaults)");
 	return buf;
+}
+
+/* Why each setting would or would not have saved the job: the rows of one answer and reason
+ * together, in the table's order */
+static void print_survival(const struct ms_whatif_row *rows, const struct ms_survival *sv,
+                           size_t n)
+{
+	char *done = ms_calloc(n ? n : 1, 1), name[600];
+	if (!done)
+		ms_die(MS_EXIT_ERROR, "out of memory");
+	printf("\nsurvives: would the job have finished under it?\n");
+	for (size_t k = 0; k < n; k++) {
+		if (done[k] || rows[k].s)
+			continue;
+		printf("  %s: %s\n    ", ms_survives_name(sv[k].survives), sv[k].why);
+		for (size_t i = k, said = 0; i < n; i++) {
+			if (done[i] || rows[i].s || sv[i].survives != sv[k].survives ||
+			    strcmp(sv[i].why, sv[k].why))
+				continue;
+			done[i] = 1;
+			printf("%s%s", said++ ? ", " : "", row_name(&rows[i], name, sizeof(name)));
+		}
+		printf("\n");
+	}
+	ms_free(done);
 }
 
 /* The matrix for one device of t; text on stdout or *jout. MS_EXIT_OK or MS_EXIT_ERROR. */
@@ -165,14 +192,32 @@ static int whatif_one(struct ms_replay_cli *c, const char *path, const struct ms
 	size_t k;
 	ms_status s;
 	unsigned devsrc;
-	uint64_t devmem;
+	uint64_t devmem, capacity;
 	int mid_run;
+	struct ms_explain ex;
+	struct ms_explain_in in;
+	struct ms_death death;
+	struct ms_oom_verdict ov;
+	struct ms_capacity vcap;
+	struct ms_survival *sv;
 
 	/* the limit: given, recorded, or inferred from recorded OOMs (as replay does) */
 	if (ms_replay_cli_run_reported(c, path, &first, &lim))
 		return MS_EXIT_ERROR;
 	if (!c->o.limit && first.limit)
 		c->o.limit = first.limit;
+	/* the steps, how the job ended and what it could use: what the verdicts rest on */
+	memset(&in, 0, sizeof(in));
+	in.t = t;
+	in.device = device;
+	in.site_depth = 1;
+	in.peak_index = first.fullest_at_peak_index;
+	in.allocated_at_peak = first.allocated_at_peak_reserved - first.served_oom_at_peak_reserved;
+	if (ms_explain_run(&in, &ex) || ms_death_find(t, device, &ex, &death))
+		ms_die(MS_EXIT_ERROR, "out of memory");
+	ms_oom_cause_find(&first, &lim, lim.inferred ? 0 : c->o.limit, &ov);
+	capacity = ov.device_full ? ov.capacity_lo : c->o.limit ? c->o.limit : first.device_memory;
+	vcap = ms_verdict_capacity(t, device, &lim, lim.inferred ? 0 : c->o.limit, capacity, &ov);
 	/* what the verdicts rest on: said wherever they are shown */
 	devsrc = first.device_memory_source;
 	devmem = first.device_memory;
@@ -186,6 +231,17 @@ static int whatif_one(struct ms_replay_cli *c, const char *path, const struct ms
 	if ((s = ms_whatif_run(t, &c->o, rows, nrows, jobs)))
 		ms_die(MS_EXIT_ERROR, "%s",
 		       s == MS_ERR_NOMEM ? "out of memory" : "cannot start a thread");
+	if (!(sv = ms_calloc(nrows ? nrows : 1, sizeof(*sv))))
+		ms_die(MS_EXIT_ERROR, "out of memory");
+	for (k = 0; k < nrows; k++) {
+		struct ms_replay_opts so = c->o;
+		so.alloc_conf = rows[k].conf;
+		if (rows[k].s)
+			continue;
+		if (ms_survival_judge(t, &so, &death, &ex, &vcap, &rows[k].r, &sv[k]))
+			ms_die(MS_EXIT_ERROR, "out of memory");
+	}
+	ms_explain_release(&ex);
 
 	if (json) {
 		cJSON *root = cJSON_CreateObject(), *a;
@@ -245,6 +301,16 @@ static int whatif_one(struct ms_replay_cli *c, const char *path, const struct ms
 				        ms_replay_reuse_as_recorded(&j->r));
 				ms_json_u64(o, "served_recorded_ooms_then_went_on",
 				            j->r.missed_ooms_went_on);
+				/* whether the job would have survived: avoids_oom alone is the replay
+				   getting past every recorded request, not the job finishing */
+				cJSON_AddBoolToObject(o, "avoids_oom", !j->r.has_oom);
+				cJSON_AddStringToObject(o, "survives",
+				                        ms_survives_name(sv[k].survives));
+				cJSON_AddStringToObject(o, "survives_why", sv[k].why);
+				if (sv[k].margin_known)
+					ms_json_u64(o, "margin_bytes", sv[k].margin);
+				else
+					cJSON_AddNullToObject(o, "margin_bytes");
 			}
 			cJSON_AddItemToArray(a, o);
 		}
@@ -282,8 +348,9 @@ static int whatif_one(struct ms_replay_cli *c, const char *path, const struct ms
 			if (l > w)
 				w = l < 80 ? l : 80;
 		}
-		printf("%-*s %13s %13s %12s %7s %11s %13s\n", w, "setting", "peak reserved",
-		       "waste at peak", "rounding", "retries", "first OOM", "min memory");
+		printf("%-*s %13s %13s %12s %7s %11s %13s %9s\n", w, "setting", "peak reserved",
+		       "waste at peak", "rounding", "retries", "first OOM", "min memory",
+		       "survives");
 		for (k = 0; k < nrows; k++) {
 			struct ms_whatif_row *j = &rows[k];
 			char name[600], oom[24], pk[40], mm[40];
@@ -304,15 +371,16 @@ static int whatif_one(struct ms_replay_cli *c, const char *path, const struct ms
 			if (j->min_memory)
 				snprintf(mm, sizeof(mm), "%s%s", mid_run ? ">=" : "",
 				         ms_format_size(b3, sizeof(b3), j->min_memory));
-			printf("%-*s %13s %13s %12s %7llu %11s %13s\n", w, name, pk,
+			printf("%-*s %13s %13s %12s %7llu %11s %13s %9s\n", w, name, pk,
 			       ms_format_size(b2, sizeof(b2),
 			                      (uint64_t)j->r.stats.reserved_bytes[0].peak -
 			                              j->r.allocated_at_peak_reserved),
 			       signed_size(b4, sizeof(b4), j->r.allocated_at_peak_reserved,
 			                   j->r.requested_at_peak_reserved),
 			       (unsigned long long)j->r.stats.num_alloc_retries, oom,
-			       j->min_memory ? mm : "never");
+			       j->min_memory ? mm : "never", ms_survives_name(sv[k].survives));
 		}
+		print_survival(rows, sv, nrows);
 		name_rows(rows, nrows, went_on, "served a recorded OOM the job went on from",
 		          "the job caught the error and went on without the memory: past it the "
 		          "replay\nfollows what the job did then, not what it would have done with "
@@ -341,6 +409,7 @@ static int whatif_one(struct ms_replay_cli *c, const char *path, const struct ms
 	}
 	ms_whatif_release(rows, nrows);
 	ms_free(rows);
+	ms_free(sv);
 	return MS_EXIT_OK;
 }
 

@@ -2,6 +2,7 @@
 #include "explain/verdict.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/alloc.h"
@@ -34,29 +35,40 @@ static int same_request(uint64_t n, uint64_t oom_size)
 	return n <= oom_size && (oom_size - n < 512 || oom_size < 2 * n);
 }
 
-/* An earlier step that began with the dying step's requests, the highest of them */
+/*
+ * An earlier step that began with the dying step's requests, the highest of them: the dying
+ * step's allocations before the failure, in order and of the same sizes, and then the failed
+ * request, among the step's allocations. The step may make others besides, up to half as many
+ * and 16 (the first step also builds the model, cuBLAS makes its workspace once): those are
+ * the `extras`, matched the same way wherever the step is copied (copy_step).
+ */
+#define MAX_EXTRAS(n) ((n) / 2 + 16)
+
 static void find_like_step(const struct ms_trace *t, uint32_t device, const struct ms_explain *x,
                            struct ms_death *d, const uint64_t *prefix, size_t n)
 {
 	uint64_t best = 0;
 
 	for (size_t j = 0; j + 1 < d->dying_step; j++) {
-		uint64_t end = step_end(t, x, j), c = 0, from = 0;
-		int ok = 1, found = 0;
-		for (uint64_t i = x->steps[j].first_event; i < end && ok && !found; i++) {
+		uint64_t end = step_end(t, x, j), c = 0, from = 0, extras = 0;
+		int found = 0;
+		for (uint64_t i = x->steps[j].first_event;
+		     i < end && !found && extras <= MAX_EXTRAS(n); i++) {
 			const struct ms_event *e = &t->events[i];
 			if (e->device != device || e->source != MS_SRC_TORCH ||
 			    e->action != MS_ACT_ALLOC)
 				continue;
-			if (c < n) {
-				ok = e->size == prefix[c++];
-			} else {
-				ok = same_request(e->size, d->request);
-				found = ok;
+			if (c < n && e->size == prefix[c]) {
+				c++;
+			} else if (c == n && same_request(e->size, d->request)) {
+				found = 1;
 				from = i;
+			} else {
+				extras++;
 			}
 		}
-		if (found && (!d->like_step || x->steps[j].peak_requested > best)) {
+		if (found && extras <= MAX_EXTRAS(n) &&
+		    (!d->like_step || x->steps[j].peak_requested > best)) {
 			d->like_step = j + 1;
 			d->like_from = from;
 			best = x->steps[j].peak_requested;
@@ -179,19 +191,97 @@ static void cont_push(struct cont *c, const struct ms_event *e, uint64_t addr, i
 	c->n++;
 }
 
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * A copied step ends whole: what it made and did not free by its end (the outputs a later step
+ * frees, or the program's next assignment), and the dying step's blocks it held, are freed
+ * there, in address order. What it made to keep was never copied (kept_from).
+ */
+static void end_copy(struct cont *c, uint32_t device, const struct ms_u64map *live, int64_t t_ns)
+{
+	uint64_t *addrs;
+	size_t n = 0;
+	struct ms_event e;
+
+	if (c->err)
+		return;
+	if (!(addrs = ms_malloc((c->map.n ? c->map.n : 1) * sizeof(*addrs)))) {
+		c->err = MS_ERR_NOMEM;
+		return;
+	}
+	for (size_t k = 0; k < c->map.cap; k++) {
+		uint64_t v = c->map.vals[k];
+		if (c->map.keys[k] && v && (v >= (1ull << 62) || (live && ms_u64map_get(live, v))))
+			addrs[n++] = v;
+	}
+	qsort(addrs, n, sizeof(*addrs), cmp_u64);
+	memset(&e, 0, sizeof(e));
+	e.device = (uint16_t)device;
+	e.source = MS_SRC_TORCH;
+	e.pool = MS_POOL_UNKNOWN;
+	for (size_t k = 0; k < n; k++) {
+		e.action = MS_ACT_FREE_REQUESTED;
+		cont_push(c, &e, addrs[k], t_ns);
+		e.action = MS_ACT_FREE_COMPLETED;
+		cont_push(c, &e, addrs[k], t_ns);
+	}
+	ms_u64map_clear(&c->map);
+	ms_free(addrs);
+}
+
+/*
+ * The allocations of [from, end) still alive at event `upto` (the dying step's start): what the
+ * step made to keep (the model, the optimizer's state, a workspace made once), which the dying
+ * step holds already, into kept (keys: their alloc events).
+ */
+static ms_status kept_from(const struct ms_trace *t, uint32_t device, uint64_t from, uint64_t end,
+                           uint64_t upto, struct ms_u64map *kept)
+{
+	struct ms_u64map live = MS_U64MAP_INIT;
+	ms_status s = MS_OK;
+
+	ms_u64map_clear(kept);
+	for (uint64_t i = from; i < upto && !s; i++) {
+		const struct ms_event *e = &t->events[i];
+		if (!is_dev_alloc_event(e, device))
+			continue;
+		if (e->action == MS_ACT_ALLOC && i < end)
+			s = ms_u64map_put(&live, e->addr, i);
+		else if (e->action == MS_ACT_FREE_REQUESTED)
+			ms_u64map_del(&live, e->addr, NULL);
+	}
+	for (size_t k = 0; k < live.cap && !s; k++)
+		if (live.keys[k])
+			s = ms_u64map_put(kept, live.vals[k], 1);
+	ms_u64map_release(&live);
+	return s;
+}
+
 /*
  * Copy the events of [from, end) of device: allocations before `emit_from` take the addresses
- * in `as` (the dying step's, in order) and are not copied; later ones take fresh addresses. A
+ * in `as` (the dying step's, in order) and are not copied; later ones take fresh addresses,
+ * except those still alive when the dying step began (`kept`: the dying step has its own). A
  * free is copied where its block is one the copy allocated, or one of `as` still live (`live`);
  * a free of a block from before the step is left out (its memory stays: the evidence errs on
  * the side of too much memory held).
  */
 static void copy_step(struct cont *c, const struct ms_trace *t, uint32_t device, uint64_t from,
-                      uint64_t end, uint64_t emit_from, const uint64_t *as, size_t n_as,
-                      const struct ms_u64map *live, int64_t t_ns)
+                      uint64_t end, uint64_t emit_from, const uint64_t *as,
+                      const uint64_t *as_size, size_t n_as, const struct ms_u64map *live,
+                      uint64_t dying_first, int64_t t_ns)
 {
+	struct ms_u64map kept = MS_U64MAP_INIT;
 	size_t k = 0;
 
+	if ((c->err = kept_from(t, device, from, end, dying_first, &kept))) {
+		ms_u64map_release(&kept);
+		return;
+	}
 	ms_u64map_clear(&c->map);
 	for (uint64_t i = from; i < end && !c->err; i++) {
 		const struct ms_event *e = &t->events[i];
@@ -201,26 +291,31 @@ static void copy_step(struct cont *c, const struct ms_trace *t, uint32_t device,
 		if (e->action == MS_ACT_ALLOC) {
 			uint64_t a;
 			if (i < emit_from) {
-				if (k >= n_as)
-					continue;
-				a = as[k++];
+				/* the dying step's block of this place, or an extra (0: no block
+				   the copy frees) */
+				a = k < n_as && e->size == as_size[k] ? as[k++] : 0;
+			} else if (ms_u64map_get(&kept, i)) {
+				a = 0; /* kept: made once, held by the dying step already */
 			} else {
 				a = c->fresh;
 				c->fresh += 1u << 20;
 			}
 			if (ms_u64map_put(&c->map, e->addr, a))
 				c->err = MS_ERR_NOMEM;
-			else if (i >= emit_from)
+			else if (i >= emit_from && a)
 				cont_push(c, e, a, t_ns);
 			continue;
 		}
 		if (!(to = ms_u64map_get(&c->map, e->addr)))
 			continue; /* allocated before the step */
-		if (i >= emit_from && (*to >= (1ull << 62) || (live && ms_u64map_get(live, *to))))
+		if (i >= emit_from && *to &&
+		    (*to >= (1ull << 62) || (live && ms_u64map_get(live, *to))))
 			cont_push(c, e, *to, t_ns);
 		if (e->action == MS_ACT_FREE_COMPLETED)
 			ms_u64map_del(&c->map, e->addr, NULL);
 	}
+	ms_u64map_release(&kept);
+	end_copy(c, device, live, t_ns);
 }
 
 /*
@@ -235,7 +330,7 @@ static ms_status continued_replay(const struct ms_trace *t, const struct ms_repl
 {
 	struct cont c;
 	struct ms_u64map live;
-	uint64_t *as = NULL;
+	uint64_t *as = NULL, *as_size = NULL;
 	size_t n_as = 0, cap_as = 0, n_anns = 0;
 	uint64_t kfirst = x->steps[d->dying_step - 1].first_event;
 	int64_t t_ns = d->fail_index ? t->events[d->fail_index - 1].t_ns : 0;
@@ -256,14 +351,20 @@ static ms_status continued_replay(const struct ms_trace *t, const struct ms_repl
 			continue;
 		if (e->action == MS_ACT_ALLOC) {
 			if (n_as == cap_as) {
-				uint64_t *p = ms_realloc(as, (cap_as = cap_as ? 2 * cap_as : 256) *
-				                                     sizeof(*p));
-				if (!p) {
+				size_t nc = cap_as ? 2 * cap_as : 256;
+				uint64_t *p = ms_realloc(as, nc * sizeof(*p));
+				uint64_t *ps = p ? ms_realloc(as_size, nc * sizeof(*ps)) : NULL;
+				if (p)
+					as = p;
+				if (ps)
+					as_size = ps;
+				if (!p || !ps) {
 					c.err = MS_ERR_NOMEM;
 					break;
 				}
-				as = p;
+				cap_as = nc;
 			}
+			as_size[n_as] = e->size;
 			as[n_as++] = e->addr;
 			if (ms_u64map_put(&live, e->addr, 1))
 				c.err = MS_ERR_NOMEM;
@@ -275,12 +376,15 @@ static ms_status continued_replay(const struct ms_trace *t, const struct ms_repl
 		for (uint64_t i = 0; i < d->fail_index; i++)
 			cont_push(&c, &t->events[i], t->events[i].addr, t->events[i].t_ns);
 		copy_step(&c, t, o->device, x->steps[d->like_step - 1].first_event,
-		          step_end(t, x, d->like_step - 1), d->like_from, as, n_as, &live, t_ns);
+		          step_end(t, x, d->like_step - 1), d->like_from, as, as_size, n_as, &live,
+		          kfirst, t_ns);
 		if (d->highest_step)
 			copy_step(&c, t, o->device, x->steps[d->highest_step - 1].first_event,
-			          step_end(t, x, d->highest_step - 1), 0, NULL, 0, NULL, t_ns);
+			          step_end(t, x, d->highest_step - 1), 0, NULL, NULL, 0, NULL, kfirst,
+			          t_ns);
 	}
 	ms_free(as);
+	ms_free(as_size);
 	ms_u64map_release(&live);
 	ms_u64map_release(&c.map);
 	if (c.err) {
@@ -487,15 +591,26 @@ ms_status ms_survival_judge(const struct ms_trace *t, const struct ms_replay_opt
 		    ranged ? " at the inferred limit's highest" : "");
 		return MS_OK;
 	}
-	if (!d->dying_step)
+	if (!d->dying_step) {
 		SAY("the trace ends at the failed request (event %llu), and it has no steps: what the "
 		    "job would have asked for next is not known",
 		    (unsigned long long)d->fail_index);
-	else
+	} else if (d->rising_steps && d->rise_per_step) {
+		uint64_t more = (lim_hi - d->projected_next) / d->rise_per_step + 2;
+		SAY("the trace ends at the failed request (event %llu, step %zu), and no earlier step "
+		    "began with the same requests; the steps' peaks rose %s a step: at that rate "
+		    "they outgrow %s%s %llu steps after step %zu, if the job runs that long",
+		    (unsigned long long)d->fail_index, d->dying_step,
+		    ms_format_size(b1, sizeof(b1), d->rise_per_step),
+		    ms_format_size(b2, sizeof(b2), lim_hi),
+		    ranged ? " (the inferred limit's highest)" : "", (unsigned long long)more,
+		    d->dying_step);
+	} else {
 		SAY("the trace ends at the failed request (event %llu, step %zu): no earlier step "
 		    "began with the same requests, so what the step would have asked for next is not "
 		    "known",
 		    (unsigned long long)d->fail_index, d->dying_step);
+	}
 	return MS_OK;
 }
 
@@ -635,4 +750,20 @@ void ms_oom_cause_find(const struct ms_replay_result *r, const struct ms_limit_r
 		return;
 	}
 	add_cause(v, v->cause, fit_bytes(f, v->cause));
+}
+
+struct ms_capacity ms_verdict_capacity(const struct ms_trace *t, uint32_t device,
+                                       const struct ms_limit_range *lim, uint64_t limit,
+                                       uint64_t capacity, const struct ms_oom_verdict *ov)
+{
+	struct ms_capacity v = {MS_CAP_NONE, 0, 0};
+	if (lim->inferred)
+		v = (struct ms_capacity){MS_CAP_INFERRED, lim->lo, lim->hi};
+	else if (limit)
+		v = (struct ms_capacity){MS_CAP_LIMIT, limit, limit};
+	else if (ov->device_full || capacity != UINT64_MAX)
+		v = (struct ms_capacity){MS_CAP_DEVICE, capacity, capacity};
+	else if ((v.lo = v.hi = ms_trace_held_reserved(t, device)))
+		v.from = MS_CAP_HELD;
+	return v;
 }

@@ -32,6 +32,7 @@
 #include "replay/run.h"
 
 struct ms_trace;
+struct ms_oom_verdict;
 
 enum ms_survives { MS_SURVIVES_UNKNOWN = 0, MS_SURVIVES_YES = 1, MS_SURVIVES_NO = 2 };
 /* "unknown", "yes", "no" */
@@ -88,6 +89,16 @@ struct ms_capacity {
 	unsigned from; /* enum ms_capacity_from */
 	uint64_t lo, hi;
 };
+
+/*
+ * What the verdicts of trace t's device measure against: lim (an inferred limit), else limit (a
+ * given or recorded one), else capacity (the device's size, or at a full device's OOM what
+ * PyTorch held plus what was free; UINT64_MAX: not known), else what the trace proves the job
+ * held at once.
+ */
+struct ms_capacity ms_verdict_capacity(const struct ms_trace *t, uint32_t device,
+                                       const struct ms_limit_range *lim, uint64_t limit,
+                                       uint64_t capacity, const struct ms_oom_verdict *ov);
 
 /*
  * Judge one setting: o holds the replay options of the setting (its alloc_conf, the device, the
