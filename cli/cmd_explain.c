@@ -48,7 +48,7 @@ static const char *const cat_rule[MS_CAT_COUNT] = {
         "gradient of its size",
         "alive at an optimizer step's start, the size of a parameter",
         "made in an optimizer step, kept through the later ones, a parameter's size",
-        "an iteration's own, freed before the next optimizer step",
+        "an iteration's own: freed before the next optimizer step, or held when it ran out",
         "kept across optimizer steps: workspaces, inputs, caches, leaks",
         "not placed: from before the trace, or no optimizer steps to place it by",
 };
@@ -158,6 +158,7 @@ static void json_oom_cause(cJSON *o, const struct ms_oom_verdict *v)
 		ms_json_u64(c, "bytes", v->causes[k].bytes);
 		cJSON_AddItemToArray(a, c);
 	}
+	cJSON_AddBoolToObject(o, "demand_projected", v->demand_projected);
 	cJSON_AddBoolToObject(o, "device_full", v->device_full);
 	if (v->device_full)
 		ms_json_u64(o, "device_free_bytes", v->device_free);
@@ -170,8 +171,9 @@ static void json_oom_cause(cJSON *o, const struct ms_oom_verdict *v)
 		cJSON_AddNullToObject(o, "outside_pytorch_bytes");
 }
 
-/* The cause as one line of text */
-static void print_oom_cause(const struct ms_oom_verdict *v, uint64_t reserved)
+/* The cause as one line of text, then what it rests on */
+static void print_oom_cause(const struct ms_oom_verdict *v, const struct ms_death *d,
+                            uint64_t reserved)
 {
 	char b1[32], b2[32], b3[32];
 	if (!v->cause) {
@@ -184,6 +186,13 @@ static void print_oom_cause(const struct ms_oom_verdict *v, uint64_t reserved)
 			       ms_format_size(b1, sizeof(b1), v->causes[k].bytes));
 		printf("%s\n", v->n_causes > 1 ? ")" : "");
 	}
+	if (v->demand_projected)
+		printf("    the request itself would have fit but for fragmentation; the steps' peaks "
+		       "rose %s a step over the last %zu, and at that rate step %zu asks for %s, more "
+		       "than the %s PyTorch could use\n",
+		       ms_format_size(b1, sizeof(b1), d->rise_per_step), d->rising_steps,
+		       d->dying_step, ms_format_size(b2, sizeof(b2), d->projected_dying),
+		       ms_format_size(b3, sizeof(b3), v->capacity_hi));
 	if (v->device_full)
 		printf("    the device was full: %s free at the OOM, below the %s segment the request "
 		       "needed; no per-process limit is needed to explain it\n",
@@ -848,13 +857,13 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 	                                              * for the recorded one and those that help.
 	                                              */
 	/* why it ran out, how the job ended, and the limit the verdicts rest on */
-	ms_oom_cause_find(&first, &lim, lim.inferred ? 0 : c->o.limit, &ov);
+	if (ms_death_find(t, device, &x, &death))
+		ms_die(MS_EXIT_ERROR, "out of memory");
+	ms_oom_cause_find(&first, &lim, lim.inferred ? 0 : c->o.limit, &death, &ov);
 	/* a full device: PyTorch could use what it reserved and what was free, not the device */
 	if (ov.device_full)
 		capacity = ov.capacity_lo;
 	vcap = ms_verdict_capacity(t, device, &lim, c->o.limit, capacity, &ov);
-	if (ms_death_find(t, device, &x, &death))
-		ms_die(MS_EXIT_ERROR, "out of memory");
 	rows = ms_calloc(nrows, sizeof(*rows));
 	recs = ms_calloc(nrows, sizeof(*recs));
 	if (!rows || !recs)
@@ -1210,7 +1219,7 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 				printf("    held by, the largest sites of what was allocated:\n");
 				print_sites(&t->syms, at_oom.top_live, at_oom.n_top_live);
 			}
-			print_oom_cause(&ov, f->o.reserved);
+			print_oom_cause(&ov, &death, f->o.reserved);
 			{
 				int fit = fits(f, capacity, &lim);
 				uint64_t demand = f->o.allocated + f->o.requested;

@@ -215,7 +215,7 @@ static int whatif_one(struct ms_replay_cli *c, const char *path, const struct ms
 	in.allocated_at_peak = first.allocated_at_peak_reserved - first.served_oom_at_peak_reserved;
 	if (ms_explain_run(&in, &ex) || ms_death_find(t, device, &ex, &death))
 		ms_die(MS_EXIT_ERROR, "out of memory");
-	ms_oom_cause_find(&first, &lim, lim.inferred ? 0 : c->o.limit, &ov);
+	ms_oom_cause_find(&first, &lim, lim.inferred ? 0 : c->o.limit, &death, &ov);
 	capacity = ov.device_full ? ov.capacity_lo : c->o.limit ? c->o.limit : first.device_memory;
 	vcap = ms_verdict_capacity(t, device, &lim, lim.inferred ? 0 : c->o.limit, capacity, &ov);
 	/* what the verdicts rest on: said wherever they are shown */

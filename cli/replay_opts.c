@@ -284,6 +284,14 @@ static void say_notes(const struct ms_replay_cli *c, const char *path)
 				        path, ms_format_size(b1, sizeof(b1), n->lim.held),
 				        (unsigned long long)n->lim.held);
 			break;
+		case MS_REPLAY_NOTE_DEVICE_FULL:
+			ms_note("%s: the recorded OOM found the device itself full (%s free, below the %s "
+			        "segment the request needed): no per-process limit is needed to explain "
+			        "it, none is inferred; what PyTorch could use was what it held plus what "
+			        "was free (the replay does not reproduce the OOM exactly)",
+			        path, ms_format_size(b1, sizeof(b1), n->bytes),
+			        ms_format_size(b2, sizeof(b2), n->blocks));
+			break;
 		case MS_REPLAY_NOTE_NO_LIMIT:
 			ms_warning("%s: the recorded OOMs are not reproduced by any limit: %s",
 			           path, n->why);

@@ -650,8 +650,25 @@ static uint64_t fit_bytes(const struct ms_replay_oom *f, unsigned cause)
 
 #define WHY(...) snprintf(v->undecided_because, sizeof(v->undecided_because), __VA_ARGS__)
 
+/* A fit cause, unless the dying step's projected demand exceeds what PyTorch could use */
+static void fit_or_demand(struct ms_oom_verdict *v, const struct ms_replay_oom *f,
+                          const struct ms_death *d, uint64_t cap)
+{
+	unsigned c = fit_cause(f, cap);
+	if (d && d->died && d->rising_steps && f->index == d->fail_index &&
+	    d->projected_dying > v->capacity_hi) {
+		v->cause = MS_CAUSE_DEMAND;
+		v->demand_projected = 1;
+		add_cause(v, MS_CAUSE_DEMAND, d->projected_dying - v->capacity_hi);
+		add_cause(v, c, fit_bytes(f, c));
+		return;
+	}
+	v->cause = c;
+	add_cause(v, c, fit_bytes(f, c));
+}
+
 void ms_oom_cause_find(const struct ms_replay_result *r, const struct ms_limit_range *lim,
-                       uint64_t limit, struct ms_oom_verdict *v)
+                       uint64_t limit, const struct ms_death *d, struct ms_oom_verdict *v)
 {
 	const struct ms_replay_oom *f = &r->first_oom;
 	uint64_t demand = f->o.allocated + f->o.requested;
@@ -708,8 +725,7 @@ void ms_oom_cause_find(const struct ms_replay_result *r, const struct ms_limit_r
 			}
 			return;
 		}
-		v->cause = fit_cause(f, cap);
-		add_cause(v, v->cause, fit_bytes(f, v->cause));
+		fit_or_demand(v, f, d, cap);
 		add_cause(v, MS_CAUSE_OUTSIDE, v->outside_bytes);
 		return;
 	}
@@ -741,15 +757,13 @@ void ms_oom_cause_find(const struct ms_replay_result *r, const struct ms_limit_r
 		    ms_format_size((char[32]){0}, 32, v->capacity_hi));
 		return;
 	}
-	v->cause = fit_cause(f, v->capacity_lo);
-	if (v->capacity_hi != v->capacity_lo && fit_cause(f, v->capacity_hi) != v->cause) {
-		v->cause = MS_CAUSE_UNDECIDED;
+	if (v->capacity_hi != v->capacity_lo && fit_cause(f, v->capacity_hi) != fit_cause(f, v->capacity_lo)) {
 		WHY("over the inferred limit's range the request's segment fits at one end and not "
 		    "at the other: segment size or fragmentation (--limit settles it)");
 		add_cause(v, MS_CAUSE_FRAGMENTATION, f->o.free_in_reserved);
 		return;
 	}
-	add_cause(v, v->cause, fit_bytes(f, v->cause));
+	fit_or_demand(v, f, d, v->capacity_lo);
 }
 
 struct ms_capacity ms_verdict_capacity(const struct ms_trace *t, uint32_t device,

@@ -145,14 +145,19 @@ struct ms_oom_verdict {
 	/* what PyTorch could use: a limit (given, recorded, or inferred: a range), or its reserved
 	 * plus the device's free bytes at a full device's OOM; 0 where not known */
 	uint64_t capacity_lo, capacity_hi;
+	/* the request would have fit but for fragmentation, yet the dying step asks for more than
+	 * the capacity at the rate the steps' peaks rose (ms_death): demand decides */
+	int demand_projected;
 };
 
 /*
  * The cause of r's first OOM (r->has_oom): r is the replay with the recorded or given settings,
  * lim its inferred limit (or none). limit: the limit the replay ran under (given or recorded;
- * 0 none).
+ * 0 none). d (or NULL): how the job ended; where its steps' peaks rose to the dying step and
+ * that step asks for more than the capacity, demand decides even where the request itself
+ * would have fit.
  */
 void ms_oom_cause_find(const struct ms_replay_result *r, const struct ms_limit_range *lim,
-                       uint64_t limit, struct ms_oom_verdict *v);
+                       uint64_t limit, const struct ms_death *d, struct ms_oom_verdict *v);
 
 #endif

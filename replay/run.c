@@ -110,6 +110,39 @@ static ms_status replay_mid_run(const struct ms_replay_request *q, struct ms_rep
  * state, the device's size from a recorded OOM, a limit inferred from recorded OOMs the device
  * had room for. out->o is the request's options and becomes those that reproduce r.
  */
+/* PyTorch's get_allocation_size() of a rounded request, outside expandable segments (§1.5) */
+static uint64_t segment_for(uint64_t n)
+{
+	if (n <= (1u << 20))
+		return 2u << 20;
+	if (n < (10u << 20))
+		return 20u << 20;
+	return (n + (2u << 20) - 1) / (2u << 20) * (2u << 20);
+}
+
+/*
+ * Whether every recorded OOM of device found the device itself full: its device_free below the
+ * segment the request needed (then the cudaMalloc failed for want of memory, whatever a limit);
+ * the first one's free bytes and segment.
+ */
+static int device_full_at_ooms(const struct ms_trace *t, uint32_t device, uint64_t *free_bytes,
+                               uint64_t *segment)
+{
+	int seen = 0;
+	for (size_t i = 0; i < t->n_events; i++) {
+		const struct ms_event *e = &t->events[i];
+		if (e->device != device || e->source != MS_SRC_TORCH || e->action != MS_ACT_OOM)
+			continue;
+		if (e->addr >= segment_for(e->size))
+			return 0;
+		if (!seen++) {
+			*free_bytes = e->addr;
+			*segment = segment_for(e->size);
+		}
+	}
+	return seen;
+}
+
 uint64_t ms_trace_held_reserved(const struct ms_trace *t, uint32_t device)
 {
 	int64_t now = 0, low = 0, high = 0;
@@ -147,7 +180,7 @@ static ms_status run_sim(const struct ms_replay_request *req, struct ms_replay_o
 	struct ms_replay_note *n;
 	const struct ms_trace *t;
 	struct ms_trace *owned;
-	uint64_t missed;
+	uint64_t missed, full_free = 0, full_seg = 0;
 	ms_status s;
 
 	s = replay_once(req, o, r, d);
@@ -223,6 +256,15 @@ static ms_status run_sim(const struct ms_replay_request *req, struct ms_replay_o
 		ms_replay_result_release(&rr);
 	}
 	if (!missed) {
+		ms_trace_free(owned);
+		return MS_OK;
+	}
+	if (device_full_at_ooms(t, o->device, &full_free, &full_seg)) {
+		/* the device itself was full: no per-process limit is needed to explain it */
+		n = add_note(out, MS_REPLAY_NOTE_DEVICE_FULL);
+		n->n = r->recorded_ooms;
+		n->bytes = full_free;
+		n->blocks = full_seg;
 		ms_trace_free(owned);
 		return MS_OK;
 	}

@@ -81,6 +81,9 @@ enum ms_replay_note_kind {
 	/* warning: as PLACED, but they do not fit under the recorded limit or in the device's size
 	 * from a recorded OOM (why): the replay starts from an empty allocator */
 	MS_REPLAY_NOTE_NOT_PLACED = 8,
+	/* note: n recorded OOMs found the device itself full (bytes: the first one's free bytes,
+	 * blocks: the segment it needed): no per-process limit is inferred */
+	MS_REPLAY_NOTE_DEVICE_FULL = 9,
 };
 
 struct ms_replay_note {

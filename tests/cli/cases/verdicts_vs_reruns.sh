@@ -1,0 +1,60 @@
+# Would the job have survived under a setting? Each setting's `survives` (whatif --json) against
+# what the job did when run again for real under it at the same limit, twice
+# (testdata/snapshots/verdicts, recorded by scripts/record_verdicts.py): yes must be a setting
+# whose reruns both finished, no one whose reruns both died; unknown is allowed (the trace cannot
+# tell), except where the job was built to have a plain answer and memsnap knows its limit: then
+# the answer must be yes or no. Each job as users run it (the limit inferred from the OOM) and
+# with its limit given (or, for the full device, the device's size).
+d=testdata/snapshots/verdicts
+for job in frag frag_first growing rare_long outside; do
+	for how in inferred given; do
+		args=$(python3 -c '
+import json, sys
+t = json.load(open(sys.argv[1]))["recorded"]
+if sys.argv[2] == "given":
+    print("--limit %d" % t["limit_bytes"] if t["limit_bytes"] else "--device-memory %d" % t["total_memory"])' \
+			"$d/$job.truth.json" $how)
+		# shellcheck disable=SC2086
+		"$MEMSNAP" -q whatif --json $args "$d/$job.pickle.zst" | python3 -c '
+import json, sys
+x, t, job, how = json.load(sys.stdin), json.load(open(sys.argv[1])), sys.argv[2], sys.argv[3]
+truth = {("" if k == "(defaults)" else k): v for k, v in t["rerun_outcome"].items()}
+expect = t.get("expect") or {}
+count = {"yes": 0, "no": 0, "unknown": 0}
+wrong, vague = [], []
+for s in x["settings"]:
+    conf, sv = s["alloc_conf"], s["survives"]
+    real = truth[conf]
+    count[sv] += 1
+    if (sv == "yes" and real != "finishes") or (sv == "no" and real != "dies"):
+        wrong.append("%s: %s, the reruns %s (%s)" % (conf or "(defaults)", sv, real, s["survives_why"]))
+    plain = ("saved_by" in expect and conf == expect["saved_by"]) or "growing_demand" in expect \
+        or expect.get("cause") == "outside_pytorch"
+    if how == "given" and plain and sv == "unknown":
+        vague.append("%s: unknown where the answer is plain (%s)" % (conf or "(defaults)", s["survives_why"]))
+print("%s, limit %s: yes %d, no %d, unknown %d; %d against the reruns, %d unknown where plain" % (
+    job, how, count["yes"], count["no"], count["unknown"], len(wrong), len(vague)))
+for w in wrong + vague:
+    print("  WRONG" if w in wrong else "  VAGUE", w)
+' "$d/$job.truth.json" $job $how
+	done
+done
+# the job that a setting saves: the evidence behind its yes, in words
+"$MEMSNAP" -q whatif --limit 4368367616 "$d/frag.pickle.zst" | sed -n '/^survives/,/^$/p' | grep -A1 '^  yes'
+# the OOM's cause: the full device of `outside` is memory outside PyTorch once the device's size
+# is known (PyTorch's message: this process has 139.32 GiB in use, 2.61 GiB allocated by
+# PyTorch), undecided without it; frag ran out of fragmentation under its limit (3.42 GiB
+# allocated and the 562.50 MiB request fit in its 4.07 GiB limit)
+for a in "--device-memory 150109880320" ""; do
+	"$MEMSNAP" -q explain --json $a "$d/outside.pickle.zst" | python3 -c '
+import json, sys
+o = json.load(sys.stdin)["oom"]
+print("outside %s: cause %s, device full %s (%s free), outside PyTorch %s | %s" % (sys.argv[1] or "(no size)",
+      o["cause"], o["device_full"], o["device_free_bytes"], o["outside_pytorch_bytes"],
+      o["undecided_because"] or ", ".join("%s %d" % (c["cause"], c["bytes"]) for c in o["causes"])))' "$a"
+done
+"$MEMSNAP" -q explain --json --limit 4368367616 "$d/frag.pickle.zst" | python3 -c '
+import json, sys
+o = json.load(sys.stdin)["oom"]
+print("frag: cause", o["cause"], "| allocated %d + request %d against the limit %d" % (
+      o["allocated_bytes"], o["requested_bytes"], o["capacity_bytes"]))'
