@@ -32,11 +32,11 @@ struct figures {
 	double frag;
 	int oom;
 	uint64_t oom_index;
-	int mid_run;            /* peaks from the first event on: lower bounds */
-	unsigned devsrc;        /* where the device's size came from (enum ms_devmem_source) */
-	uint64_t recorded_ooms; /* the recorded run's */
+	int mid_run;                 /* peaks from the first event on: lower bounds */
+	unsigned devsrc;             /* where the device's size came from (enum ms_devmem_source) */
+	uint64_t recorded_ooms;      /* the recorded run's */
 	uint64_t recorded_oom_index; /* the first of them */
-	int cut_short;          /* a memsnap trace whose recording was killed: a prefix of the run */
+	int cut_short; /* a memsnap trace whose recording was killed: a prefix of the run */
 	struct ms_limit_range lim;
 };
 
@@ -220,7 +220,8 @@ int cmd_check(int argc, const char **argv)
 			     ms_format_size(b1, sizeof(b1), f.allocated),
 			     ms_format_size(b2, sizeof(b2), max_alloc));
 		if (frag_budget >= 0 && f.frag > frag_budget)
-			FAIL("waste at the peak %.3f exceeds the --max-fragmentation budget of %.3f",
+			FAIL("waste at the peak %.3f exceeds the --max-fragmentation budget of "
+			     "%.3f",
 			     f.frag, frag_budget);
 		if (baseline) {
 			double gr = b.reserved ? 100.0 * ((double)f.reserved - (double)b.reserved) /

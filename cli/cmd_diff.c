@@ -40,6 +40,10 @@ struct side {
 	struct ms_explain x; /* what each peak is made of (explain/explain.h) */
 	int has_x;
 	int cut_short; /* a memsnap trace without its END: what the file holds, not the run */
+	/* what the run ran with: said first where the two differ */
+	char torch[64], gpu[128];
+	uint64_t gpu_total;
+	struct ms_limit_range lim;
 };
 
 static int load(struct ms_replay_cli *c, struct side *s, uint32_t frames)
@@ -52,6 +56,7 @@ static int load(struct ms_replay_cli *c, struct side *s, uint32_t frames)
 
 	c->o.device = s->device;
 	st = ms_replay_cli_run(c, s->path, &s->r, &lim, &d);
+	s->lim = lim;
 	ms_replay_cli_release(c);
 	*c = keep;
 	if (!st)
@@ -87,6 +92,16 @@ static int load(struct ms_replay_cli *c, struct side *s, uint32_t frames)
 			ms_die(MS_EXIT_ERROR, "out of memory");
 		s->has_x = 1;
 		s->cut_short = t->cut_short;
+		snprintf(s->torch, sizeof(s->torch), "%s",
+		         t->meta.torch_version && t->meta.torch_version[0] ? t->meta.torch_version
+		         : t->meta.layout_release                          ? t->meta.layout_release
+		                                                           : "");
+		for (uint32_t k = 0; k < t->meta.n_devices; k++)
+			if (t->meta.devices[k].index == s->device) {
+				snprintf(s->gpu, sizeof(s->gpu), "%s",
+				         t->meta.devices[k].name ? t->meta.devices[k].name : "");
+				s->gpu_total = t->meta.devices[k].total_memory;
+			}
 		ms_trace_free(owned);
 	}
 	return 0;
@@ -390,6 +405,104 @@ static void steps(const struct side *s, size_t top, cJSON *out)
 	ms_free(order);
 }
 
+/* "recorded expandable_segments:True", "the defaults (not recorded)", ... */
+static const char *settings_text(const struct ms_replay_result *r, char *buf, size_t cap)
+{
+	snprintf(buf, cap, "%s%s%s", r->alloc_conf[0] ? r->alloc_conf : "the defaults",
+	         r->settings_recorded ? ""
+	         : r->expandable_seen ? " (seen in the trace)"
+	                              : " (not recorded)",
+	         "");
+	return buf;
+}
+
+static const char *limit_text(const struct side *s, char *buf, size_t cap)
+{
+	char b1[32], b2[32];
+	if (s->lim.inferred)
+		snprintf(buf, cap, "inferred, %s to %s", ms_format_size(b1, sizeof(b1), s->lim.lo),
+		         ms_format_size(b2, sizeof(b2), s->lim.hi));
+	else if (s->r.limit)
+		snprintf(buf, cap, "%s", ms_format_size(b1, sizeof(b1), s->r.limit));
+	else
+		snprintf(buf, cap, "none known");
+	return buf;
+}
+
+/* "2.11.0+cu130" against "2.10 or 2.11": the version's major.minor among the releases named */
+static int same_release(const char *x, const char *y)
+{
+	char rel[16];
+	const char *exact = strchr(x, '+') || strchr(x, ' ') == NULL ? x : y;
+	const char *named = exact == x ? y : x;
+	const char *dot;
+	size_t n;
+
+	if (!x[0] || !y[0] || !strcmp(x, y))
+		return !strcmp(x, y);
+	if (!strstr(named, " or ") && strchr(named, '.') && strchr(strchr(named, '.') + 1, '.'))
+		return 0; /* two exact versions that differ */
+	if (!(dot = strchr(exact, '.')) || !(dot = strchr(dot + 1, '.')))
+		dot = exact + strlen(exact);
+	n = (size_t)(dot - exact);
+	if (n >= sizeof(rel))
+		return 0;
+	memcpy(rel, exact, n);
+	rel[n] = 0;
+	for (const char *p = named; (p = strstr(p, rel)); p += n)
+		if ((p == named || p[-1] == ' ') && (!p[n] || p[n] == ' ' || p[n] == ','))
+			return 1;
+	return 0;
+}
+
+/*
+ * What the two runs ran with, where it differs: allocator settings, limit, device, PyTorch
+ * release. First, since a difference there explains the rest.
+ */
+static void differences(const struct side *s, cJSON *out)
+{
+	char a[600], b[600];
+	cJSON *o = out ? cJSON_AddObjectToObject(out, "ran_with_differs") : NULL;
+	int said = 0;
+#define DIFFERS(key, what, x, y)                                                      \
+	do {                                                                          \
+		int d_ = strcmp(x, y) != 0;                                           \
+		if (o) {                                                              \
+			cJSON *k_ = cJSON_AddObjectToObject(o, key);                  \
+			cJSON_AddBoolToObject(k_, "differs", d_);                     \
+			cJSON_AddStringToObject(k_, "a", x);                          \
+			cJSON_AddStringToObject(k_, "b", y);                          \
+		} else if (d_) {                                                      \
+			if (!said++)                                                  \
+				printf("the runs ran with different:\n");             \
+			printf("    %-18s a: %s\n    %-18s b: %s\n", what, x, "", y); \
+		}                                                                     \
+	} while (0)
+	DIFFERS("alloc_conf", "allocator settings", settings_text(&s[0].r, a, sizeof(a)),
+	        settings_text(&s[1].r, b, sizeof(b)));
+	DIFFERS("limit", "limit", limit_text(&s[0], a, sizeof(a)), limit_text(&s[1], b, sizeof(b)));
+	{
+		char b1[32], b2[32];
+		snprintf(a, sizeof(a), "%s%s%s", s[0].gpu[0] ? s[0].gpu : "not recorded",
+		         s[0].gpu_total ? ", " : "",
+		         s[0].gpu_total ? ms_format_size(b1, sizeof(b1), s[0].gpu_total) : "");
+		snprintf(b, sizeof(b), "%s%s%s", s[1].gpu[0] ? s[1].gpu : "not recorded",
+		         s[1].gpu_total ? ", " : "",
+		         s[1].gpu_total ? ms_format_size(b2, sizeof(b2), s[1].gpu_total) : "");
+	}
+	DIFFERS("device", "device", a, b);
+	/* a snapshot's layout names the releases it fits ("2.10 or 2.11"), a recording its version
+	   ("2.11.0+cu130"): the same where the version's release is among them */
+	snprintf(a, sizeof(a), "%s", s[0].torch[0] ? s[0].torch : "not recorded");
+	snprintf(b, sizeof(b), "%s", s[1].torch[0] ? s[1].torch : "not recorded");
+	if (same_release(s[0].torch, s[1].torch))
+		snprintf(b, sizeof(b), "%s", a);
+	DIFFERS("torch", "PyTorch", a, b);
+#undef DIFFERS
+	if (said)
+		printf("\n");
+}
+
 static void diff_pair(struct side *s, const char *la, const char *lb, size_t top, int json,
                       uint32_t frames_n, cJSON **jout)
 {
@@ -410,7 +523,9 @@ static void diff_pair(struct side *s, const char *la, const char *lb, size_t top
 		cJSON_AddBoolToObject(out, "b_starts_mid_run", s[1].r.rebuilt);
 		cJSON_AddBoolToObject(out, "a_cut_short", s[0].cut_short);
 		cJSON_AddBoolToObject(out, "b_cut_short", s[1].cut_short);
+		differences(s, out);
 	} else {
+		differences(s, NULL);
 		printf("a: %s%s%s\nb: %s%s%s\n\n    %12s %12s %12s\n", la,
 		       s[0].r.rebuilt ? " (starts mid-run: its peaks are lower bounds)" : "",
 		       s[0].cut_short ? " (cut short: the part of the run the file holds)" : "", lb,

@@ -187,14 +187,17 @@ static void print_oom_cause(const struct ms_oom_verdict *v, const struct ms_deat
 		printf("%s\n", v->n_causes > 1 ? ")" : "");
 	}
 	if (v->demand_projected)
-		printf("    the request itself would have fit but for fragmentation; the steps' peaks "
-		       "rose %s a step over the last %zu, and at that rate step %zu asks for %s, more "
+		printf("    the request itself would have fit but for fragmentation; the steps' "
+		       "peaks "
+		       "rose %s a step over the last %zu, and at that rate step %zu asks for %s, "
+		       "more "
 		       "than the %s PyTorch could use\n",
 		       ms_format_size(b1, sizeof(b1), d->rise_per_step), d->rising_steps,
 		       d->dying_step, ms_format_size(b2, sizeof(b2), d->projected_dying),
 		       ms_format_size(b3, sizeof(b3), v->capacity_hi));
 	if (v->device_full)
-		printf("    the device was full: %s free at the OOM, below the %s segment the request "
+		printf("    the device was full: %s free at the OOM, below the %s segment the "
+		       "request "
 		       "needed; no per-process limit is needed to explain it\n",
 		       ms_format_size(b1, sizeof(b1), v->device_free),
 		       ms_format_size(b2, sizeof(b2), v->segment_needed));
@@ -1337,8 +1340,9 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 			if (recs[k].sv.survives == MS_SURVIVES_NO &&
 			    (!k || recs[k - 1].sv.survives != MS_SURVIVES_NO))
 				printf("    %s would not have saved the job:\n",
-				       k ? "these" : "none does: these lower the peak or get past the "
-				                     "recorded OOM, but");
+				       k ? "these"
+				         : "none does: these lower the peak or get past the "
+				           "recorded OOM, but");
 			printf("    %s\n      peak reserved %s (%s%s)%s", w->conf,
 			       ms_format_size(b1, sizeof(b1), p), p > reserved ? "+" : "-",
 			       ms_format_size(b2, sizeof(b2),
@@ -1361,8 +1365,9 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 			printf("\n      survives: %s: %s", ms_survives_name(recs[k].sv.survives),
 			       recs[k].sv.why);
 			if (recs[k].sv.survives != MS_SURVIVES_NO && recs[k].sv.margin_known)
-				printf("; %s left %s", ms_format_size(b1, sizeof(b1), recs[k].sv.margin),
-				       vcap.from == MS_CAP_HELD ? "below what the job held"
+				printf("; %s left %s",
+				       ms_format_size(b1, sizeof(b1), recs[k].sv.margin),
+				       vcap.from == MS_CAP_HELD     ? "below what the job held"
 				       : vcap.from == MS_CAP_DEVICE ? "of what PyTorch could use"
 				                                    : "under the limit");
 			printf("\n");

@@ -148,7 +148,8 @@ static const char *row_name(const struct ms_whatif_row *j, char *buf, size_t cap
 	if (j->conf)
 		snprintf(buf, cap, "%s", j->conf);
 	else if (j->r.settings_recorded)
-		snprintf(buf, cap, "(recorded)%s%s", j->r.alloc_conf[0] ? " " : "", j->r.alloc_conf);
+		snprintf(buf, cap, "(recorded)%s%s", j->r.alloc_conf[0] ? " " : "",
+		         j->r.alloc_conf);
 	else if (j->r.expandable_seen)
 		snprintf(buf, cap, "(not recorded; seen in the trace) %s", j->r.alloc_conf);
 	else
@@ -158,8 +159,7 @@ static const char *row_name(const struct ms_whatif_row *j, char *buf, size_t cap
 
 /* Why each setting would or would not have saved the job: the rows of one answer and reason
  * together, in the table's order */
-static void print_survival(const struct ms_whatif_row *rows, const struct ms_survival *sv,
-                           size_t n)
+static void print_survival(const struct ms_whatif_row *rows, const struct ms_survival *sv, size_t n)
 {
 	char *done = ms_calloc(n ? n : 1, 1), name[600];
 	if (!done)
@@ -301,8 +301,9 @@ static int whatif_one(struct ms_replay_cli *c, const char *path, const struct ms
 				        ms_replay_reuse_as_recorded(&j->r));
 				ms_json_u64(o, "served_recorded_ooms_then_went_on",
 				            j->r.missed_ooms_went_on);
-				/* whether the job would have survived: avoids_oom alone is the replay
-				   getting past every recorded request, not the job finishing */
+				/* whether the job would have survived: avoids_oom alone is the
+				   replay getting past every recorded request, not the job finishing
+				 */
 				cJSON_AddBoolToObject(o, "avoids_oom", !j->r.has_oom);
 				cJSON_AddStringToObject(o, "survives",
 				                        ms_survives_name(sv[k].survives));

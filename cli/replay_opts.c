@@ -279,15 +279,19 @@ static void say_notes(const struct ms_replay_cli *c, const char *path)
 			        ms_format_size(b3, sizeof(b3), n->lim.used));
 			if (n->lim.raised)
 				ms_note("%s: the limit is at least %s (%llu bytes): the trace's "
-				        "segments held that much at once; lower limits reproduce the "
+				        "segments held that much at once; lower limits reproduce "
+				        "the "
 				        "OOMs only by giving back cached memory the job kept",
 				        path, ms_format_size(b1, sizeof(b1), n->lim.held),
 				        (unsigned long long)n->lim.held);
 			break;
 		case MS_REPLAY_NOTE_DEVICE_FULL:
-			ms_note("%s: the recorded OOM found the device itself full (%s free, below the %s "
-			        "segment the request needed): no per-process limit is needed to explain "
-			        "it, none is inferred; what PyTorch could use was what it held plus what "
+			ms_note("%s: the recorded OOM found the device itself full (%s free, below "
+			        "the %s "
+			        "segment the request needed): no per-process limit is needed to "
+			        "explain "
+			        "it, none is inferred; what PyTorch could use was what it held "
+			        "plus what "
 			        "was free (the replay does not reproduce the OOM exactly)",
 			        path, ms_format_size(b1, sizeof(b1), n->bytes),
 			        ms_format_size(b2, sizeof(b2), n->blocks));

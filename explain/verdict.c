@@ -1,4 +1,5 @@
-/* Would the job have survived under a setting (verdict.h): the death, the evidence, the decision. */
+/* Would the job have survived under a setting (verdict.h): the death, the evidence, the decision.
+ */
 #include "explain/verdict.h"
 
 #include <stdio.h>
@@ -271,9 +272,8 @@ static ms_status kept_from(const struct ms_trace *t, uint32_t device, uint64_t f
  * the side of too much memory held).
  */
 static void copy_step(struct cont *c, const struct ms_trace *t, uint32_t device, uint64_t from,
-                      uint64_t end, uint64_t emit_from, const uint64_t *as,
-                      const uint64_t *as_size, size_t n_as, const struct ms_u64map *live,
-                      uint64_t dying_first, int64_t t_ns)
+                      uint64_t end, uint64_t emit_from, const uint64_t *as, const uint64_t *as_size,
+                      size_t n_as, const struct ms_u64map *live, uint64_t dying_first, int64_t t_ns)
 {
 	struct ms_u64map kept = MS_U64MAP_INIT;
 	size_t k = 0;
@@ -325,8 +325,8 @@ static void copy_step(struct cont *c, const struct ms_trace *t, uint32_t device,
  */
 static ms_status continued_replay(const struct ms_trace *t, const struct ms_replay_opts *o,
                                   const struct ms_death *d, const struct ms_explain *x,
-                                  uint64_t limit, int *ran_out, uint64_t *peak_reserved,
-                                  char *err, size_t errcap)
+                                  uint64_t limit, int *ran_out, uint64_t *peak_reserved, char *err,
+                                  size_t errcap)
 {
 	struct cont c;
 	struct ms_u64map live;
@@ -380,8 +380,8 @@ static ms_status continued_replay(const struct ms_trace *t, const struct ms_repl
 		          kfirst, t_ns);
 		if (d->highest_step)
 			copy_step(&c, t, o->device, x->steps[d->highest_step - 1].first_event,
-			          step_end(t, x, d->highest_step - 1), 0, NULL, NULL, 0, NULL, kfirst,
-			          t_ns);
+			          step_end(t, x, d->highest_step - 1), 0, NULL, NULL, 0, NULL,
+			          kfirst, t_ns);
 	}
 	ms_free(as);
 	ms_free(as_size);
@@ -464,7 +464,8 @@ ms_status ms_survival_judge(const struct ms_trace *t, const struct ms_replay_opt
 	if (whole->has_oom) {
 		/* it runs out: at the inferred limit's highest too? */
 		if (ranged && whole_runs_out(t, o, lim_hi) != 1) {
-			SAY("the replay runs out of memory at event %llu under the inferred limit's "
+			SAY("the replay runs out of memory at event %llu under the inferred "
+			    "limit's "
 			    "middle, not at its highest (%s): the limit decides",
 			    (unsigned long long)whole->first_oom.index,
 			    ms_format_size(b1, sizeof(b1), lim_hi));
@@ -491,32 +492,39 @@ ms_status ms_survival_judge(const struct ms_trace *t, const struct ms_replay_opt
 	if (cap->from == MS_CAP_HELD) {
 		/* the job had at least what it held; the replay ran without a limit */
 		if (d->died || d->went_on) {
-			SAY("no limit is known, and the job ran out of memory: what it could use is not "
+			SAY("no limit is known, and the job ran out of memory: what it could use "
+			    "is not "
 			    "known (--limit or --device-memory)");
 			return MS_OK;
 		}
 		if (peak > lim_lo) {
-			SAY("no limit is known, and the replay under this setting reserves more (%s) than "
-			    "the job held when it ran (%s): whether the device had that much is not "
+			SAY("no limit is known, and the replay under this setting reserves more "
+			    "(%s) than "
+			    "the job held when it ran (%s): whether the device had that much is "
+			    "not "
 			    "known",
-			    ms_format_size(b1, sizeof(b1), peak), ms_format_size(b2, sizeof(b2), lim_lo));
+			    ms_format_size(b1, sizeof(b1), peak),
+			    ms_format_size(b2, sizeof(b2), lim_lo));
 			return MS_OK;
 		}
 		out->survives = MS_SURVIVES_YES;
-		SAY("the job ran to the end of the trace; no limit is known, but the replay under this "
+		SAY("the job ran to the end of the trace; no limit is known, but the replay under "
+		    "this "
 		    "setting never reserves more than the job held at once when it ran (%s)",
 		    ms_format_size(b1, sizeof(b1), lim_lo));
 		return MS_OK;
 	}
 	if (d->went_on) {
-		SAY("the job caught a recorded OOM and went on without the memory: what it would have "
+		SAY("the job caught a recorded OOM and went on without the memory: what it would "
+		    "have "
 		    "done with it, and whether that fits, the trace cannot tell");
 		return MS_OK;
 	}
 	if (!d->died) {
 		/* the whole job is in the trace: the replay completing is the answer */
 		if (ranged && whole_runs_out(t, o, lim_lo) != 0) {
-			SAY("the replay completes under the inferred limit's middle, not at its lowest "
+			SAY("the replay completes under the inferred limit's middle, not at its "
+			    "lowest "
 			    "(%s): the limit decides",
 			    ms_format_size(b1, sizeof(b1), lim_lo));
 			return MS_OK;
@@ -544,9 +552,12 @@ ms_status ms_survival_judge(const struct ms_trace *t, const struct ms_replay_opt
 		if (!lo_out) {
 			out->survives = MS_SURVIVES_YES;
 			margin_of(out, lim_lo, lo_peak);
-			SAY("step %zu, which died, began with the same %llu requests as step %zu; that "
-			    "step's remaining requests, then step %zu (the highest before it) once more, "
-			    "replayed after the failure under this setting, stay within the limit%s "
+			SAY("step %zu, which died, began with the same %llu requests as step %zu; "
+			    "that "
+			    "step's remaining requests, then step %zu (the highest before it) once "
+			    "more, "
+			    "replayed after the failure under this setting, stay within the "
+			    "limit%s "
 			    "(peak reserved %s; assumed: the steps after it are like those before)",
 			    d->dying_step, (unsigned long long)d->prefix_allocs, d->like_step,
 			    d->highest_step, ranged ? " at the inferred limit's lowest" : "",
@@ -556,15 +567,18 @@ ms_status ms_survival_judge(const struct ms_trace *t, const struct ms_replay_opt
 		hi_out = lo_out;
 		hi_peak = lo_peak;
 		if (ranged) {
-			s = continued_replay(t, o, d, x, lim_hi, &hi_out, &hi_peak, err, sizeof(err));
+			s = continued_replay(t, o, d, x, lim_hi, &hi_out, &hi_peak, err,
+			                     sizeof(err));
 			if (s == MS_ERR_NOMEM)
 				return s;
 			if (s)
 				hi_out = 0;
 		}
 		if (!hi_out) {
-			SAY("the dying step's remaining requests (as step %zu made them) fit at the "
-			    "inferred limit's highest (%s), not at its lowest (%s): the limit decides",
+			SAY("the dying step's remaining requests (as step %zu made them) fit at "
+			    "the "
+			    "inferred limit's highest (%s), not at its lowest (%s): the limit "
+			    "decides",
 			    d->like_step, ms_format_size(b1, sizeof(b1), lim_hi),
 			    ms_format_size(b2, sizeof(b2), lim_lo));
 			return MS_OK;
@@ -573,9 +587,10 @@ ms_status ms_survival_judge(const struct ms_trace *t, const struct ms_replay_opt
 		SAY("step %zu, which died, began with the same %llu requests as step %zu; %s, "
 		    "replayed after the failure under this setting, run%s out of memory",
 		    d->dying_step, (unsigned long long)d->prefix_allocs, d->like_step,
-		    hi_out == 1 && lo_out == 1 ? "its remaining requests (then the highest step once "
-		                                 "more)"
-		                               : "the trace up to the failure",
+		    hi_out == 1 && lo_out == 1
+		            ? "its remaining requests (then the highest step once "
+		              "more)"
+		            : "the trace up to the failure",
 		    ranged ? " at every limit of the inferred range" : "");
 		return MS_OK;
 	}
@@ -584,20 +599,22 @@ ms_status ms_survival_judge(const struct ms_trace *t, const struct ms_replay_opt
 		SAY("demand: the peaks of the last %zu steps rose %s a step; at that rate step %zu "
 		    "asks for %s and the next %s, more than the %s PyTorch could use%s (no setting "
 		    "gives more; assumed: the job goes on growing as it did, for a step or more)",
-		    d->rising_steps, ms_format_size(b1, sizeof(b1), d->rise_per_step), d->dying_step,
-		    ms_format_size(b2, sizeof(b2), d->projected_dying),
+		    d->rising_steps, ms_format_size(b1, sizeof(b1), d->rise_per_step),
+		    d->dying_step, ms_format_size(b2, sizeof(b2), d->projected_dying),
 		    ms_format_size(b3, sizeof(b3), d->projected_next),
 		    ms_format_size((char[32]){0}, 32, lim_hi),
 		    ranged ? " at the inferred limit's highest" : "");
 		return MS_OK;
 	}
 	if (!d->dying_step) {
-		SAY("the trace ends at the failed request (event %llu), and it has no steps: what the "
+		SAY("the trace ends at the failed request (event %llu), and it has no steps: what "
+		    "the "
 		    "job would have asked for next is not known",
 		    (unsigned long long)d->fail_index);
 	} else if (d->rising_steps && d->rise_per_step) {
 		uint64_t more = (lim_hi - d->projected_next) / d->rise_per_step + 2;
-		SAY("the trace ends at the failed request (event %llu, step %zu), and no earlier step "
+		SAY("the trace ends at the failed request (event %llu, step %zu), and no earlier "
+		    "step "
 		    "began with the same requests; the steps' peaks rose %s a step: at that rate "
 		    "they outgrow %s%s %llu steps after step %zu, if the job runs that long",
 		    (unsigned long long)d->fail_index, d->dying_step,
@@ -607,7 +624,8 @@ ms_status ms_survival_judge(const struct ms_trace *t, const struct ms_replay_opt
 		    d->dying_step);
 	} else {
 		SAY("the trace ends at the failed request (event %llu, step %zu): no earlier step "
-		    "began with the same requests, so what the step would have asked for next is not "
+		    "began with the same requests, so what the step would have asked for next is "
+		    "not "
 		    "known",
 		    (unsigned long long)d->fail_index, d->dying_step);
 	}
@@ -702,8 +720,10 @@ void ms_oom_cause_find(const struct ms_replay_result *r, const struct ms_limit_r
 				unsigned c = fit_cause(f, cap);
 				add_cause(v, c, fit_bytes(f, c));
 			}
-			WHY("the device was full, and whether memory outside PyTorch or the job's own "
-			    "filled it needs the device's size (--device-memory; a snapshot does not "
+			WHY("the device was full, and whether memory outside PyTorch or the job's "
+			    "own "
+			    "filled it needs the device's size (--device-memory; a snapshot does "
+			    "not "
 			    "record it)");
 			return;
 		}
@@ -757,7 +777,8 @@ void ms_oom_cause_find(const struct ms_replay_result *r, const struct ms_limit_r
 		    ms_format_size((char[32]){0}, 32, v->capacity_hi));
 		return;
 	}
-	if (v->capacity_hi != v->capacity_lo && fit_cause(f, v->capacity_hi) != fit_cause(f, v->capacity_lo)) {
+	if (v->capacity_hi != v->capacity_lo &&
+	    fit_cause(f, v->capacity_hi) != fit_cause(f, v->capacity_lo)) {
 		WHY("over the inferred limit's range the request's segment fits at one end and not "
 		    "at the other: segment size or fragmentation (--limit settles it)");
 		add_cause(v, MS_CAUSE_FRAGMENTATION, f->o.free_in_reserved);

@@ -40,16 +40,16 @@ const char *ms_survives_name(unsigned survives);
 
 /* How the job ended, as the trace tells it, and what the verdicts can rest on. */
 struct ms_death {
-	int died;       /* the trace ends at a recorded OOM: the job died there */
-	int went_on;    /* it recorded an OOM and allocated again after it (caught, went on) */
-	int cut_short;  /* a memsnap trace whose recording was killed */
+	int died;            /* the trace ends at a recorded OOM: the job died there */
+	int went_on;         /* it recorded an OOM and allocated again after it (caught, went on) */
+	int cut_short;       /* a memsnap trace whose recording was killed */
 	uint64_t fail_index; /* the OOM that ended the job (died) */
 	uint64_t request;    /* the bytes it asked for */
 	/* steps numbered from 1 as ms_explain's (0: none) */
-	size_t dying_step;   /* the step the failure fell in */
-	size_t like_step;    /* an earlier step that began with the same requests (0: none) */
-	size_t highest_step; /* the complete step before the dying one with the most requested */
-	uint64_t like_from;  /* like_step's event that matches the failed request */
+	size_t dying_step;      /* the step the failure fell in */
+	size_t like_step;       /* an earlier step that began with the same requests (0: none) */
+	size_t highest_step;    /* the complete step before the dying one with the most requested */
+	uint64_t like_from;     /* like_step's event that matches the failed request */
 	uint64_t prefix_allocs; /* the dying step's allocations before the failure */
 	/* demand: the peaks of the last rising_steps complete steps rose each step; at the mean
 	 * rise the dying step and the next ask for projected_dying and projected_next */
@@ -76,13 +76,13 @@ struct ms_survival {
 
 /* What the verdicts measure against: what PyTorch could use. */
 enum ms_capacity_from {
-	MS_CAP_NONE = 0,     /* not known */
-	MS_CAP_LIMIT,        /* a per-process limit, given or recorded (lo == hi) */
-	MS_CAP_INFERRED,     /* a per-process limit inferred from the recorded OOMs: [lo, hi] */
-	MS_CAP_DEVICE,       /* the device: its size, or at a full device's OOM what PyTorch held
-	                        plus what was free */
-	MS_CAP_HELD,         /* no limit known: what the job held at once when it ran (it had that
-	                        much), a floor of what it could use */
+	MS_CAP_NONE = 0, /* not known */
+	MS_CAP_LIMIT,    /* a per-process limit, given or recorded (lo == hi) */
+	MS_CAP_INFERRED, /* a per-process limit inferred from the recorded OOMs: [lo, hi] */
+	MS_CAP_DEVICE,   /* the device: its size, or at a full device's OOM what PyTorch held
+	                    plus what was free */
+	MS_CAP_HELD,     /* no limit known: what the job held at once when it ran (it had that
+	                    much), a floor of what it could use */
 };
 
 struct ms_capacity {
@@ -114,18 +114,19 @@ ms_status ms_survival_judge(const struct ms_trace *t, const struct ms_replay_opt
 
 enum ms_oom_cause {
 	MS_CAUSE_UNDECIDED = 0,
-	MS_CAUSE_DEMAND,         /* the request plus what was live exceed what PyTorch could use */
-	MS_CAUSE_FRAGMENTATION,  /* it would have fit; no free block was large enough */
-	MS_CAUSE_SEGMENT_SIZE,   /* it fitted, the segment it asked for (rounded up) did not */
-	MS_CAUSE_OUTSIDE,        /* the device was full, most of it held outside PyTorch */
-	MS_CAUSE_CACHE_KEPT,     /* an open private pool or capture kept the cache */
+	MS_CAUSE_DEMAND,        /* the request plus what was live exceed what PyTorch could use */
+	MS_CAUSE_FRAGMENTATION, /* it would have fit; no free block was large enough */
+	MS_CAUSE_SEGMENT_SIZE,  /* it fitted, the segment it asked for (rounded up) did not */
+	MS_CAUSE_OUTSIDE,       /* the device was full, most of it held outside PyTorch */
+	MS_CAUSE_CACHE_KEPT,    /* an open private pool or capture kept the cache */
 	MS_CAUSE_COUNT
 };
 /* "demand", ..., as the JSON names them; NULL for undecided */
 const char *ms_oom_cause_name(unsigned cause);
 
 struct ms_oom_verdict {
-	unsigned cause; /* the one that decides it; MS_CAUSE_UNDECIDED: undecided_because says why */
+	unsigned
+	        cause; /* the one that decides it; MS_CAUSE_UNDECIDED: undecided_because says why */
 	char undecided_because[320];
 	/* every cause that contributes, with its bytes (the decider first) */
 	struct {
