@@ -800,10 +800,8 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 	uint64_t *sres;
 	size_t nrows = ms_whatif_n_default_configs, nrec = 0, k;
 	uint64_t reserved, allocated, cached, outside, capacity;
-	struct ms_capacity vcap;
 	int outside_known, has_oom, apeak;
-	struct ms_death death;
-	struct ms_oom_verdict ov;
+	struct ms_verdict vd;
 	char b1[32], b2[32], b3[32];
 	ms_status s;
 
@@ -860,13 +858,11 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 	                                              * for the recorded one and those that help.
 	                                              */
 	/* why it ran out, how the job ended, and the limit the verdicts rest on */
-	if (ms_death_find(t, device, &x, &death))
+	if (ms_verdict_begin(t, &x, &c->o, &first, &lim, &vd))
 		ms_die(MS_EXIT_ERROR, "out of memory");
-	ms_oom_cause_find(&first, &lim, lim.inferred ? 0 : c->o.limit, &death, &ov);
 	/* a full device: PyTorch could use what it reserved and what was free, not the device */
-	if (ov.device_full)
-		capacity = ov.capacity_lo;
-	vcap = ms_verdict_capacity(t, device, &lim, c->o.limit, capacity, &ov);
+	if (vd.oom.device_full)
+		capacity = vd.oom.capacity_lo;
 	rows = ms_calloc(nrows, sizeof(*rows));
 	recs = ms_calloc(nrows, sizeof(*recs));
 	if (!rows || !recs)
@@ -881,6 +877,9 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 	if ((s = ms_whatif_run(t, &wo, rows + 1, nrows - 1, jobs)))
 		ms_die(MS_EXIT_ERROR, "%s",
 		       s == MS_ERR_NOMEM ? "out of memory" : "cannot start a thread");
+	/* would the job have survived under each (explain/verdict.h) */
+	if (ms_verdict_judge_rows(t, &x, &wo, rows + 1, nrows - 1, &vd))
+		ms_die(MS_EXIT_ERROR, "out of memory");
 	for (k = 1; k < nrows; k++) {
 		const struct ms_whatif_row *w = &rows[k];
 		uint64_t p;
@@ -890,15 +889,9 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 		p = (uint64_t)w->r.stats.reserved_bytes[0].peak;
 		avoids = first.has_oom && !w->r.has_oom;
 		/* a setting that avoids the OOM, or lowers the peak by 1% or more */
-		if (avoids || (!w->r.has_oom && p < reserved && reserved - p >= reserved / 100)) {
-			struct ms_replay_opts so = wo;
-			so.alloc_conf = w->conf;
-			recs[nrec] =
-			        (struct rec){k, p, avoids, avoids && w->r.missed_ooms_went_on, {0}};
-			if (ms_survival_judge(t, &so, &death, &x, &vcap, &w->r, &recs[nrec].sv))
-				ms_die(MS_EXIT_ERROR, "out of memory");
-			nrec++;
-		}
+		if (avoids || (!w->r.has_oom && p < reserved && reserved - p >= reserved / 100))
+			recs[nrec++] = (struct rec){
+			        k, p, avoids, avoids && w->r.missed_ooms_went_on, vd.sv[k - 1]};
 	}
 	qsort(recs, nrec, sizeof(*recs), rec_cmp);
 	{
@@ -937,6 +930,8 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 		cJSON_AddStringToObject(root, "trace", path);
 		cJSON_AddNumberToObject(root, "device", device);
 		cJSON_AddBoolToObject(root, "trace_cut_short", t->cut_short);
+		/* the one line a postmortem opens with (explain/verdict.h) */
+		cJSON_AddStringToObject(root, "verdict", vd.headline);
 		o = cJSON_AddObjectToObject(root, "peak");
 		ms_json_u64(o, "event", at);
 		ms_json_u64(o, "bytes", reserved);
@@ -1071,7 +1066,7 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 			else
 				cJSON_AddBoolToObject(o, "fits_without_fragmentation", fit);
 			ms_json_u64(o, "new_segment_bytes", f->o.alloc_size);
-			json_oom_cause(o, &ov);
+			json_oom_cause(o, &vd.oom);
 			/* a use_mem_pool or a capture was open: the last retry was not made */
 			cJSON_AddBoolToObject(o, "cache_kept_by_open_pool_or_capture",
 			                      f->o.retry_skipped);
@@ -1106,6 +1101,8 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 	} else {
 		uint64_t at = first.fullest_at_peak_index;
 		size_t ps = step_of(&x, at);
+		if (has_oom || vd.death.died)
+			printf("%s: %s\n", label, vd.headline);
 		printf("%s: peak %s%s reserved (first at event %llu); at event %llu", label,
 		       first.rebuilt ? "at least " : "", ms_format_size(b1, sizeof(b1), reserved),
 		       (unsigned long long)first.peak_reserved_index, (unsigned long long)at);
@@ -1222,7 +1219,7 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 				printf("    held by, the largest sites of what was allocated:\n");
 				print_sites(&t->syms, at_oom.top_live, at_oom.n_top_live);
 			}
-			print_oom_cause(&ov, &death, f->o.reserved);
+			print_oom_cause(&vd.oom, &vd.death, f->o.reserved);
 			{
 				int fit = fits(f, capacity, &lim);
 				uint64_t demand = f->o.allocated + f->o.requested;
@@ -1367,9 +1364,9 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 			if (recs[k].sv.survives != MS_SURVIVES_NO && recs[k].sv.margin_known)
 				printf("; %s left %s",
 				       ms_format_size(b1, sizeof(b1), recs[k].sv.margin),
-				       vcap.from == MS_CAP_HELD     ? "below what the job held"
-				       : vcap.from == MS_CAP_DEVICE ? "of what PyTorch could use"
-				                                    : "under the limit");
+				       vd.cap.from == MS_CAP_HELD     ? "below what the job held"
+				       : vd.cap.from == MS_CAP_DEVICE ? "of what PyTorch could use"
+				                                      : "under the limit");
 			printf("\n");
 		}
 		if (!rows[0].s)
@@ -1409,6 +1406,7 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 	row->lower_bound = first.rebuilt;
 	row->ended_by_oom = first.ended_by_oom;
 	ms_explain_release(&x);
+	ms_verdict_release(&vd);
 	ms_replay_result_release(&first);
 	return MS_EXIT_OK;
 }

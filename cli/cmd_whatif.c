@@ -192,14 +192,12 @@ static int whatif_one(struct ms_replay_cli *c, const char *path, const struct ms
 	size_t k;
 	ms_status s;
 	unsigned devsrc;
-	uint64_t devmem, capacity;
+	uint64_t devmem;
 	int mid_run;
 	struct ms_explain ex;
 	struct ms_explain_in in;
-	struct ms_death death;
-	struct ms_oom_verdict ov;
-	struct ms_capacity vcap;
-	struct ms_survival *sv;
+	struct ms_verdict v;
+	const struct ms_survival *sv;
 
 	/* the limit: given, recorded, or inferred from recorded OOMs (as replay does) */
 	if (ms_replay_cli_run_reported(c, path, &first, &lim))
@@ -213,11 +211,8 @@ static int whatif_one(struct ms_replay_cli *c, const char *path, const struct ms
 	in.site_depth = 1;
 	in.peak_index = first.fullest_at_peak_index;
 	in.allocated_at_peak = first.allocated_at_peak_reserved - first.served_oom_at_peak_reserved;
-	if (ms_explain_run(&in, &ex) || ms_death_find(t, device, &ex, &death))
+	if (ms_explain_run(&in, &ex) || ms_verdict_begin(t, &ex, &c->o, &first, &lim, &v))
 		ms_die(MS_EXIT_ERROR, "out of memory");
-	ms_oom_cause_find(&first, &lim, lim.inferred ? 0 : c->o.limit, &death, &ov);
-	capacity = ov.device_full ? ov.capacity_lo : c->o.limit ? c->o.limit : first.device_memory;
-	vcap = ms_verdict_capacity(t, device, &lim, lim.inferred ? 0 : c->o.limit, capacity, &ov);
 	/* what the verdicts rest on: said wherever they are shown */
 	devsrc = first.device_memory_source;
 	devmem = first.device_memory;
@@ -231,16 +226,9 @@ static int whatif_one(struct ms_replay_cli *c, const char *path, const struct ms
 	if ((s = ms_whatif_run(t, &c->o, rows, nrows, jobs)))
 		ms_die(MS_EXIT_ERROR, "%s",
 		       s == MS_ERR_NOMEM ? "out of memory" : "cannot start a thread");
-	if (!(sv = ms_calloc(nrows ? nrows : 1, sizeof(*sv))))
+	if (ms_verdict_judge_rows(t, &ex, &c->o, rows, nrows, &v))
 		ms_die(MS_EXIT_ERROR, "out of memory");
-	for (k = 0; k < nrows; k++) {
-		struct ms_replay_opts so = c->o;
-		so.alloc_conf = rows[k].conf;
-		if (rows[k].s)
-			continue;
-		if (ms_survival_judge(t, &so, &death, &ex, &vcap, &rows[k].r, &sv[k]))
-			ms_die(MS_EXIT_ERROR, "out of memory");
-	}
+	sv = v.sv;
 	ms_explain_release(&ex);
 
 	if (json) {
@@ -410,7 +398,7 @@ static int whatif_one(struct ms_replay_cli *c, const char *path, const struct ms
 	}
 	ms_whatif_release(rows, nrows);
 	ms_free(rows);
-	ms_free(sv);
+	ms_verdict_release(&v);
 	return MS_EXIT_OK;
 }
 

@@ -10,6 +10,7 @@
 #include "common/hash.h"
 #include "common/buf.h"
 #include "parse/trace.h"
+#include "replay/whatif.h"
 
 const char *ms_survives_name(unsigned survives)
 {
@@ -132,7 +133,8 @@ ms_status ms_death_find(const struct ms_trace *t, uint32_t device, const struct 
 	d->died = 1;
 	d->fail_index = last_oom;
 	d->request = t->events[last_oom].size;
-	for (size_t k = 0; k < x->n_steps; k++)
+	/* steps found by repetition may be a model's layers in one pass: no step to judge by */
+	for (size_t k = 0; k < x->n_steps && !x->steps_by_repetition; k++)
 		if (x->steps[k].first_event <= last_oom)
 			d->dying_step = k + 1;
 	if (!d->dying_step)
@@ -801,4 +803,140 @@ struct ms_capacity ms_verdict_capacity(const struct ms_trace *t, uint32_t device
 	else if ((v.lo = v.hi = ms_trace_held_reserved(t, device)))
 		v.from = MS_CAP_HELD;
 	return v;
+}
+
+/* ---- one verdict per device ---- */
+
+ms_status ms_verdict_begin(const struct ms_trace *t, const struct ms_explain *x,
+                           const struct ms_replay_opts *o, const struct ms_replay_result *first,
+                           const struct ms_limit_range *lim, struct ms_verdict *v)
+{
+	uint64_t limit = lim->inferred ? 0 : o->limit ? o->limit : first->limit;
+	uint64_t capacity;
+	ms_status s;
+
+	memset(v, 0, sizeof(*v));
+	if ((s = ms_death_find(t, o->device, x, &v->death)))
+		return s;
+	v->has_oom = first->has_oom;
+	ms_oom_cause_find(first, lim, limit, &v->death, &v->oom);
+	/* a full device: PyTorch could use what it reserved and what was free, not the device */
+	capacity = v->oom.device_full ? v->oom.capacity_lo : limit ? limit : first->device_memory;
+	v->cap = ms_verdict_capacity(t, o->device, lim, limit, capacity, &v->oom);
+	return MS_OK;
+}
+
+static const char *cause_phrase(const struct ms_oom_verdict *v, char *buf, size_t cap)
+{
+	char b1[32];
+	switch (v->cause) {
+	case MS_CAUSE_DEMAND:
+		snprintf(buf, cap, "%s",
+		         v->demand_projected ? "demand (the step outgrows what PyTorch could use)"
+		                             : "demand (more than PyTorch could use)");
+		break;
+	case MS_CAUSE_FRAGMENTATION:
+		snprintf(buf, cap,
+		         "fragmentation (it would have fit; no free block was large enough)");
+		break;
+	case MS_CAUSE_SEGMENT_SIZE:
+		snprintf(buf, cap,
+		         "segment size (the request fit, the segment it asked for did not)");
+		break;
+	case MS_CAUSE_OUTSIDE:
+		snprintf(buf, cap, "memory outside PyTorch (%s of the device; it was full)",
+		         ms_format_size(b1, sizeof(b1), v->outside_bytes));
+		break;
+	case MS_CAUSE_CACHE_KEPT:
+		snprintf(buf, cap, "the cache kept by an open use_mem_pool or CUDA graph capture");
+		break;
+	default:
+		snprintf(buf, cap, "undecided: %s", v->undecided_because);
+	}
+	return buf;
+}
+
+/* The headline: what died where and why, then the setting that helps and how sure */
+static void headline(struct ms_verdict *v, const struct ms_whatif_row *rows, size_t n)
+{
+	char cause[400], b1[32];
+	size_t yes = SIZE_MAX, unknown = 0, no = 0, past = 0;
+	int len;
+
+	if (!v->has_oom && !v->death.died) {
+		snprintf(v->headline, sizeof(v->headline), "%s",
+		         v->death.cut_short ? "The trace is cut short (its recording was killed): "
+		                              "what the job did after it is not known."
+		         : v->death.went_on ? "The job caught a recorded OOM and went on."
+		                            : "No OOM: the job ran to the end of the trace.");
+		return;
+	}
+	for (size_t k = 0; k < n && k < v->n_sv; k++) {
+		if (!rows[k].conf || rows[k].s)
+			continue; /* the recorded settings, or a setting the model cannot replay */
+		if (!rows[k].r.has_oom)
+			past++;
+		if (v->sv[k].survives == MS_SURVIVES_YES && yes == SIZE_MAX)
+			yes = k;
+		else if (v->sv[k].survives == MS_SURVIVES_UNKNOWN)
+			unknown++;
+		else if (v->sv[k].survives == MS_SURVIVES_NO)
+			no++;
+	}
+	len = snprintf(v->headline, sizeof(v->headline), "Out of memory at event %llu",
+	               (unsigned long long)(v->has_oom ? v->death.fail_index : 0));
+	if (v->death.dying_step && len > 0 && (size_t)len < sizeof(v->headline))
+		len += snprintf(v->headline + len, sizeof(v->headline) - (size_t)len, " (step %zu)",
+		                v->death.dying_step);
+	if (len > 0 && (size_t)len < sizeof(v->headline))
+		len += snprintf(v->headline + len, sizeof(v->headline) - (size_t)len, ": %s. ",
+		                v->has_oom ? cause_phrase(&v->oom, cause, sizeof(cause))
+		                           : "the replay does not reproduce it");
+	if (len < 0 || (size_t)len >= sizeof(v->headline))
+		return;
+	if (yes != SIZE_MAX)
+		snprintf(v->headline + len, sizeof(v->headline) - (size_t)len,
+		         "%s would have saved it (survives: yes, %s left).", rows[yes].conf,
+		         ms_format_size(b1, sizeof(b1), v->sv[yes].margin));
+	else if (unknown)
+		snprintf(v->headline + len, sizeof(v->headline) - (size_t)len,
+		         "No setting is known to save it: of %zu tried, %zu get%s past the failed "
+		         "request, and for %zu the trace cannot tell whether the job would have "
+		         "finished (survives: unknown; %zu: no).",
+		         unknown + no, past, past == 1 ? "s" : "", unknown, no);
+	else if (no)
+		snprintf(v->headline + len, sizeof(v->headline) - (size_t)len,
+		         "No setting tried saves it (survives: no for each of %zu).", no);
+}
+
+ms_status ms_verdict_judge_rows(const struct ms_trace *t, const struct ms_explain *x,
+                                const struct ms_replay_opts *o, const struct ms_whatif_row *rows,
+                                size_t n, struct ms_verdict *v)
+{
+	ms_status s;
+
+	ms_free(v->sv);
+	if (!(v->sv = ms_calloc(n ? n : 1, sizeof(*v->sv))))
+		return MS_ERR_NOMEM;
+	v->n_sv = n;
+	for (size_t k = 0; k < n; k++) {
+		struct ms_replay_opts so = *o;
+		so.alloc_conf = rows[k].conf;
+		if (rows[k].s) {
+			snprintf(v->sv[k].why, sizeof(v->sv[k].why),
+			         "the setting could not be replayed: %.400s", rows[k].err);
+			continue;
+		}
+		if ((s = ms_survival_judge(t, &so, &v->death, x, &v->cap, &rows[k].r, &v->sv[k])))
+			return s;
+	}
+	headline(v, rows, n);
+	return MS_OK;
+}
+
+void ms_verdict_release(struct ms_verdict *v)
+{
+	ms_free(v->sv);
+	v->sv = NULL;
+	v->n_sv = 0;
 }

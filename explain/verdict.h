@@ -161,4 +161,38 @@ struct ms_oom_verdict {
 void ms_oom_cause_find(const struct ms_replay_result *r, const struct ms_limit_range *lim,
                        uint64_t limit, const struct ms_death *d, struct ms_oom_verdict *v);
 
+/* ---- one verdict per device, which every command reads ---- */
+
+struct ms_whatif_row;
+
+/* What the commands show of one device of a trace: computed once, here. */
+struct ms_verdict {
+	struct ms_death death;
+	int has_oom;
+	struct ms_oom_verdict oom; /* has_oom */
+	struct ms_capacity cap;
+	/* the settings of rows (ms_verdict_judge_rows), one each; n_sv of them */
+	struct ms_survival *sv;
+	size_t n_sv;
+	/* one line: what died where, why, the change that helps and how sure memsnap is */
+	char headline[768];
+};
+
+/*
+ * The death, the OOM's cause and the capacity of trace t's device: first is the replay with the
+ * recorded or given settings (o its options, o->limit the limit it ran under), lim its inferred
+ * limit; x the device's explain (its steps). @return MS_OK or MS_ERR_NOMEM.
+ */
+ms_status ms_verdict_begin(const struct ms_trace *t, const struct ms_explain *x,
+                           const struct ms_replay_opts *o, const struct ms_replay_result *first,
+                           const struct ms_limit_range *lim, struct ms_verdict *v);
+/*
+ * Judge each row's setting (rows from ms_whatif_run with the same options; a row with an error
+ * is unknown), then write the headline. @return MS_OK or MS_ERR_NOMEM.
+ */
+ms_status ms_verdict_judge_rows(const struct ms_trace *t, const struct ms_explain *x,
+                                const struct ms_replay_opts *o, const struct ms_whatif_row *rows,
+                                size_t n, struct ms_verdict *v);
+void ms_verdict_release(struct ms_verdict *v);
+
 #endif
