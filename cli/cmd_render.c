@@ -19,6 +19,8 @@
 #include "render/report.h"
 #include "replay/end_state.h"
 #include "replay/whatif.h"
+#include "explain/explain.h"
+#include "explain/verdict.h"
 
 static const char *const usage[] = {
         "memsnap render [--format html|csv|txt|dot|svg] [--at peak|oom|end|EVENT] [-o FILE]",
@@ -161,6 +163,42 @@ static ms_status diagnose(struct ms_report *rep, const char *path, const struct 
 	return s;
 }
 
+/*
+ * The page's verdict (explain/verdict.h) from the whole trace in memory (read as diagnose reads
+ * it), r the first pass and rows the what-if rows (or none). *has 0: the trace is too long to
+ * read whole here (the page then has none, and memsnap explain gives it).
+ */
+static ms_status page_verdict(const struct ms_replay_cli *c, const char *path,
+                              const struct ms_trace *t, const struct ms_replay_result *r,
+                              const struct ms_limit_range *lim, const struct ms_whatif_row *rows,
+                              size_t n_rows, struct ms_verdict *v, int *has, struct ms_diag *d)
+{
+	struct ms_trace *owned = NULL;
+	struct ms_explain x;
+	struct ms_explain_in in;
+	ms_status s = MS_OK;
+
+	*has = 0;
+	if (!t && r->events_total <= DIAGNOSE_EVENTS)
+		s = ms_replay_cli_trace_whole(path, &t, &owned, d);
+	if (s || !t)
+		return s;
+	memset(&in, 0, sizeof(in));
+	in.t = t;
+	in.device = c->o.device;
+	in.site_depth = 1;
+	in.peak_index = r->fullest_at_peak_index;
+	in.allocated_at_peak = r->allocated_at_peak_reserved - r->served_oom_at_peak_reserved;
+	if (!(s = ms_explain_run(&in, &x))) {
+		if (!(s = ms_verdict_begin(t, &x, &c->o, r, lim, v)) &&
+		    !(s = ms_verdict_judge_rows(t, &x, &c->o, rows, n_rows, v)))
+			*has = 1;
+		ms_explain_release(&x);
+	}
+	ms_trace_free(owned);
+	return s;
+}
+
 /* What page_data writes: the whole page, its data alone, or its timeline as CSV. */
 enum page_out { PAGE_HTML, PAGE_DATA, PAGE_CSV };
 
@@ -191,6 +229,8 @@ static int page_data(const struct ms_replay_cli *c, const char *path,
 	struct ms_whatif_row *rows = NULL;
 	size_t n_rows = 0;
 	struct ms_diag d = MS_DIAG_INIT;
+	struct ms_verdict verdict;
+	int has_verdict = 0;
 	ms_status s;
 
 	/* a snapshot is in memory already; a .zst trace streams from its file */
@@ -202,6 +242,12 @@ static int page_data(const struct ms_replay_cli *c, const char *path,
 		s = diagnose(&rep, path, in.trace, r, &d);
 	if (!s && what != PAGE_CSV && rep.has_oom && !pg->no_whatif)
 		s = whatif_rows(path, &c->o, &rows, &n_rows, &d);
+	memset(&verdict, 0, sizeof(verdict));
+	if (!s && what != PAGE_CSV && !pg->from && !pg->to)
+		s = page_verdict(c, path, in.trace, r, lim, rows, n_rows, &verdict, &has_verdict,
+		                 &d);
+	if (has_verdict)
+		rep.verdict = &verdict;
 	if (!s)
 		s = what == PAGE_HTML   ? ms_render_html(&rep, rows, n_rows, out)
 		    : what == PAGE_DATA ? ms_render_html_data(&rep, rows, n_rows, out)
@@ -212,6 +258,7 @@ static int page_data(const struct ms_replay_cli *c, const char *path,
 		ms_whatif_release(rows, n_rows);
 		ms_free(rows);
 	}
+	ms_verdict_release(&verdict);
 	ms_report_release(&rep);
 	return s ? MS_EXIT_ERROR : MS_EXIT_OK;
 }

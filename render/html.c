@@ -12,6 +12,7 @@
 #include "common/status.h"
 #include "render/report.h"
 #include "explain/explain.h"
+#include "explain/verdict.h"
 #include "replay/whatif.h"
 
 int ms_render_have_html(void)
@@ -214,7 +215,45 @@ static void oom_json(struct ms_jsonw *w, const struct ms_report *rep)
 }
 
 /* [setting, recorded, peak reserved, first OOM event or null, least memory or null, error] */
-static void whatif_json(struct ms_jsonw *w, const struct ms_whatif_row *rows, size_t n)
+/* The verdict: its headline, the OOM's cause; null where the caller had none. */
+static void verdict_json(struct ms_jsonw *w, const struct ms_verdict *v)
+{
+	if (!v) {
+		ms_jsonw_null(w);
+		return;
+	}
+	ms_jsonw_obj_begin(w);
+	key_cstr(w, "headline", v->headline);
+	ms_jsonw_key(w, "cause");
+	if (v->has_oom && v->oom.cause)
+		ms_jsonw_cstr(w, ms_oom_cause_name(v->oom.cause));
+	else
+		ms_jsonw_null(w);
+	ms_jsonw_key(w, "undecided_because");
+	if (v->has_oom && !v->oom.cause)
+		ms_jsonw_cstr(w, v->oom.undecided_because);
+	else
+		ms_jsonw_null(w);
+	ms_jsonw_key(w, "causes");
+	ms_jsonw_arr_begin(w);
+	for (size_t k = 0; v->has_oom && k < v->oom.n_causes; k++) {
+		ms_jsonw_arr_begin(w);
+		ms_jsonw_cstr(w, ms_oom_cause_name(v->oom.causes[k].cause));
+		ms_jsonw_u64(w, v->oom.causes[k].bytes);
+		ms_jsonw_arr_end(w);
+	}
+	ms_jsonw_arr_end(w);
+	key_bool(w, "device_full", v->has_oom && v->oom.device_full);
+	ms_jsonw_key(w, "outside_pytorch_bytes");
+	if (v->has_oom && v->oom.outside_known)
+		ms_jsonw_u64(w, v->oom.outside_bytes);
+	else
+		ms_jsonw_null(w);
+	ms_jsonw_obj_end(w);
+}
+
+static void whatif_json(struct ms_jsonw *w, const struct ms_whatif_row *rows, size_t n,
+                        const struct ms_verdict *v)
 {
 	ms_jsonw_arr_begin(w);
 	for (size_t i = 0; i < n; i++) {
@@ -241,6 +280,14 @@ static void whatif_json(struct ms_jsonw *w, const struct ms_whatif_row *rows, si
 			ms_jsonw_null(w);
 			/* recorded OOMs served, after which the job went on without the memory */
 			ms_jsonw_u64(w, j->r.missed_ooms_went_on);
+		}
+		/* would the job have survived under it, and why */
+		if (v && i < v->n_sv) {
+			ms_jsonw_cstr(w, ms_survives_name(v->sv[i].survives));
+			ms_jsonw_cstr(w, v->sv[i].why);
+		} else {
+			ms_jsonw_null(w);
+			ms_jsonw_null(w);
 		}
 		ms_jsonw_arr_end(w);
 	}
@@ -535,9 +582,11 @@ static ms_status data_json(const struct ms_report *rep, const struct ms_whatif_r
 		oom_json(&w, rep);
 	else
 		ms_jsonw_null(&w);
+	ms_jsonw_key(&w, "verdict");
+	verdict_json(&w, rep->verdict);
 	ms_jsonw_key(&w, "whatif");
 	if (rep->has_oom && whatif)
-		whatif_json(&w, whatif, n_whatif);
+		whatif_json(&w, whatif, n_whatif, rep->verdict);
 	else
 		ms_jsonw_null(&w);
 	ms_jsonw_key(&w, "top_sites_at_peak");

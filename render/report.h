@@ -143,8 +143,14 @@ struct ms_report_diagnosis {
 	size_t n_steps, steps_before_trace;
 };
 
+struct ms_verdict;
+
 struct ms_report {
 	const char *source;  /* borrowed from the input */
+	/* the device's verdict (explain/verdict.h), set by the caller where it has one: the page
+	 * opens with its headline, the OOM panel names its cause, and each what-if row carries its
+	 * survival (verdict->sv, as many as the rows); NULL: none. Borrowed. */
+	const struct ms_verdict *verdict;
 	int no_trace;        /* the end state of a snapshot without a trace: no timeline */
 	uint32_t site_depth; /* its sites' depth, as ms_report_input's */
 	/* the replay */

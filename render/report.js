@@ -119,7 +119,7 @@
 			return D.expandable_segments_seen ? 'settings not recorded ("' + D.alloc_conf +
 				'", as the trace\'s segments show; the rest the defaults)'
 				: 'settings not recorded (the defaults: "' + D.alloc_conf + '")';
-		return 'settings "' + D.alloc_conf + '"';
+		return D.alloc_conf ? 'settings "' + D.alloc_conf + '"' : 'settings: the defaults (recorded)';
 	}
 	text($('source'), D.source);
 	var least = D.mid_run ? 'at least ' : '';
@@ -149,6 +149,14 @@
 			'the segments as the snapshot recorded them, nothing earlier \u00b7 ' + fmt(D.peak.allocated) +
 			' allocated of ' + fmt(D.peak.reserved) + ' reserved \u00b7 ' + settingsText();
 	text($('summary'), sum);
+	/* the verdict first: what died where, why, the change that helps, how sure */
+	if (D.verdict) {
+		$('verdict').hidden = false;
+		text($('verdict'), D.verdict.headline);
+		document.body.dataset.verdict = D.verdict.headline.split(':')[0];
+	} else {
+		$('verdict').hidden = true;
+	}
 	/* the device switch: each device's page is drawn afresh from its own data */
 	if (blocks.length > 1) {
 		var nav = document.createElement('p');
@@ -180,7 +188,7 @@
 				: 'kept from before the first optimizer step through the last, a gradient of its size (no stacks to tell torch.nn\'s)',
 			gradients: 'alive at an optimizer step\'s start, the size of a parameter',
 			optimizer_state: 'made in an optimizer step, kept through the later ones, a parameter\'s size',
-			activations: 'an iteration\'s own, freed before the next optimizer step',
+			activations: 'an iteration\'s own: freed before the next optimizer step, or held when it ran out',
 			other: g.model ? 'kept across optimizer steps: workspaces, inputs, caches, leaks'
 				: 'kept across optimizer steps or to the end: workspaces, inputs, caches, leaks, and gradients and optimizer state (no parameters to tell them by)',
 			unplaced: 'not placed: from before the trace, or no optimizer steps to place it by'
@@ -291,34 +299,21 @@
 			' was free inside reserved segments; the largest free block was ' +
 			fmt(o.largest_free) + '.');
 		p.appendChild(h);
-		/* the verdict, as memsnap explain gives it: what the capacity lets one tell */
-		var demand = o.allocated + o.requested, cap = D.limit || D.device_memory || 0, verdict;
-		var LI = D.limit_inferred;
-		if (o.cache_kept)
-			verdict = 'A use_mem_pool or a CUDA graph capture was open: PyTorch gives no cached ' +
-				'segment back then, and ' + fmt(o.releasable) + ' of them were free. End it ' +
-				'before this allocation, or call torch.cuda.empty_cache() before it begins.';
-		else if (LI && demand > LI[0] && demand <= LI[1])
-			verdict = 'Demand or fragmentation cannot be told apart: allocated plus the request (' +
-				fmt(demand) + ') lie within the inferred limit\'s range, ' + fmt(LI[0]) + ' to ' +
-				fmt(LI[1]) + ' (memsnap render --limit sets it).';
-		else if (!cap && !LI)
-			verdict = 'The capacity is not known: demand and fragmentation cannot be told apart.';
-		else if (demand <= (LI ? LI[0] : cap) && (LI ? LI[0] : cap) - o.reserved >= o.rounded &&
-			(LI ? LI[0] : cap) - o.reserved < o.alloc_size)
-			verdict = 'Segment size: allocated plus the request (' + fmt(demand) + ') fit in ' +
-				fmt(LI ? LI[0] : cap) + ', and so did the request beside PyTorch\'s segments, but ' +
-				'the new segment it asked for (' + fmt(o.alloc_size) + ') did not fit in the ' +
-				fmt((LI ? LI[0] : cap) - o.reserved) + ' left; expandable segments grow by 2 MiB ' +
-				'pages instead.';
-		else if (demand <= (LI ? LI[0] : cap))
-			verdict = 'Fragmentation: allocated plus the request (' + fmt(demand) + ') fit in ' +
-				fmt(LI ? LI[0] : cap) + '; the largest free block was ' + fmt(o.largest_free) + '.';
+		/* the cause, as memsnap explain gives it (explain/verdict.h): the page words none */
+		var V = D.verdict, verdict;
+		if (!V)
+			verdict = 'The cause: memsnap explain gives it (this trace is too long to read whole for ' +
+				'the page).';
+		else if (V.cause)
+			verdict = 'Cause: ' + V.cause.replace('_', ' ') + (V.causes.length > 1 ? ' (also ' +
+				V.causes.slice(1).map(function (c) { return c[0].replace('_', ' ') + ' ' + fmt(c[1]); })
+					.join(', ') + ')' : '') + '.' + (V.device_full ? ' The device itself was full' +
+				(V.outside_pytorch_bytes !== null ? ': ' + fmt(V.outside_pytorch_bytes) + ' of it was ' +
+					'held outside PyTorch (one figure at the OOM, assumed constant).' : '.') : '');
 		else
-			verdict = 'Demand: allocated plus the request (' + fmt(demand) + ') exceed ' +
-				fmt(LI ? LI[1] : cap) + ': no setting can make it fit.';
+			verdict = 'Cause undecided: ' + V.undecided_because + '.';
 		p.appendChild(text(document.createElement('p'), verdict));
-		document.body.dataset.oomVerdict = verdict.split(':')[0];
+		document.body.dataset.oomVerdict = V ? (V.cause || 'undecided') : 'none';
 		p.appendChild(text(document.createElement('pre'), o.message));
 		var t = document.createElement('table');
 		t.innerHTML = '<thead><tr><th>bytes</th><th>event</th><th>who holds the memory</th></tr></thead>';
@@ -344,17 +339,18 @@
 			var wt = document.createElement('table');
 			wt.id = 'whatif';
 			wt.innerHTML = '<thead><tr><th>peak reserved</th><th>first OOM</th>' +
-				'<th>least memory that completes</th><th>setting</th></tr></thead>';
+				'<th>least memory that completes</th><th>survives</th><th>setting</th></tr></thead>';
 			var wb = document.createElement('tbody');
 			D.whatif.forEach(function (r) {
 				var tr = document.createElement('tr');
-				var cells = r[5] !== null ? ['-', '-', '-', r[0] + ': ' + r[5]] :
-					[fmt(r[2]), r[3] === null ? (r[6] ? 'avoided; the job went on without ' +
-						'the memory, and what it would have done with it is not known' :
-						'avoided') : 'event ' + r[3],
-						r[4] === null ? 'never' : fmt(r[4]), (r[1] ? '(recorded) ' : '') + r[0]];
+				/* past the failed request is not the job finishing: survives says that */
+				var cells = r[5] !== null ? ['-', '-', '-', '-', r[0] + ': ' + r[5]] :
+					[fmt(r[2]), r[3] === null ? 'got past it' : 'event ' + r[3],
+						r[4] === null ? 'never' : fmt(r[4]), r[7] === null ? '-' : r[7],
+						(r[1] ? '(recorded) ' : '') + r[0]];
 				cells.forEach(function (c) { tr.appendChild(text(document.createElement('td'), c)); });
-				if (r[5] === null && r[3] === null) tr.className = 'avoided';
+				if (r[8]) tr.title = 'survives: ' + r[7] + ': ' + r[8];
+				if (r[7] === 'yes') tr.className = 'avoided';
 				wb.appendChild(tr);
 			});
 			wt.appendChild(wb);

@@ -171,17 +171,25 @@ sites=$(grep -o 'data-bands-sites="[0-9]*"' "$tmp/dom.html" | grep -o '[0-9]*')
 grep -q 'data-selftest-bands="hover-shows-stack-click-selects"' "$tmp/dom.html" ||
 	problems+=" bands:$(grep -o 'data-selftest-bands="[^"]*"' "$tmp/dom.html")"
 if [ -n "$problems" ]; then echo "FAIL copies:$problems"; fail=1; else echo "ok copies ($sites sites)"; fi
-# the OOM panel's verdict, as explain gives it: fragmentation where the recording marks the job's
-# limit, cannot tell where a snapshot's limit is only inferred, and the cache an open
-# use_mem_pool kept
+# the OOM panel's cause, as explain gives it (explain/verdict.h): fragmentation where the
+# recording marks the job's limit, undecided where a snapshot's limit is only inferred, and the
+# cache an open use_mem_pool kept; the page opens with the verdict's headline
 problems=""
-for c in "explain/frag_oom.zst:Fragmentation" "edge/stacks_all.pickle:Segment size" "explain/frag_oom.pickle.zst:Demand or fragmentation cannot be told apart" \
-	"pools/mempool_scope_blocks_retry.zst:A use_mem_pool or a CUDA graph capture was open"; do
+for c in "explain/frag_oom.zst:fragmentation" "edge/stacks_all.pickle:segment_size" "explain/frag_oom.pickle.zst:undecided" \
+	"pools/mempool_scope_blocks_retry.zst:cache_kept"; do
 	"$memsnap" render "$root/testdata/snapshots/${c%%:*}" -o "$art/verdict.html" 2>/dev/null
 	chrome --dump-dom "file://$art/verdict.html" >"$tmp/dom.html" 2>/dev/null
 	grep -q "data-oom-verdict=\"${c#*:}\"" "$tmp/dom.html" ||
 		problems+=" ${c%%:*}:$(grep -o 'data-oom-verdict="[^"]*"' "$tmp/dom.html")"
+	grep -q 'data-verdict="Out of memory at event' "$tmp/dom.html" ||
+		problems+=" ${c%%:*}:no-headline"
 done
+# the job a setting saves, given its limit: the headline names the setting and says yes
+"$memsnap" render --limit 4368367616 "$root/testdata/snapshots/verdicts/frag.pickle.zst" \
+	-o "$art/verdict.html" 2>/dev/null
+chrome --dump-dom "file://$art/verdict.html" >"$tmp/dom.html" 2>/dev/null
+grep -q 'expandable_segments:True would have saved it (survives: yes' "$tmp/dom.html" ||
+	problems+=" frag:the-headline-does-not-name-the-setting"
 if [ -n "$problems" ]; then echo "FAIL oom verdicts:$problems"; fail=1; else echo "ok oom verdicts"; fi
 # a trace with two devices: one page, a switch, opening on the device whose replay runs out of
 # memory; #device=0 draws the other
