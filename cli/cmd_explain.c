@@ -16,6 +16,7 @@
 #include "common/alloc.h"
 #include "explain/explain.h"
 #include "explain/verdict.h"
+#include "replay/end_state.h"
 #include "parse/trace.h"
 #include "replay/replay.h"
 #include "replay/whatif.h"
@@ -1492,8 +1493,161 @@ static void compare(const struct rank_row *rows, size_t n, cJSON *jroot)
 }
 
 /* One file, every device it covers: as text, or its JSON into *jout (as for one file alone). */
+/* The largest sites of the allocated blocks of an end state, by bytes, into sites[0..n) */
+struct end_site {
+	char label[256];
+	uint64_t bytes, blocks;
+};
+
+static size_t end_sites(const struct ms_trace *t, const struct ms_replay_snap *snap,
+                        struct end_site *sites, size_t cap)
+{
+	size_t n = 0, bi = 0;
+	for (size_t i = 0; i < snap->n_segs; i++)
+		for (uint32_t k = 0; k < snap->segs[i].n_blocks; k++, bi++) {
+			const struct ms_block *b = &snap->blocks[bi];
+			char label[256];
+			size_t j;
+			if (b->state != MS_BLOCK_ACTIVE_ALLOCATED)
+				continue;
+			if (b->stack)
+				ms_stack_label(&t->syms, b->stack, label, sizeof(label));
+			else
+				snprintf(label, sizeof(label), "(no stack recorded)");
+			for (j = 0; j < n && strcmp(sites[j].label, label); j++)
+				;
+			if (j == n && n < cap)
+				snprintf(sites[n++].label, sizeof(sites[0].label), "%s", label);
+			else if (j == n)
+				continue; /* past the sites kept: counted in the totals only */
+			sites[j].bytes += b->size;
+			sites[j].blocks++;
+		}
+	for (size_t i = 1; i < n; i++) /* largest first (few: insertion) */
+		for (size_t j = i; j > 0 && sites[j].bytes > sites[j - 1].bytes; j--) {
+			struct end_site x = sites[j];
+			sites[j] = sites[j - 1];
+			sites[j - 1] = x;
+		}
+	return n;
+}
+
+/*
+ * A snapshot without a trace (history off, enabled="state"), of one device: what its end state
+ * tells, and a failed request's verdict where --request gives one (explain/verdict.h).
+ */
+static int explain_end_state(const struct ms_replay_cli *c, const char *path,
+                             const struct ms_trace *t, uint32_t dev, const char *label,
+                             uint64_t request, int json, cJSON **jout)
+{
+	struct ms_replay_result r;
+	struct ms_diag d = MS_DIAG_INIT;
+	struct ms_end_state_verdict v;
+	struct end_site sites[64];
+	size_t ns;
+	char b1[32], b2[32], b3[32];
+	ms_status s;
+
+	if ((s = ms_end_state_snap(t, dev, &r, &d))) {
+		ms_report(path, s, &d);
+		ms_replay_result_release(&r);
+		return MS_EXIT_ERROR;
+	}
+	ms_end_state_judge(&r.snap, request, c->o.limit,
+	                   c->o.device_memory ? c->o.device_memory : UINT64_MAX, &v);
+	ns = end_sites(t, &r.snap, sites, sizeof(sites) / sizeof(sites[0]));
+	if (json) {
+		cJSON *o = cJSON_CreateObject(), *a;
+		cJSON_AddStringToObject(o, "trace", path);
+		cJSON_AddNumberToObject(o, "device", dev);
+		cJSON_AddBoolToObject(o, "no_trace", 1);
+		ms_json_u64(o, "segments", v.segments);
+		ms_json_u64(o, "reserved_bytes", v.reserved);
+		ms_json_u64(o, "allocated_bytes", v.allocated);
+		ms_json_u64(o, "requested_bytes", v.requested);
+		ms_json_u64(o, "free_in_reserved_bytes", v.free_in_reserved);
+		ms_json_u64(o, "largest_free_bytes", v.largest_free);
+		ms_json_u64(o, "allocations", v.blocks_allocated);
+		a = cJSON_AddArrayToObject(o, "sites");
+		for (size_t k = 0; k < ns && k < 10; k++) {
+			cJSON *x = cJSON_CreateObject();
+			cJSON_AddStringToObject(x, "label", sites[k].label);
+			ms_json_u64(x, "bytes", sites[k].bytes);
+			ms_json_u64(x, "allocations", sites[k].blocks);
+			cJSON_AddItemToArray(a, x);
+		}
+		if (v.has_request) {
+			cJSON *q = cJSON_AddObjectToObject(o, "request");
+			ms_json_u64(q, "bytes", v.request);
+			ms_json_u64(q, "rounded_bytes", v.rounded);
+			ms_json_u64(q, "new_segment_bytes", v.segment_needed);
+			cJSON_AddBoolToObject(q, "fits_free_block", v.fits_free_block);
+			if (v.oom.capacity_hi)
+				ms_json_u64(q, "capacity_bytes", v.oom.capacity_hi);
+			else
+				cJSON_AddNullToObject(q, "capacity_bytes");
+			json_oom_cause(q, &v.oom);
+		} else {
+			cJSON_AddNullToObject(o, "request");
+		}
+		*jout = o;
+	} else {
+		printf("%s: no trace (taken with history off or enabled=\"state\"): the end state "
+		       "as "
+		       "the snapshot recorded it\n",
+		       label);
+		printf("  %s allocated in %llu block%s, %s reserved in %llu segment%s, %s of it "
+		       "free; "
+		       "the largest free block %s\n",
+		       ms_format_size(b1, sizeof(b1), v.allocated),
+		       (unsigned long long)v.blocks_allocated, v.blocks_allocated == 1 ? "" : "s",
+		       ms_format_size(b2, sizeof(b2), v.reserved), (unsigned long long)v.segments,
+		       v.segments == 1 ? "" : "s",
+		       ms_format_size(b3, sizeof(b3), v.free_in_reserved),
+		       ms_format_size((char[32]){0}, 32, v.largest_free));
+		printf("  held by, the largest sites of what was allocated:\n");
+		for (size_t k = 0; k < ns && k < 5; k++)
+			printf("    %10s in %llu allocation%s: %s\n",
+			       ms_format_size(b1, sizeof(b1), sites[k].bytes),
+			       (unsigned long long)sites[k].blocks, sites[k].blocks == 1 ? "" : "s",
+			       sites[k].label);
+		if (v.has_request) {
+			printf("  a request of %s (%s rounded; a new segment of %s): ",
+			       ms_format_size(b1, sizeof(b1), v.request),
+			       ms_format_size(b2, sizeof(b2), v.rounded),
+			       ms_format_size(b3, sizeof(b3), v.segment_needed));
+			if (v.oom.cause)
+				printf("%s, against %s\n", ms_oom_cause_name(v.oom.cause),
+				       ms_format_size(b1, sizeof(b1), v.oom.capacity_hi));
+			else
+				printf("undecided: %s\n", v.oom.undecided_because);
+		} else {
+			printf("  the request that failed is not recorded in such a file: "
+			       "--request SIZE "
+			       "judges it against this state\n");
+		}
+		printf("  (no events: peaks, steps, growth and what each setting would have done "
+		       "need "
+		       "a trace: torch.cuda.memory._record_memory_history or memsnap record)\n");
+	}
+	ms_replay_result_release(&r);
+	return MS_EXIT_OK;
+}
+
+/* A trace with end-state segments and no allocation of PyTorch's allocator at all */
+static int no_trace(const struct ms_trace *t)
+{
+	if (!t->n_segs)
+		return 0;
+	for (size_t i = 0; i < t->n_events; i++)
+		if (t->events[i].action == MS_ACT_ALLOC && t->events[i].source == MS_SRC_TORCH)
+			return 0;
+	return 1;
+}
+
 static int explain_file(struct ms_replay_cli *c, const char *path, unsigned jobs, int json,
-                        cJSON **jout, struct rank_row **rows, size_t *nrows, size_t *caprows)
+                        uint64_t request, cJSON **jout, struct rank_row **rows, size_t *nrows,
+                        size_t *caprows)
 {
 	size_t nd, k;
 	const struct ms_trace *t;
@@ -1506,11 +1660,61 @@ static int explain_file(struct ms_replay_cli *c, const char *path, unsigned jobs
 	ms_status s;
 
 	*jout = NULL;
-	if (ms_replay_cli_devices(c, path, "explain", &devs, &nd))
-		return MS_EXIT_ERROR;
 	if ((s = ms_replay_cli_trace_whole(path, &t, &owned, &d))) {
 		ms_report(path, s, &d);
-		ms_free(devs);
+		return MS_EXIT_ERROR;
+	}
+	if (no_trace(t)) {
+		/* the end state's devices (--device: that one) */
+		uint32_t seen[64];
+		size_t ns = 0;
+		for (size_t i = 0; i < t->n_segs; i++) {
+			size_t j;
+			for (j = 0; j < ns && seen[j] != t->segs[i].device; j++)
+				;
+			if (j == ns && ns < 64 &&
+			    (c->device == UINT64_MAX || t->segs[i].device == c->device))
+				seen[ns++] = t->segs[i].device;
+		}
+		if (!ns) {
+			ms_error("%s: no segments on device %llu", path,
+			         (unsigned long long)c->device);
+			ms_trace_free(owned);
+			return MS_EXIT_ERROR;
+		}
+		if (json && ns > 1) {
+			*jout = cJSON_CreateObject();
+			cJSON_AddStringToObject(*jout, "trace", path);
+			byd = cJSON_AddObjectToObject(*jout, "devices");
+		}
+		for (k = 0; k < ns && rc == MS_EXIT_OK; k++) {
+			char label[4200], key[16];
+			cJSON *o = NULL;
+			if (k && !json)
+				putchar('\n');
+			rc = explain_end_state(
+			        c, path, t, seen[k],
+			        ms_replay_cli_label(path, seen[k], ns, label, sizeof(label)),
+			        request, json, &o);
+			if (o && byd) {
+				snprintf(key, sizeof(key), "%u", seen[k]);
+				cJSON_AddItemToObject(byd, key, o);
+			} else if (o) {
+				*jout = o;
+			}
+		}
+		ms_trace_free(owned);
+		return rc;
+	}
+	if (request) {
+		ms_error("%s: --request is for a snapshot without a trace: this one records its "
+		         "requests",
+		         path);
+		ms_trace_free(owned);
+		return MS_EXIT_ERROR;
+	}
+	if (ms_replay_cli_devices(c, path, "explain", &devs, &nd)) {
+		ms_trace_free(owned);
 		return MS_EXIT_ERROR;
 	}
 	if (json && nd > 1) {
@@ -1550,8 +1754,8 @@ int cmd_explain(int argc, const char **argv)
 {
 	struct ms_replay_cli c;
 	int n, json = 0, rc = MS_EXIT_OK;
-	uint64_t jobs = 0;
-	struct ms_opt opts[MS_REPLAY_OPTS_MAX + 2];
+	uint64_t jobs = 0, request = 0;
+	struct ms_opt opts[MS_REPLAY_OPTS_MAX + 3];
 	int site_depth = 1;
 	struct rank_row *rows = NULL;
 	size_t nrows = 0, caprows = 0, k;
@@ -1564,6 +1768,9 @@ int cmd_explain(int argc, const char **argv)
 	opts[k++] = (struct ms_opt)MS_OPT_U64('j', "jobs", &jobs, "N",
 	                                      "threads for the replays (default: CPUs)");
 	opts[k++] = (struct ms_opt)MS_OPT_SITE_DEPTH(&site_depth);
+	opts[k++] = (struct ms_opt)MS_OPT_SIZE(0, "request", &request, "SIZE",
+	                                       "a snapshot without a trace: the request that "
+	                                       "failed, judged against its end state");
 	opts[k] = (struct ms_opt)MS_OPT_END();
 	n = ms_parse_options(argc, argv, opts, usage);
 	if (n < 1)
@@ -1585,8 +1792,8 @@ int cmd_explain(int argc, const char **argv)
 		}
 		if (f && !json)
 			putchar('\n');
-		r = explain_file(&c, argv[f], (unsigned)(jobs > 1024 ? 1024 : jobs), json, &o,
-		                 &rows, &nrows, &caprows);
+		r = explain_file(&c, argv[f], (unsigned)(jobs > 1024 ? 1024 : jobs), json, request,
+		                 &o, &rows, &nrows, &caprows);
 		/* an error outranks a replay that ran out of memory */
 		if (r != MS_EXIT_OK && rc != MS_EXIT_ERROR)
 			rc = r;

@@ -940,3 +940,87 @@ void ms_verdict_release(struct ms_verdict *v)
 	v->sv = NULL;
 	v->n_sv = 0;
 }
+
+/* ---- a snapshot without a trace ---- */
+
+#define OWHY(...) snprintf(o->undecided_because, sizeof(o->undecided_because), __VA_ARGS__)
+
+/* round_size() of the default settings: 512 bytes (§1.2) */
+static uint64_t round512(uint64_t n)
+{
+	return n < 512 ? 512 : (n + 511) / 512 * 512;
+}
+
+void ms_end_state_judge(const struct ms_replay_snap *snap, uint64_t request, uint64_t limit,
+                        uint64_t device_memory, struct ms_end_state_verdict *v)
+{
+	struct ms_oom_verdict *o = &v->oom;
+	uint64_t cap = limit ? limit : device_memory != UINT64_MAX ? device_memory : 0;
+	char b1[32], b2[32];
+	size_t bi = 0;
+
+	memset(v, 0, sizeof(*v));
+	v->segments = snap->n_segs;
+	for (size_t i = 0; i < snap->n_segs; i++) {
+		const struct ms_segment *g = &snap->segs[i];
+		v->reserved += g->total_size;
+		for (uint32_t k = 0; k < g->n_blocks; k++, bi++) {
+			const struct ms_block *b = &snap->blocks[bi];
+			if (b->state == MS_BLOCK_ACTIVE_ALLOCATED) {
+				v->allocated += b->size;
+				v->requested += b->requested_size;
+				v->blocks_allocated++;
+			} else if (b->state == MS_BLOCK_INACTIVE) {
+				v->free_in_reserved += b->size;
+				if (b->size > v->largest_free)
+					v->largest_free = b->size;
+			}
+		}
+	}
+	if (!request)
+		return;
+	v->has_request = 1;
+	v->request = request;
+	v->rounded = round512(request);
+	v->segment_needed = ms_segment_for_request(v->rounded);
+	v->fits_free_block = v->largest_free >= v->rounded;
+	o->segment_needed = v->segment_needed;
+	o->capacity_lo = o->capacity_hi = cap;
+	if (v->fits_free_block) {
+		OWHY("the largest free block (%s) holds the request: the state the snapshot "
+		     "recorded "
+		     "would have served it (a snapshot taken in the OOM handler comes after the "
+		     "failing "
+		     "step's tensors were freed as the error unwound)",
+		     ms_format_size(b1, sizeof(b1), v->largest_free));
+		return;
+	}
+	if (!cap) {
+		OWHY("no free block holds the request (%llu bytes rounded; the largest free block "
+		     "is "
+		     "%llu); whether a new %s segment had room needs what PyTorch could use "
+		     "(--limit "
+		     "or --device-memory)",
+		     (unsigned long long)v->rounded, (unsigned long long)v->largest_free,
+		     ms_format_size(b2, sizeof(b2), v->segment_needed));
+		return;
+	}
+	if (v->allocated + v->rounded > cap) {
+		o->cause = MS_CAUSE_DEMAND;
+		add_cause(o, MS_CAUSE_DEMAND, v->allocated + v->rounded - cap);
+	} else if (cap >= v->reserved && cap - v->reserved >= v->rounded &&
+	           cap - v->reserved < v->segment_needed) {
+		o->cause = MS_CAUSE_SEGMENT_SIZE;
+		add_cause(o, MS_CAUSE_SEGMENT_SIZE, v->segment_needed - v->rounded);
+	} else if (cap >= v->reserved && cap - v->reserved >= v->segment_needed) {
+		OWHY("a new %s segment fits in what is left of %s beside the %s reserved: this "
+		     "state "
+		     "would have served the request",
+		     ms_format_size(b1, sizeof(b1), v->segment_needed),
+		     ms_format_size(b2, sizeof(b2), cap),
+		     ms_format_size((char[32]){0}, 32, v->reserved));
+	} else {
+		o->cause = MS_CAUSE_FRAGMENTATION;
+		add_cause(o, MS_CAUSE_FRAGMENTATION, v->free_in_reserved);
+	}
+}

@@ -161,6 +161,30 @@ struct ms_oom_verdict {
 void ms_oom_cause_find(const struct ms_replay_result *r, const struct ms_limit_range *lim,
                        uint64_t limit, const struct ms_death *d, struct ms_oom_verdict *v);
 
+/* ---- a snapshot without a trace, taken at an OOM ---- */
+
+struct ms_replay_snap;
+
+/*
+ * What the end state a snapshot recorded tells, without its events: what was allocated against
+ * reserved against free, the largest free block, and (request given: such a file records none)
+ * whether a request of that size fitted there and why not.
+ */
+struct ms_end_state_verdict {
+	uint64_t segments, reserved, allocated, requested, free_in_reserved, largest_free;
+	uint64_t blocks_allocated;
+	int has_request;
+	uint64_t request, rounded, segment_needed;
+	int fits_free_block; /* the largest free block holds the rounded request */
+	/* the cause (demand, fragmentation, segment size) against limit or device_memory (0:
+	 * neither known: undecided) */
+	struct ms_oom_verdict oom;
+};
+
+/* snap: the end state of one device (replay/end_state.h); request 0: none given. */
+void ms_end_state_judge(const struct ms_replay_snap *snap, uint64_t request, uint64_t limit,
+                        uint64_t device_memory, struct ms_end_state_verdict *v);
+
 /* ---- one verdict per device, which every command reads ---- */
 
 struct ms_whatif_row;

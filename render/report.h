@@ -146,7 +146,7 @@ struct ms_report_diagnosis {
 struct ms_verdict;
 
 struct ms_report {
-	const char *source;  /* borrowed from the input */
+	const char *source; /* borrowed from the input */
 	/* the device's verdict (explain/verdict.h), set by the caller where it has one: the page
 	 * opens with its headline, the OOM panel names its cause, and each what-if row carries its
 	 * survival (verdict->sv, as many as the rows); NULL: none. Borrowed. */

@@ -110,8 +110,7 @@ static ms_status replay_mid_run(const struct ms_replay_request *q, struct ms_rep
  * state, the device's size from a recorded OOM, a limit inferred from recorded OOMs the device
  * had room for. out->o is the request's options and becomes those that reproduce r.
  */
-/* PyTorch's get_allocation_size() of a rounded request, outside expandable segments (§1.5) */
-static uint64_t segment_for(uint64_t n)
+uint64_t ms_segment_for_request(uint64_t n)
 {
 	if (n <= (1u << 20))
 		return 2u << 20;
@@ -133,11 +132,11 @@ static int device_full_at_ooms(const struct ms_trace *t, uint32_t device, uint64
 		const struct ms_event *e = &t->events[i];
 		if (e->device != device || e->source != MS_SRC_TORCH || e->action != MS_ACT_OOM)
 			continue;
-		if (e->addr >= segment_for(e->size))
+		if (e->addr >= ms_segment_for_request(e->size))
 			return 0;
 		if (!seen++) {
 			*free_bytes = e->addr;
-			*segment = segment_for(e->size);
+			*segment = ms_segment_for_request(e->size);
 		}
 	}
 	return seen;
