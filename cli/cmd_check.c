@@ -9,6 +9,8 @@
 #include "cli/out.h"
 #include "cli/replay_opts.h"
 #include "common/alloc.h"
+#include "explain/explain.h"
+#include "parse/trace.h"
 #include "replay/replay.h"
 
 static const char *const usage[] = {
@@ -23,7 +25,9 @@ static const char *const usage[] = {
         "--allow-cut-short), and so does a replay that runs out of memory where the recorded run",
         "did not. --max-fragmentation gates the waste at the peak: reserved memory never in use at",
         "once, over the peak of reserved memory (0 to 1); not stats' fragmentation of the free",
-        "space at the end. --max-growth is growth of the peaks over a baseline run.",
+        "space at the end. --max-growth is growth of the peaks over a baseline run;",
+        "--max-growth-per-step is growth within this run: what its own steps keep more of each",
+        "step (the sum of explain's growing sites' bytes a step; three steps or more).",
         NULL,
 };
 
@@ -38,12 +42,53 @@ struct figures {
 	uint64_t recorded_oom_index; /* the first of them */
 	int cut_short; /* a memsnap trace whose recording was killed: a prefix of the run */
 	struct ms_limit_range lim;
+	/* growth per step (explain's growing sites' bytes a step, summed), where asked for:
+	 * growth_steps 0 where it was not looked for (fewer than three steps) */
+	uint64_t growth_per_step;
+	size_t growth_steps, growth_sites;
+	int growth_by_repetition; /* the only steps found repeat in the trace: maybe layers */
 };
 
-static ms_status figures_of(struct ms_replay_cli *c, const char *path, struct figures *f)
+/* explain's growth over the trace's steps (explain/explain.h) */
+static ms_status growth_of(const char *path, uint32_t device, const struct ms_replay_result *r,
+                           struct figures *f)
+{
+	const struct ms_trace *t;
+	struct ms_trace *owned = NULL;
+	struct ms_diag d = MS_DIAG_INIT;
+	struct ms_explain x;
+	struct ms_explain_in in;
+	ms_status s;
+
+	if ((s = ms_replay_cli_trace_whole(path, &t, &owned, &d))) {
+		ms_report(path, s, &d);
+		return s;
+	}
+	memset(&in, 0, sizeof(in));
+	in.t = t;
+	in.device = device;
+	in.site_depth = 1;
+	in.peak_index = r->fullest_at_peak_index;
+	in.allocated_at_peak = r->allocated_at_peak_reserved - r->served_oom_at_peak_reserved;
+	if (!(s = ms_explain_run(&in, &x))) {
+		/* steps told only by repetition may be a model's layers in one pass: no gate */
+		f->growth_by_repetition = x.steps_by_repetition;
+		f->growth_steps = x.steps_by_repetition ? 0 : x.growth_steps;
+		f->growth_sites = x.n_growth;
+		for (size_t k = 0; k < x.n_growth; k++)
+			f->growth_per_step += x.growth[k].bytes_per_step;
+		ms_explain_release(&x);
+	}
+	ms_trace_free(owned);
+	return s;
+}
+
+static ms_status figures_of(struct ms_replay_cli *c, const char *path, int growth,
+                            struct figures *f)
 {
 	struct ms_replay_result r;
 	struct ms_limit_range lim;
+	ms_status s;
 
 	/* its error, warnings and notes said as every replay command says them */
 	if (ms_replay_cli_run_reported(c, path, &r, &lim) != MS_EXIT_OK)
@@ -68,6 +113,14 @@ static ms_status figures_of(struct ms_replay_cli *c, const char *path, struct fi
 	f->recorded_oom_index = r.has_oom && r.first_oom.recorded ? r.first_oom.index : UINT64_MAX;
 	f->cut_short = r.cut_short;
 	f->lim = lim;
+	f->growth_per_step = 0;
+	f->growth_steps = f->growth_sites = 0;
+	f->growth_by_repetition = 0;
+	if (growth && (s = growth_of(path, (uint32_t)c->o.device, &r, f))) {
+		ms_replay_result_release(&r);
+		ms_replay_cli_release(c);
+		return s;
+	}
 	ms_replay_result_release(&r);
 	ms_replay_cli_release(c);
 	return MS_OK;
@@ -76,13 +129,14 @@ static ms_status figures_of(struct ms_replay_cli *c, const char *path, struct fi
 int cmd_check(int argc, const char **argv)
 {
 	struct ms_replay_cli c;
-	struct ms_opt opts[MS_REPLAY_OPTS_MAX + 8];
+	struct ms_opt opts[MS_REPLAY_OPTS_MAX + 9];
 	int n, json = 0, rc = MS_EXIT_OK, allow_oom = 0, allow_cut = 0;
 	struct ms_replay_opts base;
 	uint32_t *devs, *bdevs = NULL;
 	size_t nd, nb = 0;
 	struct ms_json_devices jd;
-	uint64_t max_res = 0, max_alloc = 0;
+	uint64_t max_res = 0, max_alloc = 0, max_gps = UINT64_MAX; /* UINT64_MAX: not given */
+	int gps_given = 0;
 	const char *max_frag = NULL, *baseline = NULL, *growth = NULL;
 	double frag_budget = -1, growth_budget = -1;
 	struct figures f, b;
@@ -103,6 +157,9 @@ int cmd_check(int argc, const char **argv)
 	                                         "trace to compare with");
 	opts[k++] = (struct ms_opt)MS_OPT_STRING(0, "max-growth", &growth, "P%",
 	                                         "allowed growth of the peaks over the baseline");
+	opts[k++] = (struct ms_opt)MS_OPT_SIZE(0, "max-growth-per-step", &max_gps, "SIZE",
+	                                       "budget for what the trace's own steps keep more "
+	                                       "of each step (explain's growth)");
 	opts[k++] = (struct ms_opt)MS_OPT_BOOL(0, "allow-oom", &allow_oom,
 	                                       "pass a run that recorded an OOM");
 	opts[k++] = (struct ms_opt)MS_OPT_BOOL(0, "allow-cut-short", &allow_cut,
@@ -126,7 +183,8 @@ int cmd_check(int argc, const char **argv)
 		if ((*end && strcmp(end, "%") != 0) || growth_budget < 0)
 			ms_usage_error(opts, usage, "--max-growth takes a percentage, e.g. 5%%");
 	}
-	if (!max_res && !max_alloc && !max_frag && !baseline)
+	gps_given = max_gps != UINT64_MAX;
+	if (!max_res && !max_alloc && !max_frag && !baseline && !gps_given)
 		ms_usage_error(opts, usage, "no budget given");
 	/* the budgets above are on top of the gate's own: the run did not die */
 	if (ms_replay_cli_devices(&c, argv[0], "check", &devs, &nd))
@@ -146,14 +204,14 @@ int cmd_check(int argc, const char **argv)
 		int failed = 0;
 		c.o = base; /* an inferred limit belongs to one trace and device */
 		c.o.device = devs[i];
-		if (figures_of(&c, argv[0], &f)) {
+		if (figures_of(&c, argv[0], gps_given, &f)) {
 			rc = MS_EXIT_ERROR;
 			break;
 		}
 		c.o = base;
 		/* a baseline of one device is compared with each device; else device with device */
 		c.o.device = nb == 1 ? bdevs[0] : devs[i];
-		if (baseline && figures_of(&c, baseline, &b)) {
+		if (baseline && figures_of(&c, baseline, 0, &b)) {
 			rc = MS_EXIT_ERROR;
 			break;
 		}
@@ -172,6 +230,10 @@ int cmd_check(int argc, const char **argv)
 			cJSON_AddBoolToObject(out, "oom_allowed", allow_oom);
 			cJSON_AddBoolToObject(out, "trace_cut_short", f.cut_short);
 			cJSON_AddBoolToObject(out, "cut_short_allowed", allow_cut);
+			if (gps_given && f.growth_steps)
+				ms_json_u64(out, "growth_per_step_bytes", f.growth_per_step);
+			else
+				cJSON_AddNullToObject(out, "growth_per_step_bytes");
 			if (f.lim.inferred) {
 				cJSON *x = cJSON_AddObjectToObject(out, "limit_inferred");
 				ms_json_u64(x, "low_bytes", f.lim.lo);
@@ -219,6 +281,22 @@ int cmd_check(int argc, const char **argv)
 			FAIL("peak allocated %s exceeds the budget of %s",
 			     ms_format_size(b1, sizeof(b1), f.allocated),
 			     ms_format_size(b2, sizeof(b2), max_alloc));
+		if (gps_given && !f.growth_steps && f.growth_by_repetition)
+			FAIL("growth per step cannot be checked: the trace's steps are found only "
+			     "by "
+			     "repetition, which may be a model's layers (mark them: "
+			     "memsnap.step(), "
+			     "torch.profiler)");
+		else if (gps_given && !f.growth_steps)
+			FAIL("growth per step cannot be checked: it is looked for over three steps "
+			     "or "
+			     "more, and the trace has fewer");
+		else if (gps_given && f.growth_per_step > max_gps)
+			FAIL("growth %s a step (%zu growing site%s) exceeds the budget of %s a "
+			     "step",
+			     ms_format_size(b1, sizeof(b1), f.growth_per_step), f.growth_sites,
+			     f.growth_sites == 1 ? "" : "s",
+			     ms_format_size(b2, sizeof(b2), max_gps));
 		if (frag_budget >= 0 && f.frag > frag_budget)
 			FAIL("waste at the peak %.3f exceeds the --max-fragmentation budget of "
 			     "%.3f",
@@ -248,11 +326,15 @@ int cmd_check(int argc, const char **argv)
 			ms_json_devices_add(&jd, devs[i], out);
 		} else if (!failed) {
 			printf("%s: within budget: peak reserved %s%s, peak allocated %s%s, "
-			       "waste at the peak %.3f\n",
+			       "waste at the peak %.3f",
 			       lbl, f.mid_run ? "at least " : "",
 			       ms_format_size(b1, sizeof(b1), f.reserved),
 			       f.mid_run ? "at least " : "",
 			       ms_format_size(b2, sizeof(b2), f.allocated), f.frag);
+			if (gps_given)
+				printf(", growth %s a step",
+				       ms_format_size(b1, sizeof(b1), f.growth_per_step));
+			printf("\n");
 		}
 		/* what the verdict rests on, and what it does not say */
 		if (!json && f.mid_run)
