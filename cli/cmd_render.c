@@ -230,7 +230,7 @@ static int page_data(const struct ms_replay_cli *c, const char *path,
 	size_t n_rows = 0;
 	struct ms_diag d = MS_DIAG_INIT;
 	struct ms_verdict verdict;
-	int has_verdict = 0;
+	int has_verdict = 0, whole;
 	ms_status s;
 
 	/* a snapshot is in memory already; a .zst trace streams from its file */
@@ -238,12 +238,14 @@ static int page_data(const struct ms_replay_cli *c, const char *path,
 		s = ms_report_collect(&in, &rep, &d);
 	else
 		memset(&rep, 0, sizeof(rep));
-	if (!s && what != PAGE_CSV && !pg->from && !pg->to)
+	/* the whole trace drawn (a window's end at the trace's end is no window) */
+	whole = !pg->from && (!pg->to || pg->to >= r->events_total);
+	if (!s && what != PAGE_CSV && whole)
 		s = diagnose(&rep, path, in.trace, r, &d);
 	if (!s && what != PAGE_CSV && rep.has_oom && !pg->no_whatif)
 		s = whatif_rows(path, &c->o, &rows, &n_rows, &d);
 	memset(&verdict, 0, sizeof(verdict));
-	if (!s && what != PAGE_CSV && !pg->from && !pg->to)
+	if (!s && what != PAGE_CSV && whole)
 		s = page_verdict(c, path, in.trace, r, lim, rows, n_rows, &verdict, &has_verdict,
 		                 &d);
 	if (has_verdict)

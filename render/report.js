@@ -153,6 +153,7 @@
 	if (D.verdict) {
 		$('verdict').hidden = false;
 		text($('verdict'), D.verdict.headline);
+		$('verdict').className = /^Out of memory/.test(D.verdict.headline) ? 'verdict' : 'verdict ok';
 		document.body.dataset.verdict = D.verdict.headline.split(':')[0];
 	} else {
 		$('verdict').hidden = true;

@@ -1,0 +1,13 @@
+# A page of a file with several devices: each device has its own breakdown (what the peak is
+# made of) and its own verdict, the device that ran out of memory opens with it; the one that did
+# not says so.
+"$MEMSNAP" -q render testdata/snapshots/devices/two_devices.pickle.zst -o "$TMPDIR/two.html"
+python3 - "$TMPDIR/two.html" <<'PY'
+import html, json, re, sys
+page = open(sys.argv[1]).read()
+for m in re.finditer(r'<script id="memsnap-data[^"]*"[^>]*data-device="(\d+)"[^>]*>(.*?)</script>', page, re.S):
+    d = json.loads(m.group(2).replace("<\\/", "</"))
+    g, v = d["diagnosis"], d["verdict"]
+    print("device", m.group(1), "| breakdown:", "categories of %d bytes" % sum(c[1] for c in g["categories"]) if g else None,
+          "| verdict:", v["headline"][:60] if v else None, "| cause:", v["cause"] if v else None)
+PY
