@@ -16,6 +16,7 @@
 #include "common/alloc.h"
 #include "explain/explain.h"
 #include "explain/verdict.h"
+#include "cli/verdict_out.h"
 #include "replay/end_state.h"
 #include "parse/trace.h"
 #include "replay/replay.h"
@@ -129,84 +130,6 @@ struct rec {
 static int survives_rank(unsigned s)
 {
 	return s == MS_SURVIVES_YES ? 0 : s == MS_SURVIVES_UNKNOWN ? 1 : 2;
-}
-
-static void json_survival(cJSON *o, const struct ms_survival *sv)
-{
-	cJSON_AddStringToObject(o, "survives", ms_survives_name(sv->survives));
-	cJSON_AddStringToObject(o, "survives_why", sv->why);
-	if (sv->margin_known)
-		ms_json_u64(o, "margin_bytes", sv->margin);
-	else
-		cJSON_AddNullToObject(o, "margin_bytes");
-}
-
-static void json_oom_cause(cJSON *o, const struct ms_oom_verdict *v)
-{
-	cJSON *a;
-	if (v->cause)
-		cJSON_AddStringToObject(o, "cause", ms_oom_cause_name(v->cause));
-	else
-		cJSON_AddNullToObject(o, "cause");
-	if (v->cause)
-		cJSON_AddNullToObject(o, "undecided_because");
-	else
-		cJSON_AddStringToObject(o, "undecided_because", v->undecided_because);
-	a = cJSON_AddArrayToObject(o, "causes");
-	for (size_t k = 0; k < v->n_causes; k++) {
-		cJSON *c = cJSON_CreateObject();
-		cJSON_AddStringToObject(c, "cause", ms_oom_cause_name(v->causes[k].cause));
-		ms_json_u64(c, "bytes", v->causes[k].bytes);
-		cJSON_AddItemToArray(a, c);
-	}
-	cJSON_AddBoolToObject(o, "demand_projected", v->demand_projected);
-	cJSON_AddBoolToObject(o, "device_full", v->device_full);
-	if (v->device_full)
-		ms_json_u64(o, "device_free_bytes", v->device_free);
-	else
-		cJSON_AddNullToObject(o, "device_free_bytes");
-	/* one figure at the OOM, assumed constant: never a timeline made up */
-	if (v->outside_known)
-		ms_json_u64(o, "outside_pytorch_bytes", v->outside_bytes);
-	else
-		cJSON_AddNullToObject(o, "outside_pytorch_bytes");
-}
-
-/* The cause as one line of text, then what it rests on */
-static void print_oom_cause(const struct ms_oom_verdict *v, const struct ms_death *d,
-                            uint64_t reserved)
-{
-	char b1[32], b2[32], b3[32];
-	if (!v->cause) {
-		printf("    cause: undecided: %s\n", v->undecided_because);
-	} else {
-		printf("    cause: %s", ms_oom_cause_name(v->cause));
-		for (size_t k = 1; k < v->n_causes; k++)
-			printf("%s%s %s", k == 1 ? " (also " : ", ",
-			       ms_oom_cause_name(v->causes[k].cause),
-			       ms_format_size(b1, sizeof(b1), v->causes[k].bytes));
-		printf("%s\n", v->n_causes > 1 ? ")" : "");
-	}
-	if (v->demand_projected)
-		printf("    the request itself would have fit but for fragmentation; the steps' "
-		       "peaks "
-		       "rose %s a step over the last %zu, and at that rate step %zu asks for %s, "
-		       "more "
-		       "than the %s PyTorch could use\n",
-		       ms_format_size(b1, sizeof(b1), d->rise_per_step), d->rising_steps,
-		       d->dying_step, ms_format_size(b2, sizeof(b2), d->projected_dying),
-		       ms_format_size(b3, sizeof(b3), v->capacity_hi));
-	if (v->device_full)
-		printf("    the device was full: %s free at the OOM, below the %s segment the "
-		       "request "
-		       "needed; no per-process limit is needed to explain it\n",
-		       ms_format_size(b1, sizeof(b1), v->device_free),
-		       ms_format_size(b2, sizeof(b2), v->segment_needed));
-	if (v->outside_known)
-		printf("    %s of the device was held outside PyTorch (other libraries, processes, "
-		       "the CUDA context), PyTorch %s: one figure at the OOM, assumed constant\n",
-		       ms_format_size(b1, sizeof(b1), v->outside_bytes),
-		       ms_format_size(b3, sizeof(b3), reserved));
 }
 
 static int rec_cmp(const void *a, const void *b)
@@ -1067,7 +990,7 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 			else
 				cJSON_AddBoolToObject(o, "fits_without_fragmentation", fit);
 			ms_json_u64(o, "new_segment_bytes", f->o.alloc_size);
-			json_oom_cause(o, &vd.oom);
+			ms_verdict_json_oom_cause(o, &vd.oom);
 			/* a use_mem_pool or a capture was open: the last retry was not made */
 			cJSON_AddBoolToObject(o, "cache_kept_by_open_pool_or_capture",
 			                      f->o.retry_skipped);
@@ -1086,7 +1009,7 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 			cJSON_AddStringToObject(r, "alloc_conf", w->conf);
 			ms_json_u64(r, "peak_reserved_bytes", recs[k].peak);
 			cJSON_AddBoolToObject(r, "avoids_oom", recs[k].avoids_oom);
-			json_survival(r, &recs[k].sv);
+			ms_verdict_json_survival(r, &recs[k].sv);
 			cJSON_AddBoolToObject(r, "job_went_on_after_oom", recs[k].went_on);
 			if (w->min_memory)
 				ms_json_u64(r, "min_memory_bytes", w->min_memory);
@@ -1220,7 +1143,7 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 				printf("    held by, the largest sites of what was allocated:\n");
 				print_sites(&t->syms, at_oom.top_live, at_oom.n_top_live);
 			}
-			print_oom_cause(&vd.oom, &vd.death, f->o.reserved);
+			ms_verdict_print_oom_cause(&vd.oom, &vd.death, f->o.reserved, "    ");
 			{
 				int fit = fits(f, capacity, &lim);
 				uint64_t demand = f->o.allocated + f->o.requested;
@@ -1586,7 +1509,7 @@ static int explain_end_state(const struct ms_replay_cli *c, const char *path,
 				ms_json_u64(q, "capacity_bytes", v.oom.capacity_hi);
 			else
 				cJSON_AddNullToObject(q, "capacity_bytes");
-			json_oom_cause(q, &v.oom);
+			ms_verdict_json_oom_cause(q, &v.oom);
 		} else {
 			cJSON_AddNullToObject(o, "request");
 		}

@@ -7,6 +7,8 @@
 #include "cli/opts.h"
 #include "cli/out.h"
 #include "cli/replay_opts.h"
+#include "cli/verdict_out.h"
+#include "explain/explain.h"
 #include "common/alloc.h"
 #include "cli/sites.h"
 #include "replay/device_cuda.h"
@@ -277,9 +279,59 @@ static void json_cuda(cJSON *o, struct ms_cuda_dev *dev)
 	}
 }
 
+/* Traces up to this many events are read whole for the OOM's cause (the steps it rests on) */
+#define CAUSE_EVENTS 4000000
+
+/*
+ * The cause of r's OOM (explain/verdict.h), as explain gives it: with the steps of the trace read
+ * whole where it is not too long (*death then set, *has_death 1), else from the replay alone.
+ */
+static void oom_cause(const struct ms_replay_cli *c, const char *path,
+                      const struct ms_replay_result *r, const struct ms_limit_range *lim,
+                      struct ms_oom_verdict *ov, struct ms_death *death, int *has_death)
+{
+	const struct ms_trace *t = NULL;
+	struct ms_trace *owned = NULL;
+	struct ms_diag d = MS_DIAG_INIT;
+	struct ms_explain x;
+	struct ms_explain_in in;
+	struct ms_verdict v;
+
+	*has_death = 0;
+	memset(ov, 0, sizeof(*ov));
+	if (!r->has_oom)
+		return;
+	if (r->events_total <= CAUSE_EVENTS && !ms_replay_cli_trace_whole(path, &t, &owned, &d) &&
+	    t) {
+		memset(&in, 0, sizeof(in));
+		in.t = t;
+		in.device = c->o.device;
+		in.site_depth = 1;
+		in.peak_index = r->fullest_at_peak_index;
+		in.allocated_at_peak =
+		        r->allocated_at_peak_reserved - r->served_oom_at_peak_reserved;
+		if (!ms_explain_run(&in, &x)) {
+			if (!ms_verdict_begin(t, &x, &c->o, r, lim, &v)) {
+				*ov = v.oom;
+				*death = v.death;
+				*has_death = 1;
+			}
+			ms_verdict_release(&v);
+			ms_explain_release(&x);
+		}
+	}
+	ms_trace_free(owned);
+	if (!*has_death)
+		ms_oom_cause_find(r, lim,
+		                  lim->inferred ? 0
+		                  : c->o.limit  ? c->o.limit
+		                                : r->limit,
+		                  NULL, ov);
+}
+
 static cJSON *json_report(const char *path, uint32_t device, const struct ms_replay_result *r,
                           const struct ms_limit_range *lim, struct ms_cuda_dev *dev,
-                          uint32_t frames)
+                          uint32_t frames, const struct ms_oom_verdict *ov)
 {
 	cJSON *o = cJSON_CreateObject(), *a;
 
@@ -397,6 +449,8 @@ static cJSON *json_report(const char *path, uint32_t device, const struct ms_rep
 		ms_json_u64(x, "largest_free_block_bytes", r->first_oom.o.largest_free);
 		ms_json_u64(x, "inactive_split_bytes", r->first_oom.o.inactive_split);
 		cJSON_AddStringToObject(x, "message", msg);
+		if (!r->backend_message[0] && ov)
+			ms_verdict_json_oom_cause(x, ov);
 		{
 			cJSON *h = cJSON_AddArrayToObject(x, "largest_free_blocks");
 			for (size_t i = 0; i < r->first_oom.n_holes; i++) {
@@ -479,7 +533,8 @@ static void text_device(const struct ms_replay_result *r, const struct ms_limit_
 
 static void text_report(const char *path, const struct ms_replay_result *r,
                         const struct ms_limit_range *lim, uint32_t frames, int narrowed,
-                        int as_recorded)
+                        int as_recorded, const struct ms_oom_verdict *ov,
+                        const struct ms_death *death)
 {
 	size_t diverges = ms_replay_first_divergence(r);
 	char b1[32], b2[32], b3[32];
@@ -619,6 +674,8 @@ static void text_report(const char *path, const struct ms_replay_result *r,
 		       ms_format_size(b1, sizeof(b1), o->free_in_reserved),
 		       ms_format_size(b2, sizeof(b2), o->largest_free),
 		       ms_format_size(b3, sizeof(b3), o->inactive_split));
+		if (ov)
+			ms_verdict_print_oom_cause(ov, death, o->reserved, "  ");
 		if (o->retry_skipped)
 			printf("  why the cache stayed: a use_mem_pool or a CUDA graph capture was "
 			       "open, and PyTorch gives no cached segment back then (%s of them "
@@ -674,6 +731,9 @@ int cmd_replay(int argc, const char **argv)
 	uint32_t *devs;
 	size_t nd;
 	struct ms_json_devices jd;
+	struct ms_oom_verdict ov;
+	struct ms_death death;
+	int has_death = 0;
 
 	ms_replay_cli_init(&c, opts, &json);
 	for (n = 0; opts[n].type != MS_OPT_T_END; n++)
@@ -701,15 +761,24 @@ int cmd_replay(int argc, const char **argv)
 		}
 		lbl = ms_replay_cli_label(argv[0], devs[i], c.device != UINT64_MAX ? 2 : nd, label,
 		                          sizeof(label));
+		/* the OOM's cause, as explain gives it (the model's replay: a GPU backend has
+		   its own message) */
+		if (!r.backend_message[0])
+			oom_cause(&c, argv[0], &r, &lim, &ov, &death, &has_death);
+		else
+			has_death = 0;
 		if (json) {
-			cJSON *o = json_report(argv[0], devs[i], &r, &lim, c.out.dev, frames.n);
+			cJSON *o = json_report(argv[0], devs[i], &r, &lim, c.out.dev, frames.n,
+			                       r.has_oom && !r.backend_message[0] ? &ov : NULL);
 			ms_json_devices_add(&jd, devs[i], o);
 		} else {
 			if (i)
 				putchar('\n');
 			text_report(lbl, &r, &lim, frames.n, c.device != UINT64_MAX,
 			            !base.alloc_conf && !base.limit && base.fraction <= 0 &&
-			                    !base.device_memory);
+			                    !base.device_memory,
+			            r.has_oom && !r.backend_message[0] ? &ov : NULL,
+			            has_death ? &death : NULL);
 			if (c.out.dev)
 				text_cuda(c.out.dev);
 		}

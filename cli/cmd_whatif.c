@@ -12,6 +12,7 @@
 #include "cli/replay_opts.h"
 #include "explain/explain.h"
 #include "explain/verdict.h"
+#include "cli/verdict_out.h"
 #include "common/alloc.h"
 #include "parse/trace.h"
 #include "replay/replay.h"
@@ -293,13 +294,7 @@ static int whatif_one(struct ms_replay_cli *c, const char *path, const struct ms
 				   replay getting past every recorded request, not the job finishing
 				 */
 				cJSON_AddBoolToObject(o, "avoids_oom", !j->r.has_oom);
-				cJSON_AddStringToObject(o, "survives",
-				                        ms_survives_name(sv[k].survives));
-				cJSON_AddStringToObject(o, "survives_why", sv[k].why);
-				if (sv[k].margin_known)
-					ms_json_u64(o, "margin_bytes", sv[k].margin);
-				else
-					cJSON_AddNullToObject(o, "margin_bytes");
+				ms_verdict_json_survival(o, &sv[k]);
 			}
 			cJSON_AddItemToArray(a, o);
 		}

@@ -1,0 +1,84 @@
+/* The verdict as the commands print it (verdict_out.h). */
+#include "cli/verdict_out.h"
+
+#include <stdio.h>
+
+#include "cli/out.h"
+#include "common/buf.h"
+
+void ms_verdict_json_oom_cause(cJSON *o, const struct ms_oom_verdict *v)
+{
+	cJSON *a;
+	if (v->cause)
+		cJSON_AddStringToObject(o, "cause", ms_oom_cause_name(v->cause));
+	else
+		cJSON_AddNullToObject(o, "cause");
+	if (v->cause)
+		cJSON_AddNullToObject(o, "undecided_because");
+	else
+		cJSON_AddStringToObject(o, "undecided_because", v->undecided_because);
+	a = cJSON_AddArrayToObject(o, "causes");
+	for (size_t k = 0; k < v->n_causes; k++) {
+		cJSON *c = cJSON_CreateObject();
+		cJSON_AddStringToObject(c, "cause", ms_oom_cause_name(v->causes[k].cause));
+		ms_json_u64(c, "bytes", v->causes[k].bytes);
+		cJSON_AddItemToArray(a, c);
+	}
+	cJSON_AddBoolToObject(o, "demand_projected", v->demand_projected);
+	cJSON_AddBoolToObject(o, "device_full", v->device_full);
+	if (v->device_full)
+		ms_json_u64(o, "device_free_bytes", v->device_free);
+	else
+		cJSON_AddNullToObject(o, "device_free_bytes");
+	/* one figure at the OOM, assumed constant: never a timeline made up */
+	if (v->outside_known)
+		ms_json_u64(o, "outside_pytorch_bytes", v->outside_bytes);
+	else
+		cJSON_AddNullToObject(o, "outside_pytorch_bytes");
+}
+
+void ms_verdict_print_oom_cause(const struct ms_oom_verdict *v, const struct ms_death *d,
+                                uint64_t reserved, const char *indent)
+{
+	char b1[32], b2[32], b3[32];
+	if (!v->cause) {
+		printf("%scause: undecided: %s\n", indent, v->undecided_because);
+	} else {
+		printf("%scause: %s", indent, ms_oom_cause_name(v->cause));
+		for (size_t k = 1; k < v->n_causes; k++)
+			printf("%s%s %s", k == 1 ? " (also " : ", ",
+			       ms_oom_cause_name(v->causes[k].cause),
+			       ms_format_size(b1, sizeof(b1), v->causes[k].bytes));
+		printf("%s\n", v->n_causes > 1 ? ")" : "");
+	}
+	if (v->demand_projected && d)
+		printf("%sthe request itself would have fit but for fragmentation; the steps' "
+		       "peaks "
+		       "rose %s a step over the last %zu, and at that rate step %zu asks for %s, "
+		       "more "
+		       "than the %s PyTorch could use\n", indent,
+		       ms_format_size(b1, sizeof(b1), d->rise_per_step), d->rising_steps,
+		       d->dying_step, ms_format_size(b2, sizeof(b2), d->projected_dying),
+		       ms_format_size(b3, sizeof(b3), v->capacity_hi));
+	if (v->device_full)
+		printf("%sthe device was full: %s free at the OOM, below the %s segment the "
+		       "request "
+		       "needed; no per-process limit is needed to explain it\n", indent,
+		       ms_format_size(b1, sizeof(b1), v->device_free),
+		       ms_format_size(b2, sizeof(b2), v->segment_needed));
+	if (v->outside_known)
+		printf("%s%s of the device was held outside PyTorch (other libraries, processes, "
+		       "the CUDA context), PyTorch %s: one figure at the OOM, assumed constant\n", indent,
+		       ms_format_size(b1, sizeof(b1), v->outside_bytes),
+		       ms_format_size(b3, sizeof(b3), reserved));
+}
+
+void ms_verdict_json_survival(cJSON *o, const struct ms_survival *sv)
+{
+	cJSON_AddStringToObject(o, "survives", ms_survives_name(sv->survives));
+	cJSON_AddStringToObject(o, "survives_why", sv->why);
+	if (sv->margin_known)
+		ms_json_u64(o, "margin_bytes", sv->margin);
+	else
+		cJSON_AddNullToObject(o, "margin_bytes");
+}
