@@ -243,9 +243,8 @@ static void print_cats(const struct ms_explain *x, uint64_t allocated, uint64_t 
 	printf("    %-16s %11s                reserved but not allocated\n", "cached_free",
 	       ms_format_size(b, sizeof(b), cached));
 	if (outside_known)
-		printf("    %-16s %11s                raw CUDA allocations of others (NCCL, "
-		       "cuBLAS, "
-		       "...)\n",
+		printf("    %-16s %11s                the raw CUDA allocations the recorder saw "
+		       "(not the CUDA context, nor calls it does not intercept)\n",
 		       "outside_pytorch", ms_format_size(b, sizeof(b), outside));
 }
 
