@@ -58,3 +58,17 @@ import json, sys
 o = json.load(sys.stdin)["oom"]
 print("frag: cause", o["cause"], "| allocated %d + request %d against the limit %d" % (
       o["allocated_bytes"], o["requested_bytes"], o["capacity_bytes"]))'
+# the limit each job really ran under lies within the range inferred from its OOM, which never
+# starts below what its segments held at once
+for job in frag frag_first growing rare_long ddp_rank1; do
+	"$MEMSNAP" -q replay --json "$d/$job.pickle.zst" | python3 -c '
+import json, sys
+x = json.load(sys.stdin)
+x = x["devices"][sorted(x["devices"])[-1]] if "devices" in x else x
+t = json.load(open(sys.argv[1]))
+t = t.get("recorded") or t.get("recorded_rank1")
+li, real = x["limit_inferred"], t["limit_bytes"]
+print("%s: real limit %d, inferred %d to %d (held %d): %s" % (sys.argv[2], real, li["low_bytes"],
+      li["high_bytes"], li["held_bytes"], "within" if li["low_bytes"] <= real <= li["high_bytes"] else "OUTSIDE"))' \
+		"$d/$job.truth.json" $job
+done
