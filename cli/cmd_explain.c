@@ -1267,7 +1267,11 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 			       ms_format_size(b1, sizeof(b1), p), p > reserved ? "+" : "-",
 			       ms_format_size(b2, sizeof(b2),
 			                      p > reserved ? p - reserved : reserved - p),
-			       recs[k].avoids_oom ? ", gets past the recorded OOM" : "");
+			       !recs[k].avoids_oom ? ""
+			       : first.first_oom.recorded
+			               ? ", gets past the recorded OOM"
+			               : ", gets past the OOM of the replay under this "
+			                 "limit");
 			if (c->o.limit && p > c->o.limit)
 				printf(" (%s over the limit: PyTorch checks the limit against the "
 				       "request, and expandable segments map whole pages past it)",

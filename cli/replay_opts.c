@@ -381,6 +381,38 @@ void ms_replay_cli_release(struct ms_replay_cli *c)
 	c->o.init = NULL;
 }
 
+/*
+ * A limit the user gave that the trace itself contradicts: below what its segments held at once
+ * (the job could not have run under it), or one under which the replay serves an OOM the job
+ * recorded (the OOM proves the job had less). Said, not refused: a limit is also a question
+ * ("what if the job had this much?").
+ */
+static void limit_against_trace(const struct ms_replay_cli *c, const char *path,
+                                const struct ms_replay_result *r)
+{
+	const struct ms_trace *t = NULL;
+	struct ms_diag d = MS_DIAG_INIT;
+	char b1[32], b2[32];
+	uint64_t held;
+
+	if (!c->o.limit_given || !r->limit || c->quiet_notes)
+		return;
+	if (!ms_replay_cli_trace(path, &t, &d) && t && !r->rebuilt &&
+	    (held = ms_trace_held_reserved(t, (uint32_t)c->o.device)) > r->limit)
+		ms_warning(
+		        "%s: the limit given (%s) is below what the trace's segments held at once "
+		        "(%s): the job did not run under it; the answers are for a job that had "
+		        "less memory than this one",
+		        path, ms_format_size(b1, sizeof(b1), r->limit),
+		        ms_format_size(b2, sizeof(b2), held));
+	if (r->missed_ooms)
+		ms_warning("%s: under the limit given (%s) the replay serves %llu OOM%s the job "
+		           "recorded: the job had less than that (its OOM proves it); the answers "
+		           "are for a job that had more memory than this one",
+		           path, ms_format_size(b1, sizeof(b1), r->limit),
+		           (unsigned long long)r->missed_ooms, r->missed_ooms == 1 ? "" : "s");
+}
+
 int ms_replay_cli_run_reported(struct ms_replay_cli *c, const char *path,
                                struct ms_replay_result *r, struct ms_limit_range *lim)
 {
@@ -431,6 +463,7 @@ int ms_replay_cli_run_reported(struct ms_replay_cli *c, const char *path,
 		        "%s: a %s snapshot: memsnap models PyTorch's CUDA caching allocator only; "
 		        "the replay shows what that allocator would do with these requests",
 		        path, r->other_allocator);
+	limit_against_trace(c, path, r);
 	return MS_EXIT_OK;
 }
 

@@ -56,20 +56,20 @@ void ms_verdict_print_oom_cause(const struct ms_oom_verdict *v, const struct ms_
 		       "peaks "
 		       "rose %s a step over the last %zu, and at that rate step %zu asks for %s, "
 		       "more "
-		       "than the %s PyTorch could use\n", indent,
-		       ms_format_size(b1, sizeof(b1), d->rise_per_step), d->rising_steps,
+		       "than the %s PyTorch could use\n",
+		       indent, ms_format_size(b1, sizeof(b1), d->rise_per_step), d->rising_steps,
 		       d->dying_step, ms_format_size(b2, sizeof(b2), d->projected_dying),
 		       ms_format_size(b3, sizeof(b3), v->capacity_hi));
 	if (v->device_full)
 		printf("%sthe device was full: %s free at the OOM, below the %s segment the "
 		       "request "
-		       "needed; no per-process limit is needed to explain it\n", indent,
-		       ms_format_size(b1, sizeof(b1), v->device_free),
+		       "needed; no per-process limit is needed to explain it\n",
+		       indent, ms_format_size(b1, sizeof(b1), v->device_free),
 		       ms_format_size(b2, sizeof(b2), v->segment_needed));
 	if (v->outside_known)
 		printf("%s%s of the device was held outside PyTorch (other libraries, processes, "
-		       "the CUDA context), PyTorch %s: one figure at the OOM, assumed constant\n", indent,
-		       ms_format_size(b1, sizeof(b1), v->outside_bytes),
+		       "the CUDA context), PyTorch %s: one figure at the OOM, assumed constant\n",
+		       indent, ms_format_size(b1, sizeof(b1), v->outside_bytes),
 		       ms_format_size(b3, sizeof(b3), reserved));
 }
 

@@ -327,8 +327,8 @@ static void copy_step(struct cont *c, const struct ms_trace *t, uint32_t device,
  */
 static ms_status continued_replay(const struct ms_trace *t, const struct ms_replay_opts *o,
                                   const struct ms_death *d, const struct ms_explain *x,
-                                  uint64_t limit, int *ran_out, uint64_t *peak_reserved, char *err,
-                                  size_t errcap)
+                                  uint64_t limit, int *ran_out, uint64_t *peak_reserved,
+                                  uint64_t *peak_allocated, char *err, size_t errcap)
 {
 	struct cont c;
 	struct ms_u64map live;
@@ -414,6 +414,7 @@ static ms_status continued_replay(const struct ms_trace *t, const struct ms_repl
 	if (!s) {
 		*ran_out = !r.has_oom ? 0 : r.first_oom.index >= d->fail_index ? 1 : 2;
 		*peak_reserved = (uint64_t)r.stats.reserved_bytes[0].peak;
+		*peak_allocated = (uint64_t)r.stats.allocated_bytes[0].peak;
 	} else {
 		snprintf(err, errcap, "%.200s", diag.msg[0] ? diag.msg : ms_strerror(s));
 	}
@@ -445,16 +446,19 @@ static int whole_runs_out(const struct ms_trace *t, const struct ms_replay_opts 
 
 #define SAY(...) snprintf(out->why, sizeof(out->why), __VA_ARGS__)
 
-static void margin_of(struct ms_survival *out, uint64_t cap, uint64_t peak)
+/* The limit less the most the replay had allocated at once: how much more the job could have
+ * asked for (reserved bytes grow to fill a limit as the allocator retries, allocated ones do
+ * not) */
+static void margin_of(struct ms_survival *out, uint64_t cap, uint64_t allocated_peak)
 {
 	out->margin_known = cap != 0;
-	out->margin = cap > peak ? cap - peak : 0;
+	out->margin = cap > allocated_peak ? cap - allocated_peak : 0;
 }
 
-ms_status ms_survival_judge(const struct ms_trace *t, const struct ms_replay_opts *o,
-                            const struct ms_death *d, const struct ms_explain *x,
-                            const struct ms_capacity *cap, const struct ms_replay_result *whole,
-                            struct ms_survival *out)
+static ms_status judge(const struct ms_trace *t, const struct ms_replay_opts *o,
+                       const struct ms_death *d, const struct ms_explain *x,
+                       const struct ms_capacity *cap, const struct ms_replay_result *whole,
+                       struct ms_survival *out)
 {
 	uint64_t lim_lo = cap->from ? cap->lo : 0, lim_hi = cap->from ? cap->hi : 0;
 	int ranged = lim_lo != lim_hi;
@@ -462,7 +466,7 @@ ms_status ms_survival_judge(const struct ms_trace *t, const struct ms_replay_opt
 	char b1[32], b2[32], b3[32];
 
 	memset(out, 0, sizeof(*out));
-	margin_of(out, lim_lo, peak);
+	margin_of(out, lim_lo, (uint64_t)whole->stats.allocated_bytes[0].peak);
 	if (whole->has_oom) {
 		/* it runs out: at the inferred limit's highest too? */
 		if (ranged && whole_runs_out(t, o, lim_hi) != 1) {
@@ -474,6 +478,7 @@ ms_status ms_survival_judge(const struct ms_trace *t, const struct ms_replay_opt
 			return MS_OK;
 		}
 		out->survives = MS_SURVIVES_NO;
+		out->margin_known = 0; /* it has none */
 		SAY("the replay runs out of memory at event %llu (%s requested, %s allocated, %s "
 		    "reserved)%s",
 		    (unsigned long long)whole->first_oom.index,
@@ -539,10 +544,10 @@ ms_status ms_survival_judge(const struct ms_trace *t, const struct ms_replay_opt
 	}
 	if (d->like_step) {
 		int lo_out = 0, hi_out = 0;
-		uint64_t lo_peak = 0, hi_peak = 0;
+		uint64_t lo_peak = 0, hi_peak = 0, lo_alloc = 0, hi_alloc = 0;
 		char err[256] = "";
 		ms_status s = continued_replay(t, o, d, x, ranged ? lim_lo : 0, &lo_out, &lo_peak,
-		                               err, sizeof(err));
+		                               &lo_alloc, err, sizeof(err));
 		if (s == MS_ERR_NOMEM)
 			return s;
 		if (s) {
@@ -553,7 +558,7 @@ ms_status ms_survival_judge(const struct ms_trace *t, const struct ms_replay_opt
 		out->continued_peak_reserved = lo_peak;
 		if (!lo_out) {
 			out->survives = MS_SURVIVES_YES;
-			margin_of(out, lim_lo, lo_peak);
+			margin_of(out, lim_lo, lo_alloc);
 			SAY("step %zu, which died, began with the same %llu requests as step %zu; "
 			    "that "
 			    "step's remaining requests, then step %zu (the highest before it) once "
@@ -569,7 +574,7 @@ ms_status ms_survival_judge(const struct ms_trace *t, const struct ms_replay_opt
 		hi_out = lo_out;
 		hi_peak = lo_peak;
 		if (ranged) {
-			s = continued_replay(t, o, d, x, lim_hi, &hi_out, &hi_peak, err,
+			s = continued_replay(t, o, d, x, lim_hi, &hi_out, &hi_peak, &hi_alloc, err,
 			                     sizeof(err));
 			if (s == MS_ERR_NOMEM)
 				return s;
@@ -586,6 +591,7 @@ ms_status ms_survival_judge(const struct ms_trace *t, const struct ms_replay_opt
 			return MS_OK;
 		}
 		out->survives = MS_SURVIVES_NO;
+		out->margin_known = 0; /* it has none */
 		SAY("step %zu, which died, began with the same %llu requests as step %zu; %s, "
 		    "replayed after the failure under this setting, run%s out of memory",
 		    d->dying_step, (unsigned long long)d->prefix_allocs, d->like_step,
@@ -598,6 +604,7 @@ ms_status ms_survival_judge(const struct ms_trace *t, const struct ms_replay_opt
 	}
 	if (d->rising_steps && (d->projected_dying > lim_hi || d->projected_next > lim_hi)) {
 		out->survives = MS_SURVIVES_NO;
+		out->margin_known = 0; /* it has none */
 		SAY("demand: the peaks of the last %zu steps rose %s a step; at that rate step %zu "
 		    "asks for %s and the next %s, more than the %s PyTorch could use%s (no setting "
 		    "gives more; assumed: the job goes on growing as it did, for a step or more)",
@@ -819,6 +826,11 @@ ms_status ms_verdict_begin(const struct ms_trace *t, const struct ms_explain *x,
 	if ((s = ms_death_find(t, o->device, x, &v->death)))
 		return s;
 	v->has_oom = first->has_oom;
+	v->oom_index = first->has_oom ? first->first_oom.index : 0;
+	v->oom_recorded = first->has_oom && first->first_oom.recorded;
+	for (size_t k = 0; first->has_oom && k < x->n_steps && !x->steps_by_repetition; k++)
+		if (x->steps[k].first_event <= v->oom_index)
+			v->oom_step = k + 1 + x->steps_before_trace;
 	ms_oom_cause_find(first, lim, limit, &v->death, &v->oom);
 	/* a full device: PyTorch could use what it reserved and what was free, not the device */
 	capacity = v->oom.device_full ? v->oom.capacity_lo : limit ? limit : first->device_memory;
@@ -883,26 +895,45 @@ static void headline(struct ms_verdict *v, const struct ms_whatif_row *rows, siz
 		else if (v->sv[k].survives == MS_SURVIVES_NO)
 			no++;
 	}
-	len = snprintf(v->headline, sizeof(v->headline), "Out of memory at event %llu",
-	               (unsigned long long)(v->has_oom ? v->death.fail_index : 0));
-	if (v->death.dying_step && len > 0 && (size_t)len < sizeof(v->headline))
-		len += snprintf(v->headline + len, sizeof(v->headline) - (size_t)len, " (step %zu)",
-		                v->death.dying_step);
-	if (len > 0 && (size_t)len < sizeof(v->headline))
-		len += snprintf(v->headline + len, sizeof(v->headline) - (size_t)len, ": %s. ",
-		                v->has_oom ? cause_phrase(&v->oom, cause, sizeof(cause))
-		                           : "the replay does not reproduce it");
+	if (!v->has_oom) {
+		/* the job died, but under the limit given the replay gets past its OOM */
+		len = snprintf(
+		        v->headline, sizeof(v->headline),
+		        "The job ran out of memory at event %llu; under the limit given the "
+		        "replay gets past it (a limit above the job's: the recorded OOM proves "
+		        "it had less). ",
+		        (unsigned long long)v->death.fail_index);
+	} else {
+		len = snprintf(v->headline, sizeof(v->headline), "%s at event %llu",
+		               v->oom_recorded
+		                       ? "Out of memory"
+		                       : "Under the limit given, the replay runs out of memory",
+		               (unsigned long long)v->oom_index);
+		if (v->oom_step && len > 0 && (size_t)len < sizeof(v->headline))
+			len += snprintf(v->headline + len, sizeof(v->headline) - (size_t)len,
+			                " (step %zu)", v->oom_step);
+		if (!v->oom_recorded && len > 0 && (size_t)len < sizeof(v->headline))
+			len += snprintf(v->headline + len, sizeof(v->headline) - (size_t)len,
+			                ", where the recorded run did not");
+		if (len > 0 && (size_t)len < sizeof(v->headline))
+			len += snprintf(v->headline + len, sizeof(v->headline) - (size_t)len,
+			                ": %s. ", cause_phrase(&v->oom, cause, sizeof(cause)));
+	}
 	if (len < 0 || (size_t)len >= sizeof(v->headline))
 		return;
 	if (yes != SIZE_MAX)
 		snprintf(v->headline + len, sizeof(v->headline) - (size_t)len,
-		         "%s would have saved it (survives: yes, %s left).", rows[yes].conf,
-		         ms_format_size(b1, sizeof(b1), v->sv[yes].margin));
+		         "%s would have saved it (survives: yes%s%s%s).", rows[yes].conf,
+		         v->sv[yes].margin_known ? ", " : "",
+		         v->sv[yes].margin_known ? ms_format_size(b1, sizeof(b1), v->sv[yes].margin)
+		                                 : "",
+		         v->sv[yes].margin_known ? " to spare" : "");
 	else if (unknown)
 		snprintf(v->headline + len, sizeof(v->headline) - (size_t)len,
-		         "No setting is known to save it: of %zu tried, %zu get%s past the failed "
-		         "request, and for %zu the trace cannot tell whether the job would have "
-		         "finished (survives: unknown; %zu: no).",
+		         "No setting is known to save it: of %zu tried, %zu get%s past the OOM, "
+		         "and for "
+		         "%zu the trace cannot tell whether the job would have finished (survives: "
+		         "unknown; %zu: no).",
 		         unknown + no, past, past == 1 ? "s" : "", unknown, no);
 	else if (no)
 		snprintf(v->headline + len, sizeof(v->headline) - (size_t)len,
@@ -996,13 +1027,13 @@ void ms_end_state_judge(const struct ms_replay_snap *snap, uint64_t request, uin
 		return;
 	}
 	if (!cap) {
-		OWHY("no free block holds the request (%llu bytes rounded; the largest free block "
-		     "is "
-		     "%llu); whether a new %s segment had room needs what PyTorch could use "
-		     "(--limit "
-		     "or --device-memory)",
-		     (unsigned long long)v->rounded, (unsigned long long)v->largest_free,
-		     ms_format_size(b2, sizeof(b2), v->segment_needed));
+		OWHY("no free block holds the request (rounded: %s, %llu bytes; the largest free "
+		     "block: %s, %llu bytes); whether a new %s segment had room needs what PyTorch "
+		     "could use (--limit or --device-memory)",
+		     ms_format_size(b1, sizeof(b1), v->rounded), (unsigned long long)v->rounded,
+		     ms_format_size(b2, sizeof(b2), v->largest_free),
+		     (unsigned long long)v->largest_free,
+		     ms_format_size((char[32]){0}, 32, v->segment_needed));
 		return;
 	}
 	if (v->allocated + v->rounded > cap) {
@@ -1023,4 +1054,24 @@ void ms_end_state_judge(const struct ms_replay_snap *snap, uint64_t request, uin
 		o->cause = MS_CAUSE_FRAGMENTATION;
 		add_cause(o, MS_CAUSE_FRAGMENTATION, v->free_in_reserved);
 	}
+}
+
+ms_status ms_survival_judge(const struct ms_trace *t, const struct ms_replay_opts *o,
+                            const struct ms_death *d, const struct ms_explain *x,
+                            const struct ms_capacity *cap, const struct ms_replay_result *whole,
+                            struct ms_survival *out)
+{
+	ms_status s = judge(t, o, d, x, cap, whole, out);
+	if (!s && out->survives == MS_SURVIVES_YES && whole->rebuilt) {
+		/* the state before the trace is the recorded run's, laid out by its settings */
+		char why[sizeof(out->why)];
+		snprintf(why, sizeof(why), "%s", out->why);
+		out->survives = MS_SURVIVES_UNKNOWN;
+		snprintf(out->why, sizeof(out->why),
+		         "the trace starts mid-run, and what the job did before its first event is "
+		         "not "
+		         "replayed under this setting (from there on: %.380s)",
+		         why);
+	}
+	return s;
 }

@@ -194,6 +194,11 @@ struct ms_verdict {
 	struct ms_death death;
 	int has_oom;
 	struct ms_oom_verdict oom; /* has_oom */
+	/* the replay's first OOM (has_oom): its event, whether the trace recorded it there, and the
+	 * step it fell in (0: no steps, or steps found only by repetition) */
+	uint64_t oom_index;
+	int oom_recorded;
+	size_t oom_step;
 	struct ms_capacity cap;
 	/* the settings of rows (ms_verdict_judge_rows), one each; n_sv of them */
 	struct ms_survival *sv;
