@@ -1155,18 +1155,8 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 					       "them were free; end it before this allocation, or "
 					       "call torch.cuda.empty_cache() before it begins\n",
 					       ms_format_size(b2, sizeof(b2), f->o.releasable));
-				else if (fit < 0 && lim.inferred)
-					printf("    cannot tell demand from fragmentation: "
-					       "allocated plus "
-					       "the request (%s) lie within the inferred limit's "
-					       "range, %s "
-					       "to %s (--limit sets it)\n",
-					       b1, ms_format_size(b2, sizeof(b2), lim.lo),
-					       ms_format_size(b3, sizeof(b3), lim.hi));
 				else if (fit < 0)
-					printf("    the capacity is not known: demand and "
-					       "fragmentation "
-					       "cannot be told apart\n");
+					; /* the cause line above says why it cannot be told */
 				else if (fit &&
 				         !strcmp(fit_cause(f, lim.inferred ? lim.lo : capacity),
 				                 "segment_size")) {

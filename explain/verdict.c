@@ -780,10 +780,11 @@ void ms_oom_cause_find(const struct ms_replay_result *r, const struct ms_limit_r
 	}
 	if (demand > v->capacity_lo) {
 		WHY("allocated plus the request (%s) lie within the inferred limit's range (%s to "
-		    "%s): demand if the limit was low, fragmentation if high (--limit settles it)",
+		    "%s): demand if the limit was below %s, fragmentation if not (--limit settles "
+		    "it)",
 		    ms_format_size(b1, sizeof(b1), demand),
 		    ms_format_size(b2, sizeof(b2), v->capacity_lo),
-		    ms_format_size((char[32]){0}, 32, v->capacity_hi));
+		    ms_format_size((char[32]){0}, 32, v->capacity_hi), b1);
 		return;
 	}
 	if (v->capacity_hi != v->capacity_lo &&
