@@ -829,6 +829,7 @@ ms_status ms_verdict_begin(const struct ms_trace *t, const struct ms_explain *x,
 	v->has_oom = first->has_oom;
 	v->oom_index = first->has_oom ? first->first_oom.index : 0;
 	v->oom_recorded = first->has_oom && first->first_oom.recorded;
+	v->limit_given = o->limit_given;
 	for (size_t k = 0; first->has_oom && k < x->n_steps && !x->steps_by_repetition; k++)
 		if (x->steps[k].first_event <= v->oom_index)
 			v->oom_step = k + 1 + x->steps_before_trace;
@@ -897,18 +898,19 @@ static void headline(struct ms_verdict *v, const struct ms_whatif_row *rows, siz
 			no++;
 	}
 	if (!v->has_oom) {
-		/* the job died, but under the limit given the replay gets past its OOM */
-		len = snprintf(
-		        v->headline, sizeof(v->headline),
-		        "The job ran out of memory at event %llu; under the limit given the "
-		        "replay gets past it (a limit above the job's: the recorded OOM proves "
-		        "it had less). ",
-		        (unsigned long long)v->death.fail_index);
+		/* the job died, but the replay gets past its OOM (under a limit given above it) */
+		len = snprintf(v->headline, sizeof(v->headline),
+		               "Out of memory at event %llu; the replay gets past it%s. ",
+		               (unsigned long long)v->death.fail_index,
+		               v->limit_given ? " under the limit given (above the job's: the "
+		                                "recorded OOM proves it had less)"
+		                              : "");
 	} else {
 		len = snprintf(v->headline, sizeof(v->headline), "%s at event %llu",
-		               v->oom_recorded
-		                       ? "Out of memory"
-		                       : "Under the limit given, the replay runs out of memory",
+		               v->oom_recorded ? "Out of memory"
+		               : v->limit_given
+		                       ? "Out of memory in the replay under the limit given"
+		                       : "Out of memory in the replay",
 		               (unsigned long long)v->oom_index);
 		if (v->oom_step && len > 0 && (size_t)len < sizeof(v->headline))
 			len += snprintf(v->headline + len, sizeof(v->headline) - (size_t)len,

@@ -199,6 +199,7 @@ struct ms_verdict {
 	uint64_t oom_index;
 	int oom_recorded;
 	size_t oom_step;
+	int limit_given; /* the replay ran under a limit the user gave */
 	struct ms_capacity cap;
 	/* the settings of rows (ms_verdict_judge_rows), one each; n_sv of them */
 	struct ms_survival *sv;

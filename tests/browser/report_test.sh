@@ -181,7 +181,7 @@ for c in "explain/frag_oom.zst:fragmentation" "edge/stacks_all.pickle:segment_si
 	chrome --dump-dom "file://$art/verdict.html" >"$tmp/dom.html" 2>/dev/null
 	grep -q "data-oom-verdict=\"${c#*:}\"" "$tmp/dom.html" ||
 		problems+=" ${c%%:*}:$(grep -o 'data-oom-verdict="[^"]*"' "$tmp/dom.html")"
-	grep -q 'data-verdict="Out of memory at event' "$tmp/dom.html" ||
+	grep -q 'data-verdict="Out of memory' "$tmp/dom.html" ||
 		problems+=" ${c%%:*}:no-headline"
 done
 # the job a setting saves, given its limit: the headline names the setting and says yes
