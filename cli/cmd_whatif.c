@@ -235,6 +235,8 @@ static int whatif_one(struct ms_replay_cli *c, const char *path, const struct ms
 	if (json) {
 		cJSON *root = cJSON_CreateObject(), *a;
 		cJSON_AddStringToObject(root, "trace", path);
+		/* the one line explain opens with (explain/verdict.h) */
+		cJSON_AddStringToObject(root, "verdict", v.headline);
 		cJSON_AddNumberToObject(root, "device", device);
 		ms_json_u64(root, "limit_bytes", c->o.limit);
 		if (lim.inferred) {
@@ -303,6 +305,8 @@ static int whatif_one(struct ms_replay_cli *c, const char *path, const struct ms
 		char b1[32], b2[32], b3[32], b4[32];
 		printf("%s: %zu settings%s%s\n", label, nrows, c->o.limit ? ", limit " : "",
 		       c->o.limit ? ms_format_size(b1, sizeof(b1), c->o.limit) : "");
+		if (v.has_oom || v.death.died)
+			printf("  %s\n", v.headline);
 		if (lim.inferred)
 			printf("  the limit is inferred (the recorded OOM had room on the device): "
 			       "between %s and %s; --limit sets it\n",
