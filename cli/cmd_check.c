@@ -8,6 +8,7 @@
 #include "cli/opts.h"
 #include "cli/out.h"
 #include "cli/replay_opts.h"
+#include "cli/verdict_out.h"
 #include "common/alloc.h"
 #include "explain/explain.h"
 #include "parse/trace.h"
@@ -47,6 +48,8 @@ struct figures {
 	uint64_t growth_per_step;
 	size_t growth_steps, growth_sites;
 	int growth_by_repetition; /* the only steps found repeat in the trace: maybe layers */
+	/* why it died, where it did (explain/verdict.h's headline; "" where not told) */
+	char verdict[768];
 };
 
 /* explain's growth over the trace's steps (explain/explain.h) */
@@ -116,6 +119,15 @@ static ms_status figures_of(struct ms_replay_cli *c, const char *path, int growt
 	f->growth_per_step = 0;
 	f->growth_steps = f->growth_sites = 0;
 	f->growth_by_repetition = 0;
+	f->verdict[0] = 0;
+	if (r.has_oom || r.recorded_ooms) {
+		struct ms_verdict v;
+		struct ms_diag d = MS_DIAG_INIT;
+		int has = 0;
+		if (!ms_cli_verdict(c, path, NULL, &r, &lim, NULL, 0, &v, &has, &d) && has)
+			snprintf(f->verdict, sizeof(f->verdict), "%s", v.headline);
+		ms_verdict_release(&v);
+	}
 	if (growth && (s = growth_of(path, (uint32_t)c->o.device, &r, f))) {
 		ms_replay_result_release(&r);
 		ms_replay_cli_release(c);
@@ -234,6 +246,10 @@ int cmd_check(int argc, const char **argv)
 				ms_json_u64(out, "growth_per_step_bytes", f.growth_per_step);
 			else
 				cJSON_AddNullToObject(out, "growth_per_step_bytes");
+			if (f.verdict[0])
+				cJSON_AddStringToObject(out, "verdict", f.verdict);
+			else
+				cJSON_AddNullToObject(out, "verdict");
 			if (f.lim.inferred) {
 				cJSON *x = cJSON_AddObjectToObject(out, "limit_inferred");
 				ms_json_u64(x, "low_bytes", f.lim.lo);
@@ -347,6 +363,9 @@ int cmd_check(int argc, const char **argv)
 			       (unsigned long long)f.recorded_ooms, f.recorded_ooms == 1 ? "" : "s",
 			       f.lim.inferred ? " (under a per-process limit inferred from it)"
 			                      : "");
+		/* a run that died: why, as explain says it */
+		if (!json && f.verdict[0])
+			printf("%s: %s\n", lbl, f.verdict);
 		if (!json && f.cut_short && allow_cut)
 			printf("%s: note: the trace is cut short: its peaks are of the part it "
 			       "holds\n",

@@ -21,6 +21,7 @@
 #include "replay/whatif.h"
 #include "explain/explain.h"
 #include "explain/verdict.h"
+#include "cli/verdict_out.h"
 
 static const char *const usage[] = {
         "memsnap render [--format html|csv|txt|dot|svg] [--at peak|oom|end|EVENT] [-o FILE]",
@@ -163,42 +164,6 @@ static ms_status diagnose(struct ms_report *rep, const char *path, const struct 
 	return s;
 }
 
-/*
- * The page's verdict (explain/verdict.h) from the whole trace in memory (read as diagnose reads
- * it), r the first pass and rows the what-if rows (or none). *has 0: the trace is too long to
- * read whole here (the page then has none, and memsnap explain gives it).
- */
-static ms_status page_verdict(const struct ms_replay_cli *c, const char *path,
-                              const struct ms_trace *t, const struct ms_replay_result *r,
-                              const struct ms_limit_range *lim, const struct ms_whatif_row *rows,
-                              size_t n_rows, struct ms_verdict *v, int *has, struct ms_diag *d)
-{
-	struct ms_trace *owned = NULL;
-	struct ms_explain x;
-	struct ms_explain_in in;
-	ms_status s = MS_OK;
-
-	*has = 0;
-	if (!t && r->events_total <= DIAGNOSE_EVENTS)
-		s = ms_replay_cli_trace_whole(path, &t, &owned, d);
-	if (s || !t)
-		return s;
-	memset(&in, 0, sizeof(in));
-	in.t = t;
-	in.device = c->o.device;
-	in.site_depth = 1;
-	in.peak_index = r->fullest_at_peak_index;
-	in.allocated_at_peak = r->allocated_at_peak_reserved - r->served_oom_at_peak_reserved;
-	if (!(s = ms_explain_run(&in, &x))) {
-		if (!(s = ms_verdict_begin(t, &x, &c->o, r, lim, v)) &&
-		    !(s = ms_verdict_judge_rows(t, &x, &c->o, rows, n_rows, v)))
-			*has = 1;
-		ms_explain_release(&x);
-	}
-	ms_trace_free(owned);
-	return s;
-}
-
 /* What page_data writes: the whole page, its data alone, or its timeline as CSV. */
 enum page_out { PAGE_HTML, PAGE_DATA, PAGE_CSV };
 
@@ -246,8 +211,8 @@ static int page_data(const struct ms_replay_cli *c, const char *path,
 		s = whatif_rows(path, &c->o, &rows, &n_rows, &d);
 	memset(&verdict, 0, sizeof(verdict));
 	if (!s && what != PAGE_CSV && whole)
-		s = page_verdict(c, path, in.trace, r, lim, rows, n_rows, &verdict, &has_verdict,
-		                 &d);
+		s = ms_cli_verdict(c, path, in.trace, r, lim, rows, n_rows, &verdict, &has_verdict,
+		                   &d);
 	if (has_verdict)
 		rep.verdict = &verdict;
 	if (!s)

@@ -4,6 +4,9 @@
 #include <stdio.h>
 
 #include "cli/out.h"
+#include "cli/replay_opts.h"
+#include "parse/trace.h"
+#include <string.h>
 #include "common/buf.h"
 
 void ms_verdict_json_oom_cause(cJSON *o, const struct ms_oom_verdict *v)
@@ -81,4 +84,36 @@ void ms_verdict_json_survival(cJSON *o, const struct ms_survival *sv)
 		ms_json_u64(o, "margin_bytes", sv->margin);
 	else
 		cJSON_AddNullToObject(o, "margin_bytes");
+}
+
+/* The verdict of c's device of path (verdict_out.h) */
+ms_status ms_cli_verdict(const struct ms_replay_cli *c, const char *path, const struct ms_trace *t,
+                         const struct ms_replay_result *r, const struct ms_limit_range *lim,
+                         const struct ms_whatif_row *rows, size_t n_rows, struct ms_verdict *v,
+                         int *has, struct ms_diag *d)
+{
+	struct ms_trace *owned = NULL;
+	struct ms_explain x;
+	struct ms_explain_in in;
+	ms_status s = MS_OK;
+
+	*has = 0;
+	if (!t && r->events_total <= MS_CLI_VERDICT_EVENTS)
+		s = ms_replay_cli_trace_whole(path, &t, &owned, d);
+	if (s || !t)
+		return s;
+	memset(&in, 0, sizeof(in));
+	in.t = t;
+	in.device = c->o.device;
+	in.site_depth = 1;
+	in.peak_index = r->fullest_at_peak_index;
+	in.allocated_at_peak = r->allocated_at_peak_reserved - r->served_oom_at_peak_reserved;
+	if (!(s = ms_explain_run(&in, &x))) {
+		if (!(s = ms_verdict_begin(t, &x, &c->o, r, lim, v)) &&
+		    !(s = ms_verdict_judge_rows(t, &x, &c->o, rows, n_rows, v)))
+			*has = 1;
+		ms_explain_release(&x);
+	}
+	ms_trace_free(owned);
+	return s;
 }

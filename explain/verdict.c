@@ -965,6 +965,8 @@ ms_status ms_verdict_judge_rows(const struct ms_trace *t, const struct ms_explai
 			return s;
 	}
 	headline(v, rows, n);
+	for (size_t k = strlen(v->headline); k && v->headline[k - 1] == ' '; k--)
+		v->headline[k - 1] = 0; /* no setting judged: nothing after the cause */
 	return MS_OK;
 }
 
