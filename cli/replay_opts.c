@@ -405,7 +405,7 @@ static void limit_against_trace(const struct ms_replay_cli *c, const char *path,
 		        "less memory than this one",
 		        path, ms_format_size(b1, sizeof(b1), r->limit),
 		        ms_format_size(b2, sizeof(b2), held));
-	if (r->missed_ooms)
+	if (r->missed_ooms && !c->o.alloc_conf) /* another setting may well get past it */
 		ms_warning("%s: under the limit given (%s) the replay serves %llu OOM%s the job "
 		           "recorded: the job had less than that (its OOM proves it); the answers "
 		           "are for a job that had more memory than this one",

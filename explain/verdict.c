@@ -101,8 +101,10 @@ static void find_rise(const struct ms_explain *x, struct ms_death *d)
 	d->rise_per_step = (p - x->steps[last - 1 - r].peak_requested) / r;
 	d->projected_dying = p + d->rise_per_step;
 	/* the dying step asked for at least what it had when it failed */
-	if (x->steps[d->dying_step - 1].peak_requested + d->request > d->projected_dying)
+	if (x->steps[d->dying_step - 1].peak_requested + d->request > d->projected_dying) {
 		d->projected_dying = x->steps[d->dying_step - 1].peak_requested + d->request;
+		d->projected_from_failure = 1;
+	}
 	d->projected_next = d->projected_dying + d->rise_per_step;
 }
 
@@ -446,6 +448,14 @@ static int whole_runs_out(const struct ms_trace *t, const struct ms_replay_opts 
 
 #define SAY(...) snprintf(out->why, sizeof(out->why), __VA_ARGS__)
 
+/* What the capacity is, in words */
+static const char *cap_noun(const struct ms_capacity *cap)
+{
+	return cap->from == MS_CAP_DEVICE ? "what PyTorch could use of the device"
+	       : cap->from == MS_CAP_HELD ? "what the job held when it ran"
+	                                  : "the limit";
+}
+
 /* The limit less the most the replay had allocated at once: how much more the job could have
  * asked for (reserved bytes grow to fill a limit as the allocator retries, allocated ones do
  * not) */
@@ -475,6 +485,7 @@ static ms_status judge(const struct ms_trace *t, const struct ms_replay_opts *o,
 			    "middle, not at its highest (%s): the limit decides",
 			    (unsigned long long)whole->first_oom.index,
 			    ms_format_size(b1, sizeof(b1), lim_hi));
+			out->margin_known = 0; /* the limit decides: no margin to give */
 			return MS_OK;
 		}
 		out->survives = MS_SURVIVES_NO;
@@ -512,6 +523,7 @@ static ms_status judge(const struct ms_trace *t, const struct ms_replay_opts *o,
 			    "known",
 			    ms_format_size(b1, sizeof(b1), peak),
 			    ms_format_size(b2, sizeof(b2), lim_lo));
+			out->margin_known = 0; /* the limit decides: no margin to give */
 			return MS_OK;
 		}
 		out->survives = MS_SURVIVES_YES;
@@ -534,12 +546,13 @@ static ms_status judge(const struct ms_trace *t, const struct ms_replay_opts *o,
 			    "lowest "
 			    "(%s): the limit decides",
 			    ms_format_size(b1, sizeof(b1), lim_lo));
+			out->margin_known = 0; /* the limit decides: no margin to give */
 			return MS_OK;
 		}
 		out->survives = MS_SURVIVES_YES;
 		SAY("the job ran to the end of the trace, and the replay of all of it under this "
-		    "setting stays within the limit%s",
-		    ranged ? " over the inferred limit's whole range" : "");
+		    "setting stays within %s%s",
+		    cap_noun(cap), ranged ? " over the inferred limit's whole range" : "");
 		return MS_OK;
 	}
 	if (d->like_step) {
@@ -563,11 +576,11 @@ static ms_status judge(const struct ms_trace *t, const struct ms_replay_opts *o,
 			    "that "
 			    "step's remaining requests, then step %zu (the highest before it) once "
 			    "more, "
-			    "replayed after the failure under this setting, stay within the "
-			    "limit%s "
+			    "replayed after the failure under this setting, stay within %s%s "
 			    "(peak reserved %s; assumed: the steps after it are like those before)",
 			    d->dying_step, (unsigned long long)d->prefix_allocs, d->like_step,
-			    d->highest_step, ranged ? " at the inferred limit's lowest" : "",
+			    d->highest_step, cap_noun(cap),
+			    ranged ? " at the inferred limit's lowest" : "",
 			    ms_format_size(b1, sizeof(b1), lo_peak));
 			return MS_OK;
 		}
@@ -605,11 +618,15 @@ static ms_status judge(const struct ms_trace *t, const struct ms_replay_opts *o,
 	if (d->rising_steps && (d->projected_dying > lim_hi || d->projected_next > lim_hi)) {
 		out->survives = MS_SURVIVES_NO;
 		out->margin_known = 0; /* it has none */
-		SAY("demand: the peaks of the last %zu steps rose %s a step; at that rate step %zu "
-		    "asks for %s and the next %s, more than the %s PyTorch could use%s (no setting "
+		SAY("demand: the peaks of the last %zu steps rose %s a step; step %zu asks for "
+		    "%s%s "
+		    "and the next, at that rate, %s: more than the %s PyTorch could use%s (no "
+		    "setting "
 		    "gives more; assumed: the job goes on growing as it did, for a step or more)",
 		    d->rising_steps, ms_format_size(b1, sizeof(b1), d->rise_per_step),
 		    d->dying_step, ms_format_size(b2, sizeof(b2), d->projected_dying),
+		    d->projected_from_failure ? " (what it held when it failed, with the request)"
+		                              : " at that rate",
 		    ms_format_size(b3, sizeof(b3), d->projected_next),
 		    ms_format_size((char[32]){0}, 32, lim_hi),
 		    ranged ? " at the inferred limit's highest" : "");
@@ -830,6 +847,7 @@ ms_status ms_verdict_begin(const struct ms_trace *t, const struct ms_explain *x,
 	v->oom_index = first->has_oom ? first->first_oom.index : 0;
 	v->oom_recorded = first->has_oom && first->first_oom.recorded;
 	v->limit_given = o->limit_given;
+	v->conf_given = o->alloc_conf != NULL;
 	for (size_t k = 0; first->has_oom && k < x->n_steps && !x->steps_by_repetition; k++)
 		if (x->steps[k].first_event <= v->oom_index)
 			v->oom_step = k + 1 + x->steps_before_trace;
@@ -902,9 +920,10 @@ static void headline(struct ms_verdict *v, const struct ms_whatif_row *rows, siz
 		len = snprintf(v->headline, sizeof(v->headline),
 		               "Out of memory at event %llu; the replay gets past it%s. ",
 		               (unsigned long long)v->death.fail_index,
-		               v->limit_given ? " under the limit given (above the job's: the "
-		                                "recorded OOM proves it had less)"
-		                              : "");
+		               v->conf_given    ? " under the settings given"
+		               : v->limit_given ? " under the limit given (above the job's: the "
+		                                  "recorded OOM proves it had less)"
+		                                : "");
 	} else {
 		len = snprintf(v->headline, sizeof(v->headline), "%s at event %llu",
 		               v->oom_recorded ? "Out of memory"

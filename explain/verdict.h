@@ -55,6 +55,9 @@ struct ms_death {
 	 * rise the dying step and the next ask for projected_dying and projected_next */
 	size_t rising_steps;
 	uint64_t rise_per_step, projected_dying, projected_next;
+	/* projected_dying is what the dying step held when it failed, with the request: more than
+	 * the rise gives */
+	int projected_from_failure;
 };
 
 /* Find how the job ended (x: the steps, from ms_explain_run on the same trace and device).
@@ -200,6 +203,7 @@ struct ms_verdict {
 	int oom_recorded;
 	size_t oom_step;
 	int limit_given; /* the replay ran under a limit the user gave */
+	int conf_given;  /* ... with settings the user gave (--alloc-conf) */
 	struct ms_capacity cap;
 	/* the settings of rows (ms_verdict_judge_rows), one each; n_sv of them */
 	struct ms_survival *sv;
