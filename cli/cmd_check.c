@@ -67,12 +67,7 @@ static ms_status growth_of(const char *path, uint32_t device, const struct ms_re
 		ms_report(path, s, &d);
 		return s;
 	}
-	memset(&in, 0, sizeof(in));
-	in.t = t;
-	in.device = device;
-	in.site_depth = 1;
-	in.peak_index = r->fullest_at_peak_index;
-	in.allocated_at_peak = r->allocated_at_peak_reserved - r->served_oom_at_peak_reserved;
+	ms_explain_in_at_peak(&in, t, device, r);
 	if (!(s = ms_explain_run(&in, &x))) {
 		/* steps told only by repetition may be a model's layers in one pass: no gate */
 		f->growth_by_repetition = x.steps_by_repetition;

@@ -113,25 +113,18 @@ static int window_check(const char *path, uint64_t from, uint64_t *to, uint64_t 
  * pass's options: the same limit). The searches replay the trace dozens of times: from memory.
  * Release *rows with ms_whatif_release() and ms_free().
  */
-static ms_status whatif_rows(const char *path, const struct ms_replay_opts *o,
-                             struct ms_whatif_row **rows_out, size_t *n_out, struct ms_diag *d)
+static ms_status whatif_rows(const struct ms_trace *t, const struct ms_replay_opts *o,
+                             struct ms_whatif_row **rows_out, size_t *n_out)
 {
 	size_t n = ms_whatif_n_default_configs;
 	struct ms_whatif_row *rows;
-	const struct ms_trace *t;
-	struct ms_trace *owned;
 	ms_status s;
 
-	if ((s = ms_replay_cli_trace_whole(path, &t, &owned, d)))
-		return s;
-	if (!(rows = ms_calloc(n, sizeof(*rows)))) {
-		ms_trace_free(owned);
+	if (!(rows = ms_calloc(n, sizeof(*rows))))
 		return MS_ERR_NOMEM;
-	}
 	for (size_t i = 0; i < n; i++)
 		rows[i].conf = ms_whatif_default_configs[i];
 	s = ms_whatif_run(t, o, rows, n, 0);
-	ms_trace_free(owned);
 	if (s) {
 		ms_whatif_release(rows, n);
 		ms_free(rows);
@@ -195,7 +188,9 @@ static int page_data(const struct ms_replay_cli *c, const char *path,
 	size_t n_rows = 0;
 	struct ms_diag d = MS_DIAG_INIT;
 	struct ms_verdict verdict;
-	int has_verdict = 0, whole;
+	int has_verdict = 0, whole, small, whatif;
+	const struct ms_trace *t;
+	struct ms_trace *owned = NULL;
 	ms_status s;
 
 	/* a snapshot is in memory already; a .zst trace streams from its file */
@@ -205,14 +200,20 @@ static int page_data(const struct ms_replay_cli *c, const char *path,
 		memset(&rep, 0, sizeof(rep));
 	/* the whole trace drawn (a window's end at the trace's end is no window) */
 	whole = !pg->from && (!pg->to || pg->to >= r->events_total);
-	if (!s && what != PAGE_CSV && whole)
-		s = diagnose(&rep, path, in.trace, r, &d);
-	if (!s && what != PAGE_CSV && rep.has_oom && !pg->no_whatif)
-		s = whatif_rows(path, &c->o, &rows, &n_rows, &d);
+	/* the trace whole, read once for what needs it: the diagnosis and the verdict (a .zst
+	   trace up to DIAGNOSE_EVENTS), the what-if table (any) */
+	t = in.trace;
+	small = t || r->events_total <= DIAGNOSE_EVENTS;
+	whatif = what != PAGE_CSV && rep.has_oom && !pg->no_whatif;
+	if (!s && !t && ((what != PAGE_CSV && whole && small) || whatif))
+		s = ms_replay_cli_trace_whole(path, &t, &owned, &d);
+	if (!s && what != PAGE_CSV && whole && small)
+		s = ms_report_diagnose(&rep, t, r);
+	if (!s && whatif)
+		s = whatif_rows(t, &c->o, &rows, &n_rows);
 	memset(&verdict, 0, sizeof(verdict));
-	if (!s && what != PAGE_CSV && whole)
-		s = ms_cli_verdict(c, path, in.trace, r, lim, rows, n_rows, &verdict, &has_verdict,
-		                   &d);
+	if (!s && what != PAGE_CSV && whole && small)
+		s = ms_cli_verdict(c, path, t, r, lim, rows, n_rows, &verdict, &has_verdict, &d);
 	if (has_verdict)
 		rep.verdict = &verdict;
 	if (!s)
@@ -226,6 +227,7 @@ static int page_data(const struct ms_replay_cli *c, const char *path,
 		ms_free(rows);
 	}
 	ms_verdict_release(&verdict);
+	ms_trace_free(owned);
 	ms_report_release(&rep);
 	return s ? MS_EXIT_ERROR : MS_EXIT_OK;
 }

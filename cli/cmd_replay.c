@@ -279,9 +279,6 @@ static void json_cuda(cJSON *o, struct ms_cuda_dev *dev)
 	}
 }
 
-/* Traces up to this many events are read whole for the OOM's cause (the steps it rests on) */
-#define CAUSE_EVENTS 4000000
-
 /*
  * The cause of r's OOM (explain/verdict.h), as explain gives it: with the steps of the trace read
  * whole where it is not too long (*death then set, *has_death 1), else from the replay alone.
@@ -290,43 +287,25 @@ static void oom_cause(const struct ms_replay_cli *c, const char *path,
                       const struct ms_replay_result *r, const struct ms_limit_range *lim,
                       struct ms_oom_verdict *ov, struct ms_death *death, int *has_death)
 {
-	const struct ms_trace *t = NULL;
-	struct ms_trace *owned = NULL;
 	struct ms_diag d = MS_DIAG_INIT;
-	struct ms_explain x;
-	struct ms_explain_in in;
 	struct ms_verdict v;
 
 	*has_death = 0;
 	memset(ov, 0, sizeof(*ov));
 	if (!r->has_oom)
 		return;
-	if (r->events_total <= CAUSE_EVENTS && !ms_replay_cli_trace_whole(path, &t, &owned, &d) &&
-	    t) {
-		memset(&in, 0, sizeof(in));
-		in.t = t;
-		in.device = c->o.device;
-		in.site_depth = 1;
-		in.peak_index = r->fullest_at_peak_index;
-		in.allocated_at_peak =
-		        r->allocated_at_peak_reserved - r->served_oom_at_peak_reserved;
-		if (!ms_explain_run(&in, &x)) {
-			if (!ms_verdict_begin(t, &x, &c->o, r, lim, &v)) {
-				*ov = v.oom;
-				*death = v.death;
-				*has_death = 1;
-			}
-			ms_verdict_release(&v);
-			ms_explain_release(&x);
-		}
-	}
-	ms_trace_free(owned);
-	if (!*has_death)
+	if (!ms_cli_verdict(c, path, NULL, r, lim, NULL, 0, &v, has_death, &d) && *has_death) {
+		*ov = v.oom;
+		*death = v.death;
+	} else {
+		*has_death = 0;
 		ms_oom_cause_find(r, lim,
 		                  lim->inferred ? 0
 		                  : c->o.limit  ? c->o.limit
 		                                : r->limit,
 		                  NULL, ov);
+	}
+	ms_verdict_release(&v);
 }
 
 static cJSON *json_report(const char *path, uint32_t device, const struct ms_replay_result *r,

@@ -206,12 +206,7 @@ static int whatif_one(struct ms_replay_cli *c, const char *path, const struct ms
 	if (!c->o.limit && first.limit)
 		c->o.limit = first.limit;
 	/* the steps, how the job ended and what it could use: what the verdicts rest on */
-	memset(&in, 0, sizeof(in));
-	in.t = t;
-	in.device = device;
-	in.site_depth = 1;
-	in.peak_index = first.fullest_at_peak_index;
-	in.allocated_at_peak = first.allocated_at_peak_reserved - first.served_oom_at_peak_reserved;
+	ms_explain_in_at_peak(&in, t, device, &first);
 	if (ms_explain_run(&in, &ex) || ms_verdict_begin(t, &ex, &c->o, &first, &lim, &v))
 		ms_die(MS_EXIT_ERROR, "out of memory");
 	/* what the verdicts rest on: said wherever they are shown */

@@ -98,16 +98,12 @@ ms_status ms_cli_verdict(const struct ms_replay_cli *c, const char *path, const 
 	ms_status s = MS_OK;
 
 	*has = 0;
+	memset(v, 0, sizeof(*v)); /* released by the caller whatever happens here */
 	if (!t && r->events_total <= MS_CLI_VERDICT_EVENTS)
 		s = ms_replay_cli_trace_whole(path, &t, &owned, d);
 	if (s || !t)
 		return s;
-	memset(&in, 0, sizeof(in));
-	in.t = t;
-	in.device = c->o.device;
-	in.site_depth = 1;
-	in.peak_index = r->fullest_at_peak_index;
-	in.allocated_at_peak = r->allocated_at_peak_reserved - r->served_oom_at_peak_reserved;
+	ms_explain_in_at_peak(&in, t, (uint32_t)c->o.device, r);
 	if (!(s = ms_explain_run(&in, &x))) {
 		if (!(s = ms_verdict_begin(t, &x, &c->o, r, lim, v)) &&
 		    !(s = ms_verdict_judge_rows(t, &x, &c->o, rows, n_rows, v)))

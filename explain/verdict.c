@@ -168,6 +168,18 @@ ms_status ms_death_find(const struct ms_trace *t, uint32_t device, const struct 
 
 /* ---- the remaining requests, replayed after the failure ---- */
 
+/* A verdict's own replay: its outcome alone, none of the caller's hooks or logs */
+static void quiet(struct ms_replay_opts *q)
+{
+	q->no_segment_log = 1;
+	q->snap = 0;
+	q->n_more_snaps = 0;
+	q->on_event = NULL;
+	q->on_release = NULL;
+	q->peak_gate = NULL;
+	q->on_annotation = NULL;
+}
+
 struct cont {
 	struct ms_event *ev;
 	size_t n, cap;
@@ -405,13 +417,7 @@ static ms_status continued_replay(const struct ms_trace *t, const struct ms_repl
 	synth.cut_short = 0;
 	if (limit)
 		q.limit = limit;
-	q.no_segment_log = 1;
-	q.snap = 0;
-	q.n_more_snaps = 0;
-	q.on_event = NULL;
-	q.on_release = NULL;
-	q.peak_gate = NULL;
-	q.on_annotation = NULL;
+	quiet(&q);
 	s = ms_replay_trace(&synth, &q, &r, &diag);
 	if (!s) {
 		*ran_out = !r.has_oom ? 0 : r.first_oom.index >= d->fail_index ? 1 : 2;
@@ -434,13 +440,7 @@ static int whole_runs_out(const struct ms_trace *t, const struct ms_replay_opts 
 	int out;
 
 	q.limit = limit;
-	q.no_segment_log = 1;
-	q.snap = 0;
-	q.n_more_snaps = 0;
-	q.on_event = NULL;
-	q.on_release = NULL;
-	q.peak_gate = NULL;
-	q.on_annotation = NULL;
+	quiet(&q);
 	out = ms_replay_trace(t, &q, &r, &diag) ? -1 : r.has_oom ? 1 : 0;
 	ms_replay_result_release(&r);
 	return out;
@@ -1098,4 +1098,15 @@ ms_status ms_survival_judge(const struct ms_trace *t, const struct ms_replay_opt
 		         why);
 	}
 	return s;
+}
+
+void ms_explain_in_at_peak(struct ms_explain_in *in, const struct ms_trace *t, uint32_t device,
+                           const struct ms_replay_result *r)
+{
+	memset(in, 0, sizeof(*in));
+	in->t = t;
+	in->device = device;
+	in->site_depth = 1;
+	in->peak_index = r->fullest_at_peak_index;
+	in->allocated_at_peak = r->allocated_at_peak_reserved - r->served_oom_at_peak_reserved;
 }

@@ -190,6 +190,11 @@ void ms_end_state_judge(const struct ms_replay_snap *snap, uint64_t request, uin
 
 /* ---- one verdict per device, which every command reads ---- */
 
+/* in for ms_explain_run on t's device at the state replay r broke down: the most allocated while
+ * reserved stood at its peak; sites at depth 1. */
+void ms_explain_in_at_peak(struct ms_explain_in *in, const struct ms_trace *t, uint32_t device,
+                           const struct ms_replay_result *r);
+
 struct ms_whatif_row;
 
 /* What the commands show of one device of a trace: computed once, here. */
