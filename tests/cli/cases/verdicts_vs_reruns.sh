@@ -41,23 +41,41 @@ for w in wrong + vague:
 done
 # the job that a setting saves: the evidence behind its yes, in words
 "$MEMSNAP" -q whatif --limit 4368367616 "$d/frag.pickle.zst" | sed -n '/^survives/,/^$/p' | grep -A1 '^  yes'
-# the OOM's cause: the full device of `outside` is memory outside PyTorch once the device's size
-# is known (PyTorch's message: this process has 139.32 GiB in use, 2.61 GiB allocated by
-# PyTorch), undecided without it; frag ran out of fragmentation under its limit (3.42 GiB
-# allocated and the 562.50 MiB request fit in its 4.07 GiB limit)
+# the OOM's cause, against what PyTorch said in the job (its OOM message, the truth's): for each
+# job whose limit is known, PyTorch's "allocated by PyTorch" plus its "Tried to allocate" against
+# its "allowed" tells demand (more) from a fit (fragmentation or segment size); outside's device
+# was full (mem_get_info's free at the OOM below the 500 MiB it tried), and with the device's size
+# given the cause is the memory outside PyTorch the truth expects, undecided without it
+for job in frag frag_first growing rare_long; do
+	lim=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["recorded"]["limit_bytes"])' "$d/$job.truth.json")
+	"$MEMSNAP" -q explain --json --limit "$lim" "$d/$job.pickle.zst" | python3 -c '
+import json, re, sys
+o = json.load(sys.stdin)["oom"]
+msg = json.load(open(sys.argv[1]))["recorded"]["oom"]
+units = {"MiB": 2**20, "GiB": 2**30, "KiB": 2**10}
+def size(pat):
+    m = re.search(pat, msg)
+    return float(m.group(1)) * units[m.group(2)]
+tried, allowed = size(r"Tried to allocate ([\d.]+) (\w+)"), size(r"([\d.]+) (\w+) allowed")
+alloc = size(r"the allocated memory ([\d.]+) (\w+) is allocated by PyTorch")
+# the message rounds to 0.01 of its unit: too close to call is said so
+verdict = "demand" if alloc + tried > allowed * 1.002 else "fit" if alloc + tried < allowed * 0.998 else "close"
+ok = (o["cause"] == "demand") == (verdict == "demand") if verdict != "close" else True
+print("%s: cause %s; PyTorch: %.2f GiB allocated + %.2f GiB tried against %.2f GiB allowed (%s): %s" % (
+      sys.argv[2], o["cause"], alloc / 2**30, tried / 2**30, allowed / 2**30, verdict,
+      "agrees" if ok else "DISAGREES"))' "$d/$job.truth.json" $job
+done
 for a in "--device-memory 150109880320" ""; do
 	"$MEMSNAP" -q explain --json $a "$d/outside.pickle.zst" | python3 -c '
 import json, sys
 o = json.load(sys.stdin)["oom"]
-print("outside %s: cause %s, device full %s (%s free), outside PyTorch %s | %s" % (sys.argv[1] or "(no size)",
-      o["cause"], o["device_full"], o["device_free_bytes"], o["outside_pytorch_bytes"],
-      o["undecided_because"] or ", ".join("%s %d" % (c["cause"], c["bytes"]) for c in o["causes"])))' "$a"
+t = json.load(open(sys.argv[2]))
+free = t["recorded"]["at_oom"]["mem_get_info"]["free"]
+print("outside %s: cause %s (truth expects %s), device full %s (PyTorch: %d free after the OOM, below the 524288000 it tried: %s), outside PyTorch %s | %s" % (
+      sys.argv[1] or "(no size)", o["cause"], t["expect"]["cause"], o["device_full"], free,
+      free < 524288000, o["outside_pytorch_bytes"],
+      o["undecided_because"] or ", ".join("%s %d" % (c["cause"], c["bytes"]) for c in o["causes"])))' "$a" "$d/outside.truth.json"
 done
-"$MEMSNAP" -q explain --json --limit 4368367616 "$d/frag.pickle.zst" | python3 -c '
-import json, sys
-o = json.load(sys.stdin)["oom"]
-print("frag: cause", o["cause"], "| allocated %d + request %d against the limit %d" % (
-      o["allocated_bytes"], o["requested_bytes"], o["capacity_bytes"]))'
 # the limit each job really ran under lies within the range inferred from its OOM, which never
 # starts below what its segments held at once
 for job in frag frag_first growing rare_long ddp_rank1; do
