@@ -380,18 +380,6 @@ static void findings(const struct ms_explain *x, const struct ms_replay_result *
 }
 
 /*
- * Why a request that fits without fragmentation failed (fits() 1) under capacity cap:
- * "segment_size" where the request itself fitted in what the capacity left beside PyTorch's
- * segments, but the new segment it asked for did not (20 MiB for a request of 1 to 10 MiB);
- * else "fragmentation": free bytes held in segments, in blocks too small for it.
- */
-static const char *fit_cause(const struct ms_replay_oom *f, uint64_t cap)
-{
-	uint64_t left = cap > f->o.reserved ? cap - f->o.reserved : 0;
-	return left >= f->o.rounded && left < f->o.alloc_size ? "segment_size" : "fragmentation";
-}
-
-/*
  * Whether the failed request would have fit with no fragmentation: allocated plus requested
  * within the capacity. 1 yes, 0 no, -1 cannot be told (no capacity known, or a limit inferred
  * over a range that the demand lies within).
@@ -1158,8 +1146,8 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 				else if (fit < 0)
 					; /* the cause line above says why it cannot be told */
 				else if (fit &&
-				         !strcmp(fit_cause(f, lim.inferred ? lim.lo : capacity),
-				                 "segment_size")) {
+				         ms_oom_fit_cause(f, lim.inferred ? lim.lo : capacity) ==
+				                 MS_CAUSE_SEGMENT_SIZE) {
 					char b4[32], b5[32];
 					uint64_t cap = lim.inferred ? lim.lo : capacity;
 					printf("    segment size: allocated plus the request (%s) "

@@ -678,7 +678,7 @@ static void add_cause(struct ms_oom_verdict *v, unsigned cause, uint64_t bytes)
 }
 
 /* The request fitted under cap with no fragmentation: segment size or fragmentation */
-static unsigned fit_cause(const struct ms_replay_oom *f, uint64_t cap)
+unsigned ms_oom_fit_cause(const struct ms_replay_oom *f, uint64_t cap)
 {
 	uint64_t left = cap > f->o.reserved ? cap - f->o.reserved : 0;
 	return left >= f->o.rounded && left < f->o.alloc_size ? MS_CAUSE_SEGMENT_SIZE
@@ -698,7 +698,7 @@ static uint64_t fit_bytes(const struct ms_replay_oom *f, unsigned cause)
 static void fit_or_demand(struct ms_oom_verdict *v, const struct ms_replay_oom *f,
                           const struct ms_death *d, uint64_t cap)
 {
-	unsigned c = fit_cause(f, cap);
+	unsigned c = ms_oom_fit_cause(f, cap);
 	if (d && d->died && d->rising_steps && f->index == d->fail_index &&
 	    d->projected_dying > v->capacity_hi) {
 		v->cause = MS_CAUSE_DEMAND;
@@ -743,7 +743,7 @@ void ms_oom_cause_find(const struct ms_replay_result *r, const struct ms_limit_r
 			return;
 		if (!v->outside_known) {
 			if (demand <= cap) {
-				unsigned c = fit_cause(f, cap);
+				unsigned c = ms_oom_fit_cause(f, cap);
 				add_cause(v, c, fit_bytes(f, c));
 			}
 			WHY("the device was full, and whether memory outside PyTorch or the job's "
@@ -764,7 +764,7 @@ void ms_oom_cause_find(const struct ms_replay_result *r, const struct ms_limit_r
 			v->cause = MS_CAUSE_OUTSIDE;
 			add_cause(v, MS_CAUSE_OUTSIDE, v->outside_bytes);
 			if (demand <= cap) {
-				unsigned c = fit_cause(f, cap);
+				unsigned c = ms_oom_fit_cause(f, cap);
 				add_cause(v, c, fit_bytes(f, c));
 			} else {
 				add_cause(v, MS_CAUSE_DEMAND, demand - cap);
@@ -805,7 +805,7 @@ void ms_oom_cause_find(const struct ms_replay_result *r, const struct ms_limit_r
 		return;
 	}
 	if (v->capacity_hi != v->capacity_lo &&
-	    fit_cause(f, v->capacity_hi) != fit_cause(f, v->capacity_lo)) {
+	    ms_oom_fit_cause(f, v->capacity_hi) != ms_oom_fit_cause(f, v->capacity_lo)) {
 		WHY("over the inferred limit's range the request's segment fits at one end and not "
 		    "at the other: segment size or fragmentation (--limit settles it)");
 		add_cause(v, MS_CAUSE_FRAGMENTATION, f->o.free_in_reserved);
@@ -1037,7 +1037,7 @@ void ms_end_state_judge(const struct ms_replay_snap *snap, uint64_t request, uin
 	v->has_request = 1;
 	v->request = request;
 	v->rounded = round512(request);
-	v->segment_needed = ms_segment_for_request(v->rounded);
+	v->segment_needed = ms_model_default_allocation_size(v->rounded);
 	v->fits_free_block = v->largest_free >= v->rounded;
 	o->segment_needed = v->segment_needed;
 	o->capacity_lo = o->capacity_hi = cap;

@@ -155,6 +155,13 @@ struct ms_oom_verdict {
 };
 
 /*
+ * Why a request that fit without fragmentation under capacity cap failed: MS_CAUSE_SEGMENT_SIZE
+ * where the request itself fit in what cap left beside PyTorch's segments but the segment it
+ * asked for did not (20 MiB for a request of 1 to 10 MiB), else MS_CAUSE_FRAGMENTATION.
+ */
+unsigned ms_oom_fit_cause(const struct ms_replay_oom *f, uint64_t cap);
+
+/*
  * The cause of r's first OOM (r->has_oom): r is the replay with the recorded or given settings,
  * lim its inferred limit (or none). limit: the limit the replay ran under (given or recorded;
  * 0 none). d (or NULL): how the job ended; where its steps' peaks rose to the dying step and

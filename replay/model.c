@@ -206,13 +206,25 @@ uint64_t ms_model_round_size(const struct ms_model *m, uint64_t n)
 	return (n + K_MIN_BLOCK - 1) / K_MIN_BLOCK * K_MIN_BLOCK;
 }
 
-uint64_t ms_model_allocation_size(const struct ms_model *m, uint64_t size)
+static uint64_t allocation_size(uint64_t size, uint64_t large_segment_size)
 {
 	if (size <= K_SMALL_SIZE)
 		return K_SMALL_BUF;
 	if (size < K_MIN_LARGE)
-		return m->c.ac.large_segment_size;
+		return large_segment_size;
 	return (size + K_ROUND_LARGE - 1) / K_ROUND_LARGE * K_ROUND_LARGE;
+}
+
+uint64_t ms_model_allocation_size(const struct ms_model *m, uint64_t size)
+{
+	return allocation_size(size, m->c.ac.large_segment_size);
+}
+
+uint64_t ms_model_default_allocation_size(uint64_t size)
+{
+	struct ms_alloc_conf ac;
+	ms_alloc_conf_init(&ac);
+	return allocation_size(size, ac.large_segment_size);
 }
 /* ---- life cycle ---------------------------------------------------------------------- */
 

@@ -99,6 +99,9 @@ void ms_model_free(struct ms_model *m);
 /* round_size() and get_allocation_size() of PyTorch (§1.2, §1.5). */
 uint64_t ms_model_round_size(const struct ms_model *m, uint64_t n);
 uint64_t ms_model_allocation_size(const struct ms_model *m, uint64_t rounded);
+/* The same under the default settings, with no model: the segment a rounded request needs
+ * outside expandable segments (a recorded OOM's, where the settings may not be known). */
+uint64_t ms_model_default_allocation_size(uint64_t rounded);
 
 /*
  * Offer the address of the next segment the model creates, if it has this size (replays use

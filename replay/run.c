@@ -110,15 +110,6 @@ static ms_status replay_mid_run(const struct ms_replay_request *q, struct ms_rep
  * state, the device's size from a recorded OOM, a limit inferred from recorded OOMs the device
  * had room for. out->o is the request's options and becomes those that reproduce r.
  */
-uint64_t ms_segment_for_request(uint64_t n)
-{
-	if (n <= (1u << 20))
-		return 2u << 20;
-	if (n < (10u << 20))
-		return 20u << 20;
-	return (n + (2u << 20) - 1) / (2u << 20) * (2u << 20);
-}
-
 /*
  * Whether every recorded OOM of device found the device itself full: its device_free below the
  * segment the request needed (then the cudaMalloc failed for want of memory, whatever a limit);
@@ -132,11 +123,11 @@ static int device_full_at_ooms(const struct ms_trace *t, uint32_t device, uint64
 		const struct ms_event *e = &t->events[i];
 		if (e->device != device || e->source != MS_SRC_TORCH || e->action != MS_ACT_OOM)
 			continue;
-		if (e->addr >= ms_segment_for_request(e->size))
+		if (e->addr >= ms_model_default_allocation_size(e->size))
 			return 0;
 		if (!seen++) {
 			*free_bytes = e->addr;
-			*segment = ms_segment_for_request(e->size);
+			*segment = ms_model_default_allocation_size(e->size);
 		}
 	}
 	return seen;

@@ -56,10 +56,6 @@ struct ms_limit_range {
  */
 uint64_t ms_trace_held_reserved(const struct ms_trace *t, uint32_t device);
 
-/* The segment PyTorch's default settings ask cudaMalloc for, for a request rounded as its
- * round_size() rounds it: get_allocation_size() outside expandable segments (§1.5). */
-uint64_t ms_segment_for_request(uint64_t rounded);
-
 /* What a note is about; the caller words it. */
 enum ms_replay_note_kind {
 	/* warning: n frees of blocks allocated before the trace, and no end-state segments to
