@@ -56,7 +56,26 @@ struct rp {
 	const struct ms_symtab *syms;
 	ms_status err;
 	struct ms_external ext; /* memory outside PyTorch, from the raw CUDA events */
+	/* held outside PyTorch beyond the raw events (opts.outside_unseen, or from the recorded
+	 * OOM on), and the raw events' bytes the model's device last left out */
+	uint64_t unseen, ext_applied;
 };
+
+/*
+ * The model's device, where its size is known (recorded or given): that size less what is held
+ * outside PyTorch now, the raw CUDA events' bytes and the unseen ones.
+ */
+static void device_left(struct rp *p)
+{
+	uint64_t out = p->unseen + p->ext.cur, size = p->mc.device_memory;
+
+	p->ext_applied = p->ext.cur;
+	if (!p->device_known || size == UINT64_MAX ||
+	    (p->r->device_memory_source != MS_DEVMEM_RECORDED &&
+	     p->r->device_memory_source != MS_DEVMEM_GIVEN))
+		return;
+	ms_model_set_device_memory(p->m, out < size ? size - out : 1);
+}
 
 void ms_seg_events_push(struct ms_seg_event **arr, size_t *n, size_t *cap, uint64_t index,
                         unsigned action, uint64_t addr, uint64_t size, ms_status *err)
@@ -244,7 +263,9 @@ static ms_status r_begin(void *ctx, const struct ms_meta *meta, const struct ms_
 		return ms__diag_set(p->diag, MS_ERR_UNSUPPORTED, -1, -1,
 		                    "backend:cudaMallocAsync is not modelled");
 	p->mc.device_memory = UINT64_MAX;
-	if (p->o->device_memory) {
+	if (p->o->limit_only) {
+		/* no device size */
+	} else if (p->o->device_memory) {
 		p->mc.device_memory = p->o->device_memory;
 		p->device_known = 1;
 		r->device_memory_source =
@@ -286,6 +307,10 @@ static ms_status r_begin(void *ctx, const struct ms_meta *meta, const struct ms_
 	p->mc.ctx = p;
 	p->mc.dev = p->o->dev;
 	s = ms_model_new(&p->mc, &p->m);
+	p->unseen = p->o->limit_only ? 0 : p->o->outside_unseen;
+	r->outside_unseen = p->o->outside_unseen;
+	if (!s && p->unseen)
+		device_left(p);
 	/* the pools the user says are MemPools made with no_split or use_on_oom */
 	for (size_t i = 0; i < p->o->n_no_split_pools && !s; i++)
 		s = ms_model_pool_no_split(p->m, p->o->no_split_pools[i]);
@@ -662,19 +687,24 @@ static ms_status do_malloc(struct rp *p, const struct ms_event *e, int recorded_
 			p->r->oom_seen = 1;
 			p->r->oom_reserved = res;
 			p->r->oom_device_free = e->addr;
+			p->r->external_at_oom = p->ext.cur;
 			if (p->device_known && p->mc.device_memory > usable)
 				p->r->outside_at_oom = p->mc.device_memory - usable;
 		}
-		if (!p->device_known) {
+		if (p->o->limit_only) {
+			/* the least-memory search: only its limit binds */
+		} else if (!p->device_known) {
 			p->mc.device_memory = usable;
 			p->device_known = 1;
 			p->r->device_memory_source = MS_DEVMEM_FROM_OOM;
 			ms_model_set_device_memory(p->m, usable);
 		} else if ((p->r->device_memory_source == MS_DEVMEM_RECORDED ||
 		            p->r->device_memory_source == MS_DEVMEM_GIVEN) &&
-		           usable < p->mc.device_memory) {
-			/* the rest was held outside PyTorch then: the device was full */
-			ms_model_set_device_memory(p->m, usable);
+		           usable + p->unseen + p->ext.cur < p->mc.device_memory) {
+			/* the rest was held outside PyTorch then, beyond what the raw events show:
+			   taken as constant from here on */
+			p->unseen = p->mc.device_memory - usable - p->ext.cur;
+			device_left(p);
 		}
 	}
 	/* a pool the trace does not name is taken to be the default one */
@@ -747,6 +777,8 @@ static ms_status r_event(void *ctx, const struct ms_event *e)
 	if ((p->err = ms_external_event(&p->ext, p->index, e)))
 		return p->err;
 	p->r->external_now = p->ext.cur;
+	if (p->ext.cur != p->ext_applied)
+		device_left(p);
 	/* raw CUDA calls are not the caching allocator's (its own cudaMalloc is seen twice) */
 	if (e->source != MS_SRC_TORCH) {
 		p->r->events_external++;

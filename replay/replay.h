@@ -22,6 +22,16 @@ struct ms_replay_opts {
 	/* limit 0 means none: not the limit the trace recorded or marked (a search's own runs) */
 	int no_recorded_limit;
 	int device_memory_from_oom; /* device_memory was inferred from the recorded OOM */
+	/*
+	 * Bytes held outside PyTorch that the trace's raw CUDA events do not show (the CUDA
+	 * context, other libraries and processes), taken at the recorded OOM and assumed constant
+	 * over the whole run: the model's device is its size less these and less what the raw
+	 * events hold at each moment. Only where the device's size is known (recorded or given).
+	 */
+	uint64_t outside_unseen;
+	/* only the limit binds: no device size, and a recorded OOM's free bytes bound nothing (the
+	 * least-memory search); device_memory and outside_unseen are not read */
+	int limit_only;
 	int no_hints;               /* do not reuse the recorded segment addresses */
 	int no_segment_log;         /* leave result.produced and .recorded empty (they grow with the
 	                               trace; only verify and replay --json read them) */
@@ -164,6 +174,9 @@ struct ms_replay_result {
 	 * the device's size is known) what was held outside PyTorch: size - reserved - free */
 	int oom_seen;
 	uint64_t oom_device_free, oom_reserved, outside_at_oom;
+	/* of outside_at_oom, what the raw CUDA events held then; the rest, taken as constant over
+	 * the whole run (opts.outside_unseen), where the replay was run so */
+	uint64_t external_at_oom, outside_unseen;
 	uint64_t limit;
 	int limit_inferred; /* the limit was inferred from the recorded OOMs (set by the caller) */
 	int settings_recorded; /* the trace recorded the allocator settings it ran with */

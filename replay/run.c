@@ -223,6 +223,30 @@ static ms_status run_sim(const struct ms_replay_request *req, struct ms_replay_o
 			r->oom_device_free = ofree;
 		}
 	}
+	/*
+	 * With the device's size known, what its recorded OOM shows held outside PyTorch beyond
+	 * the raw CUDA events is one figure, taken as constant over the whole run: replay again
+	 * with it from the start, or the cache PyTorch gave back before the OOM for want of it
+	 * would read as empty_cache() calls, and settings would peak beyond what PyTorch could use
+	 */
+	if (!s && !o->outside_unseen && r->oom_seen &&
+	    (r->device_memory_source == MS_DEVMEM_RECORDED ||
+	     r->device_memory_source == MS_DEVMEM_GIVEN) &&
+	    r->outside_at_oom > r->external_at_oom &&
+	    r->outside_at_oom - r->external_at_oom < r->device_memory) {
+		struct ms_replay_result first = *r;
+		o->outside_unseen = r->outside_at_oom - r->external_at_oom;
+		memset(r, 0, sizeof(*r));
+		s = replay_once(req, o, r, d);
+		if (!s && !r->oom_seen) { /* the figures, where this replay did not get there */
+			r->oom_seen = 1;
+			r->oom_reserved = first.oom_reserved;
+			r->oom_device_free = first.oom_device_free;
+			r->outside_at_oom = first.outside_at_oom;
+			r->external_at_oom = first.external_at_oom;
+		}
+		ms_replay_result_release(&first);
+	}
 	if (s || !r->recorded_ooms || o->limit || o->fraction > 0 || r->limit)
 		return s;
 	/*

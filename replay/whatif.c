@@ -45,7 +45,7 @@ static int completes(const struct pool *p, const struct ms_whatif_row *j, uint64
 	o.alloc_conf = j->conf;
 	o.limit = limit;
 	o.fraction = 0;
-	o.device_memory = UINT64_MAX - 1; /* only the limit binds */
+	o.limit_only = 1;
 	/* the result is released after an error too: it may hold what was made before it */
 	ok = !ms_replay_trace(p->t, &o, &r, &d) && !r.ended_by_oom && !r.reproduced_ooms;
 	ms_replay_result_release(&r);
@@ -72,7 +72,7 @@ static void run_row(struct pool *p, struct ms_whatif_row *j)
 	o.limit = 0;
 	o.fraction = 0;
 	o.no_recorded_limit = 1;
-	o.device_memory = UINT64_MAX - 1;
+	o.limit_only = 1;
 	if (ms_replay_trace(p->t, &o, &unl, &d) || unl.ended_by_oom) {
 		ms_replay_result_release(&unl);
 		return;
