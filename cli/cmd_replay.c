@@ -349,6 +349,8 @@ static cJSON *json_report(const char *path, uint32_t device, const struct ms_rep
 			ms_json_u64(x, "outside_pytorch_bytes", r->outside_at_oom);
 		else
 			cJSON_AddNullToObject(x, "outside_pytorch_bytes");
+		/* the part of it no raw CUDA event shows, which the replay held constant */
+		ms_json_u64(x, "outside_assumed_constant_bytes", r->outside_unseen);
 	} else {
 		cJSON_AddNullToObject(o, "recorded_oom_device");
 	}
@@ -506,8 +508,9 @@ static void text_device(const struct ms_replay_result *r, const struct ms_limit_
 		printf("  limit:          %s\n", ms_format_size(b1, sizeof(b1), r->limit));
 	if (r->outside_at_oom)
 		printf("  outside PyTorch: %s of the device at the recorded OOM (its size less "
-		       "PyTorch's reserved and the free bytes)\n",
-		       ms_format_size(b1, sizeof(b1), r->outside_at_oom));
+		       "PyTorch's reserved and the free bytes)%s\n",
+		       ms_format_size(b1, sizeof(b1), r->outside_at_oom),
+		       r->outside_unseen ? "; replayed as held from the start" : "");
 }
 
 static void text_report(const char *path, const struct ms_replay_result *r,
