@@ -60,16 +60,22 @@ static const char *const cat_rule[MS_CAT_COUNT] = {
  * where the trace records raw CUDA calls at all (memsnap record's interposer: 0 is a figure
  * then, even if every call comes after the peak).
  */
-static uint64_t outside_at(const struct ms_trace *t, uint32_t device, uint64_t peak, int *known)
+/* How the memory outside PyTorch at a moment is known */
+enum outside_how {
+	OUTSIDE_UNKNOWN = 0,  /* not measured, and no raw CUDA call holds any */
+	OUTSIDE_RAW_ONLY = 1, /* only the raw CUDA calls the recorder saw: a lower bound */
+	OUTSIDE_MEASURED = 2, /* the recorder's cudaMemGetInfo mark, with the raw calls since */
+};
+
+/* Memory outside PyTorch on device after event at: measured where the replay r has a mark */
+static uint64_t outside_at(const struct ms_trace *t, const struct ms_replay_result *r,
+                           uint32_t device, uint64_t at, int *how, uint64_t *mark)
 {
 	struct ms_external x;
-	uint64_t cur = 0;
+	uint64_t cur = 0, bytes;
 
 	memset(&x, 0, sizeof(x));
-	*known = 0;
-	for (size_t i = 0; i < t->n_events && !*known; i++)
-		*known = t->events[i].source != MS_SRC_TORCH;
-	for (size_t i = 0; i < t->n_events && i <= peak; i++) {
+	for (size_t i = 0; i < t->n_events && i <= at; i++) {
 		if (t->events[i].device != device)
 			continue;
 		if (ms_external_event(&x, i, &t->events[i]))
@@ -77,6 +83,11 @@ static uint64_t outside_at(const struct ms_trace *t, uint32_t device, uint64_t p
 	}
 	cur = x.cur;
 	ms_external_release(&x);
+	if (ms_replay_outside_at(r, at + 1, cur, &bytes, mark)) {
+		*how = OUTSIDE_MEASURED;
+		return bytes;
+	}
+	*how = cur ? OUTSIDE_RAW_ONLY : OUTSIDE_UNKNOWN;
 	return cur;
 }
 
@@ -162,7 +173,7 @@ static int state_not_told(const struct ms_explain *x, unsigned k)
  * than frees waiting for their streams explain, so that the categories are not to be trusted.
  */
 static void json_cats(cJSON *parent, const struct ms_explain *x, uint64_t allocated,
-                      uint64_t served, uint64_t cached, uint64_t outside, int outside_known)
+                      uint64_t served, uint64_t cached, uint64_t outside, int outside_how)
 {
 	cJSON *o = cJSON_AddObjectToObject(parent, "categories");
 
@@ -186,14 +197,14 @@ static void json_cats(cJSON *parent, const struct ms_explain *x, uint64_t alloca
 		cJSON_AddNullToObject(o, "cached_free");
 	else
 		ms_json_u64(o, "cached_free", cached);
-	if (outside_known)
+	if (outside_how != OUTSIDE_UNKNOWN)
 		ms_json_u64(o, "outside_pytorch", outside);
 	else
 		cJSON_AddNullToObject(o, "outside_pytorch");
 }
 
 static void print_cats(const struct ms_explain *x, uint64_t allocated, uint64_t served,
-                       uint64_t cached, uint64_t outside, int outside_known)
+                       uint64_t cached, uint64_t outside, int outside_how, uint64_t mark)
 {
 	char b[32];
 	int64_t rd = rounding(x, allocated - served);
@@ -242,9 +253,17 @@ static void print_cats(const struct ms_explain *x, uint64_t allocated, uint64_t 
 		       "oom_request", ms_format_size(b, sizeof(b), served));
 	printf("    %-16s %11s                reserved but not allocated\n", "cached_free",
 	       ms_format_size(b, sizeof(b), cached));
-	if (outside_known)
-		printf("    %-16s %11s                the raw CUDA allocations the recorder saw "
-		       "(not the CUDA context, nor calls it does not intercept)\n",
+	if (outside_how == OUTSIDE_MEASURED)
+		printf("    %-16s %11s                held outside PyTorch: the device's total less "
+		       "its free bytes and PyTorch's reserved, measured at event %llu (cudaMemGetInfo),"
+		       " with the raw CUDA calls since: the CUDA context, NCCL's buffers, other "
+		       "libraries and processes\n",
+		       "outside_pytorch", ms_format_size(b, sizeof(b), outside),
+		       (unsigned long long)mark);
+	else if (outside_how == OUTSIDE_RAW_ONLY)
+		printf("    %-16s %11s                at least: the raw CUDA allocations the recorder "
+		       "saw (not measured: the CUDA context and calls it does not intercept are not "
+		       "in it)\n",
 		       "outside_pytorch", ms_format_size(b, sizeof(b), outside));
 }
 
@@ -711,7 +730,8 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 	uint64_t *sres;
 	size_t nrows = ms_whatif_n_default_configs, nrec = 0, k;
 	uint64_t reserved, allocated, cached, outside, capacity;
-	int outside_known, has_oom, apeak;
+	int outside_how, has_oom, apeak;
+	uint64_t outside_mark = 0;
 	struct ms_verdict vd;
 	char b1[32], b2[32], b3[32];
 	ms_status s;
@@ -731,7 +751,7 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 	in.allocated_at_peak = allocated - first.served_oom_at_peak_reserved;
 	if ((s = ms_explain_run(&in, &x)))
 		ms_die(MS_EXIT_ERROR, "out of memory");
-	outside = outside_at(t, device, in.peak_index, &outside_known);
+	outside = outside_at(t, &first, device, in.peak_index, &outside_how, &outside_mark);
 	/* what is live at the end, where the replay got there */
 	memset(&at_end, 0, sizeof(at_end));
 	if (!first.ended_by_oom && t->n_events) {
@@ -867,7 +887,11 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 		/* the replay stopped at an OOM the recorded run did not have (exit code 3) */
 		cJSON_AddBoolToObject(root, "replay_ended_by_oom", first.ended_by_oom);
 		json_cats(root, &x, allocated, first.served_oom_at_peak_reserved, cached, outside,
-		          outside_known);
+		          outside_how);
+		cJSON_AddStringToObject(root, "outside_pytorch_is",
+		                        outside_how == OUTSIDE_MEASURED   ? "measured"
+		                        : outside_how == OUTSIDE_RAW_ONLY ? "raw_calls_only"
+		                                                          : "not_measured");
 		if (apeak) {
 			uint64_t ab = (uint64_t)first.stats.allocated_bytes[0].peak;
 			size_t as = step_of(&x, first.peak_allocated_index);
@@ -1029,7 +1053,7 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 		printf(", the most allocated while it stood, %s:\n",
 		       ms_format_size(b2, sizeof(b2), allocated));
 		print_cats(&x, allocated, first.served_oom_at_peak_reserved, cached, outside,
-		           outside_known);
+		           outside_how, outside_mark);
 		if (first.ended_by_oom)
 			printf("  note: the replay ran out of memory at event %llu, where the "
 			       "recorded "
@@ -1125,7 +1149,7 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 			       ms_format_size(b2, sizeof(b2), f->o.allocated),
 			       ms_format_size(b3, sizeof(b3), f->o.reserved));
 			print_cats(&at_oom, f->o.allocated, 0, f->o.reserved - f->o.allocated, 0,
-			           0);
+			           OUTSIDE_UNKNOWN, 0);
 			if (at_oom.n_top_live) {
 				printf("    held by, the largest sites of what was allocated:\n");
 				print_sites(&t->syms, at_oom.top_live, at_oom.n_top_live);

@@ -308,6 +308,57 @@ static void oom_cause(const struct ms_replay_cli *c, const char *path,
 	ms_verdict_release(&v);
 }
 
+/* The highest of the recorder's measurements of memory outside PyTorch */
+static const struct ms_outside_point *outside_highest(const struct ms_replay_result *r)
+{
+	const struct ms_outside_point *hi = NULL;
+	for (size_t i = 0; i < r->n_outside_points; i++)
+		if (!hi || r->outside_points[i].bytes > hi->bytes)
+			hi = &r->outside_points[i];
+	return hi;
+}
+
+/* "outside_pytorch_measured": null where the recorder measured nothing (cudaMemGetInfo marks) */
+static void json_outside_measured(cJSON *o, const struct ms_replay_result *r)
+{
+	const struct ms_outside_point *hi = outside_highest(r), *a, *z;
+	cJSON *x;
+
+	if (!hi) {
+		cJSON_AddNullToObject(o, "outside_pytorch_measured");
+		return;
+	}
+	a = &r->outside_points[0];
+	z = &r->outside_points[r->n_outside_points - 1];
+	x = cJSON_AddObjectToObject(o, "outside_pytorch_measured");
+	ms_json_u64(x, "marks", r->n_outside_points);
+	ms_json_u64(x, "first_bytes", a->bytes);
+	ms_json_u64(x, "first_index", a->index);
+	ms_json_u64(x, "highest_bytes", hi->bytes);
+	ms_json_u64(x, "highest_index", hi->index);
+	ms_json_u64(x, "last_bytes", z->bytes);
+	ms_json_u64(x, "last_index", z->index);
+}
+
+static void text_outside_measured(const struct ms_replay_result *r)
+{
+	const struct ms_outside_point *hi = outside_highest(r), *a, *z;
+	char b1[32], b2[32], b3[32];
+
+	if (!hi)
+		return;
+	a = &r->outside_points[0];
+	z = &r->outside_points[r->n_outside_points - 1];
+	printf("  outside PyTorch, measured: %s at event %llu, the most %s (event %llu), %s at "
+	       "the last of %zu cudaMemGetInfo marks (event %llu): the device's total less its "
+	       "free bytes and PyTorch's reserved (the CUDA context, NCCL's buffers, other "
+	       "libraries and processes)\n",
+	       ms_format_size(b1, sizeof(b1), a->bytes), (unsigned long long)a->index,
+	       ms_format_size(b2, sizeof(b2), hi->bytes), (unsigned long long)hi->index,
+	       ms_format_size(b3, sizeof(b3), z->bytes), r->n_outside_points,
+	       (unsigned long long)z->index);
+}
+
 static cJSON *json_report(const char *path, uint32_t device, const struct ms_replay_result *r,
                           const struct ms_limit_range *lim, struct ms_cuda_dev *dev,
                           uint32_t frames, const struct ms_oom_verdict *ov)
@@ -358,6 +409,7 @@ static cJSON *json_report(const char *path, uint32_t device, const struct ms_rep
 	ms_json_u64(o, "events_replayed", r->events_replayed);
 	ms_json_u64(o, "events_external", r->events_external);
 	ms_json_u64(o, "external_peak_bytes", r->external_peak);
+	json_outside_measured(o, r);
 	ms_json_u64(o, "peak_allocated_bytes", (uint64_t)r->stats.allocated_bytes[0].peak);
 	ms_json_u64(o, "peak_reserved_bytes", (uint64_t)r->stats.reserved_bytes[0].peak);
 	ms_json_u64(o, "peak_requested_bytes", (uint64_t)r->stats.requested_bytes[0].peak);
@@ -545,6 +597,7 @@ static void text_report(const char *path, const struct ms_replay_result *r,
 		       (unsigned long long)r->events_external, r->events_external == 1 ? "" : "s",
 		       ms_format_size(b3, sizeof(b3), r->external_peak),
 		       (unsigned long long)r->external_peak_index);
+	text_outside_measured(r);
 	text_device(r, lim);
 	if (r->placed)
 		printf("  mid-run:        %llu block%s live before the trace's first event; "

@@ -38,6 +38,8 @@ uint8_t ms_ann_call_of(unsigned kind, const char *name)
 		return MS_CALL_GRAPH_CAPTURE;
 	if (ms_ann_limit_mark(name, &bytes) == 0)
 		return MS_CALL_MEMORY_FRACTION;
+	if (ms_ann_device_memory_mark(name, &bytes, &bytes) == 0)
+		return MS_CALL_DEVICE_MEMORY;
 	return ms_ann_pool_mark(name, &code);
 }
 
@@ -51,6 +53,21 @@ int ms_ann_limit_mark(const char *name, uint64_t *bytes)
 	    sscanf(name + n, "%llu%n", &v, &end) != 1 || name[n + end] != 0)
 		return -1;
 	*bytes = v;
+	return 0;
+}
+
+int ms_ann_device_memory_mark(const char *name, uint64_t *free_bytes, uint64_t *total_bytes)
+{
+	size_t n = sizeof(MS_DEVICE_MEMORY_MARK) - 1;
+	unsigned long long f, t;
+	int mid = 0, end = 0;
+
+	if (strncmp(name, MS_DEVICE_MEMORY_MARK, n) != 0 || name[n] < '0' || name[n] > '9' ||
+	    sscanf(name + n, "%llu%n %llu%n", &f, &mid, &t, &end) != 2 || name[n + mid] != ' ' ||
+	    name[n + mid + 1] < '0' || name[n + mid + 1] > '9' || name[n + end] != 0 || f > t)
+		return -1;
+	*free_bytes = f;
+	*total_bytes = t;
 	return 0;
 }
 

@@ -110,6 +110,7 @@ enum ms_ann_call {
 	MS_CALL_USE_MEM_POOL = 4,
 	MS_CALL_MEMORY_FRACTION = 5,
 	MS_CALL_GRAPH_CAPTURE = 6,
+	MS_CALL_DEVICE_MEMORY = 7,
 };
 #define MS_EMPTY_CACHE_PHASE "torch.cuda.empty_cache"
 /* The recorder's phase around each CUDA graph capture (torch.cuda.CUDAGraph's capture_begin to
@@ -139,6 +140,16 @@ uint8_t ms_ann_pool_mark(const char *name, uint16_t *code);
 #define MS_MEMORY_FRACTION_MARK "torch.cuda.set_per_process_memory_fraction "
 /* The limit such a mark names in *bytes: 0, or -1 where name is not one. */
 int ms_ann_limit_mark(const char *name, uint64_t *bytes);
+/*
+ * The recorder marks what cudaMemGetInfo says of the mark's device, free then total bytes,
+ * when recording starts and after each optimizer step and memsnap.step():
+ * "cudaMemGetInfo 1234 5678". Beside PyTorch's reserved bytes then, it measures the memory held
+ * outside PyTorch (the CUDA context, NCCL's buffers, other libraries and processes), which no
+ * event shows.
+ */
+#define MS_DEVICE_MEMORY_MARK "cudaMemGetInfo "
+/* The free and total bytes such a mark names: 0, or -1 where name is not one. */
+int ms_ann_device_memory_mark(const char *name, uint64_t *free_bytes, uint64_t *total_bytes);
 /* The call an annotation of kind (enum ms_ann_kind) and name marks. */
 uint8_t ms_ann_call_of(unsigned kind, const char *name);
 

@@ -930,6 +930,25 @@ static ms_status r_annotation(void *ctx, const struct ms_annotation *a)
 			p->r->limit_marks++;
 		}
 	}
+	/* what the device had free: beside PyTorch's reserved bytes, what was held outside it */
+	if (a->call == MS_CALL_DEVICE_MEMORY && a->device == p->o->device && p->m && p->syms &&
+	    !p->err) {
+		uint64_t free_b, total;
+		if (ms_ann_device_memory_mark(ms_symtab_get_str(p->syms, a->name)->s, &free_b,
+		                              &total) == 0 &&
+		    total >= free_b + p->rec_reserved) {
+			struct ms_replay_result *r = p->r;
+			uint64_t out = total - free_b - p->rec_reserved;
+			if (ms_grow(&r->outside_points, &r->cap_outside_points,
+			            r->n_outside_points + 1, sizeof(*r->outside_points)))
+				return p->err = MS_ERR_NOMEM;
+			r->outside_points[r->n_outside_points++] =
+			        (struct ms_outside_point){a->event_index, out, p->ext.cur};
+			/* from here on the model's device leaves it out */
+			p->unseen = out > p->ext.cur ? out - p->ext.cur : 0;
+			device_left(p);
+		}
+	}
 	/* MemPools made with no_split=True or use_on_oom=True, use_mem_pool's scopes, captures */
 	if (ms_pool_marks_follows(a->call) && p->m && p->syms && !p->err) {
 		uint16_t code;
@@ -1157,6 +1176,22 @@ int ms_replay_reuse_as_recorded(const struct ms_replay_result *r)
 	return r->record_stream_reuse_differs && (r->allocs_private || r->end_private_segments);
 }
 
+int ms_replay_outside_at(const struct ms_replay_result *r, uint64_t index, uint64_t external,
+                         uint64_t *bytes, uint64_t *mark_index)
+{
+	const struct ms_outside_point *pt = NULL;
+	int64_t b;
+
+	for (size_t i = 0; i < r->n_outside_points && r->outside_points[i].index <= index; i++)
+		pt = &r->outside_points[i];
+	if (!pt)
+		return 0;
+	b = (int64_t)pt->bytes + ((int64_t)external - (int64_t)pt->external);
+	*bytes = b > 0 ? (uint64_t)b : 0;
+	*mark_index = pt->index;
+	return 1;
+}
+
 void ms_replay_result_release(struct ms_replay_result *r)
 {
 	ms_free(r->produced);
@@ -1178,6 +1213,9 @@ void ms_replay_result_release(struct ms_replay_result *r)
 	r->empty_cache_pool = NULL;
 	ms_free(r->empty_cache_refused_at);
 	r->empty_cache_refused_at = NULL;
+	ms_free(r->outside_points);
+	r->outside_points = NULL;
+	r->n_outside_points = r->cap_outside_points = 0;
 	ms_free(r->end_segs);
 	r->end_segs = NULL;
 	r->n_end_segs = 0;

@@ -177,6 +177,16 @@ struct ms_replay_result {
 	/* of outside_at_oom, what the raw CUDA events held then; the rest, taken as constant over
 	 * the whole run (opts.outside_unseen), where the replay was run so */
 	uint64_t external_at_oom, outside_unseen;
+	/*
+	 * Memory outside PyTorch as the recorder measured it (its cudaMemGetInfo marks on the
+	 * device, common/event.h): at each, the device's total less its free bytes and PyTorch's
+	 * reserved bytes then, and what the raw CUDA events held then (external). In order.
+	 */
+	struct ms_outside_point {
+		uint64_t index; /* events before the mark */
+		uint64_t bytes, external;
+	} * outside_points;
+	size_t n_outside_points, cap_outside_points;
 	uint64_t limit;
 	int limit_inferred; /* the limit was inferred from the recorded OOMs (set by the caller) */
 	int settings_recorded; /* the trace recorded the allocator settings it ran with */
@@ -316,6 +326,13 @@ int ms_replay_reuse_as_recorded(const struct ms_replay_result *r);
  */
 ms_status ms_replay_run(const char *path, const struct ms_replay_opts *o,
                         struct ms_replay_result *r, struct ms_diag *diag);
+/*
+ * Memory outside PyTorch at event index as the recorder measured it: the last cudaMemGetInfo
+ * mark at or before it, moved by what the raw CUDA events held at index (external) against then.
+ * Returns 1 with *bytes and *mark_index, or 0 where no mark comes before index.
+ */
+int ms_replay_outside_at(const struct ms_replay_result *r, uint64_t index, uint64_t external,
+                         uint64_t *bytes, uint64_t *mark_index);
 void ms_replay_result_release(struct ms_replay_result *r);
 /* Where two lists of segment events first differ (action and size; the index into both), or
  * SIZE_MAX where they are the same. */

@@ -229,7 +229,7 @@ static ms_status run_sim(const struct ms_replay_request *req, struct ms_replay_o
 	 * with it from the start, or the cache PyTorch gave back before the OOM for want of it
 	 * would read as empty_cache() calls, and settings would peak beyond what PyTorch could use
 	 */
-	if (!s && !o->outside_unseen && r->oom_seen &&
+	if (!s && !o->outside_unseen && r->oom_seen && !r->n_outside_points &&
 	    (r->device_memory_source == MS_DEVMEM_RECORDED ||
 	     r->device_memory_source == MS_DEVMEM_GIVEN) &&
 	    r->outside_at_oom > r->external_at_oom &&

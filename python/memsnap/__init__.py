@@ -42,6 +42,10 @@ _CAPTURE_PHASE = "torch.cuda.CUDAGraph capture"
 # a mark for each torch.cuda.set_per_process_memory_fraction, with the limit it set in bytes on
 # the mark's device (common/event.h MS_MEMORY_FRACTION_MARK): the replay applies it there
 _FRACTION_MARK = "torch.cuda.set_per_process_memory_fraction "
+# a mark of what cudaMemGetInfo says of the mark's device, free then total bytes
+# (common/event.h MS_DEVICE_MEMORY_MARK): beside PyTorch's reserved bytes it measures the memory
+# held outside PyTorch (the CUDA context, NCCL's buffers, other libraries and processes)
+_DEVICE_MEMORY_MARK = "cudaMemGetInfo "
 
 
 class _Device(ctypes.Structure):
@@ -166,6 +170,35 @@ def trace_path(path):
     return path
 
 
+def _current_device():
+    """The device this process works on now (0 where CUDA cannot say)."""
+    try:
+        import torch
+        if torch.cuda.is_initialized():
+            return torch.cuda.current_device()
+    except Exception:  # noqa: BLE001
+        pass
+    return 0
+
+
+def _mark_device_memory(dev):
+    """Mark what cudaMemGetInfo says of device dev now. Only where the device's CUDA context
+    exists already: measuring must not make one (a rank would hold memory on another's GPU)."""
+    r = _rec
+    if r is None:
+        return
+    try:
+        import torch
+        has = getattr(torch._C, "_cuda_hasPrimaryContext", None)
+        if has is None or not has(dev):
+            return
+        free, total = torch.cuda.mem_get_info(dev)
+    except Exception:  # noqa: BLE001 -- nothing measured, nothing marked
+        return
+    _lib.msr_annotate(r, _ANN_PHASE, _MARK, f"{_DEVICE_MEMORY_MARK}{int(free)} {int(total)}"
+                      .encode(), dev)
+
+
 def _start(path, stacks, max_frames, flush_ms):
     """Open the trace and attach to PyTorch's allocator; CUDA is initialised."""
     global _rec
@@ -208,6 +241,9 @@ def _start(path, stacks, max_frames, flush_ms):
         _mark_memory_fraction(torch)
         _mark_captures(torch)
         _rec = r
+    # what each device this process has a context on holds outside PyTorch as recording starts
+    for dev in range(torch.cuda.device_count()):
+        _mark_device_memory(dev)
 
 
 _optimizer_hooks = None
@@ -242,7 +278,9 @@ def _mark_optimizer_steps(torch):
     def post(o, args, kwargs):
         r = _rec
         if r is not None:
-            _lib.msr_annotate(r, _ANN_PHASE, _END, name(o), device())
+            dev = device()
+            _lib.msr_annotate(r, _ANN_PHASE, _END, name(o), dev)
+            _mark_device_memory(dev)
 
     _optimizer_hooks = (opt.register_optimizer_step_pre_hook(pre),
                         opt.register_optimizer_step_post_hook(post))
@@ -464,23 +502,28 @@ def _annotate(kind, stage, name, device):
 
 
 @contextlib.contextmanager
-def phase(name, device=0):
-    """A named phase (forward, backward, optimizer...), kept in the trace around its events."""
-    _annotate(_ANN_PHASE, _START, name, device)
+def phase(name, device=None):
+    """A named phase (forward, backward, optimizer...), kept in the trace around its events,
+    on `device` (default: the device the process is using)."""
+    dev = _current_device() if device is None else device
+    _annotate(_ANN_PHASE, _START, name, dev)
     try:
         yield
     finally:
-        _annotate(_ANN_PHASE, _END, name, device)
+        _annotate(_ANN_PHASE, _END, name, dev)
 
 
-def step(n=None, device=0):
-    """Mark the start of a training step (`step N`)."""
-    _annotate(_ANN_STEP, _MARK, "step" if n is None else f"step {n}", device)
+def step(n=None, device=None):
+    """Mark the start of a training step (`step N`) on `device` (default: the device the
+    process is using), with what the device has free then."""
+    dev = _current_device() if device is None else device
+    _annotate(_ANN_STEP, _MARK, "step" if n is None else f"step {n}", dev)
+    _mark_device_memory(dev)
 
 
-def mark(name, device=0):
-    """Mark a point in the trace with a name."""
-    _annotate(_ANN_PHASE, _MARK, name, device)
+def mark(name, device=None):
+    """Mark a point in the trace with a name, on `device` (default: the device in use)."""
+    _annotate(_ANN_PHASE, _MARK, name, _current_device() if device is None else device)
 
 
 def flush():

@@ -371,6 +371,23 @@ Test(common, annotation_calls)
 		        ms_ann_limit_mark("torch.cuda.set_per_process_memory_fraction ", &bytes),
 		        -1);
 	}
+	/* cudaMemGetInfo's free and total bytes */
+	{
+		uint64_t f = 0, t = 0;
+		cr_assert_eq(ms_ann_call_of(MS_ANN_PHASE, "cudaMemGetInfo 1000 150109880320"),
+		             MS_CALL_DEVICE_MEMORY);
+		cr_assert_eq(ms_ann_device_memory_mark("cudaMemGetInfo 1000 150109880320", &f, &t),
+		             0);
+		cr_assert_eq(f, 1000ull);
+		cr_assert_eq(t, 150109880320ull);
+		/* free above total, a sign, one number, extra text, two spaces: not a mark */
+		cr_assert_eq(ms_ann_device_memory_mark("cudaMemGetInfo 2000 1000", &f, &t), -1);
+		cr_assert_eq(ms_ann_device_memory_mark("cudaMemGetInfo 10 -1", &f, &t), -1);
+		cr_assert_eq(ms_ann_device_memory_mark("cudaMemGetInfo 10", &f, &t), -1);
+		cr_assert_eq(ms_ann_device_memory_mark("cudaMemGetInfo 10 20 x", &f, &t), -1);
+		cr_assert_eq(ms_ann_device_memory_mark("cudaMemGetInfo 10  20", &f, &t), -1);
+		cr_assert_eq(ms_ann_call_of(MS_ANN_STEP, "cudaMemGetInfo 10 20"), MS_CALL_NONE);
+	}
 }
 
 /* The size grammar: every spelling a user types, with values worked out by hand. */
