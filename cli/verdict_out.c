@@ -69,11 +69,19 @@ void ms_verdict_print_oom_cause(const struct ms_oom_verdict *v, const struct ms_
 		       "needed; no per-process limit is needed to explain it\n",
 		       indent, ms_format_size(b1, sizeof(b1), v->device_free),
 		       ms_format_size(b2, sizeof(b2), v->segment_needed));
-	if (v->outside_known)
+	if (v->outside_known && v->device_full)
 		printf("%s%s of the device was held outside PyTorch (other libraries, processes, "
 		       "the CUDA context), PyTorch %s: one figure at the OOM, assumed constant\n",
 		       indent, ms_format_size(b1, sizeof(b1), v->outside_bytes),
 		       ms_format_size(b3, sizeof(b3), reserved));
+	else if (v->outside_known)
+		printf("%s%s of the device was held outside PyTorch at the OOM (the CUDA context, "
+		       "NCCL's buffers, other libraries and processes: the device's size less "
+		       "PyTorch's %s reserved and the %s free); the device had room, so not what "
+		       "stopped it\n",
+		       indent, ms_format_size(b1, sizeof(b1), v->outside_bytes),
+		       ms_format_size(b3, sizeof(b3), reserved),
+		       ms_format_size(b2, sizeof(b2), v->device_free));
 }
 
 void ms_verdict_json_survival(cJSON *o, const struct ms_survival *sv)

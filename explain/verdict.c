@@ -730,15 +730,18 @@ void ms_oom_cause_find(const struct ms_replay_result *r, const struct ms_limit_r
 	                 r->oom_device_free < f->o.alloc_size;
 	v->device_free = r->oom_seen ? r->oom_device_free : 0;
 	v->segment_needed = f->o.alloc_size;
+	/* measured wherever the device's size is known, full or not (the device's size less
+	 * PyTorch's reserved and its free bytes at the OOM, as PyTorch's own message counts it) */
+	if (f->recorded && r->oom_seen &&
+	    (r->device_memory_source == MS_DEVMEM_RECORDED ||
+	     r->device_memory_source == MS_DEVMEM_GIVEN) &&
+	    r->device_memory > r->oom_reserved + r->oom_device_free) {
+		v->outside_known = 1;
+		v->outside_bytes = r->device_memory - r->oom_reserved - r->oom_device_free;
+	}
 	if (v->device_full) {
 		uint64_t cap = r->oom_reserved + r->oom_device_free;
-		int known_size = r->device_memory_source == MS_DEVMEM_RECORDED ||
-		                 r->device_memory_source == MS_DEVMEM_GIVEN;
 		v->capacity_lo = v->capacity_hi = cap;
-		if (known_size && r->device_memory > cap) {
-			v->outside_known = 1;
-			v->outside_bytes = r->device_memory - cap;
-		}
 		if (v->cause)
 			return;
 		if (!v->outside_known) {
