@@ -254,15 +254,19 @@ static void print_cats(const struct ms_explain *x, uint64_t allocated, uint64_t 
 	printf("    %-16s %11s                reserved but not allocated\n", "cached_free",
 	       ms_format_size(b, sizeof(b), cached));
 	if (outside_how == OUTSIDE_MEASURED)
-		printf("    %-16s %11s                held outside PyTorch: the device's total less "
-		       "its free bytes and PyTorch's reserved, measured at event %llu (cudaMemGetInfo),"
+		printf("    %-16s %11s                held outside PyTorch: the device's total "
+		       "less "
+		       "its free bytes and PyTorch's reserved, measured at event %llu "
+		       "(cudaMemGetInfo),"
 		       " with the raw CUDA calls since: the CUDA context, NCCL's buffers, other "
 		       "libraries and processes\n",
 		       "outside_pytorch", ms_format_size(b, sizeof(b), outside),
 		       (unsigned long long)mark);
 	else if (outside_how == OUTSIDE_RAW_ONLY)
-		printf("    %-16s %11s                at least: the raw CUDA allocations the recorder "
-		       "saw (not measured: the CUDA context and calls it does not intercept are not "
+		printf("    %-16s %11s                at least: the raw CUDA allocations the "
+		       "recorder "
+		       "saw (not measured: the CUDA context and calls it does not intercept are "
+		       "not "
 		       "in it)\n",
 		       "outside_pytorch", ms_format_size(b, sizeof(b), outside));
 }

@@ -591,7 +591,12 @@ static void text_report(const char *path, const struct ms_replay_result *r,
 		printf("  other devices:  %llu events, %s\n",
 		       (unsigned long long)r->events_other_devices,
 		       narrowed ? "not replayed (--device)" : "replayed on their own");
-	if (r->events_external)
+	if (r->events_external && !r->external_peak)
+		printf("  not replayed:   %llu event%s of raw CUDA calls, each PyTorch's own "
+		       "segment "
+		       "calls\n",
+		       (unsigned long long)r->events_external, r->events_external == 1 ? "" : "s");
+	else if (r->events_external)
 		printf("  not replayed:   %llu event%s of raw CUDA calls; outside PyTorch's "
 		       "allocator at the most %s (event %llu)\n",
 		       (unsigned long long)r->events_external, r->events_external == 1 ? "" : "s",

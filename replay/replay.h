@@ -32,9 +32,9 @@ struct ms_replay_opts {
 	/* only the limit binds: no device size, and a recorded OOM's free bytes bound nothing (the
 	 * least-memory search); device_memory and outside_unseen are not read */
 	int limit_only;
-	int no_hints;               /* do not reuse the recorded segment addresses */
-	int no_segment_log;         /* leave result.produced and .recorded empty (they grow with the
-	                               trace; only verify and replay --json read them) */
+	int no_hints;       /* do not reuse the recorded segment addresses */
+	int no_segment_log; /* leave result.produced and .recorded empty (they grow with the
+	                       trace; only verify and replay --json read them) */
 	/* the state before the first event (mid-run traces: rebuild.h), or NULL */
 	const struct ms_initial_state *init;
 	/*

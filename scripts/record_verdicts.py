@@ -4,11 +4,17 @@ under every allocator setting memsnap may recommend, at the same limit.
 
     python3 scripts/record_verdicts.py --out DIR [JOB...]       # JOB: frag growing rare_long
                                                                  #      outside ddp no_history
+    python3 scripts/record_verdicts.py --out DIR --memsnap BIN outside_recorded ddp_recorded
 
 Needs CUDA GPUs and PyTorch (ddp needs two GPUs and NCCL; outside wants a GPU of its own: it
 fills the device). Nothing is downloaded; every model is record_snapshots.py's GPT with random
 weights, seeds fixed, autocast without its cache (its casts are freed in an order that changes
 from run to run).
+
+The *_recorded jobs run each process under `BIN record` (memsnap's recorder: the CUDA
+interposer and the PyTorch hook, with its cudaMemGetInfo marks), which writes DIR/TAG.zst beside
+the snapshot of the same run; their truth adds, after each optimizer step and at the OOM,
+mem_get_info and memory_reserved as the job read them itself: what was held outside PyTorch.
 
 For each job, DIR/JOB.pickle is the snapshot of the run memsnap is asked about: history on from
 the start, dumped inside the `except OutOfMemoryError` handler, so that the trace ends where the
@@ -80,6 +86,14 @@ JOBS = {
                 what="DDP over NCCL, one rank a GPU, GPT training; rank 1 under a 5 GiB "
                      "per-process limit; step 5's batch of 64 does not fit there and rank 1 dies "
                      "in its forward (rank 0 then waits on the all-reduce and is stopped)"),
+    "ddp_recorded": dict(shapes=[(4, 512)] * 4 + [(64, 512)] * 2,
+                         what="the ddp job with each rank under `memsnap record`: rank 1 dies in "
+                              "its forward under a 5 GiB limit; NCCL's buffers and the CUDA "
+                              "context are held outside PyTorch through calls the interposer "
+                              "does not see"),
+    "outside_recorded": dict(shapes=[(8, 1024)] * 12,
+                             what="the outside job under `memsnap record`: the raw cudaMalloc "
+                                  "beside PyTorch (seen by the interposer) fills the device"),
     "no_history": dict(shapes=[(4 + 4 * i, 512) for i in range(16)],
                        what="the growing job under the same kind of limit, history never turned "
                             "on: the snapshot, dumped in the OOM handler, holds the segments only"),
@@ -117,13 +131,14 @@ def run_job(a):
         res["hold_outside_bytes"] = a.hold
         res["hold_how"] = "cupy.cuda.runtime.malloc (a plain cudaMalloc, not CuPy's pool)"
     res["mem_get_info_at_start"] = list(torch.cuda.mem_get_info(dev))
+    res["reserved_at_start"] = torch.cuda.memory_reserved(dev)
     if a.limit:
         f = a.limit / res["total_memory"]
         torch.cuda.set_per_process_memory_fraction(f, dev)
         res["fraction"] = f
     if a.history:
         torch.cuda.memory._record_memory_history(enabled="all", context="all", stacks="python")
-    ddp = a.child == "ddp"
+    ddp = a.child in ("ddp", "ddp_recorded")
     if ddp:
         import torch.distributed as dist
         from torch.nn.parallel import DistributedDataParallel as DDP
@@ -139,7 +154,8 @@ def run_job(a):
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
     shapes = JOBS[a.child]["shapes"]
     res.update(shapes=shapes, steps_total=len(shapes), steps_completed=0, finished=False,
-               died_in_step=None, died_in_phase=None, oom=None, step_peaks=[])
+               died_in_step=None, died_in_phase=None, oom=None, step_peaks=[],
+               outside_after_steps=[])
     phase = None
     peak_res = peak_alloc = 0
     g = torch.Generator(device="cuda")
@@ -156,6 +172,10 @@ def run_job(a):
             loss.backward()
             phase = "optimizer"
             opt.step()
+            # as the job itself reads it, right after the recorder's mark of the same moment
+            free, total = torch.cuda.mem_get_info(dev)
+            res["outside_after_steps"].append({"step": i + 1, "free": free, "total": total,
+                                               "reserved": torch.cuda.memory_reserved(dev)})
             opt.zero_grad(set_to_none=True)
             del x, logits, loss
             phase = None
@@ -169,6 +189,7 @@ def run_job(a):
     except torch.cuda.OutOfMemoryError as e:
         res.update(died_in_step=res["steps_completed"] + 1, died_in_phase=phase, oom=str(e))
         res["at_oom"] = device_stats(dev)
+        res["at_oom"]["reserved"] = torch.cuda.memory_reserved(dev)
         st = res["at_oom"]["stats"]
         peak_res = max(peak_res, st["reserved_bytes.all.peak"])
         peak_alloc = max(peak_alloc, st["allocated_bytes.all.peak"])
@@ -206,7 +227,13 @@ def run_job(a):
         cupy.cuda.runtime.free(hold)
 
 
-def spawn(out, job, tag, conf="", limit=0, device=0, history=False, hold=0, timeout=240):
+def under_memsnap(memsnap, out, tag, cmd):
+    """cmd under `memsnap record`, writing DIR/TAG.zst, where a memsnap binary is given."""
+    return [memsnap, "record", "-o", os.path.join(out, tag + ".zst"), "--"] + cmd if memsnap else cmd
+
+
+def spawn(out, job, tag, conf="", limit=0, device=0, history=False, hold=0, timeout=240,
+          memsnap=None):
     """Runs one job in a process of its own; returns its result (or a failure record)."""
     env = dict(os.environ, PYTHONUNBUFFERED="1", NCCL_NVLS_ENABLE="0",
                TORCH_SYMM_MEM_DISABLE_MULTICAST="1", NVSHMEM_DISABLE_NVLS="1")
@@ -217,6 +244,7 @@ def spawn(out, job, tag, conf="", limit=0, device=0, history=False, hold=0, time
            str(device), "--limit", str(limit), "--hold", str(hold)]
     if history:
         cmd.append("--history")
+    cmd = under_memsnap(memsnap, out, tag, cmd)
     with open(os.path.join(out, tag + ".log"), "w") as lf:
         try:
             rc = subprocess.run(cmd, env=env, stdout=lf, stderr=subprocess.STDOUT,
@@ -349,7 +377,21 @@ def job_outside(out, dev):
                 {"probe": brief(probe)}, {"hold_outside_bytes": hold})
 
 
-def job_ddp(out):
+def job_outside_recorded(out, dev, memsnap):
+    """The outside job once under `memsnap record`, its hold found as job_outside finds it."""
+    probe = spawn(out, "outside_recorded", "outside_recorded_probe", "", 0, dev)
+    need = int(probe["peak_reserved_bytes"] * 0.8)
+    hold = round_down(probe["mem_get_info_at_start"][0] - need)
+    rec = spawn(out, "outside_recorded", "outside_recorded", "", 0, dev, history=True, hold=hold,
+                memsnap=memsnap)
+    t = {"job": "outside_recorded", "what": JOBS["outside_recorded"]["what"], "recorded": rec,
+         "probe": brief(probe), "hold_outside_bytes": hold, "expect": {"cause": "outside_pytorch"}}
+    with open(os.path.join(out, "outside_recorded.truth.json"), "w") as f:
+        json.dump(t, f, indent=1)
+    print("TRUTH outside_recorded", json.dumps(brief(rec)), flush=True)
+
+
+def job_ddp(out, job="ddp", memsnap=None):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -358,10 +400,12 @@ def job_ddp(out):
     env.pop("PYTORCH_CUDA_ALLOC_CONF", None)
     procs = []
     for r in (0, 1):
-        cmd = [sys.executable, HERE, "--child", "ddp", "--tag", f"ddp_rank{r}", "--out", out,
+        tag = f"{job}_rank{r}"
+        cmd = [sys.executable, HERE, "--child", job, "--tag", tag, "--out", out,
                "--device", str(r), "--limit", str(5 * GiB if r == 1 else 0), "--port", str(port),
                "--history"]
-        procs.append(subprocess.Popen(cmd, env=env, stdout=open(os.path.join(out, f"ddp_rank{r}.log"), "w"),
+        cmd = under_memsnap(memsnap, out, tag, cmd)
+        procs.append(subprocess.Popen(cmd, env=env, stdout=open(os.path.join(out, tag + ".log"), "w"),
                                       stderr=subprocess.STDOUT, start_new_session=True))
     try:
         procs[1].wait(timeout=200)
@@ -372,13 +416,13 @@ def job_ddp(out):
         if p.poll() is None:
             os.killpg(p.pid, signal.SIGKILL)
             p.wait()
-    p = os.path.join(out, "ddp_rank1.result.json")
+    p = os.path.join(out, f"{job}_rank1.result.json")
     rec = json.load(open(p)) if os.path.exists(p) else {"failed": True}
-    t = {"job": "ddp", "what": JOBS["ddp"]["what"], "recorded_rank1": rec,
+    t = {"job": job, "what": JOBS[job]["what"], "recorded_rank1": rec,
          "rank0_stopped": "rank 0 was killed waiting on the all-reduce of the step rank 1 died in"}
-    with open(os.path.join(out, "ddp.truth.json"), "w") as f:
+    with open(os.path.join(out, f"{job}.truth.json"), "w") as f:
         json.dump(t, f, indent=1)
-    print("TRUTH ddp", json.dumps(brief(rec)), flush=True)
+    print("TRUTH", job, json.dumps(brief(rec)), flush=True)
 
 
 def main():
@@ -394,6 +438,7 @@ def main():
     ap.add_argument("--hold", type=int, default=0)
     ap.add_argument("--port", type=int, default=0)
     ap.add_argument("--history", action="store_true")
+    ap.add_argument("--memsnap", metavar="BIN", help="memsnap binary for the *_recorded jobs")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     if a.child:
@@ -421,6 +466,10 @@ def main():
         job_no_history(None, a.out, 0)
     if "ddp" in jobs and ngpu > 1:
         job_ddp(a.out)
+    if "ddp_recorded" in jobs and ngpu > 1:
+        job_ddp(a.out, "ddp_recorded", a.memsnap)
+    if "outside_recorded" in jobs:
+        job_outside_recorded(a.out, other, a.memsnap)
     print("seconds", round(time.time() - t0, 1), flush=True)
     return 0
 

@@ -1,0 +1,36 @@
+# Memory held outside PyTorch in memsnap's own traces, measured: against what each job read itself
+# (mem_get_info's total less free, less memory_reserved), after each optimizer step and in the OOM
+# handler. A DDP rank under a limit (NCCL's buffers and the CUDA context, which no event shows),
+# and a job beside a raw cudaMalloc that filled the device (its cause named with no flags: the
+# trace records the device's size).
+V=testdata/snapshots/verdicts
+for job in ddp_recorded outside_recorded; do
+	f=$V/${job}.zst
+	[ "$job" = ddp_recorded ] && f=$V/ddp_recorded_rank1.zst
+	"$MEMSNAP" -q replay --json "$f" >"$TMPDIR/r.json" 2>/dev/null
+	"$MEMSNAP" -q explain --json "$f" >"$TMPDIR/e.json" 2>/dev/null
+	python3 - "$job" "$V/$job.truth.json" "$TMPDIR/r.json" "$TMPDIR/e.json" <<'PY'
+import json, sys
+job, t, r, e = sys.argv[1], *(json.load(open(p)) for p in sys.argv[2:])
+run = t.get("recorded_rank1") or t["recorded"]
+steps = [s["total"] - s["free"] - s["reserved"] for s in run["outside_after_steps"]]
+m = r["outside_pytorch_measured"]
+if steps:
+    print(job, "marks", m["marks"], "of", len(steps), "steps;",
+          "each the job's own reading" if m and m["marks"] == len(steps) and
+          m["first_bytes"] == steps[0] and m["last_bytes"] == steps[-1] and
+          m["highest_bytes"] == max(steps) else "DIFFERENT: %s vs %s" % (m, steps))
+    print(job, "at the peak:", e["outside_pytorch_is"],
+          "ok" if e["categories"]["outside_pytorch"] in steps else "NOT A MEASURED FIGURE")
+else:
+    print(job, "no optimizer step: marks", m)
+a = run["at_oom"]
+truth = a["mem_get_info"]["total"] - a["mem_get_info"]["free"] - a["reserved"]
+o = e["oom"]
+print(job, "at the OOM:", "equal to the job's own reading" if o["outside_pytorch_bytes"] == truth
+      else "DIFFERENT %s vs %s" % (o["outside_pytorch_bytes"], truth))
+want = (t.get("expect") or {}).get("cause")
+print(job, "cause", o["cause"], "device_full", o["device_full"],
+      "" if not want else "as built" if o["cause"] == want else "NOT " + want)
+PY
+done
