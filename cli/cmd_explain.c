@@ -1295,11 +1295,12 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 			printf("\n      survives: %s: %s", ms_survives_name(recs[k].sv.survives),
 			       recs[k].sv.why);
 			if (recs[k].sv.survives != MS_SURVIVES_NO && recs[k].sv.margin_known)
-				printf("; %s left %s",
+				printf("; its allocated peak %s below %s (reserved bytes may "
+				       "fill the rest)",
 				       ms_format_size(b1, sizeof(b1), recs[k].sv.margin),
-				       vd.cap.from == MS_CAP_HELD     ? "below what the job held"
-				       : vd.cap.from == MS_CAP_DEVICE ? "of what PyTorch could use"
-				                                      : "under the limit");
+				       vd.cap.from == MS_CAP_HELD     ? "what the job held at once"
+				       : vd.cap.from == MS_CAP_DEVICE ? "what PyTorch could use"
+				                                      : "the limit");
 			printf("\n");
 		}
 		if (!rows[0].s)

@@ -633,13 +633,12 @@ static ms_status judge(const struct ms_trace *t, const struct ms_replay_opts *o,
 		return MS_OK;
 	}
 	if (!d->dying_step) {
-		SAY("the trace ends at the failed request (event %llu), and it has no steps: what "
-		    "the "
-		    "job would have asked for next is not known",
+		SAY("the job died at the failed request (event %llu), and the trace has no steps: "
+		    "what it would have asked for next is not known",
 		    (unsigned long long)d->fail_index);
 	} else if (d->rising_steps && d->rise_per_step) {
 		uint64_t more = (lim_hi - d->projected_next) / d->rise_per_step + 2;
-		SAY("the trace ends at the failed request (event %llu, step %zu), and no earlier "
+		SAY("the job died at the failed request (event %llu, step %zu), and no earlier "
 		    "step "
 		    "began with the same requests; the steps' peaks rose %s a step: at that rate "
 		    "they outgrow %s%s %llu steps after step %zu, if the job runs that long",
@@ -649,7 +648,7 @@ static ms_status judge(const struct ms_trace *t, const struct ms_replay_opts *o,
 		    ranged ? " (the inferred limit's highest)" : "", (unsigned long long)more,
 		    d->dying_step);
 	} else {
-		SAY("the trace ends at the failed request (event %llu, step %zu): no earlier step "
+		SAY("the job died at the failed request (event %llu, step %zu): no earlier step "
 		    "began with the same requests, so what the step would have asked for next is "
 		    "not "
 		    "known",
