@@ -429,6 +429,20 @@ static const char *limit_text(const struct side *s, char *buf, size_t cap)
 	return buf;
 }
 
+/* How the run ended, as its file tells it */
+static const char *ended_text(const struct side *s, char *buf, size_t cap)
+{
+	if (s->r.recorded_ooms)
+		snprintf(buf, cap, "ran out of memory (%llu recorded OOM%s): what it did after is "
+		         "not in the file",
+		         (unsigned long long)s->r.recorded_ooms, s->r.recorded_ooms == 1 ? "" : "s");
+	else if (s->cut_short)
+		snprintf(buf, cap, "cut short: what it did after is not in the file");
+	else
+		snprintf(buf, cap, "ran to the end of its file, no OOM");
+	return buf;
+}
+
 /* "2.11.0+cu130" against "2.10 or 2.11": the version's major.minor among the releases named */
 static int same_release(const char *x, const char *y)
 {
@@ -464,9 +478,9 @@ static void differences(const struct side *s, cJSON *out)
 	char a[600], b[600];
 	cJSON *o = out ? cJSON_AddObjectToObject(out, "ran_with_differs") : NULL;
 	int said = 0;
-#define DIFFERS(key, what, x, y)                                                      \
+#define DIFFERS_IF(key, what, x, y, differs)                                          \
 	do {                                                                          \
-		int d_ = strcmp(x, y) != 0;                                           \
+		int d_ = (differs);                                                   \
 		if (o) {                                                              \
 			cJSON *k_ = cJSON_AddObjectToObject(o, key);                  \
 			cJSON_AddBoolToObject(k_, "differs", d_);                     \
@@ -474,12 +488,15 @@ static void differences(const struct side *s, cJSON *out)
 			cJSON_AddStringToObject(k_, "b", y);                          \
 		} else if (d_) {                                                      \
 			if (!said++)                                                  \
-				printf("the runs ran with different:\n");             \
+				printf("the two runs differ:\n");             \
 			printf("    %-18s a: %s\n    %-18s b: %s\n", what, x, "", y); \
 		}                                                                     \
 	} while (0)
-	DIFFERS("alloc_conf", "allocator settings", settings_text(&s[0].r, a, sizeof(a)),
-	        settings_text(&s[1].r, b, sizeof(b)));
+#define DIFFERS(key, what, x, y) DIFFERS_IF(key, what, x, y, strcmp(x, y) != 0)
+	/* the settings replayed: "not recorded" against recorded defaults is no difference */
+	DIFFERS_IF("alloc_conf", "allocator settings", settings_text(&s[0].r, a, sizeof(a)),
+	           settings_text(&s[1].r, b, sizeof(b)),
+	           strcmp(s[0].r.alloc_conf, s[1].r.alloc_conf) != 0);
 	DIFFERS("limit", "limit", limit_text(&s[0], a, sizeof(a)), limit_text(&s[1], b, sizeof(b)));
 	{
 		char b1[32], b2[32];
@@ -498,7 +515,12 @@ static void differences(const struct side *s, cJSON *out)
 	if (same_release(s[0].torch, s[1].torch))
 		snprintf(b, sizeof(b), "%s", a);
 	DIFFERS("torch", "PyTorch", a, b);
+	/* a run that died holds only what it did up to its OOM: its peaks are no smaller run's */
+	ended_text(&s[0], a, sizeof(a));
+	ended_text(&s[1], b, sizeof(b));
+	DIFFERS("ended", "ending", a, b);
 #undef DIFFERS
+#undef DIFFERS_IF
 	if (said)
 		printf("\n");
 }
