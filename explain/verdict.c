@@ -982,6 +982,16 @@ ms_status ms_verdict_judge_rows(const struct ms_trace *t, const struct ms_explai
 			         "the setting could not be replayed: %.400s", rows[k].err);
 			continue;
 		}
+		/* the job's own settings, as it ran: it did reach the end of the trace */
+		if (!rows[k].conf && !o->alloc_conf && !o->limit_given && !o->device_memory &&
+		    !v->death.died && !v->death.went_on && !v->death.cut_short &&
+		    !rows[k].r.recorded_ooms && !rows[k].r.has_oom) {
+			v->sv[k].survives = MS_SURVIVES_YES;
+			snprintf(v->sv[k].why, sizeof(v->sv[k].why),
+			         "the job ran with these settings to the end of the trace, with no "
+			         "OOM (what it did after the trace ends is not in it)");
+			continue;
+		}
 		if ((s = ms_survival_judge(t, &so, &v->death, x, &v->cap, &rows[k].r, &v->sv[k])))
 			return s;
 	}
