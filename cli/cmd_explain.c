@@ -1040,7 +1040,7 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 	} else {
 		uint64_t at = first.fullest_at_peak_index;
 		size_t ps = step_of(&x, at);
-		if (has_oom || vd.death.died)
+		if (vd.headline[0]) /* the conclusion first, as the JSON and the page give it */
 			printf("%s: %s\n", label, vd.headline);
 		printf("%s: peak %s%s reserved (first at event %llu); at event %llu", label,
 		       first.rebuilt ? "at least " : "", ms_format_size(b1, sizeof(b1), reserved),
