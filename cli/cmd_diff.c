@@ -433,9 +433,11 @@ static const char *limit_text(const struct side *s, char *buf, size_t cap)
 static const char *ended_text(const struct side *s, char *buf, size_t cap)
 {
 	if (s->r.recorded_ooms)
-		snprintf(buf, cap, "ran out of memory (%llu recorded OOM%s): what it did after is "
+		snprintf(buf, cap,
+		         "ran out of memory (%llu recorded OOM%s): what it did after is "
 		         "not in the file",
-		         (unsigned long long)s->r.recorded_ooms, s->r.recorded_ooms == 1 ? "" : "s");
+		         (unsigned long long)s->r.recorded_ooms,
+		         s->r.recorded_ooms == 1 ? "" : "s");
 	else if (s->cut_short)
 		snprintf(buf, cap, "cut short: what it did after is not in the file");
 	else
@@ -488,7 +490,7 @@ static void differences(const struct side *s, cJSON *out)
 			cJSON_AddStringToObject(k_, "b", y);                          \
 		} else if (d_) {                                                      \
 			if (!said++)                                                  \
-				printf("the two runs differ:\n");             \
+				printf("the two runs differ:\n");                     \
 			printf("    %-18s a: %s\n    %-18s b: %s\n", what, x, "", y); \
 		}                                                                     \
 	} while (0)

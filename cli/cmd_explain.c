@@ -24,7 +24,8 @@
 
 static const char *const usage[] = {
         "memsnap explain [--limit N | --memory-fraction F] [--device-memory N] [--device D]",
-        "                [--alloc-conf CONF] [--jobs N] [--site-depth N] [--json] <trace>...",
+        "                [--alloc-conf CONF] [--jobs N] [--site-depth N] [--request SIZE]",
+        "                [--json] <trace>...",
         "",
         "What a trace's memory is made of and what to change. At the peak of reserved memory:",
         "parameters, gradients, optimizer state, activations, other memory kept across steps,",
@@ -1478,7 +1479,7 @@ static int explain_end_state(const struct ms_replay_cli *c, const char *path,
 	struct ms_end_state_verdict v;
 	struct end_site sites[64];
 	size_t ns;
-	char b1[32], b2[32], b3[32];
+	char b1[32], b2[32], b3[32], headline[1024];
 	ms_status s;
 
 	if ((s = ms_end_state_snap(t, dev, &r, &d))) {
@@ -1489,9 +1490,11 @@ static int explain_end_state(const struct ms_replay_cli *c, const char *path,
 	ms_end_state_judge(&r.snap, request, c->o.limit,
 	                   c->o.device_memory ? c->o.device_memory : UINT64_MAX, &v);
 	ns = end_sites(t, &r.snap, sites, sizeof(sites) / sizeof(sites[0]));
+	ms_end_state_headline(&v, headline, sizeof(headline));
 	if (json) {
 		cJSON *o = cJSON_CreateObject(), *a;
 		cJSON_AddStringToObject(o, "trace", path);
+		cJSON_AddStringToObject(o, "verdict", headline);
 		cJSON_AddNumberToObject(o, "device", dev);
 		cJSON_AddBoolToObject(o, "no_trace", 1);
 		ms_json_u64(o, "segments", v.segments);
@@ -1525,6 +1528,7 @@ static int explain_end_state(const struct ms_replay_cli *c, const char *path,
 		}
 		*jout = o;
 	} else {
+		printf("%s: %s\n", label, headline);
 		printf("%s: no trace (taken with history off or enabled=\"state\"): the end state "
 		       "as "
 		       "the snapshot recorded it\n",
@@ -1644,7 +1648,7 @@ static int explain_file(struct ms_replay_cli *c, const char *path, unsigned jobs
 		         "requests",
 		         path);
 		ms_trace_free(owned);
-		return MS_EXIT_ERROR;
+		return MS_EXIT_USAGE; /* a flag that does not apply to this input */
 	}
 	if (ms_replay_cli_devices(c, path, "explain", &devs, &nd)) {
 		ms_trace_free(owned);

@@ -1053,6 +1053,13 @@ void ms_end_state_judge(const struct ms_replay_snap *snap, uint64_t request, uin
 	v->fits_free_block = v->largest_free >= v->rounded;
 	o->segment_needed = v->segment_needed;
 	o->capacity_lo = o->capacity_hi = cap;
+	if (cap && cap < v->reserved) {
+		OWHY("the capacity given (%s) is below what the snapshot holds reserved (%s): the "
+		     "job cannot have run under it",
+		     ms_format_size(b1, sizeof(b1), cap),
+		     ms_format_size(b2, sizeof(b2), v->reserved));
+		return;
+	}
 	if (v->fits_free_block) {
 		OWHY("the largest free block (%s) holds the request: the state the snapshot "
 		     "recorded "
@@ -1090,6 +1097,48 @@ void ms_end_state_judge(const struct ms_replay_snap *snap, uint64_t request, uin
 		o->cause = MS_CAUSE_FRAGMENTATION;
 		add_cause(o, MS_CAUSE_FRAGMENTATION, v->free_in_reserved);
 	}
+}
+
+void ms_end_state_headline(const struct ms_end_state_verdict *v, char *buf, size_t cap)
+{
+	char b1[32], b2[32], b3[32];
+	const struct ms_oom_verdict *o = &v->oom;
+
+	if (!v->has_request) {
+		snprintf(buf, cap,
+		         "No trace, an end state only: %s allocated, %s reserved, %s of it free "
+		         "(the largest free block %s); the request that failed is not in such a "
+		         "file (--request SIZE judges one).",
+		         ms_format_size(b1, sizeof(b1), v->allocated),
+		         ms_format_size(b2, sizeof(b2), v->reserved),
+		         ms_format_size(b3, sizeof(b3), v->free_in_reserved),
+		         ms_format_size((char[32]){0}, 32, v->largest_free));
+		return;
+	}
+	if (!o->cause) {
+		snprintf(buf, cap, "A request of %s against this end state: undecided: %s.",
+		         ms_format_size(b1, sizeof(b1), v->request), o->undecided_because);
+		return;
+	}
+	ms_format_size(b1, sizeof(b1), v->request);
+	ms_format_size(b3, sizeof(b3), o->capacity_hi);
+	if (o->cause == MS_CAUSE_DEMAND)
+		snprintf(buf, cap,
+		         "A request of %s against this end state: demand (allocated and "
+		         "the request exceed the %s PyTorch could use by %s).",
+		         b1, b3, ms_format_size(b2, sizeof(b2), o->causes[0].bytes));
+	else if (o->cause == MS_CAUSE_SEGMENT_SIZE)
+		snprintf(buf, cap,
+		         "A request of %s against this end state: segment_size (it fits "
+		         "beside the reserved %s under %s; the %s segment it asks for does not).",
+		         b1, ms_format_size(b2, sizeof(b2), v->reserved), b3,
+		         ms_format_size((char[32]){0}, 32, v->segment_needed));
+	else
+		snprintf(buf, cap,
+		         "A request of %s against this end state: fragmentation (%s free "
+		         "in reserved segments, none of it a block that large; no room under %s "
+		         "for a new segment).",
+		         b1, ms_format_size(b2, sizeof(b2), v->free_in_reserved), b3);
 }
 
 ms_status ms_survival_judge(const struct ms_trace *t, const struct ms_replay_opts *o,

@@ -195,6 +195,9 @@ struct ms_end_state_verdict {
 void ms_end_state_judge(const struct ms_replay_snap *snap, uint64_t request, uint64_t limit,
                         uint64_t device_memory, struct ms_end_state_verdict *v);
 
+/* Its one-line conclusion, as explain opens with it (buf of 1024 bytes holds it whole). */
+void ms_end_state_headline(const struct ms_end_state_verdict *v, char *buf, size_t cap);
+
 /* ---- one verdict per device, which every command reads ---- */
 
 /* in for ms_explain_run on t's device at the state replay r broke down: the most allocated while

@@ -26,3 +26,5 @@ PY
 "$MEMSNAP" explain testdata/snapshots/versions/no_history_two_devices.pickle | grep -E "no trace|allocated in"
 # a trace records its requests: --request is refused there
 "$MEMSNAP" explain --request 1GiB testdata/snapshots/dynamic_oom.pickle; echo "exit $?"
+# a limit below what the snapshot holds reserved cannot be the job's: no cause against it
+"$MEMSNAP" explain --request 1GiB --limit 2GiB "$f" | head -1
