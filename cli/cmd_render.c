@@ -379,6 +379,8 @@ static int render_html_together(struct ms_replay_cli *c, const char *path, const
 	struct ms_report rep;
 	struct ms_report_input in;
 	struct ms_buf buf = MS_BUF_INIT;
+	struct ms_verdict verdict;
+	int has_verdict = 0;
 	pthread_t th;
 	ms_status s;
 
@@ -433,11 +435,16 @@ static int render_html_together(struct ms_replay_cli *c, const char *path, const
 		return 0;
 	}
 	rep.device_memory_source = f.r.device_memory_source;
-	if ((s = diagnose(&rep, path, t, &f.r, &d)))
+	memset(&verdict, 0, sizeof(verdict));
+	if ((s = diagnose(&rep, path, t, &f.r, &d)) ||
+	    (s = ms_cli_verdict(c, path, t, &f.r, &f.lim, NULL, 0, &verdict, &has_verdict, &d)))
 		ms_report(path, s, &d);
-	else if ((s = ms_render_html(&rep, NULL, 0, &buf)))
+	if (has_verdict) /* the page opens with it, as every page does */
+		rep.verdict = &verdict;
+	if (!s && (s = ms_render_html(&rep, NULL, 0, &buf)))
 		ms_report(path, s, &d);
 	*rc = s ? MS_EXIT_ERROR : emit(out, &buf, "html", SIZE_MAX, 0);
+	ms_verdict_release(&verdict);
 	ms_buf_release(&buf);
 	ms_report_release(&rep);
 	ms_replay_result_release(&f.r);

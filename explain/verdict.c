@@ -846,6 +846,7 @@ ms_status ms_verdict_begin(const struct ms_trace *t, const struct ms_explain *x,
 	if ((s = ms_death_find(t, o->device, x, &v->death)))
 		return s;
 	v->has_oom = first->has_oom;
+	snprintf(v->other_allocator, sizeof(v->other_allocator), "%s", first->other_allocator);
 	v->oom_index = first->has_oom ? first->first_oom.index : 0;
 	v->oom_recorded = first->has_oom && first->first_oom.recorded;
 	v->limit_given = o->limit_given;
@@ -998,6 +999,17 @@ ms_status ms_verdict_judge_rows(const struct ms_trace *t, const struct ms_explai
 	headline(v, rows, n);
 	for (size_t k = strlen(v->headline); k && v->headline[k - 1] == ' '; k--)
 		v->headline[k - 1] = 0; /* no setting judged: nothing after the cause */
+	if (v->other_allocator[0]) {
+		char h[sizeof(v->headline)];
+		snprintf(h, sizeof(h), "%s", v->headline);
+		/* other_allocator is short: the prefix always fits, and the rest is cut to size */
+		size_t used = (size_t)snprintf(
+		        v->headline, sizeof(v->headline),
+		        "A %.31s snapshot, judged by a model of PyTorch's CUDA allocator: ",
+		        v->other_allocator);
+		snprintf(v->headline + used, sizeof(v->headline) - used, "%.*s",
+		         (int)(sizeof(v->headline) - used - 1), h);
+	}
 	return MS_OK;
 }
 

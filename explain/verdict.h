@@ -225,6 +225,9 @@ struct ms_verdict {
 	size_t n_sv;
 	/* one line: what died where, why, the change that helps and how sure memsnap is */
 	char headline[768];
+	/* the trace comes from another allocator (torch_npu): the headline says it is judged by
+	 * the CUDA allocator's model */
+	char other_allocator[32];
 };
 
 /*

@@ -11,3 +11,15 @@ for m in re.finditer(r'<script id="memsnap-data[^"]*"[^>]*data-device="(\d+)"[^>
     print("device", m.group(1), "| breakdown:", "categories of %d bytes" % sum(c[1] for c in g["categories"]) if g else None,
           "| verdict:", v["headline"][:60] if v else None, "| cause:", v["cause"] if v else None)
 PY
+# A page of one device that ran to its end opens with the verdict too, and one of another
+# allocator's snapshot says so in it.
+for f in testdata/snapshots/gpt_train.pickle.zst testdata/snapshots/versions/npu_expandable.pickle; do
+	"$MEMSNAP" -q render "$f" -o "$TMPDIR/one.html"
+	python3 - "$TMPDIR/one.html" <<'PY'
+import json, re, sys
+page = open(sys.argv[1]).read()
+m = re.search(r'<script id="memsnap-data[^"]*"[^>]*>(.*?)</script>', page, re.S)
+v = json.loads(m.group(1).replace("<\\/", "</"))["verdict"]
+print("one device | verdict:", v["headline"] if v else None)
+PY
+done
