@@ -48,6 +48,7 @@ struct figures {
 	 * growth_steps 0 where it was not looked for (fewer than three steps) */
 	uint64_t growth_per_step;
 	size_t growth_steps, growth_sites;
+	size_t steps, optimizer_steps; /* what the trace has of them, to say why not */
 	int growth_by_repetition; /* the only steps found repeat in the trace: maybe layers */
 	/* why it died, where it did (explain/verdict.h's headline; "" where not told) */
 	char verdict[768];
@@ -74,6 +75,8 @@ static ms_status growth_of(const char *path, uint32_t device, const struct ms_re
 		f->growth_by_repetition = x.steps_by_repetition;
 		f->growth_steps = x.steps_by_repetition ? 0 : x.growth_steps;
 		f->growth_sites = x.n_growth;
+		f->steps = x.n_steps;
+		f->optimizer_steps = x.n_optimizer_steps;
 		for (size_t k = 0; k < x.n_growth; k++)
 			f->growth_per_step += x.growth[k].bytes_per_step;
 		ms_explain_release(&x);
@@ -113,7 +116,7 @@ static ms_status figures_of(struct ms_replay_cli *c, const char *path, int growt
 	f->cut_short = r.cut_short;
 	f->lim = lim;
 	f->growth_per_step = 0;
-	f->growth_steps = f->growth_sites = 0;
+	f->growth_steps = f->growth_sites = f->steps = f->optimizer_steps = 0;
 	f->growth_by_repetition = 0;
 	f->verdict[0] = 0;
 	if (r.has_oom || r.recorded_ooms) {
@@ -299,9 +302,10 @@ int cmd_check(int argc, const char **argv)
 			     "memsnap.step(), "
 			     "torch.profiler)");
 		else if (gps_given && !f.growth_steps)
-			FAIL("growth per step cannot be checked: it is looked for over three steps "
-			     "or "
-			     "more, and the trace has fewer");
+			FAIL("growth per step cannot be checked: it takes 4 steps, or 3 optimizer "
+			     "steps, and the trace has %zu step%s (%zu optimizer step%s)",
+			     f.steps, f.steps == 1 ? "" : "s", f.optimizer_steps,
+			     f.optimizer_steps == 1 ? "" : "s");
 		else if (gps_given && f.growth_per_step > max_gps)
 			FAIL("growth %s a step (%zu growing site%s) exceeds the budget of %s a "
 			     "step",
