@@ -49,7 +49,7 @@ struct figures {
 	uint64_t growth_per_step;
 	size_t growth_steps, growth_sites;
 	size_t steps, optimizer_steps; /* what the trace has of them, to say why not */
-	int growth_by_repetition; /* the only steps found repeat in the trace: maybe layers */
+	int growth_by_repetition;      /* the only steps found repeat in the trace: maybe layers */
 	/* why it died, where it did (explain/verdict.h's headline; "" where not told) */
 	char verdict[768];
 };

@@ -1043,6 +1043,18 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 		size_t ps = step_of(&x, at);
 		if (vd.headline[0]) /* the conclusion first, as the JSON and the page give it */
 			printf("%s: %s\n", label, vd.headline);
+		if (!reserved && !first.rebuilt) {
+			/* nothing to break down: no figure over zero events */
+			if (first.has_oom)
+				printf("%s: nothing was reserved before the replay ran out of "
+				       "memory at event %llu, asking for its first segment: no "
+				       "peak "
+				       "to break down\n",
+				       label, (unsigned long long)first.first_oom.index);
+			else
+				printf("%s: nothing was reserved: no peak to break down\n", label);
+			goto after_breakdown;
+		}
 		printf("%s: peak %s%s reserved (first at event %llu); at event %llu", label,
 		       first.rebuilt ? "at least " : "", ms_format_size(b1, sizeof(b1), reserved),
 		       (unsigned long long)first.peak_reserved_index, (unsigned long long)at);
@@ -1059,6 +1071,7 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 		       ms_format_size(b2, sizeof(b2), allocated));
 		print_cats(&x, allocated, first.served_oom_at_peak_reserved, cached, outside,
 		           outside_how, outside_mark);
+	after_breakdown:
 		if (first.ended_by_oom)
 			printf("  note: the replay ran out of memory at event %llu, where the "
 			       "recorded "
