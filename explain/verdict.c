@@ -1037,6 +1037,8 @@ void ms_end_state_judge(const struct ms_replay_snap *snap, uint64_t request, uin
 	uint64_t cap = limit ? limit : device_memory != UINT64_MAX ? device_memory : 0;
 	char b1[32], b2[32];
 	size_t bi = 0;
+	uint64_t largest[2] = {0, 0}; /* the largest free block of the large and small pools */
+	int small;
 
 	memset(v, 0, sizeof(*v));
 	v->segments = snap->n_segs;
@@ -1053,6 +1055,8 @@ void ms_end_state_judge(const struct ms_replay_snap *snap, uint64_t request, uin
 				v->free_in_reserved += b->size;
 				if (b->size > v->largest_free)
 					v->largest_free = b->size;
+				if (b->size > largest[g->is_small ? 1 : 0])
+					largest[g->is_small ? 1 : 0] = b->size;
 			}
 		}
 	}
@@ -1062,7 +1066,9 @@ void ms_end_state_judge(const struct ms_replay_snap *snap, uint64_t request, uin
 	v->request = request;
 	v->rounded = round512(request);
 	v->segment_needed = ms_model_default_allocation_size(v->rounded);
-	v->fits_free_block = v->largest_free >= v->rounded;
+	/* a request of 1 MiB or less is served from the small pool's blocks only (§1.2) */
+	small = v->rounded <= (1u << 20);
+	v->fits_free_block = largest[small] >= v->rounded;
 	o->segment_needed = v->segment_needed;
 	o->capacity_lo = o->capacity_hi = cap;
 	if (cap && cap < v->reserved) {
@@ -1073,21 +1079,19 @@ void ms_end_state_judge(const struct ms_replay_snap *snap, uint64_t request, uin
 		return;
 	}
 	if (v->fits_free_block) {
-		OWHY("the largest free block (%s) holds the request: the state the snapshot "
-		     "recorded "
-		     "would have served it (a snapshot taken in the OOM handler comes after the "
-		     "failing "
-		     "step's tensors were freed as the error unwound)",
-		     ms_format_size(b1, sizeof(b1), v->largest_free));
+		OWHY("the largest free block of the %s pool (%s) holds the request: the state the "
+		     "snapshot recorded would have served it (a snapshot taken in the OOM handler "
+		     "comes after the failing step's tensors were freed as the error unwound)",
+		     small ? "small" : "large", ms_format_size(b1, sizeof(b1), largest[small]));
 		return;
 	}
 	if (!cap) {
-		OWHY("no free block holds the request (rounded: %s, %llu bytes; the largest free "
-		     "block: %s, %llu bytes); whether a new %s segment had room needs what PyTorch "
-		     "could use (--limit or --device-memory)",
-		     ms_format_size(b1, sizeof(b1), v->rounded), (unsigned long long)v->rounded,
-		     ms_format_size(b2, sizeof(b2), v->largest_free),
-		     (unsigned long long)v->largest_free,
+		OWHY("no free block of the %s pool holds the request (rounded: %s, %llu bytes; its "
+		     "largest free block: %s, %llu bytes); whether a new %s segment had room needs "
+		     "what PyTorch could use (--limit or --device-memory)",
+		     small ? "small" : "large", ms_format_size(b1, sizeof(b1), v->rounded),
+		     (unsigned long long)v->rounded, ms_format_size(b2, sizeof(b2), largest[small]),
+		     (unsigned long long)largest[small],
 		     ms_format_size((char[32]){0}, 32, v->segment_needed));
 		return;
 	}

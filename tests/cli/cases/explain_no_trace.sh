@@ -28,3 +28,4 @@ PY
 "$MEMSNAP" explain --request 1GiB testdata/snapshots/dynamic_oom.pickle; echo "exit $?"
 # a limit below what the snapshot holds reserved cannot be the job's: no cause against it
 "$MEMSNAP" explain --request 1GiB --limit 2GiB "$f" | head -1
+"$MEMSNAP" explain --request 1 "$f" | head -1
