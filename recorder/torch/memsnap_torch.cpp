@@ -7,8 +7,11 @@
 // on, reads the thread's Python stack in place (pystack.c).
 #include <c10/cuda/CUDACachingAllocator.h>
 
+#include <dlfcn.h>
+
 #include <atomic>
 #include <cstdint>
+#include <cstdio>
 #include <type_traits>
 #include <utility>
 
@@ -26,6 +29,51 @@ template <class E, class = void> struct has_mempool : std::false_type {};
 template <class E>
 struct has_mempool<E, std::void_t<decltype(std::declval<const E &>().mempool_)>>
         : std::true_type {};
+
+// The driver's cuMemGetInfo_v2 and cuCtxGetDevice (CUresult and CUdevice are ints), from the
+// libcuda.so.1 that PyTorch loaded: no link to a CUDA library of our own.
+using mem_get_info_fn = int (*)(size_t *, size_t *);
+using ctx_get_device_fn = int (*)(int *);
+std::atomic<mem_get_info_fn> g_mem_get_info{nullptr};
+std::atomic<ctx_get_device_fn> g_ctx_get_device{nullptr};
+std::atomic<uint64_t> g_measured{0}; // devices (bit i: device i < 64) measured once
+
+void find_driver()
+{
+	void *h = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+	if (!h)
+		return;
+	g_mem_get_info.store(reinterpret_cast<mem_get_info_fn>(dlsym(h, "cuMemGetInfo_v2")));
+	g_ctx_get_device.store(reinterpret_cast<ctx_get_device_fn>(dlsym(h, "cuCtxGetDevice")));
+}
+
+// What device dev has free as PyTorch first reserves memory on it, marked after that segment's
+// event (common/event.h MS_DEVICE_MEMORY_MARK): beside PyTorch's reserved bytes it measures what
+// is held outside PyTorch from the start (the CUDA context, memory allocated before recording,
+// other processes). Once per device; only where the current context is the device's (the
+// allocator made it current for the cudaMalloc); one driver call, as PyTorch itself makes on an
+// OOM under the same lock.
+void measure_once(struct msr *r, int dev)
+{
+	mem_get_info_fn info = g_mem_get_info.load(std::memory_order_relaxed);
+	ctx_get_device_fn cur = g_ctx_get_device.load(std::memory_order_relaxed);
+	uint64_t bit;
+	size_t free_b = 0, total = 0;
+	int d = -1;
+	char name[80];
+
+	if (dev < 0 || dev >= 64 || !info || !cur)
+		return;
+	bit = 1ull << dev;
+	if (g_measured.load(std::memory_order_relaxed) & bit)
+		return;
+	if (cur(&d) != 0 || d != dev || info(&free_b, &total) != 0 || free_b > total)
+		return;
+	if (g_measured.fetch_or(bit) & bit)
+		return;
+	snprintf(name, sizeof(name), "cudaMemGetInfo %zu %zu", free_b, total);
+	msr_annotate(r, MSR_ANN_PHASE, MSR_ANN_MARK, name, static_cast<uint16_t>(dev));
+}
 
 template <class Entry> void on_trace(const Entry &te)
 {
@@ -48,6 +96,8 @@ template <class Entry> void on_trace(const Entry &te)
 		                   static_cast<uint64_t>(te.mempool_.second));
 	else
 		msr_record(r, &e);
+	if (e.action == MSR_SEGMENT_ALLOC || e.action == MSR_SEGMENT_MAP)
+		measure_once(r, static_cast<int>(te.device_));
 }
 
 } // namespace
@@ -73,6 +123,7 @@ __attribute__((visibility("default"))) int memsnap_torch_attach(int python_stack
 		g_max_frames.store(max_frames);
 	if (g_attached.exchange(true))
 		return 0;
+	find_driver();
 	c10::cuda::CUDACachingAllocator::attachAllocatorTraceTracker(
 	        [](const auto &te) { on_trace(te); });
 	return 0;

@@ -2,7 +2,8 @@
 # (mem_get_info's total less free, less memory_reserved), after each optimizer step and in the OOM
 # handler. A DDP rank under a limit (NCCL's buffers and the CUDA context, which no event shows),
 # and a job beside a raw cudaMalloc that filled the device (its cause named with no flags: the
-# trace records the device's size).
+# trace records the device's size). On the rank, NCCL's communicator is made between the job's
+# first reading and PyTorch's first segment, where the recorder's first mark is.
 V=testdata/snapshots/verdicts
 for job in ddp_recorded outside_recorded; do
 	f=$V/${job}.zst
@@ -15,15 +16,18 @@ job, t, r, e = sys.argv[1], *(json.load(open(p)) for p in sys.argv[2:])
 run = t.get("recorded_rank1") or t["recorded"]
 steps = [s["total"] - s["free"] - s["reserved"] for s in run["outside_after_steps"]]
 m = r["outside_pytorch_measured"]
+# the first mark: at PyTorch's first segment; the job read the device just before its work began
+free, total = run["mem_get_info_at_start"]
+start = total - free - run["reserved_at_start"]
+print(job, "first mark, at PyTorch's first segment:", m["first_bytes"], "the job's reading at its start:",
+      start, "equal" if m["first_bytes"] == start else "more by %d" % (m["first_bytes"] - start))
 if steps:
-    print(job, "marks", m["marks"], "of", len(steps), "steps;",
-          "each the job's own reading" if m and m["marks"] == len(steps) and
-          m["first_bytes"] == steps[0] and m["last_bytes"] == steps[-1] and
-          m["highest_bytes"] == max(steps) else "DIFFERENT: %s vs %s" % (m, steps))
+    print(job, "marks after the first", m["marks"] - 1, "of", len(steps), "steps;",
+          "each the job's own reading" if m["marks"] - 1 == len(steps) and
+          m["last_bytes"] == steps[-1] and m["highest_bytes"] == max(steps + [m["first_bytes"]])
+          else "DIFFERENT: %s vs %s" % (m, steps))
     print(job, "at the peak:", e["outside_pytorch_is"],
           "ok" if e["categories"]["outside_pytorch"] in steps else "NOT A MEASURED FIGURE")
-else:
-    print(job, "no optimizer step: marks", m)
 a = run["at_oom"]
 truth = a["mem_get_info"]["total"] - a["mem_get_info"]["free"] - a["reserved"]
 o = e["oom"]
