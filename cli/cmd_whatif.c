@@ -185,7 +185,7 @@ static void print_survival(const struct ms_whatif_row *rows, const struct ms_sur
 /* The matrix for one device of t; text on stdout or *jout. MS_EXIT_OK or MS_EXIT_ERROR. */
 static int whatif_one(struct ms_replay_cli *c, const char *path, const struct ms_trace *t,
                       uint32_t device, const char *label, char **user, size_t nrows, unsigned jobs,
-                      int json, cJSON **jout)
+                      int json, cJSON **jout, int *ended_by_oom)
 {
 	struct ms_whatif_row *rows;
 	struct ms_replay_result first;
@@ -205,6 +205,8 @@ static int whatif_one(struct ms_replay_cli *c, const char *path, const struct ms
 		return MS_EXIT_ERROR;
 	if (!c->o.limit && first.limit)
 		c->o.limit = first.limit;
+	/* the replay with the recorded settings ran out where the job did not: exit 3, as replay */
+	*ended_by_oom |= first.ended_by_oom;
 	/* the steps, how the job ended and what it could use: what the verdicts rest on */
 	ms_explain_in_at_peak(&in, t, device, &first);
 	if (ms_explain_run(&in, &ex) || ms_verdict_begin(t, &ex, &c->o, &first, &lim, &v))
@@ -412,7 +414,7 @@ int cmd_whatif(int argc, const char **argv)
 	size_t nuser = 0, k;
 	uint32_t *devs;
 	struct ms_json_devices jd;
-	int rc = MS_EXIT_OK;
+	int rc = MS_EXIT_OK, oom = 0;
 	ms_status s;
 
 	ms_replay_cli_init(&c, opts, &json);
@@ -450,7 +452,7 @@ int cmd_whatif(int argc, const char **argv)
 			putchar('\n');
 		rc = whatif_one(&c, argv[0], t, devs[k],
 		                ms_replay_cli_label(argv[0], devs[k], nd, label, sizeof(label)),
-		                user, nrows, (unsigned)(jobs > 1024 ? 1024 : jobs), json, &o);
+		                user, nrows, (unsigned)(jobs > 1024 ? 1024 : jobs), json, &o, &oom);
 		ms_replay_cli_release(&c);
 		ms_json_devices_add(&jd, devs[k], o);
 	}
@@ -460,5 +462,5 @@ int cmd_whatif(int argc, const char **argv)
 	ms_free(user);
 	ms_free(devs);
 	ms_trace_free(owned);
-	return rc;
+	return rc == MS_EXIT_OK && oom ? MS_EXIT_OOM : rc;
 }
