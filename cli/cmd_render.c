@@ -212,7 +212,8 @@ static int page_data(const struct ms_replay_cli *c, const char *path,
 	if (!s && whatif)
 		s = whatif_rows(t, &c->o, &rows, &n_rows);
 	memset(&verdict, 0, sizeof(verdict));
-	if (!s && what != PAGE_CSV && whole && small)
+	/* of the whole run, a window's page included: it opens with how the job ended */
+	if (!s && what != PAGE_CSV && small)
 		s = ms_cli_verdict(c, path, t, r, lim, rows, n_rows, &verdict, &has_verdict, &d);
 	if (has_verdict)
 		rep.verdict = &verdict;

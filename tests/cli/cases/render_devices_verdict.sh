@@ -23,3 +23,12 @@ v = json.loads(m.group(1).replace("<\\/", "</"))["verdict"]
 print("one device | verdict:", v["headline"] if v else None)
 PY
 done
+# A window's page opens with the whole run's verdict too.
+"$MEMSNAP" -q render --from 100 --to 5000 testdata/snapshots/dynamic_oom.pickle -o "$TMPDIR/win.html"
+python3 - "$TMPDIR/win.html" <<'PY'
+import json, re, sys
+page = open(sys.argv[1]).read()
+m = re.search(r'<script id="memsnap-data[^"]*"[^>]*>(.*?)</script>', page, re.S)
+v = json.loads(m.group(1).replace("<\\/", "</"))["verdict"]
+print("window 100 to 5000 | verdict:", v["headline"][:40] if v else None)
+PY
