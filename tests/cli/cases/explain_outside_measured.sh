@@ -38,3 +38,12 @@ print(job, "cause", o["cause"], "device_full", o["device_full"],
       "" if not want else "as built" if o["cause"] == want else "NOT " + want)
 PY
 done
+# As users run it, no flags: the recording knows the device's size, so each setting gets a plain
+# answer, held against the outside job's reruns (the same job and hold, run again under each
+# setting: every one died)
+"$MEMSNAP" -q whatif --json "$V/outside_recorded.zst" | python3 -c '
+import json, sys
+w, t = json.load(sys.stdin), json.load(open(sys.argv[1]))
+real = {("" if k == "(defaults)" else k): v for k, v in t["rerun_outcome"].items()}
+bad = [s["alloc_conf"] for s in w["settings"] if {"yes": "finishes", "no": "dies"}.get(s["survives"]) != real[s["alloc_conf"]]]
+print("outside_recorded, no flags:", len(w["settings"]), "settings,", "each as the reruns did" if not bad else "NOT AS THE RERUNS: %s" % bad)' "$V/outside.truth.json"
