@@ -390,6 +390,10 @@ static cJSON *json_report(const char *path, uint32_t device, const struct ms_rep
 		ms_json_u64(o, "device_memory_bytes", r->device_memory);
 	cJSON_AddStringToObject(o, "device_memory_source",
 	                        ms_devmem_source_name(r->device_memory_source));
+	if (r->device_memory_recorded)
+		ms_json_u64(o, "device_memory_recorded_bytes", r->device_memory_recorded);
+	else
+		cJSON_AddNullToObject(o, "device_memory_recorded_bytes");
 	cJSON_AddBoolToObject(o, "device_memory_is_lower_bound",
 	                      r->device_memory_source == MS_DEVMEM_FROM_OOM);
 	if (r->oom_seen) {
@@ -543,6 +547,11 @@ static void text_device(const struct ms_replay_result *r, const struct ms_limit_
 		       r->device_memory_source == MS_DEVMEM_GIVEN  ? "--device-memory"
 		       : r->device_memory_source == MS_DEVMEM_REAL ? "this GPU"
 		                                                   : "recorded");
+	if (r->device_memory_source == MS_DEVMEM_GIVEN && r->device_memory_recorded &&
+	    r->device_memory_recorded != r->device_memory)
+		printf("; the trace recorded a device of %s: the memory it held outside PyTorch "
+		       "is kept as it was",
+		       ms_format_size(b2, sizeof(b2), r->device_memory_recorded));
 	putchar('\n');
 	if (r->limit && lim && lim->inferred)
 		printf("  limit:          %s, inferred: the recorded OOM had room on the device, "

@@ -851,6 +851,7 @@ ms_status ms_verdict_begin(const struct ms_trace *t, const struct ms_explain *x,
 	v->oom_recorded = first->has_oom && first->first_oom.recorded;
 	v->limit_given = o->limit_given;
 	v->conf_given = o->alloc_conf != NULL;
+	v->device_given = o->device_memory && !o->device_memory_from_oom;
 	for (size_t k = 0; first->has_oom && k < x->n_steps && !x->steps_by_repetition; k++)
 		if (x->steps[k].first_event <= v->oom_index)
 			v->oom_step = k + 1 + x->steps_before_trace;
@@ -923,10 +924,11 @@ static void headline(struct ms_verdict *v, const struct ms_whatif_row *rows, siz
 		len = snprintf(v->headline, sizeof(v->headline),
 		               "Out of memory at event %llu; the replay gets past it%s. ",
 		               (unsigned long long)v->death.fail_index,
-		               v->conf_given    ? " under the settings given"
-		               : v->limit_given ? " under the limit given (above the job's: the "
-		                                  "recorded OOM proves it had less)"
-		                                : "");
+		               v->conf_given     ? " under the settings given"
+		               : v->limit_given  ? " under the limit given (above the job's: the "
+		                                   "recorded OOM proves it had less)"
+		               : v->device_given ? " on the device given (--device-memory)"
+		                                 : "");
 	} else {
 		len = snprintf(v->headline, sizeof(v->headline), "%s at event %llu",
 		               v->oom_recorded ? "Out of memory"

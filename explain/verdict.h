@@ -217,8 +217,9 @@ struct ms_verdict {
 	uint64_t oom_index;
 	int oom_recorded;
 	size_t oom_step;
-	int limit_given; /* the replay ran under a limit the user gave */
-	int conf_given;  /* ... with settings the user gave (--alloc-conf) */
+	int limit_given;  /* the replay ran under a limit the user gave */
+	int conf_given;   /* ... with settings the user gave (--alloc-conf) */
+	int device_given; /* ... on a device of the size the user gave (--device-memory) */
 	struct ms_capacity cap;
 	/* the settings of rows (ms_verdict_judge_rows), one each; n_sv of them */
 	struct ms_survival *sv;

@@ -279,6 +279,11 @@ static ms_status r_begin(void *ctx, const struct ms_meta *meta, const struct ms_
 				r->device_memory_source = MS_DEVMEM_RECORDED;
 			}
 	}
+	/* the size the trace recorded, also under a size given: what outside memory is taken from
+	 */
+	for (uint32_t i = 0; i < meta->n_devices; i++)
+		if (meta->devices[i].index == p->o->device)
+			r->device_memory_recorded = meta->devices[i].total_memory;
 	p->mc.limit = p->o->limit;
 	if (p->o->limit && p->o->limit_given && p->device_known && !p->o->device_memory_from_oom &&
 	    p->o->limit > p->mc.device_memory) {
@@ -683,13 +688,31 @@ static ms_status do_malloc(struct rp *p, const struct ms_event *e, int recorded_
 		 * PyTorch could. A size given by the user stands as given.
 		 */
 		uint64_t res = p->rec_reserved, usable = res + e->addr;
+		/* the device the OOM was measured on: the recorded size, else the one given */
+		uint64_t was = p->r->device_memory_recorded ? p->r->device_memory_recorded
+		               : p->device_known            ? p->mc.device_memory
+		                                            : 0;
+		if (p->r->device_memory_source == MS_DEVMEM_GIVEN && !p->o->limit_only &&
+		    usable > p->mc.device_memory) {
+			char s1[32], s2[32], s3[32];
+			return p->err = ms__diag_set(
+			               p->diag, MS_ERR_INVALID_ARG, -1, (int64_t)p->index,
+			               "--device-memory %s is less than PyTorch could use at the "
+			               "recorded "
+			               "OOM (%s reserved and %s free on the device): the job "
+			               "cannot have "
+			               "run on it",
+			               ms_format_size(s1, sizeof(s1), p->mc.device_memory),
+			               ms_format_size(s2, sizeof(s2), res),
+			               ms_format_size(s3, sizeof(s3), e->addr));
+		}
 		if (!p->r->oom_seen) {
 			p->r->oom_seen = 1;
 			p->r->oom_reserved = res;
 			p->r->oom_device_free = e->addr;
 			p->r->external_at_oom = p->ext.cur;
-			if (p->device_known && p->mc.device_memory > usable)
-				p->r->outside_at_oom = p->mc.device_memory - usable;
+			if (was > usable)
+				p->r->outside_at_oom = was - usable;
 		}
 		if (p->o->limit_only) {
 			/* the least-memory search: only its limit binds */
@@ -700,10 +723,11 @@ static ms_status do_malloc(struct rp *p, const struct ms_event *e, int recorded_
 			ms_model_set_device_memory(p->m, usable);
 		} else if ((p->r->device_memory_source == MS_DEVMEM_RECORDED ||
 		            p->r->device_memory_source == MS_DEVMEM_GIVEN) &&
-		           usable + p->unseen + p->ext.cur < p->mc.device_memory) {
+		           was > usable && was - usable > p->unseen + p->ext.cur) {
 			/* the rest was held outside PyTorch then, beyond what the raw events show:
-			   taken as constant from here on */
-			p->unseen = p->mc.device_memory - usable - p->ext.cur;
+			   taken as constant from here on (the same bytes on a device of another
+			   size) */
+			p->unseen = was - usable - p->ext.cur;
 			device_left(p);
 		}
 	}
@@ -939,6 +963,20 @@ static ms_status r_annotation(void *ctx, const struct ms_annotation *a)
 		    total >= free_b + p->rec_reserved) {
 			struct ms_replay_result *r = p->r;
 			uint64_t out = total - free_b - p->rec_reserved;
+			if (p->r->device_memory_source == MS_DEVMEM_GIVEN && !p->o->limit_only &&
+			    out + p->rec_reserved > p->mc.device_memory) {
+				char b1[32], b2[32], b3[32];
+				return p->err = ms__diag_set(
+				               p->diag, MS_ERR_INVALID_ARG, -1, (int64_t)p->index,
+				               "--device-memory %s is less than what the trace "
+				               "measured "
+				               "held outside PyTorch (%s) with PyTorch's reserved "
+				               "(%s) "
+				               "there: the job cannot have run on it",
+				               ms_format_size(b1, sizeof(b1), p->mc.device_memory),
+				               ms_format_size(b2, sizeof(b2), out),
+				               ms_format_size(b3, sizeof(b3), p->rec_reserved));
+			}
 			if (ms_grow(&r->outside_points, &r->cap_outside_points,
 			            r->n_outside_points + 1, sizeof(*r->outside_points)))
 				return p->err = MS_ERR_NOMEM;

@@ -167,7 +167,9 @@ const char *ms_devmem_source_name(unsigned source);
 struct ms_replay_result {
 	char alloc_conf[512];
 	uint32_t device;
-	uint64_t device_memory; /* UINT64_MAX: unbounded */
+	uint64_t device_memory;          /* UINT64_MAX: unbounded */
+	uint64_t device_memory_recorded; /* the size the trace records (0: none), also under
+	                                    --device-memory */
 	/* where device_memory comes from (enum ms_devmem_source) */
 	uint8_t device_memory_source;
 	/* a recorded OOM: the device's free bytes and PyTorch's reserved bytes then, and (where

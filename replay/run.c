@@ -249,6 +249,11 @@ static ms_status run_sim(const struct ms_replay_request *req, struct ms_replay_o
 	}
 	if (s || !r->recorded_ooms || o->limit || o->fraction > 0 || r->limit)
 		return s;
+	/* on a device of another size than the recorded one (the user's what-if), OOMs the replay
+	   gets past are the answer, not a limit to infer */
+	if (o->device_memory && !o->device_memory_from_oom && r->device_memory_recorded &&
+	    o->device_memory != r->device_memory_recorded)
+		return s;
 	/*
 	 * OOMs that the recorded settings' replay does not have, with room on the device: the job
 	 * ran under a per-process limit. It is a property of the job, found with the recorded

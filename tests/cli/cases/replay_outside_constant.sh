@@ -20,3 +20,16 @@ for s in w["settings"]:
     print(s["alloc_conf"] or "(recorded)", "peak within the room left beside the outside memory:",
           "ok" if s["peak_reserved_bytes"] <= room else "ABOVE (%d > %d)" % (s["peak_reserved_bytes"], room))
 PY
+# A device smaller than what the file shows PyTorch could use, or than what was measured held
+# outside PyTorch beside its reserved bytes, cannot be the job's: refused, one line, exit 1
+V=testdata/snapshots/verdicts
+"$MEMSNAP" replay --device-memory 3GiB $V/outside.pickle.zst >/dev/null; echo "exit $?"
+"$MEMSNAP" replay --device-memory 100GiB $V/outside_recorded.zst >/dev/null; echo "exit $?"
+# a larger device than the recorded one: the outside memory stays as measured, and the OOM goes
+"$MEMSNAP" -q replay --json --device-memory 200GiB $V/outside_recorded.zst | python3 -c '
+import json, sys
+r = json.load(sys.stdin)
+d = r["recorded_oom_device"]
+print("200 GiB given: device", r["device_memory_bytes"], "recorded", r["device_memory_recorded_bytes"], "| outside at the OOM", d["outside_pytorch_bytes"],
+      "| recorded size less reserved and free:", 150109880320 - d["reserved_bytes"] - d["device_free_bytes"],
+      "| reproduced OOMs", r["reproduced_ooms"], "| limit inferred", r["limit_inferred"])'
