@@ -40,15 +40,18 @@ ms_status ms_render_csv(const struct ms_report *rep, struct ms_buf *out)
 		int n;
 		if (timed)
 			snprintf(when, sizeof(when), "%.6f", (double)(b->s.t_ns - t0) / 1e9);
+		char outside[24] = ""; /* empty where nothing measured it: never a 0 made up */
+		if (rep->outside_is != MS_OUTSIDE_NOT_MEASURED && b->ext_known)
+			snprintf(outside, sizeof(outside), "%llu", (unsigned long long)b->ext_max);
 		n = snprintf(line, sizeof(line),
-		             "%llu,%llu,%s,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,"
+		             "%llu,%llu,%s,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%s,%llu,%llu,"
 		             "%llu,%llu,",
 		             (unsigned long long)b->s.first, (unsigned long long)b->last, when,
 		             (unsigned long long)b->alloc, (unsigned long long)b->s.amin,
 		             (unsigned long long)b->s.amax, (unsigned long long)b->reserved,
 		             (unsigned long long)b->s.rmin, (unsigned long long)b->s.rmax,
 		             (unsigned long long)b->active_max,
-		             (unsigned long long)b->inactive_split, (unsigned long long)b->ext_max,
+		             (unsigned long long)b->inactive_split, outside,
 		             (unsigned long long)b->private_allocated,
 		             (unsigned long long)b->private_reserved,
 		             (unsigned long long)b->free_in_reserved,

@@ -152,8 +152,17 @@ static void on_event(void *ctx, uint64_t index, const struct ms_event *e, const 
 	}
 	span_extend(&b->s, a, r);
 	b->active_max = act > b->active_max ? act : b->active_max;
-	if (l->res && l->res->external_now > b->ext_max)
-		b->ext_max = l->res->external_now;
+	if (l->res) {
+		/* outside PyTorch now: the recorder's last measurement, moved by the raw calls
+		   since; else the raw calls alone */
+		const struct ms_replay_result *res = l->res;
+		uint64_t out = res->external_now, mark;
+		if (res->n_outside_points)
+			ms_replay_outside_at(res, UINT64_MAX, res->external_now, &out, &mark);
+		if (out > b->ext_max)
+			b->ext_max = out;
+		b->ext_known |= res->n_outside_points || res->events_external;
+	}
 	b->alloc = a;
 	b->reserved = r;
 	memcpy(b->stream_alloc, l->stream_cur, sizeof(b->stream_alloc));
@@ -706,6 +715,10 @@ ms_status ms_report_collect(const struct ms_report_input *in, struct ms_report *
 	}
 
 	rep->device = r.device;
+	/* the outside series is a figure only where the recorder measured it or saw raw calls */
+	rep->outside_is = r.n_outside_points  ? MS_OUTSIDE_MEASURED
+	                  : r.events_external ? MS_OUTSIDE_RAW_ONLY
+	                                      : MS_OUTSIDE_NOT_MEASURED;
 	memcpy(rep->alloc_conf, r.alloc_conf, sizeof(rep->alloc_conf));
 	rep->settings_recorded = r.settings_recorded;
 	rep->expandable_seen = r.expandable_seen;

@@ -43,6 +43,7 @@ struct ms_report_bucket {
 	uint64_t last;                /* trace event */
 	uint64_t active_max;
 	uint64_t ext_max; /* bytes outside PyTorch's allocator, the most in the bucket */
+	int ext_known;    /* ... measured by then, or raw calls seen: else not a figure */
 	/* at the last event */
 	uint64_t alloc, reserved, inactive_split, small_reserved, large_reserved;
 	uint64_t private_allocated, private_reserved; /* in private pools (CUDA graphs, MemPools) */
@@ -151,7 +152,13 @@ struct ms_report {
 	 * opens with its headline, the OOM panel names its cause, and each what-if row carries its
 	 * survival (verdict->sv, as many as the rows); NULL: none. Borrowed. */
 	const struct ms_verdict *verdict;
-	int no_trace;        /* the end state of a snapshot without a trace: no timeline */
+	int no_trace; /* the end state of a snapshot without a trace: no timeline */
+	/* how the buckets' ext_max is known (CSV's outside_pytorch: empty where not measured) */
+	enum {
+		MS_OUTSIDE_NOT_MEASURED = 0,
+		MS_OUTSIDE_RAW_ONLY = 1, /* the raw CUDA calls the interposer saw: a lower bound */
+		MS_OUTSIDE_MEASURED = 2, /* the recorder's cudaMemGetInfo marks, with raw calls */
+	} outside_is;
 	uint32_t site_depth; /* its sites' depth, as ms_report_input's */
 	/* the replay */
 	uint32_t device;
