@@ -204,7 +204,9 @@ static int page_data(const struct ms_replay_cli *c, const char *path,
 	   trace up to DIAGNOSE_EVENTS), the what-if table (any) */
 	t = in.trace;
 	small = t || r->events_total <= DIAGNOSE_EVENTS;
-	whatif = what != PAGE_CSV && rep.has_oom && !pg->no_whatif;
+	/* the settings are judged where the run (not only the window) has an OOM: the verdict
+	   names them on every page of it */
+	whatif = what != PAGE_CSV && (rep.has_oom || r->has_oom) && !pg->no_whatif;
 	if (!s && !t && ((what != PAGE_CSV && whole && small) || whatif))
 		s = ms_replay_cli_trace_whole(path, &t, &owned, &d);
 	if (!s && what != PAGE_CSV && whole && small)

@@ -32,3 +32,14 @@ m = re.search(r'<script id="memsnap-data[^"]*"[^>]*>(.*?)</script>', page, re.S)
 v = json.loads(m.group(1).replace("<\\/", "</"))["verdict"]
 print("window 100 to 5000 | verdict:", v["headline"][:40] if v else None)
 PY
+# ... the same words as explain's, the settings judged included, for a window without the OOM
+"$MEMSNAP" -q render testdata/snapshots/verdicts/frag.pickle.zst --from 100 --to 2000 -o "$TMPDIR/w2.html"
+"$MEMSNAP" -q explain --json testdata/snapshots/verdicts/frag.pickle.zst >"$TMPDIR/x.json"
+python3 - "$TMPDIR/w2.html" "$TMPDIR/x.json" <<'PY'
+import json, re, sys
+page = open(sys.argv[1]).read()
+m = re.search(r'<script id="memsnap-data[^"]*"[^>]*>(.*?)</script>', page, re.S)
+v = json.loads(m.group(1).replace("<\\/", "</"))["verdict"]
+x = json.load(open(sys.argv[2]))["verdict"]
+print("window 100 to 2000 of frag | verdict as explain's:", v["headline"] == x)
+PY
