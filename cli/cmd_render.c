@@ -511,12 +511,21 @@ static int choose_device(struct ms_replay_cli *c, const char *path, uint32_t **d
 	return 0;
 }
 
-/* The page of a snapshot's end state (no timeline). */
-static ms_status end_state_page(const struct ms_render_input *in, struct ms_buf *out)
+/* The page of a snapshot's end state (no timeline), opening with explain's end-state verdict
+ * (no request: such a file records none, and the page takes no --request). */
+static ms_status end_state_page(const struct ms_render_input *in, const struct ms_replay_cli *c,
+                                struct ms_buf *out)
 {
 	struct ms_report rep;
+	struct ms_end_state_verdict ev;
+	struct ms_verdict v;
 	ms_status s = ms_report_end_state(in, &rep);
 
+	memset(&v, 0, sizeof(v));
+	ms_end_state_judge(&in->r->snap, 0, c->o.limit,
+	                   c->o.device_memory ? c->o.device_memory : UINT64_MAX, &ev);
+	ms_end_state_headline(&ev, v.headline, sizeof(v.headline));
+	rep.verdict = &v;
 	if (!s)
 		s = ms_render_html(&rep, NULL, 0, out);
 	ms_report_release(&rep);
@@ -602,7 +611,7 @@ static int render_no_trace(struct ms_replay_cli *c, const char *path, const char
 		s = !strcmp(format, "txt")   ? ms_render_text(&in, &buf)
 		    : !strcmp(format, "dot") ? ms_render_dot(&in, &buf)
 		    : !strcmp(format, "svg") ? ms_render_svg(&in, &buf, &d)
-		                             : end_state_page(&in, &buf);
+		                             : end_state_page(&in, c, &buf);
 		if (s)
 			ms_report(path, s, &d);
 		else

@@ -1126,7 +1126,7 @@ void ms_end_state_headline(const struct ms_end_state_verdict *v, char *buf, size
 		snprintf(buf, cap,
 		         "No trace, an end state only: %s allocated, %s reserved, %s of it free "
 		         "(the largest free block %s); the request that failed is not in such a "
-		         "file (--request SIZE judges one).",
+		         "file (explain --request SIZE judges one).",
 		         ms_format_size(b1, sizeof(b1), v->allocated),
 		         ms_format_size(b2, sizeof(b2), v->reserved),
 		         ms_format_size(b3, sizeof(b3), v->free_in_reserved),

@@ -43,3 +43,13 @@ v = json.loads(m.group(1).replace("<\\/", "</"))["verdict"]
 x = json.load(open(sys.argv[2]))["verdict"]
 print("window 100 to 2000 of frag | verdict as explain's:", v["headline"] == x)
 PY
+# A snapshot without a trace: its end-state page opens with explain's end-state verdict
+"$MEMSNAP" -q render testdata/snapshots/verdicts/no_history.pickle.zst -o "$TMPDIR/nh.html"
+"$MEMSNAP" -q explain --json testdata/snapshots/verdicts/no_history.pickle.zst >"$TMPDIR/nh.json"
+python3 - "$TMPDIR/nh.html" "$TMPDIR/nh.json" <<'PY'
+import json, re, sys
+page = open(sys.argv[1]).read()
+m = re.search(r'<script id="memsnap-data[^"]*"[^>]*>(.*?)</script>', page, re.S)
+v = json.loads(m.group(1).replace("<\\/", "</"))["verdict"]
+print("no trace | verdict as explain's:", v is not None and v["headline"] == json.load(open(sys.argv[2]))["verdict"])
+PY
