@@ -479,27 +479,53 @@ static void differences(const struct side *s, cJSON *out)
 {
 	char a[600], b[600];
 	cJSON *o = out ? cJSON_AddObjectToObject(out, "ran_with_differs") : NULL;
+	struct ms_buf maybe = MS_BUF_INIT; /* what one side does not record: said after */
 	int said = 0;
-#define DIFFERS_IF(key, what, x, y, differs)                                          \
-	do {                                                                          \
-		int d_ = (differs);                                                   \
-		if (o) {                                                              \
-			cJSON *k_ = cJSON_AddObjectToObject(o, key);                  \
-			cJSON_AddBoolToObject(k_, "differs", d_);                     \
-			cJSON_AddStringToObject(k_, "a", x);                          \
-			cJSON_AddStringToObject(k_, "b", y);                          \
-		} else if (d_) {                                                      \
-			if (!said++)                                                  \
-				printf("the two runs differ:\n");                     \
-			printf("    %-18s a: %s\n    %-18s b: %s\n", what, x, "", y); \
-		}                                                                     \
+	/* differs: 1, 0, or -1 where one side does not tell (JSON null) */
+#define DIFFERS_IF(key, what, x, y, differs)                                                    \
+	do {                                                                                    \
+		int d_ = (differs);                                                             \
+		if (o) {                                                                        \
+			cJSON *k_ = cJSON_AddObjectToObject(o, key);                            \
+			if (d_ < 0)                                                             \
+				cJSON_AddNullToObject(k_, "differs");                           \
+			else                                                                    \
+				cJSON_AddBoolToObject(k_, "differs", d_);                       \
+			cJSON_AddStringToObject(k_, "a", x);                                    \
+			cJSON_AddStringToObject(k_, "b", y);                                    \
+		} else if (d_ > 0) {                                                            \
+			if (!said++)                                                            \
+				printf("the two runs differ:\n");                               \
+			printf("    %-18s a: %s\n    %-18s b: %s\n", what, x, "", y);           \
+		} else if (d_ < 0) {                                                            \
+			char l_[1400];                                                          \
+			int n_ = snprintf(l_, sizeof(l_), "    %-18s a: %s\n    %-18s b: %s\n", \
+			                  what, x, "", y);                                      \
+			if (n_ > 0 && ms_buf_append(&maybe, l_, strnlen(l_, sizeof(l_))))       \
+				maybe.len = 0;                                                  \
+		}                                                                               \
 	} while (0)
 #define DIFFERS(key, what, x, y) DIFFERS_IF(key, what, x, y, strcmp(x, y) != 0)
 	/* the settings replayed: "not recorded" against recorded defaults is no difference */
 	DIFFERS_IF("alloc_conf", "allocator settings", settings_text(&s[0].r, a, sizeof(a)),
 	           settings_text(&s[1].r, b, sizeof(b)),
 	           strcmp(s[0].r.alloc_conf, s[1].r.alloc_conf) != 0);
-	DIFFERS("limit", "limit", limit_text(&s[0], a, sizeof(a)), limit_text(&s[1], b, sizeof(b)));
+	/* known on both sides and apart (an inferred range holding the other's limit is no
+	   difference; one not known tells nothing) */
+	{
+		uint64_t lo[2], hi[2];
+		int known[2];
+		for (int k = 0; k < 2; k++) {
+			known[k] = s[k].lim.inferred || s[k].r.limit;
+			lo[k] = s[k].lim.inferred ? s[k].lim.lo : s[k].r.limit;
+			hi[k] = s[k].lim.inferred ? s[k].lim.hi : s[k].r.limit;
+		}
+		DIFFERS_IF("limit", "limit", limit_text(&s[0], a, sizeof(a)),
+		           limit_text(&s[1], b, sizeof(b)),
+		           !known[0] && !known[1]   ? 0
+		           : !known[0] || !known[1] ? -1
+		                                    : hi[0] < lo[1] || hi[1] < lo[0]);
+	}
 	{
 		char b1[32], b2[32];
 		snprintf(a, sizeof(a), "%s%s%s", s[0].gpu[0] ? s[0].gpu : "not recorded",
@@ -509,22 +535,32 @@ static void differences(const struct side *s, cJSON *out)
 		         s[1].gpu_total ? ", " : "",
 		         s[1].gpu_total ? ms_format_size(b2, sizeof(b2), s[1].gpu_total) : "");
 	}
-	DIFFERS("device", "device", a, b);
+	DIFFERS_IF("device", "device", a, b,
+	           !s[0].gpu[0] && !s[1].gpu[0]   ? 0
+	           : !s[0].gpu[0] || !s[1].gpu[0] ? -1
+	                                          : strcmp(a, b) != 0);
 	/* a snapshot's layout names the releases it fits ("2.10 or 2.11"), a recording its version
 	   ("2.11.0+cu130"): the same where the version's release is among them */
 	snprintf(a, sizeof(a), "%s", s[0].torch[0] ? s[0].torch : "not recorded");
 	snprintf(b, sizeof(b), "%s", s[1].torch[0] ? s[1].torch : "not recorded");
-	if (same_release(s[0].torch, s[1].torch))
-		snprintf(b, sizeof(b), "%s", a);
-	DIFFERS("torch", "PyTorch", a, b);
+	DIFFERS_IF("torch", "PyTorch", a, b,
+	           !s[0].torch[0] && !s[1].torch[0]   ? 0
+	           : !s[0].torch[0] || !s[1].torch[0] ? -1
+	                                              : !same_release(s[0].torch, s[1].torch));
 	/* a run that died holds only what it did up to its OOM: its peaks are no smaller run's */
 	ended_text(&s[0], a, sizeof(a));
 	ended_text(&s[1], b, sizeof(b));
 	DIFFERS("ended", "ending", a, b);
 #undef DIFFERS
 #undef DIFFERS_IF
-	if (said)
+	if (maybe.len)
+		printf("%s%.*s",
+		       said ? "and may differ (one of them does not record it):\n"
+		            : "the two runs may differ (one of them does not record it):\n",
+		       (int)maybe.len, maybe.data);
+	if (said || maybe.len)
 		printf("\n");
+	ms_buf_release(&maybe);
 }
 
 static void diff_pair(struct side *s, const char *la, const char *lb, size_t top, int json,
