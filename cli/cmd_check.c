@@ -341,7 +341,7 @@ int cmd_check(int argc, const char **argv)
 			ms_json_devices_add(&jd, devs[i], out);
 		} else if (!failed) {
 			printf("%s: %s: peak reserved %s%s, peak allocated %s%s, "
-			       "waste at the peak %.3f",
+			       "waste at the peak %.3f of the reserved peak",
 			       lbl,
 			       max_res || max_alloc || max_frag || baseline || gps_given
 			               ? "within budget"
