@@ -245,7 +245,10 @@ static ms_status s_event(void *ctx, const struct ms_event *e)
 
 	if ((s = grow_devices(b, e->device)))
 		return s;
-	b->r.devices[e->device].events += e->source == MS_SRC_TORCH;
+	/* a snapshot mark is written for every device, used or not */
+	b->r.devices[e->device].events +=
+	        e->source == MS_SRC_TORCH && !ms_event_is_snapshot_mark(e);
+	b->r.devices[e->device].snapshot_marks += ms_event_is_snapshot_mark(e);
 	if (b->only >= 0 && e->device != b->only)
 		return MS_OK;
 	b->r.n_events++;

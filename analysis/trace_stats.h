@@ -34,6 +34,7 @@ struct ms_stats_device {
 	uint64_t events;   /* of PyTorch's allocator, on this device (counted with or without a
 	                      filter) */
 	uint64_t segments; /* end-state segments on this device (likewise) */
+	uint64_t snapshot_marks; /* memory_snapshot() marks here (always counted): not a use */
 };
 
 /* The end state of one memory pool (torch-allocator.md §14): the default or a private one. */

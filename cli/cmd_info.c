@@ -38,6 +38,8 @@ struct info {
 	struct ms_arena arena;
 	/* events and segments per device (devices past the array are counted in the last) */
 	uint64_t dev_events[64], dev_segs[64], dev_reserved[64];
+	uint64_t dev_marks[64]; /* of dev_events, snapshot marks: PyTorch writes them for every
+	                           device, so marks alone are no use of it */
 	/* private pools (CUDA graphs, MemPools): those seen, by ms_pool_code; the events the
 	 * trace puts in one (memsnap's recordings, PyTorch 2.12+), the end-state segments */
 	uint8_t pool_seen[65536 / 8];
@@ -96,6 +98,7 @@ static ms_status i_event(void *ctx, const struct ms_event *e)
 	x->n++;
 	x->by_action[e->action]++;
 	x->dev_events[e->device < 64 ? e->device : 63]++;
+	x->dev_marks[e->device < 64 ? e->device : 63] += ms_event_is_snapshot_mark(e);
 	if (e->stack)
 		x->with_stack++;
 	x->raw_cuda += e->source == MS_SRC_CUDA;
@@ -193,7 +196,7 @@ static void print_json(const char *path, const struct info *x, const struct ms_s
 	a = cJSON_AddArrayToObject(o, "used_devices");
 	for (int i = 0; i < 64; i++) {
 		cJSON *u;
-		if (!x->dev_events[i] && !x->dev_segs[i])
+		if (x->dev_events[i] == x->dev_marks[i] && !x->dev_segs[i]) /* or marks alone */
 			continue;
 		u = cJSON_CreateObject();
 		cJSON_AddItemToArray(a, u);
@@ -306,7 +309,8 @@ static void print_text(const char *path, const struct info *x, const struct ms_s
 		int any = 0;
 		printf("used:         ");
 		for (int i = 0; i < 64; i++) {
-			if (!x->dev_events[i] && !x->dev_segs[i])
+			if (x->dev_events[i] == x->dev_marks[i] &&
+			    !x->dev_segs[i]) /* or marks alone */
 				continue;
 			if (any++ == LIST_MAX / 4) {
 				printf(", and more");

@@ -182,6 +182,19 @@ static void run_job(struct job *j, size_t top)
 	}
 }
 
+/*
+ * The events of the job's device: a file read whole for its one used device also holds the
+ * snapshot marks PyTorch writes for every other device, which are none of its events.
+ */
+static uint64_t events_of(const struct job *j)
+{
+	uint64_t n = j->r->n_events;
+	for (uint32_t d = 0; j->only < 0 && j->device >= 0 && d < j->r->n_devices; d++)
+		if ((int64_t)d != j->device && j->r->devices[d].snapshot_marks <= n)
+			n -= j->r->devices[d].snapshot_marks;
+	return n;
+}
+
 static int has_events(const struct ms_trace_stats *r)
 {
 	for (uint32_t i = 0; i < r->n_devices; i++)
@@ -298,7 +311,7 @@ static cJSON *job_json(const struct job *j)
 		cJSON_AddNumberToObject(o, "device", (double)j->device);
 	else
 		cJSON_AddNullToObject(o, "device");
-	ms_json_u64(o, "events_total", (uint64_t)(r->n_events));
+	ms_json_u64(o, "events_total", events_of(j));
 	ms_json_u64(o, "allocations", (uint64_t)(r->n_allocs));
 	if (!r->n_allocs) { /* no trace, or no allocation in it: no peak to speak of */
 		cJSON_AddNullToObject(o, "peak_requested_bytes");
@@ -516,7 +529,7 @@ static void print_one(const struct job *j)
 		print_no_trace(j);
 		return;
 	}
-	printf("  events:           %llu (%llu allocation%s)\n", (unsigned long long)r->n_events,
+	printf("  events:           %llu (%llu allocation%s)\n", (unsigned long long)events_of(j),
 	       (unsigned long long)r->n_allocs, r->n_allocs == 1 ? "" : "s");
 	if (mid_run(r))
 		printf("  mid-run:          the trace starts after the job did: %llu blocks (%s "
@@ -842,8 +855,8 @@ int cmd_stats(int argc, const char **argv)
 			else
 				snprintf(at, sizeof(at), "-");
 			printf("%-*s %6s %10llu %14s %9s %10s %12s %14s %9s %12s\n", w, j->path,
-			       dev, (unsigned long long)j->r->n_events,
-			       peak_cell(b1, sizeof(b1), j), vs, at,
+			       dev, (unsigned long long)events_of(j), peak_cell(b1, sizeof(b1), j),
+			       vs, at,
 			       j->r->n_allocs
 			               ? ms_format_size(b2, sizeof(b2), j->r->live_bytes)
 			               : "-", /* no trace: nothing known live "at the end" of it */

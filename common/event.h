@@ -153,6 +153,15 @@ int ms_ann_device_memory_mark(const char *name, uint64_t *free_bytes, uint64_t *
 /* The call an annotation of kind (enum ms_ann_kind) and name marks. */
 uint8_t ms_ann_call_of(unsigned kind, const char *name);
 
+/*
+ * A snapshot mark (a memory_snapshot() call): PyTorch writes one for every device's allocator,
+ * also for devices the process never used. Such marks alone do not make a device used.
+ */
+static inline int ms_event_is_snapshot_mark(const struct ms_event *e)
+{
+	return e->action == MS_ACT_SNAPSHOT;
+}
+
 struct ms_annotation {
 	int64_t t_ns;
 	uint64_t event_index; /* number of events before it in the trace */

@@ -987,9 +987,8 @@ ms_status ms_verdict_judge_rows(const struct ms_trace *t, const struct ms_explai
 		}
 		/* the job's own settings, as it ran (the recorded row, or a row naming exactly the
 		   settings it recorded): it did reach the end of the trace */
-		int own = !rows[k].conf ||
-		          (n && !rows[0].conf && rows[0].r.settings_recorded &&
-		           !strcmp(rows[k].conf, rows[0].r.alloc_conf));
+		int own = !rows[k].conf || (n && !rows[0].conf && rows[0].r.settings_recorded &&
+		                            !strcmp(rows[k].conf, rows[0].r.alloc_conf));
 		if (own && !o->alloc_conf && !o->limit_given && !o->device_memory &&
 		    !v->death.died && !v->death.went_on && !v->death.cut_short &&
 		    !rows[k].r.recorded_ooms && !rows[k].r.has_oom) {

@@ -22,6 +22,7 @@ static ms_status c_event(void *ctx, const struct ms_event *e)
 	if (e->source == MS_SRC_TORCH) {
 		u->events++;
 		u->allocs += e->action == MS_ACT_ALLOC;
+		u->snapshot_marks += ms_event_is_snapshot_mark(e);
 	} else
 		u->raw_events++;
 	u->ooms += e->action == MS_ACT_OOM;
@@ -65,7 +66,8 @@ static void compact(struct counts *c, struct ms_devices *out)
 
 	for (uint32_t i = 0; i < N_DEV; i++) {
 		struct ms_device_use *u = &c->by_dev[i];
-		if (!u->events && !u->raw_events && !u->segments)
+		/* snapshot marks alone: a device the process never used */
+		if (u->events == u->snapshot_marks && !u->raw_events && !u->segments)
 			continue;
 		u->device = i;
 		c->by_dev[n++] = *u; /* n <= i: compacted in place */

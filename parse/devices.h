@@ -18,8 +18,9 @@ struct ms_device_use {
 	uint64_t allocs;     /* of them, allocations (a trace without any has nothing to replay) */
 	uint64_t raw_events; /* raw CUDA calls (the interposer's) */
 	uint64_t ooms;       /* recorded oom entries */
-	uint64_t segments;   /* end-state segments */
-	uint64_t reserved;   /* their bytes */
+	uint64_t snapshot_marks; /* of events, memory_snapshot() marks (not a use of the device) */
+	uint64_t segments;       /* end-state segments */
+	uint64_t reserved;       /* their bytes */
 };
 
 struct ms_devices {

@@ -795,7 +795,8 @@ static ms_status r_event(void *ctx, const struct ms_event *e)
 		return p->err;
 	}
 	if (e->device != p->o->device) {
-		p->r->events_other_devices++;
+		/* a snapshot mark is written for every device, used or not */
+		p->r->events_other_devices += !ms_event_is_snapshot_mark(e);
 		return MS_OK;
 	}
 	if ((p->err = ms_external_event(&p->ext, p->index, e)))
