@@ -924,6 +924,7 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 			cJSON_AddNullToObject(o, "optimizer_state_bytes");
 		}
 		cJSON_AddBoolToObject(o, "steps_annotated_on_another_device", x.steps_other_device);
+		cJSON_AddBoolToObject(o, "steps_placed_by_time", x.steps_by_time);
 		cJSON_AddStringToObject(o, "optimizer", x.optimizer);
 		ms_json_u64(o, "optimizer_steps", x.n_optimizer_steps);
 		if (x.steps_from[0])
@@ -1099,8 +1100,11 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 		}
 		if (x.steps_other_device && x.n_steps)
 			printf("  note: the steps are those annotated on other devices (none on "
-			       "this "
-			       "one)\n");
+			       "this one)%s\n",
+			       x.steps_by_time
+			               ? ", placed among this device's events by their "
+			                 "times (a snapshot keeps each device's events apart)"
+			               : "");
 		if (x.parameter_blocks)
 			printf("  model and optimizer (%s): parameters %s, gradients %s, optimizer "
 			       "state %s\n",

@@ -497,11 +497,70 @@ static void drop_trailing_step(struct ex *x)
 	x->x->steps_trailing_dropped = 1;
 }
 
+/*
+ * A snapshot's annotations of other devices placed among this device's events by their times:
+ * each at the first event of the device at or after it (n_events where none is). A process
+ * driving several devices annotates its optimizer steps on the current one only, and a snapshot
+ * keeps each device's events apart. NULL where the times cannot place them (a trace without
+ * times) or out of memory (*s).
+ */
+static struct ms_annotation *anns_by_time(const struct ex *x, ms_status *s)
+{
+	const struct ms_trace *t = x->t;
+	struct ms_annotation *out;
+	uint64_t *idx = NULL;
+	int64_t *ts = NULL;
+	size_t n = 0, cap_i = 0, cap_t = 0, j = 0;
+
+	*s = MS_OK;
+	for (size_t i = 0; i < t->n_events; i++) {
+		if (t->events[i].device != x->in->device)
+			continue;
+		if (!t->events[i].t_ns || (n && t->events[i].t_ns < ts[n - 1])) {
+			ms_free(idx);
+			ms_free(ts);
+			return NULL; /* no times, or not in time order: they cannot place anything
+			              */
+		}
+		if (ms_grow(&idx, &cap_i, n + 1, sizeof(*idx)) ||
+		    ms_grow(&ts, &cap_t, n + 1, sizeof(*ts))) {
+			*s = MS_ERR_NOMEM;
+			break;
+		}
+		idx[n] = i;
+		ts[n++] = t->events[i].t_ns;
+	}
+	if (*s || !n || !(out = ms_malloc(t->n_anns * sizeof(*out) + 1))) {
+		*s = *s ? *s : n ? MS_ERR_NOMEM : MS_OK;
+		ms_free(idx);
+		ms_free(ts);
+		return NULL;
+	}
+	for (size_t k = 0; k < t->n_anns; k++) {
+		out[k] = t->anns[k];
+		if (!out[k].t_ns) {
+			ms_free(out);
+			out = NULL;
+			break;
+		}
+		while (j < n && ts[j] < out[k].t_ns)
+			j++;
+		out[k].event_index = j < n ? idx[j] : t->n_events;
+		out[k].device = (uint16_t)x->in->device;
+	}
+	ms_free(idx);
+	ms_free(ts);
+	return out;
+}
+
 static ms_status windows_and_steps(struct ex *x)
 {
 	static const char prefix[] = "Optimizer.step#";
 	uint64_t open = NONE;
 	size_t n_step_anns = 0, steps_before = 0;
+	const struct ms_annotation *anns = x->t->anns;
+	struct ms_annotation *by_time = NULL;
+	ms_status err;
 
 	int own = 0, other = 0;
 
@@ -518,8 +577,15 @@ static ms_status windows_and_steps(struct ex *x)
 		own = step && a->device == x->in->device;
 		other |= step && a->device != x->in->device;
 	}
-	if (!own && (!other || x->t->meta.input_kind != MS_INPUT_ZST))
+	if (!own && other && x->t->meta.input_kind != MS_INPUT_ZST) {
+		/* a snapshot: another device's steps, placed among this one's events by time */
+		if (!(by_time = anns_by_time(x, &err)))
+			return err ? err : steps_unmarked(x);
+		anns = by_time;
+		x->x->steps_by_time = 1;
+	} else if (!own && !other) {
 		return steps_unmarked(x); /* nothing marks the steps */
+	}
 	x->x->steps_other_device = !own;
 	/* the time of the device's first event: a step that ended before it is not in the trace */
 	int64_t first_t = 0;
@@ -529,14 +595,17 @@ static ms_status windows_and_steps(struct ex *x)
 			break;
 		}
 	for (size_t i = 0; i < x->t->n_anns; i++) {
-		const struct ms_annotation *a = &x->t->anns[i];
+		const struct ms_annotation *a = &anns[i];
 		const char *name = ms_symtab_get_str(&x->t->syms, a->name)->s;
-		int before = a->event_index == 0 && a->t_ns && first_t && a->t_ns < first_t;
+		int before =
+		        (by_time || a->event_index == 0) && a->t_ns && first_t && a->t_ns < first_t;
 		if (own && a->device != x->in->device)
 			continue;
 		if (step_start(x->t, a)) {
-			if (ms_grow(&x->bounds, &x->capb, x->nb + 1, sizeof(*x->bounds)))
+			if (ms_grow(&x->bounds, &x->capb, x->nb + 1, sizeof(*x->bounds))) {
+				ms_free(by_time);
 				return MS_ERR_NOMEM;
+			}
 			x->bounds[x->nb++] = a->event_index;
 			n_step_anns++;
 			steps_before += before;
@@ -563,13 +632,16 @@ static ms_status windows_and_steps(struct ex *x)
 				open = NONE;
 				continue;
 			}
-			if (ms_grow(&x->w, &x->capw, x->nw + 1, sizeof(*x->w)))
+			if (ms_grow(&x->w, &x->capw, x->nw + 1, sizeof(*x->w))) {
+				ms_free(by_time);
 				return MS_ERR_NOMEM;
+			}
 			x->w[x->nw].s = open;
 			x->w[x->nw++].e = a->event_index;
 			open = NONE;
 		}
 	}
+	ms_free(by_time);
 	x->x->n_optimizer_steps = x->nw;
 	/* steps that began before the trace: all but the last of them also ended before it */
 	if (steps_before >= 2) {

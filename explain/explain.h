@@ -108,6 +108,7 @@ struct ms_explain {
 	int steps_trailing_dropped;
 	char steps_scope[128];  /* the scope's name, or the metadata's prefix ("step") */
 	int steps_other_device; /* the steps are annotated on other devices (none on this one) */
+	int steps_by_time;      /* ... in a snapshot: placed among this device's events by time */
 	const char *why_uncategorized; /* "" or why parameters etc. could not be told */
 	int has_stacks;
 	struct ms_explain_step *steps;
