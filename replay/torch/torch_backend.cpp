@@ -395,6 +395,27 @@ void free_request(uint64_t ptr)
 	g_live.erase(it); // free requested: the block waits for the blocker's event
 }
 
+// Waits until the blocker's stream has passed its event. A stream whose word is written can
+// still wait behind another blocker's wait where the two share one of the device's hardware
+// queues (CUDA_DEVICE_MAX_CONNECTIONS, 8 by default): past 100 ms every pending blocker is
+// released (counted as forced, as the watchdog's are), so the wait cannot hang.
+void wait_blocker(const blocker &bl)
+{
+	int64_t t0 = now_ms();
+	while (cudaStreamQuery(bl.stream) == cudaErrorNotReady) {
+		if (now_ms() - t0 > 100) {
+			std::lock_guard<std::mutex> g(g_pending_mu);
+			if (!g_pending.empty()) {
+				g_forced += g_pending.size();
+				release_all_locked();
+			}
+			break;
+		}
+		std::this_thread::yield();
+	}
+	cudaStreamSynchronize(bl.stream);
+}
+
 void free_complete(uint64_t ptr)
 {
 	blocker bl;
@@ -407,21 +428,28 @@ void free_complete(uint64_t ptr)
 		g_pending.erase(it);
 		*bl.word = 1;
 	}
-	cudaStreamSynchronize(bl.stream); // its event is complete: the next malloc frees the block
+	wait_blocker(bl); // its event is complete: the next malloc frees the block
 	g_idle.push_back(bl);
 }
 
-// empty_cache waits for every pending event: as in the recorded run, they complete first
+// empty_cache waits for every pending event: as in the recorded run, they complete first.
+// Every word is written before any stream is waited on: a stream may sit in a hardware queue
+// behind another's wait.
 void complete_all()
 {
-	std::vector<uint64_t> ptrs;
+	std::vector<blocker> done;
 	{
 		std::lock_guard<std::mutex> g(g_pending_mu);
-		for (auto &kv : g_pending)
-			ptrs.push_back(kv.first);
+		for (auto &kv : g_pending) {
+			*kv.second.word = 1;
+			done.push_back(kv.second);
+		}
+		g_pending.clear();
 	}
-	for (uint64_t p : ptrs)
-		free_complete(p);
+	for (const blocker &bl : done) {
+		cudaStreamSynchronize(bl.stream);
+		g_idle.push_back(bl);
+	}
 }
 
 // refuse_free: the plugin's cudaFree answers as the driver does during a stream capture
