@@ -27,9 +27,11 @@ Jobs (tags):
     pipeline   one process: the first half of the blocks on cuda:0, the rest and the head on
                cuda:1, activations moved between, AdamW, 4 steps (pipeline)
     oom_rank1  the ddp job, rank 1 under a per-process limit that its step-3 batch does not fit
-               (the limit from ddp_rank1's peaks, or a fallback); rank 0 hangs in the all-reduce
-               and dumps when its step does not finish, then is killed if still there
-               (oom_rank1_rank0, oom_rank1_rank1)
+               (the limit from ddp_rank1's peaks, or a fallback); rank 0 is left waiting on the
+               other rank: it dumps if its step's GPU work has not completed after 15 s, but if
+               it blocks on the CPU first (as in the run of 2026-11-28: in step 3's backward) it
+               is killed after the timeout and the driver writes its truth, with no stats and no
+               snapshot (oom_rank1_rank0, oom_rank1_rank1)
     late_wrap  one process on cuda:0, history turned on after 2 steps with max_entries 3000, 6
                steps: the ring wraps (late_wrap)
 """
@@ -534,15 +536,26 @@ def oom_limit(a):
         return 3 * GiB, f"fallback 3 GiB (ddp_rank1's peaks not read: {e!r})"
 
 
-def note_rc(a, tag, rc):
+def note_rc(a, job, tag, rc, devices, waited=None):
+    """Adds the exit to the process's truth; for a process that left none (killed, crashed),
+    writes one from what the driver knows: no stats, no snapshot."""
     p = os.path.join(a.out, tag + ".truth.json")
     if not os.path.exists(p):
         print("NO TRUTH", tag, rc, flush=True)
         try:
-            print("\n".join(open(os.path.join(a.out, tag + ".log")).read().splitlines()[-20:]),
-                  flush=True)
+            tail = open(os.path.join(a.out, tag + ".log")).read().splitlines()[-20:]
         except OSError:
-            pass
+            tail = []
+        print("\n".join(tail), flush=True)
+        t = {"job": job, "tag": tag, "what": JOBS[job]["what"], "exit": rc,
+             "truth_written_by": "the driver (scripts/record_multi_gpu.py note_rc): the process "
+                                 "left no truth of its own, so there are no PyTorch stats",
+             "rank": int(tag.rsplit("rank", 1)[1]) if JOBS[job]["ranks"] else None,
+             "devices_used": devices, "finished": False, "snapshot": None,
+             "trace": tag + ".zst" if os.path.exists(os.path.join(a.out, tag + ".zst")) else None,
+             "killed_after_s": waited if rc == "killed" else None, "log_tail": tail}
+        with open(p, "w") as f:
+            json.dump(t, f, indent=1)
         return
     t = json.load(open(p))
     t["exit"] = rc
@@ -606,9 +619,11 @@ def main():
             rcs = run_ranks(a, job, limits={1: lim}, notes={1: note}, wait_first=1, timeout=150)
         else:
             rcs = run_one(a, job)
-        tags = [f"{job}_rank{r}" for r in range(JOBS[job]["ranks"])] or [job]
-        for tag, rc in zip(tags, rcs):
-            note_rc(a, tag, rc)
+        n = JOBS[job]["ranks"]
+        tags = [f"{job}_rank{r}" for r in range(n)] or [job]
+        devices = [[r] for r in range(n)] or [[0, 1] if job == "pipeline" else [0]]
+        for tag, rc, dv in zip(tags, rcs, devices):
+            note_rc(a, job, tag, rc, dv, 150)
         print(f"=== {job}: exits {rcs}, {time.time() - t1:.1f} s", flush=True)
     if not a.no_compress:
         compress(a.out)
