@@ -1,0 +1,46 @@
+# Jobs on two GPUs (testdata/snapshots/multi_gpu, recorded by scripts/record_multi_gpu.py): for
+# each process, as PyTorch's snapshot and as memsnap's trace of the same run, the devices replayed
+# are those the process used, and each device's peaks against torch.cuda.memory_stats at its end
+# (the difference in bytes where there is one); rank 0 of oom_rank1 was killed and has no truth.
+M=testdata/snapshots/multi_gpu
+for f in $M/*.zst; do
+	b=${f##*/}
+	tag=${b%.zst}
+	tag=${tag%.pickle}
+	"$MEMSNAP" -q replay --json "$f" >"$TMPDIR/r.json" 2>/dev/null
+	python3 - "$M/$tag.truth.json" "$TMPDIR/r.json" "$b" <<'PY'
+import json, sys
+t, r, name = json.load(open(sys.argv[1])), json.load(open(sys.argv[2])), sys.argv[3]
+devs = {str(r["device"]): r} if "device" in r else dict(r["devices"])
+bd = (t.get("end") or {}).get("by_device") or {}
+out = []
+for d, x in sorted(devs.items()):
+    ms = (bd.get(d) or {}).get("memory_stats")
+    if not ms:
+        out.append("device %s: no truth" % d)
+        continue
+    dr = x["peak_reserved_bytes"] - ms["reserved_bytes.all.peak"]
+    da = x["peak_allocated_bytes"] - ms["allocated_bytes.all.peak"]
+    out.append("device %s: reserved %s, allocated %s" % (d, "exact" if not dr else "%+d" % dr,
+                                                         "exact" if not da else "%+d" % da))
+used = sorted(str(d) for d in t.get("devices_used", []))
+print("%-28s used %s, replayed %s | %s" % (name, ",".join(used), ",".join(sorted(devs)),
+      "; ".join(out)))
+PY
+done
+# one process over two devices: what each device holds of the model, against the tensors the job
+# counted itself (PyTorch stamps the optimizer's steps on device 0 only)
+for f in $M/pipeline.pickle.zst $M/pipeline.zst; do
+	"$MEMSNAP" -q explain --json "$f" >"$TMPDIR/x.json"
+	python3 - "$M/pipeline.truth.json" "$TMPDIR/x.json" "${f##*/}" <<'PY'
+import json, sys
+t, x, name = json.load(open(sys.argv[1]))["model"], json.load(open(sys.argv[2])), sys.argv[3]
+for d, e in sorted(x["devices"].items()):
+    s = e["state"]
+    got = (s["parameter_bytes"], s["gradient_bytes"], s["optimizer_state_bytes"])
+    want = (t["parameters_by_device"][d]["bytes"], t["gradients_by_device"][d]["bytes"],
+            t["optimizer_state_by_device"][d]["bytes"])
+    print("%s device %s: parameters, gradients, optimizer state %s" % (
+          name, d, "as the job counted them" if got == want else "DIFFER: %s vs %s" % (got, want)))
+PY
+done
