@@ -232,7 +232,8 @@ static ms_status run(struct tp *p, const struct ms_trace *t, const struct ms_rep
 			}
 		}
 		if (e->device != o->device) {
-			r->events_other_devices++;
+			/* a snapshot mark is written for every device, used or not */
+			r->events_other_devices += !ms_event_is_snapshot_mark(e);
 			continue;
 		}
 		if (e->source != MS_SRC_TORCH) {
