@@ -1044,20 +1044,28 @@ ms_status ms_model_free_completed(struct ms_model *m, struct ms_model_block *b)
 	if (b->allocated)
 		ms_model_free_requested(m, b); /* a completed free implies the request */
 	b->pending = 0;
+	int64_t net_blocks = 0, net_bytes = 0;
+
 	cand[0] = b->prev;
 	cand[1] = b->next;
 	for (int i = 0; i < 2; i++) {
 		sub = ms__model_try_merge(m, p, b, cand[i]);
-		if (sub && !b->xs) {
-			stat3(m->st.inactive_split, p->small, -1);
-			stat3(m->st.inactive_split_bytes, p->small, -(int64_t)sub);
+		if (sub) {
+			net_blocks -= 1;
+			net_bytes -= (int64_t)sub;
 		}
 	}
 	b->gc_base = p->gc_clock;
 	pool_insert(p, b);
-	if (!whole_segment(b) && !b->xs) {
-		stat3(m->st.inactive_split, p->small, 1);
-		stat3(m->st.inactive_split_bytes, p->small, (int64_t)b->size);
+	if (!whole_segment(b)) {
+		net_blocks += 1;
+		net_bytes += (int64_t)b->size;
+	}
+	/* as free_block counts them: the merges and the block's own split, as one net change each
+	   (the cumulative allocated and freed counters see the net, not its parts) */
+	if (!b->xs) {
+		stat3(m->st.inactive_split, p->small, net_blocks);
+		stat3(m->st.inactive_split_bytes, p->small, net_bytes);
 	}
 	stat3(m->st.active, p->small, -1);
 	stat3(m->st.active_bytes, p->small, -(int64_t)orig_size);
