@@ -328,7 +328,10 @@ static cJSON *job_json(const struct job *j)
 		                        ms_symtab_get_str(&j->syms, peak_annotation_of(r))->s);
 	else
 		cJSON_AddNullToObject(o, "peak_annotation");
-	ms_json_u64(o, "end_requested_bytes", (uint64_t)(r->end_requested));
+	/* what is live at the end, the blocks from before the trace included (as the text and
+	   PyTorch's end state count it) */
+	ms_json_u64(o, "end_requested_bytes",
+	            (uint64_t)(r->end_requested + r->pre_trace_requested));
 	ms_json_u64(o, "recorded_ooms", r->recorded_ooms);
 	if (r->recorded_ooms)
 		ms_json_u64(o, "first_oom_index", r->first_oom_index);
@@ -356,8 +359,10 @@ static cJSON *job_json(const struct job *j)
 		ms_json_u64(ext, "end_bytes", r->external_end);
 	}
 	x = cJSON_AddObjectToObject(o, "live_at_end");
-	ms_json_u64(x, "count", (uint64_t)(r->live_count));
-	ms_json_u64(x, "bytes", (uint64_t)(r->live_bytes));
+	ms_json_u64(x, "count", (uint64_t)(r->live_count + r->pre_trace_blocks));
+	ms_json_u64(x, "bytes", (uint64_t)(r->live_bytes + r->pre_trace_requested));
+	ms_json_u64(x, "made_in_trace_count", (uint64_t)(r->live_count));
+	ms_json_u64(x, "made_in_trace_bytes", (uint64_t)(r->live_bytes));
 	a = cJSON_AddArrayToObject(x, "largest");
 	for (size_t i = 0; i < r->n_live_top; i++)
 		cJSON_AddItemToArray(a, alloc_json(j, &r->live_top[i]));
