@@ -48,6 +48,7 @@ struct job {
 	int64_t t0;
 	size_t top;
 	uint32_t frames; /* --frames */
+	int empty;       /* valid, with no event and no segment: no allocations recorded */
 };
 
 struct pool {
@@ -177,6 +178,9 @@ static void run_job(struct job *j, size_t top)
 		snprintf(w, sizeof(w), "%s", j->d.warning);
 		j->s = ms__diag_set(&j->d, MS_ERR_TRUNCATED, -1, -1, "nothing to show: %s", w);
 	} else if (!j->s && !j->r->n_events && !j->r->has_segments) {
+		/* a valid file of nothing (a rank that allocated nothing): among several files a
+		   row that says so, alone an error */
+		j->empty = 1;
 		j->s = ms__diag_set(&j->d, MS_ERR_FORMAT, -1, -1,
 		                    "no events and no segments: nothing to show");
 	}
@@ -766,7 +770,9 @@ int cmd_stats(int argc, const char **argv)
 	run_pool(&p, nth);
 	all = per_device(&p, nth, &nall);
 	for (size_t i = 0; i < nall; i++) {
-		if (all[i].s) {
+		if (all[i].s && all[i].empty && p.n > 1) {
+			continue; /* a row of the table: no allocations recorded */
+		} else if (all[i].s) {
 			ms_report(all[i].path, all[i].s, &all[i].d);
 			rc = MS_EXIT_ERROR;
 		} else if (i == 0 || all[i].path != all[i - 1].path) {
@@ -782,6 +788,15 @@ int cmd_stats(int argc, const char **argv)
 		char *s;
 		for (size_t i = 0; i < nall; i++) {
 			cJSON *o;
+			if (all[i].s && all[i].empty && root) {
+				o = cJSON_CreateObject();
+				cJSON_AddStringToObject(o, "file", all[i].path);
+				cJSON_AddNullToObject(o, "device");
+				cJSON_AddNumberToObject(o, "allocations", 0);
+				cJSON_AddBoolToObject(o, "no_allocations_recorded", 1);
+				cJSON_AddItemToArray(root, o);
+				continue;
+			}
 			if (all[i].s)
 				continue;
 			o = job_json(&all[i]);
@@ -821,7 +836,7 @@ int cmd_stats(int argc, const char **argv)
 		size_t n_oom = 0;
 		int w = 4; /* the file column: as wide as the longest name */
 		for (size_t i = 0; i < nall; i++)
-			if (!all[i].s && (int)strlen(all[i].path) > w)
+			if ((!all[i].s || all[i].empty) && (int)strlen(all[i].path) > w)
 				w = (int)strlen(all[i].path);
 		printf("%-*s %6s %10s %14s %9s %10s %12s %14s %9s %12s\n", w, "file", "device",
 		       "events", "peak req.", "vs median", "at event", "live at end",
@@ -829,6 +844,12 @@ int cmd_stats(int argc, const char **argv)
 		for (size_t i = 0; i < nall; i++) {
 			const struct job *j = &all[i];
 			char dev[24], vs[24], oom[32];
+			if (j->s && j->empty) {
+				printf("%-*s %6s %10s  no allocations recorded (no events, no "
+				       "segments)\n",
+				       w, j->path, "-", "0");
+				continue;
+			}
 			if (j->s)
 				continue;
 			if (j->device >= 0)
