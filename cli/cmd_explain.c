@@ -47,8 +47,8 @@ static const char *const usage[] = {
 
 /* The rule each category's bytes were placed by (explain.h), as the text names it. */
 static const char *const cat_rule[MS_CAT_COUNT] = {
-        "kept from before the first optimizer step through the last, made by torch.nn, a "
-        "gradient of its size",
+        "kept from before the first optimizer step through the last, made by torch.nn (or "
+        "FSDP2's fully_shard), a gradient of its size",
         "alive at an optimizer step's start, the size of a parameter",
         "made in an optimizer step, kept through the later ones, a parameter's size",
         "an iteration's own: freed before the next optimizer step, or held when it ran out",
@@ -214,6 +214,16 @@ static void print_cats(const struct ms_explain *x, uint64_t allocated, uint64_t 
 		if (!x->cat_bytes[k] && (k == MS_CAT_UNPLACED || !x->n_optimizer_steps))
 			continue;
 		/* no parameters found: gradients and optimizer state are not told either */
+		if (k == MS_CAT_GRADIENTS && x->gradients_not_told) {
+			printf("    %-16s %11s                not told: no block of a parameter's "
+			       "size "
+			       "was alive at an optimizer step's start (FSDP2's gradients are "
+			       "views "
+			       "of its reduce-scatter buffers, DDP's with gradient_as_bucket_view "
+			       "of its buckets): they are in activations or other\n",
+			       ms_explain_cat_name(k), "-");
+			continue;
+		}
 		if (state_not_told(x, k)) {
 			printf("    %-16s %11s                not told: no parameters found (the "
 			       "note "
@@ -228,6 +238,9 @@ static void print_cats(const struct ms_explain *x, uint64_t allocated, uint64_t 
 		       k == MS_CAT_PARAMETERS && !x->has_stacks
 		               ? "kept from before the first optimizer step through the last, a "
 		                 "gradient of its size (no stacks to tell torch.nn's)"
+		       : k == MS_CAT_PARAMETERS && x->gradients_not_told
+		               ? "kept from before the first optimizer step through the last, made "
+		                 "by torch.nn or FSDP2's fully_shard"
 		       : k == MS_CAT_OTHER && !x->parameter_blocks ? OTHER_NO_PARAMETERS
 		                                                   : cat_rule[k]);
 	}
@@ -916,7 +929,10 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 		o = cJSON_AddObjectToObject(root, "state");
 		if (x.parameter_blocks) {
 			ms_json_u64(o, "parameter_bytes", x.parameter_bytes);
-			ms_json_u64(o, "gradient_bytes", x.gradient_bytes);
+			if (x.gradients_not_told)
+				cJSON_AddNullToObject(o, "gradient_bytes");
+			else
+				ms_json_u64(o, "gradient_bytes", x.gradient_bytes);
 			ms_json_u64(o, "optimizer_state_bytes", x.optimizer_state_bytes);
 		} else { /* not found: no count, rather than a count of 0 */
 			cJSON_AddNullToObject(o, "parameter_bytes");
@@ -1110,7 +1126,9 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 			       "state %s\n",
 			       x.optimizer[0] ? x.optimizer : "?",
 			       ms_format_size(b1, sizeof(b1), x.parameter_bytes),
-			       ms_format_size(b2, sizeof(b2), x.gradient_bytes),
+			       x.gradients_not_told
+			               ? "not told"
+			               : ms_format_size(b2, sizeof(b2), x.gradient_bytes),
 			       ms_format_size(b3, sizeof(b3), x.optimizer_state_bytes));
 		if (x.n_steps) {
 			print_steps(&x, ps, sres, &first);

@@ -26,6 +26,8 @@ int ms_explain_cat_told(const struct ms_explain *x, unsigned cat)
 		return 1;
 	if (cat == MS_CAT_ACTIVATIONS || cat == MS_CAT_OTHER)
 		return x->n_optimizer_steps != 0; /* without them all is unplaced */
+	if (cat == MS_CAT_GRADIENTS && x->gradients_not_told)
+		return 0;
 	return x->n_optimizer_steps && x->parameter_blocks;
 }
 
@@ -717,7 +719,11 @@ static int nn_stack(struct ex *x, uint32_t stack)
 	for (size_t i = 0; i < n && !call; i++) {
 		const struct ms_frame *f = &y->frames[fr[i]];
 		const char *name = ms_symtab_get_str(y, f->name)->s;
-		nn |= strstr(ms_symtab_get_str(y, f->file)->s, "/torch/nn/") != NULL;
+		const char *file = ms_symtab_get_str(y, f->file)->s;
+		nn |= strstr(file, "/torch/nn/") != NULL;
+		/* FSDP2's fully_shard makes each parameter again as its rank's shard */
+		nn |= strstr(file, "/torch/distributed/fsdp/") != NULL &&
+		      is_func(name, "_init_sharded_param");
 		call = is_func(name, "_call_impl") || is_func(name, "_wrapped_call_impl");
 	}
 	x->nn_of[stack] = (int8_t)(nn && !call);
@@ -981,6 +987,8 @@ static ms_status categorize_state(struct ex *x)
 	for (size_t i = 0; i < x->n; i++)
 		if (x->b[i].cat == MS_CAT_PARAMETERS && (s = count_add(&avail, x->b[i].size, 1)))
 			goto out;
+	if (r->parameter_blocks && !n_grad_matched && r->has_stacks)
+		r->gradients_not_told = 1;
 	if (!r->parameter_blocks) {
 		r->gradient_bytes = 0;
 		r->why_uncategorized =

@@ -109,6 +109,10 @@ struct ms_explain {
 	char steps_scope[128];  /* the scope's name, or the metadata's prefix ("step") */
 	int steps_other_device; /* the steps are annotated on other devices (none on this one) */
 	int steps_by_time;      /* ... in a snapshot: placed among this device's events by time */
+	/* parameters found, yet no block of a parameter's size alive at an optimizer step's start:
+	 * the gradients are views of larger buffers (FSDP2's reduce-scatter output, DDP's buckets
+	 * with gradient_as_bucket_view); gradient_bytes is no figure then */
+	int gradients_not_told;
 	const char *why_uncategorized; /* "" or why parameters etc. could not be told */
 	int has_stacks;
 	struct ms_explain_step *steps;

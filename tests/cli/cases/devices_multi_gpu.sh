@@ -44,3 +44,21 @@ for d, e in sorted(x["devices"].items()):
           name, d, "as the job counted them" if got == want else "DIFFER: %s vs %s" % (got, want)))
 PY
 done
+# DDP and FSDP2 ranks with stacks: the model per rank against the tensors the job counted
+# (FSDP2's parameters are their rank's shards, made again by fully_shard; its gradients are views
+# of reduce-scatter buffers, so explain does not tell them: null)
+for tag in ddp_rank0 ddp_rank1 fsdp2_rank0 fsdp2_rank1; do
+	"$MEMSNAP" -q explain --json "$M/$tag.pickle.zst" >"$TMPDIR/x.json"
+	python3 - "$M/$tag.truth.json" "$TMPDIR/x.json" "$tag" <<'PY'
+import json, sys
+t, x, name = json.load(open(sys.argv[1]))["model"], json.load(open(sys.argv[2])), sys.argv[3]
+d = str(x["device"])
+s = x["state"]
+for key, truth in (("parameter_bytes", "parameters_by_device"), ("gradient_bytes", "gradients_by_device"),
+                   ("optimizer_state_bytes", "optimizer_state_by_device")):
+    want = t[truth][d]["bytes"]
+    got = s[key]
+    print("%s %s: %s" % (name, key, "as the job counted" if got == want else
+                         "not told (the job: %d)" % want if got is None else "DIFFERS: %s vs %d" % (got, want)))
+PY
+done
