@@ -1,7 +1,8 @@
 # Jobs on two GPUs (testdata/snapshots/multi_gpu, recorded by scripts/record_multi_gpu.py): for
 # each process, as PyTorch's snapshot and as memsnap's trace of the same run, the devices replayed
-# are those the process used, and each device's peaks against torch.cuda.memory_stats at its end
-# (the difference in bytes where there is one); rank 0 of oom_rank1 was killed and has no truth.
+# are those the process used, and each device's peaks against PyTorch's over the whole run (the
+# job reset the peak counters at each step's start: the highest of its steps' peaks, the difference
+# in bytes where there is one); rank 0 of oom_rank1 was killed and has no truth.
 M=testdata/snapshots/multi_gpu
 for f in $M/*.zst; do
 	b=${f##*/}
@@ -12,10 +13,19 @@ for f in $M/*.zst; do
 import json, sys
 t, r, name = json.load(open(sys.argv[1])), json.load(open(sys.argv[2])), sys.argv[3]
 devs = {str(r["device"]): r} if "device" in r else dict(r["devices"])
-bd = (t.get("end") or {}).get("by_device") or {}
+ms_of = {}
+for sp in t.get("step_peaks") or []:
+    for d, x in sp.get("by_device", {}).items():
+        for k, v in x.items():
+            ms_of.setdefault(d, {})[k] = max(ms_of.get(d, {}).get(k, 0), v)
+for d, x in ((t.get("at_oom") or {}).get("by_device") or {}).items():
+    for k in ("allocated_bytes.all.peak", "reserved_bytes.all.peak"):
+        v = (x.get("memory_stats") or {}).get(k)
+        if v is not None:
+            ms_of.setdefault(d, {})[k] = max(ms_of.get(d, {}).get(k, 0), v)
 out = []
 for d, x in sorted(devs.items()):
-    ms = (bd.get(d) or {}).get("memory_stats")
+    ms = ms_of.get(d)
     if not ms:
         out.append("device %s: no truth" % d)
         continue
