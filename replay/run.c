@@ -3,6 +3,7 @@
 
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -162,6 +163,63 @@ uint64_t ms_trace_held_reserved(const struct ms_trace *t, uint32_t device)
 	return (uint64_t)(high - low);
 }
 
+static int seg_cmp(const void *a, const void *b)
+{
+	const struct ms_segment *x = *(const struct ms_segment *const *)a,
+	                        *y = *(const struct ms_segment *const *)b;
+	return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+/*
+ * Whether an allocation of device lands in an end-state segment that no segment event of the
+ * trace made (nor mapped, for an expandable one): the trace began inside segments it never
+ * allocated, a start mid-run that frees nothing it did not allocate. 0 where it cannot tell
+ * (no end state, out of memory).
+ */
+static int allocs_in_unmade_segment(const struct ms_trace *t, uint32_t device)
+{
+	const struct ms_segment **segs;
+	uint8_t *made;
+	size_t n = 0;
+	int found = 0;
+
+	if (!t->n_segs || !(segs = ms_malloc(t->n_segs * sizeof(*segs))))
+		return 0;
+	for (size_t i = 0; i < t->n_segs; i++)
+		if (t->segs[i].device == device)
+			segs[n++] = &t->segs[i];
+	if (!n || !(made = ms_calloc(n, 1))) {
+		ms_free(segs);
+		return 0;
+	}
+	qsort(segs, n, sizeof(*segs), seg_cmp);
+	for (size_t i = 0; i < t->n_events && !found; i++) {
+		const struct ms_event *e = &t->events[i];
+		size_t lo = 0, hi = n;
+		if (e->device != device || e->source != MS_SRC_TORCH ||
+		    (e->action != MS_ACT_ALLOC && e->action != MS_ACT_SEGMENT_ALLOC &&
+		     e->action != MS_ACT_SEGMENT_MAP))
+			continue;
+		/* the end-state segment holding e->addr, if any */
+		while (lo < hi) {
+			size_t mid = lo + (hi - lo) / 2;
+			if (segs[mid]->addr <= e->addr)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		if (!lo || e->addr >= segs[lo - 1]->addr + segs[lo - 1]->total_size)
+			continue;
+		if (e->action != MS_ACT_ALLOC)
+			made[lo - 1] = 1;
+		else if (!made[lo - 1])
+			found = 1;
+	}
+	ms_free(made);
+	ms_free(segs);
+	return found;
+}
+
 static ms_status run_sim(const struct ms_replay_request *req, struct ms_replay_outcome *out,
                          struct ms_replay_result *r, struct ms_diag *d)
 {
@@ -185,6 +243,19 @@ static ms_status run_sim(const struct ms_replay_request *req, struct ms_replay_o
 	      (r->ended_by_oom ||
 	       r->end_reserved != (uint64_t)r->stats.reserved_bytes[0].current))))
 		s = replay_mid_run(req, out, r, d);
+	else if (!s && !o->init && r->end_segments) {
+		/* it may also have begun inside segments it never made, freeing nothing of before
+		 */
+		const struct ms_trace *whole;
+		struct ms_trace *loaded;
+		int unmade = 0;
+		if (!(s = trace_of(req, &whole, &loaded, d))) {
+			unmade = allocs_in_unmade_segment(whole, o->device);
+			ms_trace_free(loaded);
+		}
+		if (!s && unmade)
+			s = replay_mid_run(req, out, r, d);
+	}
 	/*
 	 * A device size inferred from the recorded OOM bounds the whole run, not only what comes
 	 * after it: replay again with it from the start
