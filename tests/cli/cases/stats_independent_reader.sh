@@ -1,3 +1,4 @@
+# held against: "$MEMSNAP" stats --json FILE, for each snapshot
 # An independent reader of PyTorch's snapshots (not memsnap's code: a restricted unpickler whose
 # find_class refuses everything; memory_viz's arithmetic on the same dicts) gives each device's
 # requested bytes at the end, over its end state's active blocks (allocated, or freed and waiting
