@@ -75,11 +75,23 @@ void measure_once(struct msr *r, int dev)
 	msr_annotate(r, MSR_ANN_PHASE, MSR_ANN_MARK, name, static_cast<uint16_t>(dev));
 }
 
+std::atomic<uint64_t> g_used{0}; // devices (bit i: device i < 64) with an event other than a mark
+
 template <class Entry> void on_trace(const Entry &te)
 {
 	struct msr *r = msr_global();
 	if (!r)
 		return;
+	// memory_snapshot() marks every device's allocator, also one this process never used:
+	// such a mark says nothing of it, and would make it look used
+	int dev = static_cast<int>(te.device_);
+	uint64_t bit = dev >= 0 && dev < 64 ? 1ull << dev : 0;
+	if (static_cast<uint8_t>(te.action_) == MSR_SNAPSHOT) {
+		if (bit && !(g_used.load(std::memory_order_relaxed) & bit))
+			return;
+	} else if (bit && !(g_used.load(std::memory_order_relaxed) & bit)) {
+		g_used.fetch_or(bit);
+	}
 	struct msr_event e = {};
 	e.action = static_cast<uint8_t>(te.action_);
 	e.source = MSR_SRC_TORCH;
