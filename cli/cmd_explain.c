@@ -198,10 +198,7 @@ static void json_cats(cJSON *parent, const struct ms_explain *x, uint64_t alloca
 		cJSON_AddNullToObject(o, "cached_free");
 	else
 		ms_json_u64(o, "cached_free", cached);
-	if (outside_how != OUTSIDE_UNKNOWN)
-		ms_json_u64(o, "outside_pytorch", outside);
-	else
-		cJSON_AddNullToObject(o, "outside_pytorch");
+	ms_json_u64_known(o, "outside_pytorch", outside_how != OUTSIDE_UNKNOWN, outside);
 }
 
 static void print_cats(const struct ms_explain *x, uint64_t allocated, uint64_t served,
@@ -929,10 +926,8 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 		o = cJSON_AddObjectToObject(root, "state");
 		if (x.parameter_blocks) {
 			ms_json_u64(o, "parameter_bytes", x.parameter_bytes);
-			if (x.gradients_not_told)
-				cJSON_AddNullToObject(o, "gradient_bytes");
-			else
-				ms_json_u64(o, "gradient_bytes", x.gradient_bytes);
+			ms_json_u64_known(o, "gradient_bytes", !x.gradients_not_told,
+			                  x.gradient_bytes);
 			ms_json_u64(o, "optimizer_state_bytes", x.optimizer_state_bytes);
 		} else { /* not found: no count, rather than a count of 0 */
 			cJSON_AddNullToObject(o, "parameter_bytes");

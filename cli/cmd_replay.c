@@ -390,20 +390,16 @@ static cJSON *json_report(const char *path, uint32_t device, const struct ms_rep
 		ms_json_u64(o, "device_memory_bytes", r->device_memory);
 	cJSON_AddStringToObject(o, "device_memory_source",
 	                        ms_devmem_source_name(r->device_memory_source));
-	if (r->device_memory_recorded)
-		ms_json_u64(o, "device_memory_recorded_bytes", r->device_memory_recorded);
-	else
-		cJSON_AddNullToObject(o, "device_memory_recorded_bytes");
+	ms_json_u64_known(o, "device_memory_recorded_bytes", r->device_memory_recorded != 0,
+	                  r->device_memory_recorded);
 	cJSON_AddBoolToObject(o, "device_memory_is_lower_bound",
 	                      r->device_memory_source == MS_DEVMEM_FROM_OOM);
 	if (r->oom_seen) {
 		cJSON *x = cJSON_AddObjectToObject(o, "recorded_oom_device");
 		ms_json_u64(x, "device_free_bytes", r->oom_device_free);
 		ms_json_u64(x, "reserved_bytes", r->oom_reserved);
-		if (r->outside_at_oom)
-			ms_json_u64(x, "outside_pytorch_bytes", r->outside_at_oom);
-		else
-			cJSON_AddNullToObject(x, "outside_pytorch_bytes");
+		ms_json_u64_known(x, "outside_pytorch_bytes", r->outside_at_oom != 0,
+		                  r->outside_at_oom);
 		/* the part of it no raw CUDA event shows, which the replay held constant */
 		ms_json_u64(x, "outside_assumed_constant_bytes", r->outside_unseen);
 	} else {

@@ -138,6 +138,14 @@ void ms_json_u64(struct cJSON *o, const char *key, uint64_t v)
 	cJSON_AddRawToObject(o, key, buf);
 }
 
+void ms_json_u64_known(struct cJSON *o, const char *key, int known, uint64_t v)
+{
+	if (known)
+		ms_json_u64(o, key, v);
+	else
+		cJSON_AddNullToObject(o, key);
+}
+
 void ms_json_pool_id(struct cJSON *o, const uint64_t id[2])
 {
 	cJSON *a = cJSON_AddArrayToObject(o, "id");

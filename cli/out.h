@@ -39,6 +39,8 @@ void ms_report_warnings(const char *path, const struct ms_diag *d);
 /* Exact integers in cJSON output (cJSON's doubles are exact only below 2^53). */
 struct cJSON;
 void ms_json_u64(struct cJSON *o, const char *key, uint64_t v);
+/* v where known, else null: a figure nothing told is never written as 0 */
+void ms_json_u64_known(struct cJSON *o, const char *key, int known, uint64_t v);
 void ms_json_i64(struct cJSON *o, const char *key, int64_t v);
 /* A pool id as o's "id": [first, second]. */
 void ms_json_pool_id(struct cJSON *o, const uint64_t id[2]);

@@ -29,15 +29,9 @@ void ms_verdict_json_oom_cause(cJSON *o, const struct ms_oom_verdict *v)
 	}
 	cJSON_AddBoolToObject(o, "demand_projected", v->demand_projected);
 	cJSON_AddBoolToObject(o, "device_full", v->device_full);
-	if (v->device_full)
-		ms_json_u64(o, "device_free_bytes", v->device_free);
-	else
-		cJSON_AddNullToObject(o, "device_free_bytes");
+	ms_json_u64_known(o, "device_free_bytes", v->device_full, v->device_free);
 	/* one figure at the OOM, assumed constant: never a timeline made up */
-	if (v->outside_known)
-		ms_json_u64(o, "outside_pytorch_bytes", v->outside_bytes);
-	else
-		cJSON_AddNullToObject(o, "outside_pytorch_bytes");
+	ms_json_u64_known(o, "outside_pytorch_bytes", v->outside_known, v->outside_bytes);
 }
 
 void ms_verdict_print_oom_cause(const struct ms_oom_verdict *v, const struct ms_death *d,
@@ -88,10 +82,7 @@ void ms_verdict_json_survival(cJSON *o, const struct ms_survival *sv)
 {
 	cJSON_AddStringToObject(o, "survives", ms_survives_name(sv->survives));
 	cJSON_AddStringToObject(o, "survives_why", sv->why);
-	if (sv->margin_known)
-		ms_json_u64(o, "margin_bytes", sv->margin);
-	else
-		cJSON_AddNullToObject(o, "margin_bytes");
+	ms_json_u64_known(o, "margin_bytes", sv->margin_known, sv->margin);
 }
 
 /* The verdict of c's device of path (verdict_out.h) */

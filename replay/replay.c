@@ -61,6 +61,14 @@ struct rp {
 	uint64_t unseen, ext_applied;
 };
 
+/* A device size the user gave that is below what the job needed there (need bytes): the job
+ * cannot have run on it. */
+static int given_device_below(const struct rp *p, uint64_t need)
+{
+	return p->r->device_memory_source == MS_DEVMEM_GIVEN && !p->o->limit_only &&
+	       need > p->mc.device_memory;
+}
+
 /*
  * The model's device, where its size is known (recorded or given): that size less what is held
  * outside PyTorch now, the raw CUDA events' bytes and the unseen ones.
@@ -692,8 +700,7 @@ static ms_status do_malloc(struct rp *p, const struct ms_event *e, int recorded_
 		uint64_t was = p->r->device_memory_recorded ? p->r->device_memory_recorded
 		               : p->device_known            ? p->mc.device_memory
 		                                            : 0;
-		if (p->r->device_memory_source == MS_DEVMEM_GIVEN && !p->o->limit_only &&
-		    usable > p->mc.device_memory) {
+		if (given_device_below(p, usable)) {
 			char s1[32], s2[32], s3[32];
 			return p->err = ms__diag_set(
 			               p->diag, MS_ERR_INVALID_ARG, -1, (int64_t)p->index,
@@ -964,8 +971,7 @@ static ms_status r_annotation(void *ctx, const struct ms_annotation *a)
 		    total >= free_b + p->rec_reserved) {
 			struct ms_replay_result *r = p->r;
 			uint64_t out = total - free_b - p->rec_reserved;
-			if (p->r->device_memory_source == MS_DEVMEM_GIVEN && !p->o->limit_only &&
-			    out + p->rec_reserved > p->mc.device_memory) {
+			if (given_device_below(p, out + p->rec_reserved)) {
 				char b1[32], b2[32], b3[32];
 				return p->err = ms__diag_set(
 				               p->diag, MS_ERR_INVALID_ARG, -1, (int64_t)p->index,
