@@ -102,9 +102,8 @@ def full_stats(d):
 
 
 def mem_info(d):
-    import torch
-    free, total = torch.cuda.mem_get_info(d)
-    return {"free": free, "total": total}
+    from record_snapshots import mem_info as read
+    return read(d)
 
 
 def by_device(devs, with_mem_info=True):
