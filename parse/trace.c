@@ -271,14 +271,18 @@ ms_status ms_source_read(const char *path, const struct ms_read_opts *opts, stru
 }
 
 /* Private-pool segments at the end, and events that do not say their pool. */
+/*
+ * Whether the end state can tell the pool of some event that does not carry it: any segment
+ * alive at the end tells the pool of the events made in it (the default pools' as well as a
+ * private pool's), so that only the allocations in segments given back before the end are
+ * left unknown.
+ */
 static int needs_pools(const struct ms_trace *t)
 {
-	int private = 0;
-
-	for (size_t i = 0; i < t->n_segs && !private; i++)
-	private = t->segs[i].pool_id[0] || t->segs[i].pool_id[1];
-	for (size_t i = 0; private && i < t->n_events; i++)
-		if (t->events[i].pool == MS_POOL_UNKNOWN)
+	if (!t->n_segs)
+		return 0;
+	for (size_t i = 0; i < t->n_events; i++)
+		if (t->events[i].pool == MS_POOL_UNKNOWN && t->events[i].source == MS_SRC_TORCH)
 			return 1;
 	return 0;
 }

@@ -11,6 +11,7 @@
 #include "format/trace_write.h"
 #include "helpers.h"
 #include "memsnap/format.h"
+#include "parse/pool_infer.h"
 #include "parse/read_ahead.h"
 #include "parse/trace.h"
 
@@ -541,6 +542,11 @@ Test(format, read_ahead_is_read)
 		cr_assert_eq(ms_source_read_ahead(path, NULL, &b->syms, &sink, NULL, &d), MS_OK,
 		             "%s", d.msg);
 		cr_assert_gt(a->n_events, 0);
+		{
+			/* loading tells the pools a trace without them leaves out */
+			struct ms_pool_inference pi;
+			cr_assert_eq(ms_trace_infer_pools(b, &pi), MS_OK);
+		}
 		cr_assert_eq(th_events_diff(a, b), -1, "%s", path);
 		cr_assert_eq(a->n_segs, b->n_segs);
 		ms_trace_free(a);

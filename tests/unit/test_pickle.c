@@ -7,6 +7,7 @@
 
 #include "helpers.h"
 #include "parse/pickle.h"
+#include "parse/pool_infer.h"
 
 static ms_status run(const void *data, size_t n, struct ms_pickle **vm, struct ms_pk_val *root,
                      struct ms_diag *d)
@@ -577,8 +578,10 @@ Test(pickle, fast_path_reads_what_the_general_path_reads)
 		}
 		{
 			/* and the file itself: a plain pickle mapped and read in place, a
-			 * compressed one streamed */
+			 * compressed one streamed; loading tells the pools from the end state */
 			struct ms_trace *t = NULL;
+			struct ms_pool_inference pi;
+			cr_assert_eq(ms_trace_infer_pools(ref, &pi), MS_OK);
 			cr_assert_eq(ms_trace_load(path, NULL, &t, NULL, &d), MS_OK, "%s: %s", path,
 			             d.msg);
 			cr_expect_eq(th_events_diff(ref, t), -1,

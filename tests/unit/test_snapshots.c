@@ -15,6 +15,7 @@
 #include "format/trace_write.h"
 #include "helpers.h"
 #include "parse/event_pack.h"
+#include "parse/pool_infer.h"
 #include "parse/torch_json_write.h"
 #include "parse/trace.h"
 
@@ -659,6 +660,10 @@ Test(snapshots, stacks_all)
 
 	cr_assert(data = th_read_file(path, &len));
 	cr_assert_eq(th_pickle_load(data, len, 0, 7, &g, NULL, &d), MS_OK, "%s", d.msg);
+	{
+		struct ms_pool_inference pi; /* as loading the file tells them */
+		cr_assert_eq(ms_trace_infer_pools(g, &pi), MS_OK);
+	}
 	cr_expect_eq(th_events_diff(t, g), -1, "the general path differs at event %ld",
 	             th_events_diff(t, g));
 	ms_trace_free(g);
