@@ -951,10 +951,10 @@ static ms_status categorize_state(struct ex *x)
 			r->gradient_bytes = bytes;
 	}
 	if (!r->has_stacks)
-		r->why_uncategorized = "the trace has no stacks: parameters are told by their "
-		                       "lifetime and a gradient "
-		                       "of their size alone, not by torch.nn code (inputs made "
-		                       "before the loop of a "
+		r->why_uncategorized = "the trace has no stacks: parameters and gradients are told "
+		                       "by their lifetimes and sizes alone, not by the code that "
+		                       "made them (an input made before the loop, or a buffer "
+		                       "kept across steps such as DDP's gradient buckets, of a "
 		                       "parameter's size would count)";
 	if (!n_grad_matched && !r->has_stacks)
 		r->why_uncategorized =
