@@ -1,7 +1,7 @@
 #!/bin/bash
-# GPU check of the torch backend on the two-GPU recordings (testdata/snapshots/multi_gpu): every
-# file replayed through PyTorch's own caching allocator ends within a minute, with the model's
-# peaks, on the device each process used; and a rank's trace whose last 17 frees are still
+# GPU check of the GPU backends on the two-GPU recordings (testdata/snapshots/multi_gpu): every
+# file replayed through PyTorch's own caching allocator (torch) and through the model over real
+# cudaMalloc (cuda) ends within a minute, with the model's peaks, on the device each process used; and a rank's trace whose last 17 frees are still
 # pending (testdata/snapshots/edge/pending_frees_at_end.pickle.zst) ends in seconds too: the
 # close path completes every deferred free without waiting on one stream behind another's. A
 # trace that starts mid-run is refused by the torch backend (only sim rebuilds its start).
@@ -20,6 +20,25 @@ for f in "$here"/testdata/snapshots/multi_gpu/*.zst \
 	rc=$?
 	t1=$(date +%s%N)
 	"$ms" -q replay --json "$f" >"$out/s.json" 2>/dev/null
+	timeout 60 "$ms" -q replay --json --backend cuda "$f" >"$out/c.json" 2>"$out/c.err"
+	crc=$?
+	"$py" - "$out/c.json" "$out/s.json" "${f##*/}" "$crc" "$out/c.err" <<'PY' || fails=$((fails + 1))
+import json, sys
+name, rc, err = sys.argv[3], int(sys.argv[4]), open(sys.argv[5]).read()
+if rc == 1 and "starts mid-run" in err:
+    print("ok %s: cuda backend refused: the trace starts mid-run (sim only)" % name)
+    sys.exit(0)
+if rc not in (0, 3):
+    print("FAIL %s: cuda backend exit %d: %s" % (name, rc, err.strip()[:300]))
+    sys.exit(1)
+c, s = (json.load(open(p)) for p in sys.argv[1:3])
+per = lambda r: {str(r["device"]): r} if "device" in r else dict(r["devices"])
+c, s = per(c), per(s)
+bad = [d for d in s if d not in c or c[d]["peak_reserved_bytes"] != s[d]["peak_reserved_bytes"]]
+print("%s %s: cuda backend, devices %s, reserved peaks %s" % (
+      "FAIL" if bad else "ok", name, ",".join(sorted(c)), "as the model's" if not bad else "differ on %s" % bad))
+sys.exit(1 if bad else 0)
+PY
 	"$py" - "$out/t.json" "$out/s.json" "${f##*/}" "$rc" "$(( (t1 - t0) / 1000000 ))" "$out/t.err" <<'PY' || fails=$((fails + 1))
 import json, sys
 name, rc, ms = sys.argv[3], int(sys.argv[4]), sys.argv[5]
