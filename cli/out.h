@@ -36,14 +36,9 @@ void ms_report_warnings(const char *path, const struct ms_diag *d);
 /* Human-readable bytes: ms_format_size (common/buf.h), PyTorch's format_size. */
 #include "common/buf.h"
 
-/* Exact integers in cJSON output (cJSON's doubles are exact only below 2^53). */
+/* Exact integers in cJSON output, and figures not told (null) */
+#include "common/json.h"
 struct cJSON;
-void ms_json_u64(struct cJSON *o, const char *key, uint64_t v);
-/* v where known, else null: a figure nothing told is never written as 0 */
-void ms_json_u64_known(struct cJSON *o, const char *key, int known, uint64_t v);
-void ms_json_i64(struct cJSON *o, const char *key, int64_t v);
-/* A pool id as o's "id": [first, second]. */
-void ms_json_pool_id(struct cJSON *o, const uint64_t id[2]);
 /*
  * JSON of a command run on each device of a trace: one device's object alone, or with more than
  * one device {"trace": path, "devices": {"N": object, ...}} (and a verdict, see _end).

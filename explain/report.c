@@ -1,0 +1,373 @@
+/*
+ * explain's answer for one device (report.h): the state at the peaks, the OOM and the end, the
+ * verdict, and the settings replayed on the trace.
+ */
+#include "explain/report.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/external.h"
+#include "common/alloc.h"
+#include "parse/trace.h"
+
+size_t ms_explain_step_of(const struct ms_explain *x, uint64_t event)
+{
+	size_t k = 0;
+	while (k < x->n_steps && x->steps[k].first_event <= event)
+		k++;
+	return k;
+}
+
+int64_t ms_explain_rounding(const struct ms_explain *x, uint64_t allocated)
+{
+	return (int64_t)allocated - (int64_t)ms_explain_requested(x);
+}
+
+/* Memory outside PyTorch on the device after event at into *out: measured where the replay r
+ * has a mark. MS_ERR_NOMEM only. */
+static ms_status outside_at(const struct ms_trace *t, const struct ms_replay_result *r,
+                            uint32_t device, uint64_t at, enum ms_outside_how *how,
+                            uint64_t *mark, uint64_t *out)
+{
+	struct ms_external x;
+	uint64_t cur, bytes;
+	ms_status s = MS_OK;
+
+	memset(&x, 0, sizeof(x));
+	for (size_t i = 0; i < t->n_events && i <= at && !s; i++)
+		if (t->events[i].device == device)
+			s = ms_external_event(&x, i, &t->events[i]);
+	cur = x.cur;
+	ms_external_release(&x);
+	if (s)
+		return s;
+	if (ms_replay_outside_at(r, at + 1, cur, &bytes, mark)) {
+		*how = MS_OUTSIDE_MEASURED;
+		*out = bytes;
+	} else {
+		*how = cur ? MS_OUTSIDE_RAW_ONLY : MS_OUTSIDE_NOT_MEASURED;
+		*out = cur;
+	}
+	return MS_OK;
+}
+
+/* The innermost annotation open at event at (record_function, a phase) into *name (NULL: none). */
+static ms_status open_annotation(const struct ms_trace *t, uint64_t at, const char **name)
+{
+	uint32_t *open = NULL;
+	size_t n = 0, cap = 0;
+
+	*name = NULL;
+	for (size_t i = 0; i < t->n_anns && t->anns[i].event_index <= at; i++) {
+		const struct ms_annotation *a = &t->anns[i];
+		if (a->stage == MS_ANN_START) {
+			if (ms_grow(&open, &cap, n + 1, sizeof(*open))) {
+				ms_free(open);
+				return MS_ERR_NOMEM;
+			}
+			open[n++] = a->name;
+		} else if (a->stage == MS_ANN_END) {
+			for (size_t k = n; k-- > 0;)
+				if (open[k] == a->name) {
+					memmove(open + k, open + k + 1,
+					        (n - k - 1) * sizeof(*open));
+					n--;
+					break;
+				}
+		}
+	}
+	if (n)
+		*name = ms_symtab_get_str(&t->syms, open[n - 1])->s;
+	ms_free(open);
+	return MS_OK;
+}
+
+/* yes first, then unknown, then no */
+static int survives_rank(unsigned s)
+{
+	return s == MS_SURVIVES_YES ? 0 : s == MS_SURVIVES_UNKNOWN ? 1 : 2;
+}
+
+static int rec_cmp(const void *a, const void *b)
+{
+	const struct ms_explain_rec *x = a, *y = b;
+	if (survives_rank(x->sv.survives) != survives_rank(y->sv.survives))
+		return survives_rank(x->sv.survives) - survives_rank(y->sv.survives);
+	if (x->avoids_oom != y->avoids_oom)
+		return y->avoids_oom - x->avoids_oom;
+	return x->peak < y->peak ? -1 : x->peak > y->peak;
+}
+
+/*
+ * Whether the failed request would have fit with no fragmentation: allocated plus requested
+ * within the capacity. 1 yes, 0 no, -1 cannot be told (no capacity known, or a limit inferred
+ * over a range that the demand lies within).
+ */
+static int oom_fits(const struct ms_replay_oom *f, uint64_t capacity,
+                    const struct ms_limit_range *lim)
+{
+	uint64_t demand = f->o.allocated + f->o.requested;
+
+	if (lim->inferred)
+		return demand <= lim->lo ? 1 : demand > lim->hi ? 0 : -1;
+	if (capacity == UINT64_MAX)
+		return -1;
+	return demand <= capacity;
+}
+
+/* The most reserved bytes in each step, from a replay under the first pass's options. */
+struct step_res {
+	const struct ms_explain *x;
+	uint64_t *res;
+	size_t k;
+};
+
+static void step_res_event(void *ctx, uint64_t index, const struct ms_event *e,
+                           const struct ms_model *m)
+{
+	struct step_res *sr = ctx;
+	uint64_t r = (uint64_t)ms_model_stats(m)->reserved_bytes[0].current;
+
+	(void)e;
+	while (sr->k + 1 < sr->x->n_steps && sr->x->steps[sr->k + 1].first_event <= index)
+		sr->k++;
+	if (index >= sr->x->steps[0].first_event && r > sr->res[sr->k])
+		sr->res[sr->k] = r;
+}
+
+/* res[k]: step k's most reserved bytes (all 0 where the replay fails: none shown). */
+static void steps_reserved(const struct ms_trace *t, const struct ms_replay_opts *base,
+                           const struct ms_explain *x, uint64_t *res)
+{
+	struct ms_replay_opts o = *base;
+	struct ms_replay_result r;
+	struct step_res sr = {x, res, 0};
+	struct ms_diag d = MS_DIAG_INIT;
+
+	if (!x->n_steps)
+		return;
+	o.no_segment_log = 1;
+	o.on_event = step_res_event;
+	o.ctx = &sr;
+	if (ms_replay_trace(t, &o, &r, &d))
+		memset(res, 0, x->n_steps * sizeof(*res));
+	ms_replay_result_release(&r);
+}
+
+/* A step whose requested bytes exceed what the replay reserved in it: the file holds blocks the
+ * replay did not have (an inconsistent trace, another allocator's). Steps the replay did not
+ * finish (it ran out of memory in them or before) are not compared. */
+static int steps_exceed_reserved(const struct ms_explain *x, const uint64_t *res,
+                                 const struct ms_replay_result *r)
+{
+	for (size_t k = 0; k < x->n_steps; k++) {
+		if (r->ended_by_oom && x->steps[k].peak_event >= r->first_oom.index)
+			break;
+		if (res[k] && x->steps[k].peak_requested > res[k])
+			return 1;
+	}
+	return 0;
+}
+
+static ms_status whatif_failed(ms_status s, struct ms_diag *d)
+{
+	return ms__diag_set(d, s, -1, -1, "%s",
+	                    s == MS_ERR_NOMEM ? "out of memory" : "cannot start a thread");
+}
+
+/* The state at the peak, at the allocated peak, at the OOM and at the end. */
+static ms_status states(struct ms_explain_report *r)
+{
+	const struct ms_replay_result *f = &r->first;
+	struct ms_explain_in in;
+	ms_status s;
+
+	memset(&in, 0, sizeof(in));
+	in.t = r->t;
+	in.device = r->device;
+	in.site_depth = r->site_depth;
+	in.peak_index = f->fullest_at_peak_index;
+	in.allocated_at_peak = r->allocated - f->served_oom_at_peak_reserved;
+	if ((s = ms_explain_run(&in, &r->x)))
+		return s;
+	if (!f->ended_by_oom && r->t->n_events) {
+		struct ms_explain_in e = in;
+		e.peak_index = r->t->n_events - 1;
+		e.allocated_at_peak = (uint64_t)f->stats.allocated_bytes[0].current;
+		if ((s = ms_explain_run(&e, &r->at_end)))
+			return s;
+	}
+	r->apeak = (uint64_t)f->stats.allocated_bytes[0].peak > r->allocated;
+	if (r->apeak) {
+		in.peak_index = f->peak_allocated_index;
+		in.allocated_at_peak =
+		        (uint64_t)f->stats.allocated_bytes[0].peak - f->served_oom_at_peak_allocated;
+		if ((s = ms_explain_run(&in, &r->at_apeak)))
+			return s;
+	}
+	r->has_oom = f->has_oom;
+	if (r->has_oom) {
+		in.peak_index = f->first_oom.index;
+		in.allocated_at_peak = f->first_oom.o.allocated;
+		in.before = 1; /* what was there when the request failed */
+		if ((s = ms_explain_run(&in, &r->at_oom)))
+			return s;
+	}
+	return MS_OK;
+}
+
+/*
+ * The settings that would have helped, replayed on this trace: every one once (the recorded one
+ * is the first replay), judged, then the least memory searched (a dozen replays each) for the
+ * recorded one and those that help.
+ */
+static ms_status settings(struct ms_explain_report *r, unsigned jobs, struct ms_diag *d)
+{
+	struct ms_replay_opts wo = r->o;
+	struct ms_whatif_row *mins;
+	uint64_t reserved = r->reserved;
+	size_t k, n = ms_whatif_n_default_configs;
+	ms_status s;
+
+	wo.no_segment_log = 1;
+	r->rows = ms_calloc(n, sizeof(*r->rows));
+	r->recs = ms_calloc(n, sizeof(*r->recs));
+	if (!r->rows || !r->recs)
+		return MS_ERR_NOMEM;
+	r->n_rows = n;
+	for (k = 0; k < n; k++) {
+		r->rows[k].conf = ms_whatif_default_configs[k];
+		r->rows[k].no_min_memory = 1;
+	}
+	r->rows[0].conf = r->o.alloc_conf; /* the settings of the first replay: given, or recorded */
+	if ((s = ms_whatif_run(r->t, &wo, r->rows + 1, n - 1, jobs)))
+		return whatif_failed(s, d);
+	/* would the job have survived under each (verdict.h) */
+	if ((s = ms_verdict_judge_rows(r->t, &r->x, &wo, r->rows + 1, n - 1, &r->vd)))
+		return s;
+	for (k = 1; k < n; k++) {
+		const struct ms_whatif_row *w = &r->rows[k];
+		uint64_t p;
+		int avoids;
+		if (w->s)
+			continue;
+		p = (uint64_t)w->r.stats.reserved_bytes[0].peak;
+		avoids = r->first.has_oom && !w->r.has_oom;
+		/* a setting that avoids the OOM, or lowers the peak by 1% or more */
+		if (avoids || (!w->r.has_oom && p < reserved && reserved - p >= reserved / 100))
+			r->recs[r->n_recs++] = (struct ms_explain_rec){
+			        k, p, avoids, avoids && w->r.missed_ooms_went_on, r->vd.sv[k - 1]};
+	}
+	qsort(r->recs, r->n_recs, sizeof(*r->recs), rec_cmp);
+	/* the least memory: the recorded settings and the helpful ones, searched together */
+	if (!(mins = ms_calloc(r->n_recs + 1, sizeof(*mins))))
+		return MS_ERR_NOMEM;
+	mins[0].conf = r->rows[0].conf;
+	for (k = 0; k < r->n_recs; k++)
+		mins[k + 1].conf = r->rows[r->recs[k].row].conf;
+	if ((s = ms_whatif_run(r->t, &wo, mins, r->n_recs + 1, jobs))) {
+		ms_free(mins);
+		return whatif_failed(s, d);
+	}
+	if (mins[0].s) { /* the recorded settings could not be replayed again */
+		r->rows[0].s = mins[0].s;
+		snprintf(r->rows[0].err, sizeof(r->rows[0].err), "%s", mins[0].err);
+	} else {
+		r->rows[0].min_memory = mins[0].min_memory;
+		for (k = 0; k < r->n_recs; k++)
+			r->rows[r->recs[k].row].min_memory = mins[k + 1].min_memory;
+	}
+	ms_whatif_release(mins, r->n_recs + 1);
+	ms_free(mins);
+	/* each step's most reserved bytes */
+	if (!(r->step_reserved = ms_calloc(r->x.n_steps ? r->x.n_steps : 1, sizeof(uint64_t))))
+		return MS_ERR_NOMEM;
+	steps_reserved(r->t, &wo, &r->x, r->step_reserved);
+	r->steps_exceed_reserved = steps_exceed_reserved(&r->x, r->step_reserved, &r->first);
+	return MS_OK;
+}
+
+/* What is live at the end against the growing sites, and what the trace shows of the program. */
+static void findings(struct ms_explain_report *r)
+{
+	const struct ms_replay_result *f = &r->first;
+	const struct ms_explain *x = &r->x, *e = &r->at_end;
+	uint64_t alloc = (uint64_t)f->stats.allocated_bytes[0].current;
+
+	r->end_exceeds = ms_explain_requested(e) > alloc + alloc / 100;
+	for (unsigned k = 0; k < MS_CAT_COUNT; k++)
+		r->end_blocks += e->cat_blocks[k];
+	for (size_t k = 0; k < x->n_growth; k++) {
+		r->growing_bytes += x->growth[k].bytes_at_last_step;
+		r->growing_bytes_at_end += x->growth[k].bytes_at_end;
+	}
+	r->empty_cache_every_step = f->empty_cache_calls >= 2 && x->n_optimizer_steps &&
+	                            2 * f->empty_cache_calls >= x->n_optimizer_steps;
+	r->cached_at_end =
+	        (uint64_t)f->stats.reserved_bytes[0].current - (uint64_t)f->stats.allocated_bytes[0].current;
+	for (size_t i = 1; i < f->n_pools; i++) /* the first pool is the default */
+		r->cached_at_end_private += (uint64_t)(f->pools[i].reserved_bytes.current -
+		                                       f->pools[i].allocated_bytes.current);
+}
+
+ms_status ms_explain_report_run(const struct ms_trace *t, const struct ms_replay_opts *o,
+                                struct ms_replay_result *first, const struct ms_limit_range *lim,
+                                unsigned jobs, uint32_t site_depth, struct ms_explain_report *r,
+                                struct ms_diag *d)
+{
+	ms_status s;
+
+	memset(r, 0, sizeof(*r));
+	r->t = t;
+	r->o = *o;
+	r->device = (uint32_t)o->device;
+	r->site_depth = site_depth;
+	r->first = *first;
+	memset(first, 0, sizeof(*first));
+	r->lim = *lim;
+	if (!r->o.limit && r->first.limit)
+		r->o.limit = r->first.limit;
+	r->reserved = (uint64_t)r->first.stats.reserved_bytes[0].peak;
+	r->allocated = r->first.allocated_at_peak_reserved;
+	r->cached = r->reserved > r->allocated ? r->reserved - r->allocated : 0;
+	if ((s = states(r)))
+		return ms__diag_set(d, s, -1, -1, "out of memory");
+	r->peak_step = ms_explain_step_of(&r->x, r->first.fullest_at_peak_index);
+	if (r->apeak)
+		r->apeak_step = ms_explain_step_of(&r->x, r->first.peak_allocated_index);
+	if ((s = open_annotation(t, r->first.fullest_at_peak_index, &r->peak_annotation)))
+		return ms__diag_set(d, s, -1, -1, "out of memory");
+	if ((s = outside_at(t, &r->first, r->device, r->first.fullest_at_peak_index,
+	                    &r->outside_how, &r->outside_mark, &r->outside)))
+		return ms__diag_set(d, s, -1, -1, "out of memory");
+	/* why it ran out, how the job ended, and the limit the verdicts rest on */
+	if ((s = ms_verdict_begin(t, &r->x, &r->o, &r->first, &r->lim, &r->vd)))
+		return ms__diag_set(d, s, -1, -1, "out of memory");
+	r->capacity = r->o.limit ? r->o.limit : r->first.device_memory;
+	/* a full device: PyTorch could use what it reserved and what was free, not the device */
+	if (r->vd.oom.device_full)
+		r->capacity = r->vd.oom.capacity_lo;
+	if (r->has_oom)
+		r->oom_fits = oom_fits(&r->first.first_oom, r->capacity, &r->lim);
+	if ((s = settings(r, jobs, d)))
+		return d->msg[0] ? s : ms__diag_set(d, s, -1, -1, "out of memory");
+	findings(r);
+	return MS_OK;
+}
+
+void ms_explain_report_release(struct ms_explain_report *r)
+{
+	if (r->rows)
+		ms_whatif_release(r->rows, r->n_rows);
+	ms_free(r->rows);
+	ms_free(r->recs);
+	ms_free(r->step_reserved);
+	ms_explain_release(&r->at_oom);
+	ms_explain_release(&r->at_apeak);
+	ms_explain_release(&r->at_end);
+	ms_explain_release(&r->x);
+	ms_verdict_release(&r->vd);
+	ms_replay_result_release(&r->first);
+	memset(r, 0, sizeof(*r));
+}

@@ -1,0 +1,337 @@
+/* explain's report as JSON (report.h: ms_explain_report_json); docs/EXPLAIN.md names each field. */
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "common/json.h"
+#include "explain/report.h"
+#include "explain/verdict_json.h"
+#include "parse/trace.h"
+#include "replay/site.h"
+
+/*
+ * "categories" (bytes by name) into parent, and beside it "categories_exceed_allocated": more
+ * than frees waiting for their streams explain, so that the categories are not to be trusted.
+ * cached UINT64_MAX: not known at that moment.
+ */
+static void cats(cJSON *parent, const struct ms_explain *x, uint64_t allocated, uint64_t served,
+                 uint64_t cached, uint64_t outside, enum ms_outside_how how)
+{
+	cJSON *o = cJSON_AddObjectToObject(parent, "categories");
+	int64_t rd;
+	int exceed;
+
+	allocated -= served;
+	for (unsigned k = 0; k < MS_CAT_COUNT; k++)
+		if (!ms_explain_cat_told(x, k))
+			cJSON_AddNullToObject(o, ms_explain_cat_name(k)); /* not told */
+		else
+			ms_json_u64(o, ms_explain_cat_name(k), x->cat_bytes[k]);
+	rd = ms_explain_rounding(x, allocated);
+	exceed = rd < 0 && (uint64_t)-rd > allocated / 100;
+	/* beyond what frees waiting for their streams explain, rounding is no figure at all */
+	if (exceed)
+		cJSON_AddNullToObject(o, "rounding");
+	else
+		ms_json_i64(o, "rounding", rd);
+	cJSON_AddBoolToObject(parent, "categories_exceed_allocated", exceed);
+	ms_json_u64(o, "recorded_oom_request", served);
+	ms_json_u64_known(o, "cached_free", cached != UINT64_MAX, cached);
+	ms_json_u64_known(o, "outside_pytorch", how != MS_OUTSIDE_NOT_MEASURED, outside);
+}
+
+/*
+ * A site into o: its frame as "file:line" and its function, and the whole site as the text names
+ * it (label: at the site depth, the frames from the user's down to it).
+ */
+static void site(cJSON *o, const struct ms_symtab *y, uint32_t stack, uint32_t frame,
+                 uint32_t depth)
+{
+	char label[1200];
+
+	if (!frame) {
+		cJSON_AddNullToObject(o, "site"); /* the allocations have no stack */
+		cJSON_AddNullToObject(o, "function");
+		cJSON_AddNullToObject(o, "label");
+		return;
+	}
+	ms_stack_label_depth(y, stack, depth, label, sizeof(label));
+	cJSON_AddStringToObject(o, "label", label);
+	/* a native frame has no file and line: the function names it alone */
+	if (ms_symtab_get_str(y, y->frames[frame].file)->s[0]) {
+		snprintf(label, sizeof(label), "%s:%u",
+		         ms_symtab_get_str(y, y->frames[frame].file)->s, y->frames[frame].line);
+		cJSON_AddStringToObject(o, "site", label);
+	} else {
+		cJSON_AddNullToObject(o, "site");
+	}
+	cJSON_AddStringToObject(o, "function", ms_symtab_get_str(y, y->frames[frame].name)->s);
+}
+
+/* Sites' rows into array a: site, function, bytes, allocations. */
+static void sites(cJSON *a, const struct ms_symtab *y, const struct ms_explain_site *s, size_t n,
+                  uint32_t depth)
+{
+	for (size_t k = 0; k < n; k++) {
+		cJSON *o = cJSON_CreateObject();
+		site(o, y, s[k].stack, s[k].frame, depth);
+		ms_json_u64(o, "bytes", s[k].bytes);
+		ms_json_u64(o, "allocations", s[k].blocks);
+		cJSON_AddItemToArray(a, o);
+	}
+}
+
+static void add_step(cJSON *o, const struct ms_explain *x, size_t step)
+{
+	if (step)
+		cJSON_AddNumberToObject(o, "step", (double)(step + x->steps_before_trace));
+	else
+		cJSON_AddNullToObject(o, "step");
+}
+
+static void add_str_or_null(cJSON *o, const char *key, const char *s)
+{
+	if (s && s[0])
+		cJSON_AddStringToObject(o, key, s);
+	else
+		cJSON_AddNullToObject(o, key);
+}
+
+/* The peak of reserved bytes and the allocated peak, where it is another moment. */
+static void peaks(cJSON *root, const struct ms_explain_report *r)
+{
+	const struct ms_trace *t = r->t;
+	const struct ms_replay_result *f = &r->first;
+	uint64_t at = f->fullest_at_peak_index;
+	cJSON *o = cJSON_AddObjectToObject(root, "peak");
+
+	ms_json_u64(o, "event", at);
+	ms_json_u64(o, "bytes", r->reserved);
+	ms_json_u64(o, "allocated_bytes", r->allocated);
+	ms_json_u64(o, "reserved_first_event", f->peak_reserved_index);
+	if (at < t->n_events && t->events[at].t_ns && t->events[0].t_ns)
+		cJSON_AddNumberToObject(o, "time_s",
+		                        (double)(t->events[at].t_ns - t->events[0].t_ns) / 1e9);
+	else /* the trace records no times */
+		cJSON_AddNullToObject(o, "time_s");
+	add_step(o, &r->x, r->peak_step);
+	add_str_or_null(o, "annotation", r->peak_annotation);
+	cJSON_AddBoolToObject(o, "is_lower_bound", f->rebuilt);
+	/* the replay stopped at an OOM the recorded run did not have (exit code 3) */
+	cJSON_AddBoolToObject(root, "replay_ended_by_oom", f->ended_by_oom);
+	cats(root, &r->x, r->allocated, f->served_oom_at_peak_reserved, r->cached, r->outside,
+	     r->outside_how);
+	cJSON_AddStringToObject(root, "outside_pytorch_is",
+	                        r->outside_how == MS_OUTSIDE_MEASURED   ? "measured"
+	                        : r->outside_how == MS_OUTSIDE_RAW_ONLY ? "raw_calls_only"
+	                                                                : "not_measured");
+	if (r->apeak) {
+		uint64_t ab = (uint64_t)f->stats.allocated_bytes[0].peak;
+		o = cJSON_AddObjectToObject(root, "allocated_peak");
+		ms_json_u64(o, "event", f->peak_allocated_index);
+		ms_json_u64(o, "allocated_bytes", ab);
+		add_step(o, &r->x, r->apeak_step);
+		cats(o, &r->at_apeak, ab, f->served_oom_at_peak_allocated, UINT64_MAX, 0,
+		     MS_OUTSIDE_NOT_MEASURED);
+	} else {
+		cJSON_AddNullToObject(root, "allocated_peak");
+	}
+}
+
+/* The model's state whole, and where the steps came from. */
+static void state(cJSON *root, const struct ms_explain_report *r)
+{
+	const struct ms_explain *x = &r->x;
+	cJSON *o = cJSON_AddObjectToObject(root, "state");
+
+	if (x->parameter_blocks) {
+		ms_json_u64(o, "parameter_bytes", x->parameter_bytes);
+		ms_json_u64_known(o, "gradient_bytes", !x->gradients_not_told, x->gradient_bytes);
+		ms_json_u64(o, "optimizer_state_bytes", x->optimizer_state_bytes);
+	} else { /* not found: no count, rather than a count of 0 */
+		cJSON_AddNullToObject(o, "parameter_bytes");
+		cJSON_AddNullToObject(o, "gradient_bytes");
+		cJSON_AddNullToObject(o, "optimizer_state_bytes");
+	}
+	cJSON_AddBoolToObject(o, "steps_annotated_on_another_device", x->steps_other_device);
+	cJSON_AddBoolToObject(o, "steps_placed_by_time", x->steps_by_time);
+	cJSON_AddStringToObject(o, "optimizer", x->optimizer);
+	ms_json_u64(o, "optimizer_steps", x->n_optimizer_steps);
+	add_str_or_null(root, "steps_from", x->steps_from);
+	add_str_or_null(root, "steps_scope", x->steps_scope);
+	cJSON_AddBoolToObject(root, "steps_trailing_annotation_dropped", x->steps_trailing_dropped);
+	cJSON_AddBoolToObject(root, "steps_exceed_reserved", r->steps_exceed_reserved);
+	add_str_or_null(root, "categories_note", x->why_uncategorized);
+	ms_json_u64(root, "steps_before_trace", x->steps_before_trace);
+}
+
+/* The steps, and the sites that grow from step to step. */
+static void steps(cJSON *root, const struct ms_explain_report *r)
+{
+	const struct ms_explain *x = &r->x;
+	cJSON *a = cJSON_AddArrayToObject(root, "steps");
+
+	for (size_t k = 0; k < x->n_steps; k++) {
+		cJSON *st = cJSON_CreateObject();
+		cJSON_AddNumberToObject(st, "step", (double)(k + 1 + x->steps_before_trace));
+		ms_json_u64(st, "first_event", x->steps[k].first_event);
+		ms_json_u64(st, "peak_requested_bytes", x->steps[k].peak_requested);
+		ms_json_u64(st, "peak_event", x->steps[k].peak_event);
+		ms_json_u64_known(st, "peak_reserved_bytes", r->step_reserved[k] != 0,
+		                  r->step_reserved[k]);
+		cJSON_AddItemToArray(a, st);
+	}
+	/* growth is looked for over 3 steps or more: null where it was not, [] where nothing
+	   grew */
+	cJSON_AddNumberToObject(root, "growth_steps", (double)x->growth_steps);
+	if (!x->growth_steps) {
+		cJSON_AddNullToObject(root, "growth");
+		return;
+	}
+	a = cJSON_AddArrayToObject(root, "growth");
+	for (size_t k = 0; k < x->n_growth; k++) {
+		const struct ms_explain_growth *gr = &x->growth[k];
+		cJSON *g = cJSON_CreateObject();
+		site(g, &r->t->syms, gr->stack, gr->frame, r->site_depth);
+		ms_json_u64(g, "bytes_per_step", gr->bytes_per_step);
+		cJSON_AddNumberToObject(g, "steps", gr->steps);
+		ms_json_u64(g, "first_event", gr->first_event);
+		ms_json_u64(g, "bytes_at_last_step", gr->bytes_at_last_step);
+		ms_json_u64(g, "bytes_at_end", gr->bytes_at_end);
+		cJSON_AddNumberToObject(g, "blocks_at_first_step", gr->blocks_at_first_step);
+		cJSON_AddNumberToObject(g, "blocks_at_last_step", gr->blocks_at_last_step);
+		cJSON_AddItemToArray(a, g);
+	}
+}
+
+static void live_at_end(cJSON *root, const struct ms_explain_report *r)
+{
+	const struct ms_explain *x = &r->x, *e = &r->at_end;
+	cJSON *o, *c;
+
+	if (r->first.ended_by_oom) {
+		cJSON_AddNullToObject(root, "live_at_end");
+		return;
+	}
+	o = cJSON_AddObjectToObject(root, "live_at_end");
+	ms_json_u64(o, "bytes", ms_explain_requested(e));
+	cJSON_AddBoolToObject(o, "exceeds_allocated", r->end_exceeds);
+	ms_json_u64(o, "allocations", r->end_blocks);
+	c = cJSON_AddObjectToObject(o, "categories");
+	for (unsigned k = 0; k < MS_CAT_COUNT; k++)
+		if (!ms_explain_cat_told(e, k))
+			cJSON_AddNullToObject(c, ms_explain_cat_name(k));
+		else
+			ms_json_u64(c, ms_explain_cat_name(k), e->cat_bytes[k]);
+	ms_json_u64_known(o, "growing_sites_bytes_at_last_step", x->growth_steps != 0,
+	                  r->growing_bytes);
+	ms_json_u64_known(o, "growing_sites_bytes", x->growth_steps != 0, r->growing_bytes_at_end);
+}
+
+/* What the trace shows of the program: where the peak's activations come from, empty_cache() in
+ * a loop, memory left cached at the end. */
+static void findings(cJSON *jo, const struct ms_explain_report *r)
+{
+	const struct ms_explain *x = &r->x;
+	const struct ms_symtab *y = &r->t->syms;
+
+	sites(cJSON_AddArrayToObject(jo, "largest_activations"), y, x->top_activations,
+	      x->n_top_activations, r->site_depth);
+	if (x->copies_told) {
+		cJSON *c = cJSON_AddObjectToObject(jo, "copies_at_peak");
+		ms_json_u64(c, "bytes", x->copy_bytes);
+		ms_json_u64(c, "allocations", x->copy_blocks);
+		sites(cJSON_AddArrayToObject(c, "sites"), y, x->top_copies, x->n_top_copies,
+		      r->site_depth);
+	} else {
+		cJSON_AddNullToObject(jo, "copies_at_peak"); /* no C++ frames to tell them by */
+	}
+	ms_json_u64(jo, "empty_cache_calls", r->first.empty_cache_calls);
+	ms_json_u64(jo, "empty_cache_calls_before_alloc", r->first.empty_cache_before_alloc);
+	cJSON_AddBoolToObject(jo, "empty_cache_every_step", r->empty_cache_every_step);
+	ms_json_u64(jo, "cuda_malloc_calls", r->first.stats.num_device_alloc);
+	/* where the replay ran out of memory: the bytes cached then */
+	ms_json_u64(jo, "cached_at_end_bytes", r->cached_at_end);
+	ms_json_u64(jo, "cached_at_end_in_private_pools_bytes", r->cached_at_end_private);
+}
+
+static void oom(cJSON *root, const struct ms_explain_report *r)
+{
+	const struct ms_replay_oom *f = &r->first.first_oom;
+	cJSON *o;
+
+	if (!r->has_oom) {
+		cJSON_AddNullToObject(root, "oom");
+		return;
+	}
+	o = cJSON_AddObjectToObject(root, "oom");
+	ms_json_u64(o, "event", f->index);
+	cJSON_AddBoolToObject(o, "recorded", f->recorded);
+	ms_json_u64(o, "requested_bytes", f->o.requested);
+	ms_json_u64(o, "allocated_bytes", f->o.allocated);
+	ms_json_u64(o, "reserved_bytes", f->o.reserved);
+	ms_json_u64(o, "free_in_reserved_bytes", f->o.free_in_reserved);
+	ms_json_u64(o, "largest_free_bytes", f->o.largest_free);
+	ms_json_u64_known(o, "capacity_bytes", r->capacity != UINT64_MAX, r->capacity);
+	if (r->lim.inferred) {
+		cJSON *li = cJSON_AddObjectToObject(o, "capacity_inferred");
+		ms_json_u64(li, "low_bytes", r->lim.lo);
+		ms_json_u64(li, "high_bytes", r->lim.hi);
+	} else {
+		cJSON_AddNullToObject(o, "capacity_inferred");
+	}
+	if (r->oom_fits < 0)
+		cJSON_AddNullToObject(o, "fits_without_fragmentation");
+	else
+		cJSON_AddBoolToObject(o, "fits_without_fragmentation", r->oom_fits);
+	ms_json_u64(o, "new_segment_bytes", f->o.alloc_size);
+	ms_verdict_json_oom_cause(o, &r->vd.oom);
+	/* a use_mem_pool or a capture was open: the last retry was not made */
+	cJSON_AddBoolToObject(o, "cache_kept_by_open_pool_or_capture", f->o.retry_skipped);
+	ms_json_u64(o, "cache_releasable_bytes", f->o.releasable);
+	cats(o, &r->at_oom, f->o.allocated, 0, f->o.reserved - f->o.allocated, 0,
+	     MS_OUTSIDE_NOT_MEASURED);
+	sites(cJSON_AddArrayToObject(o, "holders"), &r->t->syms, r->at_oom.top_live,
+	      r->at_oom.n_top_live, r->site_depth);
+}
+
+static void recommendations(cJSON *root, const struct ms_explain_report *r)
+{
+	cJSON *a = cJSON_AddArrayToObject(root, "recommendations");
+
+	for (size_t k = 0; k < r->n_recs; k++) {
+		const struct ms_explain_rec *rec = &r->recs[k];
+		const struct ms_whatif_row *w = &r->rows[rec->row];
+		cJSON *o = cJSON_CreateObject();
+		cJSON_AddStringToObject(o, "alloc_conf", w->conf);
+		ms_json_u64(o, "peak_reserved_bytes", rec->peak);
+		cJSON_AddBoolToObject(o, "avoids_oom", rec->avoids_oom);
+		ms_verdict_json_survival(o, &rec->sv);
+		cJSON_AddBoolToObject(o, "job_went_on_after_oom", rec->went_on);
+		ms_json_u64_known(o, "min_memory_bytes", w->min_memory != 0, w->min_memory);
+		cJSON_AddItemToArray(a, o);
+	}
+	ms_json_u64_known(root, "min_memory_bytes", !r->rows[0].s && r->rows[0].min_memory,
+	                  r->rows[0].min_memory);
+}
+
+cJSON *ms_explain_report_json(const struct ms_explain_report *r, const char *path)
+{
+	cJSON *root = cJSON_CreateObject();
+
+	if (!root)
+		return NULL;
+	cJSON_AddStringToObject(root, "trace", path);
+	cJSON_AddNumberToObject(root, "device", r->device);
+	cJSON_AddBoolToObject(root, "trace_cut_short", r->t->cut_short);
+	/* the one line a postmortem opens with (verdict.h) */
+	cJSON_AddStringToObject(root, "verdict", r->vd.headline);
+	peaks(root, r);
+	state(root, r);
+	steps(root, r);
+	live_at_end(root, r);
+	findings(cJSON_AddObjectToObject(root, "findings"), r);
+	oom(root, r);
+	recommendations(root, r);
+	return root;
+}
