@@ -38,7 +38,8 @@ static int state_not_told(const struct ms_explain *x, unsigned k)
 }
 
 static void print_cats(const struct ms_explain *x, uint64_t allocated, uint64_t served,
-                       uint64_t cached, uint64_t outside, enum ms_outside_how outside_how, uint64_t mark)
+                       uint64_t cached, uint64_t outside, enum ms_outside_how outside_how,
+                       uint64_t mark)
 {
 	char b[32];
 	int64_t rd = ms_explain_rounding(x, allocated - served);
@@ -53,8 +54,11 @@ static void print_cats(const struct ms_explain *x, uint64_t allocated, uint64_t 
 			       "was alive at an optimizer step's start (FSDP2's gradients are "
 			       "views "
 			       "of its reduce-scatter buffers, DDP's with gradient_as_bucket_view "
-			       "of its buckets): they are in activations or other\n",
-			       ms_explain_cat_name(k), "-");
+			       "of its buckets): they are in %s\n",
+			       ms_explain_cat_name(k), "-",
+			       x->has_stacks ? "activations or other"
+			                     : "parameters or activations (no stacks: what the "
+			                       "steps keep is counted as parameters)");
 			continue;
 		}
 		if (state_not_told(x, k)) {
@@ -363,7 +367,8 @@ static void breakdown(const struct ms_explain_report *r, const char *label)
 	const struct ms_trace *t = r->t;
 	const struct ms_explain *x = &r->x;
 	const struct ms_replay_result *first = &r->first;
-	uint64_t at = first->fullest_at_peak_index, reserved = r->reserved, allocated = r->allocated;
+	uint64_t at = first->fullest_at_peak_index, reserved = r->reserved,
+	         allocated = r->allocated;
 	size_t ps = r->peak_step;
 	char b1[32], b2[32];
 
@@ -376,8 +381,7 @@ static void breakdown(const struct ms_explain_report *r, const char *label)
 	if (r->peak_annotation)
 		printf(" in \"%s\"", r->peak_annotation);
 	if (at < t->n_events && t->events[at].t_ns && t->events[0].t_ns)
-		printf(", %.3f s in",
-		       (double)(t->events[at].t_ns - t->events[0].t_ns) / 1e9);
+		printf(", %.3f s in", (double)(t->events[at].t_ns - t->events[0].t_ns) / 1e9);
 	printf(", the most allocated while it stood, %s:\n",
 	       ms_format_size(b2, sizeof(b2), allocated));
 	print_cats(x, allocated, first->served_oom_at_peak_reserved, r->cached, r->outside,
@@ -437,10 +441,9 @@ static void print_peak(const struct ms_explain_report *r, const char *label)
 	if (x->steps_other_device && x->n_steps)
 		printf("  note: the steps are those annotated on other devices (none on "
 		       "this one)%s\n",
-		       x->steps_by_time
-		               ? ", placed among this device's events by their "
-		                 "times (a snapshot keeps each device's events apart)"
-		               : "");
+		       x->steps_by_time ? ", placed among this device's events by their "
+		                          "times (a snapshot keeps each device's events apart)"
+		                        : "");
 }
 
 /* The model and optimizer whole, the steps, and what grows from step to step. */
@@ -456,9 +459,8 @@ static void print_model_steps(const struct ms_explain_report *r)
 		       "state %s\n",
 		       x->optimizer[0] ? x->optimizer : "?",
 		       ms_format_size(b1, sizeof(b1), x->parameter_bytes),
-		       x->gradients_not_told
-		               ? "not told"
-		               : ms_format_size(b2, sizeof(b2), x->gradient_bytes),
+		       x->gradients_not_told ? "not told"
+		                             : ms_format_size(b2, sizeof(b2), x->gradient_bytes),
 		       ms_format_size(b3, sizeof(b3), x->optimizer_state_bytes));
 	if (x->n_steps) {
 		print_steps(r);
@@ -477,8 +479,7 @@ static void print_model_steps(const struct ms_explain_report *r)
 			       x->n_steps, x->n_steps == 1 ? "" : "s");
 	} else {
 		printf("\n  growth from step to step:%s\n", x->n_growth ? "" : " none");
-		if (x->n_growth && x->n_optimizer_steps < 3 &&
-		    !strcmp(x->steps_from, "repetition"))
+		if (x->n_growth && x->n_optimizer_steps < 3 && !strcmp(x->steps_from, "repetition"))
 			printf("    (the steps are from repetition: where they are a "
 			       "model's "
 			       "layers in one pass, growth is what the pass keeps, such as "
@@ -491,11 +492,9 @@ static void print_model_steps(const struct ms_explain_report *r)
 			       "%llu: %s\n",
 			       ms_format_size(b1, sizeof(b1), x->growth[k].bytes_per_step),
 			       x->growth[k].steps,
-			       ms_format_size(b2, sizeof(b2),
-			                      x->growth[k].bytes_at_last_step),
+			       ms_format_size(b2, sizeof(b2), x->growth[k].bytes_at_last_step),
 			       (unsigned long long)x->growth[k].first_event, site);
-			if (x->growth[k].blocks_at_last_step <=
-			    x->growth[k].blocks_at_first_step)
+			if (x->growth[k].blocks_at_last_step <= x->growth[k].blocks_at_first_step)
 				printf("      as many allocations at each step (%u), "
 				       "larger: "
 				       "growing shapes, not more of them kept\n",
@@ -547,9 +546,8 @@ static void print_oom(const struct ms_explain_report *r)
 			       ms_format_size(b2, sizeof(b2), f->o.releasable));
 		else if (fit < 0)
 			; /* the cause line above says why it cannot be told */
-		else if (fit &&
-		         ms_oom_fit_cause(f, lim->inferred ? lim->lo : capacity) ==
-		                 MS_CAUSE_SEGMENT_SIZE) {
+		else if (fit && ms_oom_fit_cause(f, lim->inferred ? lim->lo : capacity) ==
+		                        MS_CAUSE_SEGMENT_SIZE) {
 			char b4[32], b5[32];
 			uint64_t cap = lim->inferred ? lim->lo : capacity;
 			printf("    segment size: allocated plus the request (%s) "
@@ -560,20 +558,16 @@ static void print_oom(const struct ms_explain_report *r)
 			       "expandable segments grow by 2 MiB pages instead\n",
 			       b1, ms_format_size(b2, sizeof(b2), cap),
 			       lim->inferred ? ", the inferred limit's lowest" : "",
-			       ms_format_size(b3, sizeof(b3),
-			                      f->o.free_in_reserved),
+			       ms_format_size(b3, sizeof(b3), f->o.free_in_reserved),
 			       ms_format_size(b4, sizeof(b4), f->o.alloc_size),
 			       ms_format_size(b5, sizeof(b5),
-			                      cap > f->o.reserved
-			                              ? cap - f->o.reserved
-			                              : 0));
+			                      cap > f->o.reserved ? cap - f->o.reserved : 0));
 		} else if (fit)
 			printf("    fragmentation: allocated plus the request (%s) "
 			       "fit in "
 			       "%s%s; the largest free block was %s\n",
 			       b1,
-			       ms_format_size(b2, sizeof(b2),
-			                      lim->inferred ? lim->lo : capacity),
+			       ms_format_size(b2, sizeof(b2), lim->inferred ? lim->lo : capacity),
 			       lim->inferred ? ", the inferred limit's lowest" : "",
 			       ms_format_size(b3, sizeof(b3), f->o.largest_free));
 		else
@@ -581,10 +575,8 @@ static void print_oom(const struct ms_explain_report *r)
 			       "%s%s: "
 			       "no setting can make it fit\n",
 			       b1,
-			       ms_format_size(b2, sizeof(b2),
-			                      lim->inferred ? lim->hi : capacity),
-			       lim->inferred ? ", the inferred limit's highest"
-			                    : "");
+			       ms_format_size(b2, sizeof(b2), lim->inferred ? lim->hi : capacity),
+			       lim->inferred ? ", the inferred limit's highest" : "");
 	}
 }
 
@@ -602,16 +594,15 @@ static void print_changes(const struct ms_explain_report *r)
 	printf("\n  what to change (each replayed on this trace%s%s%s%s%s):\n",
 	       r->o.limit ? ", limit " : "",
 	       r->o.limit ? ms_format_size(b1, sizeof(b1), r->o.limit) : "",
-	       !r->n_recs                 ? ""
+	       !r->n_recs             ? ""
 	       : first->alloc_conf[0] ? "; each in place of \""
-	                             : "; each in place of the default settings",
+	                              : "; each in place of the default settings",
 	       r->n_recs && first->alloc_conf[0] ? first->alloc_conf : "",
 	       r->n_recs && first->alloc_conf[0] ? "\", whatif --configs tries combinations"
-	       : r->n_recs                      ? ", whatif --configs tries combinations"
-	                                   : "");
+	       : r->n_recs                       ? ", whatif --configs tries combinations"
+	                                         : "");
 	if (r->rows[0].s)
-		printf("    the recorded settings could not be replayed: %s\n",
-		       r->rows[0].err);
+		printf("    the recorded settings could not be replayed: %s\n", r->rows[0].err);
 	else if (!r->n_recs && first->has_oom && first->first_oom.o.retry_skipped)
 		printf("    no setting tried avoids the OOM (%zu tried: memsnap whatif "
 		       "lists them): the cache kept while the use_mem_pool or capture "
@@ -657,13 +648,11 @@ static void print_changes(const struct ms_explain_report *r)
 			           "recorded OOM, but");
 		printf("    %s\n      peak reserved %s (%s%s)%s", w->conf,
 		       ms_format_size(b1, sizeof(b1), p), p > reserved ? "+" : "-",
-		       ms_format_size(b2, sizeof(b2),
-		                      p > reserved ? p - reserved : reserved - p),
-		       !r->recs[k].avoids_oom ? ""
-		       : first->first_oom.recorded
-		               ? ", gets past the recorded OOM"
-		               : ", gets past the OOM of the replay under this "
-		                 "limit");
+		       ms_format_size(b2, sizeof(b2), p > reserved ? p - reserved : reserved - p),
+		       !r->recs[k].avoids_oom      ? ""
+		       : first->first_oom.recorded ? ", gets past the recorded OOM"
+		                                   : ", gets past the OOM of the replay under this "
+		                                     "limit");
 		if (r->o.limit && p > r->o.limit)
 			printf(" (%s over the limit: PyTorch checks the limit against the "
 			       "request, and expandable segments map whole pages past it)",
@@ -672,9 +661,8 @@ static void print_changes(const struct ms_explain_report *r)
 			printf("; least memory that completes %s%s%s",
 			       first->rebuilt ? "at least " : "", /* a mid-run start */
 			       ms_format_size(b3, sizeof(b3), w->min_memory),
-			       w->min_memory > p
-			               ? " (more than its peak: under a lower limit "
-			                 "the allocator takes other paths, and runs out)"
+			       w->min_memory > p ? " (more than its peak: under a lower limit "
+			                           "the allocator takes other paths, and runs out)"
 			       : r->rows[0].min_memory && w->min_memory > r->rows[0].min_memory
 			               ? " (more than the settings it replaces need)"
 			               : "");
@@ -686,19 +674,18 @@ static void print_changes(const struct ms_explain_report *r)
 			       ms_format_size(b1, sizeof(b1), r->recs[k].sv.margin),
 			       vd->cap.from == MS_CAP_HELD     ? "what the job held at once"
 			       : vd->cap.from == MS_CAP_DEVICE ? "what PyTorch could use"
-			                                      : "the limit");
+			                                       : "the limit");
 		printf("\n");
 	}
 	if (!r->rows[0].s)
 		printf("  least memory that completes with %s: %s%s\n",
-		       r->o.alloc_conf           ? "the settings given"
+		       r->o.alloc_conf            ? "the settings given"
 		       : first->settings_recorded ? "the recorded settings"
 		       : first->expandable_seen   ? "the settings the trace shows"
-		                                 : "the default settings (not recorded)",
+		                                  : "the default settings (not recorded)",
 		       first->rebuilt && r->rows[0].min_memory ? "at least " : "",
-		       r->rows[0].min_memory
-		               ? ms_format_size(b1, sizeof(b1), r->rows[0].min_memory)
-		               : "none found");
+		       r->rows[0].min_memory ? ms_format_size(b1, sizeof(b1), r->rows[0].min_memory)
+		                             : "none found");
 	/* listed above: the settings that avoid the OOM or lower the peak as run; under a
 	   limit, others may need less memory still (the collector acts only under one) */
 	if (!first->has_oom && !r->o.limit)

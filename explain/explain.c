@@ -987,7 +987,8 @@ static ms_status categorize_state(struct ex *x)
 	for (size_t i = 0; i < x->n; i++)
 		if (x->b[i].cat == MS_CAT_PARAMETERS && (s = count_add(&avail, x->b[i].size, 1)))
 			goto out;
-	if (r->parameter_blocks && !n_grad_matched && r->has_stacks)
+	/* without stacks, the gradients kept across steps are counted with the parameters */
+	if (r->parameter_blocks && !n_grad_matched)
 		r->gradients_not_told = 1;
 	if (!r->parameter_blocks) {
 		r->gradient_bytes = 0;
