@@ -82,7 +82,7 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 	row->parameters_known = r.x.parameter_blocks != 0;
 	row->oom = r.has_oom;
 	row->oom_event = r.has_oom ? r.first.first_oom.index : 0;
-	row->lower_bound = r.first.rebuilt;
+	row->lower_bound = r.first.rebuilt || r.first.cut_short;
 	row->ended_by_oom = r.first.ended_by_oom;
 	ms_explain_report_release(&r);
 	return MS_EXIT_OK;
@@ -163,7 +163,9 @@ static void compare(const struct rank_row *rows, size_t n, cJSON *jroot)
 	}
 	for (k = 0; k < n; k++)
 		if (rows[k].lower_bound) {
-			printf("  (>: a trace that starts mid-run, whose peak is at least that)\n");
+			printf("  (>: a trace that starts mid-run or is cut short, whose peak is "
+			       "at "
+			       "least that)\n");
 			break;
 		}
 }

@@ -451,7 +451,9 @@ static cJSON *json_report(const char *path, uint32_t device, const struct ms_rep
 	} else {
 		cJSON_AddNullToObject(o, "mid_run");
 	}
-	cJSON_AddBoolToObject(o, "peaks_are_lower_bounds", r->rebuilt);
+	/* a trace that starts mid-run, or is cut short: the job's peaks may have been higher */
+	cJSON_AddBoolToObject(o, "trace_cut_short", r->cut_short);
+	cJSON_AddBoolToObject(o, "peaks_are_lower_bounds", r->rebuilt || r->cut_short);
 	ms_json_u64(o, "private_pool_segments_at_end", r->end_private_segments);
 	json_pools(o, r);
 	json_memory_stats(o, &r->stats);
@@ -625,8 +627,12 @@ static void text_report(const char *path, const struct ms_replay_result *r,
 		       (unsigned long long)r->initial_segments,
 		       ms_format_size(b1, sizeof(b1), r->initial_reserved),
 		       (unsigned long long)r->initial_live_blocks);
+	if (r->cut_short)
+		printf("  cut short:      the trace ends early (its file is cut, or its recording "
+		       "was killed): the peaks below are of the part it holds, the job's may have "
+		       "been higher after\n");
 	printf("  peaks:          %sreserved %s, allocated %s, requested %s\n",
-	       r->rebuilt ? "at least: " : "",
+	       r->rebuilt || r->cut_short ? "at least: " : "",
 	       ms_format_size(b1, sizeof(b1), (uint64_t)r->stats.reserved_bytes[0].peak),
 	       ms_format_size(b2, sizeof(b2), (uint64_t)r->stats.allocated_bytes[0].peak),
 	       ms_format_size(b3, sizeof(b3), (uint64_t)r->stats.requested_bytes[0].peak));

@@ -189,7 +189,7 @@ static int verify_one(struct ms_replay_cli *c, const char *path, uint32_t device
 		} else {
 			cJSON_AddNullToObject(o, "limit_inferred");
 		}
-		cJSON_AddBoolToObject(o, "peaks_are_lower_bounds", r.rebuilt);
+		cJSON_AddBoolToObject(o, "peaks_are_lower_bounds", r.rebuilt || r.cut_short);
 		if (c->torch)
 			cJSON_AddBoolToObject(o, "end_segments_same", end_same);
 		*jout = o;

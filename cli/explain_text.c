@@ -24,7 +24,8 @@ static const char *const cat_rule[MS_CAT_COUNT] = {
         "FSDP2's fully_shard), a gradient of its size",
         "alive at an optimizer step's start, the size of a parameter",
         "made in an optimizer step, kept through the later ones, a parameter's size",
-        "an iteration's own: freed before the next optimizer step, or held when it ran out",
+        "an iteration's own: freed before the next optimizer step, or held when it ran out or "
+        "the trace was cut",
         "kept across optimizer steps: workspaces, inputs, caches, leaks",
         "not placed: from before the trace, or no optimizer steps to place it by",
 };
@@ -373,7 +374,8 @@ static void breakdown(const struct ms_explain_report *r, const char *label)
 	char b1[32], b2[32];
 
 	printf("%s: peak %s%s reserved (first at event %llu); at event %llu", label,
-	       first->rebuilt ? "at least " : "", ms_format_size(b1, sizeof(b1), reserved),
+	       first->rebuilt || first->cut_short ? "at least " : "",
+	       ms_format_size(b1, sizeof(b1), reserved),
 	       (unsigned long long)first->peak_reserved_index, (unsigned long long)at);
 	if (ps) /* steps from repetition may be a model's layers: said as found */
 		printf(" (%s %zu of %zu)", x->steps_by_repetition ? "repetition" : "step",

@@ -482,6 +482,32 @@ static ms_status steps_unmarked(struct ex *x)
 }
 
 /*
+ * Whether the events after the last optimizer step are an iteration begun (and ended by an OOM,
+ * or cut off with the trace), not the program's teardown: an OOM there, a trace cut short with
+ * allocations there, or allocations of at least a quarter of the bytes the last whole step
+ * allocated (a recording that runs to the program's exit has a few small ones).
+ */
+static int iteration_after_last_step(const struct ex *x)
+{
+	uint64_t tail = 0, last = 0, from = x->w[x->nw - 1].e;
+	uint64_t start = x->nb ? x->bounds[x->nb - 1] : 0;
+	int oom = 0;
+
+	for (size_t i = start; i < x->t->n_events; i++) {
+		const struct ms_event *e = &x->t->events[i];
+		if (e->device != x->in->device || e->source != MS_SRC_TORCH)
+			continue;
+		if (i >= from && e->action == MS_ACT_OOM)
+			oom = 1;
+		if (e->action == MS_ACT_ALLOC)
+			*(i >= from ? &tail : &last) += e->size;
+	}
+	if (!tail && !oom)
+		return 0;
+	return oom || x->t->cut_short || tail >= last / 4;
+}
+
+/*
  * A last annotated step with no optimizer step in it, where every earlier one has exactly one:
  * the scope torch.profiler's step() opens after a loop's last iteration (ProfilerStep#N with N
  * the number of iterations), not an iteration. Its events stay in the step before.
@@ -674,15 +700,10 @@ static ms_status windows_and_steps(struct ex *x)
 		for (size_t k = 0; k + 1 < x->nw; k++)
 			x->bounds[x->nb++] = x->w[k].e;
 		/* an iteration begun after the last optimizer step (one that ran out of memory) */
-		for (size_t i = x->w[x->nw - 1].e; i < x->t->n_events; i++) {
-			const struct ms_event *e = &x->t->events[i];
-			if (e->action == MS_ACT_ALLOC && e->device == x->in->device &&
-			    e->source == MS_SRC_TORCH) {
-				if (ms_grow(&x->bounds, &x->capb, x->nb + 1, sizeof(*x->bounds)))
-					return MS_ERR_NOMEM;
-				x->bounds[x->nb++] = x->w[x->nw - 1].e;
-				break;
-			}
+		if (iteration_after_last_step(x)) {
+			if (ms_grow(&x->bounds, &x->capb, x->nb + 1, sizeof(*x->bounds)))
+				return MS_ERR_NOMEM;
+			x->bounds[x->nb++] = x->w[x->nw - 1].e;
 		}
 		x->x->steps_from = "optimizer steps";
 	} else {
@@ -1046,12 +1067,15 @@ static uint64_t death_event(const struct ex *x)
 /*
  * What is left: kept across steps (alive at two optimizer steps' starts, or at the end), or
  * an iteration's own. Where the job died in an iteration begun after the last optimizer step,
- * what that iteration made and still held is its own (activations, or what led to the request
- * that failed): it never reached the optimizer step that would have shown it freed.
+ * or the trace is cut off in one (a rank killed), what that iteration made and still held is
+ * its own (activations, or what led to the request that failed): it never reached the
+ * optimizer step that would have shown it freed.
  */
 static void categorize_rest(struct ex *x)
 {
 	uint64_t died = x->nw ? death_event(x) : NONE;
+	if (died == NONE && x->nw && x->t->cut_short)
+		died = x->t->n_events;
 	uint64_t last_end = x->nw ? x->w[x->nw - 1].e : 0;
 
 	for (size_t i = 0; i < x->n; i++) {

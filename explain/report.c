@@ -27,8 +27,8 @@ int64_t ms_explain_rounding(const struct ms_explain *x, uint64_t allocated)
 /* Memory outside PyTorch on the device after event at into *out: measured where the replay r
  * has a mark. MS_ERR_NOMEM only. */
 static ms_status outside_at(const struct ms_trace *t, const struct ms_replay_result *r,
-                            uint32_t device, uint64_t at, enum ms_outside_how *how,
-                            uint64_t *mark, uint64_t *out)
+                            uint32_t device, uint64_t at, enum ms_outside_how *how, uint64_t *mark,
+                            uint64_t *out)
 {
 	struct ms_external x;
 	uint64_t cur, bytes;
@@ -201,8 +201,8 @@ static ms_status states(struct ms_explain_report *r)
 	r->apeak = (uint64_t)f->stats.allocated_bytes[0].peak > r->allocated;
 	if (r->apeak) {
 		in.peak_index = f->peak_allocated_index;
-		in.allocated_at_peak =
-		        (uint64_t)f->stats.allocated_bytes[0].peak - f->served_oom_at_peak_allocated;
+		in.allocated_at_peak = (uint64_t)f->stats.allocated_bytes[0].peak -
+		                       f->served_oom_at_peak_allocated;
 		if ((s = ms_explain_run(&in, &r->at_apeak)))
 			return s;
 	}
@@ -240,7 +240,8 @@ static ms_status settings(struct ms_explain_report *r, unsigned jobs, struct ms_
 		r->rows[k].conf = ms_whatif_default_configs[k];
 		r->rows[k].no_min_memory = 1;
 	}
-	r->rows[0].conf = r->o.alloc_conf; /* the settings of the first replay: given, or recorded */
+	r->rows[0].conf =
+	        r->o.alloc_conf; /* the settings of the first replay: given, or recorded */
 	if ((s = ms_whatif_run(r->t, &wo, r->rows + 1, n - 1, jobs)))
 		return whatif_failed(s, d);
 	/* would the job have survived under each (verdict.h) */
@@ -304,8 +305,8 @@ static void findings(struct ms_explain_report *r)
 	}
 	r->empty_cache_every_step = f->empty_cache_calls >= 2 && x->n_optimizer_steps &&
 	                            2 * f->empty_cache_calls >= x->n_optimizer_steps;
-	r->cached_at_end =
-	        (uint64_t)f->stats.reserved_bytes[0].current - (uint64_t)f->stats.allocated_bytes[0].current;
+	r->cached_at_end = (uint64_t)f->stats.reserved_bytes[0].current -
+	                   (uint64_t)f->stats.allocated_bytes[0].current;
 	for (size_t i = 1; i < f->n_pools; i++) /* the first pool is the default */
 		r->cached_at_end_private += (uint64_t)(f->pools[i].reserved_bytes.current -
 		                                       f->pools[i].allocated_bytes.current);

@@ -25,7 +25,7 @@ struct ms_trace;
 enum ms_outside_how {
 	MS_OUTSIDE_NOT_MEASURED = 0, /* not measured, and no raw CUDA call holds any */
 	MS_OUTSIDE_RAW_ONLY = 1,     /* only the raw CUDA calls the recorder saw: a lower bound */
-	MS_OUTSIDE_MEASURED = 2,     /* the recorder's cudaMemGetInfo mark, with the raw calls since */
+	MS_OUTSIDE_MEASURED = 2, /* the recorder's cudaMemGetInfo mark, with the raw calls since */
 };
 
 /* A setting recommended: it avoids the OOM, or lowers the peak by 1% or more. */
@@ -33,15 +33,15 @@ struct ms_explain_rec {
 	size_t row; /* its row of ms_explain_report.rows */
 	uint64_t peak;
 	int avoids_oom;
-	int went_on;           /* the job went on after the OOM it avoids: what follows is unknown */
+	int went_on; /* the job went on after the OOM it avoids: what follows is unknown */
 	struct ms_survival sv; /* would the job have survived under it (verdict.h) */
 };
 
 struct ms_explain_report {
 	const struct ms_trace *t; /* borrowed */
 	uint32_t device;
-	uint32_t site_depth; /* sites are labelled at it (replay/site.h) */
-	struct ms_replay_opts o;      /* the options replayed with, the recorded limit filled in */
+	uint32_t site_depth;           /* sites are labelled at it (replay/site.h) */
+	struct ms_replay_opts o;       /* the options replayed with, the recorded limit filled in */
 	struct ms_replay_result first; /* the replay under o (owned) */
 	struct ms_limit_range lim;     /* its limit, where inferred */
 
@@ -59,8 +59,8 @@ struct ms_explain_report {
 
 	int has_oom; /* the replay ran out of memory: at_oom, before the failed request */
 	struct ms_explain at_oom;
-	uint64_t capacity;  /* what the OOM is judged against (UINT64_MAX: not known) */
-	int oom_fits;       /* allocated plus the request within it: 1, 0, -1 cannot be told */
+	uint64_t capacity; /* what the OOM is judged against (UINT64_MAX: not known) */
+	int oom_fits;      /* allocated plus the request within it: 1, 0, -1 cannot be told */
 
 	struct ms_explain at_end; /* after the last event, where the replay got there */
 	int end_exceeds;          /* at_end holds more than the replay had allocated there */
@@ -73,7 +73,8 @@ struct ms_explain_report {
 
 	struct ms_verdict vd;
 
-	/* the settings tried (row 0: those of the first replay), and those recommended, best first */
+	/* the settings tried (row 0: those of the first replay), and those recommended, best first
+	 */
 	struct ms_whatif_row *rows;
 	size_t n_rows;
 	struct ms_explain_rec *recs;

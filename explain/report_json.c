@@ -116,7 +116,8 @@ static void peaks(cJSON *root, const struct ms_explain_report *r)
 		cJSON_AddNullToObject(o, "time_s");
 	add_step(o, &r->x, r->peak_step);
 	add_str_or_null(o, "annotation", r->peak_annotation);
-	cJSON_AddBoolToObject(o, "is_lower_bound", f->rebuilt);
+	/* a trace that starts mid-run or is cut short: the job's peak may have been higher */
+	cJSON_AddBoolToObject(o, "is_lower_bound", f->rebuilt || f->cut_short);
 	/* the replay stopped at an OOM the recorded run did not have (exit code 3) */
 	cJSON_AddBoolToObject(root, "replay_ended_by_oom", f->ended_by_oom);
 	cats(root, &r->x, r->allocated, f->served_oom_at_peak_reserved, r->cached, r->outside,
