@@ -1,5 +1,5 @@
 #!/bin/bash
-# The README's headline numbers: bench/commands.py (whole commands, fresh processes, the
+# The headline numbers of bench/README.md ("Whole commands"): bench/commands.py (whole commands, fresh processes, the
 # alternative in the same run) over the largest real inputs.
 #   long   testdata/bench/hf_gpt2_long.pickle.zst decompressed: a real 400-step GPT-2 training
 #          trace (transformers, Python stacks); every command, and PyTorch's trace_plot where
