@@ -199,6 +199,16 @@ def _mark_device_memory(dev):
                       .encode(), dev)
 
 
+def _mark_all_device_memory(torch):
+    """Mark what cudaMemGetInfo says of each device this process has a context on."""
+    try:
+        n = torch.cuda.device_count()
+    except Exception:  # noqa: BLE001
+        return
+    for dev in range(n):
+        _mark_device_memory(dev)
+
+
 def _start(path, stacks, max_frames, flush_ms):
     """Open the trace and attach to PyTorch's allocator; CUDA is initialised."""
     global _rec
@@ -242,8 +252,7 @@ def _start(path, stacks, max_frames, flush_ms):
         _mark_captures(torch)
         _rec = r
     # what each device this process has a context on holds outside PyTorch as recording starts
-    for dev in range(torch.cuda.device_count()):
-        _mark_device_memory(dev)
+    _mark_all_device_memory(torch)
 
 
 _optimizer_hooks = None
@@ -278,9 +287,10 @@ def _mark_optimizer_steps(torch):
     def post(o, args, kwargs):
         r = _rec
         if r is not None:
-            dev = device()
-            _lib.msr_annotate(r, _ANN_PHASE, _END, name(o), dev)
-            _mark_device_memory(dev)
+            _lib.msr_annotate(r, _ANN_PHASE, _END, name(o), device())
+            # every device the process has a context on: an optimizer over a model that spans
+            # devices steps them all, and PyTorch's annotation names the current one only
+            _mark_all_device_memory(torch)
 
     _optimizer_hooks = (opt.register_optimizer_step_pre_hook(pre),
                         opt.register_optimizer_step_post_hook(post))
@@ -515,10 +525,18 @@ def phase(name, device=None):
 
 def step(n=None, device=None):
     """Mark the start of a training step (`step N`) on `device` (default: the device the
-    process is using), with what the device has free then."""
+    process is using), with what each device it has a context on has free then (`device`
+    given: that one's)."""
     dev = _current_device() if device is None else device
     _annotate(_ANN_STEP, _MARK, "step" if n is None else f"step {n}", dev)
-    _mark_device_memory(dev)
+    if device is None:
+        try:
+            import torch
+            _mark_all_device_memory(torch)
+        except ImportError:
+            pass
+    else:
+        _mark_device_memory(dev)
 
 
 def mark(name, device=None):
