@@ -2,7 +2,9 @@
 # memsnap's trace of the same run, against PyTorch's own numbers (truth.json): info names the
 # devices the process used; verify is identical on each; whatif's recorded row and render's
 # timeline (csv, each device) peak where PyTorch's counters did (the highest of the job's
-# per-step peaks); diff of the two ranks of one job compares device 0 with device 1; and at
+# per-step peaks); on memsnap's recordings of complete jobs, replay's last measure of the memory
+# outside PyTorch on each device (the recorder's cudaMemGetInfo marks) is what mem_get_info and
+# memory_reserved gave at the job's end; diff of the two ranks of one job compares device 0 with device 1; and at
 # rank 1's OOM, explain gives the request, the allocated and the unallocated reserved bytes of
 # PyTorch's message, a limit whose range holds the one set, and (the trace) the memory outside
 # PyTorch that mem_get_info gave in the job's OOM handler.
@@ -16,6 +18,7 @@ for f in $M/ddp_rank1.pickle.zst $M/ddp_rank1.zst $M/fsdp2_rank0.pickle.zst $M/f
 	"$MEMSNAP" -q info --json "$f" >"$TMPDIR/info.json"
 	"$MEMSNAP" -q verify --json "$f" >"$TMPDIR/verify.json"
 	"$MEMSNAP" -q whatif --json "$f" >"$TMPDIR/whatif.json"
+	"$MEMSNAP" -q replay --json "$f" >"$TMPDIR/replay.json" 2>/dev/null
 	for d in 0 1; do
 		"$MEMSNAP" -q render --device $d "$f" -o "$TMPDIR/r$d.csv" 2>/dev/null || rm -f "$TMPDIR/r$d.csv"
 	done
@@ -47,6 +50,15 @@ for d in used:
     rows = list(csv.DictReader(open(os.path.join(tmp, "r%s.csv" % d))))
     got = (max(int(r["reserved_max"]) for r in rows), max(int(r["allocated_max"]) for r in rows))
     out.append("render %s %s" % (d, "PyTorch's peaks" if list(got) == peak[d] else "DIFFERS: %s vs %s" % (got, peak[d])))
+rp = per_device(load("replay.json"))
+for d in used:
+    m = rp[d].get("outside_pytorch_measured")
+    e = (t.get("end") or {}).get("by_device", {}).get(d)
+    if m and e and t.get("exit") == 0 and not t.get("oom"):
+        want = e["mem_get_info"]["total"] - e["mem_get_info"]["free"] - \
+            e["memory_stats"]["reserved_bytes.all.current"]
+        out.append("outside %s %s" % (d, "as the job read it at its end" if m["last_bytes"] == want
+                                       else "DIFFERS: %d vs %d" % (m["last_bytes"], want)))
 others = sorted({"0", "1"} - set(used))
 out.append("render of an unused device: %s" % ("refused" if all(
     not os.path.exists(os.path.join(tmp, "r%s.csv" % d)) for d in others) else "DRAWN"))
