@@ -92,9 +92,11 @@ static ms_status i_event(void *ctx, const struct ms_event *e)
 {
 	struct info *x = ctx;
 
-	if (x->n == 0)
+	/* the earliest and the latest: a snapshot lists each device's events apart */
+	if (e->t_ns && (!x->t_first || e->t_ns < x->t_first))
 		x->t_first = e->t_ns;
-	x->t_last = e->t_ns;
+	if (e->t_ns > x->t_last)
+		x->t_last = e->t_ns;
 	x->n++;
 	x->by_action[e->action]++;
 	x->dev_events[e->device < 64 ? e->device : 63]++;

@@ -44,6 +44,12 @@ enum ms_source {
 	MS_SRC_TORCH = 0, /* PyTorch's caching allocator */
 	MS_SRC_CUDA = 1,  /* raw CUDA calls seen by the interposer */
 };
+/*
+ * In memsnap's JSON form of PyTorch's snapshot a raw CUDA call is an entry whose action is its
+ * action's name after this prefix ("cuda_segment_alloc"): PyTorch's tools pass over actions they
+ * do not know, and count none of them as the allocator's segments.
+ */
+#define MS_RAW_CUDA_ACTION_PREFIX "cuda_"
 
 struct ms_event {
 	uint64_t addr;   /* block or segment address; for MS_ACT_OOM: device free bytes */

@@ -86,7 +86,15 @@ static void event(struct ms_jsonw *w, const struct ms_symtab *y, const struct ms
 {
 	ms_jsonw_obj_begin(w);
 	ms_jsonw_key(w, "action");
-	ms_jsonw_cstr(w, ms_action_name(e->action));
+	if (e->source == MS_SRC_CUDA) {
+		/* a raw CUDA call: an action PyTorch's tools pass over, not one of its segments */
+		char name[64];
+		snprintf(name, sizeof(name), "%s%s", MS_RAW_CUDA_ACTION_PREFIX,
+		         ms_action_name(e->action));
+		ms_jsonw_cstr(w, name);
+	} else {
+		ms_jsonw_cstr(w, ms_action_name(e->action));
+	}
 	ms_jsonw_key(w, e->action == MS_ACT_OOM ? "device_free" : "addr");
 	ms_jsonw_u64(w, e->addr);
 	ms_jsonw_key(w, "size");
@@ -106,7 +114,7 @@ static void event(struct ms_jsonw *w, const struct ms_symtab *y, const struct ms
 		ms_jsonw_cstr(w, "N/A");
 	ms_jsonw_key(w, "user_metadata");
 	str_id(w, y, e->user_metadata);
-	if (e->source) {
+	if (e->source && e->source != MS_SRC_CUDA) {
 		ms_jsonw_key(w, "source");
 		ms_jsonw_u64(w, e->source);
 	}

@@ -432,9 +432,18 @@ static ms_status snapmap_fields(void *ctx, uint32_t device, const struct ms_pk_v
 		for (a = 0; a < MS_ACT_COUNT; a++)
 			if (m->act_str[a] == v->v.str)
 				break;
+	ep->source = MS_SRC_TORCH;
 	if (a == MS_ACT_COUNT) {
-		skip_entry(m, ms_symtab_get_str(ms_pickle_strings(m->vm), v->v.str));
-		return MS_OK;
+		const struct ms_str *name = ms_symtab_get_str(ms_pickle_strings(m->vm), v->v.str);
+		size_t np = strlen(MS_RAW_CUDA_ACTION_PREFIX);
+		/* memsnap's JSON: a raw CUDA call, under a name PyTorch's tools pass over */
+		if (name->len > np && !memcmp(name->s, MS_RAW_CUDA_ACTION_PREFIX, np) &&
+		    (a = ms_action_parse(name->s + np, name->len - np)) >= 0) {
+			ep->source = MS_SRC_CUDA;
+		} else {
+			skip_entry(m, name);
+			return MS_OK;
+		}
 	}
 	ep->action = (uint8_t)a;
 	m->mapped |= a == MS_ACT_SEGMENT_MAP || a == MS_ACT_SEGMENT_UNMAP;
@@ -490,8 +499,7 @@ static ms_status snapmap_fields(void *ctx, uint32_t device, const struct ms_pk_v
 	if (device > UINT16_MAX)
 		return entry_err(m, gidx, offset, "device index too large");
 	ep->device = (uint16_t)device;
-	ep->source = MS_SRC_TORCH;
-	v = FIELD(K_SOURCE);
+	v = FIELD(K_SOURCE); /* memsnap's JSON before raw calls had an action of their own */
 	if (v && as_i64(v, &x) == 0 && x >= 0 && x <= 255)
 		ep->source = (uint8_t)x;
 	if (device + 1 > m->n_devices_seen)
@@ -989,6 +997,10 @@ ms_status ms__snapmap_finish(struct ms_snapmap *m, const struct ms_pk_val *root,
 	{
 		struct ms_snapshot_layout l;
 		layout_of(m, root, segs, &l);
+		/* memsnap's own JSON writes each event's pool where it is known, whatever release
+		   recorded the events: no sign of PyTorch 2.12 there */
+		if (root->type == MS_PK_DICT && dget(m, root, "memsnap"))
+			l.pool_id = 0;
 		meta.layout_release = ms_snapshot_release(&l, m->release, sizeof(m->release));
 		/* an empty list has no fields to tell a release by */
 		if (l.bare_list && (!segs || !segs->v.o->n))
