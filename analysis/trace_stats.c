@@ -62,6 +62,9 @@ struct ms_stats_builder {
 	/* of them, those allocated before the trace: live at any moment of it, its peak too */
 	struct ms_stats_site *pre;
 	size_t cap_pre;
+	/* free_requested of blocks not live in the trace, waiting for their free_completed */
+	struct ms_u64map req_unmatched;
+	const struct ms_symtab *syms; /* the reader's, during the read: the marks' names */
 };
 
 static ms_status grow_devices(struct ms_stats_builder *b, uint32_t device)
@@ -102,6 +105,7 @@ void ms_stats_builder_free(struct ms_stats_builder *b)
 	if (!b)
 		return;
 	ms_u64map_release(&b->live);
+	ms_u64map_release(&b->req_unmatched);
 	ms_external_release(&b->ext);
 	ms_free(b->slots);
 	ms_free(b->cur_dev);
@@ -286,6 +290,10 @@ static ms_status s_event(void *ctx, const struct ms_event *e)
 		sl->a.stack = e->stack;
 		sl->a.device = e->device;
 		sl->pool = e->pool == MS_POOL_UNKNOWN ? MS_POOL_DEFAULT : e->pool;
+		if (b->req_unmatched.n) {
+			uint64_t v;
+			ms_u64map_del(&b->req_unmatched, e->addr ^ ((uint64_t)e->device << 56), &v);
+		}
 		/* a reused address whose free was never recorded: forget the old block */
 		if (ms_u64map_swap(&b->live, e->addr ^ ((uint64_t)e->device << 56), k, &had, &oldk))
 			return MS_ERR_NOMEM;
@@ -341,12 +349,21 @@ static ms_status s_event(void *ctx, const struct ms_event *e)
 	case MS_ACT_FREE_REQUESTED:
 		b->pend_req = 1;
 		b->pend_key = e->addr ^ ((uint64_t)e->device << 56);
+		/* a block from before the trace, freed in it: its completion will be unmatched */
+		if (!ms_u64map_get(&b->live, b->pend_key) &&
+		    ms_u64map_put(&b->req_unmatched, b->pend_key, idx))
+			return MS_ERR_NOMEM;
 		break;
 	case MS_ACT_FREE_COMPLETED: {
 		uint64_t k;
 		if (!ms_u64map_del(&b->live, e->addr ^ ((uint64_t)e->device << 56), &k)) {
+			uint64_t v;
 			/* a block allocated before the trace: its requested size goes now */
 			b->r.unmatched_frees++;
+			/* and its free requested before the trace too: pending free at its start */
+			if (!ms_u64map_del(&b->req_unmatched, e->addr ^ ((uint64_t)e->device << 56),
+			                   &v))
+				b->r.pre_pending_frees++;
 			b->r.pre_freed_requested += e->size;
 			b->pre_freed_so_far += (int64_t)e->size;
 			break;
@@ -367,9 +384,65 @@ static ms_status s_event(void *ctx, const struct ms_event *e)
 		if (!b->r.recorded_ooms++)
 			b->r.first_oom_index = idx;
 		break;
+	case MS_ACT_SEGMENT_ALLOC:
+	case MS_ACT_SEGMENT_MAP:
+		/* PyTorch's reserved bytes (the raw CUDA calls are ms_external's) */
+		if (e->source == MS_SRC_TORCH)
+			b->r.devices[e->device].reserved_now += e->size;
+		break;
+	case MS_ACT_SEGMENT_FREE:
+	case MS_ACT_SEGMENT_UNMAP:
+		if (e->source == MS_SRC_TORCH) {
+			struct ms_stats_device *d = &b->r.devices[e->device];
+			if (e->size > d->reserved_now) {
+				d->reserved_unknown++;
+				d->reserved_now = 0;
+			} else {
+				d->reserved_now -= e->size;
+			}
+		}
+		break;
 	default:
 		break;
 	}
+	return MS_OK;
+}
+
+/* A cudaMemGetInfo mark (common/event.h): beside PyTorch's reserved bytes now, what was held
+   outside PyTorch on its device. */
+static ms_status device_memory_mark(struct ms_stats_builder *b, const struct ms_annotation *a)
+{
+	struct ms_stats_outside *o;
+	uint64_t free_b, total, reserved, out;
+	ms_status s;
+
+	if (!b->syms || (b->only >= 0 && a->device != b->only) ||
+	    ms_ann_device_memory_mark(ms_symtab_get_str(b->syms, a->name)->s, &free_b, &total))
+		return MS_OK;
+	if ((s = grow_devices(b, a->device)))
+		return s;
+	reserved = b->r.devices[a->device].reserved_now;
+	if (total < free_b + reserved)
+		return MS_OK; /* not a figure: left out, as replay leaves it */
+	out = total - free_b - reserved;
+	o = &b->r.devices[a->device].outside;
+	if (!o->marks++) {
+		o->first_bytes = out;
+		o->first_index = a->event_index;
+	}
+	if (o->marks == 1 || out > o->highest_bytes) {
+		o->highest_bytes = out;
+		o->highest_index = a->event_index;
+	}
+	o->last_bytes = out;
+	o->last_index = a->event_index;
+	return MS_OK;
+}
+
+static ms_status s_begin(void *ctx, const struct ms_meta *m, const struct ms_symtab *syms)
+{
+	(void)m;
+	((struct ms_stats_builder *)ctx)->syms = syms;
 	return MS_OK;
 }
 
@@ -377,6 +450,8 @@ static ms_status s_ann(void *ctx, const struct ms_annotation *a)
 {
 	struct ms_stats_builder *b = ctx;
 
+	if (a->call == MS_CALL_DEVICE_MEMORY)
+		return device_memory_mark(b, a);
 	if (a->stage == MS_ANN_START) {
 		if (ms_grow(&b->ann, &b->cap_ann, b->n_ann + 1, sizeof(uint32_t)))
 			return MS_ERR_NOMEM;
@@ -502,6 +577,7 @@ void ms_stats_builder_sink(struct ms_stats_builder *b, struct ms_sink *sink)
 {
 	memset(sink, 0, sizeof(*sink));
 	sink->ctx = b;
+	sink->begin = s_begin;
 	sink->event = s_event;
 	sink->annotation = s_ann;
 	sink->segment = s_seg;

@@ -29,12 +29,32 @@ struct ms_stats_ann {
 	uint64_t allocs, alloc_bytes;
 };
 
+/*
+ * Memory outside PyTorch on a device as memsnap's recorder measured it: at each of its
+ * cudaMemGetInfo marks there (common/event.h), the device's total less its free bytes and
+ * PyTorch's reserved bytes then (the trace's segment events so far), as replay takes it. A mark
+ * where that comes out below 0 is left out (replay leaves it out too). Between marks it is not
+ * measured.
+ */
+struct ms_stats_outside {
+	uint64_t marks;                    /* 0: not measured, the rest unset */
+	uint64_t first_bytes, first_index; /* index: the events before the mark */
+	uint64_t highest_bytes, highest_index;
+	uint64_t last_bytes, last_index;
+};
+
 struct ms_stats_device {
 	uint64_t peak_requested, peak_index;
 	uint64_t events;   /* of PyTorch's allocator, on this device (counted with or without a
 	                      filter) */
 	uint64_t segments; /* end-state segments on this device (likewise) */
 	uint64_t snapshot_marks; /* memory_snapshot() marks here (always counted): not a use */
+	/* PyTorch's reserved bytes by the trace's segment events (only the device counted) */
+	uint64_t reserved_now;
+	/* segment frees and unmaps of more than the trace reserved: segments from before it, so
+	   PyTorch's reserved at the marks is not known (the measured figure is then at most) */
+	uint64_t reserved_unknown;
+	struct ms_stats_outside outside; /* only the device counted */
 };
 
 /* The end state of one memory pool (torch-allocator.md §14): the default or a private one. */
@@ -73,6 +93,10 @@ struct ms_trace_stats {
 	uint64_t pre_trace_blocks, pre_trace_requested;
 	/* requested bytes of blocks from before the trace that it frees (unmatched frees) */
 	uint64_t pre_freed_requested;
+	/* of the unmatched frees, those whose free_requested came before the trace: blocks the
+	   program had freed already, active (pending free, waiting for their stream's work) at
+	   its first event; the rest were allocated then */
+	uint64_t pre_pending_frees;
 	/* a trace that starts mid-run: its peak of requested bytes counting the blocks from
 	   before it while they lived (a lower bound of the job's), at this event */
 	uint64_t mid_peak_requested, mid_peak_index;

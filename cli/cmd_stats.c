@@ -74,7 +74,8 @@ struct fwd {
 static ms_status f_begin(void *ctx, const struct ms_meta *m, const struct ms_symtab *y)
 {
 	struct fwd *f = ctx;
-	return t0_begin(f->j, m, y);
+	ms_status s = t0_begin(f->j, m, y);
+	return s || !f->inner.begin ? s : f->inner.begin(f->inner.ctx, m, y);
 }
 
 static ms_status f_event(void *ctx, const struct ms_event *e)
@@ -305,6 +306,84 @@ static uint64_t peak_index_of(const struct ms_trace_stats *r)
 	return mid_run(r) ? r->mid_peak_index : r->peak_index;
 }
 
+/* What stats knows of the memory outside PyTorch (docs/EXPLAIN.md's outside_pytorch_is). */
+enum outside_is {
+	OUTSIDE_NOT_MEASURED = 0, /* no mark, no raw call outside PyTorch's: nothing to say */
+	OUTSIDE_RAW_CALLS_ONLY,   /* the raw CUDA calls outside PyTorch's segments: a lower bound */
+	OUTSIDE_MEASURED,         /* the recorder's cudaMemGetInfo marks on the device */
+};
+
+/* The recorder's measurements of the job's device (its cudaMemGetInfo marks), or NULL. */
+static const struct ms_stats_outside *measured_of(const struct job *j)
+{
+	const struct ms_trace_stats *r = j->r;
+
+	if (j->device < 0 || (uint64_t)j->device >= r->n_devices ||
+	    !r->devices[j->device].outside.marks)
+		return NULL;
+	return &r->devices[j->device].outside;
+}
+
+/* PyTorch's reserved bytes at the marks is not known (segments from before the trace): what
+   the marks give outside PyTorch then holds those too, at most the figure. */
+static int measured_at_most(const struct job *j)
+{
+	return mid_run(j->r) || j->r->devices[j->device].reserved_unknown;
+}
+
+/* Raw CUDA calls held memory outside PyTorch's segments at some moment (their frees of
+   PyTorch's segments are no such memory). */
+static int raw_outside(const struct ms_trace_stats *r)
+{
+	return r->external_peak > 0;
+}
+
+static enum outside_is outside_is(const struct job *j)
+{
+	return measured_of(j)      ? OUTSIDE_MEASURED
+	       : raw_outside(j->r) ? OUTSIDE_RAW_CALLS_ONLY
+	                           : OUTSIDE_NOT_MEASURED;
+}
+
+/* "outside_pytorch_is" and "outside_pytorch": never a 0 for what was not measured. */
+static void outside_json(cJSON *o, const struct job *j)
+{
+	static const char *const is[] = {"not_measured", "raw_calls_only", "measured"};
+	const struct ms_trace_stats *r = j->r;
+	const struct ms_stats_outside *m = measured_of(j);
+	cJSON *ext, *x;
+
+	cJSON_AddStringToObject(o, "outside_pytorch_is", is[outside_is(j)]);
+	ext = cJSON_AddObjectToObject(o, "outside_pytorch");
+	ms_json_u64(ext, "raw_cuda_events", r->raw_events);
+	ms_json_u64(ext, "pytorch_own_calls", r->raw_claimed);
+	/* the recorder's cudaMemGetInfo marks: total - free - PyTorch's reserved, at each */
+	if (m) {
+		x = cJSON_AddObjectToObject(ext, "measured");
+		ms_json_u64(x, "marks", m->marks);
+		ms_json_u64(x, "first_bytes", m->first_bytes);
+		ms_json_u64(x, "first_index", m->first_index);
+		ms_json_u64(x, "highest_bytes", m->highest_bytes);
+		ms_json_u64(x, "highest_index", m->highest_index);
+		ms_json_u64(x, "last_bytes", m->last_bytes);
+		ms_json_u64(x, "last_index", m->last_index);
+		cJSON_AddBoolToObject(x, "is_upper_bound", measured_at_most(j));
+	} else {
+		cJSON_AddNullToObject(ext, "measured");
+	}
+	/* the raw CUDA calls outside PyTorch's segments: what the interposer saw, no more; null
+	   where they never held any */
+	if (raw_outside(r)) {
+		x = cJSON_AddObjectToObject(ext, "raw_calls");
+		ms_json_u64(x, "peak_bytes", r->external_peak);
+		ms_json_u64(x, "peak_index", r->external_peak_index);
+		ms_json_u64(x, "end_bytes", r->external_end);
+		cJSON_AddBoolToObject(x, "is_lower_bound", 1);
+	} else {
+		cJSON_AddNullToObject(ext, "raw_calls");
+	}
+}
+
 static cJSON *job_json(const struct job *j)
 {
 	const struct ms_trace_stats *r = j->r;
@@ -354,14 +433,7 @@ static cJSON *job_json(const struct job *j)
 		ms_json_u64(e, "end_requested_bytes", q->current);
 		cJSON_AddItemToArray(a, e);
 	}
-	{
-		cJSON *ext = cJSON_AddObjectToObject(o, "outside_pytorch");
-		ms_json_u64(ext, "raw_cuda_events", r->raw_events);
-		ms_json_u64(ext, "pytorch_own_calls", r->raw_claimed);
-		ms_json_u64(ext, "peak_bytes", r->external_peak);
-		ms_json_u64(ext, "peak_index", r->external_peak_index);
-		ms_json_u64(ext, "end_bytes", r->external_end);
-	}
+	outside_json(o, j);
 	x = cJSON_AddObjectToObject(o, "live_at_end");
 	ms_json_u64(x, "count", (uint64_t)(r->live_count + r->pre_trace_blocks));
 	ms_json_u64(x, "bytes", (uint64_t)(r->live_bytes + r->pre_trace_requested));
@@ -379,6 +451,8 @@ static cJSON *job_json(const struct job *j)
 	ms_json_u64(x, "live_blocks", r->pre_trace_blocks);
 	ms_json_u64(x, "requested_bytes", r->pre_trace_requested);
 	ms_json_u64(x, "freed_in_trace_requested_bytes", r->pre_freed_requested);
+	/* of the blocks freed in it (unmatched_frees), those whose free was requested before it */
+	ms_json_u64(x, "freed_in_trace_pending_at_start", r->pre_pending_frees);
 	a = cJSON_AddArrayToObject(o, "largest_allocations");
 	for (size_t i = 0; i < r->n_largest; i++)
 		cJSON_AddItemToArray(a, alloc_json(j, &r->largest[i]));
@@ -525,10 +599,74 @@ static void print_no_trace(const struct job *j)
 	ms_free(rows);
 }
 
+/* Memory outside PyTorch, as far as the trace measured it (a line of its own, begun with its
+   newline as the pool lines are), or nothing where it has neither marks nor raw CUDA calls. */
+static void print_outside(const struct job *j)
+{
+	const struct ms_trace_stats *r = j->r;
+	const struct ms_stats_outside *m = measured_of(j);
+	char b1[32], b2[32], b3[32], raw[96];
+
+	snprintf(raw, sizeof(raw),
+	         "%llu raw CUDA events, %llu of them PyTorch's own segment "
+	         "allocations",
+	         (unsigned long long)r->raw_events, (unsigned long long)r->raw_claimed);
+	if (m) {
+		printf("\n  outside PyTorch:  measured%s: %s at event %llu, the most %s (event "
+		       "%llu), "
+		       "%s at the last of %llu cudaMemGetInfo marks (event %llu): the device's "
+		       "total less its free bytes and PyTorch's reserved (the CUDA context, NCCL's "
+		       "buffers, other libraries and processes); not measured between the marks",
+		       measured_at_most(j) ? ", at most (PyTorch's segments from before the trace "
+		                             "are in it)"
+		                           : "",
+		       ms_format_size(b1, sizeof(b1), m->first_bytes),
+		       (unsigned long long)m->first_index,
+		       ms_format_size(b2, sizeof(b2), m->highest_bytes),
+		       (unsigned long long)m->highest_index,
+		       ms_format_size(b3, sizeof(b3), m->last_bytes), (unsigned long long)m->marks,
+		       (unsigned long long)m->last_index);
+		if (raw_outside(r))
+			printf("\n    of it, raw CUDA calls outside PyTorch's segments: peak %s at "
+			       "event %llu, %s at the end (%s)",
+			       ms_format_size(b1, sizeof(b1), r->external_peak),
+			       (unsigned long long)r->external_peak_index,
+			       ms_format_size(b2, sizeof(b2), r->external_end), raw);
+		else if (r->raw_events)
+			printf("\n    of it, raw CUDA calls outside PyTorch's segments: none (%s)",
+			       raw);
+	} else if (raw_outside(r)) {
+		printf("\n  outside PyTorch:  at least: peak %s at event %llu, %s at the end: only "
+		       "the raw CUDA calls outside PyTorch's segments (%s); not measured (no "
+		       "cudaMemGetInfo marks): the CUDA context and the calls the interposer does "
+		       "not see are not in it",
+		       ms_format_size(b1, sizeof(b1), r->external_peak),
+		       (unsigned long long)r->external_peak_index,
+		       ms_format_size(b2, sizeof(b2), r->external_end), raw);
+	} else if (r->raw_events) {
+		printf("\n  outside PyTorch:  not measured: no cudaMemGetInfo marks, and none of "
+		       "the "
+		       "raw CUDA calls held memory outside PyTorch's segments (%s)",
+		       raw);
+	}
+}
+
+/* Of the blocks from before the trace that it frees, those the program had freed before it. */
+static const char *pending_note(char *buf, size_t cap, const struct ms_trace_stats *r)
+{
+	if (!r->pre_pending_frees)
+		return "";
+	snprintf(buf, cap,
+	         ", %llu of those freed by the program before it: pending free, not allocated, "
+	         "at its start",
+	         (unsigned long long)r->pre_pending_frees);
+	return buf;
+}
+
 static void print_one(const struct job *j)
 {
 	const struct ms_trace_stats *r = j->r;
-	char b1[32], b2[32], site[512];
+	char b1[32], b2[32], site[512], pn[192];
 
 	if (j->device > 0 || j->only >= 0)
 		printf("%s (device %lld)\n", j->path, (long long)j->device);
@@ -540,24 +678,29 @@ static void print_one(const struct job *j)
 	}
 	printf("  events:           %llu (%llu allocation%s)\n", (unsigned long long)events_of(j),
 	       (unsigned long long)r->n_allocs, r->n_allocs == 1 ? "" : "s");
+	if (cut_short(j))
+		printf("  cut short:        the file ends early (%s): the figures below are of the "
+		       "part it holds, its peak at least that\n",
+		       j->si.zst.truncated ? "truncated" : "no END record");
 	if (mid_run(r))
 		printf("  mid-run:          the trace starts after the job did: %llu blocks (%s "
-		       "requested) were live before its first event (%llu of them freed in it); "
+		       "requested) were live before its first event (%llu of them freed in it%s); "
 		       "the "
 		       "peak below counts them while they lived, and may have been higher before "
 		       "the trace\n",
 		       (unsigned long long)(r->pre_trace_blocks + r->unmatched_frees),
 		       ms_format_size(b1, sizeof(b1),
 		                      r->pre_trace_requested + r->pre_freed_requested),
-		       (unsigned long long)r->unmatched_frees);
+		       (unsigned long long)r->unmatched_frees, pending_note(pn, sizeof(pn), r));
 	if (!r->n_allocs)
 		printf("  peak requested:   %s (no allocations in the trace)",
 		       ms_format_size(b1, sizeof(b1), r->pre_trace_requested));
 	else {
 		int64_t t = mid_run(r) ? r->mid_peak_t_ns : r->peak_t_ns;
 		printf("  peak requested:   %s%s (%llu bytes) at event %llu",
-		       mid_run(r) ? "at least " : "", ms_format_size(b1, sizeof(b1), peak_of(r)),
-		       (unsigned long long)peak_of(r), (unsigned long long)peak_index_of(r));
+		       mid_run(r) || cut_short(j) ? "at least " : "",
+		       ms_format_size(b1, sizeof(b1), peak_of(r)), (unsigned long long)peak_of(r),
+		       (unsigned long long)peak_index_of(r));
 		if (t || j->t0) /* times: PyTorch 2.2 and later */
 			printf(", +%.3f s", (double)(t - j->t0) / 1e9);
 	}
@@ -573,13 +716,7 @@ static void print_one(const struct job *j)
 		       ms_format_size(b1, sizeof(b1), q->peak), (unsigned long long)q->peak_index,
 		       ms_format_size(b2, sizeof(b2), q->current));
 	}
-	if (r->raw_events)
-		printf("\n  outside PyTorch:  peak %s at event %llu, %s at the end (%llu raw CUDA "
-		       "events, %llu of them PyTorch's own segment calls)",
-		       ms_format_size(b1, sizeof(b1), r->external_peak),
-		       (unsigned long long)r->external_peak_index,
-		       ms_format_size(b2, sizeof(b2), r->external_end),
-		       (unsigned long long)r->raw_events, (unsigned long long)r->raw_claimed);
+	print_outside(j);
 	if (r->pre_trace_blocks)
 		printf("\n  live at end:      %llu allocations, %s: %llu made in the trace (%s) "
 		       "and "
@@ -883,9 +1020,10 @@ int cmd_stats(int argc, const char **argv)
 			printf("%-*s %6s %10llu %14s %9s %10s %12s %14s %9s %12s\n", w, j->path,
 			       dev, (unsigned long long)events_of(j), peak_cell(b1, sizeof(b1), j),
 			       vs, at,
-			       j->r->n_allocs
-			               ? ms_format_size(b2, sizeof(b2), j->r->live_bytes)
-			               : "-", /* no trace: nothing known live "at the end" of it */
+			       /* as live_at_end.bytes: the blocks from before the trace (without a
+			          trace, the end state's allocated ones) included */
+			       ms_format_size(b2, sizeof(b2),
+			                      j->r->live_bytes + j->r->pre_trace_requested),
 			       j->r->has_segments ? ms_format_size(b3, sizeof(b3), j->r->reserved)
 			                          : "-",
 			       segs, oom);

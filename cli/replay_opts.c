@@ -424,7 +424,10 @@ int ms_replay_cli_run_reported(struct ms_replay_cli *c, const char *path,
 		ms_replay_result_release(r);
 		return MS_EXIT_ERROR;
 	}
-	ms_report_warnings(path, &d);
+	if (c->warned_path != path) /* each device's replay reads the file: said once */
+		ms_report_warnings(path, &d);
+	if (d.warnings)
+		c->warned_path = path;
 	if (r->older_release[0] && !c->quiet_notes && !c->said_release++)
 		ms_note("%s was written by PyTorch %s (from its fields); the model "
 		        "is "

@@ -30,7 +30,8 @@ struct ms_replay_cli {
 	int html;            /* render: the page (every device on it, with a switch) */
 	/* notes said once a command, not once a device */
 	int said_release, said_allocator, said_pools, said_unused_pools, said_reuse;
-	int cuda; /* --backend cuda */
+	const char *warned_path; /* the input whose reading's warning was said (once a file) */
+	int cuda;                /* --backend cuda */
 };
 
 /* Fill opts (MS_REPLAY_OPTS_MAX entries) with the shared options and --json into *json. */

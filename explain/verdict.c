@@ -901,7 +901,8 @@ static void headline(struct ms_verdict *v, const struct ms_whatif_row *rows, siz
 
 	if (!v->has_oom && !v->death.died) {
 		snprintf(v->headline, sizeof(v->headline), "%s",
-		         v->death.cut_short ? "The trace is cut short (its recording was killed): "
+		         v->death.cut_short ? "The trace is cut short (its file ends early: a "
+		                              "recording killed, or a file cut): "
 		                              "what the job did after it is not known."
 		         : v->death.went_on ? "The job caught a recorded OOM and went on."
 		                            : "No OOM: the job ran to the end of the trace.");
