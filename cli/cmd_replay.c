@@ -582,8 +582,9 @@ static void text_report(const char *path, const struct ms_replay_result *r,
 
 	printf("%s: replayed %llu of %llu events (backend %s, alloc conf %s%s%s)\n", path,
 	       (unsigned long long)r->events_replayed,
-	       (unsigned long long)(r->events_total - r->events_other_devices), r->backend,
-	       r->settings_recorded ? "\"" : "",
+	       (unsigned long long)(r->events_total - r->events_other_devices -
+	                            r->events_other_marks),
+	       r->backend, r->settings_recorded ? "\"" : "",
 	       r->settings_recorded ? r->alloc_conf
 	       : r->expandable_seen ? "not recorded: expandable_segments:True, as the trace's "
 	                              "segments show, the rest the defaults"
@@ -594,9 +595,9 @@ static void text_report(const char *path, const struct ms_replay_result *r,
 		       "that "
 		       "wait on other streams complete where the trace has them: the trace cannot "
 		       "say when the other setting would)\n");
-	if (r->events_other_devices)
+	if (r->events_other_devices) /* their snapshot marks with them, as info counts them */
 		printf("  other devices:  %llu events, %s\n",
-		       (unsigned long long)r->events_other_devices,
+		       (unsigned long long)(r->events_other_devices + r->events_other_marks),
 		       narrowed ? "not replayed (--device)" : "replayed on their own");
 	if (r->events_external && !r->external_peak)
 		printf("  not replayed:   %llu event%s of raw CUDA calls, each PyTorch's own "

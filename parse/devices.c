@@ -185,12 +185,12 @@ void ms_devices_describe(const struct ms_devices *ds, char *buf, size_t cap)
 			break;
 		}
 		n = any_events ? u->events : u->segments;
-		k = snprintf(buf + len, cap - len, "%s%u (%llu %s%s)",
+		k = snprintf(buf + len, cap - len, "%s%u (%llu %s%s%s)",
 		             !shown               ? ""
 		             : shown + 1 == count ? " and "
 		                                  : ", ",
 		             u->device, (unsigned long long)n, any_events ? "event" : "segment",
-		             n == 1 ? "" : "s");
+		             n == 1 ? "" : "s", any_events ? " of PyTorch's allocator" : "");
 		len += k > 0 ? (size_t)k : 0;
 		shown++;
 	}

@@ -803,7 +803,10 @@ static ms_status r_event(void *ctx, const struct ms_event *e)
 	}
 	if (e->device != p->o->device) {
 		/* a snapshot mark is written for every device, used or not */
-		p->r->events_other_devices += !ms_event_is_snapshot_mark(e);
+		if (ms_event_is_snapshot_mark(e))
+			p->r->events_other_marks++;
+		else
+			p->r->events_other_devices++;
 		return MS_OK;
 	}
 	if ((p->err = ms_external_event(&p->ext, p->index, e)))

@@ -196,6 +196,9 @@ struct ms_replay_result {
 	 * "expandable_segments:True", the rest the defaults */
 	int expandable_seen;
 	uint64_t events_total, events_replayed, events_other_devices;
+	/* other devices' snapshot marks (written for every device, used or not): in events_total,
+	 * in neither this device's events nor events_other_devices */
+	uint64_t events_other_marks;
 	/* events of raw CUDA calls (the recorder's interposer): memory outside the allocator */
 	uint64_t events_external;
 	/* bytes outside PyTorch's allocator (analysis/external.h): now (during the replay, for

@@ -233,7 +233,10 @@ static ms_status run(struct tp *p, const struct ms_trace *t, const struct ms_rep
 		}
 		if (e->device != o->device) {
 			/* a snapshot mark is written for every device, used or not */
-			r->events_other_devices += !ms_event_is_snapshot_mark(e);
+			if (ms_event_is_snapshot_mark(e))
+				r->events_other_marks++;
+			else
+				r->events_other_devices++;
 			continue;
 		}
 		if (e->source != MS_SRC_TORCH) {
