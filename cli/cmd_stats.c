@@ -16,8 +16,8 @@
 #include "parse/trace.h"
 
 static const char *const usage[] = {
-        "memsnap stats [--json] [--top N] [--jobs N] [--frames user|all|N] [--site-depth N] "
-        "<file>...",
+        "memsnap stats [--json] [--top N] [--jobs N] [--device D] [--frames user|all|N]",
+        "              [--site-depth N] <file>...",
         "",
         "From the trace alone: peak requested bytes (PyTorch's requested_bytes.all.peak)",
         "with the event, time and annotation where it happened; allocations still live",
@@ -821,7 +821,8 @@ static struct job *per_device(struct pool *p, size_t nth, size_t *n_out)
 	uint32_t first = 0;
 
 	for (size_t i = 0; i < p->n; i++) {
-		size_t nd = p->jobs[i].s ? 1 : devices_of(p->jobs[i].r, &first);
+		size_t nd =
+		        p->jobs[i].s || p->jobs[i].only >= 0 ? 1 : devices_of(p->jobs[i].r, &first);
 		n += nd > 1 ? nd : 1;
 	}
 	memset(&q, 0, sizeof(q));
@@ -834,6 +835,11 @@ static struct job *per_device(struct pool *p, size_t nth, size_t *n_out)
 		struct job *j = &p->jobs[i];
 		size_t nd = j->s ? 0 : devices_of(j->r, &first);
 		int events;
+		if (!j->s && j->only >= 0) { /* --device: that one, or none */
+			j->device = about(j->r, has_events(j->r), (uint32_t)j->only) ? j->only : -1;
+			q.jobs[k++] = *j;
+			continue;
+		}
 		if (nd <= 1) {
 			j->device = nd == 1 ? (int64_t)first : -1;
 			q.jobs[k++] = *j; /* one device or none: the result as it is */
@@ -864,7 +870,7 @@ static struct job *per_device(struct pool *p, size_t nth, size_t *n_out)
 int cmd_stats(int argc, const char **argv)
 {
 	int json = 0, n, rc = MS_EXIT_OK;
-	uint64_t top = 10, jobs = 0;
+	uint64_t top = 10, jobs = 0, device = UINT64_MAX;
 	struct ms_frames_opt frames = {0};
 	int site_depth = 1;
 	const struct ms_opt opts[] = {
@@ -874,6 +880,8 @@ int cmd_stats(int argc, const char **argv)
 	                   "length of the top lists, 1 to 100000 (default 10)"),
 	        MS_OPT_U64('j', "jobs", &jobs, "N",
 	                   "files read at once (default: the number of CPUs)"),
+	        MS_OPT_U64(0, "device", &device, "D",
+	                   "only device D of each file (default: each device with events)"),
 	        MS_OPT_FRAMES(&frames),
 	        MS_OPT_SITE_DEPTH(&site_depth),
 	        MS_OPT_END(),
@@ -887,6 +895,8 @@ int cmd_stats(int argc, const char **argv)
 		ms_usage_error(opts, usage, "no file given");
 	if (top == 0 || top > 100000)
 		ms_usage_error(opts, usage, "--top must be 1 to 100000");
+	if (device != UINT64_MAX && device > UINT16_MAX)
+		ms_usage_error(opts, usage, "--device must be 0 to 65535");
 	ms_frames_opt_check(&frames, opts, usage);
 	ms_site_depth_set(site_depth, opts, usage);
 	memset(&p, 0, sizeof(p));
@@ -898,7 +908,7 @@ int cmd_stats(int argc, const char **argv)
 	for (size_t i = 0; i < p.n; i++) {
 		p.jobs[i].path = argv[i];
 		p.jobs[i].top = (size_t)top;
-		p.jobs[i].only = -1;
+		p.jobs[i].only = device == UINT64_MAX ? -1 : (int64_t)device;
 		p.jobs[i].frames = frames.n;
 	}
 	nth = jobs ? (size_t)jobs : (size_t)sysconf(_SC_NPROCESSORS_ONLN);
@@ -907,7 +917,13 @@ int cmd_stats(int argc, const char **argv)
 	run_pool(&p, nth);
 	all = per_device(&p, nth, &nall);
 	for (size_t i = 0; i < nall; i++) {
-		if (all[i].s && all[i].empty && p.n > 1) {
+		if (device != UINT64_MAX &&
+		    (all[i].s ? all[i].empty : all[i].device != (int64_t)device)) {
+			ms_error("%s: nothing on device %llu (memsnap info lists the file's "
+			         "devices)",
+			         all[i].path, (unsigned long long)device);
+			rc = MS_EXIT_ERROR;
+		} else if (all[i].s && all[i].empty && p.n > 1) {
 			continue; /* a row of the table: no allocations recorded */
 		} else if (all[i].s) {
 			ms_report(all[i].path, all[i].s, &all[i].d);
