@@ -16,8 +16,8 @@
 #include "parse/trace.h"
 
 static const char *const usage[] = {
-        "memsnap stats [--json] [--top N] [--jobs N] [--device D] [--frames user|all|N]",
-        "              [--site-depth N] <file>...",
+        "memsnap stats [--json] [--top N] [--device D] <file>...",
+        "              [--jobs N] [--frames user|all|N] [--site-depth N]",
         "",
         "From the trace alone: peak requested bytes (PyTorch's requested_bytes.all.peak)",
         "with the event, time and annotation where it happened; allocations still live",
