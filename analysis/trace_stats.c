@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analysis/external.h"
+#include "analysis/outside.h"
 #include "common/alloc.h"
 #include "common/hash.h"
 
@@ -51,7 +51,7 @@ struct ms_stats_builder {
 	int64_t *ann_adj;
 	size_t cap_ann_adj;
 	uint64_t index;
-	struct ms_external ext;
+	struct ms_outside ext;
 	int64_t only; /* the device counted, -1 all */
 	/* frees of blocks from before the trace, so far; the highest of cur_total less them */
 	int64_t pre_freed_so_far, adj_peak;
@@ -106,7 +106,7 @@ void ms_stats_builder_free(struct ms_stats_builder *b)
 		return;
 	ms_u64map_release(&b->live);
 	ms_u64map_release(&b->req_unmatched);
-	ms_external_release(&b->ext);
+	ms_outside_release(&b->ext);
 	ms_free(b->slots);
 	ms_free(b->cur_dev);
 	ms_free(b->by_stack);
@@ -256,7 +256,7 @@ static ms_status s_event(void *ctx, const struct ms_event *e)
 	if (b->only >= 0 && e->device != b->only)
 		return MS_OK;
 	b->r.n_events++;
-	if ((s = ms_external_event(&b->ext, idx, e)))
+	if ((s = ms_outside_event(&b->ext, idx, e)))
 		return s;
 	if (e->device >= b->cap_dev &&
 	    grow_zero(&b->cur_dev, &b->cap_dev, (size_t)e->device + 1, sizeof(uint64_t)))
@@ -386,7 +386,7 @@ static ms_status s_event(void *ctx, const struct ms_event *e)
 		break;
 	case MS_ACT_SEGMENT_ALLOC:
 	case MS_ACT_SEGMENT_MAP:
-		/* PyTorch's reserved bytes (the raw CUDA calls are ms_external's) */
+		/* PyTorch's reserved bytes (the raw CUDA calls are ms_outside's) */
 		if (e->source == MS_SRC_TORCH)
 			b->r.devices[e->device].reserved_now += e->size;
 		break;
@@ -628,7 +628,7 @@ const struct ms_trace_stats *ms_stats_builder_result(struct ms_stats_builder *b)
 		                                    : (uint64_t)((int64_t)(r->pre_trace_requested +
 		                                                           r->pre_freed_requested) +
 		                                                 b->ann_adj[i]);
-	if (ms_external_finish(&b->ext) == MS_OK) {
+	if (ms_outside_finish(&b->ext) == MS_OK) {
 		r->raw_events = b->ext.events;
 		r->raw_claimed = b->ext.claimed;
 		r->external_peak = b->ext.peak;

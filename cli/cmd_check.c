@@ -6,7 +6,7 @@
 
 #include "cli/cmds.h"
 #include "cli/opts.h"
-#include "cli/out.h"
+#include "cli/messages.h"
 #include "cli/replay_opts.h"
 #include "cli/verdict_out.h"
 #include "common/alloc.h"
@@ -208,7 +208,7 @@ int cmd_check(int argc, const char **argv)
 	ms_json_devices_begin(&jd, argv[0], json ? nd : 0);
 	base = c.o;
 	for (size_t i = 0; i < nd; i++) {
-		char label[4200];
+		char label[MS_LABEL_MAX];
 		const char *lbl = ms_replay_cli_label(argv[0], devs[i], nd, label, sizeof(label));
 		cJSON *out = NULL, *fails = NULL;
 		int failed = 0;

@@ -4,8 +4,8 @@
 
 #include "cli/cmds.h"
 #include "cli/opts.h"
-#include "cli/out.h"
-#include "cli/output.h"
+#include "cli/messages.h"
+#include "cli/output_file.h"
 #include "format/trace_write.h"
 #include "parse/torch_json_write.h"
 #include "parse/trace.h"

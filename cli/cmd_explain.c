@@ -7,11 +7,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analysis/external.h"
+#include "analysis/outside.h"
 #include "cli/cmds.h"
 #include "cli/explain_text.h"
 #include "cli/opts.h"
-#include "cli/out.h"
+#include "cli/messages.h"
 #include "cli/replay_opts.h"
 #include "cli/sites.h"
 #include "common/alloc.h"
@@ -43,7 +43,7 @@ static const char *const usage[] = {
 };
 
 struct rank_row {
-	char label[4200];
+	char label[MS_LABEL_MAX];
 	const char *path;
 	uint32_t device;
 	uint64_t reserved, allocated, parameters;
@@ -369,7 +369,7 @@ static int explain_file(struct ms_replay_cli *c, const char *path, unsigned jobs
 			byd = cJSON_AddObjectToObject(*jout, "devices");
 		}
 		for (k = 0; k < ns && rc == MS_EXIT_OK; k++) {
-			char label[4200], key[16];
+			char label[MS_LABEL_MAX], key[16];
 			cJSON *o = NULL;
 			if (k && !json)
 				putchar('\n');
@@ -404,7 +404,7 @@ static int explain_file(struct ms_replay_cli *c, const char *path, unsigned jobs
 		byd = cJSON_AddObjectToObject(*jout, "devices");
 	}
 	for (k = 0; k < nd && rc == MS_EXIT_OK; k++) {
-		char label[4200], key[16];
+		char label[MS_LABEL_MAX], key[16];
 		cJSON *o = NULL;
 		c->o = base;
 		c->o.device = devs[k];

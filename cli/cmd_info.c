@@ -6,7 +6,7 @@
 
 #include "cli/cmds.h"
 #include "cli/opts.h"
-#include "cli/out.h"
+#include "cli/messages.h"
 #include "common/alloc.h"
 #include "common/hash.h"
 #include "parse/trace.h"

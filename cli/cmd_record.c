@@ -25,7 +25,7 @@
 
 #include "cli/cmds.h"
 #include "cli/opts.h"
-#include "cli/out.h"
+#include "cli/messages.h"
 #include "format/trace_read.h"
 #include "common/event.h"
 #include "common/symtab.h"

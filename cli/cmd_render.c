@@ -8,8 +8,8 @@
 
 #include "cli/cmds.h"
 #include "cli/opts.h"
-#include "cli/out.h"
-#include "cli/output.h"
+#include "cli/messages.h"
+#include "cli/output_file.h"
 #include "cli/replay_opts.h"
 #include "cli/sites.h"
 #include "common/alloc.h"

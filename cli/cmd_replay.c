@@ -5,7 +5,7 @@
 
 #include "cli/cmds.h"
 #include "cli/opts.h"
-#include "cli/out.h"
+#include "cli/messages.h"
 #include "cli/replay_opts.h"
 #include "cli/verdict_out.h"
 #include "explain/explain.h"
@@ -803,7 +803,7 @@ int cmd_replay(int argc, const char **argv)
 	ms_json_devices_begin(&jd, argv[0], json ? nd : 0);
 	base = c.o;
 	for (size_t i = 0; i < nd; i++) {
-		char label[4200];
+		char label[MS_LABEL_MAX];
 		const char *lbl;
 		c.o = base; /* an inferred limit or a rebuilt state belongs to one device */
 		c.o.device = devs[i];

@@ -10,7 +10,7 @@
 #include "analysis/trace_stats.h"
 #include "cli/cmds.h"
 #include "cli/opts.h"
-#include "cli/out.h"
+#include "cli/messages.h"
 #include "cli/sites.h"
 #include "common/alloc.h"
 #include "parse/trace.h"

@@ -6,7 +6,7 @@
 
 #include "cli/cmds.h"
 #include "cli/opts.h"
-#include "cli/out.h"
+#include "cli/messages.h"
 #include "cli/replay_opts.h"
 #include "parse/trace.h"
 #include "common/alloc.h"
@@ -313,7 +313,7 @@ int cmd_verify(int argc, const char **argv)
 	ms_json_devices_begin(&jd, argv[0], json ? nd : 0);
 	base = c.o;
 	for (size_t i = 0; i < nd; i++) {
-		char label[4200];
+		char label[MS_LABEL_MAX];
 		cJSON *o = NULL;
 		int x;
 		c.o = base; /* an inferred limit or a rebuilt state belongs to one device */

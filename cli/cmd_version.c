@@ -7,7 +7,7 @@
 
 #include "cli/cmds.h"
 #include "cli/opts.h"
-#include "cli/out.h"
+#include "cli/messages.h"
 #include "memsnap/format.h"
 #include "memsnap/memsnap.h"
 #include "ms_config.h"

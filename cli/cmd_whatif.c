@@ -8,7 +8,7 @@
 
 #include "cli/cmds.h"
 #include "cli/opts.h"
-#include "cli/out.h"
+#include "cli/messages.h"
 #include "cli/replay_opts.h"
 #include "explain/explain.h"
 #include "explain/verdict.h"
@@ -444,7 +444,7 @@ int cmd_whatif(int argc, const char **argv)
 	ms_json_devices_begin(&jd, argv[0], json ? nd : 0);
 	base = c.o;
 	for (k = 0; k < nd && rc == MS_EXIT_OK; k++) {
-		char label[4200];
+		char label[MS_LABEL_MAX];
 		cJSON *o = NULL;
 		c.o = base; /* an inferred limit or a rebuilt state belongs to one device */
 		c.o.device = devs[k];

@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cli/out.h"
+#include "cli/messages.h"
 #include "cli/sites.h"
 #include "cli/verdict_out.h"
 #include "common/alloc.h"

@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "cli/cmds.h"
-#include "cli/out.h"
+#include "cli/messages.h"
 
 struct cmd {
 	const char *name;

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/out.h"
+#include "cli/messages.h"
 
 void ms_print_help(FILE *f, const struct ms_opt *opts, const char *const *usage)
 {

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/out.h"
+#include "cli/messages.h"
 #include "common/alloc.h"
 #include "parse/devices.h"
 #include "parse/trace.h"
@@ -349,7 +349,7 @@ ms_status ms_replay_cli_run(struct ms_replay_cli *c, const char *path, struct ms
                             struct ms_limit_range *lim, struct ms_diag *d)
 {
 	struct ms_replay_request q;
-	char libdir[4096], label[4200];
+	char libdir[4096], label[MS_LABEL_MAX];
 	ms_status s;
 
 	memset(&q, 0, sizeof(q));

@@ -72,6 +72,8 @@ ms_status ms_replay_cli_trace(const char *path, const struct ms_trace **t, struc
  */
 ms_status ms_replay_cli_trace_whole(const char *path, const struct ms_trace **t,
                                     struct ms_trace **owned, struct ms_diag *d);
+/* The room for a label: a path of PATH_MAX (4096) and " (device D)". */
+#define MS_LABEL_MAX 4200
 /* "path" for device 0 of a one-device trace, else "path (device D)". */
 const char *ms_replay_cli_label(const char *path, uint32_t dev, size_t n_devs, char *buf,
                                 size_t cap);

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/out.h"
+#include "cli/messages.h"
 #include "common/alloc.h"
 
 void ms_frames_opt_check(struct ms_frames_opt *f, const struct ms_opt *opts,

@@ -3,7 +3,7 @@
 
 #include <stdio.h>
 
-#include "cli/out.h"
+#include "cli/messages.h"
 #include "cli/replay_opts.h"
 #include "parse/trace.h"
 #include <string.h>

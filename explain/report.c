@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analysis/external.h"
+#include "analysis/outside.h"
 #include "common/alloc.h"
 #include "parse/trace.h"
 
@@ -30,16 +30,16 @@ static ms_status outside_at(const struct ms_trace *t, const struct ms_replay_res
                             uint32_t device, uint64_t at, enum ms_outside_how *how, uint64_t *mark,
                             uint64_t *out)
 {
-	struct ms_external x;
+	struct ms_outside x;
 	uint64_t cur, bytes;
 	ms_status s = MS_OK;
 
 	memset(&x, 0, sizeof(x));
 	for (size_t i = 0; i < t->n_events && i <= at && !s; i++)
 		if (t->events[i].device == device)
-			s = ms_external_event(&x, i, &t->events[i]);
+			s = ms_outside_event(&x, i, &t->events[i]);
 	cur = x.cur;
-	ms_external_release(&x);
+	ms_outside_release(&x);
 	if (s)
 		return s;
 	if (ms_replay_outside_at(r, at + 1, cur, &bytes, mark)) {

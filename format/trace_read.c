@@ -1026,9 +1026,9 @@ static void rd_release(struct rd *r)
 	ms_arena_release(&r->arena);
 }
 
-ms_status ms_zst_read(const void *data, size_t len, const struct ms_read_opts *opts,
-                      struct ms_symtab *syms, const struct ms_sink *sink, struct ms_zst_info *info,
-                      struct ms_diag *diag)
+ms_status ms_trace_read_buffer(const void *data, size_t len, const struct ms_read_opts *opts,
+                               struct ms_symtab *syms, const struct ms_sink *sink,
+                               struct ms_zst_info *info, struct ms_diag *diag)
 {
 	struct rd r;
 	size_t off = 0;

@@ -58,8 +58,8 @@ int ms_zst_sniff(const void *data, size_t len);
  *   MS_ERR_COMPRESSION (corrupt frame), MS_ERR_LIMIT, MS_ERR_NOMEM, or what
  *   a sink callback returned.
  */
-ms_status ms_zst_read(const void *data, size_t len, const struct ms_read_opts *opts,
-                      struct ms_symtab *syms, const struct ms_sink *sink, struct ms_zst_info *info,
-                      struct ms_diag *diag);
+ms_status ms_trace_read_buffer(const void *data, size_t len, const struct ms_read_opts *opts,
+                               struct ms_symtab *syms, const struct ms_sink *sink,
+                               struct ms_zst_info *info, struct ms_diag *diag);
 
 #endif

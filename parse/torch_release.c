@@ -18,7 +18,7 @@ static void at_most(int *hi, int v)
 		*hi = v;
 }
 
-const char *ms_snapshot_release(const struct ms_snapshot_layout *l, char *buf, size_t cap)
+const char *ms_snapshot_torch_range(const struct ms_snapshot_layout *l, char *buf, size_t cap)
 {
 	int lo = 0, hi = LATEST + 1;
 

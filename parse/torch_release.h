@@ -32,6 +32,6 @@ struct ms_snapshot_layout {
  * The releases l fits, into buf: "2.10 or 2.11", "2.12 or later", "2.0", "torch_npu (Ascend)",
  * or "no PyTorch release (its fields contradict each other)". Returns buf.
  */
-const char *ms_snapshot_release(const struct ms_snapshot_layout *l, char *buf, size_t cap);
+const char *ms_snapshot_torch_range(const struct ms_snapshot_layout *l, char *buf, size_t cap);
 
 #endif

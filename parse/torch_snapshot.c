@@ -1001,7 +1001,7 @@ ms_status ms__snapmap_finish(struct ms_snapmap *m, const struct ms_pk_val *root,
 		   recorded the events: no sign of PyTorch 2.12 there */
 		if (root->type == MS_PK_DICT && dget(m, root, "memsnap"))
 			l.pool_id = 0;
-		meta.layout_release = ms_snapshot_release(&l, m->release, sizeof(m->release));
+		meta.layout_release = ms_snapshot_torch_range(&l, m->release, sizeof(m->release));
 		/* an empty list has no fields to tell a release by */
 		if (l.bare_list && (!segs || !segs->v.o->n))
 			meta.layout_release = "";

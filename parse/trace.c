@@ -234,7 +234,7 @@ ms_status ms_source_read(const char *path, const struct ms_read_opts *opts, stru
 		if ((s = ms_input_map(path, &mp, diag)))
 			return s;
 		info->file_bytes = mp.len;
-		s = ms_zst_read(mp.data, mp.len, opts, syms, sink, &info->zst, diag);
+		s = ms_trace_read_buffer(mp.data, mp.len, opts, syms, sink, &info->zst, diag);
 		ms_input_unmap(&mp);
 		return s;
 	}

@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "analysis/external.h"
+#include "analysis/outside.h"
 #include "common/alloc.h"
 #include "common/hash.h"
 #include "common/status.h"
@@ -55,7 +55,7 @@ struct rp {
 	size_t next_snap; /* into o->more_snaps */
 	const struct ms_symtab *syms;
 	ms_status err;
-	struct ms_external ext; /* memory outside PyTorch, from the raw CUDA events */
+	struct ms_outside ext; /* memory outside PyTorch, from the raw CUDA events */
 	/* held outside PyTorch beyond the raw events (opts.outside_unseen, or from the recorded
 	 * OOM on), and the raw events' bytes the model's device last left out */
 	uint64_t unseen, ext_applied;
@@ -809,7 +809,7 @@ static ms_status r_event(void *ctx, const struct ms_event *e)
 			p->r->events_other_devices++;
 		return MS_OK;
 	}
-	if ((p->err = ms_external_event(&p->ext, p->index, e)))
+	if ((p->err = ms_outside_event(&p->ext, p->index, e)))
 		return p->err;
 	p->r->external_now = p->ext.cur;
 	if (p->ext.cur != p->ext_applied)
@@ -1105,12 +1105,12 @@ static ms_status replay(const char *path, const struct ms_trace *t, const struct
 			s = MS_ERR_NOMEM;
 		}
 	}
-	if (s == MS_OK && (s = ms_external_finish(&p.ext)) == MS_OK) {
+	if (s == MS_OK && (s = ms_outside_finish(&p.ext)) == MS_OK) {
 		r->external_now = p.ext.cur;
 		r->external_peak = p.ext.peak;
 		r->external_peak_index = p.ext.peak_index;
 	}
-	ms_external_release(&p.ext);
+	ms_outside_release(&p.ext);
 	if (s == MS_ERR_NOMEM && diag && !diag->msg[0])
 		ms__diag_set(diag, s, -1, -1, "out of memory");
 	ms_model_free(p.m);

@@ -201,7 +201,7 @@ struct ms_replay_result {
 	uint64_t events_other_marks;
 	/* events of raw CUDA calls (the recorder's interposer): memory outside the allocator */
 	uint64_t events_external;
-	/* bytes outside PyTorch's allocator (analysis/external.h): now (during the replay, for
+	/* bytes outside PyTorch's allocator (analysis/outside.h): now (during the replay, for
 	 * on_event) and at their highest, with its event; counted once PyTorch has not claimed
 	 * a raw allocation within MS_EXT_WINDOW events */
 	uint64_t external_now, external_peak, external_peak_index;

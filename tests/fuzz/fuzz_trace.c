@@ -34,7 +34,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		struct ms_diag d = MS_DIAG_INIT;
 		if (ms_symtab_init(&syms))
 			return 0;
-		(void)ms_zst_read(data, size, pass ? &win : NULL, &syms, &sink, NULL, &d);
+		(void)ms_trace_read_buffer(data, size, pass ? &win : NULL, &syms, &sink, NULL, &d);
 		ms_symtab_release(&syms);
 	}
 	{
@@ -45,7 +45,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (ms_trace_new(&t))
 			return 0;
 		ms_trace_sink(t, &ts);
-		if (ms_zst_read(data, size, NULL, &t->syms, &ts, NULL, &d) == MS_OK)
+		if (ms_trace_read_buffer(data, size, NULL, &t->syms, &ts, NULL, &d) == MS_OK)
 			(void)ms_trace_infer_pools(t, &pi);
 		ms_trace_free(t);
 	}

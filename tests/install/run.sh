@@ -24,7 +24,7 @@ if nm -D --defined-only "$libdir/libmemsnap_recorder.so" | awk '$2 ~ /[TDB]/ {pr
 fi
 
 # the recorder carries none of the parser, replay or render
-if nm "$libdir/libmemsnap_recorder.a" 2>/dev/null | grep -E ' T (ms_zst_read|ms_source_read|ms_replay|ms_model_|ms_render)'; then
+if nm "$libdir/libmemsnap_recorder.a" 2>/dev/null | grep -E ' T (ms_trace_read_buffer|ms_source_read|ms_replay|ms_model_|ms_render)'; then
 	echo "FAIL: the recorder library contains reader, replay or render code"; exit 1
 fi
 

@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "analysis/external.h"
+#include "analysis/outside.h"
 #include "analysis/trace_stats.h"
 #include "helpers.h"
 #include "parse/trace.h"
@@ -793,19 +793,19 @@ Test(model, release_available_cached_blocks)
 /* Memory outside PyTorch: raw CUDA events minus PyTorch's own segment calls (external.h). */
 Test(replay, external_memory_claimed_and_counted)
 {
-	struct ms_external x;
+	struct ms_outside x;
 	struct ms_event e;
 	uint64_t i = 0;
 
 	memset(&x, 0, sizeof(x));
-#define EV(act, src, a, s)                                           \
-	do {                                                         \
-		memset(&e, 0, sizeof(e));                            \
-		e.action = (act);                                    \
-		e.source = (src);                                    \
-		e.addr = (a);                                        \
-		e.size = (s);                                        \
-		cr_assert_eq(ms_external_event(&x, i++, &e), MS_OK); \
+#define EV(act, src, a, s)                                          \
+	do {                                                        \
+		memset(&e, 0, sizeof(e));                           \
+		e.action = (act);                                   \
+		e.source = (src);                                   \
+		e.addr = (a);                                       \
+		e.size = (s);                                       \
+		cr_assert_eq(ms_outside_event(&x, i++, &e), MS_OK); \
 	} while (0)
 	/* PyTorch's cudaMalloc seen by the interposer, then by PyTorch: claimed */
 	EV(MS_ACT_SEGMENT_ALLOC, MS_SRC_CUDA, 0x1000000, 20 << 20);
@@ -828,13 +828,13 @@ Test(replay, external_memory_claimed_and_counted)
 		EV(MS_ACT_ALLOC, MS_SRC_TORCH, 0x100 + (uint64_t)k, 512);
 	EV(MS_ACT_SEGMENT_ALLOC, MS_SRC_TORCH, 0x2000000, 2 << 20);
 #undef EV
-	cr_assert_eq(ms_external_finish(&x), MS_OK);
+	cr_assert_eq(ms_outside_finish(&x), MS_OK);
 	cr_assert_eq(x.events, 8);
 	cr_assert_eq(x.claimed, 3);
 	cr_assert_eq(x.peak, 12 << 20, "peak %llu", (unsigned long long)x.peak); /* NCCL + cuBLAS */
 	cr_assert_eq(x.peak_index, 6);
 	cr_assert_eq(x.cur, 10 << 20); /* NCCL's buffer and the late 2 MiB */
-	ms_external_release(&x);
+	ms_outside_release(&x);
 }
 
 /*

@@ -1,6 +1,6 @@
 /* The only code that writes diagnostics to stderr or picks exit codes. */
-#ifndef MEMSNAP_CLI_OUT_H
-#define MEMSNAP_CLI_OUT_H
+#ifndef MEMSNAP_CLI_MESSAGES_H
+#define MEMSNAP_CLI_MESSAGES_H
 
 #include <stdio.h>
 

@@ -1,5 +1,5 @@
-/* Memory outside PyTorch's allocator, from the raw CUDA events of a trace (external.h). */
-#include "analysis/external.h"
+/* Memory outside PyTorch's allocator, from the raw CUDA events of a trace (outside.h). */
+#include "analysis/outside.h"
 
 #include <string.h>
 
@@ -11,7 +11,7 @@ static int is_grow(unsigned a)
 }
 
 /* Apply the oldest waiting raw event. */
-static ms_status commit(struct ms_external *x)
+static ms_status commit(struct ms_outside *x)
 {
 	unsigned i = x->head;
 	uint64_t size, *v, addr, end;
@@ -44,7 +44,7 @@ static ms_status commit(struct ms_external *x)
 	return MS_OK;
 }
 
-ms_status ms_external_event(struct ms_external *x, uint64_t index, const struct ms_event *e)
+ms_status ms_outside_event(struct ms_outside *x, uint64_t index, const struct ms_event *e)
 {
 	/* what waited longer than the window is not PyTorch's */
 	while (x->n && x->win[x->head].index + MS_EXT_WINDOW < index)
@@ -79,14 +79,14 @@ ms_status ms_external_event(struct ms_external *x, uint64_t index, const struct 
 	return MS_OK;
 }
 
-ms_status ms_external_finish(struct ms_external *x)
+ms_status ms_outside_finish(struct ms_outside *x)
 {
 	while (x->n)
 		MS_TRY(commit(x));
 	return MS_OK;
 }
 
-void ms_external_release(struct ms_external *x)
+void ms_outside_release(struct ms_outside *x)
 {
 	ms_u64map_release(&x->live);
 	memset(x, 0, sizeof(*x));

@@ -10,8 +10,8 @@
  * "-" is standard output: written directly, nothing to rename; so is a destination that exists
  * and is not a regular file (a device such as /dev/null, a FIFO), which is never replaced.
  */
-#ifndef MEMSNAP_CLI_OUTPUT_H
-#define MEMSNAP_CLI_OUTPUT_H
+#ifndef MEMSNAP_CLI_OUTPUT_FILE_H
+#define MEMSNAP_CLI_OUTPUT_FILE_H
 
 #include <stddef.h>
 #include <stdio.h>

@@ -1,6 +1,6 @@
 /* Output files: refused over an input, written through a temporary file, renamed when whole. */
 #define _DEFAULT_SOURCE /* mkstemp, fchmod */
-#include "cli/output.h"
+#include "cli/output_file.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -9,7 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cli/out.h"
+#include "cli/messages.h"
 #include "common/alloc.h"
 
 /* Exit 1 with one line where out cannot be written: out is a folder, or the folder the temporary

@@ -1,6 +1,6 @@
 /* Diagnostics on stderr (git's message rules: lower case, no full stop) and size formatting. */
 #define _DEFAULT_SOURCE /* readlink */
-#include "cli/out.h"
+#include "cli/messages.h"
 
 #include <stdarg.h>
 #include <stdlib.h>

@@ -8,8 +8,8 @@
  * covering it claims it as PyTorch's. What is not claimed is memory others allocated (NCCL,
  * cuBLAS and cuDNN workspaces, other libraries), counted live until its free or unmap.
  */
-#ifndef MEMSNAP_ANALYSIS_EXTERNAL_H
-#define MEMSNAP_ANALYSIS_EXTERNAL_H
+#ifndef MEMSNAP_ANALYSIS_OUTSIDE_H
+#define MEMSNAP_ANALYSIS_OUTSIDE_H
 
 #include <stdint.h>
 
@@ -19,7 +19,7 @@
 
 #define MS_EXT_WINDOW 64 /* trace events a raw allocation waits for PyTorch to claim it */
 
-struct ms_external {
+struct ms_outside {
 	uint64_t events;     /* raw CUDA events seen */
 	uint64_t claimed;    /* of them, PyTorch's own segment calls */
 	uint64_t cur, peak;  /* bytes outside PyTorch: now, highest */
@@ -34,9 +34,9 @@ struct ms_external {
 };
 
 /* Every event of the trace, in order (index: its number); only segment events count. */
-ms_status ms_external_event(struct ms_external *x, uint64_t index, const struct ms_event *e);
+ms_status ms_outside_event(struct ms_outside *x, uint64_t index, const struct ms_event *e);
 /* The end of the trace: what still waits is decided. */
-ms_status ms_external_finish(struct ms_external *x);
-void ms_external_release(struct ms_external *x);
+ms_status ms_outside_finish(struct ms_outside *x);
+void ms_outside_release(struct ms_outside *x);
 
 #endif
