@@ -406,9 +406,15 @@ static cJSON *json_report(const char *path, uint32_t device, const struct ms_rep
 		cJSON_AddNullToObject(o, "recorded_oom_device");
 	}
 	ms_json_u64(o, "events_total", r->events_total);
+	/* the device's own events, as info counts them (other devices' snapshot marks not) */
+	ms_json_u64(o, "events_device",
+	            r->events_total - r->events_other_devices - r->events_other_marks);
+	ms_json_u64(o, "events_other_devices",
+	            r->events_other_devices ? r->events_other_devices + r->events_other_marks : 0);
 	ms_json_u64(o, "events_replayed", r->events_replayed);
 	ms_json_u64(o, "events_external", r->events_external);
-	ms_json_u64(o, "external_peak_bytes", r->external_peak);
+	/* the raw CUDA calls' own: a figure where the trace has them, null where it has none */
+	ms_json_u64_known(o, "external_peak_bytes", r->events_external != 0, r->external_peak);
 	json_outside_measured(o, r);
 	ms_json_u64(o, "peak_allocated_bytes", (uint64_t)r->stats.allocated_bytes[0].peak);
 	ms_json_u64(o, "peak_reserved_bytes", (uint64_t)r->stats.reserved_bytes[0].peak);

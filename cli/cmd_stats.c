@@ -81,10 +81,10 @@ static ms_status f_begin(void *ctx, const struct ms_meta *m, const struct ms_sym
 static ms_status f_event(void *ctx, const struct ms_event *e)
 {
 	struct fwd *f = ctx;
-	if (f->first) {
-		f->first = 0;
+	/* times count from the earliest event: a snapshot lists each device's events apart */
+	if (f->first || (e->t_ns && e->t_ns < f->j->t0))
 		f->j->t0 = e->t_ns;
-	}
+	f->first = 0;
 	return f->inner.event(f->inner.ctx, e);
 }
 

@@ -382,8 +382,8 @@ static void breakdown(const struct ms_explain_report *r, const char *label)
 		       ps + x->steps_before_trace, x->n_steps + x->steps_before_trace);
 	if (r->peak_annotation)
 		printf(" in \"%s\"", r->peak_annotation);
-	if (at < t->n_events && t->events[at].t_ns && t->events[0].t_ns)
-		printf(", %.3f s in", (double)(t->events[at].t_ns - t->events[0].t_ns) / 1e9);
+	if (at < t->n_events && t->events[at].t_ns && ms_trace_first_time(t))
+		printf(", %.3f s in", (double)(t->events[at].t_ns - ms_trace_first_time(t)) / 1e9);
 	printf(", the most allocated while it stood, %s:\n",
 	       ms_format_size(b2, sizeof(b2), allocated));
 	print_cats(x, allocated, first->served_oom_at_peak_reserved, r->cached, r->outside,

@@ -109,9 +109,9 @@ static void peaks(cJSON *root, const struct ms_explain_report *r)
 	ms_json_u64(o, "bytes", r->reserved);
 	ms_json_u64(o, "allocated_bytes", r->allocated);
 	ms_json_u64(o, "reserved_first_event", f->peak_reserved_index);
-	if (at < t->n_events && t->events[at].t_ns && t->events[0].t_ns)
-		cJSON_AddNumberToObject(o, "time_s",
-		                        (double)(t->events[at].t_ns - t->events[0].t_ns) / 1e9);
+	if (at < t->n_events && t->events[at].t_ns && ms_trace_first_time(t))
+		cJSON_AddNumberToObject(
+		        o, "time_s", (double)(t->events[at].t_ns - ms_trace_first_time(t)) / 1e9);
 	else /* the trace records no times */
 		cJSON_AddNullToObject(o, "time_s");
 	add_step(o, &r->x, r->peak_step);

@@ -99,7 +99,7 @@ struct ms_snapmap {
 	size_t tmp_cap;
 	struct ms_event_pack events; /* kept until the settings and annotations are known */
 	size_t n_events;
-	int64_t first_t_ns; /* the first event's time */
+	int64_t first_t_ns; /* the earliest event time */
 	uint32_t n_devices_seen;
 	/* entries skipped: actions that are no allocator event memsnap replays ("annotate",
 	 * "user_defined") or that it does not know; their names, each once, for one warning */
@@ -505,7 +505,8 @@ static ms_status snapmap_fields(void *ctx, uint32_t device, const struct ms_pk_v
 	if (device + 1 > m->n_devices_seen)
 		m->n_devices_seen = device + 1;
 	MS_TRY(ms_event_pack_add(&m->events, ep));
-	if (!m->n_events)
+	/* the earliest: a snapshot lists each device's events apart */
+	if (ep->t_ns && (!m->first_t_ns || ep->t_ns < m->first_t_ns))
 		m->first_t_ns = ep->t_ns;
 	m->n_events++;
 	return MS_OK;

@@ -287,6 +287,16 @@ static int needs_pools(const struct ms_trace *t)
 	return 0;
 }
 
+int64_t ms_trace_first_time(const struct ms_trace *t)
+{
+	int64_t first = 0;
+
+	for (size_t i = 0; i < t->n_events; i++)
+		if (t->events[i].t_ns && (!first || t->events[i].t_ns < first))
+			first = t->events[i].t_ns;
+	return first;
+}
+
 int ms_file_is_snapshot(const char *path)
 {
 	struct ms_input *in = NULL;

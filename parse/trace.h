@@ -68,6 +68,11 @@ void ms_trace_free(struct ms_trace *t);
  * 0 for a memsnap trace, for a pipe or standard input (read once only: not probed), and where it
  * cannot be opened (reading it says why). */
 int ms_file_is_snapshot(const char *path);
+/*
+ * The earliest event time of t (0: it records none), from which times into the trace are
+ * counted: a snapshot lists each device's events apart, so the first event need not be it.
+ */
+int64_t ms_trace_first_time(const struct ms_trace *t);
 
 /* A sink that appends to t (created with ms_trace_new()). */
 ms_status ms_trace_new(struct ms_trace **out);
