@@ -106,8 +106,12 @@ int cmd_convert(int argc, const char **argv)
 			ms_report(out, s, &wd);
 		} else {
 			ms_writer_sink(w, &sink);
+			struct ms_source_info si;
 			s = t ? ms_trace_emit(t, &sink)
-			      : ms_source_read(argv[0], &ro, &syms, &sink, NULL, &d);
+			      : ms_source_read(argv[0], &ro, &syms, &sink, &si, &d);
+			/* a run cut short stays so: the END written here is not the run's end */
+			if (!s && (t ? t->cut_short : ms_source_cut_short(&si)))
+				ms_writer_source_cut_short(w);
 			if (s == MS_ERR_IO && !d.msg[0])
 				ms_error("%s: write error", out);
 			else if (s)

@@ -59,9 +59,11 @@ static int load(struct ms_replay_cli *c, struct side *s, uint32_t frames)
 	s->lim = lim;
 	ms_replay_cli_release(c);
 	*c = keep;
-	if (!st)
-		ms_report_warnings(s->path,
-		                   &d); /* a cut trace is compared as far as it goes: said */
+	/* a cut trace is compared as far as it goes: said, once a file */
+	if (!st && c->warned_path != s->path)
+		ms_report_warnings(s->path, &d);
+	if (!st && d.warnings)
+		c->warned_path = s->path;
 	if (!st && !(st = ms_symtab_init(&s->syms)) && !(st = ms_stats_builder_new(10, &s->b))) {
 		ms_stats_builder_only(s->b, s->device);
 		ms_stats_builder_sink(s->b, &sink);

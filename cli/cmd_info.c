@@ -188,6 +188,8 @@ static void print_json(const char *path, const struct info *x, const struct ms_s
 	} else {
 		cJSON_AddNumberToObject(o, "pickle_protocol", si->snap.pickle_protocol);
 	}
+	/* the events end before the run did (a recording killed, a file cut, or convert of one) */
+	cJSON_AddBoolToObject(o, "cut_short", ms_source_cut_short(si));
 	cJSON_AddStringToObject(o, "producer", x->meta.producer ? x->meta.producer : "");
 	cJSON_AddStringToObject(o, "producer_version",
 	                        x->meta.producer_version ? x->meta.producer_version : "");
@@ -295,6 +297,13 @@ static void print_text(const char *path, const struct info *x, const struct ms_s
 		       si->compression == MS_COMP_NONE   ? ""
 		       : si->compression == MS_COMP_ZSTD ? ", zstd-compressed"
 		                                         : ", gzip-compressed");
+	if (ms_source_cut_short(si))
+		printf("cut short:    the events end before the run did (%s): what it did after "
+		       "them is not in the file\n",
+		       si->kind == MS_FILE_TRACE && si->zst.has_end
+		               ? "converted from a trace cut short"
+		       : si->kind == MS_FILE_TRACE ? "a recording killed, or a file cut"
+		                                   : "converted from a trace cut short");
 	printf("producer:     %s%s%s\n", x->meta.producer, x->meta.producer_version[0] ? " " : "",
 	       x->meta.producer_version);
 	if (x->meta.torch_version[0])

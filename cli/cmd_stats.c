@@ -281,8 +281,7 @@ static double fragmentation(const struct ms_trace_stats *r)
 /* A memsnap trace whose file ends early (no END record): its figures are of the part it holds. */
 static int cut_short(const struct job *j)
 {
-	return j->si.kind == MS_FILE_TRACE && !j->si.zst.stopped &&
-	       (j->si.zst.truncated || !j->si.zst.has_end);
+	return ms_source_cut_short(&j->si);
 }
 
 static int mid_run(const struct ms_trace_stats *r)
@@ -1053,8 +1052,9 @@ int cmd_stats(int argc, const char **argv)
 			printf("vs median: none, no row has a trace (their peaks are their end "
 			       "states'); %zu of them recorded an OOM\n",
 			       n_oom);
-		for (size_t i = 0; i < nall; i++)
-			if (!all[i].s && cut_short(&all[i]))
+		for (size_t i = 0; i < nall; i++) /* a file once, whatever its devices */
+			if (!all[i].s && cut_short(&all[i]) &&
+			    (!i || all[i].path != all[i - 1].path))
 				printf("%s is cut short (its file ends early): its figures are of "
 				       "the "
 				       "part it holds, its peak at least that\n",

@@ -608,6 +608,9 @@ static ms_status end_record(struct rd *r, const msgpack_object *a)
 	if (by && by->type == MSGPACK_OBJECT_ARRAY)
 		for (uint32_t i = 0; i < by->via.array.size && i < MS_ACT_COUNT; i++)
 			r->info.end_by_action[i] = ms_mpk_u64(&by->via.array.ptr[i], 0, &b);
+	/* optional: 1 where the events came from a trace cut short (convert of one) */
+	r->info.source_cut_short = ms_mpk_u64(ms_mpk_field(a, 4), 0, &b) == 1;
+	b = 0;
 	by = ms_mpk_field(a, 3); /* by_device, 1.2: device, events, raw events, ... */
 	if (by && by->type == MSGPACK_OBJECT_ARRAY && by->via.array.size % 3 == 0) {
 		r->info.has_end_devices = 1;

@@ -31,6 +31,7 @@ struct ms_zst_info {
 	int truncated;             /* data ended inside a frame */
 	int used_index;            /* the window was found through the index */
 	int stopped;               /* reading stopped at the end of the window */
+	int source_cut_short;      /* END says its events came from a trace cut short (convert) */
 	uint64_t skipped_optional; /* optional records of unknown type */
 	uint64_t dropped_events;   /* sum of DROPPED records: events the recorder lost */
 	uint64_t first_drop_event; /* events before the first DROPPED record */

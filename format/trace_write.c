@@ -23,6 +23,7 @@ struct ms_writer {
 	int ok;          /* 0 after a write error: later calls fail fast */
 	uint64_t offset; /* bytes written to f */
 	uint64_t n_events, by_action[MS_ACT_COUNT];
+	int source_cut_short; /* END's optional fifth field */
 	/* events by device, [2 * device] PyTorch's allocator's, [2 * device + 1] raw CUDA calls */
 	uint64_t *by_device;
 	size_t cap_by_device;
@@ -593,8 +594,9 @@ ms_status ms_writer_close(struct ms_writer *w, struct ms_diag *diag)
 			s = MS_ERR_NOMEM;
 			goto fail;
 		}
-	if (msgpack_pack_array(&w->pk, 4) || msgpack_pack_uint8(&w->pk, MS_REC_END) ||
-	    msgpack_pack_uint64(&w->pk, w->n_events) || msgpack_pack_array(&w->pk, MS_ACT_COUNT)) {
+	if (msgpack_pack_array(&w->pk, w->source_cut_short ? 5 : 4) ||
+	    msgpack_pack_uint8(&w->pk, MS_REC_END) || msgpack_pack_uint64(&w->pk, w->n_events) ||
+	    msgpack_pack_array(&w->pk, MS_ACT_COUNT)) {
 		s = MS_ERR_NOMEM;
 		goto fail;
 	}
@@ -620,6 +622,10 @@ ms_status ms_writer_close(struct ms_writer *w, struct ms_diag *diag)
 				s = MS_ERR_NOMEM;
 				goto fail;
 			}
+	}
+	if (w->source_cut_short && msgpack_pack_uint8(&w->pk, 1)) {
+		s = MS_ERR_NOMEM;
+		goto fail;
 	}
 	w->frame_open = 1;
 	if ((s = emit_frame(w)))
@@ -698,4 +704,9 @@ void ms_writer_sink(struct ms_writer *w, struct ms_sink *sink)
 	sink->event = sink_event;
 	sink->annotation = sink_ann;
 	sink->segment = sink_seg;
+}
+
+void ms_writer_source_cut_short(struct ms_writer *w)
+{
+	w->source_cut_short = 1;
 }

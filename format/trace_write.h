@@ -53,6 +53,8 @@ ms_status ms_writer_dropped(struct ms_writer *w, int64_t t_ns, uint64_t n);
 ms_status ms_writer_flush(struct ms_writer *w);
 /* Flush, then write the trailer (META, definitions, INDEX, END) and the footer. */
 ms_status ms_writer_close(struct ms_writer *w, struct ms_diag *diag);
+/* Say in the END record that the events came from a trace cut short (its run went on). */
+void ms_writer_source_cut_short(struct ms_writer *w);
 void ms_writer_free(struct ms_writer *w);
 
 /* Bytes written so far and events written so far. */

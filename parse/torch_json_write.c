@@ -254,6 +254,10 @@ ms_status ms_torch_json_write(const struct ms_trace *t, FILE *f, int pretty)
 	i64_str(&w, t->meta.start_t_ns);
 	ms_jsonw_key(&w, "limit_bytes");
 	ms_jsonw_i64(&w, t->meta.limit_bytes);
+	if (t->cut_short) { /* the run went on after the events: readers say so */
+		ms_jsonw_key(&w, "cut_short");
+		ms_jsonw_u64(&w, 1);
+	}
 	ms_jsonw_key(&w, "devices");
 	ms_jsonw_arr_begin(&w);
 	for (uint32_t i = 0; i < t->meta.n_devices; i++) {

@@ -1023,6 +1023,7 @@ ms_status ms__snapmap_finish(struct ms_snapmap *m, const struct ms_pk_val *root,
 			meta.torch_version = dstr(m, x, "torch_version", "");
 			meta.hostname = dstr(m, x, "hostname", "");
 			meta.limit_bytes = dint(m, x, "limit_bytes", -1, &bad);
+			info->cut_short = dint(m, x, "cut_short", 0, &bad) == 1;
 			meta.start_t_ns = dint(m, x, "start_time_ns", 0, &bad);
 			if (dl && dl->type == MS_PK_LIST && dl->v.o->n > m->n_devices_seen)
 				m->n_devices_seen = dl->v.o->n;

@@ -20,6 +20,7 @@ struct ms_snapshot_info {
 	/* pinned host memory (PyTorch 2.14's host_segments, host_traces): counted, not replayed;
 	 * -1 where the snapshot has no such key */
 	int64_t n_host_segments, n_host_traces;
+	int cut_short; /* memsnap's JSON of a trace cut short ("memsnap": {"cut_short": true}) */
 };
 
 /*

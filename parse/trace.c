@@ -287,6 +287,14 @@ static int needs_pools(const struct ms_trace *t)
 	return 0;
 }
 
+int ms_source_cut_short(const struct ms_source_info *si)
+{
+	if (si->kind == MS_FILE_TRACE)
+		return !si->zst.stopped &&
+		       (si->zst.truncated || !si->zst.has_end || si->zst.source_cut_short);
+	return si->snap.cut_short;
+}
+
 int64_t ms_trace_first_time(const struct ms_trace *t)
 {
 	int64_t first = 0;
@@ -383,8 +391,7 @@ ms_status ms_trace_load(const char *path, const struct ms_read_opts *opts, struc
 		ms_trace_free(t);
 		return s;
 	}
-	t->cut_short = info->kind == MS_FILE_TRACE && !info->zst.stopped &&
-	               (info->zst.truncated || !info->zst.has_end);
+	t->cut_short = ms_source_cut_short(info);
 	*out = t;
 	return MS_OK;
 }

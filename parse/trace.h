@@ -45,6 +45,9 @@ struct ms_source_info {
 	struct ms_zst_info zst;       /* kind == MS_FILE_TRACE */
 	struct ms_snapshot_info snap; /* pickle or JSON */
 };
+/* Whether the events of what was read end before its run did: a memsnap trace without its END
+ * (a recording killed, a file cut), or the JSON or trace convert made of one. */
+int ms_source_cut_short(const struct ms_source_info *si);
 
 /*
  * Read path ("-" = stdin) whatever its kind into sink; ids refer to syms

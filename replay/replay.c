@@ -1086,7 +1086,7 @@ static ms_status replay(const char *path, const struct ms_trace *t, const struct
 				holder_stacks(&p, &r->first_oom);
 			ms_symtab_release(&syms);
 		}
-		r->cut_short = !s && si.kind == MS_FILE_TRACE && !si.zst.has_end;
+		r->cut_short = !s && ms_source_cut_short(&si);
 	}
 	if (p.m) {
 		size_t n;
