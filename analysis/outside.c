@@ -65,6 +65,7 @@ ms_status ms_outside_event(struct ms_outside *x, uint64_t index, const struct ms
 		return MS_OK;
 	}
 	x->events++;
+	x->frees += !is_grow(e->action);
 	if (x->n == MS_EXT_WINDOW)
 		MS_TRY(commit(x));
 	{

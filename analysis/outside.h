@@ -22,6 +22,7 @@
 struct ms_outside {
 	uint64_t events;     /* raw CUDA events seen */
 	uint64_t claimed;    /* of them, PyTorch's own segment calls */
+	uint64_t frees;      /* of them, frees and unmaps (PyTorch's own or others') */
 	uint64_t cur, peak;  /* bytes outside PyTorch: now, highest */
 	uint64_t peak_index; /* the event where the peak was reached */
 	/* private */

@@ -631,6 +631,7 @@ const struct ms_trace_stats *ms_stats_builder_result(struct ms_stats_builder *b)
 	if (ms_outside_finish(&b->ext) == MS_OK) {
 		r->raw_events = b->ext.events;
 		r->raw_claimed = b->ext.claimed;
+		r->raw_frees = b->ext.frees;
 		r->external_peak = b->ext.peak;
 		r->external_peak_index = b->ext.peak_index;
 		r->external_end = b->ext.cur;

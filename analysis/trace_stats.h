@@ -106,6 +106,7 @@ struct ms_trace_stats {
 	size_t n_anns;
 	/* memory outside PyTorch's allocator: raw CUDA calls not PyTorch's own (external.h) */
 	uint64_t raw_events, raw_claimed; /* raw CUDA events; of them PyTorch's own segment calls */
+	uint64_t raw_frees;               /* of them, frees and unmaps */
 	uint64_t external_peak, external_peak_index, external_end;
 	/* end state (segments) */
 	int has_segments;

@@ -356,6 +356,7 @@ static void outside_json(cJSON *o, const struct job *j)
 	ext = cJSON_AddObjectToObject(o, "outside_pytorch");
 	ms_json_u64(ext, "raw_cuda_events", r->raw_events);
 	ms_json_u64(ext, "pytorch_own_calls", r->raw_claimed);
+	ms_json_u64(ext, "frees", r->raw_frees);
 	/* the recorder's cudaMemGetInfo marks: total - free - PyTorch's reserved, at each */
 	if (m) {
 		x = cJSON_AddObjectToObject(ext, "measured");
@@ -604,12 +605,14 @@ static void print_outside(const struct job *j)
 {
 	const struct ms_trace_stats *r = j->r;
 	const struct ms_stats_outside *m = measured_of(j);
-	char b1[32], b2[32], b3[32], raw[96];
+	char b1[32], b2[32], b3[32], raw[160];
 
 	snprintf(raw, sizeof(raw),
-	         "%llu raw CUDA events, %llu of them PyTorch's own segment "
-	         "allocations",
-	         (unsigned long long)r->raw_events, (unsigned long long)r->raw_claimed);
+	         "%llu raw CUDA events: %llu allocations, %llu of them PyTorch's own segments; "
+	         "%llu frees",
+	         (unsigned long long)r->raw_events,
+	         (unsigned long long)(r->raw_events - r->raw_frees),
+	         (unsigned long long)r->raw_claimed, (unsigned long long)r->raw_frees);
 	if (m) {
 		printf("\n  outside PyTorch:  measured%s: %s at event %llu, the most %s (event "
 		       "%llu), "
