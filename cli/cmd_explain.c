@@ -17,6 +17,7 @@
 #include "common/alloc.h"
 #include "explain/explain.h"
 #include "explain/report.h"
+#include "json/explain.h"
 #include "explain/verdict.h"
 #include "cli/verdict_out.h"
 #include "replay/end_state.h"

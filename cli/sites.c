@@ -86,34 +86,6 @@ void ms_site_print_frames(const struct ms_symtab *y, uint32_t stack, uint32_t fr
 	ms_free(pos);
 }
 
-void ms_site_json_frames(struct cJSON *o, const struct ms_symtab *y, uint32_t stack,
-                         uint32_t frames)
-{
-	size_t n, site = 0, *pos, depth;
-	const uint32_t *fr;
-	cJSON *a;
-
-	if (frames == MS_FRAMES_USER)
-		return;
-	if (!(pos = shown(y, stack, frames, &n, &site))) {
-		cJSON_AddNullToObject(o, "stack");
-		return;
-	}
-	fr = ms_symtab_get_stack(y, stack, &depth);
-	a = cJSON_AddArrayToObject(o, "stack");
-	for (size_t i = 0; i < n; i++) {
-		const struct ms_frame *f = &y->frames[fr[pos[i]]];
-		cJSON *e = cJSON_CreateObject();
-		cJSON_AddStringToObject(e, "name", ms_symtab_get_str(y, f->name)->s);
-		cJSON_AddStringToObject(e, "filename", ms_symtab_get_str(y, f->file)->s);
-		cJSON_AddNumberToObject(e, "line", f->line);
-		cJSON_AddItemToArray(a, e);
-	}
-	if (frames == MS_FRAMES_ALL)
-		cJSON_AddNumberToObject(o, "site_frame", (double)site);
-	ms_free(pos);
-}
-
 /*
  * A label's function names without what qualifies them ("gpt.<locals>.GPT.forward (m.py:100)"
  * -> "forward (m.py:100)"): a snapshot names a Python frame by its code's name, memsnap's

@@ -9,6 +9,7 @@
 #include "cli/opts.h"
 #include "common/buf.h"
 #include "common/symtab.h"
+#include "json/site.h"
 #include "replay/site.h"
 
 struct cJSON;
@@ -48,12 +49,6 @@ void ms_site_label(const struct ms_symtab *y, uint32_t stack, char *buf, size_t 
  * all, every frame, the site's marked "> "; with N, the N - 1 callers. Nothing for user.
  */
 void ms_site_print_frames(const struct ms_symtab *y, uint32_t stack, uint32_t frames, int indent);
-/*
- * JSON: into o, "stack": [{"name", "filename", "line"}] of the frames --frames shows (the site
- * first, or with all the whole stack and "site_frame", the site's index). Nothing for user.
- */
-void ms_site_json_frames(struct cJSON *o, const struct ms_symtab *y, uint32_t stack,
-                         uint32_t frames);
 /*
  * What sites are grouped by: the site's label, or with all or N the labels of every frame
  * shown, one a line. Into b (cleared first; NUL-terminated). Dies on OOM.

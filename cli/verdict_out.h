@@ -8,7 +8,7 @@
 #include <cjson/cJSON.h>
 
 #include "explain/verdict.h"
-#include "explain/verdict_json.h"
+#include "json/verdict.h"
 
 /* The cause as one line of text (each line after indent), then what it rests on; d may be NULL
  * where the steps were not read. reserved: PyTorch's reserved bytes at the OOM. */

@@ -18,7 +18,6 @@
 #include "replay/run.h"
 #include "replay/whatif.h"
 
-struct cJSON;
 struct ms_trace;
 
 /* How the memory outside PyTorch at a moment is known */
@@ -102,11 +101,5 @@ size_t ms_explain_step_of(const struct ms_explain *x, uint64_t event);
 /* Allocated bytes beyond the categories' requested ones: the blocks' rounding and unsplit
  * remainders (below 0 while frees wait for their streams). */
 int64_t ms_explain_rounding(const struct ms_explain *x, uint64_t allocated);
-
-/*
- * The report as explain --json writes it for one device: a new object (NULL: out of memory).
- * path names the input.
- */
-struct cJSON *ms_explain_report_json(const struct ms_explain_report *r, const char *path);
 
 #endif

@@ -195,6 +195,9 @@ struct ms_model_neighbour {
 	uint8_t mapped;
 };
 
+/* A neighbour's state as reports name it: "allocated", "pending_free", "free", "unmapped". */
+const char *ms_model_neighbour_state(const struct ms_model_neighbour *n);
+
 /* A free block of the pool a request failed in, with its neighbours. */
 struct ms_model_hole {
 	uint64_t addr, size, segment_addr;

@@ -83,3 +83,12 @@ size_t ms_model_largest_free(const struct ms_model *m, uint64_t stream, int smal
 	}
 	return n;
 }
+
+const char *ms_model_neighbour_state(const struct ms_model_neighbour *n)
+{
+	if (!n->mapped)
+		return "unmapped";
+	return n->state == MS_BLOCK_ACTIVE_ALLOCATED      ? "allocated"
+	       : n->state == MS_BLOCK_ACTIVE_PENDING_FREE ? "pending_free"
+	                                                  : "free";
+}

@@ -1326,3 +1326,12 @@ void ms_replay_oom_message(const struct ms_replay_result *r, char *buf, size_t c
 	         allowed, ms_format_size(al, sizeof(al), o->allocated),
 	         ms_format_size(un, sizeof(un), o->reserved - o->allocated));
 }
+
+const struct ms_outside_point *ms_replay_outside_highest(const struct ms_replay_result *r)
+{
+	const struct ms_outside_point *hi = NULL;
+	for (size_t i = 0; i < r->n_outside_points; i++)
+		if (!hi || r->outside_points[i].bytes > hi->bytes)
+			hi = &r->outside_points[i];
+	return hi;
+}

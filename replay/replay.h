@@ -336,6 +336,8 @@ ms_status ms_replay_run(const char *path, const struct ms_replay_opts *o,
  * mark at or before it, moved by what the raw CUDA events held at index (external) against then.
  * Returns 1 with *bytes and *mark_index, or 0 where no mark comes before index.
  */
+/* The highest of the recorder's measurements of memory outside PyTorch (NULL: none). */
+const struct ms_outside_point *ms_replay_outside_highest(const struct ms_replay_result *r);
 int ms_replay_outside_at(const struct ms_replay_result *r, uint64_t index, uint64_t external,
                          uint64_t *bytes, uint64_t *mark_index);
 void ms_replay_result_release(struct ms_replay_result *r);

@@ -2,8 +2,8 @@
  * The verdict (verdict.h) as JSON: one serializer, whichever result carries it (explain, replay,
  * whatif, the page).
  */
-#ifndef MEMSNAP_EXPLAIN_VERDICT_JSON_H
-#define MEMSNAP_EXPLAIN_VERDICT_JSON_H
+#ifndef MEMSNAP_JSON_VERDICT_H
+#define MEMSNAP_JSON_VERDICT_H
 
 #include "explain/verdict.h"
 

@@ -1,5 +1,5 @@
-/* The verdict's JSON (verdict_json.h). */
-#include "explain/verdict_json.h"
+/* The verdict's JSON (verdict.h). */
+#include "json/verdict.h"
 
 #include <cjson/cJSON.h>
 

@@ -1,11 +1,13 @@
-/* explain's report as JSON (report.h: ms_explain_report_json); docs/EXPLAIN.md names each field. */
+/* explain's report as JSON (explain.h); docs/EXPLAIN.md names each field. */
+#include "json/explain.h"
+
 #include <cjson/cJSON.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "common/json.h"
 #include "explain/report.h"
-#include "explain/verdict_json.h"
+#include "json/verdict.h"
 #include "parse/trace.h"
 #include "replay/site.h"
 
