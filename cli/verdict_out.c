@@ -60,8 +60,6 @@ ms_status ms_cli_verdict(const struct ms_replay_cli *c, const char *path, const 
                          int *has, struct ms_diag *d)
 {
 	struct ms_trace *owned = NULL;
-	struct ms_explain x;
-	struct ms_explain_in in;
 	ms_status s = MS_OK;
 
 	*has = 0;
@@ -70,13 +68,8 @@ ms_status ms_cli_verdict(const struct ms_replay_cli *c, const char *path, const 
 		s = ms_replay_cli_trace_whole(path, &t, &owned, d);
 	if (s || !t)
 		return s;
-	ms_explain_in_at_peak(&in, t, (uint32_t)c->o.device, r);
-	if (!(s = ms_explain_run(&in, &x))) {
-		if (!(s = ms_verdict_begin(t, &x, &c->o, r, lim, v)) &&
-		    !(s = ms_verdict_judge_rows(t, &x, &c->o, rows, n_rows, v)))
-			*has = 1;
-		ms_explain_release(&x);
-	}
+	if (!(s = ms_verdict_of_replay(t, &c->o, r, lim, rows, n_rows, v)))
+		*has = 1;
 	ms_trace_free(owned);
 	return s;
 }

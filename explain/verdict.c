@@ -1193,3 +1193,46 @@ void ms_explain_in_at_peak(struct ms_explain_in *in, const struct ms_trace *t, u
 	in->peak_index = r->fullest_at_peak_index;
 	in->allocated_at_peak = r->allocated_at_peak_reserved - r->served_oom_at_peak_reserved;
 }
+
+ms_status ms_verdict_of_replay(const struct ms_trace *t, const struct ms_replay_opts *o,
+                               const struct ms_replay_result *r, const struct ms_limit_range *lim,
+                               const struct ms_whatif_row *rows, size_t n_rows,
+                               struct ms_verdict *v)
+{
+	struct ms_explain x;
+	struct ms_explain_in in;
+	ms_status s;
+
+	memset(v, 0, sizeof(*v)); /* released by the caller whatever happens here */
+	ms_explain_in_at_peak(&in, t, (uint32_t)o->device, r);
+	if ((s = ms_explain_run(&in, &x)))
+		return s;
+	if (!(s = ms_verdict_begin(t, &x, o, r, lim, v)))
+		s = ms_verdict_judge_rows(t, &x, o, rows, n_rows, v);
+	ms_explain_release(&x);
+	return s;
+}
+
+void ms_verdict_oom_of_replay(const struct ms_trace *t, const struct ms_replay_opts *o,
+                              const struct ms_replay_result *r, const struct ms_limit_range *lim,
+                              struct ms_oom_verdict *ov, struct ms_death *death, int *has_death)
+{
+	struct ms_verdict v;
+
+	*has_death = 0;
+	memset(ov, 0, sizeof(*ov));
+	if (!r->has_oom)
+		return;
+	if (t && !ms_verdict_of_replay(t, o, r, lim, NULL, 0, &v)) {
+		*ov = v.oom;
+		*death = v.death;
+		*has_death = 1;
+	} else {
+		ms_oom_cause_find(r, lim,
+		                  lim->inferred ? 0
+		                  : o->limit    ? o->limit
+		                                : r->limit,
+		                  NULL, ov);
+	}
+	ms_verdict_release(&v);
+}

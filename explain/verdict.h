@@ -206,6 +206,24 @@ void ms_explain_in_at_peak(struct ms_explain_in *in, const struct ms_trace *t, u
                            const struct ms_replay_result *r);
 
 struct ms_whatif_row;
+struct ms_verdict;
+
+/*
+ * The verdict of o's device of t (held whole) from r, its replay under o, and lim, its inferred
+ * limit; rows the what-if rows judged (or none). Release *v with ms_verdict_release() whatever
+ * the return. MS_ERR_NOMEM only.
+ */
+ms_status ms_verdict_of_replay(const struct ms_trace *t, const struct ms_replay_opts *o,
+                               const struct ms_replay_result *r, const struct ms_limit_range *lim,
+                               const struct ms_whatif_row *rows, size_t n_rows,
+                               struct ms_verdict *v);
+/*
+ * The cause of r's first OOM as replay gives it: from the verdict (t held whole), else from the
+ * replay alone; *death and *has_death where the verdict tells how the job died.
+ */
+void ms_verdict_oom_of_replay(const struct ms_trace *t, const struct ms_replay_opts *o,
+                              const struct ms_replay_result *r, const struct ms_limit_range *lim,
+                              struct ms_oom_verdict *ov, struct ms_death *death, int *has_death);
 
 /* What the commands show of one device of a trace: computed once, here. */
 struct ms_verdict {

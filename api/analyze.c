@@ -1,0 +1,314 @@
+/*
+ * The library's way in (memsnap/analyze.h): an input read once, and the questions the commands
+ * answer, each written by its result's serializer (json/).
+ */
+#include "memsnap/analyze.h"
+
+#include <cjson/cJSON.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/alloc.h"
+#include "common/size.h"
+#include "explain/report.h"
+#include "explain/verdict.h"
+#include "json/explain.h"
+#include "json/replay.h"
+#include "parse/devices.h"
+#include "parse/trace.h"
+#include "replay/alloc_conf.h"
+#include "replay/run.h"
+#include "replay/site.h"
+
+enum { ASK_OK = 0, ASK_ERROR = 1, ASK_USAGE = 2, ASK_OOM = 3 };
+
+struct ms_file {
+	char *path;
+	struct ms_trace *t;
+};
+
+/* What a question is asked with: the command's flags. */
+struct ask {
+	struct ms_replay_opts o;
+	uint64_t device; /* UINT64_MAX: every device with allocations */
+	unsigned jobs;
+	uint32_t site_depth;
+};
+
+static int say(char *msg, size_t cap, int rc, const char *fmt, ...) MS_PRINTF(4, 5);
+
+static int say(char *msg, size_t cap, int rc, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (msg && cap) {
+		va_start(ap, fmt);
+		vsnprintf(msg, cap, fmt, ap);
+		va_end(ap);
+	}
+	return rc;
+}
+
+int ms_file_open(const char *path, ms_file **in, char *msg, size_t cap)
+{
+	struct ms_diag d = MS_DIAG_INIT;
+	struct ms_file *x;
+	ms_status s;
+
+	*in = NULL;
+	if (!path)
+		return say(msg, cap, ASK_ERROR, "no path given");
+	if (!(x = ms_calloc(1, sizeof(*x))) || !(x->path = ms_strndup(path, strlen(path)))) {
+		ms_free(x);
+		return say(msg, cap, ASK_ERROR, "%s: out of memory", path);
+	}
+	if ((s = ms_trace_load(path, NULL, &x->t, NULL, &d))) {
+		say(msg, cap, ASK_ERROR, "%s: %s", path, d.msg[0] ? d.msg : ms_strerror(s));
+		ms_file_close(x);
+		return ASK_ERROR;
+	}
+	*in = x;
+	return ASK_OK;
+}
+
+void ms_file_close(ms_file *in)
+{
+	if (!in)
+		return;
+	ms_trace_free(in->t);
+	ms_free(in->path);
+	ms_free(in);
+}
+
+void ms_json_free(char *json)
+{
+	cJSON_free(json);
+}
+
+static int option(struct ask *a, const char *opt, char *msg, size_t cap)
+{
+	const char *eq = strchr(opt, '='), *v, *why;
+	size_t n = eq ? (size_t)(eq - opt) : 0;
+	uint64_t x;
+	char *end;
+
+	if (!eq)
+		return say(msg, cap, ASK_USAGE, "option '%s': not name=value", opt);
+	v = eq + 1;
+#define IS(name) (n == strlen(name) && !memcmp(opt, name, n))
+	if (IS("limit") || IS("device_memory")) {
+		if ((why = ms_size_parse(v, &x)))
+			return say(msg, cap, ASK_USAGE, "option '%s': %s", opt, why);
+		if (IS("limit"))
+			a->o.limit = x, a->o.limit_given = x != 0;
+		else
+			a->o.device_memory = x;
+	} else if (IS("memory_fraction")) {
+		double f = strtod(v, &end);
+		if (*end || !(f > 0 && f <= 1))
+			return say(msg, cap, ASK_USAGE, "option '%s': not a number in (0, 1]", opt);
+		a->o.fraction = f;
+	} else if (IS("alloc_conf")) {
+		struct ms_alloc_conf ac;
+		struct ms_diag d = MS_DIAG_INIT;
+		ms_alloc_conf_init(&ac);
+		if (ms_alloc_conf_parse(&ac, v, &d))
+			return say(msg, cap, ASK_USAGE, "option '%s': %s", opt, d.msg);
+		a->o.alloc_conf = v;
+	} else if (IS("device") || IS("jobs") || IS("site_depth")) {
+		unsigned long long u = strtoull(v, &end, 10);
+		if (!*v || *end || *v == '-')
+			return say(msg, cap, ASK_USAGE, "option '%s': not a number", opt);
+		if (IS("device") && u > 65535)
+			return say(msg, cap, ASK_USAGE, "option '%s': a device below 65536", opt);
+		if (IS("site_depth") && (u < 1 || u > 64))
+			return say(msg, cap, ASK_USAGE, "option '%s': 1 to 64", opt);
+		if (IS("device"))
+			a->device = u;
+		else if (IS("jobs"))
+			a->jobs = u > 1024 ? 1024 : (unsigned)u;
+		else
+			a->site_depth = (uint32_t)u;
+	} else {
+		return say(msg, cap, ASK_USAGE, "option '%s': no such option", opt);
+	}
+#undef IS
+	return ASK_OK;
+}
+
+/* The devices a question covers: those with allocations, or the one asked (an error if it has
+ * none). */
+static int devices(const struct ms_file *in, const struct ask *a, uint32_t **out, size_t *n,
+                   char *msg, size_t cap)
+{
+	struct ms_devices ds;
+
+	*out = NULL;
+	*n = 0;
+	if (ms_devices_of(in->t, &ds))
+		return say(msg, cap, ASK_ERROR, "%s: out of memory", in->path);
+	if (!(*out = ms_calloc(ds.n ? ds.n : 1, sizeof(**out)))) {
+		ms_devices_release(&ds);
+		return say(msg, cap, ASK_ERROR, "%s: out of memory", in->path);
+	}
+	for (size_t i = 0; i < ds.n; i++)
+		if (ds.d[i].allocs && (a->device == UINT64_MAX || ds.d[i].device == a->device))
+			(*out)[(*n)++] = ds.d[i].device;
+	ms_devices_release(&ds);
+	if (*n)
+		return ASK_OK;
+	ms_free(*out);
+	*out = NULL;
+	if (a->device != UINT64_MAX)
+		return say(msg, cap, ASK_ERROR, "%s: no allocator events on device %llu", in->path,
+		           (unsigned long long)a->device);
+	return say(msg, cap, ASK_ERROR,
+	           "%s: no allocator events: nothing to replay (a snapshot without a trace?)",
+	           in->path);
+}
+
+/* One device's replay under a's options into *r, with what it decided in *out. */
+static ms_status replay_device(const struct ms_file *in, const struct ask *a, uint32_t dev,
+                               struct ms_replay_outcome *out, struct ms_replay_result *r,
+                               struct ms_diag *d)
+{
+	struct ms_replay_request q;
+
+	memset(&q, 0, sizeof(q));
+	q.path = in->path;
+	q.trace = in->t;
+	q.o = a->o;
+	q.o.device = dev;
+	q.backend = MS_REPLAY_SIM;
+	memset(out, 0, sizeof(*out));
+	return ms_replay_request_run(&q, out, r, d);
+}
+
+static cJSON *ask_replay(const struct ms_file *in, const struct ask *a, uint32_t dev, int *oom,
+                         struct ms_diag *d)
+{
+	struct ms_replay_outcome out;
+	struct ms_replay_result r;
+	struct ms_oom_verdict ov;
+	struct ms_death death;
+	int has_death;
+	cJSON *o = NULL;
+
+	if (!replay_device(in, a, dev, &out, &r, d)) {
+		ms_verdict_oom_of_replay(in->t, &out.o, &r, &out.lim, &ov, &death, &has_death);
+		o = ms_replay_result_json(in->path, dev, &r, &out.lim, NULL, MS_FRAMES_USER,
+		                          r.has_oom ? &ov : NULL);
+		*oom |= r.ended_by_oom;
+		if (!o)
+			ms__diag_set(d, MS_ERR_NOMEM, -1, -1, "out of memory");
+	}
+	ms_replay_result_release(&r);
+	ms_replay_outcome_release(&out);
+	return o;
+}
+
+static cJSON *ask_explain(const struct ms_file *in, const struct ask *a, uint32_t dev, int *oom,
+                          struct ms_diag *d)
+{
+	struct ms_replay_outcome out;
+	struct ms_replay_result first;
+	struct ms_explain_report rep;
+	cJSON *o = NULL;
+
+	if (replay_device(in, a, dev, &out, &first, d)) {
+		ms_replay_result_release(&first);
+		ms_replay_outcome_release(&out);
+		return NULL;
+	}
+	/* the report owns the first replay from here */
+	if (!ms_explain_report_run(in->t, &out.o, &first, &out.lim, a->jobs, a->site_depth, &rep,
+	                           d)) {
+		o = ms_explain_report_json(&rep, in->path);
+		*oom |= rep.first.ended_by_oom;
+		if (!o)
+			ms__diag_set(d, MS_ERR_NOMEM, -1, -1, "out of memory");
+	}
+	ms_explain_report_release(&rep);
+	ms_replay_outcome_release(&out);
+	return o;
+}
+
+/* A trace with end-state segments and no allocation of PyTorch's allocator at all */
+static int no_trace(const struct ms_trace *t)
+{
+	if (!t->n_segs)
+		return 0;
+	for (size_t i = 0; i < t->n_events; i++)
+		if (t->events[i].action == MS_ACT_ALLOC && t->events[i].source == MS_SRC_TORCH)
+			return 0;
+	return 1;
+}
+
+int ms_ask(ms_file *in, const char *question, const char *const *options, size_t n_options,
+           char **json, char *msg, size_t cap)
+{
+	cJSON *(*fn)(const struct ms_file *, const struct ask *, uint32_t, int *,
+	             struct ms_diag *);
+	struct ask a;
+	uint32_t *devs;
+	size_t nd;
+	cJSON *root = NULL, *byd = NULL;
+	int rc, oom = 0;
+
+	*json = NULL;
+	if (msg && cap)
+		msg[0] = 0;
+	if (!in || !question)
+		return say(msg, cap, ASK_USAGE, "no input or no question");
+	if (!strcmp(question, "replay"))
+		fn = ask_replay;
+	else if (!strcmp(question, "explain"))
+		fn = ask_explain;
+	else
+		return say(msg, cap, ASK_USAGE, "'%s': no such question (replay, explain)",
+		           question);
+	memset(&a, 0, sizeof(a));
+	a.device = UINT64_MAX;
+	a.site_depth = 1;
+	for (size_t i = 0; i < n_options; i++)
+		if (!options[i] || (rc = option(&a, options[i], msg, cap)))
+			return options[i] ? rc : say(msg, cap, ASK_USAGE, "a NULL option");
+	if (fn == ask_explain && no_trace(in->t))
+		return say(msg, cap, ASK_ERROR,
+		           "%s: a snapshot without a trace: the library does not explain its end "
+		           "state yet (memsnap explain does)",
+		           in->path);
+	if ((rc = devices(in, &a, &devs, &nd, msg, cap)))
+		return rc;
+	for (size_t k = 0; k < nd; k++) {
+		struct ms_diag d = MS_DIAG_INIT;
+		cJSON *o = fn(in, &a, devs[k], &oom, &d);
+		char key[16];
+		if (!o) {
+			say(msg, cap, ASK_ERROR, "%s: %s", in->path,
+			    d.msg[0] ? d.msg : "out of memory");
+			cJSON_Delete(root);
+			ms_free(devs);
+			return ASK_ERROR;
+		}
+		if (nd == 1) {
+			root = o;
+			break;
+		}
+		if (!root) { /* several devices: keyed by device, as the command writes them */
+			root = cJSON_CreateObject();
+			cJSON_AddStringToObject(root, "trace", in->path);
+			byd = cJSON_AddObjectToObject(root, "devices");
+		}
+		snprintf(key, sizeof(key), "%u", devs[k]);
+		cJSON_AddItemToObject(byd, key, o);
+	}
+	ms_free(devs);
+	*json = root ? cJSON_Print(root) : NULL;
+	cJSON_Delete(root);
+	if (!*json)
+		return say(msg, cap, ASK_ERROR, "%s: out of memory", in->path);
+	return oom ? ASK_OOM : ASK_OK;
+}

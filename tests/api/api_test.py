@@ -1,0 +1,125 @@
+#!/usr/bin/env python3
+"""libmemsnap (include/memsnap/analyze.h) loaded by a program: ctypes here, as the Python module
+will. Each answer must be the JSON the command's --json prints, asked twice in one process and
+from two threads at once; bad questions and inputs give the command's exit codes and a message;
+the library exports its API alone, under a soname.
+
+usage: api_test.py LIBMEMSNAP MEMSNAP SOURCE_DIR
+"""
+import ctypes
+import json
+import os
+import subprocess
+import sys
+import threading
+
+lib_path, memsnap, src = sys.argv[1:4]
+lib = ctypes.CDLL(lib_path)
+lib.ms_file_open.argtypes = [ctypes.c_char_p, ctypes.POINTER(ctypes.c_void_p), ctypes.c_char_p,
+                             ctypes.c_size_t]
+lib.ms_file_close.argtypes = [ctypes.c_void_p]
+lib.ms_ask.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.POINTER(ctypes.c_char_p),
+                       ctypes.c_size_t, ctypes.POINTER(ctypes.c_void_p), ctypes.c_char_p,
+                       ctypes.c_size_t]
+lib.ms_json_free.argtypes = [ctypes.c_void_p]
+fails = 0
+
+
+def check(ok, what):
+    global fails
+    print("%s %s" % ("ok  " if ok else "FAIL", what))
+    fails += not ok
+
+
+def open_file(path):
+    h, msg = ctypes.c_void_p(), ctypes.create_string_buffer(512)
+    rc = lib.ms_file_open(path.encode(), ctypes.byref(h), msg, 512)
+    return rc, h, msg.value.decode()
+
+
+def ask(h, question, options=()):
+    arr = (ctypes.c_char_p * max(len(options), 1))(*[o.encode() for o in options])
+    out, msg = ctypes.c_void_p(), ctypes.create_string_buffer(512)
+    rc = lib.ms_ask(h, question.encode(), arr, len(options), ctypes.byref(out), msg, 512)
+    text = ctypes.cast(out, ctypes.c_char_p).value.decode() if out.value else None
+    lib.ms_json_free(out)
+    return rc, text, msg.value.decode()
+
+
+def cli(question, path, options):
+    flags = []
+    for o in options:
+        k, v = o.split("=", 1)
+        flags += ["--" + k.replace("_", "-"), v]
+    p = subprocess.run([memsnap, "-q", question, "--json"] + flags + [path],
+                       capture_output=True, text=True)
+    return p.returncode, json.loads(p.stdout) if p.stdout.strip() else None
+
+
+T = os.path.join(src, "testdata/snapshots")
+cases = [
+    ("replay", "dynamic_oom.pickle", []),
+    ("replay", "dynamic_oom.pickle", ["limit=5GiB"]),
+    ("replay", "multi_gpu/pipeline.zst", []),
+    ("replay", "multi_gpu/late_wrap.pickle.zst", []),
+    ("explain", "multi_gpu/ddp_rank1.pickle.zst", ["jobs=2"]),
+    ("explain", "multi_gpu/pipeline.pickle.zst", ["jobs=2"]),
+    ("explain", "multi_gpu/oom_rank1_rank1.zst", ["jobs=2", "alloc_conf=expandable_segments:True"]),
+]
+handles = {}
+answers = {}
+for question, name, options in cases:
+    path = os.path.join(T, name)
+    if path not in handles:
+        rc, h, msg = open_file(path)
+        check(rc == 0, "open %s%s" % (name, "" if rc == 0 else ": " + msg))
+        handles[path] = h
+    rc, text, msg = ask(handles[path], question, options)
+    crc, want = cli(question, path, options)
+    got = json.loads(text) if text else None
+    check(rc == crc and got == want, "%s %s %s: exit %d, the command's --json%s" % (
+          question, name, " ".join(options), rc, "" if got == want else " DIFFERS"))
+    answers[(question, name, tuple(options))] = (rc, text)
+
+# asked again in the same process: the same answer
+for (question, name, options), (rc, text) in answers.items():
+    again = ask(handles[os.path.join(T, name)], question, list(options))
+    check(again[:2] == (rc, text), "again: %s %s" % (question, name))
+
+# from two threads at once, over the same inputs
+results = {}
+
+
+def worker(k):
+    results[k] = ask(handles[os.path.join(T, k[1])], k[0], list(k[2]))
+
+
+keys = list(answers)
+threads = [threading.Thread(target=worker, args=(k,)) for k in keys[:2] + keys[4:6]]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+check(all(results[k][:2] == answers[k] for k in results),
+      "%d questions on 4 threads at once: the same answers" % len(results))
+
+# what a caller gets wrong, and inputs that cannot answer
+h = handles[os.path.join(T, "dynamic_oom.pickle")]
+for question, options, want in (("replay", ["limit=lots"], 2), ("replay", ["nope=1"], 2),
+                                ("whatever", [], 2), ("replay", ["device=3"], 1)):
+    rc, text, msg = ask(h, question, options)
+    check(rc == want and text is None and msg, "%s %s: exit %d: %s" % (question, options, rc, msg))
+rc, h2, msg = open_file(os.path.join(T, "no-such-file.pickle"))
+check(rc == 1 and "no-such-file" in msg, "open a missing file: exit %d: %s" % (rc, msg))
+for h in handles.values():
+    lib.ms_file_close(h)
+
+# the library's face: its soname, and its API alone
+dyn = subprocess.run(["objdump", "-p", lib_path], capture_output=True, text=True).stdout
+check("SONAME               libmemsnap.so.0" in dyn, "soname libmemsnap.so.0")
+syms = subprocess.run(["nm", "-D", "--defined-only", lib_path], capture_output=True,
+                      text=True).stdout.split("\n")
+exported = sorted(line.split()[-1].split("@")[0] for line in syms if " T " in line)
+check(exported == ["ms_ask", "ms_file_close", "ms_file_open", "ms_json_free", "ms_status_name",
+                   "ms_strerror", "ms_version_number"], "exports: %s" % ", ".join(exported))
+sys.exit(1 if fails else 0)
