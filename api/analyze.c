@@ -14,8 +14,10 @@
 #include "common/size.h"
 #include "explain/report.h"
 #include "explain/verdict.h"
+#include "explain/whatif_report.h"
 #include "json/explain.h"
 #include "json/replay.h"
+#include "json/whatif.h"
 #include "parse/devices.h"
 #include "parse/trace.h"
 #include "replay/alloc_conf.h"
@@ -35,6 +37,8 @@ struct ask {
 	uint64_t device; /* UINT64_MAX: every device with allocations */
 	unsigned jobs;
 	uint32_t site_depth;
+	const char **configs; /* whatif's settings (config=, each once); NULL: the default matrix */
+	size_t n_configs;
 };
 
 static int say(char *msg, size_t cap, int rc, const char *fmt, ...) MS_PRINTF(4, 5);
@@ -117,6 +121,17 @@ static int option(struct ask *a, const char *opt, char *msg, size_t cap)
 		if (ms_alloc_conf_parse(&ac, v, &d))
 			return say(msg, cap, ASK_USAGE, "option '%s': %s", opt, d.msg);
 		a->o.alloc_conf = v;
+	} else if (IS("config")) { /* whatif: a setting to try; "recorded": the trace's own */
+		struct ms_alloc_conf ac;
+		struct ms_diag d = MS_DIAG_INIT;
+		const char **c;
+		ms_alloc_conf_init(&ac);
+		if (strcmp(v, "recorded") && ms_alloc_conf_parse(&ac, v, &d))
+			return say(msg, cap, ASK_USAGE, "option '%s': %s", opt, d.msg);
+		if (!(c = ms_realloc(a->configs, (a->n_configs + 1) * sizeof(*c))))
+			return say(msg, cap, ASK_ERROR, "out of memory");
+		a->configs = c;
+		a->configs[a->n_configs++] = strcmp(v, "recorded") ? v : NULL;
 	} else if (IS("device") || IS("jobs") || IS("site_depth")) {
 		unsigned long long u = strtoull(v, &end, 10);
 		if (!*v || *end || *v == '-')
@@ -235,6 +250,30 @@ static cJSON *ask_explain(const struct ms_file *in, const struct ask *a, uint32_
 	return o;
 }
 
+static cJSON *ask_whatif(const struct ms_file *in, const struct ask *a, uint32_t dev, int *oom,
+                         struct ms_diag *d)
+{
+	struct ms_replay_outcome out;
+	struct ms_replay_result first;
+	struct ms_whatif_report rep;
+	cJSON *o = NULL;
+
+	memset(&rep, 0, sizeof(rep));
+	if (!replay_device(in, a, dev, &out, &first, d) &&
+	    !ms_whatif_report_run(in->t, &out.o, &first, &out.lim, a->configs,
+	                          a->configs ? a->n_configs : ms_whatif_n_default_configs, a->jobs,
+	                          &rep, d)) {
+		o = ms_whatif_report_json(&rep, in->path);
+		*oom |= rep.ended_by_oom;
+		if (!o)
+			ms__diag_set(d, MS_ERR_NOMEM, -1, -1, "out of memory");
+	}
+	ms_whatif_report_release(&rep);
+	ms_replay_result_release(&first);
+	ms_replay_outcome_release(&out);
+	return o;
+}
+
 /* A trace with end-state segments and no allocation of PyTorch's allocator at all */
 static int no_trace(const struct ms_trace *t)
 {
@@ -249,8 +288,7 @@ static int no_trace(const struct ms_trace *t)
 int ms_ask(ms_file *in, const char *question, const char *const *options, size_t n_options,
            char **json, char *msg, size_t cap)
 {
-	cJSON *(*fn)(const struct ms_file *, const struct ask *, uint32_t, int *,
-	             struct ms_diag *);
+	cJSON *(*fn)(const struct ms_file *, const struct ask *, uint32_t, int *, struct ms_diag *);
 	struct ask a;
 	uint32_t *devs;
 	size_t nd;
@@ -266,22 +304,31 @@ int ms_ask(ms_file *in, const char *question, const char *const *options, size_t
 		fn = ask_replay;
 	else if (!strcmp(question, "explain"))
 		fn = ask_explain;
+	else if (!strcmp(question, "whatif"))
+		fn = ask_whatif;
 	else
-		return say(msg, cap, ASK_USAGE, "'%s': no such question (replay, explain)",
+		return say(msg, cap, ASK_USAGE, "'%s': no such question (replay, explain, whatif)",
 		           question);
 	memset(&a, 0, sizeof(a));
 	a.device = UINT64_MAX;
 	a.site_depth = 1;
-	for (size_t i = 0; i < n_options; i++)
-		if (!options[i] || (rc = option(&a, options[i], msg, cap)))
-			return options[i] ? rc : say(msg, cap, ASK_USAGE, "a NULL option");
-	if (fn == ask_explain && no_trace(in->t))
-		return say(msg, cap, ASK_ERROR,
-		           "%s: a snapshot without a trace: the library does not explain its end "
-		           "state yet (memsnap explain does)",
-		           in->path);
-	if ((rc = devices(in, &a, &devs, &nd, msg, cap)))
+	rc = ASK_OK;
+	for (size_t i = 0; i < n_options && !rc; i++)
+		rc = options[i] ? option(&a, options[i], msg, cap)
+		                : say(msg, cap, ASK_USAGE, "a NULL option");
+	if (!rc && a.configs && fn != ask_whatif)
+		rc = say(msg, cap, ASK_USAGE, "option config: whatif's alone");
+	if (!rc && fn == ask_explain && no_trace(in->t))
+		rc = say(msg, cap, ASK_ERROR,
+		         "%s: a snapshot without a trace: the library does not explain its end "
+		         "state yet (memsnap explain does)",
+		         in->path);
+	if (!rc)
+		rc = devices(in, &a, &devs, &nd, msg, cap);
+	if (rc) {
+		ms_free(a.configs);
 		return rc;
+	}
 	for (size_t k = 0; k < nd; k++) {
 		struct ms_diag d = MS_DIAG_INIT;
 		cJSON *o = fn(in, &a, devs[k], &oom, &d);
@@ -291,6 +338,7 @@ int ms_ask(ms_file *in, const char *question, const char *const *options, size_t
 			    d.msg[0] ? d.msg : "out of memory");
 			cJSON_Delete(root);
 			ms_free(devs);
+			ms_free(a.configs);
 			return ASK_ERROR;
 		}
 		if (nd == 1) {
@@ -306,6 +354,7 @@ int ms_ask(ms_file *in, const char *question, const char *const *options, size_t
 		cJSON_AddItemToObject(byd, key, o);
 	}
 	ms_free(devs);
+	ms_free(a.configs);
 	*json = root ? cJSON_Print(root) : NULL;
 	cJSON_Delete(root);
 	if (!*json)

@@ -12,6 +12,8 @@
 #include "cli/replay_opts.h"
 #include "explain/explain.h"
 #include "explain/verdict.h"
+#include "explain/whatif_report.h"
+#include "json/whatif.h"
 #include "cli/verdict_out.h"
 #include "common/alloc.h"
 #include "parse/trace.h"
@@ -182,219 +184,129 @@ static void print_survival(const struct ms_whatif_row *rows, const struct ms_sur
 	ms_free(done);
 }
 
+/* The matrix as text, under label. */
+static void print_report(const struct ms_whatif_report *r, const char *label)
+{
+	char b1[32], b2[32], b3[32], b4[32];
+	size_t k;
+	printf("%s: %zu settings%s%s\n", label, r->n_rows, r->limit ? ", limit " : "",
+	       r->limit ? ms_format_size(b1, sizeof(b1), r->limit) : "");
+	if (r->v.has_oom || r->v.death.died)
+		printf("  %s\n", r->v.headline);
+	if (r->lim.inferred)
+		printf("  the limit is inferred (the recorded OOM had room on the device): "
+		       "between %s and %s; --limit sets it\n",
+		       ms_format_size(b1, sizeof(b1), r->lim.lo),
+		       ms_format_size(b2, sizeof(b2), r->lim.hi));
+	if (r->device_memory_source == MS_DEVMEM_FROM_OOM)
+		printf("  the device's size is not recorded: %s is what PyTorch could use "
+		       "at the "
+		       "recorded OOM (memory outside PyTorch took the rest); "
+		       "--device-memory "
+		       "sets it\n",
+		       ms_format_size(b1, sizeof(b1), r->device_memory));
+	if (r->mid_run)
+		printf("  the trace starts mid-run: every setting is replayed from the "
+		       "state "
+		       "rebuilt before its first event, kept as it was; peaks are from "
+		       "there on\n");
+	if (r->device_memory_source == MS_DEVMEM_UNKNOWN)
+		printf("  the device's size is not recorded and no OOM bounds it: replays "
+		       "are "
+		       "on an unbounded device (--device-memory sets it)\n");
+	putchar('\n');
+	int w = 10;
+	for (k = 0; k < r->n_rows; k++) {
+		char name[600];
+		int l = (int)strlen(row_name(&r->rows[k], name, sizeof(name)));
+		if (l > w)
+			w = l < 80 ? l : 80;
+	}
+	printf("%-*s %13s %13s %12s %7s %11s %13s %9s\n", w, "setting", "peak reserved",
+	       "waste at peak", "rounding", "retries", "first OOM", "min memory", "survives");
+	for (k = 0; k < r->n_rows; k++) {
+		struct ms_whatif_row *j = &r->rows[k];
+		char name[600], oom[24], pk[40], mm[40];
+		row_name(j, name, sizeof(name));
+		if (j->s) {
+			printf("%-*s error: %s\n", w, name, j->err);
+			continue;
+		}
+		if (j->r.has_oom)
+			snprintf(oom, sizeof(oom), "event %llu",
+			         (unsigned long long)j->r.first_oom.index);
+		else
+			snprintf(oom, sizeof(oom), "-");
+		/* a mid-run trace: from its first event on, at least */
+		snprintf(pk, sizeof(pk), "%s%s", r->mid_run ? ">=" : "",
+		         ms_format_size(b1, sizeof(b1),
+		                        (uint64_t)j->r.stats.reserved_bytes[0].peak));
+		if (j->min_memory)
+			snprintf(mm, sizeof(mm), "%s%s", r->mid_run ? ">=" : "",
+			         ms_format_size(b3, sizeof(b3), j->min_memory));
+		printf("%-*s %13s %13s %12s %7llu %11s %13s %9s\n", w, name, pk,
+		       ms_format_size(b2, sizeof(b2),
+		                      (uint64_t)j->r.stats.reserved_bytes[0].peak -
+		                              j->r.allocated_at_peak_reserved),
+		       signed_size(b4, sizeof(b4), j->r.allocated_at_peak_reserved,
+		                   j->r.requested_at_peak_reserved),
+		       (unsigned long long)j->r.stats.num_alloc_retries, oom,
+		       j->min_memory ? mm : "never", ms_survives_name(r->v.sv[k].survives));
+	}
+	print_survival(r->rows, r->v.sv, r->n_rows);
+	name_rows(r->rows, r->n_rows, went_on, "served a recorded OOM the job went on from",
+	          "the job caught the error and went on without the memory: past it the "
+	          "replay\nfollows what the job did then, not what it would have done with "
+	          "the memory;\nits later requests may not fit");
+	name_rows(r->rows, r->n_rows, reuse_as_recorded, "replayed as recorded",
+	          "graph_capture_record_stream_reuse: a free that waits on other "
+	          "streams\n(record_stream) during a CUDA graph capture completes where the "
+	          "trace has it;\nwhen the other setting would complete it depends on the "
+	          "graph's dependencies\nand the record_stream calls, which no trace holds");
+	printf("\nwaste at peak: the peak of reserved memory minus the most allocated "
+	       "while it\n"
+	       "stood there (reserved but never in use at once); rounding: allocated "
+	       "minus\n"
+	       "requested bytes at that moment (block rounding and unsplit remainders; "
+	       "below\n"
+	       "0 while frees wait for their streams);\n"
+	       "min memory: the least limit with which every allocation succeeds, the "
+	       "recorded\n"
+	       "OOMs included (to 2 MiB or 0.5%%, whichever is coarser).\n");
+	if (r->mid_run)
+		printf(">=: the trace starts mid-run: the peak from its first event on, "
+		       "and "
+		       "the least\nmemory for that part of the run; the job's own may have "
+		       "been higher before.\n");
+}
+
 /* The matrix for one device of t; text on stdout or *jout. MS_EXIT_OK or MS_EXIT_ERROR. */
 static int whatif_one(struct ms_replay_cli *c, const char *path, const struct ms_trace *t,
-                      uint32_t device, const char *label, char **user, size_t nrows, unsigned jobs,
-                      int json, cJSON **jout, int *ended_by_oom)
+                      const char *label, char **user, size_t nrows, unsigned jobs, int json,
+                      cJSON **jout, int *ended_by_oom)
 {
-	struct ms_whatif_row *rows;
 	struct ms_replay_result first;
 	struct ms_limit_range lim;
-	size_t k;
+	struct ms_whatif_report r;
+	struct ms_diag d = MS_DIAG_INIT;
 	ms_status s;
-	unsigned devsrc;
-	uint64_t devmem;
-	int mid_run;
-	struct ms_explain ex;
-	struct ms_explain_in in;
-	struct ms_verdict v;
-	const struct ms_survival *sv;
 
-	/* the limit: given, recorded, or inferred from recorded OOMs (as replay does) */
 	if (ms_replay_cli_run_reported(c, path, &first, &lim))
 		return MS_EXIT_ERROR;
-	if (!c->o.limit && first.limit)
-		c->o.limit = first.limit;
-	/* the replay with the recorded settings ran out where the job did not: exit 3, as replay */
-	*ended_by_oom |= first.ended_by_oom;
-	/* the steps, how the job ended and what it could use: what the verdicts rest on */
-	ms_explain_in_at_peak(&in, t, device, &first);
-	if (ms_explain_run(&in, &ex) || ms_verdict_begin(t, &ex, &c->o, &first, &lim, &v))
-		ms_die(MS_EXIT_ERROR, "out of memory");
-	/* what the verdicts rest on: said wherever they are shown */
-	devsrc = first.device_memory_source;
-	devmem = first.device_memory;
-	mid_run = first.rebuilt;
+	s = ms_whatif_report_run(t, &c->o, &first, &lim, (const char *const *)user, nrows, jobs, &r,
+	                         &d);
 	ms_replay_result_release(&first);
-	rows = ms_calloc(nrows ? nrows : 1, sizeof(*rows));
-	if (!rows)
-		ms_die(MS_EXIT_ERROR, "out of memory");
-	for (k = 0; k < nrows; k++)
-		rows[k].conf = user ? user[k] : ms_whatif_default_configs[k];
-	if ((s = ms_whatif_run(t, &c->o, rows, nrows, jobs)))
-		ms_die(MS_EXIT_ERROR, "%s",
-		       s == MS_ERR_NOMEM ? "out of memory" : "cannot start a thread");
-	if (ms_verdict_judge_rows(t, &ex, &c->o, rows, nrows, &v))
-		ms_die(MS_EXIT_ERROR, "out of memory");
-	sv = v.sv;
-	ms_explain_release(&ex);
-
-	if (json) {
-		cJSON *root = cJSON_CreateObject(), *a;
-		cJSON_AddStringToObject(root, "trace", path);
-		/* the one line explain opens with (explain/verdict.h) */
-		cJSON_AddStringToObject(root, "verdict", v.headline);
-		cJSON_AddNumberToObject(root, "device", device);
-		ms_json_u64(root, "limit_bytes", c->o.limit);
-		if (lim.inferred) {
-			cJSON *x = cJSON_AddObjectToObject(root, "limit_inferred");
-			ms_json_u64(x, "low_bytes", lim.lo);
-			ms_json_u64(x, "high_bytes", lim.hi);
-		} else {
-			cJSON_AddNullToObject(root, "limit_inferred");
-		}
-		cJSON_AddStringToObject(root, "device_memory_source",
-		                        ms_devmem_source_name(devsrc));
-		cJSON_AddBoolToObject(root, "starts_mid_run", mid_run);
-		cJSON_AddBoolToObject(root, "peaks_are_lower_bounds", mid_run);
-		if (devmem == UINT64_MAX)
-			cJSON_AddNullToObject(root, "device_memory_bytes");
-		else
-			ms_json_u64(root, "device_memory_bytes", devmem);
-		a = cJSON_AddArrayToObject(root, "settings");
-		for (k = 0; k < nrows; k++) {
-			struct ms_whatif_row *j = &rows[k];
-			cJSON *o = cJSON_CreateObject();
-			cJSON_AddStringToObject(o, "alloc_conf",
-			                        j->conf ? j->conf : j->r.alloc_conf);
-			cJSON_AddBoolToObject(o, "recorded", !j->conf);
-			if (j->s) {
-				cJSON_AddStringToObject(o, "error", j->err);
-			} else {
-				ms_json_u64(o, "peak_reserved_bytes",
-				            (uint64_t)j->r.stats.reserved_bytes[0].peak);
-				ms_json_u64(o, "peak_allocated_bytes",
-				            (uint64_t)j->r.stats.allocated_bytes[0].peak);
-				ms_json_u64(o, "waste_at_peak_bytes",
-				            (uint64_t)j->r.stats.reserved_bytes[0].peak -
-				                    j->r.allocated_at_peak_reserved);
-				ms_json_i64(o, "rounding_at_peak_bytes",
-				            (int64_t)j->r.allocated_at_peak_reserved -
-				                    (int64_t)j->r.requested_at_peak_reserved);
-				ms_json_u64(o, "num_alloc_retries", j->r.stats.num_alloc_retries);
-				/* PyTorch's segment.all.peak: no segments under expandable segments
-				 */
-				ms_json_u64(o, "peak_segments",
-				            (uint64_t)j->r.stats.segment[0].peak);
-				if (j->r.has_oom)
-					ms_json_u64(o, "first_oom_index", j->r.first_oom.index);
-				else
-					cJSON_AddNullToObject(o, "first_oom_index");
-				if (j->min_memory)
-					ms_json_u64(o, "min_memory_bytes", j->min_memory);
-				else
-					cJSON_AddNullToObject(o, "min_memory_bytes");
-				cJSON_AddBoolToObject(
-				        o, "graph_capture_record_stream_reuse_as_recorded",
-				        ms_replay_reuse_as_recorded(&j->r));
-				ms_json_u64(o, "served_recorded_ooms_then_went_on",
-				            j->r.missed_ooms_went_on);
-				/* whether the job would have survived: avoids_oom alone is the
-				   replay getting past every recorded request, not the job finishing
-				 */
-				cJSON_AddBoolToObject(o, "avoids_oom", !j->r.has_oom);
-				ms_verdict_json_survival(o, &sv[k]);
-			}
-			cJSON_AddItemToArray(a, o);
-		}
-		*jout = root;
-	} else {
-		char b1[32], b2[32], b3[32], b4[32];
-		printf("%s: %zu settings%s%s\n", label, nrows, c->o.limit ? ", limit " : "",
-		       c->o.limit ? ms_format_size(b1, sizeof(b1), c->o.limit) : "");
-		if (v.has_oom || v.death.died)
-			printf("  %s\n", v.headline);
-		if (lim.inferred)
-			printf("  the limit is inferred (the recorded OOM had room on the device): "
-			       "between %s and %s; --limit sets it\n",
-			       ms_format_size(b1, sizeof(b1), lim.lo),
-			       ms_format_size(b2, sizeof(b2), lim.hi));
-		if (devsrc == MS_DEVMEM_FROM_OOM)
-			printf("  the device's size is not recorded: %s is what PyTorch could use "
-			       "at the "
-			       "recorded OOM (memory outside PyTorch took the rest); "
-			       "--device-memory "
-			       "sets it\n",
-			       ms_format_size(b1, sizeof(b1), devmem));
-		if (mid_run)
-			printf("  the trace starts mid-run: every setting is replayed from the "
-			       "state "
-			       "rebuilt before its first event, kept as it was; peaks are from "
-			       "there on\n");
-		if (devsrc == MS_DEVMEM_UNKNOWN)
-			printf("  the device's size is not recorded and no OOM bounds it: replays "
-			       "are "
-			       "on an unbounded device (--device-memory sets it)\n");
-		putchar('\n');
-		int w = 10;
-		for (k = 0; k < nrows; k++) {
-			char name[600];
-			int l = (int)strlen(row_name(&rows[k], name, sizeof(name)));
-			if (l > w)
-				w = l < 80 ? l : 80;
-		}
-		printf("%-*s %13s %13s %12s %7s %11s %13s %9s\n", w, "setting", "peak reserved",
-		       "waste at peak", "rounding", "retries", "first OOM", "min memory",
-		       "survives");
-		for (k = 0; k < nrows; k++) {
-			struct ms_whatif_row *j = &rows[k];
-			char name[600], oom[24], pk[40], mm[40];
-			row_name(j, name, sizeof(name));
-			if (j->s) {
-				printf("%-*s error: %s\n", w, name, j->err);
-				continue;
-			}
-			if (j->r.has_oom)
-				snprintf(oom, sizeof(oom), "event %llu",
-				         (unsigned long long)j->r.first_oom.index);
-			else
-				snprintf(oom, sizeof(oom), "-");
-			/* a mid-run trace: from its first event on, at least */
-			snprintf(pk, sizeof(pk), "%s%s", mid_run ? ">=" : "",
-			         ms_format_size(b1, sizeof(b1),
-			                        (uint64_t)j->r.stats.reserved_bytes[0].peak));
-			if (j->min_memory)
-				snprintf(mm, sizeof(mm), "%s%s", mid_run ? ">=" : "",
-				         ms_format_size(b3, sizeof(b3), j->min_memory));
-			printf("%-*s %13s %13s %12s %7llu %11s %13s %9s\n", w, name, pk,
-			       ms_format_size(b2, sizeof(b2),
-			                      (uint64_t)j->r.stats.reserved_bytes[0].peak -
-			                              j->r.allocated_at_peak_reserved),
-			       signed_size(b4, sizeof(b4), j->r.allocated_at_peak_reserved,
-			                   j->r.requested_at_peak_reserved),
-			       (unsigned long long)j->r.stats.num_alloc_retries, oom,
-			       j->min_memory ? mm : "never", ms_survives_name(sv[k].survives));
-		}
-		print_survival(rows, sv, nrows);
-		name_rows(rows, nrows, went_on, "served a recorded OOM the job went on from",
-		          "the job caught the error and went on without the memory: past it the "
-		          "replay\nfollows what the job did then, not what it would have done with "
-		          "the memory;\nits later requests may not fit");
-		name_rows(
-		        rows, nrows, reuse_as_recorded, "replayed as recorded",
-		        "graph_capture_record_stream_reuse: a free that waits on other "
-		        "streams\n(record_stream) during a CUDA graph capture completes where the "
-		        "trace has it;\nwhen the other setting would complete it depends on the "
-		        "graph's dependencies\nand the record_stream calls, which no trace holds");
-		printf("\nwaste at peak: the peak of reserved memory minus the most allocated "
-		       "while it\n"
-		       "stood there (reserved but never in use at once); rounding: allocated "
-		       "minus\n"
-		       "requested bytes at that moment (block rounding and unsplit remainders; "
-		       "below\n"
-		       "0 while frees wait for their streams);\n"
-		       "min memory: the least limit with which every allocation succeeds, the "
-		       "recorded\n"
-		       "OOMs included (to 2 MiB or 0.5%%, whichever is coarser).\n");
-		if (mid_run)
-			printf(">=: the trace starts mid-run: the peak from its first event on, "
-			       "and "
-			       "the least\nmemory for that part of the run; the job's own may have "
-			       "been higher before.\n");
+	if (s) {
+		ms_whatif_report_release(&r);
+		ms_die(MS_EXIT_ERROR, "%s", d.msg);
 	}
-	ms_whatif_release(rows, nrows);
-	ms_free(rows);
-	ms_verdict_release(&v);
+	/* the replay with the recorded settings ran out where the job did not: exit 3, as replay */
+	*ended_by_oom |= r.ended_by_oom;
+	if (json && !(*jout = ms_whatif_report_json(&r, path)))
+		ms_die(MS_EXIT_ERROR, "out of memory");
+	else if (!json)
+		print_report(&r, label);
+	ms_whatif_report_release(&r);
 	return MS_EXIT_OK;
 }
 
@@ -450,7 +362,7 @@ int cmd_whatif(int argc, const char **argv)
 		c.o.device = devs[k];
 		if (k && !json)
 			putchar('\n');
-		rc = whatif_one(&c, argv[0], t, devs[k],
+		rc = whatif_one(&c, argv[0], t,
 		                ms_replay_cli_label(argv[0], devs[k], nd, label, sizeof(label)),
 		                user, nrows, (unsigned)(jobs > 1024 ? 1024 : jobs), json, &o, &oom);
 		ms_replay_cli_release(&c);

@@ -335,4 +335,3 @@ cJSON *ms_replay_result_json(const char *path, uint32_t device, const struct ms_
 	}
 	return o;
 }
-

@@ -18,8 +18,7 @@ struct ms_cuda_dev;
  */
 struct cJSON *ms_replay_result_json(const char *path, uint32_t device,
                                     const struct ms_replay_result *r,
-                                    const struct ms_limit_range *lim,
-                                    struct ms_cuda_dev *dev, uint32_t frames,
-                                    const struct ms_oom_verdict *ov);
+                                    const struct ms_limit_range *lim, struct ms_cuda_dev *dev,
+                                    uint32_t frames, const struct ms_oom_verdict *ov);
 
 #endif

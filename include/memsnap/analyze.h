@@ -31,9 +31,11 @@ MS_API int ms_file_open(const char *path, ms_file **in, char *msg, size_t cap);
 MS_API void ms_file_close(ms_file *in);
 
 /*
- * Ask in a question, "replay" or "explain", with options as "name=value" strings named as the
- * command's flags: device=D, limit=SIZE, memory_fraction=F, device_memory=SIZE,
- * alloc_conf=CONF; explain also takes jobs=N and site_depth=N. *json (free it with
+ * Ask in a question, "replay", "explain" or "whatif", with options as "name=value" strings
+ * named as the command's flags: device=D, limit=SIZE, memory_fraction=F, device_memory=SIZE,
+ * alloc_conf=CONF (not whatif's); explain and whatif also take jobs=N, explain site_depth=N,
+ * and whatif config=CONF, once for each setting to try ("recorded": the trace's own; none:
+ * whatif's default matrix). *json (free it with
  * ms_json_free) is what `memsnap QUESTION --json FILE` prints, a device's object or, for several
  * devices, {"trace", "devices": {...}}.
  *
@@ -42,8 +44,8 @@ MS_API void ms_file_close(ms_file *in);
  * trace, no events on the device asked) and 2 (a question or option memsnap does not take)
  * leave *json NULL and say why in msg. The notes the command prints on stderr are not returned.
  */
-MS_API int ms_ask(ms_file *in, const char *question, const char *const *options,
-                  size_t n_options, char **json, char *msg, size_t cap);
+MS_API int ms_ask(ms_file *in, const char *question, const char *const *options, size_t n_options,
+                  char **json, char *msg, size_t cap);
 MS_API void ms_json_free(char *json);
 
 #endif

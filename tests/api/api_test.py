@@ -47,10 +47,18 @@ def ask(h, question, options=()):
 
 
 def cli(question, path, options):
-    flags = []
+    flags, configs = [], []
     for o in options:
         k, v = o.split("=", 1)
-        flags += ["--" + k.replace("_", "-"), v]
+        if k == "config":
+            configs.append(v)
+        else:
+            flags += ["--" + k.replace("_", "-"), v]
+    if configs:  # whatif takes its settings from a file, one a line
+        cf = os.path.join(os.environ.get("TMPDIR", "/tmp"), "api_test_configs.%d" % os.getpid())
+        with open(cf, "w") as f:
+            f.write("\n".join(configs) + "\n")
+        flags += ["--configs", cf]
     p = subprocess.run([memsnap, "-q", question, "--json"] + flags + [path],
                        capture_output=True, text=True)
     return p.returncode, json.loads(p.stdout) if p.stdout.strip() else None
@@ -65,6 +73,9 @@ cases = [
     ("explain", "multi_gpu/ddp_rank1.pickle.zst", ["jobs=2"]),
     ("explain", "multi_gpu/pipeline.pickle.zst", ["jobs=2"]),
     ("explain", "multi_gpu/oom_rank1_rank1.zst", ["jobs=2", "alloc_conf=expandable_segments:True"]),
+    ("whatif", "dynamic_oom.pickle", ["jobs=2"]),
+    ("whatif", "multi_gpu/oom_rank1_rank1.zst",
+     ["jobs=2", "config=recorded", "config=expandable_segments:True"]),
 ]
 handles = {}
 answers = {}
@@ -95,18 +106,20 @@ def worker(k):
 
 
 keys = list(answers)
-threads = [threading.Thread(target=worker, args=(k,)) for k in keys[:2] + keys[4:6]]
+threads = [threading.Thread(target=worker, args=(k,)) for k in keys[:2] + keys[4:6] + keys[7:9]]
 for t in threads:
     t.start()
 for t in threads:
     t.join()
 check(all(results[k][:2] == answers[k] for k in results),
-      "%d questions on 4 threads at once: the same answers" % len(results))
+      "%d questions on %d threads at once: the same answers" % (len(results), len(threads)))
 
 # what a caller gets wrong, and inputs that cannot answer
 h = handles[os.path.join(T, "dynamic_oom.pickle")]
 for question, options, want in (("replay", ["limit=lots"], 2), ("replay", ["nope=1"], 2),
-                                ("whatever", [], 2), ("replay", ["device=3"], 1)):
+                                ("whatever", [], 2), ("replay", ["device=3"], 1),
+                                ("replay", ["config=expandable_segments:True"], 2),
+                                ("whatif", ["config=nonsense:1"], 2)):
     rc, text, msg = ask(h, question, options)
     check(rc == want and text is None and msg, "%s %s: exit %d: %s" % (question, options, rc, msg))
 rc, h2, msg = open_file(os.path.join(T, "no-such-file.pickle"))
