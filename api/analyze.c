@@ -17,14 +17,16 @@
 #include "explain/whatif_report.h"
 #include "json/explain.h"
 #include "json/replay.h"
+#include "json/verify.h"
 #include "json/whatif.h"
 #include "parse/devices.h"
 #include "parse/trace.h"
 #include "replay/alloc_conf.h"
 #include "replay/run.h"
 #include "replay/site.h"
+#include "replay/verify.h"
 
-enum { ASK_OK = 0, ASK_ERROR = 1, ASK_USAGE = 2, ASK_OOM = 3 };
+enum { ASK_OK = 0, ASK_ERROR = 1, ASK_USAGE = 2, ASK_OOM = 3, ASK_DIVERGED = 4 };
 
 struct ms_file {
 	char *path;
@@ -201,7 +203,7 @@ static ms_status replay_device(const struct ms_file *in, const struct ask *a, ui
 	return ms_replay_request_run(&q, out, r, d);
 }
 
-static cJSON *ask_replay(const struct ms_file *in, const struct ask *a, uint32_t dev, int *oom,
+static cJSON *ask_replay(const struct ms_file *in, const struct ask *a, uint32_t dev, int *flags,
                          struct ms_diag *d)
 {
 	struct ms_replay_outcome out;
@@ -215,7 +217,7 @@ static cJSON *ask_replay(const struct ms_file *in, const struct ask *a, uint32_t
 		ms_verdict_oom_of_replay(in->t, &out.o, &r, &out.lim, &ov, &death, &has_death);
 		o = ms_replay_result_json(in->path, dev, &r, &out.lim, NULL, MS_FRAMES_USER,
 		                          r.has_oom ? &ov : NULL);
-		*oom |= r.ended_by_oom;
+		*flags |= r.ended_by_oom; /* 1: ran out of memory (exit 3) */
 		if (!o)
 			ms__diag_set(d, MS_ERR_NOMEM, -1, -1, "out of memory");
 	}
@@ -224,7 +226,7 @@ static cJSON *ask_replay(const struct ms_file *in, const struct ask *a, uint32_t
 	return o;
 }
 
-static cJSON *ask_explain(const struct ms_file *in, const struct ask *a, uint32_t dev, int *oom,
+static cJSON *ask_explain(const struct ms_file *in, const struct ask *a, uint32_t dev, int *flags,
                           struct ms_diag *d)
 {
 	struct ms_replay_outcome out;
@@ -241,7 +243,7 @@ static cJSON *ask_explain(const struct ms_file *in, const struct ask *a, uint32_
 	if (!ms_explain_report_run(in->t, &out.o, &first, &out.lim, a->jobs, a->site_depth, &rep,
 	                           d)) {
 		o = ms_explain_report_json(&rep, in->path);
-		*oom |= rep.first.ended_by_oom;
+		*flags |= rep.first.ended_by_oom;
 		if (!o)
 			ms__diag_set(d, MS_ERR_NOMEM, -1, -1, "out of memory");
 	}
@@ -250,7 +252,36 @@ static cJSON *ask_explain(const struct ms_file *in, const struct ask *a, uint32_
 	return o;
 }
 
-static cJSON *ask_whatif(const struct ms_file *in, const struct ask *a, uint32_t dev, int *oom,
+/* verify: the model against the recording; 2 in *flags where the device diverges (exit 4) */
+static cJSON *ask_verify(const struct ms_file *in, const struct ask *a, uint32_t dev, int *flags,
+                         struct ms_diag *d)
+{
+	struct ms_replay_outcome out;
+	struct ms_replay_result r;
+	struct ms_verify v;
+	cJSON *o = NULL;
+
+	if (!replay_device(in, a, dev, &out, &r, d)) {
+		if (r.other_allocator[0]) {
+			ms__diag_set(
+			        d, MS_ERR_UNSUPPORTED, -1, -1,
+			        "a %s snapshot: memsnap models PyTorch's CUDA caching allocator "
+			        "only, so there is nothing to verify it against",
+			        r.other_allocator);
+		} else {
+			ms_verify_compare(&r, NULL, &v);
+			o = ms_verify_json(in->path, dev, &r, &v, &out.lim);
+			*flags |= v.identical ? 0 : 2;
+			if (!o)
+				ms__diag_set(d, MS_ERR_NOMEM, -1, -1, "out of memory");
+		}
+	}
+	ms_replay_result_release(&r);
+	ms_replay_outcome_release(&out);
+	return o;
+}
+
+static cJSON *ask_whatif(const struct ms_file *in, const struct ask *a, uint32_t dev, int *flags,
                          struct ms_diag *d)
 {
 	struct ms_replay_outcome out;
@@ -264,7 +295,7 @@ static cJSON *ask_whatif(const struct ms_file *in, const struct ask *a, uint32_t
 	                          a->configs ? a->n_configs : ms_whatif_n_default_configs, a->jobs,
 	                          &rep, d)) {
 		o = ms_whatif_report_json(&rep, in->path);
-		*oom |= rep.ended_by_oom;
+		*flags |= rep.ended_by_oom;
 		if (!o)
 			ms__diag_set(d, MS_ERR_NOMEM, -1, -1, "out of memory");
 	}
@@ -293,7 +324,7 @@ int ms_ask(ms_file *in, const char *question, const char *const *options, size_t
 	uint32_t *devs;
 	size_t nd;
 	cJSON *root = NULL, *byd = NULL;
-	int rc, oom = 0;
+	int rc, flags = 0; /* 1: a replay ran out of memory; 2: verify diverged */
 
 	*json = NULL;
 	if (msg && cap)
@@ -306,9 +337,11 @@ int ms_ask(ms_file *in, const char *question, const char *const *options, size_t
 		fn = ask_explain;
 	else if (!strcmp(question, "whatif"))
 		fn = ask_whatif;
+	else if (!strcmp(question, "verify"))
+		fn = ask_verify;
 	else
-		return say(msg, cap, ASK_USAGE, "'%s': no such question (replay, explain, whatif)",
-		           question);
+		return say(msg, cap, ASK_USAGE,
+		           "'%s': no such question (replay, explain, whatif, verify)", question);
 	memset(&a, 0, sizeof(a));
 	a.device = UINT64_MAX;
 	a.site_depth = 1;
@@ -331,7 +364,7 @@ int ms_ask(ms_file *in, const char *question, const char *const *options, size_t
 	}
 	for (size_t k = 0; k < nd; k++) {
 		struct ms_diag d = MS_DIAG_INIT;
-		cJSON *o = fn(in, &a, devs[k], &oom, &d);
+		cJSON *o = fn(in, &a, devs[k], &flags, &d);
 		char key[16];
 		if (!o) {
 			say(msg, cap, ASK_ERROR, "%s: %s", in->path,
@@ -355,9 +388,12 @@ int ms_ask(ms_file *in, const char *question, const char *const *options, size_t
 	}
 	ms_free(devs);
 	ms_free(a.configs);
+	/* verify over several devices: whether all of them are identical, as the command says */
+	if (fn == ask_verify && byd)
+		cJSON_AddBoolToObject(root, "identical", !(flags & 2));
 	*json = root ? cJSON_Print(root) : NULL;
 	cJSON_Delete(root);
 	if (!*json)
 		return say(msg, cap, ASK_ERROR, "%s: out of memory", in->path);
-	return oom ? ASK_OOM : ASK_OK;
+	return flags & 2 ? ASK_DIVERGED : flags ? ASK_OOM : ASK_OK;
 }

@@ -10,7 +10,9 @@
 #include "cli/replay_opts.h"
 #include "parse/trace.h"
 #include "common/alloc.h"
+#include "json/verify.h"
 #include "replay/replay.h"
+#include "replay/verify.h"
 
 static const char *const usage[] = {
         "memsnap verify [--backend sim|cuda|torch] [--alloc-conf S] [--limit N | --memory-fraction "
@@ -28,24 +30,6 @@ static const char *const usage[] = {
         NULL,
 };
 
-/* Reserved bytes over the recorded segment events: their peak. */
-static uint64_t recorded_peak(const struct ms_replay_result *r)
-{
-	/* a mid-run trace starts with what was reserved before its first event */
-	int64_t cur = (int64_t)r->initial_reserved, peak = cur;
-
-	for (size_t i = 0; i < r->n_recorded; i++) {
-		const struct ms_seg_event *e = &r->recorded[i];
-		if (e->action == MS_ACT_SEGMENT_ALLOC || e->action == MS_ACT_SEGMENT_MAP)
-			cur += (int64_t)e->size;
-		else
-			cur -= (int64_t)e->size;
-		if (cur > peak)
-			peak = cur;
-	}
-	return (uint64_t)peak;
-}
-
 static void show(const char *what, const struct ms_seg_event *a, size_t n, size_t at)
 {
 	size_t from = at > 3 ? at - 3 : 0;
@@ -57,69 +41,13 @@ static void show(const char *what, const struct ms_seg_event *a, size_t n, size_
 		       (unsigned long long)a[i].size);
 }
 
-/* Order segments by (total, allocated, blocks, allocated blocks) to compare them as multisets. */
-static int cmp_end(const void *a, const void *b)
-{
-	const struct ms_end_segment *x = a, *y = b;
-
-	if (x->total_size != y->total_size)
-		return x->total_size < y->total_size ? -1 : 1;
-	if (x->allocated_size != y->allocated_size)
-		return x->allocated_size < y->allocated_size ? -1 : 1;
-	if (x->n_blocks != y->n_blocks)
-		return x->n_blocks < y->n_blocks ? -1 : 1;
-	return x->n_allocated < y->n_allocated ? -1 : x->n_allocated > y->n_allocated;
-}
-
-/* The model's segments at the end (its snapshot) against PyTorch's, addresses aside. */
-static int same_end_state(const struct ms_replay_snap *snap, const struct ms_replay_result *r)
-{
-	struct ms_end_segment *m;
-	const struct ms_block *b = snap->blocks;
-	int same;
-
-	if (!snap->taken || snap->n_segs != r->n_end_segs)
-		return 0;
-	if (!snap->n_segs)
-		return 1;
-	m = ms_calloc(snap->n_segs, sizeof(*m));
-	struct ms_end_segment *t = ms_calloc(snap->n_segs, sizeof(*t));
-	if (!m || !t) {
-		ms_free(m);
-		ms_free(t);
-		return 0;
-	}
-	for (size_t i = 0; i < snap->n_segs; i++) {
-		const struct ms_segment *s = &snap->segs[i];
-		m[i].total_size = s->total_size;
-		m[i].allocated_size = s->allocated_size;
-		m[i].n_blocks = s->n_blocks;
-		for (uint32_t k = 0; k < s->n_blocks; k++)
-			m[i].n_allocated += b[k].state == MS_BLOCK_ACTIVE_ALLOCATED;
-		b += s->n_blocks;
-	}
-	memcpy(t, r->end_segs, snap->n_segs * sizeof(*t));
-	qsort(m, snap->n_segs, sizeof(*m), cmp_end);
-	qsort(t, snap->n_segs, sizeof(*t), cmp_end);
-	same = 1;
-	for (size_t i = 0; i < snap->n_segs && same; i++)
-		same = m[i].total_size == t[i].total_size &&
-		       m[i].allocated_size == t[i].allocated_size &&
-		       m[i].n_blocks == t[i].n_blocks && m[i].n_allocated == t[i].n_allocated;
-	ms_free(m);
-	ms_free(t);
-	return same;
-}
-
 /* One device of path: compared, reported (text on stdout, or *jout); an exit code. */
 static int verify_one(struct ms_replay_cli *c, const char *path, uint32_t device, const char *label,
                       int json, cJSON **jout)
 {
 	struct ms_replay_result r;
 	struct ms_limit_range lim;
-	size_t i;
-	uint64_t rec_peak;
-	int same;
+	struct ms_verify v;
 
 	if (ms_replay_cli_run_reported(c, path, &r, &lim))
 		return MS_EXIT_ERROR;
@@ -132,66 +60,17 @@ static int verify_one(struct ms_replay_cli *c, const char *path, uint32_t device
 		ms_replay_result_release(&r);
 		return MS_EXIT_ERROR;
 	}
-	/* sim: the model against the recording; torch: PyTorch's allocator against the model */
-	const struct ms_seg_event *ref = c->torch ? c->out.model.produced : r.recorded;
-	size_t n_ref = c->torch ? c->out.model.n_produced : r.n_recorded;
+	ms_verify_compare(&r, c->torch ? &c->out.model : NULL, &v);
 	const char *ref_name = c->torch ? "model" : "recorded";
 	const char *got_name = c->torch ? "PyTorch" : "replayed";
-	i = ms_seg_events_first_diff(r.produced, r.n_produced, ref, n_ref);
-	rec_peak =
-	        c->torch ? (uint64_t)c->out.model.stats.reserved_bytes[0].peak : recorded_peak(&r);
-	same = i == SIZE_MAX && (uint64_t)r.stats.reserved_bytes[0].peak == rec_peak &&
-	       r.reproduced_ooms == r.recorded_ooms && !r.ended_by_oom;
-	int end_same = 1;
-	if (c->torch) {
-		end_same = same_end_state(&c->out.model.snap, &r);
-		same = same && end_same && r.ended_by_oom == c->out.model.ended_by_oom &&
-		       (uint64_t)r.stats.allocated_bytes[0].peak ==
-		               (uint64_t)c->out.model.stats.allocated_bytes[0].peak;
-	}
+	size_t i = v.first_divergence, n_ref = v.n_ref;
+	uint64_t rec_peak = v.ref_peak;
+	int same = v.identical, end_same = v.end_same;
+	const struct ms_seg_event *ref = v.ref;
 	if (json) {
-		cJSON *o = cJSON_CreateObject();
-		cJSON_AddStringToObject(o, "trace", path);
-		cJSON_AddNumberToObject(o, "device", device);
-		cJSON_AddStringToObject(o, "backend", r.backend);
-		cJSON_AddBoolToObject(o, "identical", same);
-		ms_json_u64(o, c->torch ? "segment_events_model" : "segment_events_recorded",
-		            n_ref);
-		ms_json_u64(o, "segment_events_replayed", r.n_produced);
-		if (i != SIZE_MAX)
-			ms_json_u64(o, "first_divergence", i);
-		else
-			cJSON_AddNullToObject(o, "first_divergence");
-		ms_json_u64(o, "allocations_pool_unknown", r.allocs_pool_unknown);
-		if (!c->torch && r.misplaced_allocs)
-			ms_json_u64(o, "first_misplaced_allocation", r.first_misplaced_index);
-		else
-			cJSON_AddNullToObject(o, "first_misplaced_allocation");
-		ms_json_u64(o, c->torch ? "peak_reserved_model" : "peak_reserved_recorded",
-		            rec_peak);
-		ms_json_u64(o, "peak_reserved_replayed", (uint64_t)r.stats.reserved_bytes[0].peak);
-		ms_json_u64(o, "peak_allocated_replayed",
-		            (uint64_t)r.stats.allocated_bytes[0].peak);
-		ms_json_u64(o, "peak_requested_replayed",
-		            (uint64_t)r.stats.requested_bytes[0].peak);
-		ms_json_u64(o, "recorded_ooms", r.recorded_ooms);
-		ms_json_u64(o, "reproduced_ooms", r.reproduced_ooms);
-		cJSON_AddBoolToObject(o, "ended_by_oom", r.ended_by_oom);
-		/* a mid-run trace: what happened before its first event is unknown */
-		cJSON_AddBoolToObject(o, "starts_mid_run", r.rebuilt);
-		cJSON_AddBoolToObject(o, "trace_cut_short", r.cut_short);
-		cJSON_AddStringToObject(o, "device_memory_source",
-		                        ms_devmem_source_name(r.device_memory_source));
-		if (lim.inferred) {
-			cJSON *x = cJSON_AddObjectToObject(o, "limit_inferred");
-			ms_json_u64(x, "low_bytes", lim.lo);
-			ms_json_u64(x, "high_bytes", lim.hi);
-		} else {
-			cJSON_AddNullToObject(o, "limit_inferred");
-		}
-		cJSON_AddBoolToObject(o, "peaks_are_lower_bounds", r.rebuilt || r.cut_short);
-		if (c->torch)
-			cJSON_AddBoolToObject(o, "end_segments_same", end_same);
+		cJSON *o = ms_verify_json(path, device, &r, &v, &lim);
+		if (!o)
+			ms_die(MS_EXIT_ERROR, "out of memory");
 		*jout = o;
 	} else if (same && !n_ref) {
 		/* nothing to compare is not "identical": say what agrees and what is unknown */

@@ -23,7 +23,8 @@ static cJSON *row(const struct ms_whatif_row *j, const struct ms_survival *sv)
 	ms_json_u64(o, "waste_at_peak_bytes",
 	            (uint64_t)r->stats.reserved_bytes[0].peak - r->allocated_at_peak_reserved);
 	ms_json_i64(o, "rounding_at_peak_bytes",
-	            (int64_t)r->allocated_at_peak_reserved - (int64_t)r->requested_at_peak_reserved);
+	            (int64_t)r->allocated_at_peak_reserved -
+	                    (int64_t)r->requested_at_peak_reserved);
 	ms_json_u64(o, "num_alloc_retries", r->stats.num_alloc_retries);
 	/* PyTorch's segment.all.peak: no segments under expandable segments */
 	ms_json_u64(o, "peak_segments", (uint64_t)r->stats.segment[0].peak);

@@ -31,7 +31,7 @@ MS_API int ms_file_open(const char *path, ms_file **in, char *msg, size_t cap);
 MS_API void ms_file_close(ms_file *in);
 
 /*
- * Ask in a question, "replay", "explain" or "whatif", with options as "name=value" strings
+ * Ask in a question, "replay", "explain", "whatif" or "verify", with options as "name=value" strings
  * named as the command's flags: device=D, limit=SIZE, memory_fraction=F, device_memory=SIZE,
  * alloc_conf=CONF (not whatif's); explain and whatif also take jobs=N, explain site_depth=N,
  * and whatif config=CONF, once for each setting to try ("recorded": the trace's own; none:
@@ -39,8 +39,9 @@ MS_API void ms_file_close(ms_file *in);
  * ms_json_free) is what `memsnap QUESTION --json FILE` prints, a device's object or, for several
  * devices, {"trace", "devices": {...}}.
  *
- * Returns the command's exit code. 0, and 3 where a replay ran out of memory where the recorded
- * run did not, are answers: *json is set. 1 (the input cannot answer: a snapshot without a
+ * Returns the command's exit code. 0, 3 where a replay ran out of memory where the recorded run
+ * did not, and 4 where verify found the replay different from the recording, are answers:
+ * *json is set. 1 (the input cannot answer: a snapshot without a
  * trace, no events on the device asked) and 2 (a question or option memsnap does not take)
  * leave *json NULL and say why in msg. The notes the command prints on stderr are not returned.
  */

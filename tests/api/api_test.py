@@ -76,6 +76,8 @@ cases = [
     ("whatif", "dynamic_oom.pickle", ["jobs=2"]),
     ("whatif", "multi_gpu/oom_rank1_rank1.zst",
      ["jobs=2", "config=recorded", "config=expandable_segments:True"]),
+    ("verify", "multi_gpu/pipeline.pickle.zst", []),
+    ("verify", "dynamic_oom.pickle", ["alloc_conf=expandable_segments:True"]),
 ]
 handles = {}
 answers = {}
