@@ -15,7 +15,9 @@
 #include "explain/report.h"
 #include "explain/verdict.h"
 #include "explain/whatif_report.h"
+#include "analysis/file_info.h"
 #include "json/explain.h"
+#include "json/info.h"
 #include "json/replay.h"
 #include "json/verify.h"
 #include "json/whatif.h"
@@ -31,6 +33,8 @@ enum { ASK_OK = 0, ASK_ERROR = 1, ASK_USAGE = 2, ASK_OOM = 3, ASK_DIVERGED = 4 }
 struct ms_file {
 	char *path;
 	struct ms_trace *t;
+	struct ms_source_info si; /* how it was read: its kind, size, frames */
+	struct ms_diag read;      /* the read's warnings (a file cut short) */
 };
 
 /* What a question is asked with: the command's flags. */
@@ -70,7 +74,9 @@ int ms_file_open(const char *path, ms_file **in, char *msg, size_t cap)
 		ms_free(x);
 		return say(msg, cap, ASK_ERROR, "%s: out of memory", path);
 	}
-	if ((s = ms_trace_load(path, NULL, &x->t, NULL, &d))) {
+	x->read = (struct ms_diag)MS_DIAG_INIT;
+	if ((s = ms_trace_load(path, NULL, &x->t, &x->si, &x->read))) {
+		d = x->read;
 		say(msg, cap, ASK_ERROR, "%s: %s", path, d.msg[0] ? d.msg : ms_strerror(s));
 		ms_file_close(x);
 		return ASK_ERROR;
@@ -305,6 +311,28 @@ static cJSON *ask_whatif(const struct ms_file *in, const struct ask *a, uint32_t
 	return o;
 }
 
+/* info: what the file holds, the whole of it (no device, no option) */
+static int ask_info(const struct ms_file *in, size_t n_options, char **json, char *msg, size_t cap)
+{
+	struct ms_file_info x;
+	struct ms_sink sink;
+	cJSON *o = NULL;
+	ms_status s;
+
+	if (n_options)
+		return say(msg, cap, ASK_USAGE, "info takes no option");
+	memset(&x, 0, sizeof(x));
+	ms_file_info_sink(&x, &sink);
+	if (!(s = ms_trace_emit(in->t, &sink)))
+		o = ms_file_info_json(in->path, &x, &in->si, &in->read);
+	ms_file_info_release(&x);
+	*json = o ? cJSON_Print(o) : NULL;
+	cJSON_Delete(o);
+	if (!*json)
+		return say(msg, cap, ASK_ERROR, "%s: out of memory", in->path);
+	return ASK_OK;
+}
+
 /* A trace with end-state segments and no allocation of PyTorch's allocator at all */
 static int no_trace(const struct ms_trace *t)
 {
@@ -331,6 +359,8 @@ int ms_ask(ms_file *in, const char *question, const char *const *options, size_t
 		msg[0] = 0;
 	if (!in || !question)
 		return say(msg, cap, ASK_USAGE, "no input or no question");
+	if (!strcmp(question, "info"))
+		return ask_info(in, n_options, json, msg, cap);
 	if (!strcmp(question, "replay"))
 		fn = ask_replay;
 	else if (!strcmp(question, "explain"))
@@ -341,7 +371,8 @@ int ms_ask(ms_file *in, const char *question, const char *const *options, size_t
 		fn = ask_verify;
 	else
 		return say(msg, cap, ASK_USAGE,
-		           "'%s': no such question (replay, explain, whatif, verify)", question);
+		           "'%s': no such question (info, replay, explain, whatif, verify)",
+		           question);
 	memset(&a, 0, sizeof(a));
 	a.device = UINT64_MAX;
 	a.site_depth = 1;

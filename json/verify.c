@@ -27,10 +27,8 @@ cJSON *ms_verify_json(const char *path, uint32_t device, const struct ms_replay_
 	ms_json_u64(o, v->against_model ? "peak_reserved_model" : "peak_reserved_recorded",
 	            v->ref_peak);
 	ms_json_u64(o, "peak_reserved_replayed", (uint64_t)r->stats.reserved_bytes[0].peak);
-	ms_json_u64(o, "peak_allocated_replayed",
-	            (uint64_t)r->stats.allocated_bytes[0].peak);
-	ms_json_u64(o, "peak_requested_replayed",
-	            (uint64_t)r->stats.requested_bytes[0].peak);
+	ms_json_u64(o, "peak_allocated_replayed", (uint64_t)r->stats.allocated_bytes[0].peak);
+	ms_json_u64(o, "peak_requested_replayed", (uint64_t)r->stats.requested_bytes[0].peak);
 	ms_json_u64(o, "recorded_ooms", r->recorded_ooms);
 	ms_json_u64(o, "reproduced_ooms", r->reproduced_ooms);
 	cJSON_AddBoolToObject(o, "ended_by_oom", r->ended_by_oom);

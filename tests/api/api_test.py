@@ -66,6 +66,9 @@ def cli(question, path, options):
 
 T = os.path.join(src, "testdata/snapshots")
 cases = [
+    ("info", "dynamic_oom.pickle", []),
+    ("info", "multi_gpu/pipeline.zst", []),
+    ("info", "multi_gpu/oom_rank1_rank0.zst", []),
     ("replay", "dynamic_oom.pickle", []),
     ("replay", "dynamic_oom.pickle", ["limit=5GiB"]),
     ("replay", "multi_gpu/pipeline.zst", []),
@@ -108,7 +111,7 @@ def worker(k):
 
 
 keys = list(answers)
-threads = [threading.Thread(target=worker, args=(k,)) for k in keys[:2] + keys[4:6] + keys[7:9]]
+threads = [threading.Thread(target=worker, args=(k,)) for k in keys[3:5] + keys[7:9] + keys[10:12]]
 for t in threads:
     t.start()
 for t in threads:
