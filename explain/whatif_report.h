@@ -20,14 +20,14 @@ struct ms_trace;
 
 struct ms_whatif_report {
 	uint32_t device;
-	uint64_t limit;            /* the limit replayed under: given, recorded, or inferred */
-	struct ms_limit_range lim; /* lim.inferred: the range the recorded OOMs allow */
+	uint64_t limit;                /* the limit replayed under: given, recorded, or inferred */
+	struct ms_limit_range lim;     /* lim.inferred: the range the recorded OOMs allow */
 	unsigned device_memory_source; /* enum ms_devmem_source */
 	uint64_t device_memory;        /* UINT64_MAX: not known */
-	int mid_run;                   /* the trace starts mid-run: replays from its rebuilt state */
-	int cut_short;                 /* the trace ends before the run did */
+	int mid_run;      /* the trace starts mid-run: replays from its rebuilt state */
+	int cut_short;    /* the trace ends before the run did */
 	int ended_by_oom; /* the replay under the first settings ran out where the job did not */
-	struct ms_whatif_row *rows;    /* each setting's replay */
+	struct ms_whatif_row *rows; /* each setting's replay */
 	size_t n_rows;
 	struct ms_verdict v; /* v.sv[k]: would the job have survived under rows[k]'s setting */
 };

@@ -86,7 +86,8 @@ void ms_verify_compare(const struct ms_replay_result *r, const struct ms_replay_
 	/* sim: the model against the recording; torch: PyTorch's allocator against the model */
 	v->ref = model ? model->produced : r->recorded;
 	v->n_ref = model ? model->n_produced : r->n_recorded;
-	v->first_divergence = ms_seg_events_first_diff(r->produced, r->n_produced, v->ref, v->n_ref);
+	v->first_divergence =
+	        ms_seg_events_first_diff(r->produced, r->n_produced, v->ref, v->n_ref);
 	v->ref_peak = model ? (uint64_t)model->stats.reserved_bytes[0].peak : recorded_peak(r);
 	v->identical = v->first_divergence == SIZE_MAX &&
 	               (uint64_t)r->stats.reserved_bytes[0].peak == v->ref_peak &&

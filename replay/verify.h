@@ -13,7 +13,7 @@
 
 struct ms_verify {
 	int identical;
-	int against_model;             /* the reference is the model's replay (--backend torch) */
+	int against_model;              /* the reference is the model's replay (--backend torch) */
 	const struct ms_seg_event *ref; /* the reference's segment events (borrowed) */
 	size_t n_ref;
 	size_t first_divergence; /* the first segment event that differs; SIZE_MAX: none */

@@ -31,12 +31,13 @@ MS_API int ms_file_open(const char *path, ms_file **in, char *msg, size_t cap);
 MS_API void ms_file_close(ms_file *in);
 
 /*
- * Ask in a question, "info" (no option), "replay", "explain", "whatif" or "verify", with options as
- * "name=value" strings named as the command's flags: device=D, limit=SIZE, memory_fraction=F,
- * device_memory=SIZE, alloc_conf=CONF (not whatif's); explain and whatif also take jobs=N, explain
- * site_depth=N, and whatif config=CONF, once for each setting to try ("recorded": the trace's own;
- * none: whatif's default matrix). *json (free it with ms_json_free) is what `memsnap QUESTION
- * --json FILE` prints, a device's object or, for several devices, {"trace", "devices": {...}}.
+ * Ask in a question: "info" (no option), "replay", "explain", "whatif" or "verify". Options
+ * are "name=value" strings named as the command's flags: device=D, limit=SIZE,
+ * memory_fraction=F, device_memory=SIZE, alloc_conf=CONF (not whatif's). explain and whatif
+ * also take jobs=N; explain site_depth=N; whatif config=CONF, once for each setting to try
+ * ("recorded": the trace's own; none: whatif's default matrix). *json (free it with
+ * ms_json_free) is what `memsnap QUESTION --json FILE` prints: a device's object or, for
+ * several devices, {"trace", "devices": {...}}.
  *
  * Returns the command's exit code. 0, 3 where a replay ran out of memory where the recorded run
  * did not, and 4 where verify found the replay different from the recording, are answers:
