@@ -178,7 +178,7 @@ static void put(struct row **rows, size_t *n, size_t *cap, struct ms_label_rows 
                 uint64_t v, int which)
 {
 	int added;
-	size_t i = ms_label_row(by, key, &added);
+	size_t i = ms_label_row_or_die(by, key, &added);
 
 	if (added) {
 		if (ms_grow(rows, cap, *n + 1, sizeof(**rows)))
@@ -634,7 +634,8 @@ static void diff_pair(struct side *s, const char *la, const char *lb, size_t top
 	}
 	categories(s, out);
 	steps(s, top, out);
-	ms_label_rows_init(&by);
+	if (ms_label_rows_init(&by))
+		ms_die(MS_EXIT_ERROR, "out of memory");
 	for (int w = 0; w < 2; w++)
 		for (k = 0; k < s[w].n_rows; k++)
 			put(&rows, &nrows, &cap, &by,
@@ -645,7 +646,8 @@ static void diff_pair(struct side *s, const char *la, const char *lb, size_t top
 	      nrows, top, out, "sites", frames_n);
 	ms_label_rows_release(&by);
 	nrows = 0;
-	ms_label_rows_init(&by);
+	if (ms_label_rows_init(&by))
+		ms_die(MS_EXIT_ERROR, "out of memory");
 	for (int w = 0; w < 2; w++)
 		for (k = 0; k < s[w].st->n_anns; k++) {
 			const char *name = ms_symtab_get_str(&s[w].syms, s[w].st->anns[k].name)->s;

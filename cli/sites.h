@@ -11,6 +11,7 @@
 #include "common/symtab.h"
 #include "json/site.h"
 #include "replay/site.h"
+#include "replay/site_rows.h"
 
 struct cJSON;
 
@@ -50,33 +51,14 @@ void ms_site_label(const struct ms_symtab *y, uint32_t stack, char *buf, size_t 
  */
 void ms_site_print_frames(const struct ms_symtab *y, uint32_t stack, uint32_t frames, int indent);
 /*
- * What sites are grouped by: the site's label, or with all or N the labels of every frame
- * shown, one a line. Into b (cleared first; NUL-terminated). Dies on OOM.
+ * What sites are grouped by (replay/site_rows.h, at the command's site depth). Into b (cleared
+ * first; NUL-terminated). Dies on OOM.
  */
 const char *ms_site_key(struct ms_buf *b, const struct ms_symtab *y, uint32_t stack,
                         uint32_t frames);
 
-struct ms_site_row {
-	char label[512];
-	uint32_t stack; /* the first stack of the group (they all show the same frames) */
-	uint64_t bytes, count;
-	uint32_t stacks;
-};
-
-/*
- * Labels to dense row numbers 0, 1, ... in order of first sight, found by hash (a symtab):
- * grouping a trace's sites or annotations by name stays linear however many there are.
- */
-struct ms_label_rows {
-	struct ms_symtab t;
-	uint32_t *row_of; /* symtab string id -> row */
-	size_t cap, n;
-	size_t empty; /* the row of "", or SIZE_MAX (the symtab keeps "" as id 0) */
-};
-void ms_label_rows_init(struct ms_label_rows *l);
-/* The row of label; *added is set when it is new (its row is then n - 1). Dies on OOM. */
-size_t ms_label_row(struct ms_label_rows *l, const char *label, int *added);
-void ms_label_rows_release(struct ms_label_rows *l);
+/* The row of label (replay/site_rows.h); out of memory ends the command. */
+size_t ms_label_row_or_die(struct ms_label_rows *l, const char *label, int *added);
 
 /*
  * The sites at the peak of r grouped by what --frames shows of them (ms_site_key), largest
