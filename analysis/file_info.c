@@ -108,7 +108,6 @@ static ms_status i_seg(void *ctx, const struct ms_segment *s, const struct ms_bl
 	return MS_OK;
 }
 
-
 void ms_file_info_sink(struct ms_file_info *x, struct ms_sink *sink)
 {
 	memset(sink, 0, sizeof(*sink));

@@ -124,4 +124,3 @@ cJSON *ms_file_info_json(const char *path, const struct ms_file_info *x,
 		cJSON_AddItemToArray(a, cJSON_CreateString(d->warning));
 	return o;
 }
-

@@ -124,9 +124,9 @@ void ms_label_rows_release(struct ms_label_rows *l)
 	memset(l, 0, sizeof(*l));
 }
 
-ms_status ms_site_rows_group(const struct ms_symtab *y, const struct ms_stats_site *sites,
-                             size_t n, uint32_t frames, uint32_t depth,
-                             struct ms_site_row **out, size_t *n_rows)
+ms_status ms_site_rows_group(const struct ms_symtab *y, const struct ms_stats_site *sites, size_t n,
+                             uint32_t frames, uint32_t depth, struct ms_site_row **out,
+                             size_t *n_rows)
 {
 	struct ms_site_row *rows = ms_calloc(n ? n : 1, sizeof(*rows));
 	struct ms_label_rows by;

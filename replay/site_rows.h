@@ -43,8 +43,8 @@ void ms_label_rows_release(struct ms_label_rows *l);
 ms_status ms_site_rows_key(struct ms_buf *b, const struct ms_symtab *y, uint32_t stack,
                            uint32_t frames, uint32_t depth, const char **key);
 /* sites[0..n) grouped by their key, largest first, into *rows (caller frees with ms_free). */
-ms_status ms_site_rows_group(const struct ms_symtab *y, const struct ms_stats_site *sites,
-                             size_t n, uint32_t frames, uint32_t depth,
-                             struct ms_site_row **rows, size_t *n_rows);
+ms_status ms_site_rows_group(const struct ms_symtab *y, const struct ms_stats_site *sites, size_t n,
+                             uint32_t frames, uint32_t depth, struct ms_site_row **rows,
+                             size_t *n_rows);
 
 #endif
