@@ -16,9 +16,12 @@
 #include "explain/verdict.h"
 #include "explain/whatif_report.h"
 #include "analysis/file_info.h"
+#include "analysis/stats_view.h"
+#include "analysis/trace_stats.h"
 #include "json/explain.h"
 #include "json/info.h"
 #include "json/replay.h"
+#include "json/stats.h"
 #include "json/verify.h"
 #include "json/whatif.h"
 #include "parse/devices.h"
@@ -45,6 +48,25 @@ struct ask {
 	uint32_t site_depth;
 	const char **configs; /* whatif's settings (config=, each once); NULL: the default matrix */
 	size_t n_configs;
+	unsigned given; /* the options given (1 << enum opt) */
+};
+
+/* The options, and which questions take them (as the commands take their flags). */
+enum opt { O_DEVICE, O_LIMIT, O_FRACTION, O_DEVMEM, O_CONF, O_JOBS, O_DEPTH, O_CONFIG, O_N };
+static const char *const opt_name[O_N] = {"device",     "limit", "memory_fraction", "device_memory",
+                                          "alloc_conf", "jobs",  "site_depth",      "config"};
+#define REPLAY_OPTS \
+	(1u << O_DEVICE | 1u << O_LIMIT | 1u << O_FRACTION | 1u << O_DEVMEM | 1u << O_CONF)
+static const struct {
+	const char *q;
+	unsigned takes;
+} questions[] = {
+        {"info", 0},
+        {"stats", 1u << O_DEVICE | 1u << O_DEPTH},
+        {"replay", REPLAY_OPTS},
+        {"verify", REPLAY_OPTS},
+        {"explain", REPLAY_OPTS | 1u << O_JOBS | 1u << O_DEPTH},
+        {"whatif", (REPLAY_OPTS & ~(1u << O_CONF)) | 1u << O_JOBS | 1u << O_CONFIG},
 };
 
 static int say(char *msg, size_t cap, int rc, const char *fmt, ...) MS_PRINTF(4, 5);
@@ -67,6 +89,8 @@ int ms_file_open(const char *path, ms_file **in, char *msg, size_t cap)
 	struct ms_file *x;
 	ms_status s;
 
+	if (!in)
+		return say(msg, cap, ASK_ERROR, "no place for the file (in is NULL)");
 	*in = NULL;
 	if (!path)
 		return say(msg, cap, ASK_ERROR, "no path given");
@@ -106,13 +130,22 @@ static int option(struct ask *a, const char *opt, char *msg, size_t cap)
 	uint64_t x;
 	char *end;
 
+	for (const char *c = opt; *c; c++)
+		if ((unsigned char)*c < ' ' || *c == 0x7f) /* the message is one line */
+			return say(msg, cap, ASK_USAGE, "an option with a control character");
 	if (!eq)
 		return say(msg, cap, ASK_USAGE, "option '%s': not name=value", opt);
 	v = eq + 1;
+	for (unsigned k = 0; k < O_N; k++)
+		if (n == strlen(opt_name[k]) && !memcmp(opt, opt_name[k], n))
+			a->given |= 1u << k;
 #define IS(name) (n == strlen(name) && !memcmp(opt, name, n))
 	if (IS("limit") || IS("device_memory")) {
 		if ((why = ms_size_parse(v, &x)))
 			return say(msg, cap, ASK_USAGE, "option '%s': %s", opt, why);
+		if (!x)
+			return say(msg, cap, ASK_USAGE, "option '%s': must be more than 0 bytes",
+			           opt);
 		if (IS("limit"))
 			a->o.limit = x, a->o.limit_given = x != 0;
 		else
@@ -134,6 +167,10 @@ static int option(struct ask *a, const char *opt, char *msg, size_t cap)
 		struct ms_diag d = MS_DIAG_INIT;
 		const char **c;
 		ms_alloc_conf_init(&ac);
+		if (!*v)
+			return say(
+			        msg, cap, ASK_USAGE,
+			        "option 'config=': no setting (config=recorded for the trace's)");
 		if (strcmp(v, "recorded") && ms_alloc_conf_parse(&ac, v, &d))
 			return say(msg, cap, ASK_USAGE, "option '%s': %s", opt, d.msg);
 		if (!(c = ms_realloc(a->configs, (a->n_configs + 1) * sizeof(*c))))
@@ -333,6 +370,105 @@ static int ask_info(const struct ms_file *in, size_t n_options, char **json, cha
 	return ASK_OK;
 }
 
+/* stats of one device (dev < 0: the file whole) into a new object, or NULL with d set */
+static cJSON *stats_of(const struct ms_file *in, const struct ask *a, int64_t dev, int64_t device,
+                       size_t top, uint64_t *peak, struct ms_diag *d)
+{
+	struct ms_stats_builder *b;
+	struct ms_sink sink;
+	cJSON *o = NULL;
+	ms_status s;
+
+	if ((s = ms_stats_builder_new(top, &b))) {
+		ms__diag_set(d, s, -1, -1, "out of memory");
+		return NULL;
+	}
+	if (dev >= 0)
+		ms_stats_builder_only(b, (uint32_t)dev);
+	ms_stats_builder_sink(b, &sink);
+	if (!(s = ms_trace_emit(in->t, &sink))) {
+		struct ms_stats_view v = {in->path,
+		                          device,
+		                          dev,
+		                          &in->t->syms,
+		                          ms_stats_builder_result(b),
+		                          ms_source_cut_short(&in->si),
+		                          top,
+		                          MS_FRAMES_USER,
+		                          a->site_depth};
+		if (!(o = ms_stats_json(&v)))
+			ms__diag_set(d, MS_ERR_NOMEM, -1, -1, "out of memory");
+		/* the peak a row is set against the others' median with; 0: no allocation */
+		*peak = v.r->n_allocs ? ms_stats_peak(v.r) : 0;
+	} else {
+		ms__diag_set(d, s, -1, -1, "%s", ms_strerror(s));
+	}
+	ms_stats_builder_free(b);
+	return o;
+}
+
+/*
+ * stats: a device's object, or an array of one for each device (the command's table's rows):
+ * the devices with allocator events, else (a snapshot without a trace) those with segments.
+ */
+static int ask_stats(const struct ms_file *in, const struct ask *a, char **json, char *msg,
+                     size_t cap)
+{
+	struct ms_devices ds;
+	struct ms_diag d = MS_DIAG_INIT;
+	uint32_t devs[64];
+	uint64_t peaks[64], sorted[64], median;
+	size_t nd = 0, top = 10, np = 0;
+	int events = 0;
+	cJSON *root = NULL;
+
+	if (ms_devices_of(in->t, &ds))
+		return say(msg, cap, ASK_ERROR, "%s: out of memory", in->path);
+	for (size_t i = 0; i < ds.n; i++)
+		events |= ds.d[i].events > 0;
+	for (size_t i = 0; i < ds.n && nd < 64; i++)
+		if ((events ? ds.d[i].events > 0 : ds.d[i].segments > 0) &&
+		    (a->device == UINT64_MAX || ds.d[i].device == a->device))
+			devs[nd++] = ds.d[i].device;
+	ms_devices_release(&ds);
+	if (!nd)
+		return say(msg, cap, ASK_ERROR, "%s: %s", in->path,
+		           a->device != UINT64_MAX ? "nothing on the device asked"
+		                                   : "no events and no segments: nothing to show");
+	if (nd == 1)
+		root = stats_of(in, a, a->device == UINT64_MAX ? -1 : (int64_t)devs[0], devs[0],
+		                top, &peaks[0], &d);
+	else if ((root = cJSON_CreateArray()))
+		for (size_t k = 0; k < nd && root; k++) {
+			cJSON *o = stats_of(in, a, devs[k], devs[k], top, &peaks[k], &d);
+			if (!o) {
+				cJSON_Delete(root);
+				root = NULL;
+			} else {
+				cJSON_AddItemToArray(root, o);
+			}
+		}
+	/* several rows: each peak against the median of them, as the command's table has it */
+	for (size_t k = 0; root && nd > 1 && k < nd; k++)
+		if (peaks[k])
+			sorted[np++] = peaks[k];
+	median = ms_median_u64(sorted, np);
+	for (size_t k = 0; root && nd > 1 && k < nd; k++) {
+		cJSON *row = cJSON_GetArrayItem(root, (int)k);
+		if (median && peaks[k])
+			cJSON_AddNumberToObject(row, "peak_against_median",
+			                        (double)peaks[k] / (double)median - 1);
+		else
+			cJSON_AddNullToObject(row, "peak_against_median");
+	}
+	*json = root ? cJSON_Print(root) : NULL;
+	cJSON_Delete(root);
+	if (!*json)
+		return say(msg, cap, ASK_ERROR, "%s: %s", in->path,
+		           d.msg[0] ? d.msg : "out of memory");
+	return ASK_OK;
+}
+
 /* A trace with end-state segments and no allocation of PyTorch's allocator at all */
 static int no_trace(const struct ms_trace *t)
 {
@@ -354,13 +490,18 @@ int ms_ask(ms_file *in, const char *question, const char *const *options, size_t
 	cJSON *root = NULL, *byd = NULL;
 	int rc, flags = 0; /* 1: a replay ran out of memory; 2: verify diverged */
 
-	*json = NULL;
 	if (msg && cap)
 		msg[0] = 0;
+	if (!json)
+		return say(msg, cap, ASK_USAGE, "no place for the answer (json is NULL)");
+	*json = NULL;
 	if (!in || !question)
-		return say(msg, cap, ASK_USAGE, "no input or no question");
+		return say(msg, cap, ASK_USAGE, "no file or no question");
+	if (n_options && !options)
+		return say(msg, cap, ASK_USAGE, "%zu options, but options is NULL", n_options);
 	if (!strcmp(question, "info"))
-		return ask_info(in, n_options, json, msg, cap);
+		return n_options ? say(msg, cap, ASK_USAGE, "info takes no option")
+		                 : ask_info(in, 0, json, msg, cap);
 	if (!strcmp(question, "replay"))
 		fn = ask_replay;
 	else if (!strcmp(question, "explain"))
@@ -369,9 +510,11 @@ int ms_ask(ms_file *in, const char *question, const char *const *options, size_t
 		fn = ask_whatif;
 	else if (!strcmp(question, "verify"))
 		fn = ask_verify;
+	else if (!strcmp(question, "stats"))
+		fn = NULL; /* its own shape: ask_stats */
 	else
 		return say(msg, cap, ASK_USAGE,
-		           "'%s': no such question (info, replay, explain, whatif, verify)",
+		           "'%s': no such question (info, stats, replay, explain, whatif, verify)",
 		           question);
 	memset(&a, 0, sizeof(a));
 	a.device = UINT64_MAX;
@@ -380,8 +523,19 @@ int ms_ask(ms_file *in, const char *question, const char *const *options, size_t
 	for (size_t i = 0; i < n_options && !rc; i++)
 		rc = options[i] ? option(&a, options[i], msg, cap)
 		                : say(msg, cap, ASK_USAGE, "a NULL option");
-	if (!rc && a.configs && fn != ask_whatif)
-		rc = say(msg, cap, ASK_USAGE, "option config: whatif's alone");
+	for (size_t q = 0; !rc && q < sizeof(questions) / sizeof(questions[0]); q++)
+		if (!strcmp(question, questions[q].q) && (a.given & ~questions[q].takes))
+			for (unsigned k = 0; k < O_N && !rc; k++)
+				if (a.given & ~questions[q].takes & 1u << k)
+					rc = say(msg, cap, ASK_USAGE, "%s takes no option %s",
+					         question, opt_name[k]);
+	if (!rc && (a.given & 1u << O_LIMIT) && (a.given & 1u << O_FRACTION))
+		rc = say(msg, cap, ASK_USAGE, "limit and memory_fraction exclude each other");
+	if (!rc && !strcmp(question, "stats")) {
+		rc = ask_stats(in, &a, json, msg, cap);
+		ms_free(a.configs);
+		return rc;
+	}
 	if (!rc && fn == ask_explain && no_trace(in->t))
 		rc = say(msg, cap, ASK_ERROR,
 		         "%s: a snapshot without a trace: the library does not explain its end "

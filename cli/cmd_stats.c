@@ -7,7 +7,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "analysis/stats_view.h"
 #include "analysis/trace_stats.h"
+#include "json/stats.h"
 #include "cli/cmds.h"
 #include "cli/opts.h"
 #include "cli/messages.h"
@@ -187,19 +189,6 @@ static void run_job(struct job *j, size_t top)
 	}
 }
 
-/*
- * The events of the job's device: a file read whole for its one used device also holds the
- * snapshot marks PyTorch writes for every other device, which are none of its events.
- */
-static uint64_t events_of(const struct job *j)
-{
-	uint64_t n = j->r->n_events;
-	for (uint32_t d = 0; j->only < 0 && j->device >= 0 && d < j->r->n_devices; d++)
-		if ((int64_t)d != j->device && j->r->devices[d].snapshot_marks <= n)
-			n -= j->r->devices[d].snapshot_marks;
-	return n;
-}
-
 static int has_events(const struct ms_trace_stats *r)
 {
 	for (uint32_t i = 0; i < r->n_devices; i++)
@@ -239,278 +228,23 @@ static void *worker(void *arg)
 	return NULL;
 }
 
-static cJSON *alloc_json(const struct job *j, const struct ms_stats_alloc *a)
-{
-	cJSON *o = cJSON_CreateObject();
-	char buf[512], hex[24];
-
-	snprintf(hex, sizeof(hex), "0x%llx", (unsigned long long)a->addr);
-	ms_json_u64(o, "index", (uint64_t)(a->index));
-	ms_json_u64(o, "size", (uint64_t)(a->size));
-	cJSON_AddStringToObject(o, "addr", hex);
-	ms_json_u64(o, "stream", (uint64_t)(a->stream));
-	cJSON_AddNumberToObject(o, "device", a->device);
-	ms_json_i64(o, "time_ns", a->t_ns);
-	if (a->stack) {
-		ms_site_label(&j->syms, a->stack, buf, sizeof(buf));
-		cJSON_AddStringToObject(o, "site", buf);
-		ms_site_json_frames(o, &j->syms, a->stack, j->frames);
-	} else {
-		cJSON_AddNullToObject(o, "site");
-	}
-	return o;
-}
-
 /* The end state's allocated blocks grouped by site (their stacks), largest first. */
 static struct ms_site_row *block_rows(const struct job *j, size_t *n)
 {
-	struct ms_trace_stats by_block = *j->r;
+	struct ms_site_row *rows;
 
-	by_block.sites = j->r->block_sites;
-	by_block.n_sites = j->r->n_block_sites;
-	return ms_group_sites(&j->syms, &by_block, j->frames, n);
+	if (ms_site_rows_group(&j->syms, j->r->block_sites, j->r->n_block_sites, j->frames,
+	                       ms_site_depth(), &rows, n))
+		ms_die(MS_EXIT_ERROR, "out of memory");
+	return rows;
 }
 
-/* 1 - largest free block / free bytes in segments: 0 when the free memory is one block. */
-static double fragmentation(const struct ms_trace_stats *r)
+/* The job as the library shows it (analysis/stats_view.h). */
+static struct ms_stats_view view_of(const struct job *j)
 {
-	return r->external_free ? 1.0 - (double)r->largest_free / (double)r->external_free : 0.0;
-}
-
-/* Does the trace start after the job did: blocks live before it, or frees of unknown blocks. */
-/* A memsnap trace whose file ends early (no END record): its figures are of the part it holds. */
-static int cut_short(const struct job *j)
-{
-	return ms_source_cut_short(&j->si);
-}
-
-static int mid_run(const struct ms_trace_stats *r)
-{
-	return r->pre_trace_blocks || r->unmatched_frees;
-}
-
-/* The peak of requested bytes, counting blocks from before a mid-run trace while they lived. */
-static uint64_t peak_of(const struct ms_trace_stats *r)
-{
-	return mid_run(r) ? r->mid_peak_requested : r->peak_requested;
-}
-
-static uint32_t peak_annotation_of(const struct ms_trace_stats *r)
-{
-	return mid_run(r) ? r->mid_peak_annotation : r->peak_annotation;
-}
-
-static uint64_t peak_index_of(const struct ms_trace_stats *r)
-{
-	return mid_run(r) ? r->mid_peak_index : r->peak_index;
-}
-
-/* What stats knows of the memory outside PyTorch (docs/EXPLAIN.md's outside_pytorch_is). */
-enum outside_is {
-	OUTSIDE_NOT_MEASURED = 0, /* no mark, no raw call outside PyTorch's: nothing to say */
-	OUTSIDE_RAW_CALLS_ONLY,   /* the raw CUDA calls outside PyTorch's segments: a lower bound */
-	OUTSIDE_MEASURED,         /* the recorder's cudaMemGetInfo marks on the device */
-};
-
-/* The recorder's measurements of the job's device (its cudaMemGetInfo marks), or NULL. */
-static const struct ms_stats_outside *measured_of(const struct job *j)
-{
-	const struct ms_trace_stats *r = j->r;
-
-	if (j->device < 0 || (uint64_t)j->device >= r->n_devices ||
-	    !r->devices[j->device].outside.marks)
-		return NULL;
-	return &r->devices[j->device].outside;
-}
-
-/* PyTorch's reserved bytes at the marks is not known (segments from before the trace): what
-   the marks give outside PyTorch then holds those too, at most the figure. */
-static int measured_at_most(const struct job *j)
-{
-	return mid_run(j->r) || j->r->devices[j->device].reserved_unknown;
-}
-
-/* Raw CUDA calls held memory outside PyTorch's segments at some moment (their frees of
-   PyTorch's segments are no such memory). */
-static int raw_outside(const struct ms_trace_stats *r)
-{
-	return r->external_peak > 0;
-}
-
-static enum outside_is outside_is(const struct job *j)
-{
-	return measured_of(j)      ? OUTSIDE_MEASURED
-	       : raw_outside(j->r) ? OUTSIDE_RAW_CALLS_ONLY
-	                           : OUTSIDE_NOT_MEASURED;
-}
-
-/* "outside_pytorch_is" and "outside_pytorch": never a 0 for what was not measured. */
-static void outside_json(cJSON *o, const struct job *j)
-{
-	static const char *const is[] = {"not_measured", "raw_calls_only", "measured"};
-	const struct ms_trace_stats *r = j->r;
-	const struct ms_stats_outside *m = measured_of(j);
-	cJSON *ext, *x;
-
-	cJSON_AddStringToObject(o, "outside_pytorch_is", is[outside_is(j)]);
-	ext = cJSON_AddObjectToObject(o, "outside_pytorch");
-	ms_json_u64(ext, "raw_cuda_events", r->raw_events);
-	ms_json_u64(ext, "pytorch_own_calls", r->raw_claimed);
-	ms_json_u64(ext, "frees", r->raw_frees);
-	/* the recorder's cudaMemGetInfo marks: total - free - PyTorch's reserved, at each */
-	if (m) {
-		x = cJSON_AddObjectToObject(ext, "measured");
-		ms_json_u64(x, "marks", m->marks);
-		ms_json_u64(x, "first_bytes", m->first_bytes);
-		ms_json_u64(x, "first_index", m->first_index);
-		ms_json_u64(x, "highest_bytes", m->highest_bytes);
-		ms_json_u64(x, "highest_index", m->highest_index);
-		ms_json_u64(x, "last_bytes", m->last_bytes);
-		ms_json_u64(x, "last_index", m->last_index);
-		cJSON_AddBoolToObject(x, "is_upper_bound", measured_at_most(j));
-	} else {
-		cJSON_AddNullToObject(ext, "measured");
-	}
-	/* the raw CUDA calls outside PyTorch's segments: what the interposer saw, no more; null
-	   where they never held any */
-	if (raw_outside(r)) {
-		x = cJSON_AddObjectToObject(ext, "raw_calls");
-		ms_json_u64(x, "peak_bytes", r->external_peak);
-		ms_json_u64(x, "peak_index", r->external_peak_index);
-		ms_json_u64(x, "end_bytes", r->external_end);
-		cJSON_AddBoolToObject(x, "is_lower_bound", 1);
-	} else {
-		cJSON_AddNullToObject(ext, "raw_calls");
-	}
-}
-
-static cJSON *job_json(const struct job *j)
-{
-	const struct ms_trace_stats *r = j->r;
-	cJSON *o = cJSON_CreateObject(), *a, *x;
-
-	cJSON_AddStringToObject(o, "file", j->path);
-	if (j->device >= 0)
-		cJSON_AddNumberToObject(o, "device", (double)j->device);
-	else
-		cJSON_AddNullToObject(o, "device");
-	ms_json_u64(o, "events_total", events_of(j));
-	ms_json_u64(o, "allocations", (uint64_t)(r->n_allocs));
-	if (!r->n_allocs) { /* no trace, or no allocation in it: no peak to speak of */
-		cJSON_AddNullToObject(o, "peak_requested_bytes");
-		cJSON_AddNullToObject(o, "peak_requested_index");
-		cJSON_AddNullToObject(o, "peak_requested_time_ns");
-	} else {
-		ms_json_u64(o, "peak_requested_bytes", peak_of(r));
-		ms_json_u64(o, "peak_requested_index", peak_index_of(r));
-		ms_json_i64(o, "peak_requested_time_ns",
-		            mid_run(r) ? r->mid_peak_t_ns : r->peak_t_ns);
-	}
-	if (peak_annotation_of(r))
-		cJSON_AddStringToObject(o, "peak_annotation",
-		                        ms_symtab_get_str(&j->syms, peak_annotation_of(r))->s);
-	else
-		cJSON_AddNullToObject(o, "peak_annotation");
-	/* what is live at the end, the blocks from before the trace included (as the text and
-	   PyTorch's end state count it) */
-	ms_json_u64(o, "end_requested_bytes",
-	            (uint64_t)(r->end_requested + r->pre_trace_requested));
-	ms_json_u64(o, "recorded_ooms", r->recorded_ooms);
-	if (r->recorded_ooms)
-		ms_json_u64(o, "first_oom_index", r->first_oom_index);
-	else
-		cJSON_AddNullToObject(o, "first_oom_index");
-	/* requested bytes by private pool, where the events name their pool */
-	a = cJSON_AddArrayToObject(o, "private_pools_requested");
-	for (size_t i = 0; i < r->n_pools_requested; i++) {
-		const struct ms_stats_pool_requested *q = &r->pools_requested[i];
-		cJSON *e = cJSON_CreateObject();
-		uint64_t v[2];
-		ms_pool_id(q->code, v);
-		ms_json_pool_id(e, v);
-		ms_json_u64(e, "peak_requested_bytes", q->peak);
-		ms_json_u64(e, "peak_requested_index", q->peak_index);
-		ms_json_u64(e, "end_requested_bytes", q->current);
-		cJSON_AddItemToArray(a, e);
-	}
-	outside_json(o, j);
-	x = cJSON_AddObjectToObject(o, "live_at_end");
-	ms_json_u64(x, "count", (uint64_t)(r->live_count + r->pre_trace_blocks));
-	ms_json_u64(x, "bytes", (uint64_t)(r->live_bytes + r->pre_trace_requested));
-	ms_json_u64(x, "made_in_trace_count", (uint64_t)(r->live_count));
-	ms_json_u64(x, "made_in_trace_bytes", (uint64_t)(r->live_bytes));
-	a = cJSON_AddArrayToObject(x, "largest");
-	for (size_t i = 0; i < r->n_live_top; i++)
-		cJSON_AddItemToArray(a, alloc_json(j, &r->live_top[i]));
-	ms_json_u64(o, "pending_frees_at_end", (uint64_t)(r->pending_count));
-	ms_json_u64(o, "unmatched_frees", (uint64_t)(r->unmatched_frees));
-	cJSON_AddBoolToObject(o, "starts_mid_run", mid_run(r));
-	cJSON_AddBoolToObject(o, "cut_short", cut_short(j));
-	cJSON_AddBoolToObject(o, "peak_is_lower_bound", mid_run(r) || cut_short(j));
-	x = cJSON_AddObjectToObject(o, "before_the_trace");
-	ms_json_u64(x, "live_blocks", r->pre_trace_blocks);
-	ms_json_u64(x, "requested_bytes", r->pre_trace_requested);
-	ms_json_u64(x, "freed_in_trace_requested_bytes", r->pre_freed_requested);
-	/* of the blocks freed in it (unmatched_frees), those whose free was requested before it */
-	ms_json_u64(x, "freed_in_trace_pending_at_start", r->pre_pending_frees);
-	a = cJSON_AddArrayToObject(o, "largest_allocations");
-	for (size_t i = 0; i < r->n_largest; i++)
-		cJSON_AddItemToArray(a, alloc_json(j, &r->largest[i]));
-	/* by site, as the text groups them (stack_id: the group's first stack) */
-	a = cJSON_AddArrayToObject(o, "top_sites_at_peak");
-	{
-		size_t nrows;
-		struct ms_site_row *rows = ms_group_sites(&j->syms, r, j->frames, &nrows);
-		for (size_t i = 0; i < nrows && i < j->top; i++) {
-			cJSON *s = cJSON_CreateObject();
-			cJSON_AddStringToObject(s, "site", rows[i].label);
-			cJSON_AddNumberToObject(s, "stack_id", rows[i].stack);
-			ms_site_json_frames(s, &j->syms, rows[i].stack, j->frames);
-			ms_json_u64(s, "bytes", rows[i].bytes);
-			ms_json_u64(s, "count", rows[i].count);
-			cJSON_AddItemToArray(a, s);
-		}
-		ms_free(rows);
-	}
-	cJSON_AddBoolToObject(o, "no_trace", !r->n_allocs && r->has_segments);
-	if (r->has_segments) {
-		struct ms_site_row *rows;
-		size_t nrows;
-		x = cJSON_AddObjectToObject(o, "segments");
-		cJSON_AddNumberToObject(x, "fragmentation", fragmentation(r));
-		rows = block_rows(j, &nrows);
-		a = cJSON_AddArrayToObject(x, "top_sites_of_allocated_blocks");
-		for (size_t i = 0; i < nrows && i < j->top; i++) {
-			cJSON *e = cJSON_CreateObject();
-			cJSON_AddStringToObject(e, "site", rows[i].label);
-			ms_json_u64(e, "bytes", rows[i].bytes);
-			ms_json_u64(e, "blocks", rows[i].count);
-			cJSON_AddItemToArray(a, e);
-		}
-		ms_free(rows);
-		ms_json_u64(x, "count", (uint64_t)(r->n_segments));
-		ms_json_u64(x, "expandable", (uint64_t)(r->n_expandable));
-		ms_json_u64(x, "reserved_bytes", (uint64_t)(r->reserved));
-		ms_json_u64(x, "allocated_bytes", (uint64_t)(r->allocated));
-		ms_json_u64(x, "active_bytes", (uint64_t)(r->active));
-		ms_json_u64(x, "requested_bytes", (uint64_t)(r->requested));
-		ms_json_u64(x, "internal_free_bytes", (uint64_t)(r->internal));
-		ms_json_u64(x, "external_free_bytes", (uint64_t)(r->external_free));
-		ms_json_u64(x, "pending_free_bytes", (uint64_t)(r->pending_free_bytes));
-		ms_json_u64(x, "largest_free_block_bytes", (uint64_t)(r->largest_free));
-		a = cJSON_AddArrayToObject(x, "pools");
-		for (size_t i = 0; i < r->n_pools; i++) {
-			cJSON *e = cJSON_CreateObject();
-			ms_json_pool_id(e, r->pools[i].id);
-			ms_json_u64(e, "segments", r->pools[i].segments);
-			ms_json_u64(e, "reserved_bytes", r->pools[i].reserved);
-			ms_json_u64(e, "allocated_bytes", r->pools[i].allocated);
-			cJSON_AddItemToArray(a, e);
-		}
-	} else {
-		cJSON_AddNullToObject(o, "segments");
-	}
-	return o;
+	return (struct ms_stats_view){j->path,  j->device, j->only,
+	                              &j->syms, j->r,      ms_source_cut_short(&j->si),
+	                              j->top,   j->frames, ms_site_depth()};
 }
 
 static void print_alloc(const struct job *j, const struct ms_stats_alloc *a)
@@ -533,7 +267,7 @@ static uint64_t median_peak(const struct job *all, size_t n)
 		ms_die(MS_EXIT_ERROR, "out of memory");
 	for (size_t i = 0; i < n; i++)
 		if (!all[i].s && all[i].r->n_allocs)
-			p[k++] = peak_of(all[i].r);
+			p[k++] = ms_stats_peak(all[i].r);
 	m = ms_median_u64(p, k);
 	ms_free(p);
 	return m;
@@ -544,8 +278,9 @@ static const char *peak_cell(char *buf, size_t cap, const struct job *j)
 {
 	char b[32];
 
-	snprintf(buf, cap, "%s%s", mid_run(j->r) || cut_short(j) ? ">=" : "",
-	         ms_format_size(b, sizeof(b), peak_of(j->r)));
+	snprintf(buf, cap, "%s%s",
+	         ms_stats_mid_run(j->r) || ms_source_cut_short(&j->si) ? ">=" : "",
+	         ms_format_size(b, sizeof(b), ms_stats_peak(j->r)));
 	return buf;
 }
 
@@ -584,7 +319,7 @@ static void print_no_trace(const struct job *j)
 	       ms_format_size(b1, sizeof(b1), r->internal));
 	printf("    largest free:   %s; fragmentation %.3f (1 - largest free block / free "
 	       "bytes)\n",
-	       ms_format_size(b1, sizeof(b1), r->largest_free), fragmentation(r));
+	       ms_format_size(b1, sizeof(b1), r->largest_free), ms_stats_fragmentation(r));
 	if (r->pending_free_bytes)
 		printf("    pending free:   %s\n",
 		       ms_format_size(b1, sizeof(b1), r->pending_free_bytes));
@@ -604,7 +339,8 @@ static void print_no_trace(const struct job *j)
 static void print_outside(const struct job *j)
 {
 	const struct ms_trace_stats *r = j->r;
-	const struct ms_stats_outside *m = measured_of(j);
+	struct ms_stats_view v = view_of(j);
+	const struct ms_stats_outside *m = ms_stats_view_measured(&v);
 	char b1[32], b2[32], b3[32], raw[160];
 
 	snprintf(raw, sizeof(raw),
@@ -619,16 +355,17 @@ static void print_outside(const struct job *j)
 		       "%s at the last of %llu cudaMemGetInfo marks (event %llu): the device's "
 		       "total less its free bytes and PyTorch's reserved (the CUDA context, NCCL's "
 		       "buffers, other libraries and processes); not measured between the marks",
-		       measured_at_most(j) ? ", at most (PyTorch's segments from before the trace "
-		                             "are in it)"
-		                           : "",
+		       ms_stats_view_measured_at_most(&v)
+		               ? ", at most (PyTorch's segments from before the trace "
+		                 "are in it)"
+		               : "",
 		       ms_format_size(b1, sizeof(b1), m->first_bytes),
 		       (unsigned long long)m->first_index,
 		       ms_format_size(b2, sizeof(b2), m->highest_bytes),
 		       (unsigned long long)m->highest_index,
 		       ms_format_size(b3, sizeof(b3), m->last_bytes), (unsigned long long)m->marks,
 		       (unsigned long long)m->last_index);
-		if (raw_outside(r))
+		if (ms_stats_raw_outside(r))
 			printf("\n    of it, raw CUDA calls outside PyTorch's segments: peak %s at "
 			       "event %llu, %s at the end (%s)",
 			       ms_format_size(b1, sizeof(b1), r->external_peak),
@@ -637,7 +374,7 @@ static void print_outside(const struct job *j)
 		else if (r->raw_events)
 			printf("\n    of it, raw CUDA calls outside PyTorch's segments: none (%s)",
 			       raw);
-	} else if (raw_outside(r)) {
+	} else if (ms_stats_raw_outside(r)) {
 		printf("\n  outside PyTorch:  at least: peak %s at event %llu, %s at the end: only "
 		       "the raw CUDA calls outside PyTorch's segments (%s); not measured (no "
 		       "cudaMemGetInfo marks): the CUDA context and the calls the interposer does "
@@ -668,6 +405,7 @@ static const char *pending_note(char *buf, size_t cap, const struct ms_trace_sta
 static void print_one(const struct job *j)
 {
 	const struct ms_trace_stats *r = j->r;
+	struct ms_stats_view v;
 	char b1[32], b2[32], site[512], pn[192];
 
 	if (j->device > 0 || j->only >= 0)
@@ -678,13 +416,15 @@ static void print_one(const struct job *j)
 		print_no_trace(j);
 		return;
 	}
-	printf("  events:           %llu (%llu allocation%s)\n", (unsigned long long)events_of(j),
-	       (unsigned long long)r->n_allocs, r->n_allocs == 1 ? "" : "s");
-	if (cut_short(j))
+	v = view_of(j);
+	printf("  events:           %llu (%llu allocation%s)\n",
+	       (unsigned long long)ms_stats_view_events(&v), (unsigned long long)r->n_allocs,
+	       r->n_allocs == 1 ? "" : "s");
+	if (ms_source_cut_short(&j->si))
 		printf("  cut short:        the file ends early (%s): the figures below are of the "
 		       "part it holds, its peak at least that\n",
 		       j->si.zst.truncated ? "truncated" : "no END record");
-	if (mid_run(r))
+	if (ms_stats_mid_run(r))
 		printf("  mid-run:          the trace starts after the job did: %llu blocks (%s "
 		       "requested) were live before its first event (%llu of them freed in it%s); "
 		       "the "
@@ -698,16 +438,17 @@ static void print_one(const struct job *j)
 		printf("  peak requested:   %s (no allocations in the trace)",
 		       ms_format_size(b1, sizeof(b1), r->pre_trace_requested));
 	else {
-		int64_t t = mid_run(r) ? r->mid_peak_t_ns : r->peak_t_ns;
+		int64_t t = ms_stats_peak_t_ns(r);
 		printf("  peak requested:   %s%s (%llu bytes) at event %llu",
-		       mid_run(r) || cut_short(j) ? "at least " : "",
-		       ms_format_size(b1, sizeof(b1), peak_of(r)), (unsigned long long)peak_of(r),
-		       (unsigned long long)peak_index_of(r));
+		       ms_stats_mid_run(r) || ms_source_cut_short(&j->si) ? "at least " : "",
+		       ms_format_size(b1, sizeof(b1), ms_stats_peak(r)),
+		       (unsigned long long)ms_stats_peak(r),
+		       (unsigned long long)ms_stats_peak_index(r));
 		if (t || j->t0) /* times: PyTorch 2.2 and later */
 			printf(", +%.3f s", (double)(t - j->t0) / 1e9);
 	}
-	if (peak_annotation_of(r))
-		printf(", in \"%s\"", ms_symtab_get_str(&j->syms, peak_annotation_of(r))->s);
+	if (ms_stats_peak_annotation(r))
+		printf(", in \"%s\"", ms_symtab_get_str(&j->syms, ms_stats_peak_annotation(r))->s);
 	for (size_t i = 0; i < r->n_pools_requested; i++) {
 		const struct ms_stats_pool_requested *q = &r->pools_requested[i];
 		uint64_t id[2];
@@ -954,13 +695,18 @@ int cmd_stats(int argc, const char **argv)
 			}
 			if (all[i].s)
 				continue;
-			o = job_json(&all[i]);
+			{
+				struct ms_stats_view v = view_of(&all[i]);
+				if (!(o = ms_stats_json(&v)))
+					ms_die(MS_EXIT_ERROR, "out of memory");
+			}
 			if (root) {
 				/* several files: each peak against the median of them */
 				if (median && all[i].r->n_allocs)
-					cJSON_AddNumberToObject(
-					        o, "peak_against_median",
-					        (double)peak_of(all[i].r) / (double)median - 1);
+					cJSON_AddNumberToObject(o, "peak_against_median",
+					                        (double)ms_stats_peak(all[i].r) /
+					                                        (double)median -
+					                                1);
 				else
 					cJSON_AddNullToObject(o, "peak_against_median");
 				cJSON_AddItemToArray(root, o);
@@ -1012,8 +758,9 @@ int cmd_stats(int argc, const char **argv)
 			else
 				snprintf(dev, sizeof(dev), "-");
 			if (median && j->r->n_allocs)
-				snprintf(vs, sizeof(vs), "%+.1f%%",
-				         100.0 * ((double)peak_of(j->r) / (double)median - 1));
+				snprintf(
+				        vs, sizeof(vs), "%+.1f%%",
+				        100.0 * ((double)ms_stats_peak(j->r) / (double)median - 1));
 			else
 				snprintf(vs, sizeof(vs), "-");
 			if (j->r->recorded_ooms)
@@ -1032,12 +779,13 @@ int cmd_stats(int argc, const char **argv)
 			/* without a trace the peak is the end state's: at no event */
 			if (j->r->n_allocs)
 				snprintf(at, sizeof(at), "%llu",
-				         (unsigned long long)peak_index_of(j->r));
+				         (unsigned long long)ms_stats_peak_index(j->r));
 			else
 				snprintf(at, sizeof(at), "-");
+			struct ms_stats_view v = view_of(j);
 			printf("%-*s %6s %10llu %14s %9s %10s %12s %14s %9s %12s\n", w, j->path,
-			       dev, (unsigned long long)events_of(j), peak_cell(b1, sizeof(b1), j),
-			       vs, at,
+			       dev, (unsigned long long)ms_stats_view_events(&v),
+			       peak_cell(b1, sizeof(b1), j), vs, at,
 			       /* as live_at_end.bytes: the blocks from before the trace (without a
 			          trace, the end state's allocated ones) included */
 			       ms_format_size(b2, sizeof(b2),
@@ -1056,7 +804,7 @@ int cmd_stats(int argc, const char **argv)
 			       "states'); %zu of them recorded an OOM\n",
 			       n_oom);
 		for (size_t i = 0; i < nall; i++) /* a file once, whatever its devices */
-			if (!all[i].s && cut_short(&all[i]) &&
+			if (!all[i].s && ms_source_cut_short(&all[i].si) &&
 			    (!i || all[i].path != all[i - 1].path))
 				printf("%s is cut short (its file ends early): its figures are of "
 				       "the "

@@ -52,9 +52,8 @@ void ms_json_devices_add(struct ms_json_devices *j, uint32_t device, struct cJSO
 /* Print it to stdout when print is set, with verdict: value when there are several devices
    (verdict NULL: none); then free it. */
 void ms_json_devices_end(struct ms_json_devices *j, int print, const char *verdict, int value);
-/* The median of v[0..n) (sorted here, in place); 0 when n is 0. The mean of the middle two
-   where n is even. */
-uint64_t ms_median_u64(uint64_t *v, size_t n);
+/* ms_median_u64: analysis/stats_view.h */
+#include "analysis/stats_view.h"
 /* Does file name s end with suffix (".json", ".html")? */
 int ms_ends_with(const char *s, const char *suffix);
 /* "a/b" into out[cap] (b alone when a is NULL); 0, or -1 when out is too small. */

@@ -1,17 +1,7 @@
 /*
- * memsnap's analyses as a library (libmemsnap): an input opened once, questions asked of it, each
- * answer the JSON that the command's --json prints. Nothing here prints, exits or installs a
- * signal handler; an input may be asked questions from several threads at once.
- *
- *     ms_file *in;
- *     char msg[512], *json;
- *     const char *opts[] = {"device=1", "limit=12GiB"};
- *     if (ms_file_open("snap.pickle", &in, msg, sizeof msg) == 0) {
- *             int rc = ms_ask(in, "explain", opts, 2, &json, msg, sizeof msg);
- *             ...
- *             ms_json_free(json);
- *             ms_file_close(in);
- *     }
+ * memsnap's analyses as a library (libmemsnap, docs/LIBRARY.md): a file opened once, questions
+ * asked of it, each answer the JSON that the command's --json prints. Nothing here prints, exits
+ * or installs a signal handler; a file may be asked questions from several threads at once.
  */
 #ifndef MEMSNAP_ANALYZE_H
 #define MEMSNAP_ANALYZE_H
@@ -19,6 +9,10 @@
 #include <stddef.h>
 
 #include "memsnap/memsnap.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 typedef struct ms_file ms_file;
 
@@ -31,22 +25,25 @@ MS_API int ms_file_open(const char *path, ms_file **in, char *msg, size_t cap);
 MS_API void ms_file_close(ms_file *in);
 
 /*
- * Ask in a question: "info" (no option), "replay", "explain", "whatif" or "verify". Options
- * are "name=value" strings named as the command's flags: device=D, limit=SIZE,
- * memory_fraction=F, device_memory=SIZE, alloc_conf=CONF (not whatif's). explain and whatif
- * also take jobs=N; explain site_depth=N; whatif config=CONF, once for each setting to try
- * ("recorded": the trace's own; none: whatif's default matrix). *json (free it with
- * ms_json_free) is what `memsnap QUESTION --json FILE` prints: a device's object or, for
- * several devices, {"trace", "devices": {...}}.
+ * Ask in a question: "info", "stats", "replay", "verify", "explain" or "whatif". options[0..n)
+ * are "name=value" strings named as the command's flags; a question refuses the options its
+ * command does not take (docs/LIBRARY.md lists them): device=D, limit=SIZE, memory_fraction=F,
+ * device_memory=SIZE, alloc_conf=CONF, jobs=N, site_depth=N, and whatif's config=CONF, once for
+ * each setting to try. *json (free it with ms_json_free) is what `memsnap QUESTION --json FILE`
+ * prints.
  *
- * Returns the command's exit code. 0, 3 where a replay ran out of memory where the recorded run
- * did not, and 4 where verify found the replay different from the recording, are answers:
- * *json is set. 1 (the input cannot answer: a snapshot without a
- * trace, no events on the device asked) and 2 (a question or option memsnap does not take)
- * leave *json NULL and say why in msg. The notes the command prints on stderr are not returned.
+ * Returns the command's exit code. 0, 3 (a replay ran out of memory where the recorded run did
+ * not) and 4 (verify found the replay different) are answers: *json is set. 1 (the file cannot
+ * answer) and 2 (a question or option memsnap does not take) leave *json NULL and say why in
+ * msg, one line. in, question and json are required; options may be NULL when n_options is 0;
+ * msg may be NULL. The notes the command prints on stderr are not returned.
  */
 MS_API int ms_ask(ms_file *in, const char *question, const char *const *options, size_t n_options,
                   char **json, char *msg, size_t cap);
 MS_API void ms_json_free(char *json);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

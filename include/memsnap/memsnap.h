@@ -11,6 +11,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #define MS_VERSION_MAJOR  0
 #define MS_VERSION_MINOR  1
 #define MS_VERSION_PATCH  0
@@ -76,5 +80,9 @@ struct ms_diag {
 			0       \
 		}               \
 	}
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """libmemsnap (include/memsnap/analyze.h) loaded by a program: ctypes here, as the Python module
 will. Each answer must be the JSON the command's --json prints, asked twice in one process and
-from two threads at once; bad questions and inputs give the command's exit codes and a message;
+from several threads at once; bad questions and inputs give the command's exit codes and a message;
 the library exports its API alone, under a soname.
 
 usage: api_test.py LIBMEMSNAP MEMSNAP SOURCE_DIR
@@ -69,6 +69,10 @@ cases = [
     ("info", "dynamic_oom.pickle", []),
     ("info", "multi_gpu/pipeline.zst", []),
     ("info", "multi_gpu/oom_rank1_rank0.zst", []),
+    ("stats", "dynamic_oom.pickle", []),
+    ("stats", "multi_gpu/pipeline.pickle.zst", []),
+    ("stats", "multi_gpu/pipeline.zst", ["device=1"]),
+    ("stats", "multi_gpu/oom_rank1_rank0.zst", ["site_depth=2"]),
     ("replay", "dynamic_oom.pickle", []),
     ("replay", "dynamic_oom.pickle", ["limit=5GiB"]),
     ("replay", "multi_gpu/pipeline.zst", []),
@@ -124,9 +128,15 @@ h = handles[os.path.join(T, "dynamic_oom.pickle")]
 for question, options, want in (("replay", ["limit=lots"], 2), ("replay", ["nope=1"], 2),
                                 ("whatever", [], 2), ("replay", ["device=3"], 1),
                                 ("replay", ["config=expandable_segments:True"], 2),
-                                ("whatif", ["config=nonsense:1"], 2)):
+                                ("whatif", ["config=nonsense:1"], 2), ("whatif", ["config="], 2),
+                                ("replay", ["limit=11GiB", "memory_fraction=0.5"], 2),
+                                ("replay", ["limit=0"], 2), ("replay", ["jobs=2"], 2),
+                                ("verify", ["site_depth=5"], 2), ("info", ["device=0"], 2),
+                                ("stats", ["limit=1GiB"], 2), ("whatif", ["alloc_conf=x"], 2),
+                                ("replay", ["limit=1GiB\nx"], 2)):
     rc, text, msg = ask(h, question, options)
-    check(rc == want and text is None and msg, "%s %s: exit %d: %s" % (question, options, rc, msg))
+    check(rc == want and text is None and msg and "\n" not in msg,
+          "%s %s: exit %d: %s" % (question, options, rc, msg))
 rc, h2, msg = open_file(os.path.join(T, "no-such-file.pickle"))
 check(rc == 1 and "no-such-file" in msg, "open a missing file: exit %d: %s" % (rc, msg))
 for h in handles.values():

@@ -1,7 +1,8 @@
 #!/bin/bash
 # cmake --install the recorder into a scratch prefix, then build a program outside the project
 # against it with pkg-config (shared and static) and with its CMake package (shared and
-# static); every build must run and write a trace that memsnap reads with 1000 events.
+# static); every build must run and write a trace that memsnap reads with 1000 events. And
+# libmemsnap: a program built as C and as C++ with its pkg-config file answers as the command.
 # usage: run.sh BUILD_DIR MEMSNAP SOURCE_DIR
 set -euo pipefail
 build=$1 memsnap=$2 src=$3
@@ -54,3 +55,23 @@ cmake -S "$src/tests/install/consumer" -B "$work/cmake" -DCMAKE_PREFIX_PATH="$pr
 cmake --build "$work/cmake" >>"$work/cmake.log" 2>&1 || { cat "$work/cmake.log"; exit 1; }
 check cmake_shared "$work/cmake/example_shared"
 check cmake_static "$work/cmake/example_static"
+
+# libmemsnap from outside: C and C++, through pkg-config, the same JSON as the command
+test -f "$libdir/pkgconfig/memsnap.pc" || { echo "FAIL: no memsnap.pc"; exit 1; }
+snap=$src/testdata/snapshots/dynamic_oom.pickle
+# shellcheck disable=SC2046
+"$cc" -std=c11 -o "$work/ask_c" "$src/tests/install/consumer/ask.c" \
+	$(pkg-config --cflags --libs memsnap) -Wl,-rpath,"$libdir"
+if command -v "${CXX:-c++}" >/dev/null; then
+	# shellcheck disable=SC2046
+	"${CXX:-c++}" -x c++ -o "$work/ask_cxx" "$src/tests/install/consumer/ask.c" \
+		$(pkg-config --cflags --libs memsnap) -Wl,-rpath,"$libdir"
+fi
+for prog in ask_c ask_cxx; do
+	[ -x "$work/$prog" ] || { echo "skip: $prog (no C++ compiler)"; continue; }
+	"$work/$prog" "$snap" stats >"$work/lib.json"
+	"$memsnap" -q stats --json "$snap" >"$work/cmd.json"
+	python3 -c 'import json,sys; sys.exit(json.load(open(sys.argv[1])) != json.load(open(sys.argv[2])))' \
+		"$work/lib.json" "$work/cmd.json" || { echo "FAIL: $prog: stats differs from the command"; exit 1; }
+	echo "ok: $prog"
+done
