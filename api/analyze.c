@@ -12,12 +12,14 @@
 
 #include "common/alloc.h"
 #include "common/size.h"
+#include "explain/check.h"
 #include "explain/report.h"
 #include "explain/verdict.h"
 #include "explain/whatif_report.h"
 #include "analysis/file_info.h"
 #include "analysis/stats_view.h"
 #include "analysis/trace_stats.h"
+#include "json/check.h"
 #include "json/explain.h"
 #include "json/info.h"
 #include "json/replay.h"
@@ -31,7 +33,7 @@
 #include "replay/site.h"
 #include "replay/verify.h"
 
-enum { ASK_OK = 0, ASK_ERROR = 1, ASK_USAGE = 2, ASK_OOM = 3, ASK_DIVERGED = 4 };
+enum { ASK_OK = 0, ASK_ERROR = 1, ASK_USAGE = 2, ASK_OOM = 3, ASK_DIVERGED = 4, ASK_BUDGET = 5 };
 
 struct ms_file {
 	char *path;
@@ -48,13 +50,49 @@ struct ask {
 	uint32_t site_depth;
 	const char **configs; /* whatif's settings (config=, each once); NULL: the default matrix */
 	size_t n_configs;
-	unsigned given; /* the options given (1 << enum opt) */
+	struct ms_check_budgets budgets; /* check's */
+	unsigned given;                  /* the options given (1 << enum opt) */
 };
 
 /* The options, and which questions take them (as the commands take their flags). */
-enum opt { O_DEVICE, O_LIMIT, O_FRACTION, O_DEVMEM, O_CONF, O_JOBS, O_DEPTH, O_CONFIG, O_N };
-static const char *const opt_name[O_N] = {"device",     "limit", "memory_fraction", "device_memory",
-                                          "alloc_conf", "jobs",  "site_depth",      "config"};
+enum opt {
+	O_DEVICE,
+	O_LIMIT,
+	O_FRACTION,
+	O_DEVMEM,
+	O_CONF,
+	O_JOBS,
+	O_DEPTH,
+	O_CONFIG,
+	O_MAX_RESERVED,
+	O_MAX_ALLOCATED,
+	O_MAX_FRAG,
+	O_MAX_GPS,
+	O_BASELINE,
+	O_MAX_GROWTH,
+	O_ALLOW_OOM,
+	O_ALLOW_CUT,
+	O_N
+};
+static const char *const opt_name[O_N] = {"device",
+                                          "limit",
+                                          "memory_fraction",
+                                          "device_memory",
+                                          "alloc_conf",
+                                          "jobs",
+                                          "site_depth",
+                                          "config",
+                                          "max_peak_reserved",
+                                          "max_peak_allocated",
+                                          "max_fragmentation",
+                                          "max_growth_per_step",
+                                          "baseline",
+                                          "max_growth",
+                                          "allow_oom",
+                                          "allow_cut_short"};
+#define CHECK_OPTS                                                                           \
+	(1u << O_MAX_RESERVED | 1u << O_MAX_ALLOCATED | 1u << O_MAX_FRAG | 1u << O_MAX_GPS | \
+	 1u << O_BASELINE | 1u << O_MAX_GROWTH | 1u << O_ALLOW_OOM | 1u << O_ALLOW_CUT)
 #define REPLAY_OPTS \
 	(1u << O_DEVICE | 1u << O_LIMIT | 1u << O_FRACTION | 1u << O_DEVMEM | 1u << O_CONF)
 static const struct {
@@ -67,6 +105,7 @@ static const struct {
         {"verify", REPLAY_OPTS},
         {"explain", REPLAY_OPTS | 1u << O_JOBS | 1u << O_DEPTH},
         {"whatif", (REPLAY_OPTS & ~(1u << O_CONF)) | 1u << O_JOBS | 1u << O_CONFIG},
+        {"check", REPLAY_OPTS | CHECK_OPTS},
 };
 
 static int say(char *msg, size_t cap, int rc, const char *fmt, ...) MS_PRINTF(4, 5);
@@ -140,7 +179,40 @@ static int option(struct ask *a, const char *opt, char *msg, size_t cap)
 		if (n == strlen(opt_name[k]) && !memcmp(opt, opt_name[k], n))
 			a->given |= 1u << k;
 #define IS(name) (n == strlen(name) && !memcmp(opt, name, n))
-	if (IS("limit") || IS("device_memory")) {
+	if (IS("max_peak_reserved") || IS("max_peak_allocated") || IS("max_growth_per_step")) {
+		if ((why = ms_size_parse(v, &x)))
+			return say(msg, cap, ASK_USAGE, "option '%s': %s", opt, why);
+		if (IS("max_peak_reserved"))
+			a->budgets.max_reserved = x;
+		else if (IS("max_peak_allocated"))
+			a->budgets.max_allocated = x;
+		else
+			a->budgets.max_growth_per_step = x, a->budgets.growth_per_step_given = 1;
+	} else if (IS("max_fragmentation") || IS("max_growth")) {
+		double f = strtod(v, &end);
+		if (IS("max_growth") && *end == '%')
+			end++;
+		if (!*v || *end || !(f >= 0) || (IS("max_fragmentation") && f > 1))
+			return say(msg, cap, ASK_USAGE, "option '%s': %s", opt,
+			           IS("max_growth") ? "a percentage, e.g. 5%"
+			                            : "a ratio from 0 to 1");
+		if (IS("max_growth"))
+			a->budgets.max_growth = f;
+		else
+			a->budgets.max_waste = f;
+	} else if (IS("baseline")) {
+		if (!*v)
+			return say(msg, cap, ASK_USAGE, "option 'baseline=': no file");
+		a->budgets.baseline = v;
+	} else if (IS("allow_oom") || IS("allow_cut_short")) {
+		int yes = !strcmp(v, "1") || !strcmp(v, "true");
+		if (!yes && strcmp(v, "0") && strcmp(v, "false"))
+			return say(msg, cap, ASK_USAGE, "option '%s': true or false", opt);
+		if (IS("allow_oom"))
+			a->budgets.allow_oom = yes;
+		else
+			a->budgets.allow_cut_short = yes;
+	} else if (IS("limit") || IS("device_memory")) {
 		if ((why = ms_size_parse(v, &x)))
 			return say(msg, cap, ASK_USAGE, "option '%s': %s", opt, why);
 		if (!x)
@@ -348,6 +420,64 @@ static cJSON *ask_whatif(const struct ms_file *in, const struct ask *a, uint32_t
 	return o;
 }
 
+/* check: the gate's figures against the budgets; 4 in *flags where one is exceeded (exit 5) */
+static cJSON *ask_check(const struct ms_file *in, const struct ask *a, uint32_t dev, int *flags,
+                        struct ms_diag *d)
+{
+	struct ms_replay_outcome out, bout;
+	struct ms_replay_result r, br;
+	struct ms_check_figures f, bf;
+	struct ms_check_result res;
+	struct ms_file *base = NULL;
+	char bmsg[512];
+	cJSON *o = NULL;
+	ms_status s;
+
+	memset(&bout, 0, sizeof(bout));
+	memset(&br, 0, sizeof(br));
+	if ((s = replay_device(in, a, dev, &out, &r, d)))
+		goto done;
+	if (!r.events_replayed) {
+		ms__diag_set(d, MS_ERR_INVALID_ARG, -1, -1,
+		             "no allocator events on device %u to compare with", dev);
+		goto done;
+	}
+	if ((s = ms_check_figures_of(in->t, &out.o, &r, &out.lim, a->budgets.growth_per_step_given,
+	                             &f)))
+		goto done;
+	if (a->budgets.baseline) { /* a baseline: device with device, as the command does */
+		if (ms_file_open(a->budgets.baseline, &base, bmsg, sizeof(bmsg))) {
+			ms__diag_set(d, MS_ERR_IO, -1, -1, "%s", bmsg);
+			goto done;
+		}
+		struct ask ba = *a;
+		uint32_t *bdevs = NULL;
+		size_t nb = 0;
+		ba.device = UINT64_MAX;
+		if (devices(base, &ba, &bdevs, &nb, bmsg, sizeof(bmsg))) {
+			ms__diag_set(d, MS_ERR_INVALID_ARG, -1, -1, "%s", bmsg);
+			goto done;
+		}
+		/* a baseline of one device is compared with each device; else device with device */
+		uint32_t bdev = nb == 1 ? bdevs[0] : dev;
+		ms_free(bdevs);
+		if ((s = replay_device(base, a, bdev, &bout, &br, d)) ||
+		    (s = ms_check_figures_of(base->t, &bout.o, &br, &bout.lim, 0, &bf)))
+			goto done;
+	}
+	ms_check_judge(&a->budgets, &f, a->budgets.baseline ? &bf : NULL, &res);
+	*flags |= res.n_exceeded ? 4 : 0;
+	if (!(o = ms_check_json(in->path, dev, &a->budgets, &f, &res)))
+		ms__diag_set(d, MS_ERR_NOMEM, -1, -1, "out of memory");
+done:
+	ms_replay_result_release(&br);
+	ms_replay_outcome_release(&bout);
+	ms_file_close(base);
+	ms_replay_result_release(&r);
+	ms_replay_outcome_release(&out);
+	return o;
+}
+
 /* info: what the file holds, the whole of it (no device, no option) */
 static int ask_info(const struct ms_file *in, size_t n_options, char **json, char *msg, size_t cap)
 {
@@ -510,14 +640,18 @@ int ms_ask(ms_file *in, const char *question, const char *const *options, size_t
 		fn = ask_whatif;
 	else if (!strcmp(question, "verify"))
 		fn = ask_verify;
+	else if (!strcmp(question, "check"))
+		fn = ask_check;
 	else if (!strcmp(question, "stats"))
 		fn = NULL; /* its own shape: ask_stats */
 	else
 		return say(msg, cap, ASK_USAGE,
-		           "'%s': no such question (info, stats, replay, explain, whatif, verify)",
+		           "'%s': no such question (info, stats, replay, explain, whatif, verify, "
+		           "check)",
 		           question);
 	memset(&a, 0, sizeof(a));
 	a.device = UINT64_MAX;
+	a.budgets.max_waste = -1;
 	a.site_depth = 1;
 	rc = ASK_OK;
 	for (size_t i = 0; i < n_options && !rc; i++)
@@ -529,6 +663,8 @@ int ms_ask(ms_file *in, const char *question, const char *const *options, size_t
 				if (a.given & ~questions[q].takes & 1u << k)
 					rc = say(msg, cap, ASK_USAGE, "%s takes no option %s",
 					         question, opt_name[k]);
+	if (!rc && !(a.given & 1u << O_BASELINE) != !(a.given & 1u << O_MAX_GROWTH))
+		rc = say(msg, cap, ASK_USAGE, "baseline and max_growth go together");
 	if (!rc && (a.given & 1u << O_LIMIT) && (a.given & 1u << O_FRACTION))
 		rc = say(msg, cap, ASK_USAGE, "limit and memory_fraction exclude each other");
 	if (!rc && !strcmp(question, "stats")) {
@@ -576,9 +712,13 @@ int ms_ask(ms_file *in, const char *question, const char *const *options, size_t
 	/* verify over several devices: whether all of them are identical, as the command says */
 	if (fn == ask_verify && byd)
 		cJSON_AddBoolToObject(root, "identical", !(flags & 2));
+	if (fn == ask_check && byd)
+		cJSON_AddBoolToObject(root, "passed", !(flags & 4));
 	*json = root ? cJSON_Print(root) : NULL;
 	cJSON_Delete(root);
 	if (!*json)
 		return say(msg, cap, ASK_ERROR, "%s: out of memory", in->path);
+	if (fn == ask_check) /* a replay that ran out is a budget the run did not keep */
+		return flags & 4 ? ASK_BUDGET : ASK_OK;
 	return flags & 2 ? ASK_DIVERGED : flags ? ASK_OOM : ASK_OK;
 }

@@ -10,7 +10,9 @@
 #include "cli/replay_opts.h"
 #include "cli/verdict_out.h"
 #include "common/alloc.h"
+#include "explain/check.h"
 #include "explain/explain.h"
+#include "json/check.h"
 #include "parse/trace.h"
 #include "replay/replay.h"
 
@@ -33,63 +35,16 @@ static const char *const usage[] = {
         NULL,
 };
 
-struct figures {
-	uint64_t reserved, allocated;
-	double frag;
-	int oom;
-	uint64_t oom_index;
-	int mid_run;                 /* peaks from the first event on: lower bounds */
-	unsigned devsrc;             /* where the device's size came from (enum ms_devmem_source) */
-	uint64_t recorded_ooms;      /* the recorded run's */
-	uint64_t recorded_oom_index; /* the first of them */
-	int cut_short; /* a memsnap trace whose recording was killed: a prefix of the run */
-	struct ms_limit_range lim;
-	/* growth per step (explain's growing sites' bytes a step, summed), where asked for:
-	 * growth_steps 0 where it was not looked for (fewer than three steps) */
-	uint64_t growth_per_step;
-	size_t growth_steps, growth_sites;
-	size_t steps, optimizer_steps; /* what the trace has of them, to say why not */
-	int growth_by_repetition;      /* the only steps found repeat in the trace: maybe layers */
-	/* why it died, where it did (explain/verdict.h's headline; "" where not told) */
-	char verdict[768];
-};
-
-/* explain's growth over the trace's steps (explain/explain.h) */
-static ms_status growth_of(const char *path, uint32_t device, const struct ms_replay_result *r,
-                           struct figures *f)
-{
-	const struct ms_trace *t;
-	struct ms_trace *owned = NULL;
-	struct ms_diag d = MS_DIAG_INIT;
-	struct ms_explain x;
-	struct ms_explain_in in;
-	ms_status s;
-
-	if ((s = ms_replay_cli_trace_whole(path, &t, &owned, &d))) {
-		ms_report(path, s, &d);
-		return s;
-	}
-	ms_explain_in_at_peak(&in, t, device, r);
-	if (!(s = ms_explain_run(&in, &x))) {
-		/* steps told only by repetition may be a model's layers in one pass: no gate */
-		f->growth_by_repetition = x.steps_by_repetition;
-		f->growth_steps = x.steps_by_repetition ? 0 : x.growth_steps;
-		f->growth_sites = x.n_growth;
-		f->steps = x.n_steps;
-		f->optimizer_steps = x.n_optimizer_steps;
-		for (size_t k = 0; k < x.n_growth; k++)
-			f->growth_per_step += x.growth[k].bytes_per_step;
-		ms_explain_release(&x);
-	}
-	ms_trace_free(owned);
-	return s;
-}
-
+/* One device's figures (explain/check.h): the trace is read whole where the verdict of a run
+ * that ran out of memory (a trace small enough) or growth per step needs it. */
 static ms_status figures_of(struct ms_replay_cli *c, const char *path, int growth,
-                            struct figures *f)
+                            struct ms_check_figures *f)
 {
 	struct ms_replay_result r;
 	struct ms_limit_range lim;
+	const struct ms_trace *t = NULL;
+	struct ms_trace *owned = NULL;
+	struct ms_diag d = MS_DIAG_INIT;
 	ms_status s;
 
 	/* its error, warnings and notes said as every replay command says them */
@@ -102,39 +57,17 @@ static ms_status figures_of(struct ms_replay_cli *c, const char *path, int growt
 		ms_replay_cli_release(c);
 		return MS_ERR_INVALID_ARG;
 	}
-	f->reserved = (uint64_t)r.stats.reserved_bytes[0].peak;
-	f->allocated = (uint64_t)r.stats.allocated_bytes[0].peak;
-	f->frag = f->reserved ? (double)(f->reserved - r.allocated_at_peak_reserved) /
-	                                (double)f->reserved
-	                      : 0.0;
-	f->oom = r.ended_by_oom;
-	f->oom_index = r.first_oom.index;
-	f->mid_run = r.rebuilt;
-	f->devsrc = r.device_memory_source;
-	f->recorded_ooms = r.recorded_ooms;
-	f->recorded_oom_index = r.has_oom && r.first_oom.recorded ? r.first_oom.index : UINT64_MAX;
-	f->cut_short = r.cut_short;
-	f->lim = lim;
-	f->growth_per_step = 0;
-	f->growth_steps = f->growth_sites = f->steps = f->optimizer_steps = 0;
-	f->growth_by_repetition = 0;
-	f->verdict[0] = 0;
-	if (r.has_oom || r.recorded_ooms) {
-		struct ms_verdict v;
-		struct ms_diag d = MS_DIAG_INIT;
-		int has = 0;
-		if (!ms_cli_verdict(c, path, NULL, &r, &lim, NULL, 0, &v, &has, &d) && has)
-			snprintf(f->verdict, sizeof(f->verdict), "%s", v.headline);
-		ms_verdict_release(&v);
+	if ((growth ||
+	     ((r.has_oom || r.recorded_ooms) && r.events_total <= MS_CLI_VERDICT_EVENTS)) &&
+	    (s = ms_replay_cli_trace_whole(path, &t, &owned, &d))) {
+		ms_report(path, s, &d);
+	} else if ((s = ms_check_figures_of(t, &c->o, &r, &lim, growth, f))) {
+		ms_report(path, s, &d);
 	}
-	if (growth && (s = growth_of(path, (uint32_t)c->o.device, &r, f))) {
-		ms_replay_result_release(&r);
-		ms_replay_cli_release(c);
-		return s;
-	}
+	ms_trace_free(owned);
 	ms_replay_result_release(&r);
 	ms_replay_cli_release(c);
-	return MS_OK;
+	return s;
 }
 
 int cmd_check(int argc, const char **argv)
@@ -150,7 +83,9 @@ int cmd_check(int argc, const char **argv)
 	int gps_given = 0;
 	const char *max_frag = NULL, *baseline = NULL, *growth = NULL;
 	double frag_budget = -1, growth_budget = -1;
-	struct figures f, b;
+	struct ms_check_figures f, b;
+	struct ms_check_budgets bud;
+	struct ms_check_result res;
 	char b1[32], b2[32];
 	size_t k;
 
@@ -205,12 +140,22 @@ int cmd_check(int argc, const char **argv)
 		if (ms_replay_cli_devices(&any, baseline, "check", &bdevs, &nb))
 			return MS_EXIT_ERROR;
 	}
+	memset(&bud, 0, sizeof(bud));
+	bud.max_reserved = max_res;
+	bud.max_allocated = max_alloc;
+	bud.max_waste = frag_budget;
+	bud.growth_per_step_given = gps_given;
+	bud.max_growth_per_step = max_gps;
+	bud.baseline = baseline;
+	bud.max_growth = growth_budget;
+	bud.allow_oom = allow_oom;
+	bud.allow_cut_short = allow_cut;
 	ms_json_devices_begin(&jd, argv[0], json ? nd : 0);
 	base = c.o;
 	for (size_t i = 0; i < nd; i++) {
 		char label[MS_LABEL_MAX];
 		const char *lbl = ms_replay_cli_label(argv[0], devs[i], nd, label, sizeof(label));
-		cJSON *out = NULL, *fails = NULL;
+		cJSON *out = NULL;
 		int failed = 0;
 		c.o = base; /* an inferred limit belongs to one trace and device */
 		c.o.device = devs[i];
@@ -225,119 +170,14 @@ int cmd_check(int argc, const char **argv)
 			rc = MS_EXIT_ERROR;
 			break;
 		}
+		ms_check_judge(&bud, &f, baseline ? &b : NULL, &res);
+		failed = (int)res.n_exceeded;
+		if (!json)
+			for (size_t e = 0; e < res.n_exceeded; e++)
+				printf("%s: %s\n", lbl, res.exceeded[e]);
 		if (json) {
-			out = cJSON_CreateObject();
-			cJSON_AddStringToObject(out, "trace", argv[0]);
-			cJSON_AddNumberToObject(out, "device", devs[i]);
-			ms_json_u64(out, "peak_reserved_bytes", f.reserved);
-			ms_json_u64(out, "peak_allocated_bytes", f.allocated);
-			cJSON_AddNumberToObject(out, "waste_at_peak", f.frag);
-			cJSON_AddBoolToObject(out, "starts_mid_run", f.mid_run);
-			cJSON_AddBoolToObject(out, "peaks_are_lower_bounds", f.mid_run);
-			cJSON_AddStringToObject(out, "device_memory_source",
-			                        ms_devmem_source_name(f.devsrc));
-			ms_json_u64(out, "recorded_ooms", f.recorded_ooms);
-			cJSON_AddBoolToObject(out, "oom_allowed", allow_oom);
-			cJSON_AddBoolToObject(out, "trace_cut_short", f.cut_short);
-			cJSON_AddBoolToObject(out, "cut_short_allowed", allow_cut);
-			if (gps_given && f.growth_steps)
-				ms_json_u64(out, "growth_per_step_bytes", f.growth_per_step);
-			else
-				cJSON_AddNullToObject(out, "growth_per_step_bytes");
-			if (f.verdict[0])
-				cJSON_AddStringToObject(out, "verdict", f.verdict);
-			else
-				cJSON_AddNullToObject(out, "verdict");
-			if (f.lim.inferred) {
-				cJSON *x = cJSON_AddObjectToObject(out, "limit_inferred");
-				ms_json_u64(x, "low_bytes", f.lim.lo);
-				ms_json_u64(x, "high_bytes", f.lim.hi);
-			} else {
-				cJSON_AddNullToObject(out, "limit_inferred");
-			}
-			fails = cJSON_AddArrayToObject(out, "exceeded");
-		}
-#define FAIL(...)                                                               \
-	do {                                                                    \
-		char line_[256];                                                \
-		snprintf(line_, sizeof(line_), __VA_ARGS__);                    \
-		failed++;                                                       \
-		if (json)                                                       \
-			cJSON_AddItemToArray(fails, cJSON_CreateString(line_)); \
-		else                                                            \
-			printf("%s: %s\n", lbl, line_);                         \
-	} while (0)
-		if (f.recorded_ooms && !allow_oom) {
-			if (f.recorded_oom_index != UINT64_MAX)
-				FAIL("the run ran out of memory (%llu recorded OOM%s, the first at "
-				     "event %llu; --allow-oom passes it)",
-				     (unsigned long long)f.recorded_ooms,
-				     f.recorded_ooms == 1 ? "" : "s",
-				     (unsigned long long)f.recorded_oom_index);
-			else
-				FAIL("the run ran out of memory (%llu recorded OOM%s; --allow-oom "
-				     "passes it)",
-				     (unsigned long long)f.recorded_ooms,
-				     f.recorded_ooms == 1 ? "" : "s");
-		}
-		if (f.cut_short && !allow_cut)
-			FAIL("the trace is cut short: its recording was killed (the job may have "
-			     "died), and the peaks are of the part it holds (--allow-cut-short "
-			     "passes it)");
-		if (f.oom)
-			FAIL("the replay runs out of memory at event %llu",
-			     (unsigned long long)f.oom_index);
-		if (max_res && f.reserved > max_res)
-			FAIL("peak reserved %s exceeds the budget of %s",
-			     ms_format_size(b1, sizeof(b1), f.reserved),
-			     ms_format_size(b2, sizeof(b2), max_res));
-		if (max_alloc && f.allocated > max_alloc)
-			FAIL("peak allocated %s exceeds the budget of %s",
-			     ms_format_size(b1, sizeof(b1), f.allocated),
-			     ms_format_size(b2, sizeof(b2), max_alloc));
-		if (gps_given && !f.growth_steps && f.growth_by_repetition)
-			FAIL("growth per step cannot be checked: the trace's steps are found only "
-			     "by "
-			     "repetition, which may be a model's layers (mark them: "
-			     "memsnap.step(), "
-			     "torch.profiler)");
-		else if (gps_given && !f.growth_steps)
-			FAIL("growth per step cannot be checked: it takes 4 steps, or 3 optimizer "
-			     "steps, and the trace has %zu step%s (%zu optimizer step%s)",
-			     f.steps, f.steps == 1 ? "" : "s", f.optimizer_steps,
-			     f.optimizer_steps == 1 ? "" : "s");
-		else if (gps_given && f.growth_per_step > max_gps)
-			FAIL("growth %s a step (%zu growing site%s) exceeds the budget of %s a "
-			     "step",
-			     ms_format_size(b1, sizeof(b1), f.growth_per_step), f.growth_sites,
-			     f.growth_sites == 1 ? "" : "s",
-			     ms_format_size(b2, sizeof(b2), max_gps));
-		if (frag_budget >= 0 && f.frag > frag_budget)
-			FAIL("waste at the peak %.3f exceeds the --max-fragmentation budget of "
-			     "%.3f",
-			     f.frag, frag_budget);
-		if (baseline) {
-			double gr = b.reserved ? 100.0 * ((double)f.reserved - (double)b.reserved) /
-			                                 (double)b.reserved
-			                       : 0;
-			double ga = b.allocated
-			                    ? 100.0 * ((double)f.allocated - (double)b.allocated) /
-			                              (double)b.allocated
-			                    : 0;
-			if (gr > growth_budget)
-				FAIL("peak reserved grew %.1f%% over %s (%s to %s), more than "
-				     "%.1f%%",
-				     gr, baseline, ms_format_size(b1, sizeof(b1), b.reserved),
-				     ms_format_size(b2, sizeof(b2), f.reserved), growth_budget);
-			if (ga > growth_budget)
-				FAIL("peak allocated grew %.1f%% over %s (%s to %s), more than "
-				     "%.1f%%",
-				     ga, baseline, ms_format_size(b1, sizeof(b1), b.allocated),
-				     ms_format_size(b2, sizeof(b2), f.allocated), growth_budget);
-		}
-#undef FAIL
-		if (json) {
-			cJSON_AddBoolToObject(out, "passed", !failed);
+			if (!(out = ms_check_json(argv[0], devs[i], &bud, &f, &res)))
+				ms_die(MS_EXIT_ERROR, "out of memory");
 			ms_json_devices_add(&jd, devs[i], out);
 		} else if (!failed) {
 			printf("%s: %s: peak reserved %s%s, peak allocated %s%s, "
@@ -349,7 +189,7 @@ int cmd_check(int argc, const char **argv)
 			       f.mid_run ? "at least " : "",
 			       ms_format_size(b1, sizeof(b1), f.reserved),
 			       f.mid_run ? "at least " : "",
-			       ms_format_size(b2, sizeof(b2), f.allocated), f.frag);
+			       ms_format_size(b2, sizeof(b2), f.allocated), f.waste);
 			if (gps_given)
 				printf(", growth %s a step",
 				       ms_format_size(b1, sizeof(b1), f.growth_per_step));

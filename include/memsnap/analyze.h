@@ -25,7 +25,8 @@ MS_API int ms_file_open(const char *path, ms_file **in, char *msg, size_t cap);
 MS_API void ms_file_close(ms_file *in);
 
 /*
- * Ask in a question: "info", "stats", "replay", "verify", "explain" or "whatif". options[0..n)
+ * Ask in a question: "info", "stats", "replay", "verify", "explain", "whatif" or "check".
+ * options[0..n)
  * are "name=value" strings named as the command's flags; a question refuses the options its
  * command does not take (docs/LIBRARY.md lists them): device=D, limit=SIZE, memory_fraction=F,
  * device_memory=SIZE, alloc_conf=CONF, jobs=N, site_depth=N, and whatif's config=CONF, once for
@@ -33,7 +34,8 @@ MS_API void ms_file_close(ms_file *in);
  * prints.
  *
  * Returns the command's exit code. 0, 3 (a replay ran out of memory where the recorded run did
- * not) and 4 (verify found the replay different) are answers: *json is set. 1 (the file cannot
+ * not), 4 (verify found the replay different) and 5 (check found a budget exceeded) are
+ * answers: *json is set. 1 (the file cannot
  * answer) and 2 (a question or option memsnap does not take) leave *json NULL and say why in
  * msg, one line. in, question and json are required; options may be NULL when n_options is 0;
  * msg may be NULL. The notes the command prints on stderr are not returned.

@@ -52,6 +52,8 @@ def cli(question, path, options):
         k, v = o.split("=", 1)
         if k == "config":
             configs.append(v)
+        elif k in ("allow_oom", "allow_cut_short"):
+            flags += ["--" + k.replace("_", "-")] if v == "true" else []
         else:
             flags += ["--" + k.replace("_", "-"), v]
     if configs:  # whatif takes its settings from a file, one a line
@@ -85,6 +87,13 @@ cases = [
      ["jobs=2", "config=recorded", "config=expandable_segments:True"]),
     ("verify", "multi_gpu/pipeline.pickle.zst", []),
     ("verify", "dynamic_oom.pickle", ["alloc_conf=expandable_segments:True"]),
+    ("check", "multi_gpu/pipeline.pickle.zst", ["max_peak_reserved=1GiB"]),
+    ("check", "multi_gpu/ddp_rank1.zst", ["max_peak_reserved=3GiB", "max_growth_per_step=1MiB",
+                                          "max_fragmentation=0.5"]),
+    ("check", "multi_gpu/oom_rank1_rank1.pickle.zst", ["allow_oom=true"]),
+    ("check", "multi_gpu/ddp_rank1.zst",
+     ["baseline=" + os.path.join(src, "testdata/snapshots/multi_gpu/ddp_rank0.zst"),
+      "max_growth=1%"]),
 ]
 handles = {}
 answers = {}
@@ -133,7 +142,9 @@ for question, options, want in (("replay", ["limit=lots"], 2), ("replay", ["nope
                                 ("replay", ["limit=0"], 2), ("replay", ["jobs=2"], 2),
                                 ("verify", ["site_depth=5"], 2), ("info", ["device=0"], 2),
                                 ("stats", ["limit=1GiB"], 2), ("whatif", ["alloc_conf=x"], 2),
-                                ("replay", ["limit=1GiB\nx"], 2)):
+                                ("replay", ["limit=1GiB\nx"], 2),
+                                ("check", ["baseline=x.zst"], 2),
+                                ("check", ["max_fragmentation=2"], 2)):
     rc, text, msg = ask(h, question, options)
     check(rc == want and text is None and msg and "\n" not in msg,
           "%s %s: exit %d: %s" % (question, options, rc, msg))

@@ -1,0 +1,155 @@
+/* check's gate for one device (check.h). */
+#include "explain/check.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "common/buf.h"
+#include "explain/explain.h"
+#include "explain/verdict.h"
+
+ms_status ms_check_figures_of(const struct ms_trace *t, const struct ms_replay_opts *o,
+                              const struct ms_replay_result *r, const struct ms_limit_range *lim,
+                              int growth, struct ms_check_figures *f)
+{
+	ms_status s;
+
+	memset(f, 0, sizeof(*f));
+	f->reserved = (uint64_t)r->stats.reserved_bytes[0].peak;
+	f->allocated = (uint64_t)r->stats.allocated_bytes[0].peak;
+	f->waste = f->reserved ? (double)(f->reserved - r->allocated_at_peak_reserved) /
+	                                 (double)f->reserved
+	                       : 0.0;
+	f->oom = r->ended_by_oom;
+	f->oom_index = r->first_oom.index;
+	f->mid_run = r->rebuilt;
+	f->devsrc = r->device_memory_source;
+	f->recorded_ooms = r->recorded_ooms;
+	f->recorded_oom_index =
+	        r->has_oom && r->first_oom.recorded ? r->first_oom.index : UINT64_MAX;
+	f->cut_short = r->cut_short;
+	f->lim = *lim;
+	if (!t)
+		return MS_OK;
+	if (r->has_oom || r->recorded_ooms) {
+		struct ms_verdict v;
+		if ((s = ms_verdict_of_replay(t, o, r, lim, NULL, 0, &v))) {
+			ms_verdict_release(&v);
+			return s;
+		}
+		snprintf(f->verdict, sizeof(f->verdict), "%s", v.headline);
+		ms_verdict_release(&v);
+	}
+	if (growth) {
+		struct ms_explain x;
+		struct ms_explain_in in;
+		ms_explain_in_at_peak(&in, t, (uint32_t)o->device, r);
+		if ((s = ms_explain_run(&in, &x)))
+			return s;
+		/* steps told only by repetition may be a model's layers in one pass: no gate */
+		f->growth_by_repetition = x.steps_by_repetition;
+		f->growth_steps = x.steps_by_repetition ? 0 : x.growth_steps;
+		f->growth_sites = x.n_growth;
+		f->steps = x.n_steps;
+		f->optimizer_steps = x.n_optimizer_steps;
+		for (size_t k = 0; k < x.n_growth; k++)
+			f->growth_per_step += x.growth[k].bytes_per_step;
+		ms_explain_release(&x);
+	}
+	return MS_OK;
+}
+
+static void fail(struct ms_check_result *out, const char *fmt, ...) MS_PRINTF(2, 3);
+
+static void fail(struct ms_check_result *out, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (out->n_exceeded == MS_CHECK_LINES)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(out->exceeded[out->n_exceeded++], sizeof(out->exceeded[0]), fmt, ap);
+	va_end(ap);
+}
+
+/* The run died, or cannot be told: a recorded OOM, a cut, a replay that runs out. */
+static void judge_death(const struct ms_check_budgets *b, const struct ms_check_figures *f,
+                        struct ms_check_result *out)
+{
+	if (f->recorded_ooms && !b->allow_oom) {
+		if (f->recorded_oom_index != UINT64_MAX)
+			fail(out,
+			     "the run ran out of memory (%llu recorded OOM%s, the first at event "
+			     "%llu; --allow-oom passes it)",
+			     (unsigned long long)f->recorded_ooms, f->recorded_ooms == 1 ? "" : "s",
+			     (unsigned long long)f->recorded_oom_index);
+		else
+			fail(out,
+			     "the run ran out of memory (%llu recorded OOM%s; --allow-oom passes "
+			     "it)",
+			     (unsigned long long)f->recorded_ooms,
+			     f->recorded_ooms == 1 ? "" : "s");
+	}
+	if (f->cut_short && !b->allow_cut_short)
+		fail(out,
+		     "the trace is cut short: its recording was killed (the job may have died), "
+		     "and the peaks are of the part it holds (--allow-cut-short passes it)");
+	if (f->oom)
+		fail(out, "the replay runs out of memory at event %llu",
+		     (unsigned long long)f->oom_index);
+}
+
+void ms_check_judge(const struct ms_check_budgets *b, const struct ms_check_figures *f,
+                    const struct ms_check_figures *base, struct ms_check_result *out)
+{
+	char b1[32], b2[32];
+
+	memset(out, 0, sizeof(*out));
+	judge_death(b, f, out);
+	if (b->max_reserved && f->reserved > b->max_reserved)
+		fail(out, "peak reserved %s exceeds the budget of %s",
+		     ms_format_size(b1, sizeof(b1), f->reserved),
+		     ms_format_size(b2, sizeof(b2), b->max_reserved));
+	if (b->max_allocated && f->allocated > b->max_allocated)
+		fail(out, "peak allocated %s exceeds the budget of %s",
+		     ms_format_size(b1, sizeof(b1), f->allocated),
+		     ms_format_size(b2, sizeof(b2), b->max_allocated));
+	if (b->growth_per_step_given && !f->growth_steps && f->growth_by_repetition)
+		fail(out, "growth per step cannot be checked: the trace's steps are found only by "
+		          "repetition, which may be a model's layers (mark them: memsnap.step(), "
+		          "torch.profiler)");
+	else if (b->growth_per_step_given && !f->growth_steps)
+		fail(out,
+		     "growth per step cannot be checked: it takes 4 steps, or 3 optimizer steps, "
+		     "and "
+		     "the trace has %zu step%s (%zu optimizer step%s)",
+		     f->steps, f->steps == 1 ? "" : "s", f->optimizer_steps,
+		     f->optimizer_steps == 1 ? "" : "s");
+	else if (b->growth_per_step_given && f->growth_per_step > b->max_growth_per_step)
+		fail(out, "growth %s a step (%zu growing site%s) exceeds the budget of %s a step",
+		     ms_format_size(b1, sizeof(b1), f->growth_per_step), f->growth_sites,
+		     f->growth_sites == 1 ? "" : "s",
+		     ms_format_size(b2, sizeof(b2), b->max_growth_per_step));
+	if (b->max_waste >= 0 && f->waste > b->max_waste)
+		fail(out, "waste at the peak %.3f exceeds the --max-fragmentation budget of %.3f",
+		     f->waste, b->max_waste);
+	if (b->baseline && base) {
+		double gr = base->reserved
+		                    ? 100.0 * ((double)f->reserved - (double)base->reserved) /
+		                              (double)base->reserved
+		                    : 0;
+		double ga = base->allocated
+		                    ? 100.0 * ((double)f->allocated - (double)base->allocated) /
+		                              (double)base->allocated
+		                    : 0;
+		if (gr > b->max_growth)
+			fail(out, "peak reserved grew %.1f%% over %s (%s to %s), more than %.1f%%",
+			     gr, b->baseline, ms_format_size(b1, sizeof(b1), base->reserved),
+			     ms_format_size(b2, sizeof(b2), f->reserved), b->max_growth);
+		if (ga > b->max_growth)
+			fail(out, "peak allocated grew %.1f%% over %s (%s to %s), more than %.1f%%",
+			     ga, b->baseline, ms_format_size(b1, sizeof(b1), base->allocated),
+			     ms_format_size(b2, sizeof(b2), f->allocated), b->max_growth);
+	}
+}

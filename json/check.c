@@ -1,0 +1,46 @@
+/* check's gate as JSON (check.h); docs/REPLAY.md names each field. */
+#include "json/check.h"
+
+#include <cjson/cJSON.h>
+
+#include "common/json.h"
+#include "replay/replay.h"
+
+cJSON *ms_check_json(const char *path, uint32_t device, const struct ms_check_budgets *b,
+                     const struct ms_check_figures *f, const struct ms_check_result *res)
+{
+	cJSON *out = cJSON_CreateObject(), *fails;
+
+	if (!out)
+		return NULL;
+	cJSON_AddStringToObject(out, "trace", path);
+	cJSON_AddNumberToObject(out, "device", device);
+	ms_json_u64(out, "peak_reserved_bytes", f->reserved);
+	ms_json_u64(out, "peak_allocated_bytes", f->allocated);
+	cJSON_AddNumberToObject(out, "waste_at_peak", f->waste);
+	cJSON_AddBoolToObject(out, "starts_mid_run", f->mid_run);
+	cJSON_AddBoolToObject(out, "peaks_are_lower_bounds", f->mid_run);
+	cJSON_AddStringToObject(out, "device_memory_source", ms_devmem_source_name(f->devsrc));
+	ms_json_u64(out, "recorded_ooms", f->recorded_ooms);
+	cJSON_AddBoolToObject(out, "oom_allowed", b->allow_oom);
+	cJSON_AddBoolToObject(out, "trace_cut_short", f->cut_short);
+	cJSON_AddBoolToObject(out, "cut_short_allowed", b->allow_cut_short);
+	ms_json_u64_known(out, "growth_per_step_bytes", b->growth_per_step_given && f->growth_steps,
+	                  f->growth_per_step);
+	if (f->verdict[0])
+		cJSON_AddStringToObject(out, "verdict", f->verdict);
+	else
+		cJSON_AddNullToObject(out, "verdict");
+	if (f->lim.inferred) {
+		cJSON *x = cJSON_AddObjectToObject(out, "limit_inferred");
+		ms_json_u64(x, "low_bytes", f->lim.lo);
+		ms_json_u64(x, "high_bytes", f->lim.hi);
+	} else {
+		cJSON_AddNullToObject(out, "limit_inferred");
+	}
+	fails = cJSON_AddArrayToObject(out, "exceeded");
+	for (size_t i = 0; i < res->n_exceeded; i++)
+		cJSON_AddItemToArray(fails, cJSON_CreateString(res->exceeded[i]));
+	cJSON_AddBoolToObject(out, "passed", !res->n_exceeded);
+	return out;
+}
