@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "analysis/stats_read.h"
 #include "analysis/stats_view.h"
 #include "analysis/trace_stats.h"
 #include "json/stats.h"
@@ -37,199 +38,8 @@ static const char *const usage[] = {
         NULL,
 };
 
-struct job {
-	const char *path;
-	int64_t only;   /* read only this device, -1: every device */
-	int64_t device; /* the device the result is about, -1: none has anything */
-	struct ms_symtab syms;
-	struct ms_stats_builder *b;
-	const struct ms_trace_stats *r;
-	struct ms_source_info si;
-	struct ms_diag d;
-	ms_status s;
-	int64_t t0;
-	size_t top;
-	uint32_t frames; /* --frames */
-	int empty;       /* valid, with no event and no segment: no allocations recorded */
-};
-
-struct pool {
-	struct job *jobs;
-	struct job **todo; /* when set, the jobs to run are todo[0..n), else jobs[0..n) */
-	size_t n, top;
-	atomic_size_t next;
-};
-
-static ms_status t0_begin(void *ctx, const struct ms_meta *m, const struct ms_symtab *y)
-{
-	(void)y;
-	((struct job *)ctx)->t0 = m->start_t_ns;
-	return MS_OK;
-}
-
-struct fwd {
-	struct ms_sink inner;
-	struct job *j;
-	int first;
-};
-
-static ms_status f_begin(void *ctx, const struct ms_meta *m, const struct ms_symtab *y)
-{
-	struct fwd *f = ctx;
-	ms_status s = t0_begin(f->j, m, y);
-	return s || !f->inner.begin ? s : f->inner.begin(f->inner.ctx, m, y);
-}
-
-static ms_status f_event(void *ctx, const struct ms_event *e)
-{
-	struct fwd *f = ctx;
-	/* times count from the earliest event: a snapshot lists each device's events apart */
-	if (f->first || (e->t_ns && e->t_ns < f->j->t0))
-		f->j->t0 = e->t_ns;
-	f->first = 0;
-	return f->inner.event(f->inner.ctx, e);
-}
-
-static ms_status f_ann(void *ctx, const struct ms_annotation *a)
-{
-	struct fwd *f = ctx;
-	return f->inner.annotation(f->inner.ctx, a);
-}
-
-static ms_status f_seg(void *ctx, const struct ms_segment *s, const struct ms_block *b)
-{
-	struct fwd *f = ctx;
-	return f->inner.segment(f->inner.ctx, s, b);
-}
-
-/* The sink that feeds builder b, through f (which notes the job's first time stamp). */
-static struct ms_sink job_sink(struct job *j, struct ms_stats_builder *b, struct fwd *f)
-{
-	struct ms_sink sink = {0};
-
-	if (j->only >= 0)
-		ms_stats_builder_only(b, (uint32_t)j->only);
-	memset(f, 0, sizeof(*f));
-	ms_stats_builder_sink(b, &f->inner);
-	f->j = j;
-	f->first = 1;
-	sink.ctx = f;
-	sink.begin = f_begin;
-	sink.event = f_event;
-	sink.annotation = f_ann;
-	sink.segment = f_seg;
-	return sink;
-}
-
-/* A snapshot with private pools at its end, whose events do not say their pool (PyTorch 2.11
- * and older): the pools the end state tells them (ms_trace_load), read into the result again.
- * Where that fails, the first result stands (the end state by pool, no pool's peak). */
-static void with_pools_told(struct job *j, size_t top)
-{
-	struct ms_trace *t;
-	struct ms_stats_builder *b;
-	struct ms_source_info si;
-	struct ms_diag d = MS_DIAG_INIT;
-	struct fwd f;
-	struct ms_sink sink;
-	int any_private = 0;
-
-	for (size_t i = 0; i < j->r->n_pools; i++)
-		any_private |= (j->r->pools[i].id[0] | j->r->pools[i].id[1]) != 0;
-	if (!any_private || j->r->n_pools_requested || ms_file_is_snapshot(j->path) <= 0)
-		return;
-	if (ms_trace_load(j->path, NULL, &t, &si, &d))
-		return;
-	if (!t->pools.private_allocs || ms_stats_builder_new(top, &b)) {
-		ms_trace_free(t);
-		return;
-	}
-	sink = job_sink(j, b, &f);
-	if (ms_trace_emit(t, &sink)) {
-		ms_stats_builder_free(b);
-		ms_trace_free(t);
-		return;
-	}
-	ms_stats_builder_free(j->b);
-	j->b = b;
-	j->r = ms_stats_builder_result(b);
-	/* the result's stacks are the loaded trace's */
-	ms_symtab_release(&j->syms);
-	j->syms = t->syms;
-	memset(&t->syms, 0, sizeof(t->syms));
-	ms_trace_free(t);
-}
-
-static void run_job(struct job *j, size_t top)
-{
-	struct fwd f;
-	struct ms_sink sink;
-
-	j->d = (struct ms_diag)MS_DIAG_INIT;
-	if ((j->s = ms_symtab_init(&j->syms)) || (j->s = ms_stats_builder_new(top, &j->b)))
-		return;
-	sink = job_sink(j, j->b, &f);
-	j->s = ms_source_read(j->path, NULL, &j->syms, &sink, &j->si, &j->d);
-	if (!j->s)
-		j->r = ms_stats_builder_result(j->b);
-	if (!j->s)
-		with_pools_told(j, top);
-	/* a snapshot of nothing (the empty list memory_snapshot() gives before any allocation) */
-	if (!j->s && !j->r->n_events && !j->r->has_segments && j->d.warnings) {
-		/* cut off before its first event */
-		char w[sizeof(j->d.warning)];
-		snprintf(w, sizeof(w), "%s", j->d.warning);
-		j->s = ms__diag_set(&j->d, MS_ERR_TRUNCATED, -1, -1, "nothing to show: %s", w);
-	} else if (!j->s && !j->r->n_events && !j->r->has_segments) {
-		/* a valid file of nothing (a rank that allocated nothing): among several files a
-		   row that says so, alone an error */
-		j->empty = 1;
-		j->s = ms__diag_set(&j->d, MS_ERR_FORMAT, -1, -1,
-		                    "no events and no segments: nothing to show");
-	}
-}
-
-static int has_events(const struct ms_trace_stats *r)
-{
-	for (uint32_t i = 0; i < r->n_devices; i++)
-		if (r->devices[i].events)
-			return 1;
-	return 0;
-}
-
-/*
- * Is a result about device dev: it has allocator events there, or (a snapshot without a trace)
- * segments there.
- */
-static int about(const struct ms_trace_stats *r, int events, uint32_t dev)
-{
-	return events ? r->devices[dev].events > 0 : r->devices[dev].segments > 0;
-}
-
-/* How many devices r is about; the first of them in *first. */
-static size_t devices_of(const struct ms_trace_stats *r, uint32_t *first)
-{
-	int events = has_events(r);
-	size_t n = 0;
-
-	for (uint32_t i = 0; i < r->n_devices; i++)
-		if (about(r, events, i) && !n++)
-			*first = i;
-	return n;
-}
-
-static void *worker(void *arg)
-{
-	struct pool *p = arg;
-	size_t i;
-
-	while ((i = atomic_fetch_add(&p->next, 1)) < p->n)
-		run_job(p->todo ? p->todo[i] : &p->jobs[i], p->top);
-	return NULL;
-}
-
 /* The end state's allocated blocks grouped by site (their stacks), largest first. */
-static struct ms_site_row *block_rows(const struct job *j, size_t *n)
+static struct ms_site_row *block_rows(const struct ms_stats_read *j, size_t *n)
 {
 	struct ms_site_row *rows;
 
@@ -240,14 +50,14 @@ static struct ms_site_row *block_rows(const struct job *j, size_t *n)
 }
 
 /* The job as the library shows it (analysis/stats_view.h). */
-static struct ms_stats_view view_of(const struct job *j)
+static struct ms_stats_view view_of(const struct ms_stats_read *j)
 {
 	return (struct ms_stats_view){j->path,  j->device, j->only,
 	                              &j->syms, j->r,      ms_source_cut_short(&j->si),
 	                              j->top,   j->frames, ms_site_depth()};
 }
 
-static void print_alloc(const struct job *j, const struct ms_stats_alloc *a)
+static void print_alloc(const struct ms_stats_read *j, const struct ms_stats_alloc *a)
 {
 	char b1[32], site[512];
 
@@ -258,7 +68,7 @@ static void print_alloc(const struct job *j, const struct ms_stats_alloc *a)
 }
 
 /* The median of the rows' peaks of requested bytes (rows with allocations), 0 if none. */
-static uint64_t median_peak(const struct job *all, size_t n)
+static uint64_t median_peak(const struct ms_stats_read *all, size_t n)
 {
 	uint64_t *p = ms_calloc(n ? n : 1, sizeof(*p)), m = 0;
 	size_t k = 0;
@@ -274,7 +84,7 @@ static uint64_t median_peak(const struct job *all, size_t n)
 }
 
 /* The table's peak: "at least" written as ">=" where the trace starts mid-run or is cut short. */
-static const char *peak_cell(char *buf, size_t cap, const struct job *j)
+static const char *peak_cell(char *buf, size_t cap, const struct ms_stats_read *j)
 {
 	char b[32];
 
@@ -302,7 +112,7 @@ static void print_pools(const struct ms_trace_stats *r)
 	}
 }
 
-static void print_no_trace(const struct job *j)
+static void print_no_trace(const struct ms_stats_read *j)
 {
 	const struct ms_trace_stats *r = j->r;
 	char b1[32], b2[32], b3[32];
@@ -336,7 +146,7 @@ static void print_no_trace(const struct job *j)
 
 /* Memory outside PyTorch, as far as the trace measured it (a line of its own, begun with its
    newline as the pool lines are), or nothing where it has neither marks nor raw CUDA calls. */
-static void print_outside(const struct job *j)
+static void print_outside(const struct ms_stats_read *j)
 {
 	const struct ms_trace_stats *r = j->r;
 	struct ms_stats_view v = view_of(j);
@@ -402,7 +212,7 @@ static const char *pending_note(char *buf, size_t cap, const struct ms_trace_sta
 	return buf;
 }
 
-static void print_one(const struct job *j)
+static void print_one(const struct ms_stats_read *j)
 {
 	const struct ms_trace_stats *r = j->r;
 	struct ms_stats_view v;
@@ -523,93 +333,6 @@ static void print_one(const struct job *j)
 }
 
 /* Run the pool's jobs on up to nth threads. */
-static void run_pool(struct pool *p, size_t nth)
-{
-	pthread_t *th;
-
-	atomic_store(&p->next, 0);
-	if (nth > p->n)
-		nth = p->n;
-	if (nth <= 1) {
-		worker(p);
-		return;
-	}
-	if (!(th = ms_calloc(nth, sizeof(*th))))
-		ms_die(MS_EXIT_ERROR, "out of memory");
-	for (size_t i = 0; i < nth; i++)
-		if (pthread_create(&th[i], NULL, worker, p))
-			ms_die(MS_EXIT_ERROR, "cannot start a thread");
-	for (size_t i = 0; i < nth; i++)
-		pthread_join(th[i], NULL);
-	ms_free(th);
-}
-
-static void job_release(struct job *j)
-{
-	ms_stats_builder_free(j->b);
-	ms_symtab_release(&j->syms);
-	j->b = NULL;
-	j->r = NULL;
-}
-
-/*
- * Each file is read once; a file with several devices is read again once per device, so that
- * every result is about one device (devices are never added together). The results replace
- * the file's job in order: out[] gets one job per (file, device).
- */
-static struct job *per_device(struct pool *p, size_t nth, size_t *n_out)
-{
-	struct pool q;
-	size_t n = 0, k = 0, m = 0;
-	uint32_t first = 0;
-
-	for (size_t i = 0; i < p->n; i++) {
-		size_t nd =
-		        p->jobs[i].s || p->jobs[i].only >= 0 ? 1 : devices_of(p->jobs[i].r, &first);
-		n += nd > 1 ? nd : 1;
-	}
-	memset(&q, 0, sizeof(q));
-	q.top = p->top;
-	q.jobs = ms_calloc(n, sizeof(*q.jobs));
-	q.todo = ms_calloc(n, sizeof(*q.todo));
-	if (!q.jobs || !q.todo)
-		ms_die(MS_EXIT_ERROR, "out of memory");
-	for (size_t i = 0; i < p->n; i++) {
-		struct job *j = &p->jobs[i];
-		size_t nd = j->s ? 0 : devices_of(j->r, &first);
-		int events;
-		if (!j->s && j->only >= 0) { /* --device: that one, or none */
-			j->device = about(j->r, has_events(j->r), (uint32_t)j->only) ? j->only : -1;
-			q.jobs[k++] = *j;
-			continue;
-		}
-		if (nd <= 1) {
-			j->device = nd == 1 ? (int64_t)first : -1;
-			q.jobs[k++] = *j; /* one device or none: the result as it is */
-			continue;
-		}
-		events = has_events(j->r);
-		for (uint32_t dev = 0; dev < j->r->n_devices; dev++) {
-			if (!about(j->r, events, dev))
-				continue;
-			q.jobs[k].path = j->path;
-			q.jobs[k].top = j->top;
-			q.jobs[k].frames = j->frames;
-			q.jobs[k].only = dev;
-			q.jobs[k].device = dev;
-			q.todo[m++] = &q.jobs[k++];
-		}
-		job_release(j);
-	}
-	q.n = m; /* the new reads, one per device of a file with several */
-	if (m)
-		run_pool(&q, nth);
-	ms_free(q.todo);
-	ms_free(p->jobs);
-	*n_out = k;
-	return q.jobs;
-}
-
 int cmd_stats(int argc, const char **argv)
 {
 	int json = 0, n, rc = MS_EXIT_OK;
@@ -629,9 +352,8 @@ int cmd_stats(int argc, const char **argv)
 	        MS_OPT_SITE_DEPTH(&site_depth),
 	        MS_OPT_END(),
 	};
-	struct pool p;
-	struct job *all;
-	size_t nth, nall;
+	struct ms_stats_read *reads, *all;
+	size_t nth, nall, nfiles;
 
 	n = ms_parse_options(argc, argv, opts, usage);
 	if (n < 1)
@@ -642,23 +364,21 @@ int cmd_stats(int argc, const char **argv)
 		ms_usage_error(opts, usage, "--device must be 0 to 65535");
 	ms_frames_opt_check(&frames, opts, usage);
 	ms_site_depth_set(site_depth, opts, usage);
-	memset(&p, 0, sizeof(p));
-	p.n = (size_t)n;
-	p.top = (size_t)top;
-	p.jobs = ms_calloc(p.n, sizeof(*p.jobs));
-	if (!p.jobs)
+	nfiles = (size_t)n;
+	if (!(reads = ms_calloc(nfiles, sizeof(*reads))))
 		ms_die(MS_EXIT_ERROR, "out of memory");
-	for (size_t i = 0; i < p.n; i++) {
-		p.jobs[i].path = argv[i];
-		p.jobs[i].top = (size_t)top;
-		p.jobs[i].only = device == UINT64_MAX ? -1 : (int64_t)device;
-		p.jobs[i].frames = frames.n;
+	for (size_t i = 0; i < nfiles; i++) {
+		reads[i].path = argv[i];
+		reads[i].top = (size_t)top;
+		reads[i].only = device == UINT64_MAX ? -1 : (int64_t)device;
+		reads[i].frames = frames.n;
 	}
 	nth = jobs ? (size_t)jobs : (size_t)sysconf(_SC_NPROCESSORS_ONLN);
 	if (nth < 1)
 		nth = 1;
-	run_pool(&p, nth);
-	all = per_device(&p, nth, &nall);
+	if (ms_stats_read_files(reads, nfiles, (size_t)top, nth, &all, &nall))
+		ms_die(MS_EXIT_ERROR, "out of memory");
+	ms_free(reads);
 	for (size_t i = 0; i < nall; i++) {
 		if (device != UINT64_MAX &&
 		    (all[i].s ? all[i].empty : all[i].device != (int64_t)device)) {
@@ -666,7 +386,7 @@ int cmd_stats(int argc, const char **argv)
 			         "devices)",
 			         all[i].path, (unsigned long long)device);
 			rc = MS_EXIT_ERROR;
-		} else if (all[i].s && all[i].empty && p.n > 1) {
+		} else if (all[i].s && all[i].empty && nfiles > 1) {
 			continue; /* a row of the table: no allocations recorded */
 		} else if (all[i].s) {
 			ms_report(all[i].path, all[i].s, &all[i].d);
@@ -724,7 +444,7 @@ int cmd_stats(int argc, const char **argv)
 	} else if (nall == 1) {
 		if (!all[0].s)
 			print_one(&all[0]);
-	} else if (p.n == 1) {
+	} else if (nfiles == 1) {
 		for (size_t i = 0; i < nall; i++) {
 			if (i)
 				putchar('\n');
@@ -743,7 +463,7 @@ int cmd_stats(int argc, const char **argv)
 		       "events", "peak req.", "vs median", "at event", "live at end",
 		       "reserved(end)", "segments", "recorded OOM");
 		for (size_t i = 0; i < nall; i++) {
-			const struct job *j = &all[i];
+			const struct ms_stats_read *j = &all[i];
 			char dev[24], vs[24], oom[32];
 			if (j->s && j->empty) {
 				printf("%-*s %6s %10s  no allocations recorded (no events, no "
@@ -813,7 +533,7 @@ int cmd_stats(int argc, const char **argv)
 	}
 out:
 	for (size_t i = 0; i < nall; i++)
-		job_release(&all[i]);
+		ms_stats_read_release(&all[i]);
 	ms_free(all);
 	return rc;
 }
