@@ -6,4 +6,18 @@
 
 void ms_explain_print(const struct ms_explain_report *r, const char *label);
 
+/* Its parts: the steps and growth, what is live at the end and what the trace shows
+ * (explain_steps.c); the OOM and what to change (explain_advice.c). */
+void ms_explain_print_steps(const struct ms_explain_report *r);
+void ms_explain_print_end(const struct ms_explain_report *r);
+void ms_explain_print_oom(const struct ms_explain_report *r);
+void ms_explain_print_changes(const struct ms_explain_report *r);
+/* The categories of x, a line each with the rule that placed them; the sites of s[0..n). */
+void ms_explain_print_cats(const struct ms_explain *x, uint64_t allocated, uint64_t served,
+                           uint64_t cached, uint64_t outside, enum ms_outside_how outside_how,
+                           uint64_t mark);
+void ms_explain_print_sites(const struct ms_symtab *y, const struct ms_explain_site *s, size_t n);
+/* The categories as one line ("parameters 51 MiB, ..."), those with bytes. */
+void ms_explain_print_cats_line(const struct ms_explain *x, uint64_t served);
+
 #endif
