@@ -3,8 +3,18 @@
 #define MEMSNAP_CLI_EXPLAIN_TEXT_H
 
 #include "explain/report.h"
+#include "cli/replay_opts.h"
+
+struct cJSON;
 
 void ms_explain_print(const struct ms_explain_report *r, const char *label);
+/*
+ * A snapshot without a trace (history off, enabled="state"), device dev of t: what its end state
+ * tells, and a failed request's verdict where request is not 0; as text, or into *jout.
+ */
+int ms_explain_end_state(const struct ms_replay_cli *c, const char *path, const struct ms_trace *t,
+                         uint32_t dev, const char *label, uint64_t request, int json,
+                         struct cJSON **jout);
 
 /* Its parts: the steps and growth, what is live at the end and what the trace shows
  * (explain_steps.c); the OOM and what to change (explain_advice.c). */

@@ -10,6 +10,7 @@
 #include "common/hash.h"
 #include "common/buf.h"
 #include "parse/trace.h"
+#include "replay/site.h"
 #include "replay/whatif.h"
 
 const char *ms_survives_name(unsigned survives)
@@ -1235,4 +1236,37 @@ void ms_verdict_oom_of_replay(const struct ms_trace *t, const struct ms_replay_o
 		                  NULL, ov);
 	}
 	ms_verdict_release(&v);
+}
+
+size_t ms_end_state_sites(const struct ms_trace *t, const struct ms_replay_snap *snap,
+                          struct ms_end_site *sites, size_t cap)
+{
+	size_t n = 0, bi = 0;
+	for (size_t i = 0; i < snap->n_segs; i++)
+		for (uint32_t k = 0; k < snap->segs[i].n_blocks; k++, bi++) {
+			const struct ms_block *b = &snap->blocks[bi];
+			char label[256];
+			size_t j;
+			if (b->state != MS_BLOCK_ACTIVE_ALLOCATED)
+				continue;
+			if (b->stack)
+				ms_stack_label(&t->syms, b->stack, label, sizeof(label));
+			else
+				snprintf(label, sizeof(label), "(no stack recorded)");
+			for (j = 0; j < n && strcmp(sites[j].label, label); j++)
+				;
+			if (j == n && n < cap)
+				snprintf(sites[n++].label, sizeof(sites[0].label), "%s", label);
+			else if (j == n)
+				continue; /* past the sites kept: counted in the totals only */
+			sites[j].bytes += b->size;
+			sites[j].blocks++;
+		}
+	for (size_t i = 1; i < n; i++) /* largest first (few: insertion) */
+		for (size_t j = i; j > 0 && sites[j].bytes > sites[j - 1].bytes; j--) {
+			struct ms_end_site x = sites[j];
+			sites[j] = sites[j - 1];
+			sites[j - 1] = x;
+		}
+	return n;
 }

@@ -195,6 +195,16 @@ struct ms_end_state_verdict {
 void ms_end_state_judge(const struct ms_replay_snap *snap, uint64_t request, uint64_t limit,
                         uint64_t device_memory, struct ms_end_state_verdict *v);
 
+/* A site of an end state's allocated blocks: its label, bytes and blocks. */
+struct ms_end_site {
+	char label[256];
+	uint64_t bytes, blocks;
+};
+/* The largest sites of snap's allocated blocks (t's stacks), by bytes, into sites[0..cap): how
+ * many. Sites past cap are counted in nothing. */
+size_t ms_end_state_sites(const struct ms_trace *t, const struct ms_replay_snap *snap,
+                          struct ms_end_site *sites, size_t cap);
+
 /* Its one-line conclusion, as explain opens with it (buf of 1024 bytes holds it whole). */
 void ms_end_state_headline(const struct ms_end_state_verdict *v, char *buf, size_t cap);
 
