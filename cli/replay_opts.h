@@ -78,6 +78,14 @@ ms_status ms_replay_cli_trace_whole(const char *path, const struct ms_trace **t,
 const char *ms_replay_cli_label(const char *path, uint32_t dev, size_t n_devs, char *buf,
                                 size_t cap);
 
+/* On stderr (replay_notes.c): what the replay decided (c->out's notes), under path or a
+ * label; pools given that nothing used; what r asks to be said. */
+void ms_replay_cli_say_notes(const struct ms_replay_cli *c, const char *path);
+void ms_replay_cli_say_unused_pools(struct ms_replay_cli *c, const char *path,
+                                    const struct ms_replay_result *r);
+void ms_replay_cli_say_result(struct ms_replay_cli *c, const char *path,
+                              const struct ms_replay_result *r);
+
 /* Release what ms_replay_cli_run kept in c (c->out); c can run again afterwards. */
 void ms_replay_cli_release(struct ms_replay_cli *c);
 
