@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "common/alloc.h"
+#include "common/json.h"
 #include "common/size.h"
 #include "explain/check.h"
 #include "explain/report.h"
@@ -701,6 +702,7 @@ int ms_ask(ms_file *in, const char *question, const char *const *options, size_t
 		}
 		if (!root) { /* several devices: keyed by device, as the command writes them */
 			root = cJSON_CreateObject();
+			ms_json_schema(root);
 			cJSON_AddStringToObject(root, "trace", in->path);
 			byd = cJSON_AddObjectToObject(root, "devices");
 		}

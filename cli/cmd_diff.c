@@ -577,6 +577,7 @@ static void diff_pair(struct side *s, const char *la, const char *lb, size_t top
 
 	if (json) {
 		out = cJSON_CreateObject();
+		ms_json_schema(out);
 		cJSON_AddStringToObject(out, "a", s[0].path);
 		cJSON_AddNumberToObject(out, "a_device", s[0].device);
 		cJSON_AddStringToObject(out, "b", s[1].path);
@@ -736,6 +737,7 @@ int cmd_diff(int argc, const char **argv)
 	}
 	if (json && pairs > 1) {
 		all = cJSON_CreateObject();
+		ms_json_schema(all);
 		arr = cJSON_AddArrayToObject(all, "devices");
 	}
 	for (k = 0; k < pairs && rc == MS_EXIT_OK; k++) {

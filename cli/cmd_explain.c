@@ -221,6 +221,7 @@ static int explain_file(struct ms_replay_cli *c, const char *path, unsigned jobs
 		}
 		if (json && ns > 1) {
 			*jout = cJSON_CreateObject();
+			ms_json_schema(*jout);
 			cJSON_AddStringToObject(*jout, "trace", path);
 			byd = cJSON_AddObjectToObject(*jout, "devices");
 		}
@@ -256,6 +257,7 @@ static int explain_file(struct ms_replay_cli *c, const char *path, unsigned jobs
 	}
 	if (json && nd > 1) {
 		*jout = cJSON_CreateObject();
+		ms_json_schema(*jout);
 		cJSON_AddStringToObject(*jout, "trace", path);
 		byd = cJSON_AddObjectToObject(*jout, "devices");
 	}
@@ -316,6 +318,7 @@ int cmd_explain(int argc, const char **argv)
 	ms_site_depth_set(site_depth, opts, usage);
 	if (json && n > 1) {
 		root = cJSON_CreateObject();
+		ms_json_schema(root);
 		files = cJSON_AddArrayToObject(root, "files");
 	} /* each file on its own: one that cannot be read is said, and the others go on */
 	for (int f = 0; f < n; f++) {

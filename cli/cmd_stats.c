@@ -49,7 +49,8 @@ static void print_json(const struct ms_stats_read *all, size_t nall)
 		cJSON *o;
 		if (all[i].s && all[i].empty && root) {
 			o = cJSON_CreateObject();
-			cJSON_AddStringToObject(o, "file", all[i].path);
+			ms_json_schema(o);
+			cJSON_AddStringToObject(o, "trace", all[i].path);
 			cJSON_AddNullToObject(o, "device");
 			cJSON_AddNumberToObject(o, "allocations", 0);
 			cJSON_AddBoolToObject(o, "no_allocations_recorded", 1);

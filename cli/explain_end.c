@@ -34,6 +34,7 @@ int ms_explain_end_state(const struct ms_replay_cli *c, const char *path, const 
 	ms_end_state_headline(&v, headline, sizeof(headline));
 	if (json) {
 		cJSON *o = cJSON_CreateObject(), *a;
+		ms_json_schema(o);
 		cJSON_AddStringToObject(o, "trace", path);
 		cJSON_AddStringToObject(o, "verdict", headline);
 		cJSON_AddNumberToObject(o, "device", dev);

@@ -98,6 +98,7 @@ void ms_json_devices_begin(struct ms_json_devices *j, const char *trace, size_t 
 	j->all = j->by_dev = NULL;
 	if (n_devices > 1) {
 		j->all = cJSON_CreateObject();
+		ms_json_schema(j->all);
 		cJSON_AddStringToObject(j->all, "trace", trace);
 		j->by_dev = cJSON_AddObjectToObject(j->all, "devices");
 	}

@@ -38,3 +38,8 @@ void ms_json_i64(struct cJSON *o, const char *key, int64_t v)
 	snprintf(buf, sizeof(buf), "%lld", (long long)v);
 	cJSON_AddRawToObject(o, key, buf);
 }
+
+void ms_json_schema(struct cJSON *o)
+{
+	cJSON_AddNumberToObject(o, "schema_version", MS_JSON_SCHEMA_VERSION);
+}

@@ -13,6 +13,7 @@ cJSON *ms_check_json(const char *path, uint32_t device, const struct ms_check_bu
 
 	if (!out)
 		return NULL;
+	ms_json_schema(out);
 	cJSON_AddStringToObject(out, "trace", path);
 	cJSON_AddNumberToObject(out, "device", device);
 	ms_json_u64(out, "peak_reserved_bytes", f->reserved);

@@ -324,6 +324,7 @@ cJSON *ms_explain_report_json(const struct ms_explain_report *r, const char *pat
 
 	if (!root)
 		return NULL;
+	ms_json_schema(root);
 	cJSON_AddStringToObject(root, "trace", path);
 	cJSON_AddNumberToObject(root, "device", r->device);
 	cJSON_AddBoolToObject(root, "trace_cut_short", r->t->cut_short);

@@ -32,8 +32,8 @@ cJSON *ms_file_info_json(const char *path, const struct ms_file_info *x,
 
 	if (!o)
 		return NULL;
-
-	cJSON_AddStringToObject(o, "file", path);
+	ms_json_schema(o);
+	cJSON_AddStringToObject(o, "trace", path);
 	cJSON_AddStringToObject(o, "kind", kind_name(si));
 	cJSON_AddStringToObject(o, "compression", comp_name(si->compression));
 	if (si->kind == MS_FILE_TRACE) {

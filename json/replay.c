@@ -174,6 +174,9 @@ cJSON *ms_replay_result_json(const char *path, uint32_t device, const struct ms_
 {
 	cJSON *o = cJSON_CreateObject(), *a;
 
+	if (!o)
+		return NULL;
+	ms_json_schema(o);
 	cJSON_AddStringToObject(o, "trace", path);
 	cJSON_AddNumberToObject(o, "device", device);
 	cJSON_AddStringToObject(o, "backend", r->backend);

@@ -81,7 +81,8 @@ cJSON *ms_stats_json(const struct ms_stats_view *v)
 	if (!o)
 		return NULL;
 
-	cJSON_AddStringToObject(o, "file", v->path);
+	ms_json_schema(o);
+	cJSON_AddStringToObject(o, "trace", v->path);
 	if (v->device >= 0)
 		cJSON_AddNumberToObject(o, "device", (double)v->device);
 	else

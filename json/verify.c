@@ -10,6 +10,10 @@ cJSON *ms_verify_json(const char *path, uint32_t device, const struct ms_replay_
                       const struct ms_verify *v, const struct ms_limit_range *lim)
 {
 	cJSON *o = cJSON_CreateObject();
+
+	if (!o)
+		return NULL;
+	ms_json_schema(o);
 	cJSON_AddStringToObject(o, "trace", path);
 	cJSON_AddNumberToObject(o, "device", device);
 	cJSON_AddStringToObject(o, "backend", r->backend);

@@ -46,6 +46,7 @@ cJSON *ms_whatif_report_json(const struct ms_whatif_report *r, const char *path)
 
 	if (!root)
 		return NULL;
+	ms_json_schema(root);
 	cJSON_AddStringToObject(root, "trace", path);
 	/* the one line explain opens with (explain/verdict.h) */
 	cJSON_AddStringToObject(root, "verdict", r->v.headline);

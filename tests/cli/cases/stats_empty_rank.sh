@@ -5,6 +5,6 @@ e=testdata/snapshots/edge/empty_rank.pickle
 echo "exit $?"
 "$MEMSNAP" -q stats --json testdata/snapshots/gpt_train.pickle.zst "$e" | python3 -c '
 import json, sys
-print([(r["file"].split("/")[-1], r["allocations"], r.get("no_allocations_recorded", False)) for r in json.load(sys.stdin)])'
+print([(r["trace"].split("/")[-1], r["allocations"], r.get("no_allocations_recorded", False)) for r in json.load(sys.stdin)])'
 "$MEMSNAP" stats "$e"
 echo "exit $?"
