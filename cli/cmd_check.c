@@ -70,26 +70,58 @@ static ms_status figures_of(struct ms_replay_cli *c, const char *path, int growt
 	return s;
 }
 
-int cmd_check(int argc, const char **argv)
+/* The gate of one device as text: each budget exceeded, or what passed, then what the verdict
+ * rests on and does not say. */
+static void print_gate(const char *lbl, const struct ms_check_budgets *b,
+                       const struct ms_check_figures *f, const struct ms_check_result *res)
 {
-	struct ms_replay_cli c;
-	struct ms_opt opts[MS_REPLAY_OPTS_MAX + 9];
-	int n, json = 0, rc = MS_EXIT_OK, allow_oom = 0, allow_cut = 0;
-	struct ms_replay_opts base;
-	uint32_t *devs, *bdevs = NULL;
-	size_t nd, nb = 0;
-	struct ms_json_devices jd;
-	uint64_t max_res = 0, max_alloc = 0, max_gps = UINT64_MAX; /* UINT64_MAX: not given */
-	int gps_given = 0;
-	const char *max_frag = NULL, *baseline = NULL, *growth = NULL;
-	double frag_budget = -1, growth_budget = -1;
-	struct ms_check_figures f, b;
-	struct ms_check_budgets bud;
-	struct ms_check_result res;
 	char b1[32], b2[32];
+	int any_budget = b->max_reserved || b->max_allocated || b->max_waste >= 0 || b->baseline ||
+	                 b->growth_per_step_given;
+
+	for (size_t e = 0; e < res->n_exceeded; e++)
+		printf("%s: %s\n", lbl, res->exceeded[e]);
+	if (!res->n_exceeded) {
+		printf("%s: %s: peak reserved %s%s, peak allocated %s%s, waste at the peak %.3f of "
+		       "the reserved peak",
+		       lbl,
+		       any_budget ? "within budget"
+		                  : "passed, the run did not die (no budget given)",
+		       f->mid_run ? "at least " : "", ms_format_size(b1, sizeof(b1), f->reserved),
+		       f->mid_run ? "at least " : "", ms_format_size(b2, sizeof(b2), f->allocated),
+		       f->waste);
+		if (b->growth_per_step_given)
+			printf(", growth %s a step",
+			       ms_format_size(b1, sizeof(b1), f->growth_per_step));
+		printf("\n");
+	}
+	if (f->mid_run)
+		printf("%s: note: the trace starts mid-run: its peaks are from its first event on, "
+		       "and the job's may have been higher before\n",
+		       lbl);
+	if (f->recorded_ooms && b->allow_oom)
+		printf("%s: note: the recorded run ran out of memory %llu time%s%s\n", lbl,
+		       (unsigned long long)f->recorded_ooms, f->recorded_ooms == 1 ? "" : "s",
+		       f->lim.inferred ? " (under a per-process limit inferred from it)" : "");
+	/* a run that died: why, as explain says it */
+	if (f->verdict[0])
+		printf("%s: %s\n", lbl, f->verdict);
+	if (f->cut_short && b->allow_cut_short)
+		printf("%s: note: the trace is cut short: its peaks are of the part it holds\n",
+		       lbl);
+}
+
+/* The flags: the replay's, and the budgets into *bud; the trace in *trace. */
+static void parse_flags(int argc, const char **argv, struct ms_replay_cli *c, int *json,
+                        struct ms_check_budgets *bud, const char **trace)
+{
+	struct ms_opt opts[MS_REPLAY_OPTS_MAX + 9];
+	int n, allow_oom = 0, allow_cut = 0;
+	uint64_t max_res = 0, max_alloc = 0, max_gps = UINT64_MAX; /* UINT64_MAX: not given */
+	const char *max_frag = NULL, *baseline = NULL, *growth = NULL;
 	size_t k;
 
-	ms_replay_cli_init(&c, opts, &json);
+	ms_replay_cli_init(c, opts, json);
 	ms_opts_drop(opts, "backend");
 	for (k = 0; opts[k].type != MS_OPT_T_END; k++)
 		;
@@ -114,25 +146,53 @@ int cmd_check(int argc, const char **argv)
 	n = ms_parse_options(argc, argv, opts, usage);
 	if (n != 1)
 		ms_usage_error(opts, usage, n ? "one trace at a time" : "no trace given");
-	ms_replay_cli_check(&c, opts, usage);
+	ms_replay_cli_check(c, opts, usage);
+	memset(bud, 0, sizeof(*bud));
+	bud->max_waste = -1;
+	bud->max_growth = -1;
 	if (max_frag) {
 		char *end;
-		frag_budget = strtod(max_frag, &end);
-		if (*end || frag_budget < 0 || frag_budget > 1)
+		bud->max_waste = strtod(max_frag, &end);
+		if (*end || bud->max_waste < 0 || bud->max_waste > 1)
 			ms_usage_error(opts, usage, "--max-fragmentation must be between 0 and 1");
 	}
 	if (!!baseline != !!growth)
 		ms_usage_error(opts, usage, "--baseline and --max-growth go together");
 	if (growth) {
 		char *end;
-		growth_budget = strtod(growth, &end);
-		if ((*end && strcmp(end, "%") != 0) || growth_budget < 0)
+		bud->max_growth = strtod(growth, &end);
+		if ((*end && strcmp(end, "%") != 0) || bud->max_growth < 0)
 			ms_usage_error(opts, usage, "--max-growth takes a percentage, e.g. 5%%");
 	}
-	gps_given = max_gps != UINT64_MAX;
-	/* with no budget, only the gate's own: the run did not die */
-	/* the budgets above are on top of the gate's own: the run did not die */
-	if (ms_replay_cli_devices(&c, argv[0], "check", &devs, &nd))
+	/* the budgets are on top of the gate's own: the run did not die */
+	bud->max_reserved = max_res;
+	bud->max_allocated = max_alloc;
+	bud->growth_per_step_given = max_gps != UINT64_MAX;
+	bud->max_growth_per_step = max_gps;
+	bud->baseline = baseline;
+	bud->allow_oom = allow_oom;
+	bud->allow_cut_short = allow_cut;
+	*trace = argv[0];
+}
+
+int cmd_check(int argc, const char **argv)
+{
+	struct ms_replay_cli c;
+	int json = 0, rc = MS_EXIT_OK;
+	struct ms_replay_opts base;
+	uint32_t *devs, *bdevs = NULL;
+	size_t nd, nb = 0;
+	struct ms_json_devices jd;
+	const char *trace, *baseline;
+	int gps_given;
+	struct ms_check_figures f, b;
+	struct ms_check_budgets bud;
+	struct ms_check_result res;
+
+	parse_flags(argc, argv, &c, &json, &bud, &trace);
+	baseline = bud.baseline;
+	gps_given = bud.growth_per_step_given;
+	if (ms_replay_cli_devices(&c, trace, "check", &devs, &nd))
 		return MS_EXIT_ERROR;
 	if (baseline) {
 		struct ms_replay_cli any = c;
@@ -140,26 +200,16 @@ int cmd_check(int argc, const char **argv)
 		if (ms_replay_cli_devices(&any, baseline, "check", &bdevs, &nb))
 			return MS_EXIT_ERROR;
 	}
-	memset(&bud, 0, sizeof(bud));
-	bud.max_reserved = max_res;
-	bud.max_allocated = max_alloc;
-	bud.max_waste = frag_budget;
-	bud.growth_per_step_given = gps_given;
-	bud.max_growth_per_step = max_gps;
-	bud.baseline = baseline;
-	bud.max_growth = growth_budget;
-	bud.allow_oom = allow_oom;
-	bud.allow_cut_short = allow_cut;
-	ms_json_devices_begin(&jd, argv[0], json ? nd : 0);
+	ms_json_devices_begin(&jd, trace, json ? nd : 0);
 	base = c.o;
 	for (size_t i = 0; i < nd; i++) {
 		char label[MS_LABEL_MAX];
-		const char *lbl = ms_replay_cli_label(argv[0], devs[i], nd, label, sizeof(label));
+		const char *lbl = ms_replay_cli_label(trace, devs[i], nd, label, sizeof(label));
 		cJSON *out = NULL;
 		int failed = 0;
 		c.o = base; /* an inferred limit belongs to one trace and device */
 		c.o.device = devs[i];
-		if (figures_of(&c, argv[0], gps_given, &f)) {
+		if (figures_of(&c, trace, gps_given, &f)) {
 			rc = MS_EXIT_ERROR;
 			break;
 		}
@@ -172,47 +222,13 @@ int cmd_check(int argc, const char **argv)
 		}
 		ms_check_judge(&bud, &f, baseline ? &b : NULL, &res);
 		failed = (int)res.n_exceeded;
-		if (!json)
-			for (size_t e = 0; e < res.n_exceeded; e++)
-				printf("%s: %s\n", lbl, res.exceeded[e]);
 		if (json) {
-			if (!(out = ms_check_json(argv[0], devs[i], &bud, &f, &res)))
+			if (!(out = ms_check_json(trace, devs[i], &bud, &f, &res)))
 				ms_die(MS_EXIT_ERROR, "out of memory");
 			ms_json_devices_add(&jd, devs[i], out);
-		} else if (!failed) {
-			printf("%s: %s: peak reserved %s%s, peak allocated %s%s, "
-			       "waste at the peak %.3f of the reserved peak",
-			       lbl,
-			       max_res || max_alloc || max_frag || baseline || gps_given
-			               ? "within budget"
-			               : "passed, the run did not die (no budget given)",
-			       f.mid_run ? "at least " : "",
-			       ms_format_size(b1, sizeof(b1), f.reserved),
-			       f.mid_run ? "at least " : "",
-			       ms_format_size(b2, sizeof(b2), f.allocated), f.waste);
-			if (gps_given)
-				printf(", growth %s a step",
-				       ms_format_size(b1, sizeof(b1), f.growth_per_step));
-			printf("\n");
+		} else {
+			print_gate(lbl, &bud, &f, &res);
 		}
-		/* what the verdict rests on, and what it does not say */
-		if (!json && f.mid_run)
-			printf("%s: note: the trace starts mid-run: its peaks are from its first "
-			       "event "
-			       "on, and the job's may have been higher before\n",
-			       lbl);
-		if (!json && f.recorded_ooms && allow_oom)
-			printf("%s: note: the recorded run ran out of memory %llu time%s%s\n", lbl,
-			       (unsigned long long)f.recorded_ooms, f.recorded_ooms == 1 ? "" : "s",
-			       f.lim.inferred ? " (under a per-process limit inferred from it)"
-			                      : "");
-		/* a run that died: why, as explain says it */
-		if (!json && f.verdict[0])
-			printf("%s: %s\n", lbl, f.verdict);
-		if (!json && f.cut_short && allow_cut)
-			printf("%s: note: the trace is cut short: its peaks are of the part it "
-			       "holds\n",
-			       lbl);
 		if (failed)
 			rc = MS_EXIT_BUDGET;
 	}
