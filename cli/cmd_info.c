@@ -27,6 +27,8 @@ static const char *const usage[] = {
 /* Devices and streams listed in the text form (all of them in --json). */
 #define LIST_MAX 16
 
+static void print_counts(const struct ms_file_info *x, const struct ms_source_info *si);
+
 static void print_text(const char *path, const struct ms_file_info *x,
                        const struct ms_source_info *si)
 {
@@ -99,6 +101,14 @@ static void print_text(const char *path, const struct ms_file_info *x,
 		       "pinned host allocator: shown, not replayed)\n",
 		       (long long)(si->snap.n_host_segments > 0 ? si->snap.n_host_segments : 0),
 		       (long long)(si->snap.n_host_traces > 0 ? si->snap.n_host_traces : 0));
+	print_counts(x, si);
+}
+
+/* The devices, events, streams, time, stacks, annotations, segments, pools and settings. */
+static void print_counts(const struct ms_file_info *x, const struct ms_source_info *si)
+{
+	char b1[32];
+
 	printf("devices:      %u", x->meta.n_devices);
 	for (uint32_t i = 0; i < x->meta.n_devices && i < LIST_MAX; i++) {
 		const struct ms_device *d = &x->meta.devices[i];
