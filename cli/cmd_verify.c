@@ -41,6 +41,88 @@ static void show(const char *what, const struct ms_seg_event *a, size_t n, size_
 		       (unsigned long long)a[i].size);
 }
 
+/* A divergence: where the segment events first differ, what the trace cannot tell, and each
+ * figure that differs. */
+static void print_divergence(const struct ms_replay_cli *c, const char *path, const char *label,
+                             const struct ms_replay_result *rp, const struct ms_verify *v)
+{
+	const char *ref_name = c->torch ? "model" : "recorded";
+	const char *got_name = c->torch ? "PyTorch" : "replayed";
+	size_t i = v->first_divergence, n_ref = v->n_ref;
+	uint64_t rec_peak = v->ref_peak;
+	int end_same = v->end_same;
+	const struct ms_seg_event *ref = v->ref;
+
+	printf("%s: DIVERGES%s\n", label,
+	       c->torch ? " (PyTorch's allocator against the model)" : "");
+	if (c->o.alloc_conf && !c->torch)
+		printf("  (replayed under --alloc-conf \"%s\", against a recording made "
+		       "under "
+		       "its own settings: where they differ, so may the segments, which is "
+		       "what the settings change, not the model's error; memsnap whatif "
+		       "compares settings)\n",
+		       c->o.alloc_conf);
+	if (i != SIZE_MAX) {
+		printf("  first different segment event: #%zu (of %zu %s, %zu %s)\n", i, n_ref,
+		       ref_name, rp->n_produced, got_name);
+		show(ref_name, ref, n_ref, i);
+		show(got_name, rp->produced, rp->n_produced, i);
+		if (!c->torch)
+			printf("  (a recorded segment event is numbered by its own entry, "
+			       "a "
+			       "replayed one by the allocation or free that made it: "
+			       "PyTorch "
+			       "records a segment_alloc just before its alloc)\n");
+	}
+	if (!c->torch && rp->allocs_pool_unknown && !rp->allocs_private &&
+	    !rp->end_private_segments)
+		printf("  the trace does not say which memory pool its allocations used "
+		       "(PyTorch 2.11 and older): replayed in the default pools, they "
+		       "differ "
+		       "from what PyTorch did if the job had private pools (CUDA graphs, "
+		       "MemPools) whose segments were all given back before the "
+		       "snapshot\n");
+	/* a snapshot with private pools cannot say how they were made or used (memsnap's
+	 * recorder marks it) */
+	if (!c->torch && (rp->allocs_private || rp->end_private_segments) &&
+	    ms_file_is_snapshot(path) > 0 && !rp->use_on_oom_pools && !rp->no_split_pools &&
+	    !rp->limit_marks)
+		printf("  the trace has private pools and does not say how they were made "
+		       "or "
+		       "used (a snapshot): a MemPool made with no_split=True or "
+		       "use_on_oom=True (--no-split-pools, --use-on-oom-pools say it), an "
+		       "open use_mem_pool or a CUDA graph capture (memsnap record marks "
+		       "them) change what PyTorch does\n");
+	if (!c->torch && rp->misplaced_allocs)
+		printf("  first allocation placed elsewhere than PyTorch placed it: event "
+		       "%llu (recorded 0x%llx, replayed 0x%llx); %llu in all\n",
+		       (unsigned long long)rp->first_misplaced_index,
+		       (unsigned long long)rp->first_misplaced_recorded,
+		       (unsigned long long)rp->first_misplaced_replayed,
+		       (unsigned long long)rp->misplaced_allocs);
+	if ((uint64_t)rp->stats.reserved_bytes[0].peak != rec_peak)
+		printf("  reserved peak: %s %llu, %s %lld\n", ref_name,
+		       (unsigned long long)rec_peak, got_name,
+		       (long long)rp->stats.reserved_bytes[0].peak);
+	if (c->torch &&
+	    rp->stats.allocated_bytes[0].peak != c->out.model.stats.allocated_bytes[0].peak)
+		printf("  allocated peak: model %lld, PyTorch %lld\n",
+		       (long long)c->out.model.stats.allocated_bytes[0].peak,
+		       (long long)rp->stats.allocated_bytes[0].peak);
+	if (rp->reproduced_ooms != rp->recorded_ooms)
+		printf("  OOMs: %llu recorded, %llu reproduced\n",
+		       (unsigned long long)rp->recorded_ooms,
+		       (unsigned long long)rp->reproduced_ooms);
+	if (rp->ended_by_oom)
+		printf("  the replay ran out of memory at event %llu, where the recorded "
+		       "run did not\n",
+		       (unsigned long long)rp->first_oom.index);
+	if (!end_same)
+		printf("  the segments at the end differ: the model has %zu, PyTorch's "
+		       "snapshot %zu (sizes, allocated bytes and blocks compared)\n",
+		       c->out.model.snap.n_segs, rp->n_end_segs);
+}
+
 /* One device of path: compared, reported (text on stdout, or *jout); an exit code. */
 static int verify_one(struct ms_replay_cli *c, const char *path, uint32_t device, const char *label,
                       int json, cJSON **jout)
@@ -61,12 +143,9 @@ static int verify_one(struct ms_replay_cli *c, const char *path, uint32_t device
 		return MS_EXIT_ERROR;
 	}
 	ms_verify_compare(&r, c->torch ? &c->out.model : NULL, &v);
-	const char *ref_name = c->torch ? "model" : "recorded";
-	const char *got_name = c->torch ? "PyTorch" : "replayed";
-	size_t i = v.first_divergence, n_ref = v.n_ref;
+	size_t n_ref = v.n_ref;
 	uint64_t rec_peak = v.ref_peak;
-	int same = v.identical, end_same = v.end_same;
-	const struct ms_seg_event *ref = v.ref;
+	int same = v.identical;
 	if (json) {
 		cJSON *o = ms_verify_json(path, device, &r, &v, &lim);
 		if (!o)
@@ -93,74 +172,7 @@ static int verify_one(struct ms_replay_cli *c, const char *path, uint32_t device
 		       r.rebuilt ? " (from the first event on: the trace starts mid-run)" : "",
 		       r.cut_short ? " (as far as the file goes: it is cut short)" : "");
 	} else {
-		printf("%s: DIVERGES%s\n", label,
-		       c->torch ? " (PyTorch's allocator against the model)" : "");
-		if (c->o.alloc_conf && !c->torch)
-			printf("  (replayed under --alloc-conf \"%s\", against a recording made "
-			       "under "
-			       "its own settings: where they differ, so may the segments, which is "
-			       "what the settings change, not the model's error; memsnap whatif "
-			       "compares settings)\n",
-			       c->o.alloc_conf);
-		if (i != SIZE_MAX) {
-			printf("  first different segment event: #%zu (of %zu %s, %zu %s)\n", i,
-			       n_ref, ref_name, r.n_produced, got_name);
-			show(ref_name, ref, n_ref, i);
-			show(got_name, r.produced, r.n_produced, i);
-			if (!c->torch)
-				printf("  (a recorded segment event is numbered by its own entry, "
-				       "a "
-				       "replayed one by the allocation or free that made it: "
-				       "PyTorch "
-				       "records a segment_alloc just before its alloc)\n");
-		}
-		if (!c->torch && r.allocs_pool_unknown && !r.allocs_private &&
-		    !r.end_private_segments)
-			printf("  the trace does not say which memory pool its allocations used "
-			       "(PyTorch 2.11 and older): replayed in the default pools, they "
-			       "differ "
-			       "from what PyTorch did if the job had private pools (CUDA graphs, "
-			       "MemPools) whose segments were all given back before the "
-			       "snapshot\n");
-		/* a snapshot with private pools cannot say how they were made or used (memsnap's
-		 * recorder marks it) */
-		if (!c->torch && (r.allocs_private || r.end_private_segments) &&
-		    ms_file_is_snapshot(path) > 0 && !r.use_on_oom_pools && !r.no_split_pools &&
-		    !r.limit_marks)
-			printf("  the trace has private pools and does not say how they were made "
-			       "or "
-			       "used (a snapshot): a MemPool made with no_split=True or "
-			       "use_on_oom=True (--no-split-pools, --use-on-oom-pools say it), an "
-			       "open use_mem_pool or a CUDA graph capture (memsnap record marks "
-			       "them) change what PyTorch does\n");
-		if (!c->torch && r.misplaced_allocs)
-			printf("  first allocation placed elsewhere than PyTorch placed it: event "
-			       "%llu (recorded 0x%llx, replayed 0x%llx); %llu in all\n",
-			       (unsigned long long)r.first_misplaced_index,
-			       (unsigned long long)r.first_misplaced_recorded,
-			       (unsigned long long)r.first_misplaced_replayed,
-			       (unsigned long long)r.misplaced_allocs);
-		if ((uint64_t)r.stats.reserved_bytes[0].peak != rec_peak)
-			printf("  reserved peak: %s %llu, %s %lld\n", ref_name,
-			       (unsigned long long)rec_peak, got_name,
-			       (long long)r.stats.reserved_bytes[0].peak);
-		if (c->torch &&
-		    r.stats.allocated_bytes[0].peak != c->out.model.stats.allocated_bytes[0].peak)
-			printf("  allocated peak: model %lld, PyTorch %lld\n",
-			       (long long)c->out.model.stats.allocated_bytes[0].peak,
-			       (long long)r.stats.allocated_bytes[0].peak);
-		if (r.reproduced_ooms != r.recorded_ooms)
-			printf("  OOMs: %llu recorded, %llu reproduced\n",
-			       (unsigned long long)r.recorded_ooms,
-			       (unsigned long long)r.reproduced_ooms);
-		if (r.ended_by_oom)
-			printf("  the replay ran out of memory at event %llu, where the recorded "
-			       "run did not\n",
-			       (unsigned long long)r.first_oom.index);
-		if (!end_same)
-			printf("  the segments at the end differ: the model has %zu, PyTorch's "
-			       "snapshot %zu (sizes, allocated bytes and blocks compared)\n",
-			       c->out.model.snap.n_segs, r.n_end_segs);
+		print_divergence(c, path, label, &r, &v);
 	}
 	ms_replay_result_release(&r);
 	return same ? MS_EXIT_OK : MS_EXIT_DIVERGED;
