@@ -600,17 +600,6 @@ static int ask_stats(const struct ms_file *in, const struct ask *a, char **json,
 	return ASK_OK;
 }
 
-/* A trace with end-state segments and no allocation of PyTorch's allocator at all */
-static int no_trace(const struct ms_trace *t)
-{
-	if (!t->n_segs)
-		return 0;
-	for (size_t i = 0; i < t->n_events; i++)
-		if (t->events[i].action == MS_ACT_ALLOC && t->events[i].source == MS_SRC_TORCH)
-			return 0;
-	return 1;
-}
-
 int ms_ask(ms_file *in, const char *question, const char *const *options, size_t n_options,
            char **json, char *msg, size_t cap)
 {
@@ -673,7 +662,7 @@ int ms_ask(ms_file *in, const char *question, const char *const *options, size_t
 		ms_free(a.configs);
 		return rc;
 	}
-	if (!rc && fn == ask_explain && no_trace(in->t))
+	if (!rc && fn == ask_explain && ms_trace_no_allocations(in->t))
 		rc = say(msg, cap, ASK_ERROR,
 		         "%s: a snapshot without a trace: the library does not explain its end "
 		         "state yet (memsnap explain does)",

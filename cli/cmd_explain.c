@@ -171,17 +171,6 @@ static void compare(const struct rank_row *rows, size_t n, cJSON *jroot)
 		}
 }
 
-/* A trace with end-state segments and no allocation of PyTorch's allocator at all */
-static int no_trace(const struct ms_trace *t)
-{
-	if (!t->n_segs)
-		return 0;
-	for (size_t i = 0; i < t->n_events; i++)
-		if (t->events[i].action == MS_ACT_ALLOC && t->events[i].source == MS_SRC_TORCH)
-			return 0;
-	return 1;
-}
-
 static int explain_file(struct ms_replay_cli *c, const char *path, unsigned jobs, int json,
                         uint64_t request, cJSON **jout, struct rank_row **rows, size_t *nrows,
                         size_t *caprows)
@@ -201,7 +190,7 @@ static int explain_file(struct ms_replay_cli *c, const char *path, unsigned jobs
 		ms_report(path, s, &d);
 		return MS_EXIT_ERROR;
 	}
-	if (no_trace(t)) {
+	if (ms_trace_no_allocations(t)) {
 		/* the end state's devices (--device: that one) */
 		uint32_t seen[64];
 		size_t ns = 0;

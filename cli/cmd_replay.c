@@ -57,25 +57,16 @@ static void oom_cause(const struct ms_replay_cli *c, const char *path,
                       const struct ms_replay_result *r, const struct ms_limit_range *lim,
                       struct ms_oom_verdict *ov, struct ms_death *death, int *has_death)
 {
+	const struct ms_trace *t = NULL;
+	struct ms_trace *owned = NULL;
 	struct ms_diag d = MS_DIAG_INIT;
-	struct ms_verdict v;
 
-	*has_death = 0;
-	memset(ov, 0, sizeof(*ov));
-	if (!r->has_oom)
-		return;
-	if (!ms_cli_verdict(c, path, NULL, r, lim, NULL, 0, &v, has_death, &d) && *has_death) {
-		*ov = v.oom;
-		*death = v.death;
-	} else {
-		*has_death = 0;
-		ms_oom_cause_find(r, lim,
-		                  lim->inferred ? 0
-		                  : c->o.limit  ? c->o.limit
-		                                : r->limit,
-		                  NULL, ov);
-	}
-	ms_verdict_release(&v);
+	/* the verdict reads the trace whole, where it is small enough (else the replay's alone) */
+	if (r->has_oom && r->events_total <= MS_CLI_VERDICT_EVENTS &&
+	    ms_replay_cli_trace_whole(path, &t, &owned, &d))
+		t = NULL;
+	ms_verdict_oom_of_replay(t, &c->o, r, lim, ov, death, has_death);
+	ms_trace_free(owned);
 }
 
 int cmd_replay(int argc, const char **argv)

@@ -1222,6 +1222,7 @@ void ms_verdict_oom_of_replay(const struct ms_trace *t, const struct ms_replay_o
 
 	*has_death = 0;
 	memset(ov, 0, sizeof(*ov));
+	memset(&v, 0, sizeof(v)); /* released whichever way the cause is found */
 	if (!r->has_oom)
 		return;
 	if (t && !ms_verdict_of_replay(t, o, r, lim, NULL, 0, &v)) {

@@ -4,6 +4,7 @@
 #include <cjson/cJSON.h>
 
 #include "common/json.h"
+#include "json/replay.h"
 #include "replay/replay.h"
 
 cJSON *ms_check_json(const char *path, uint32_t device, const struct ms_check_budgets *b,
@@ -32,13 +33,7 @@ cJSON *ms_check_json(const char *path, uint32_t device, const struct ms_check_bu
 		cJSON_AddStringToObject(out, "verdict", f->verdict);
 	else
 		cJSON_AddNullToObject(out, "verdict");
-	if (f->lim.inferred) {
-		cJSON *x = cJSON_AddObjectToObject(out, "limit_inferred");
-		ms_json_u64(x, "low_bytes", f->lim.lo);
-		ms_json_u64(x, "high_bytes", f->lim.hi);
-	} else {
-		cJSON_AddNullToObject(out, "limit_inferred");
-	}
+	ms_json_limit_inferred(out, &f->lim);
 	fails = cJSON_AddArrayToObject(out, "exceeded");
 	for (size_t i = 0; i < res->n_exceeded; i++)
 		cJSON_AddItemToArray(fails, cJSON_CreateString(res->exceeded[i]));

@@ -168,6 +168,19 @@ static void json_outside_measured(cJSON *o, const struct ms_replay_result *r)
 	ms_json_u64(x, "last_index", z->index);
 }
 
+void ms_json_limit_inferred(cJSON *o, const struct ms_limit_range *lim)
+{
+	cJSON *x;
+
+	if (!lim->inferred) {
+		cJSON_AddNullToObject(o, "limit_inferred");
+		return;
+	}
+	x = cJSON_AddObjectToObject(o, "limit_inferred");
+	ms_json_u64(x, "low_bytes", lim->lo);
+	ms_json_u64(x, "high_bytes", lim->hi);
+}
+
 cJSON *ms_replay_result_json(const char *path, uint32_t device, const struct ms_replay_result *r,
                              const struct ms_limit_range *lim, struct ms_cuda_dev *dev,
                              uint32_t frames, const struct ms_oom_verdict *ov)
@@ -186,15 +199,12 @@ cJSON *ms_replay_result_json(const char *path, uint32_t device, const struct ms_
 	cJSON_AddBoolToObject(o, "settings_recorded", r->settings_recorded);
 	cJSON_AddBoolToObject(o, "expandable_segments_seen", r->expandable_seen);
 	ms_json_u64(o, "limit_bytes", r->limit);
+	ms_json_limit_inferred(o, lim);
 	if (lim->inferred) {
-		cJSON *x = cJSON_AddObjectToObject(o, "limit_inferred");
-		ms_json_u64(x, "low_bytes", lim->lo);
-		ms_json_u64(x, "high_bytes", lim->hi);
+		cJSON *x = cJSON_GetObjectItem(o, "limit_inferred");
 		/* what the trace proves was held at once under it: the range starts there */
 		ms_json_u64(x, "held_bytes", lim->held);
 		cJSON_AddBoolToObject(x, "raised_to_held", lim->raised);
-	} else {
-		cJSON_AddNullToObject(o, "limit_inferred");
 	}
 	if (r->device_memory == UINT64_MAX)
 		cJSON_AddNullToObject(o, "device_memory_bytes");

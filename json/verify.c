@@ -5,6 +5,7 @@
 #include <stdint.h>
 
 #include "common/json.h"
+#include "json/replay.h"
 
 cJSON *ms_verify_json(const char *path, uint32_t device, const struct ms_replay_result *r,
                       const struct ms_verify *v, const struct ms_limit_range *lim)
@@ -41,13 +42,7 @@ cJSON *ms_verify_json(const char *path, uint32_t device, const struct ms_replay_
 	cJSON_AddBoolToObject(o, "trace_cut_short", r->cut_short);
 	cJSON_AddStringToObject(o, "device_memory_source",
 	                        ms_devmem_source_name(r->device_memory_source));
-	if (lim->inferred) {
-		cJSON *x = cJSON_AddObjectToObject(o, "limit_inferred");
-		ms_json_u64(x, "low_bytes", lim->lo);
-		ms_json_u64(x, "high_bytes", lim->hi);
-	} else {
-		cJSON_AddNullToObject(o, "limit_inferred");
-	}
+	ms_json_limit_inferred(o, lim);
 	cJSON_AddBoolToObject(o, "peaks_are_lower_bounds", r->rebuilt || r->cut_short);
 	if (v->against_model)
 		cJSON_AddBoolToObject(o, "end_segments_same", v->end_same);

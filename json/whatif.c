@@ -4,6 +4,7 @@
 #include <cjson/cJSON.h>
 
 #include "common/json.h"
+#include "json/replay.h"
 #include "json/verdict.h"
 
 /* One setting's row: its replay and whether the job would have survived under it. */
@@ -52,13 +53,7 @@ cJSON *ms_whatif_report_json(const struct ms_whatif_report *r, const char *path)
 	cJSON_AddStringToObject(root, "verdict", r->v.headline);
 	cJSON_AddNumberToObject(root, "device", r->device);
 	ms_json_u64(root, "limit_bytes", r->limit);
-	if (r->lim.inferred) {
-		cJSON *x = cJSON_AddObjectToObject(root, "limit_inferred");
-		ms_json_u64(x, "low_bytes", r->lim.lo);
-		ms_json_u64(x, "high_bytes", r->lim.hi);
-	} else {
-		cJSON_AddNullToObject(root, "limit_inferred");
-	}
+	ms_json_limit_inferred(root, &r->lim);
 	cJSON_AddStringToObject(root, "device_memory_source",
 	                        ms_devmem_source_name(r->device_memory_source));
 	cJSON_AddBoolToObject(root, "starts_mid_run", r->mid_run);

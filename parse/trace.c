@@ -295,6 +295,16 @@ int ms_source_cut_short(const struct ms_source_info *si)
 	return si->snap.cut_short;
 }
 
+int ms_trace_no_allocations(const struct ms_trace *t)
+{
+	if (!t->n_segs)
+		return 0;
+	for (size_t i = 0; i < t->n_events; i++)
+		if (t->events[i].action == MS_ACT_ALLOC && t->events[i].source == MS_SRC_TORCH)
+			return 0;
+	return 1;
+}
+
 int64_t ms_trace_first_time(const struct ms_trace *t)
 {
 	int64_t first = 0;

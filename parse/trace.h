@@ -76,6 +76,8 @@ int ms_file_is_snapshot(const char *path);
  * counted: a snapshot lists each device's events apart, so the first event need not be it.
  */
 int64_t ms_trace_first_time(const struct ms_trace *t);
+/* A snapshot without a trace: end-state segments, and no allocation of PyTorch's allocator. */
+int ms_trace_no_allocations(const struct ms_trace *t);
 
 /* A sink that appends to t (created with ms_trace_new()). */
 ms_status ms_trace_new(struct ms_trace **out);
