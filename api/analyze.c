@@ -14,6 +14,7 @@
 #include "common/json.h"
 #include "common/size.h"
 #include "explain/check.h"
+#include "explain/diff.h"
 #include "explain/report.h"
 #include "explain/verdict.h"
 #include "explain/whatif_report.h"
@@ -21,6 +22,7 @@
 #include "analysis/stats_view.h"
 #include "analysis/trace_stats.h"
 #include "json/check.h"
+#include "json/diff.h"
 #include "json/explain.h"
 #include "json/info.h"
 #include "json/replay.h"
@@ -52,6 +54,7 @@ struct ask {
 	const char **configs; /* whatif's settings (config=, each once); NULL: the default matrix */
 	size_t n_configs;
 	struct ms_check_budgets budgets; /* check's */
+	uint64_t top;                    /* diff's rows a table */
 	unsigned given;                  /* the options given (1 << enum opt) */
 };
 
@@ -73,6 +76,7 @@ enum opt {
 	O_MAX_GROWTH,
 	O_ALLOW_OOM,
 	O_ALLOW_CUT,
+	O_TOP,
 	O_N
 };
 static const char *const opt_name[O_N] = {"device",
@@ -90,7 +94,8 @@ static const char *const opt_name[O_N] = {"device",
                                           "baseline",
                                           "max_growth",
                                           "allow_oom",
-                                          "allow_cut_short"};
+                                          "allow_cut_short",
+                                          "top"};
 #define CHECK_OPTS                                                                           \
 	(1u << O_MAX_RESERVED | 1u << O_MAX_ALLOCATED | 1u << O_MAX_FRAG | 1u << O_MAX_GPS | \
 	 1u << O_BASELINE | 1u << O_MAX_GROWTH | 1u << O_ALLOW_OOM | 1u << O_ALLOW_CUT)
@@ -107,6 +112,7 @@ static const struct {
         {"explain", REPLAY_OPTS | 1u << O_JOBS | 1u << O_DEPTH},
         {"whatif", (REPLAY_OPTS & ~(1u << O_CONF)) | 1u << O_JOBS | 1u << O_CONFIG},
         {"check", REPLAY_OPTS | CHECK_OPTS},
+        {"diff", REPLAY_OPTS | 1u << O_DEPTH | 1u << O_TOP},
 };
 
 static int say(char *msg, size_t cap, int rc, const char *fmt, ...) MS_PRINTF(4, 5);
@@ -250,7 +256,7 @@ static int option(struct ask *a, const char *opt, char *msg, size_t cap)
 			return say(msg, cap, ASK_ERROR, "out of memory");
 		a->configs = c;
 		a->configs[a->n_configs++] = strcmp(v, "recorded") ? v : NULL;
-	} else if (IS("device") || IS("jobs") || IS("site_depth")) {
+	} else if (IS("device") || IS("jobs") || IS("site_depth") || IS("top")) {
 		unsigned long long u = strtoull(v, &end, 10);
 		if (!*v || *end || *v == '-')
 			return say(msg, cap, ASK_USAGE, "option '%s': not a number", opt);
@@ -262,6 +268,8 @@ static int option(struct ask *a, const char *opt, char *msg, size_t cap)
 			a->device = u;
 		else if (IS("jobs"))
 			a->jobs = u > 1024 ? 1024 : (unsigned)u;
+		else if (IS("top"))
+			a->top = u;
 		else
 			a->site_depth = (uint32_t)u;
 	} else {
@@ -600,6 +608,34 @@ static int ask_stats(const struct ms_file *in, const struct ask *a, char **json,
 	return ASK_OK;
 }
 
+/* a's options (the question's flags) from options[0..n), refused where question does not take
+ * them. */
+static int ask_options(const char *question, const char *const *options, size_t n_options,
+                       struct ask *a, char *msg, size_t cap)
+{
+	int rc = ASK_OK;
+
+	memset(a, 0, sizeof(*a));
+	a->device = UINT64_MAX;
+	a->budgets.max_waste = -1;
+	a->site_depth = 1;
+	a->top = 10;
+	for (size_t i = 0; i < n_options && !rc; i++)
+		rc = options[i] ? option(a, options[i], msg, cap)
+		                : say(msg, cap, ASK_USAGE, "a NULL option");
+	for (size_t q = 0; !rc && q < sizeof(questions) / sizeof(questions[0]); q++)
+		if (!strcmp(question, questions[q].q) && (a->given & ~questions[q].takes))
+			for (unsigned k = 0; k < O_N && !rc; k++)
+				if (a->given & ~questions[q].takes & 1u << k)
+					rc = say(msg, cap, ASK_USAGE, "%s takes no option %s",
+					         question, opt_name[k]);
+	if (!rc && !(a->given & 1u << O_BASELINE) != !(a->given & 1u << O_MAX_GROWTH))
+		rc = say(msg, cap, ASK_USAGE, "baseline and max_growth go together");
+	if (!rc && (a->given & 1u << O_LIMIT) && (a->given & 1u << O_FRACTION))
+		rc = say(msg, cap, ASK_USAGE, "limit and memory_fraction exclude each other");
+	return rc;
+}
+
 int ms_ask(ms_file *in, const char *question, const char *const *options, size_t n_options,
            char **json, char *msg, size_t cap)
 {
@@ -637,26 +673,9 @@ int ms_ask(ms_file *in, const char *question, const char *const *options, size_t
 	else
 		return say(msg, cap, ASK_USAGE,
 		           "'%s': no such question (info, stats, replay, explain, whatif, verify, "
-		           "check)",
+		           "check; diff is ms_compare)",
 		           question);
-	memset(&a, 0, sizeof(a));
-	a.device = UINT64_MAX;
-	a.budgets.max_waste = -1;
-	a.site_depth = 1;
-	rc = ASK_OK;
-	for (size_t i = 0; i < n_options && !rc; i++)
-		rc = options[i] ? option(&a, options[i], msg, cap)
-		                : say(msg, cap, ASK_USAGE, "a NULL option");
-	for (size_t q = 0; !rc && q < sizeof(questions) / sizeof(questions[0]); q++)
-		if (!strcmp(question, questions[q].q) && (a.given & ~questions[q].takes))
-			for (unsigned k = 0; k < O_N && !rc; k++)
-				if (a.given & ~questions[q].takes & 1u << k)
-					rc = say(msg, cap, ASK_USAGE, "%s takes no option %s",
-					         question, opt_name[k]);
-	if (!rc && !(a.given & 1u << O_BASELINE) != !(a.given & 1u << O_MAX_GROWTH))
-		rc = say(msg, cap, ASK_USAGE, "baseline and max_growth go together");
-	if (!rc && (a.given & 1u << O_LIMIT) && (a.given & 1u << O_FRACTION))
-		rc = say(msg, cap, ASK_USAGE, "limit and memory_fraction exclude each other");
+	rc = ask_options(question, options, n_options, &a, msg, cap);
 	if (!rc && !strcmp(question, "stats")) {
 		rc = ask_stats(in, &a, json, msg, cap);
 		ms_free(a.configs);
@@ -712,4 +731,95 @@ int ms_ask(ms_file *in, const char *question, const char *const *options, size_t
 	if (fn == ask_check) /* a replay that ran out is a budget the run did not keep */
 		return flags & 4 ? ASK_BUDGET : ASK_OK;
 	return flags & 2 ? ASK_DIVERGED : flags ? ASK_OOM : ASK_OK;
+}
+
+/* One pair of devices compared, into a new object (NULL with d set). */
+static cJSON *compare_pair(const struct ms_file *const in[2], const struct ask *a,
+                           const uint32_t dev[2], struct ms_diag *d)
+{
+	struct ms_replay_outcome out[2];
+	struct ms_replay_result r[2];
+	struct ms_diff_input di[2];
+	struct ms_diff x;
+	cJSON *o = NULL;
+	ms_status s = MS_OK;
+
+	memset(out, 0, sizeof(out));
+	memset(r, 0, sizeof(r));
+	memset(di, 0, sizeof(di));
+	for (int w = 0; w < 2 && !s; w++) {
+		s = replay_device(in[w], a, dev[w], &out[w], &r[w], d);
+		di[w] = (struct ms_diff_input){in[w]->path, in[w]->t, dev[w], &r[w], out[w].lim};
+	}
+	if (!s && !(s = ms_diff_run(di, MS_FRAMES_USER, a->site_depth, &x))) {
+		if (!(o = ms_diff_json(&x, (size_t)a->top, MS_FRAMES_USER)))
+			ms__diag_set(d, MS_ERR_NOMEM, -1, -1, "out of memory");
+	} else if (!d->msg[0]) {
+		ms__diag_set(d, s, -1, -1, "%s", ms_strerror(s));
+	}
+	if (!s)
+		ms_diff_release(&x);
+	for (int w = 0; w < 2; w++) {
+		ms_replay_result_release(&r[w]);
+		ms_replay_outcome_release(&out[w]);
+	}
+	return o;
+}
+
+int ms_compare(ms_file *a, ms_file *b, const char *const *options, size_t n_options, char **json,
+               char *msg, size_t cap)
+{
+	const struct ms_file *in[2] = {a, b};
+	uint32_t *da = NULL, *db = NULL, *pa = NULL, *pb = NULL;
+	size_t na = 0, nb = 0, pairs = 0;
+	struct ask q;
+	cJSON *root = NULL, *arr = NULL;
+	int rc;
+
+	if (msg && cap)
+		msg[0] = 0;
+	if (!json)
+		return say(msg, cap, ASK_USAGE, "no place for the answer (json is NULL)");
+	*json = NULL;
+	if (!a || !b)
+		return say(msg, cap, ASK_USAGE, "two files are compared");
+	if (n_options && !options)
+		return say(msg, cap, ASK_USAGE, "%zu options, but options is NULL", n_options);
+	if ((rc = ask_options("diff", options, n_options, &q, msg, cap)) ||
+	    (rc = devices(a, &q, &da, &na, msg, cap)) || (rc = devices(b, &q, &db, &nb, msg, cap)))
+		goto done;
+	if (!(pa = ms_calloc(na, sizeof(*pa))) || !(pb = ms_calloc(na, sizeof(*pb)))) {
+		rc = say(msg, cap, ASK_ERROR, "out of memory");
+		goto done;
+	}
+	if (!(pairs = ms_diff_pairs(da, na, db, nb, pa, pb))) {
+		rc = say(msg, cap, ASK_ERROR, "%s and %s have events on no common device", a->path,
+		         b->path);
+		goto done;
+	}
+	if (pairs > 1 && (root = cJSON_CreateObject())) {
+		ms_json_schema(root);
+		arr = cJSON_AddArrayToObject(root, "devices");
+	}
+	for (size_t k = 0; k < pairs && !rc; k++) {
+		struct ms_diag d = MS_DIAG_INIT;
+		const uint32_t dev[2] = {pa[k], pb[k]};
+		cJSON *o = compare_pair(in, &q, dev, &d);
+		if (!o)
+			rc = say(msg, cap, ASK_ERROR, "%s", d.msg[0] ? d.msg : "out of memory");
+		else if (arr)
+			cJSON_AddItemToArray(arr, o);
+		else
+			root = o;
+	}
+	if (!rc && !(*json = root ? cJSON_Print(root) : NULL))
+		rc = say(msg, cap, ASK_ERROR, "out of memory");
+done:
+	cJSON_Delete(root);
+	ms_free(da);
+	ms_free(db);
+	ms_free(pa);
+	ms_free(pb);
+	ms_free(q.configs);
+	return rc;
 }

@@ -15,8 +15,9 @@
 /*
  * The snapshots a command has read, by path: a snapshot (pickle or JSON, or anything from
  * standard input) is read once, whatever the devices and passes the command makes of it; a
- * memsnap .zst trace streams from its file each time instead, in bounded memory. Two slots, for
- * the two files of diff and check --baseline; freed at exit.
+ * memsnap .zst trace streams from its file each time instead, in bounded memory, unless the
+ * command holds it whole (ms_replay_cli_trace_held). Two slots, for the two files of diff and
+ * check --baseline; freed at exit.
  */
 static struct {
 	char *path;
@@ -34,7 +35,10 @@ static void forget_snapshots(void)
 	}
 }
 
-ms_status ms_replay_cli_trace(const char *path, const struct ms_trace **t, struct ms_diag *d)
+/* The trace at path from the slots, read into one first where whole (else a .zst trace is
+ * left to stream: *t NULL). */
+static ms_status read_once_get(const char *path, int whole, const struct ms_trace **t,
+                               struct ms_diag *d)
 {
 	static int registered;
 	size_t slot;
@@ -44,7 +48,7 @@ ms_status ms_replay_cli_trace(const char *path, const struct ms_trace **t, struc
 	for (slot = 0; slot < 2; slot++)
 		if (read_once[slot].path && !strcmp(read_once[slot].path, path))
 			goto found;
-	if (strcmp(path, "-") && ms_devices_is_trace(path))
+	if (!whole && strcmp(path, "-") && ms_devices_is_trace(path))
 		return MS_OK;
 	slot = read_once[0].path ? 1 : 0;
 	ms_trace_free(read_once[slot].t);
@@ -68,6 +72,16 @@ found:
 		memcpy(d->warning, read_once[slot].read.warning, sizeof(d->warning));
 	}
 	return MS_OK;
+}
+
+ms_status ms_replay_cli_trace(const char *path, const struct ms_trace **t, struct ms_diag *d)
+{
+	return read_once_get(path, 0, t, d);
+}
+
+ms_status ms_replay_cli_trace_held(const char *path, const struct ms_trace **t, struct ms_diag *d)
+{
+	return read_once_get(path, 1, t, d);
 }
 
 void ms_replay_cli_init(struct ms_replay_cli *c, struct ms_opt *opts, int *json)

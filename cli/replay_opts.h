@@ -67,6 +67,12 @@ int ms_replay_cli_devices(const struct ms_replay_cli *c, const char *path, const
  */
 ms_status ms_replay_cli_trace(const char *path, const struct ms_trace **t, struct ms_diag *d);
 /*
+ * As ms_replay_cli_trace, and a memsnap .zst trace is read whole too and kept: every later pass
+ * of the command over path (its devices, its replays) uses it instead of the file. For commands
+ * that need the trace whole anyway (diff).
+ */
+ms_status ms_replay_cli_trace_held(const char *path, const struct ms_trace **t, struct ms_diag *d);
+/*
  * The trace at path whole in memory: the snapshot read once (ms_replay_cli_trace), else the
  * .zst trace loaded into *owned, which the caller frees with ms_trace_free.
  */

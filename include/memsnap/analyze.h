@@ -44,6 +44,16 @@ MS_API int ms_ask(ms_file *in, const char *question, const char *const *options,
                   char **json, char *msg, size_t cap);
 MS_API void ms_json_free(char *json);
 
+/*
+ * diff: what changed from a to b, as `memsnap diff --json A B` prints it: one device each (two
+ * ranks) compared with each other, else each device with events in both with itself. Options as
+ * ms_ask's, those diff takes: device, limit, memory_fraction, device_memory, alloc_conf,
+ * site_depth and top=N (rows a table, default 10). Returns 0 with *json set, or 1 or 2 as
+ * ms_ask does.
+ */
+MS_API int ms_compare(ms_file *a, ms_file *b, const char *const *options, size_t n_options,
+                      char **json, char *msg, size_t cap);
+
 #ifdef __cplusplus
 }
 #endif

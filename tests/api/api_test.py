@@ -21,6 +21,9 @@ lib.ms_file_close.argtypes = [ctypes.c_void_p]
 lib.ms_ask.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.POINTER(ctypes.c_char_p),
                        ctypes.c_size_t, ctypes.POINTER(ctypes.c_void_p), ctypes.c_char_p,
                        ctypes.c_size_t]
+lib.ms_compare.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.POINTER(ctypes.c_char_p),
+                           ctypes.c_size_t, ctypes.POINTER(ctypes.c_void_p), ctypes.c_char_p,
+                           ctypes.c_size_t]
 lib.ms_json_free.argtypes = [ctypes.c_void_p]
 fails = 0
 
@@ -46,6 +49,15 @@ def ask(h, question, options=()):
     return rc, text, msg.value.decode()
 
 
+def compare(a, b, options=()):
+    arr = (ctypes.c_char_p * max(len(options), 1))(*[o.encode() for o in options])
+    out, msg = ctypes.c_void_p(), ctypes.create_string_buffer(512)
+    rc = lib.ms_compare(a, b, arr, len(options), ctypes.byref(out), msg, 512)
+    text = ctypes.cast(out, ctypes.c_char_p).value.decode() if out.value else None
+    lib.ms_json_free(out)
+    return rc, text, msg.value.decode()
+
+
 def cli(question, path, options):
     flags, configs = [], []
     for o in options:
@@ -61,7 +73,8 @@ def cli(question, path, options):
         with open(cf, "w") as f:
             f.write("\n".join(configs) + "\n")
         flags += ["--configs", cf]
-    p = subprocess.run([memsnap, "-q", question, "--json"] + flags + [path],
+    paths = list(path) if isinstance(path, tuple) else [path]
+    p = subprocess.run([memsnap, "-q", question, "--json"] + flags + paths,
                        capture_output=True, text=True)
     return p.returncode, json.loads(p.stdout) if p.stdout.strip() else None
 
@@ -109,6 +122,27 @@ for question, name, options in cases:
     check(rc == crc and got == want, "%s %s %s: exit %d, the command's --json%s" % (
           question, name, " ".join(options), rc, "" if got == want else " DIFFERS"))
     answers[(question, name, tuple(options))] = (rc, text)
+
+# diff: two files, one device each (two ranks) and device with device
+for a, b, options in (("multi_gpu/ddp_rank0.zst", "multi_gpu/ddp_rank1.zst", []),
+                      ("multi_gpu/pipeline.pickle.zst", "multi_gpu/pipeline.zst", ["top=3"]),
+                      ("dynamic_oom.pickle", "multi_gpu/oom_rank1_rank1.pickle.zst",
+                       ["site_depth=2", "alloc_conf=expandable_segments:True"])):
+    pa, pb = os.path.join(T, a), os.path.join(T, b)
+    for p in (pa, pb):
+        if p not in handles:
+            handles[p] = open_file(p)[1]
+    rc, text, msg = compare(handles[pa], handles[pb], options)
+    crc, want = cli("diff", (pa, pb), options)
+    got = json.loads(text) if text else None
+    check(rc == crc == 0 and got == want, "diff %s %s %s: the command's --json%s" % (
+          a, b, " ".join(options), "" if got == want else " DIFFERS " + msg))
+    check(compare(handles[pa], handles[pb], options)[1] == text, "again: diff %s %s" % (a, b))
+h = handles[os.path.join(T, "dynamic_oom.pickle")]
+for options, want in ((["jobs=2"], 2), (["top=x"], 2), (["device=7"], 1)):
+    rc, text, msg = compare(h, h, options)
+    check(rc == want and text is None and msg and "\n" not in msg,
+          "diff %s: exit %d: %s" % (options, rc, msg))
 
 # asked again in the same process: the same answer
 for (question, name, options), (rc, text) in answers.items():
@@ -159,6 +193,6 @@ check("SONAME               libmemsnap.so.0" in dyn, "soname libmemsnap.so.0")
 syms = subprocess.run(["nm", "-D", "--defined-only", lib_path], capture_output=True,
                       text=True).stdout.split("\n")
 exported = sorted(line.split()[-1].split("@")[0] for line in syms if " T " in line)
-check(exported == ["ms_ask", "ms_file_close", "ms_file_open", "ms_json_free", "ms_status_name",
+check(exported == ["ms_ask", "ms_compare", "ms_file_close", "ms_file_open", "ms_json_free", "ms_status_name",
                    "ms_strerror", "ms_version_number"], "exports: %s" % ", ".join(exported))
 sys.exit(1 if fails else 0)
