@@ -11,6 +11,8 @@ optional=(clang clang-format)
 [ "${1:-}" = --test ] && optional+=(chromium)
 # with --test, Python's headers build the test module of the recorder's Python stack reader
 [ "${1:-}" = --test ] && pkgs+=(python3-dev)
+# with --test, the JSON schema of the results is checked against every command's output
+[ "${1:-}" = --test ] && pkgs+=(python3-jsonschema)
 
 installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
 missing=() missing_optional=()
