@@ -1,6 +1,5 @@
 /* memsnap render TRACE: the allocator's state at one moment, drawn (render/render.h). */
 #include <errno.h>
-#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,12 +15,9 @@
 #include "parse/devices.h"
 #include "parse/trace.h"
 #include "render/render.h"
+#include "render/page.h"
 #include "render/report.h"
 #include "replay/end_state.h"
-#include "replay/whatif.h"
-#include "explain/explain.h"
-#include "explain/verdict.h"
-#include "cli/verdict_out.h"
 
 static const char *const usage[] = {
         "memsnap render [--format html|csv|txt|dot|svg] [--at peak|oom|end|EVENT] [-o FILE]",
@@ -85,14 +81,6 @@ static int emit(const char *out, const struct ms_buf *buf, const char *what, siz
 	return MS_EXIT_OK;
 }
 
-/* What the page shows: --detail, --no-whatif, --from/--to, --frames. */
-struct page_opts {
-	size_t detail;
-	int no_whatif;
-	uint64_t from, to;
-	uint32_t frames;
-};
-
 /*
  * The window [from, *to) of a trace of total events (*to 0 or past the end: to the end). An
  * empty window is an error, said here: returns -1.
@@ -109,139 +97,32 @@ static int window_check(const char *path, uint64_t from, uint64_t *to, uint64_t 
 }
 
 /*
- * Which settings would have avoided the OOM: whatif.h's default matrix under o (the first
- * pass's options: the same limit). The searches replay the trace dozens of times: from memory.
- * Release *rows with ms_whatif_release() and ms_free().
- */
-static ms_status whatif_rows(const struct ms_trace *t, const struct ms_replay_opts *o,
-                             struct ms_whatif_row **rows_out, size_t *n_out)
-{
-	size_t n = ms_whatif_n_default_configs;
-	struct ms_whatif_row *rows;
-	ms_status s;
-
-	if (!(rows = ms_calloc(n, sizeof(*rows))))
-		return MS_ERR_NOMEM;
-	for (size_t i = 0; i < n; i++)
-		rows[i].conf = ms_whatif_default_configs[i];
-	s = ms_whatif_run(t, o, rows, n, 0);
-	if (s) {
-		ms_whatif_release(rows, n);
-		ms_free(rows);
-		return s;
-	}
-	*rows_out = rows;
-	*n_out = n;
-	return MS_OK;
-}
-
-/* The most events of a .zst trace read whole for the page's diagnosis (about 56 bytes each). */
-#define DIAGNOSE_EVENTS 4000000
-
-/*
- * The page's diagnosis (what the peak is made of), of the whole trace in memory: a snapshot
- * is (t); a .zst trace, streamed for the page, is read whole for it up to DIAGNOSE_EVENTS
- * events (beyond, the page points to memsnap explain). r: the first pass.
- */
-static ms_status diagnose(struct ms_report *rep, const char *path, const struct ms_trace *t,
-                          const struct ms_replay_result *r, struct ms_diag *d)
-{
-	struct ms_trace *owned = NULL;
-	ms_status s = MS_OK;
-
-	if (!t && r->events_total <= DIAGNOSE_EVENTS)
-		s = ms_replay_cli_trace_whole(path, &t, &owned, d);
-	if (!s && t)
-		s = ms_report_diagnose(rep, t, r);
-	ms_trace_free(owned);
-	return s;
-}
-
-/* What page_data writes: the whole page, its data alone, or its timeline as CSV. */
-enum page_out { PAGE_HTML, PAGE_DATA, PAGE_CSV };
-
-/*
- * One device's page, its data alone, or its timeline as CSV, appended to out: the report from
- * one more replay (r is the first pass, with c's options; the trace is streamed from its file),
- * the what-if table at an OOM (not for CSV). MS_EXIT_OK, or MS_EXIT_ERROR with the error said.
+ * One device's page, its data alone, or its timeline as CSV, appended to out (page.h): r is the
+ * first pass, with c's options. MS_EXIT_OK, or MS_EXIT_ERROR with the error said.
  */
 static int page_data(const struct ms_replay_cli *c, const char *path,
                      const struct ms_replay_result *r, const struct ms_limit_range *lim,
-                     const struct page_opts *pg, enum page_out what, struct ms_buf *out)
+                     const struct ms_page_opts *pg, enum ms_page_out what, struct ms_buf *out)
 {
-	struct ms_report_input in = {
-	        .source = path,
-	        .path = path,
-	        .opts = &c->o,
-	        .first = r,
-	        .buckets = pg->detail,
-	        .frames = pg->frames,
-	        .site_depth = ms_site_depth(),
-	        .from = pg->from,
-	        .to = pg->to,
-	        .limit_inferred = lim->inferred,
-	        .limit_lo = lim->lo,
-	        .limit_hi = lim->hi,
-	};
-	struct ms_report rep;
-	struct ms_whatif_row *rows = NULL;
-	size_t n_rows = 0;
 	struct ms_diag d = MS_DIAG_INIT;
-	struct ms_verdict verdict;
-	int has_verdict = 0, whole, small, whatif;
 	const struct ms_trace *t;
-	struct ms_trace *owned = NULL;
 	ms_status s;
 
 	/* a snapshot is in memory already; a .zst trace streams from its file */
-	if (!(s = ms_replay_cli_trace(path, &in.trace, &d)))
-		s = ms_report_collect(&in, &rep, &d);
-	else
-		memset(&rep, 0, sizeof(rep));
-	/* the whole trace drawn (a window's end at the trace's end is no window) */
-	whole = !pg->from && (!pg->to || pg->to >= r->events_total);
-	/* the trace whole, read once for what needs it: the diagnosis and the verdict (a .zst
-	   trace up to DIAGNOSE_EVENTS), the what-if table (any) */
-	t = in.trace;
-	small = t || r->events_total <= DIAGNOSE_EVENTS;
-	/* the settings are judged where the run (not only the window) has an OOM: the verdict
-	   names them on every page of it */
-	whatif = what != PAGE_CSV && (rep.has_oom || r->has_oom) && !pg->no_whatif;
-	if (!s && !t && ((what != PAGE_CSV && whole && small) || whatif))
-		s = ms_replay_cli_trace_whole(path, &t, &owned, &d);
-	if (!s && what != PAGE_CSV && whole && small)
-		s = ms_report_diagnose(&rep, t, r);
-	if (!s && whatif)
-		s = whatif_rows(t, &c->o, &rows, &n_rows);
-	memset(&verdict, 0, sizeof(verdict));
-	/* of the whole run, a window's page included: it opens with how the job ended */
-	if (!s && what != PAGE_CSV && small)
-		s = ms_cli_verdict(c, path, t, r, lim, rows, n_rows, &verdict, &has_verdict, &d);
-	if (has_verdict)
-		rep.verdict = &verdict;
-	if (!s)
-		s = what == PAGE_HTML   ? ms_render_html(&rep, rows, n_rows, out)
-		    : what == PAGE_DATA ? ms_render_html_data(&rep, rows, n_rows, out)
-		                        : ms_render_csv(&rep, out);
+	if (!(s = ms_replay_cli_trace(path, &t, &d)))
+		s = ms_page_write(path, t, &c->o, r, lim, pg, what, out, &d);
 	if (s)
 		ms_report(path, s, &d);
-	if (rows) {
-		ms_whatif_release(rows, n_rows);
-		ms_free(rows);
-	}
-	ms_verdict_release(&verdict);
-	ms_trace_free(owned);
-	ms_report_release(&rep);
 	return s ? MS_EXIT_ERROR : MS_EXIT_OK;
 }
 
 /* The HTML report: r is the first pass (released here). */
 static int render_html(struct ms_replay_cli *c, const char *path, const char *out,
                        struct ms_replay_result *r, const struct ms_limit_range *lim,
-                       const struct page_opts *pg)
+                       const struct ms_page_opts *pg)
 {
 	struct ms_buf buf = MS_BUF_INIT;
-	int rc = page_data(c, path, r, lim, pg, PAGE_HTML, &buf);
+	int rc = page_data(c, path, r, lim, pg, MS_PAGE_HTML, &buf);
 
 	if (rc == MS_EXIT_OK)
 		rc = emit(out, &buf, "html", SIZE_MAX, 0);
@@ -265,193 +146,54 @@ static int no_events(struct ms_replay_cli *c, const char *path, struct ms_replay
 	return MS_EXIT_ERROR;
 }
 
-/*
- * The first pass of render_html_together, on a thread of its own, and how far it has come: the
- * last event at which allocated bytes reached a new high (the peak so far), and whether it is
- * done. A replay of the same trace with the same options on the other thread meets the same
- * highs, and at each asks (peak_gate) whether it will stay the peak: it waits until the first
- * pass has found a higher one, or ended. If the first pass starts a replay again (a mid-run
- * rebuild, a limit inferred), its highs are of another run: it counts as ended, and the page
- * is made again after it.
- */
+/* The first pass of the page made on two threads: the command's replay, its notes said. */
 struct first_pass {
 	struct ms_replay_cli *c;
 	const char *path;
-	struct ms_replay_result r;
-	struct ms_limit_range lim;
-	int rc;
-	pthread_mutex_t mu;
-	pthread_cond_t cv;
-	int64_t seen;        /* the allocated peak so far (the first pass's thread only) */
-	uint64_t last, peak; /* its last event and its peak's; the peak's under mu */
-	int started;         /* it has replayed an event (the first pass's thread only) */
-	int have, done, again;
 };
 
-static void first_pass_event(void *ctx, uint64_t index, const struct ms_event *e,
-                             const struct ms_model *m)
+static int first_pass(void *ctx, struct ms_replay_result *r, struct ms_limit_range *lim)
 {
 	struct first_pass *f = ctx;
-	int64_t peak = ms_model_stats(m)->allocated_bytes[0].peak;
-
-	(void)e;
-	if (f->again)
-		return;
-	if (f->started && index <= f->last) {
-		pthread_mutex_lock(&f->mu);
-		f->again = f->done = 1;
-		pthread_cond_broadcast(&f->cv);
-		pthread_mutex_unlock(&f->mu);
-		return;
-	}
-	f->last = index;
-	f->started = 1;
-	if (peak > f->seen) {
-		f->seen = peak;
-		pthread_mutex_lock(&f->mu);
-		f->peak = index;
-		f->have = 1;
-		pthread_cond_broadcast(&f->cv);
-		pthread_mutex_unlock(&f->mu);
-	}
-}
-
-static int first_pass_gate(void *ctx, uint64_t index)
-{
-	struct first_pass *f = ctx;
-	int take;
-
-	pthread_mutex_lock(&f->mu);
-	while (!f->done && !(f->have && f->peak > index))
-		pthread_cond_wait(&f->cv, &f->mu);
-	take = !f->again && f->have && f->peak == index;
-	pthread_mutex_unlock(&f->mu);
-	return take;
-}
-
-static void *first_pass_run(void *arg)
-{
-	struct first_pass *f = arg;
-
-	f->rc = ms_replay_cli_run_reported(f->c, f->path, &f->r, &f->lim);
-	pthread_mutex_lock(&f->mu);
-	f->done = 1;
-	pthread_cond_broadcast(&f->cv);
-	pthread_mutex_unlock(&f->mu);
-	return NULL;
-}
-
-/* Every event of path, from the trace in memory or the trailer of a .zst; 0 if unknown. */
-static uint64_t events_in(const char *path, const struct ms_trace *t)
-{
-	struct ms_devices ds;
-	struct ms_diag d = MS_DIAG_INIT;
-	uint64_t n = 0;
-
-	if (t)
-		return t->n_events;
-	if (ms_devices_read(path, &ds, &d))
-		return 0;
-	for (size_t i = 0; i < ds.n; i++)
-		n += ds.d[i].events + ds.d[i].raw_events;
-	ms_devices_release(&ds);
-	return n;
+	return ms_replay_cli_run_reported(f->c, f->path, r, lim);
 }
 
 /*
- * The whole page (no window) with the first pass (the whole replay, which infers a limit or
- * rebuilds a mid-run state where the trace needs it) and the report's replay at the same time,
- * on two threads: the report's replay runs with the options asked, finds the peak itself and
- * takes the state there with a replay up to it, so that it needs nothing from the first pass.
- * Where the first pass ends with other options than asked, an OOM or a rebuilt state, that
- * replay is not the page's: the report is made again after it (render_html), as it would have
- * been without the second thread. Returns 0 when it wrote the page or failed (said), -1 when
- * the caller is to go on alone.
+ * The whole page (no window) with the first pass and the report's replay at the same time
+ * (page.h). Returns 0 when it wrote the page or failed (said), -1 when the caller is to go on
+ * alone.
  */
 static int render_html_together(struct ms_replay_cli *c, const char *path, const char *out,
-                                const struct page_opts *pg, int *rc)
+                                const struct ms_page_opts *pg, int *rc)
 {
 	const struct ms_trace *t;
 	struct ms_diag d = MS_DIAG_INIT;
-	struct ms_replay_opts asked = c->o;
-	struct ms_replay_result known;
-	struct first_pass f = {.c = c,
-	                       .path = path,
-	                       .mu = PTHREAD_MUTEX_INITIALIZER,
-	                       .cv = PTHREAD_COND_INITIALIZER};
-	struct ms_report rep;
-	struct ms_report_input in;
+	struct first_pass f = {c, path};
+	struct ms_page_together res;
 	struct ms_buf buf = MS_BUF_INIT;
-	struct ms_verdict verdict;
-	int has_verdict = 0;
-	pthread_t th;
-	ms_status s;
 
 	/* read (or found in the command's cache) before the threads share it */
 	if (ms_replay_cli_trace(path, &t, &d))
 		return -1;
-	memset(&known, 0, sizeof(known));
-	if (!(known.events_total = events_in(path, t)))
+	ms_page_together_write(path, t, &c->o, first_pass, &f, pg, &buf, &res, &d);
+	switch (res.how) {
+	case MS_PAGE_NOT_TOGETHER:
 		return -1;
-	in = (struct ms_report_input){.source = path,
-	                              .path = path,
-	                              .trace = t,
-	                              .opts = &asked,
-	                              .first = &known,
-	                              .buckets = pg->detail,
-	                              .frames = pg->frames,
-	                              .site_depth = ms_site_depth(),
-	                              .find_peak = 1};
-	asked.peak_gate = first_pass_gate;
-	asked.peak_gate_ctx = &f;
-	c->o.on_event = first_pass_event;
-	c->o.ctx = &f;
-	if (pthread_create(&th, NULL, first_pass_run, &f)) {
-		c->o.on_event = NULL;
-		c->o.ctx = NULL;
-		return -1;
+	case MS_PAGE_FIRST_FAILED:
+		*rc = res.first_rc;
+		break;
+	case MS_PAGE_SEPARATELY:
+		*rc = !res.r.events_replayed ? no_events(c, path, &res.r)
+		                             : render_html(c, path, out, &res.r, &res.lim, pg);
+		break;
+	case MS_PAGE_WROTE:
+		if (res.status)
+			ms_report(path, res.status, &d);
+		*rc = res.status ? MS_EXIT_ERROR : emit(out, &buf, "html", SIZE_MAX, 0);
+		ms_replay_cli_release(c);
+		break;
 	}
-	s = ms_report_collect(&in, &rep, &d);
-	pthread_join(th, NULL);
-	/* the options the first pass leaves are the page's, without this function's hooks */
-	c->o.on_event = NULL;
-	c->o.ctx = NULL;
-	asked.peak_gate = NULL;
-	asked.peak_gate_ctx = NULL;
-	if (f.rc) {
-		ms_report_release(&rep);
-		*rc = f.rc;
-		return 0;
-	}
-	if (!f.r.events_replayed) {
-		ms_report_release(&rep);
-		*rc = no_events(c, path, &f.r);
-		return 0;
-	}
-	if (s || f.again || f.r.has_oom || f.r.rebuilt || f.lim.inferred ||
-	    f.r.events_total != known.events_total || f.r.peak_allocated_index != rep.peak_index ||
-	    c->o.limit != asked.limit || c->o.device_memory != asked.device_memory || c->o.init ||
-	    c->o.fraction != asked.fraction) {
-		/* the first pass decided otherwise: the report is made the usual way */
-		ms_report_release(&rep);
-		*rc = render_html(c, path, out, &f.r, &f.lim, pg);
-		return 0;
-	}
-	rep.device_memory_source = f.r.device_memory_source;
-	memset(&verdict, 0, sizeof(verdict));
-	if ((s = diagnose(&rep, path, t, &f.r, &d)) ||
-	    (s = ms_cli_verdict(c, path, t, &f.r, &f.lim, NULL, 0, &verdict, &has_verdict, &d)))
-		ms_report(path, s, &d);
-	if (has_verdict) /* the page opens with it, as every page does */
-		rep.verdict = &verdict;
-	if (!s && (s = ms_render_html(&rep, NULL, 0, &buf)))
-		ms_report(path, s, &d);
-	*rc = s ? MS_EXIT_ERROR : emit(out, &buf, "html", SIZE_MAX, 0);
-	ms_verdict_release(&verdict);
 	ms_buf_release(&buf);
-	ms_report_release(&rep);
-	ms_replay_result_release(&f.r);
-	ms_replay_cli_release(c);
 	return 0;
 }
 
@@ -509,27 +251,6 @@ static int choose_device(struct ms_replay_cli *c, const char *path, uint32_t **d
 	        path, nd, c->html ? "the page opens on" : "drawing", best,
 	        best_oom ? "its replay runs out of memory" : "the highest peak");
 	return 0;
-}
-
-/* The page of a snapshot's end state (no timeline), opening with explain's end-state verdict
- * (no request: such a file records none, and the page takes no --request). */
-static ms_status end_state_page(const struct ms_render_input *in, const struct ms_replay_cli *c,
-                                struct ms_buf *out)
-{
-	struct ms_report rep;
-	struct ms_end_state_verdict ev;
-	struct ms_verdict v;
-	ms_status s = ms_report_end_state(in, &rep);
-
-	memset(&v, 0, sizeof(v));
-	ms_end_state_judge(&in->r->snap, 0, c->o.limit,
-	                   c->o.device_memory ? c->o.device_memory : UINT64_MAX, &ev);
-	ms_end_state_headline(&ev, v.headline, sizeof(v.headline));
-	rep.verdict = &v;
-	if (!s)
-		s = ms_render_html(&rep, NULL, 0, out);
-	ms_report_release(&rep);
-	return s;
 }
 
 /*
@@ -610,8 +331,9 @@ static int render_no_trace(struct ms_replay_cli *c, const char *path, const char
 		in.frames = frames;
 		s = !strcmp(format, "txt")   ? ms_render_text(&in, &buf)
 		    : !strcmp(format, "dot") ? ms_render_dot(&in, &buf)
-		    : !strcmp(format, "svg") ? ms_render_svg(&in, &buf, &d)
-		                             : end_state_page(&in, c, &buf);
+		    : !strcmp(format, "svg")
+		            ? ms_render_svg(&in, &buf, &d)
+		            : ms_page_end_state(&in, c->o.limit, c->o.device_memory, &buf);
 		if (s)
 			ms_report(path, s, &d);
 		else
@@ -629,7 +351,7 @@ static int render_no_trace(struct ms_replay_cli *c, const char *path, const char
  * a switch, opening on the device choose_device picked (c->o.device).
  */
 static int render_html_devices(struct ms_replay_cli *c, const char *path, const char *out,
-                               const uint32_t *devs, size_t nd, const struct page_opts *pg)
+                               const uint32_t *devs, size_t nd, const struct ms_page_opts *pg)
 {
 	struct ms_buf *datas = ms_calloc(nd, sizeof(*datas));
 	struct ms_buf page = MS_BUF_INIT;
@@ -642,7 +364,7 @@ static int render_html_devices(struct ms_replay_cli *c, const char *path, const 
 	for (i = 0; i < nd && rc == MS_EXIT_OK; i++) {
 		struct ms_replay_result r;
 		struct ms_limit_range lim;
-		struct page_opts one = *pg;
+		struct ms_page_opts one = *pg;
 		c->o = base;
 		c->o.device = devs[i];
 		if (devs[i] == base.device)
@@ -654,7 +376,7 @@ static int render_html_devices(struct ms_replay_cli *c, const char *path, const 
 		if (window_check(path, one.from, &one.to, r.events_total))
 			rc = MS_EXIT_ERROR;
 		else
-			rc = page_data(c, path, &r, &lim, &one, PAGE_DATA, &datas[i]);
+			rc = page_data(c, path, &r, &lim, &one, MS_PAGE_DATA, &datas[i]);
 		ms_replay_result_release(&r);
 		ms_replay_cli_release(c);
 	}
@@ -683,7 +405,7 @@ int cmd_render(int argc, const char **argv)
 	struct ms_symtab syms;
 	const struct ms_trace *t = NULL;
 	struct ms_buf buf = MS_BUF_INIT;
-	struct page_opts pg;
+	struct ms_page_opts pg;
 	uint32_t *devs = NULL;
 	size_t nd = 0;
 	uint64_t event = 0, detail = 2000, from = 0, to = UINT64_MAX; /* UINT64_MAX: the end */
@@ -779,7 +501,7 @@ int cmd_render(int argc, const char **argv)
 	c.html = !strcmp(format, "html");
 	if (choose_device(&c, argv[0], &devs, &nd))
 		return MS_EXIT_ERROR;
-	pg = (struct page_opts){(size_t)detail, no_whatif, from, to, frames.n};
+	pg = (struct ms_page_opts){(size_t)detail, no_whatif, from, to, frames.n, ms_site_depth()};
 	if (c.html && nd > 1) {
 		rc = render_html_devices(&c, argv[0], out, devs, nd, &pg);
 		ms_free(devs);
@@ -806,7 +528,7 @@ int cmd_render(int argc, const char **argv)
 	if (!strcmp(format, "csv")) {
 		struct ms_buf csv = MS_BUF_INIT;
 		pg.to = to;
-		rc = page_data(&c, argv[0], &r, &lim, &pg, PAGE_CSV, &csv);
+		rc = page_data(&c, argv[0], &r, &lim, &pg, MS_PAGE_CSV, &csv);
 		if (rc == MS_EXIT_OK)
 			rc = emit(out, &csv, "csv", SIZE_MAX, 0);
 		ms_buf_release(&csv);

@@ -52,24 +52,3 @@ void ms_verdict_print_oom_cause(const struct ms_oom_verdict *v, const struct ms_
 		       ms_format_size(b3, sizeof(b3), reserved),
 		       ms_format_size(b2, sizeof(b2), v->device_free));
 }
-
-/* The verdict of c's device of path (verdict_out.h) */
-ms_status ms_cli_verdict(const struct ms_replay_cli *c, const char *path, const struct ms_trace *t,
-                         const struct ms_replay_result *r, const struct ms_limit_range *lim,
-                         const struct ms_whatif_row *rows, size_t n_rows, struct ms_verdict *v,
-                         int *has, struct ms_diag *d)
-{
-	struct ms_trace *owned = NULL;
-	ms_status s = MS_OK;
-
-	*has = 0;
-	memset(v, 0, sizeof(*v)); /* released by the caller whatever happens here */
-	if (!t && r->events_total <= MS_CLI_VERDICT_EVENTS)
-		s = ms_replay_cli_trace_whole(path, &t, &owned, d);
-	if (s || !t)
-		return s;
-	if (!(s = ms_verdict_of_replay(t, &c->o, r, lim, rows, n_rows, v)))
-		*has = 1;
-	ms_trace_free(owned);
-	return s;
-}
