@@ -22,6 +22,72 @@ static const char *const usage[] = {
         NULL,
 };
 
+/* in (the window ro) as PyTorch's snapshot layout in JSON to f; errors said. */
+static ms_status to_json(const char *in, const struct ms_read_opts *ro, const char *out, FILE *f)
+{
+	struct ms_diag d = MS_DIAG_INIT;
+	struct ms_trace *t;
+	ms_status s = ms_trace_load(in, ro, &t, NULL, &d);
+
+	if (s) {
+		ms_report(in, s, &d);
+		return s;
+	}
+	ms_report_warnings(in, &d);
+	if ((s = ms_torch_json_write(t, f, 0)))
+		ms_error("%s: write error", out);
+	ms_trace_free(t);
+	return s;
+}
+
+/* in (the window ro) as a memsnap trace to f; errors said. */
+static ms_status to_zst(const char *in, const struct ms_read_opts *ro, const char *out, FILE *f,
+                        int level, uint64_t frame_kib)
+{
+	struct ms_writer_opts wo = MS_WRITER_OPTS_INIT;
+	struct ms_writer *w = NULL;
+	struct ms_symtab syms;
+	struct ms_sink sink;
+	struct ms_source_info si;
+	struct ms_diag d = MS_DIAG_INIT, wd = MS_DIAG_INIT;
+	struct ms_trace *t = NULL;
+	ms_status s;
+
+	wo.level = level;
+	wo.frame_bytes = (size_t)frame_kib * 1024;
+	wo.producer = "memsnap";
+	if (ms_symtab_init(&syms))
+		ms_die(MS_EXIT_ERROR, "out of memory");
+	/*
+	 * A snapshot is read whole, so that its events get the pools its end state tells
+	 * (parse/pool_infer.h); a memsnap trace streams in bounded memory.
+	 */
+	if (ms_file_is_snapshot(in) && (s = ms_trace_load(in, ro, &t, NULL, &d))) {
+		ms_report(in, s, &d);
+	} else if ((s = ms_writer_open(f, &wo, t ? &t->syms : &syms, &w, &wd))) {
+		ms_report(out, s, &wd);
+	} else {
+		ms_writer_sink(w, &sink);
+		s = t ? ms_trace_emit(t, &sink) : ms_source_read(in, ro, &syms, &sink, &si, &d);
+		/* a run cut short stays so: the END written here is not the run's end */
+		if (!s && (t ? t->cut_short : ms_source_cut_short(&si)))
+			ms_writer_source_cut_short(w);
+		if (s == MS_ERR_IO && !d.msg[0])
+			ms_error("%s: write error", out);
+		else if (s)
+			ms_report(in, s, &d);
+		else {
+			ms_report_warnings(in, &d);
+			if ((s = ms_writer_close(w, &wd)))
+				ms_report(out, s, &wd);
+		}
+	}
+	ms_writer_free(w);
+	ms_trace_free(t);
+	ms_symtab_release(&syms);
+	return s;
+}
+
 int cmd_convert(int argc, const char **argv)
 {
 	const char *out = NULL, *format = NULL;
@@ -38,7 +104,6 @@ int cmd_convert(int argc, const char **argv)
 	        MS_OPT_U64(0, "to", &ro.to, "N", "stop before this event index"),
 	        MS_OPT_END(),
 	};
-	struct ms_diag d = MS_DIAG_INIT;
 	struct ms_output o;
 	FILE *f;
 	ms_status s;
@@ -70,62 +135,7 @@ int cmd_convert(int argc, const char **argv)
 	if (ms_output_open(&o, out))
 		return MS_EXIT_ERROR;
 	f = o.f;
-	if (json) {
-		struct ms_trace *t;
-		s = ms_trace_load(argv[0], &ro, &t, NULL, &d);
-		if (s) {
-			ms_report(argv[0], s, &d);
-		} else {
-			ms_report_warnings(argv[0], &d);
-			s = ms_torch_json_write(t, f, 0);
-			if (s)
-				ms_error("%s: write error", out);
-			ms_trace_free(t);
-		}
-	} else {
-		struct ms_writer_opts wo = MS_WRITER_OPTS_INIT;
-		struct ms_writer *w = NULL;
-		struct ms_symtab syms;
-		struct ms_sink sink;
-		struct ms_diag wd = MS_DIAG_INIT;
-		struct ms_trace *t = NULL;
-
-		wo.level = level;
-		wo.frame_bytes = (size_t)frame_kib * 1024;
-		wo.producer = "memsnap";
-		if (ms_symtab_init(&syms))
-			ms_die(MS_EXIT_ERROR, "out of memory");
-		/*
-		 * A snapshot is read whole, so that its events get the pools its end state tells
-		 * (parse/pool_infer.h); a memsnap trace streams in bounded memory.
-		 */
-		if (ms_file_is_snapshot(argv[0]) &&
-		    (s = ms_trace_load(argv[0], &ro, &t, NULL, &d))) {
-			ms_report(argv[0], s, &d);
-		} else if ((s = ms_writer_open(f, &wo, t ? &t->syms : &syms, &w, &wd))) {
-			ms_report(out, s, &wd);
-		} else {
-			ms_writer_sink(w, &sink);
-			struct ms_source_info si;
-			s = t ? ms_trace_emit(t, &sink)
-			      : ms_source_read(argv[0], &ro, &syms, &sink, &si, &d);
-			/* a run cut short stays so: the END written here is not the run's end */
-			if (!s && (t ? t->cut_short : ms_source_cut_short(&si)))
-				ms_writer_source_cut_short(w);
-			if (s == MS_ERR_IO && !d.msg[0])
-				ms_error("%s: write error", out);
-			else if (s)
-				ms_report(argv[0], s, &d);
-			else {
-				ms_report_warnings(argv[0], &d);
-				if ((s = ms_writer_close(w, &wd)))
-					ms_report(out, s, &wd);
-			}
-		}
-		ms_writer_free(w);
-		ms_trace_free(t);
-		ms_symtab_release(&syms);
-	}
+	s = json ? to_json(argv[0], &ro, out, f) : to_zst(argv[0], &ro, out, f, level, frame_kib);
 	if (s) {
 		ms_output_abort(&o); /* no half-written output */
 		return MS_EXIT_ERROR;

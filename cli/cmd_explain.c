@@ -171,6 +171,54 @@ static void compare(const struct rank_row *rows, size_t n, cJSON *jroot)
 		}
 }
 
+/* A snapshot without a trace: each device's end state explained (--device: that one). */
+static int explain_end_states(struct ms_replay_cli *c, const char *path, const struct ms_trace *t,
+                              int json, uint64_t request, cJSON **jout)
+{
+	cJSON *byd = NULL;
+	int rc = MS_EXIT_OK;
+	size_t k;
+
+	/* the end state's devices (--device: that one) */
+	uint32_t seen[64];
+	size_t ns = 0;
+	for (size_t i = 0; i < t->n_segs; i++) {
+		size_t j;
+		for (j = 0; j < ns && seen[j] != t->segs[i].device; j++)
+			;
+		if (j == ns && ns < 64 &&
+		    (c->device == UINT64_MAX || t->segs[i].device == c->device))
+			seen[ns++] = t->segs[i].device;
+	}
+	if (!ns) {
+		ms_error("%s: no segments on device %llu", path, (unsigned long long)c->device);
+		return MS_EXIT_ERROR;
+	}
+	if (json && ns > 1) {
+		*jout = cJSON_CreateObject();
+		ms_json_schema(*jout);
+		cJSON_AddStringToObject(*jout, "trace", path);
+		byd = cJSON_AddObjectToObject(*jout, "devices");
+	}
+	for (k = 0; k < ns && rc == MS_EXIT_OK; k++) {
+		char label[MS_LABEL_MAX], key[16];
+		cJSON *o = NULL;
+		if (k && !json)
+			putchar('\n');
+		rc = ms_explain_end_state(
+		        c, path, t, seen[k],
+		        ms_replay_cli_label(path, seen[k], ns, label, sizeof(label)), request, json,
+		        &o);
+		if (o && byd) {
+			snprintf(key, sizeof(key), "%u", seen[k]);
+			cJSON_AddItemToObject(byd, key, o);
+		} else if (o) {
+			*jout = o;
+		}
+	}
+	return rc;
+}
+
 static int explain_file(struct ms_replay_cli *c, const char *path, unsigned jobs, int json,
                         uint64_t request, cJSON **jout, struct rank_row **rows, size_t *nrows,
                         size_t *caprows)
@@ -191,45 +239,7 @@ static int explain_file(struct ms_replay_cli *c, const char *path, unsigned jobs
 		return MS_EXIT_ERROR;
 	}
 	if (ms_trace_no_allocations(t)) {
-		/* the end state's devices (--device: that one) */
-		uint32_t seen[64];
-		size_t ns = 0;
-		for (size_t i = 0; i < t->n_segs; i++) {
-			size_t j;
-			for (j = 0; j < ns && seen[j] != t->segs[i].device; j++)
-				;
-			if (j == ns && ns < 64 &&
-			    (c->device == UINT64_MAX || t->segs[i].device == c->device))
-				seen[ns++] = t->segs[i].device;
-		}
-		if (!ns) {
-			ms_error("%s: no segments on device %llu", path,
-			         (unsigned long long)c->device);
-			ms_trace_free(owned);
-			return MS_EXIT_ERROR;
-		}
-		if (json && ns > 1) {
-			*jout = cJSON_CreateObject();
-			ms_json_schema(*jout);
-			cJSON_AddStringToObject(*jout, "trace", path);
-			byd = cJSON_AddObjectToObject(*jout, "devices");
-		}
-		for (k = 0; k < ns && rc == MS_EXIT_OK; k++) {
-			char label[MS_LABEL_MAX], key[16];
-			cJSON *o = NULL;
-			if (k && !json)
-				putchar('\n');
-			rc = ms_explain_end_state(
-			        c, path, t, seen[k],
-			        ms_replay_cli_label(path, seen[k], ns, label, sizeof(label)),
-			        request, json, &o);
-			if (o && byd) {
-				snprintf(key, sizeof(key), "%u", seen[k]);
-				cJSON_AddItemToObject(byd, key, o);
-			} else if (o) {
-				*jout = o;
-			}
-		}
+		rc = explain_end_states(c, path, t, json, request, jout);
 		ms_trace_free(owned);
 		return rc;
 	}

@@ -154,6 +154,75 @@ static void keep_earlier_trace(const char *out, const char *abs_out)
 	ms_note("the earlier trace %s is kept as %s.old", out, out);
 }
 
+/* Where memsnap's options end: at "--" or at the program (its own options are the program's). */
+static int options_end(int argc, const char **argv)
+{
+	int end;
+
+	for (end = 1; end < argc; end++) {
+		const char *a = argv[end];
+		if (strcmp(a, "--") == 0 || a[0] != '-')
+			break;
+		if ((strcmp(a, "-o") == 0 ||
+		     (a[1] == '-' && !strchr(a, '=') &&
+		      (strcmp(a, "--output") == 0 || strcmp(a, "--stacks") == 0 ||
+		       strcmp(a, "--max-frames") == 0 || strcmp(a, "--flush-ms") == 0))) &&
+		    end + 1 < argc)
+			end++;
+	}
+	return end;
+}
+
+/* What the recorder in the program reads: the trace, its libraries, its options, preloaded. */
+static void set_environment(const char *abs_out, const char *libdir, const char *stacks,
+                            int max_frames, int flush_ms, int no_torch, int no_cuda)
+{
+	char buf[PATH_MAX + 64];
+
+	setenv("MEMSNAP_RECORD", abs_out, 1);
+	setenv("MEMSNAP_LIBDIR", libdir, 1);
+	setenv("MEMSNAP_RECORD_STACKS", stacks, 1);
+	snprintf(buf, sizeof(buf), "%d", max_frames);
+	setenv("MEMSNAP_RECORD_MAX_FRAMES", buf, 1);
+	snprintf(buf, sizeof(buf), "%d", flush_ms);
+	setenv("MEMSNAP_RECORD_FLUSH_MS", buf, 1);
+	setenv("MEMSNAP_RECORD_TORCH", no_torch ? "0" : "1", 1);
+	if (ms_path_join(buf, sizeof(buf), libdir, "python"))
+		ms_die(MS_EXIT_ERROR, "%s: path too long", libdir);
+	if (!no_torch && env_prepend("PYTHONPATH", buf))
+		ms_die(MS_EXIT_ERROR, "out of memory");
+	if (!no_cuda) {
+		if (ms_path_join(buf, sizeof(buf), libdir, "libmemsnap_cuda.so") ||
+		    access(buf, R_OK) != 0)
+			ms_die(MS_EXIT_ERROR, "%s: %s", buf, strerror(errno));
+		if (env_prepend("LD_PRELOAD", buf))
+			ms_die(MS_EXIT_ERROR, "out of memory");
+	}
+}
+
+/* The summary of the program's trace and of those of the processes it started (TRACE.PID.zst);
+ * how many there were. */
+static size_t summaries(const char *abs_out)
+{
+	char buf[PATH_MAX + 64];
+	glob_t g;
+	size_t n = strlen(abs_out), found = access(abs_out, F_OK) == 0;
+	int len;
+
+	if (found)
+		summary(abs_out);
+	if (n > 4 && strcmp(abs_out + n - 4, ".zst") == 0)
+		n -= 4;
+	len = snprintf(buf, sizeof(buf), "%.*s.[0-9]*.zst", (int)n, abs_out);
+	if (len > 0 && (size_t)len < sizeof(buf) && glob(buf, 0, NULL, &g) == 0) {
+		for (size_t k = 0; k < g.gl_pathc; k++)
+			summary(g.gl_pathv[k]);
+		found += g.gl_pathc;
+		globfree(&g);
+	}
+	return found;
+}
+
 int cmd_record(int argc, const char **argv)
 {
 	const char *out = NULL, *stacks = "none";
@@ -171,20 +240,8 @@ int cmd_record(int argc, const char **argv)
 	        MS_OPT_BOOL(0, "no-cuda", &no_cuda, "do not interpose raw CUDA calls"),
 	        MS_OPT_END(),
 	};
-	int end;
+	int end = options_end(argc, argv);
 
-	/* memsnap's options stop at "--" or at the program: its own options are the program's */
-	for (end = 1; end < argc; end++) {
-		const char *a = argv[end];
-		if (strcmp(a, "--") == 0 || a[0] != '-')
-			break;
-		if ((strcmp(a, "-o") == 0 ||
-		     (a[1] == '-' && !strchr(a, '=') &&
-		      (strcmp(a, "--output") == 0 || strcmp(a, "--stacks") == 0 ||
-		       strcmp(a, "--max-frames") == 0 || strcmp(a, "--flush-ms") == 0))) &&
-		    end + 1 < argc)
-			end++;
-	}
 	if (ms_parse_options(end, argv, opts, usage) != 0)
 		ms_usage_error(opts, usage, "unexpected argument '%s'", argv[1]);
 	if (end < argc && strcmp(argv[end], "--") == 0)
@@ -212,25 +269,7 @@ int cmd_record(int argc, const char **argv)
 	}
 	keep_earlier_trace(out, abs_out);
 
-	setenv("MEMSNAP_RECORD", abs_out, 1);
-	setenv("MEMSNAP_LIBDIR", libdir, 1);
-	setenv("MEMSNAP_RECORD_STACKS", stacks, 1);
-	snprintf(buf, sizeof(buf), "%d", max_frames);
-	setenv("MEMSNAP_RECORD_MAX_FRAMES", buf, 1);
-	snprintf(buf, sizeof(buf), "%d", flush_ms);
-	setenv("MEMSNAP_RECORD_FLUSH_MS", buf, 1);
-	setenv("MEMSNAP_RECORD_TORCH", no_torch ? "0" : "1", 1);
-	if (ms_path_join(buf, sizeof(buf), libdir, "python"))
-		ms_die(MS_EXIT_ERROR, "%s: path too long", libdir);
-	if (!no_torch && env_prepend("PYTHONPATH", buf))
-		ms_die(MS_EXIT_ERROR, "out of memory");
-	if (!no_cuda) {
-		if (ms_path_join(buf, sizeof(buf), libdir, "libmemsnap_cuda.so") ||
-		    access(buf, R_OK) != 0)
-			ms_die(MS_EXIT_ERROR, "%s: %s", buf, strerror(errno));
-		if (env_prepend("LD_PRELOAD", buf))
-			ms_die(MS_EXIT_ERROR, "out of memory");
-	}
+	set_environment(abs_out, libdir, stacks, max_frames, flush_ms, no_torch, no_cuda);
 	fflush(NULL);
 
 	g_child = fork();
@@ -251,29 +290,8 @@ int cmd_record(int argc, const char **argv)
 	while (waitpid(g_child, &status, 0) < 0)
 		if (errno != EINTR)
 			ms_die(MS_EXIT_ERROR, "waitpid: %s", strerror(errno));
-	/* the program's trace, and those of the processes it started (TRACE.PID.zst) */
-	{
-		glob_t g;
-		size_t n = strlen(abs_out);
-		int found = access(abs_out, F_OK) == 0;
-		if (found)
-			summary(abs_out);
-		if (n > 4 && strcmp(abs_out + n - 4, ".zst") == 0)
-			n -= 4;
-		int len = snprintf(buf, sizeof(buf), "%.*s.[0-9]*.zst", (int)n, abs_out);
-		if (len > 0 && (size_t)len < sizeof(buf)) {
-			if (glob(buf, 0, NULL, &g) == 0) {
-				for (size_t k = 0; k < g.gl_pathc; k++)
-					summary(g.gl_pathv[k]);
-				found += g.gl_pathc > 0;
-				globfree(&g);
-			}
-		}
-		if (!found && !(WIFEXITED(status) && WEXITSTATUS(status) >= 126))
-			ms_warning(
-			        "%s: not written: the program made no CUDA allocation memsnap saw",
-			        out);
-	}
+	if (!summaries(abs_out) && !(WIFEXITED(status) && WEXITSTATUS(status) >= 126))
+		ms_warning("%s: not written: the program made no CUDA allocation memsnap saw", out);
 	if (WIFEXITED(status))
 		return WEXITSTATUS(status);
 	if (WIFSIGNALED(status)) {

@@ -79,26 +79,16 @@ void ms_explain_print_oom(const struct ms_explain_report *r)
 }
 
 /* What to change: each setting that helps, replayed on the trace, and the least memory. */
-void ms_explain_print_changes(const struct ms_explain_report *r)
+/* Where no setting tried helps: why, as the replays tell it. */
+static void print_no_change(const struct ms_explain_report *r)
 {
 	const struct ms_explain *x = &r->x;
 	const struct ms_replay_result *first = &r->first;
-	const struct ms_verdict *vd = &r->vd;
 	const struct ms_limit_range *lim = &r->lim;
-	uint64_t reserved = r->reserved, capacity = r->capacity;
-	char b1[32], b2[32], b3[32];
+	uint64_t capacity = r->capacity;
+	char b1[32], b2[32];
 	size_t k;
 
-	printf("\n  what to change (each replayed on this trace%s%s%s%s%s):\n",
-	       r->o.limit ? ", limit " : "",
-	       r->o.limit ? ms_format_size(b1, sizeof(b1), r->o.limit) : "",
-	       !r->n_recs             ? ""
-	       : first->alloc_conf[0] ? "; each in place of \""
-	                              : "; each in place of the default settings",
-	       r->n_recs && first->alloc_conf[0] ? first->alloc_conf : "",
-	       r->n_recs && first->alloc_conf[0] ? "\", whatif --configs tries combinations"
-	       : r->n_recs                       ? ", whatif --configs tries combinations"
-	                                         : "");
 	if (r->rows[0].s)
 		printf("    the recorded settings could not be replayed: %s\n", r->rows[0].err);
 	else if (!r->n_recs && first->has_oom && first->first_oom.o.retry_skipped)
@@ -135,46 +125,75 @@ void ms_explain_print_changes(const struct ms_explain_report *r)
 		       "lists "
 		       "them)\n",
 		       r->n_rows - 1);
-	for (k = 0; k < r->n_recs; k++) {
-		const struct ms_whatif_row *w = &r->rows[r->recs[k].row];
-		uint64_t p = r->recs[k].peak;
-		if (r->recs[k].sv.survives == MS_SURVIVES_NO &&
-		    (!k || r->recs[k - 1].sv.survives != MS_SURVIVES_NO))
-			printf("    %s would not have saved the job:\n",
-			       k ? "these"
-			         : "none does: these lower the peak or get past the "
-			           "recorded OOM, but");
-		printf("    %s\n      peak reserved %s (%s%s)%s", w->conf,
-		       ms_format_size(b1, sizeof(b1), p), p > reserved ? "+" : "-",
-		       ms_format_size(b2, sizeof(b2), p > reserved ? p - reserved : reserved - p),
-		       !r->recs[k].avoids_oom      ? ""
-		       : first->first_oom.recorded ? ", gets past the recorded OOM"
-		                                   : ", gets past the OOM of the replay under this "
-		                                     "limit");
-		if (r->o.limit && p > r->o.limit)
-			printf(" (%s over the limit: PyTorch checks the limit against the "
-			       "request, and expandable segments map whole pages past it)",
-			       ms_format_size(b2, sizeof(b2), p - r->o.limit));
-		if (w->min_memory)
-			printf("; least memory that completes %s%s%s",
-			       first->rebuilt ? "at least " : "", /* a mid-run start */
-			       ms_format_size(b3, sizeof(b3), w->min_memory),
-			       w->min_memory > p ? " (more than its peak: under a lower limit "
-			                           "the allocator takes other paths, and runs out)"
-			       : r->rows[0].min_memory && w->min_memory > r->rows[0].min_memory
-			               ? " (more than the settings it replaces need)"
-			               : "");
-		printf("\n      survives: %s: %s", ms_survives_name(r->recs[k].sv.survives),
-		       r->recs[k].sv.why);
-		if (r->recs[k].sv.survives != MS_SURVIVES_NO && r->recs[k].sv.margin_known)
-			printf("; its allocated peak %s below %s (reserved bytes may "
-			       "fill the rest)",
-			       ms_format_size(b1, sizeof(b1), r->recs[k].sv.margin),
-			       vd->cap.from == MS_CAP_HELD     ? "what the job held at once"
-			       : vd->cap.from == MS_CAP_DEVICE ? "what PyTorch could use"
-			                                       : "the limit");
-		printf("\n");
-	}
+}
+
+/* The k-th setting recommended: its peak, least memory and whether it survives. */
+static void print_recommendation(const struct ms_explain_report *r, size_t k)
+{
+	const struct ms_replay_result *first = &r->first;
+	const struct ms_verdict *vd = &r->vd;
+	uint64_t reserved = r->reserved;
+	char b1[32], b2[32], b3[32];
+
+	const struct ms_whatif_row *w = &r->rows[r->recs[k].row];
+	uint64_t p = r->recs[k].peak;
+	if (r->recs[k].sv.survives == MS_SURVIVES_NO &&
+	    (!k || r->recs[k - 1].sv.survives != MS_SURVIVES_NO))
+		printf("    %s would not have saved the job:\n",
+		       k ? "these"
+		         : "none does: these lower the peak or get past the "
+		           "recorded OOM, but");
+	printf("    %s\n      peak reserved %s (%s%s)%s", w->conf,
+	       ms_format_size(b1, sizeof(b1), p), p > reserved ? "+" : "-",
+	       ms_format_size(b2, sizeof(b2), p > reserved ? p - reserved : reserved - p),
+	       !r->recs[k].avoids_oom      ? ""
+	       : first->first_oom.recorded ? ", gets past the recorded OOM"
+	                                   : ", gets past the OOM of the replay under this "
+	                                     "limit");
+	if (r->o.limit && p > r->o.limit)
+		printf(" (%s over the limit: PyTorch checks the limit against the "
+		       "request, and expandable segments map whole pages past it)",
+		       ms_format_size(b2, sizeof(b2), p - r->o.limit));
+	if (w->min_memory)
+		printf("; least memory that completes %s%s%s",
+		       first->rebuilt ? "at least " : "", /* a mid-run start */
+		       ms_format_size(b3, sizeof(b3), w->min_memory),
+		       w->min_memory > p ? " (more than its peak: under a lower limit "
+		                           "the allocator takes other paths, and runs out)"
+		       : r->rows[0].min_memory && w->min_memory > r->rows[0].min_memory
+		               ? " (more than the settings it replaces need)"
+		               : "");
+	printf("\n      survives: %s: %s", ms_survives_name(r->recs[k].sv.survives),
+	       r->recs[k].sv.why);
+	if (r->recs[k].sv.survives != MS_SURVIVES_NO && r->recs[k].sv.margin_known)
+		printf("; its allocated peak %s below %s (reserved bytes may "
+		       "fill the rest)",
+		       ms_format_size(b1, sizeof(b1), r->recs[k].sv.margin),
+		       vd->cap.from == MS_CAP_HELD     ? "what the job held at once"
+		       : vd->cap.from == MS_CAP_DEVICE ? "what PyTorch could use"
+		                                       : "the limit");
+	printf("\n");
+}
+
+void ms_explain_print_changes(const struct ms_explain_report *r)
+{
+	const struct ms_replay_result *first = &r->first;
+	char b1[32];
+	size_t k;
+
+	printf("\n  what to change (each replayed on this trace%s%s%s%s%s):\n",
+	       r->o.limit ? ", limit " : "",
+	       r->o.limit ? ms_format_size(b1, sizeof(b1), r->o.limit) : "",
+	       !r->n_recs             ? ""
+	       : first->alloc_conf[0] ? "; each in place of \""
+	                              : "; each in place of the default settings",
+	       r->n_recs && first->alloc_conf[0] ? first->alloc_conf : "",
+	       r->n_recs && first->alloc_conf[0] ? "\", whatif --configs tries combinations"
+	       : r->n_recs                       ? ", whatif --configs tries combinations"
+	                                         : "");
+	print_no_change(r);
+	for (k = 0; k < r->n_recs; k++)
+		print_recommendation(r, k);
 	if (!r->rows[0].s)
 		printf("  least memory that completes with %s: %s%s\n",
 		       r->o.alloc_conf            ? "the settings given"
