@@ -4,6 +4,7 @@
  */
 #include "explain/report.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -176,11 +177,44 @@ static ms_status whatif_failed(ms_status s, struct ms_diag *d)
 	                    s == MS_ERR_NOMEM ? "out of memory" : "cannot start a thread");
 }
 
-/* The state at the peak, at the allocated peak, at the OOM and at the end. */
+/* An explain pass on a thread of its own. */
+struct pass {
+	struct ms_explain_in in;
+	struct ms_explain *out;
+	ms_status s;
+};
+
+static void *pass_run(void *arg)
+{
+	struct pass *p = arg;
+	p->s = ms_explain_run(&p->in, p->out);
+	return NULL;
+}
+
+struct passes {
+	struct pass *p;
+	size_t n;
+};
+
+static void *passes_run(void *arg)
+{
+	struct passes *ps = arg;
+	for (size_t k = 0; k < ps->n; k++)
+		pass_run(&ps->p[k]);
+	return NULL;
+}
+
+/* The state at the peak, at the allocated peak, at the OOM and at the end: the peak's on this
+ * thread, the others on a second one. */
 static ms_status states(struct ms_explain_report *r)
 {
 	const struct ms_replay_result *f = &r->first;
+	struct pass ps[3];
+	struct passes all;
+	size_t np = 0;
 	struct ms_explain_in in;
+	pthread_t th;
+	int threaded;
 	ms_status s;
 
 	memset(&in, 0, sizeof(in));
@@ -189,65 +223,61 @@ static ms_status states(struct ms_explain_report *r)
 	in.site_depth = r->site_depth;
 	in.peak_index = f->fullest_at_peak_index;
 	in.allocated_at_peak = r->allocated - f->served_oom_at_peak_reserved;
-	if ((s = ms_explain_run(&in, &r->x)))
-		return s;
 	if (!f->ended_by_oom && r->t->n_events) {
-		struct ms_explain_in e = in;
-		e.peak_index = r->t->n_events - 1;
-		e.allocated_at_peak = (uint64_t)f->stats.allocated_bytes[0].current;
-		if ((s = ms_explain_run(&e, &r->at_end)))
-			return s;
+		ps[np] = (struct pass){in, &r->at_end, MS_OK};
+		ps[np].in.peak_index = r->t->n_events - 1;
+		ps[np++].in.allocated_at_peak = (uint64_t)f->stats.allocated_bytes[0].current;
 	}
 	r->apeak = (uint64_t)f->stats.allocated_bytes[0].peak > r->allocated;
 	if (r->apeak) {
-		in.peak_index = f->peak_allocated_index;
-		in.allocated_at_peak = (uint64_t)f->stats.allocated_bytes[0].peak -
-		                       f->served_oom_at_peak_allocated;
-		if ((s = ms_explain_run(&in, &r->at_apeak)))
-			return s;
+		ps[np] = (struct pass){in, &r->at_apeak, MS_OK};
+		ps[np].in.peak_index = f->peak_allocated_index;
+		ps[np++].in.allocated_at_peak = (uint64_t)f->stats.allocated_bytes[0].peak -
+		                                f->served_oom_at_peak_allocated;
 	}
 	r->has_oom = f->has_oom;
 	if (r->has_oom) {
-		in.peak_index = f->first_oom.index;
-		in.allocated_at_peak = f->first_oom.o.allocated;
-		in.before = 1; /* what was there when the request failed */
-		if ((s = ms_explain_run(&in, &r->at_oom)))
-			return s;
+		ps[np] = (struct pass){in, &r->at_oom, MS_OK};
+		ps[np].in.peak_index = f->first_oom.index;
+		ps[np].in.allocated_at_peak = f->first_oom.o.allocated;
+		ps[np++].in.before = 1; /* what was there when the request failed */
 	}
-	return MS_OK;
+	/* the others one after another on the second thread, beside the peak's */
+	all = (struct passes){ps, np};
+	threaded = np && pthread_create(&th, NULL, passes_run, &all) == 0;
+	s = ms_explain_run(&in, &r->x);
+	if (threaded)
+		pthread_join(th, NULL);
+	for (size_t k = 0; k < np; k++) {
+		if (!threaded)
+			pass_run(&ps[k]);
+		if (!s)
+			s = ps[k].s;
+	}
+	return s;
 }
 
-/*
- * The settings that would have helped, replayed on this trace: every one once (the recorded one
- * is the first replay), judged, then the least memory searched (a dozen replays each) for the
- * recorded one and those that help.
- */
-static ms_status settings(struct ms_explain_report *r, unsigned jobs, struct ms_diag *d)
-{
-	struct ms_replay_opts wo = r->o;
-	struct ms_whatif_row *mins;
-	uint64_t reserved = r->reserved;
-	size_t k, n = ms_whatif_n_default_configs;
-	ms_status s;
+/* Each step's most reserved bytes, on a thread of its own beside the settings' replays. */
+struct steps_job {
+	const struct ms_trace *t;
+	const struct ms_replay_opts *o;
+	const struct ms_explain *x;
+	uint64_t *res;
+};
 
-	wo.no_segment_log = 1;
-	r->rows = ms_calloc(n, sizeof(*r->rows));
-	r->recs = ms_calloc(n, sizeof(*r->recs));
-	if (!r->rows || !r->recs)
-		return MS_ERR_NOMEM;
-	r->n_rows = n;
-	for (k = 0; k < n; k++) {
-		r->rows[k].conf = ms_whatif_default_configs[k];
-		r->rows[k].no_min_memory = 1;
-	}
-	r->rows[0].conf =
-	        r->o.alloc_conf; /* the settings of the first replay: given, or recorded */
-	if ((s = ms_whatif_run(r->t, &wo, r->rows + 1, n - 1, jobs)))
-		return whatif_failed(s, d);
-	/* would the job have survived under each (verdict.h) */
-	if ((s = ms_verdict_judge_rows(r->t, &r->x, &wo, r->rows + 1, n - 1, &r->vd)))
-		return s;
-	for (k = 1; k < n; k++) {
+static void *steps_job_run(void *arg)
+{
+	struct steps_job *j = arg;
+	steps_reserved(j->t, j->o, j->x, j->res);
+	return NULL;
+}
+
+/* The rows that help, in order (recs): those that avoid the OOM or lower the peak by 1%. */
+static void recommend(struct ms_explain_report *r)
+{
+	uint64_t reserved = r->reserved;
+
+	for (size_t k = 1; k < r->n_rows; k++) {
 		const struct ms_whatif_row *w = &r->rows[k];
 		uint64_t p;
 		int avoids;
@@ -261,30 +291,82 @@ static ms_status settings(struct ms_explain_report *r, unsigned jobs, struct ms_
 			        k, p, avoids, avoids && w->r.missed_ooms_went_on, r->vd.sv[k - 1]};
 	}
 	qsort(r->recs, r->n_recs, sizeof(*r->recs), rec_cmp);
-	/* the least memory: the recorded settings and the helpful ones, searched together */
-	if (!(mins = ms_calloc(r->n_recs + 1, sizeof(*mins))))
+}
+
+/* The least memory of each setting recommended (the recorded one's is searched already). */
+static ms_status least_memory(struct ms_explain_report *r, const struct ms_replay_opts *wo,
+                              unsigned jobs, struct ms_diag *d)
+{
+	struct ms_whatif_row *mins;
+	ms_status s;
+
+	if (!r->n_recs)
+		return MS_OK;
+	if (!(mins = ms_calloc(r->n_recs, sizeof(*mins))))
 		return MS_ERR_NOMEM;
-	mins[0].conf = r->rows[0].conf;
-	for (k = 0; k < r->n_recs; k++)
-		mins[k + 1].conf = r->rows[r->recs[k].row].conf;
-	if ((s = ms_whatif_run(r->t, &wo, mins, r->n_recs + 1, jobs))) {
+	for (size_t k = 0; k < r->n_recs; k++) {
+		mins[k].conf = r->rows[r->recs[k].row].conf;
+		mins[k].given = &r->rows[r->recs[k].row].r;
+	}
+	if ((s = ms_whatif_run(r->t, wo, mins, r->n_recs, jobs))) {
 		ms_free(mins);
 		return whatif_failed(s, d);
 	}
-	if (mins[0].s) { /* the recorded settings could not be replayed again */
-		r->rows[0].s = mins[0].s;
-		snprintf(r->rows[0].err, sizeof(r->rows[0].err), "%s", mins[0].err);
-	} else {
-		r->rows[0].min_memory = mins[0].min_memory;
-		for (k = 0; k < r->n_recs; k++)
-			r->rows[r->recs[k].row].min_memory = mins[k + 1].min_memory;
-	}
-	ms_whatif_release(mins, r->n_recs + 1);
+	for (size_t k = 0; k < r->n_recs; k++)
+		r->rows[r->recs[k].row].min_memory = mins[k].min_memory;
+	ms_whatif_release(mins, r->n_recs);
 	ms_free(mins);
-	/* each step's most reserved bytes */
-	if (!(r->step_reserved = ms_calloc(r->x.n_steps ? r->x.n_steps : 1, sizeof(uint64_t))))
+	return MS_OK;
+}
+
+/*
+ * The settings that would have helped, replayed on this trace: every one once (the recorded one
+ * is the first replay, whose least memory is searched meanwhile: a dozen replays), judged, then
+ * the least memory searched for those that help; each step's most reserved bytes on a thread
+ * beside them.
+ */
+static ms_status settings(struct ms_explain_report *r, unsigned jobs, struct ms_diag *d)
+{
+	struct ms_replay_opts wo = r->o;
+	size_t k, n = ms_whatif_n_default_configs;
+	struct steps_job sj;
+	pthread_t th;
+	int threaded;
+	ms_status s;
+
+	wo.no_segment_log = 1;
+	r->rows = ms_calloc(n, sizeof(*r->rows));
+	r->recs = ms_calloc(n, sizeof(*r->recs));
+	if (!(r->step_reserved = ms_calloc(r->x.n_steps ? r->x.n_steps : 1, sizeof(uint64_t))) ||
+	    !r->rows || !r->recs)
 		return MS_ERR_NOMEM;
-	steps_reserved(r->t, &wo, &r->x, r->step_reserved);
+	r->n_rows = n;
+	for (k = 0; k < n; k++) {
+		r->rows[k].conf = ms_whatif_default_configs[k];
+		r->rows[k].no_min_memory = 1;
+	}
+	/* the settings of the first replay: given, or recorded */
+	r->rows[0].conf = r->o.alloc_conf;
+	r->rows[0].given = &r->first;
+	r->rows[0].no_min_memory = 0;
+	sj = (struct steps_job){r->t, &wo, &r->x, r->step_reserved};
+	threaded = pthread_create(&th, NULL, steps_job_run, &sj) == 0;
+	if (!threaded)
+		steps_job_run(&sj);
+	s = ms_whatif_run(r->t, &wo, r->rows, n, jobs);
+	/* would the job have survived under each (verdict.h) */
+	if (!s)
+		s = ms_verdict_judge_rows(r->t, &r->x, &wo, r->rows + 1, n - 1, &r->vd);
+	if (!s) {
+		recommend(r);
+		s = least_memory(r, &wo, jobs, d);
+	} else if (s != MS_ERR_NOMEM || !d->msg[0]) {
+		s = whatif_failed(s, d);
+	}
+	if (threaded)
+		pthread_join(th, NULL);
+	if (s)
+		return s;
 	r->steps_exceed_reserved = steps_exceed_reserved(&r->x, r->step_reserved, &r->first);
 	return MS_OK;
 }

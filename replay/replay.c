@@ -270,6 +270,7 @@ static ms_status r_begin(void *ctx, const struct ms_meta *meta, const struct ms_
 	if (!p->mc.ac.native_backend)
 		return ms__diag_set(p->diag, MS_ERR_UNSUPPORTED, -1, -1,
 		                    "backend:cudaMallocAsync is not modelled");
+	r->ac = p->mc.ac;
 	p->mc.device_memory = UINT64_MAX;
 	if (p->o->limit_only) {
 		/* no device size */

@@ -166,6 +166,7 @@ const char *ms_devmem_source_name(unsigned source);
 
 struct ms_replay_result {
 	char alloc_conf[512];
+	struct ms_alloc_conf ac; /* the settings replayed, as the model took them */
 	uint32_t device;
 	uint64_t device_memory;          /* UINT64_MAX: unbounded */
 	uint64_t device_memory_recorded; /* the size the trace records (0: none), also under

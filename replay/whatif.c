@@ -52,16 +52,53 @@ static int completes(const struct pool *p, const struct ms_whatif_row *j, uint64
 	return ok;
 }
 
-static void run_row(struct pool *p, struct ms_whatif_row *j)
+/*
+ * A replay that ran under no limit and never ran out of memory, of a trace that records no OOM:
+ * neither the device's size nor a limit bound it, so a replay without any limit and without the
+ * device's size (the least-memory search's) takes the same path, and has its peaks.
+ */
+static int unbound(const struct ms_replay_result *r)
+{
+	return !r->limit && !r->has_oom && !r->ended_by_oom && !r->oom_seen && !r->recorded_ooms &&
+	       !r->reproduced_ooms;
+}
+
+/* The peaks of the setting's replay without any limit into *lo, *hi; -1 where it runs out. */
+static int unlimited_peaks(const struct pool *p, const struct ms_whatif_row *j,
+                           const struct ms_replay_result *row, uint64_t *lo, uint64_t *hi)
 {
 	struct ms_replay_opts o = *p->base;
 	struct ms_replay_result unl;
 	struct ms_diag d = MS_DIAG_INIT;
+
+	if (unbound(row)) {
+		*lo = (uint64_t)row->stats.allocated_bytes[0].peak;
+		*hi = (uint64_t)row->stats.reserved_bytes[0].peak;
+		return 0;
+	}
+	o.alloc_conf = j->conf;
+	o.limit = 0;
+	o.fraction = 0;
+	o.no_recorded_limit = 1;
+	o.limit_only = 1;
+	if (ms_replay_trace(p->t, &o, &unl, &d) || unl.ended_by_oom) {
+		ms_replay_result_release(&unl);
+		return -1;
+	}
+	*lo = (uint64_t)unl.stats.allocated_bytes[0].peak;
+	*hi = (uint64_t)unl.stats.reserved_bytes[0].peak;
+	ms_replay_result_release(&unl);
+	return 0;
+}
+
+static void run_row(struct pool *p, struct ms_whatif_row *j)
+{
+	struct ms_replay_opts o = *p->base;
+	struct ms_diag d = MS_DIAG_INIT;
 	uint64_t lo, hi;
 
 	o.alloc_conf = j->conf;
-	j->s = ms_replay_trace(p->t, &o, &j->r, &d);
-	if (j->s) {
+	if (!j->given && (j->s = ms_replay_trace(p->t, &o, &j->r, &d))) {
 		snprintf(j->err, sizeof(j->err), "%s", d.msg[0] ? d.msg : ms_strerror(j->s));
 		return;
 	}
@@ -69,28 +106,23 @@ static void run_row(struct pool *p, struct ms_whatif_row *j)
 		return;
 	/* the least limit that lets everything through lies between the peak allocated and the
 	 * peak reserved of a replay without any limit; 2 MiB is the segment granularity */
-	o.limit = 0;
-	o.fraction = 0;
-	o.no_recorded_limit = 1;
-	o.limit_only = 1;
-	if (ms_replay_trace(p->t, &o, &unl, &d) || unl.ended_by_oom) {
-		ms_replay_result_release(&unl);
+	const struct ms_replay_result *row = j->given ? j->given : &j->r;
+	if (unlimited_peaks(p, j, row, &lo, &hi))
 		return;
-	}
-	lo = (uint64_t)unl.stats.allocated_bytes[0].peak;
-	hi = (uint64_t)unl.stats.reserved_bytes[0].peak;
-	ms_replay_result_release(&unl);
-	/* a limit at the unlimited peak can still fail: PyTorch checks the limit against whole
-	 * segment sizes (expandable segments: alloc_size, not the pages mapped), and a recorded
-	 * OOM that the job caught goes another way under a limit (no retry during a capture):
-	 * widen a little, then double */
 	lo = lo / (2u << 20) * (2u << 20);
-	for (int tries = 0; !completes(p, j, hi); tries++) {
-		if (tries == 24 || hi > UINT64_MAX / 4)
-			return; /* no answer: reported as "never" */
-		lo = hi > lo ? hi : lo;
-		hi += tries < 4 ? hi / 8 + (20u << 20) : hi;
-	}
+	/* a limit at the unlimited peak can still fail: PyTorch checks the limit against whole
+	 * segment sizes (expandable segments: alloc_size, not the pages mapped), the collector
+	 * acts under a limit, and a recorded OOM that the job caught goes another way under one
+	 * (no retry during a capture): widen a little, then double. Without any of them (the
+	 * row's own replay was unbound), the limit binds nowhere: that replay again, complete. */
+	if (!unbound(row) || row->ac.expandable_segments ||
+	    row->ac.garbage_collection_threshold > 0)
+		for (int tries = 0; !completes(p, j, hi); tries++) {
+			if (tries == 24 || hi > UINT64_MAX / 4)
+				return; /* no answer: reported as "never" */
+			lo = hi > lo ? hi : lo;
+			hi += tries < 4 ? hi / 8 + (20u << 20) : hi;
+		}
 	/* to 2 MiB, or 0.5% of the answer when that is coarser: each step is a whole replay */
 	while (hi - lo > (2u << 20) && hi - lo > hi / 200) {
 		uint64_t mid = lo + (hi - lo) / 2 / (2u << 20) * (2u << 20);

@@ -16,6 +16,9 @@ struct ms_whatif_row {
 	struct ms_replay_result r; /* the replay under the base limit */
 	uint64_t min_memory;       /* the least limit that completes; 0: none found */
 	int no_min_memory;         /* set by the caller: no search for min_memory (left 0) */
+	/* set by the caller: this setting's replay under the base options, made already (r is
+	 * left empty): only min_memory is searched */
+	const struct ms_replay_result *given;
 };
 
 /* The settings tried when the user names none: the recorded one first (NULL). */
