@@ -11,6 +11,8 @@ For each FILE (a plain snapshot pickle or a memsnap .zst trace) the runs take tu
   stats     memsnap stats FILE
   replay    memsnap replay FILE
   render    memsnap render FILE -o page.html
+  explain   memsnap explain FILE (its verdicts, the settings replayed and the least memory searched)
+  whatif    memsnap whatif FILE
   trace_plot  pickle.load + torch.cuda._memory_viz.trace_plot + writing its page (PyTorch's own
             HTML view; pickles only, where PyTorch can be imported)
 The file is read once before the first round, so the first run is a fresh process over a warm page
@@ -19,6 +21,10 @@ first run, the median of all rounds, the lowest and highest, peak RSS (the large
 from wait4), and for info, stats and render the ratio of the alternative's median to memsnap's.
 A command that exits with a status other than 0 (or 3, replay's "out of memory") is an error: the
 table says so instead of a time. Events per second use the file's event count (memsnap info --json).
+
+--against OLD_MEMSNAP runs each memsnap command with that binary too, in the same rounds, taking
+turns ("before" rows, and the change of the median). --cpus 0,1 runs everything on those CPUs
+only (taskset), as on a machine with that many cores.
 """
 import argparse
 import json
@@ -73,7 +79,9 @@ def main():
     ap.add_argument("files", nargs="+")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--out", help="also write the table to this Markdown file")
-    ap.add_argument("--only", default="python,info,stats,replay,render,trace_plot",
+    ap.add_argument("--against", help="a previous memsnap binary, run in the same rounds")
+    ap.add_argument("--cpus", help="run everything on these CPUs (taskset -c LIST)")
+    ap.add_argument("--only", default="python,info,stats,replay,render,explain,whatif,trace_plot",
                     help="comma-separated commands (default: all)")
     ap.add_argument("--python", default=sys.executable)
     a = ap.parse_args()
@@ -92,7 +100,10 @@ def main():
     say()
     say(f"{cpu_name()}, {os.cpu_count()} cores, {platform.system()} {platform.release()}; "
         f"Python {platform.python_version()}; `{' '.join(sys.argv)}`; rounds {a.rounds}, "
-        "one fresh process per run, the commands taking turns, page cache warm.")
+        "one fresh process per run, the commands taking turns, page cache warm"
+        + (f", on CPUs {a.cpus} only." if a.cpus else "."))
+    pin = ["taskset", "-c", a.cpus] if a.cpus else []
+    old = os.path.abspath(a.against) if a.against else None
     try:
         for path in a.files:
             info = subprocess.run([ms, "info", "--json", path], capture_output=True, text=True)
@@ -108,10 +119,17 @@ def main():
                 "stats": [ms, "stats", path],
                 "replay": [ms, "replay", path],
                 "render": [ms, "render", path, "-o", page],
+                "explain": [ms, "explain", path],
+                "whatif": [ms, "whatif", path],
                 "trace_plot": ([a.python, "-c", TORCH_PLOT, path, os.path.join(tmp, "torch.html")]
                                if pickle_in and have_torch else None),
             }
             cmds = {k: v for k, v in cmds.items() if v and k in only}
+            if old:  # the previous binary's run of each memsnap command, right after it
+                cmds = {kk: vv for k, v in cmds.items()
+                        for kk, vv in ([(k, v)] + ([(k + " before", [old] + v[1:])]
+                                                   if v[0] == ms else []))}
+            cmds = {k: pin + v for k, v in cmds.items()}
             with open(path, "rb") as f:
                 while f.read(1 << 24):
                     pass
@@ -145,6 +163,9 @@ def main():
                 vs = ""
                 if k in alt and alt[k] in med:
                     vs = f"{alt[k]} {med[alt[k]] / med[k]:.1f}x slower"
+                if k + " before" in med:
+                    vs += (", " if vs else "") + \
+                        f"{(med[k] / med[k + ' before'] - 1) * 100:+.1f}% against before"
                 say(f"| {k} | {v[0] * 1e3:.0f} ms | {med[k] * 1e3:.0f} ms{rate} | "
                     f"{min(v) * 1e3:.0f} to {max(v) * 1e3:.0f} ms | {human(rss[k])} | {vs} |")
     finally:

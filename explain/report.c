@@ -5,12 +5,14 @@
 #include "explain/report.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "analysis/outside.h"
 #include "common/alloc.h"
 #include "parse/trace.h"
+#include "replay/alloc_conf.h"
 
 size_t ms_explain_step_of(const struct ms_explain *x, uint64_t event)
 {
@@ -257,6 +259,61 @@ static ms_status states(struct ms_explain_report *r)
 	return s;
 }
 
+/*
+ * Whether replaying under conf cannot differ from the first replay, whose settings (first->ac)
+ * it then shares: the same settings but for the collector's threshold where no limit binds
+ * (it acts only under one) and max_split_size where no segment of the replay reached it (it
+ * acts only on blocks as large). Not for a replay from a rebuilt state or with expandable
+ * segments, whose segments the count does not cover. *ac gets conf's settings.
+ */
+static int same_as_first(const struct ms_replay_result *first, const char *conf,
+                         struct ms_alloc_conf *ac)
+{
+	struct ms_alloc_conf a = first->ac;
+	struct ms_diag d = MS_DIAG_INIT;
+
+	ms_alloc_conf_init(ac);
+	if (!conf || ms_alloc_conf_parse(ac, conf, &d) || first->rebuilt || a.expandable_segments ||
+	    ac->expandable_segments)
+		return 0;
+	if (!first->limit)
+		a.garbage_collection_threshold = ac->garbage_collection_threshold;
+	if (first->stats.largest_segment < a.max_split_size &&
+	    first->stats.largest_segment < ac->max_split_size)
+		a.max_split_size = ac->max_split_size;
+	return a.max_split_size == ac->max_split_size &&
+	       a.max_non_split_rounding == ac->max_non_split_rounding &&
+	       a.large_segment_size == ac->large_segment_size &&
+	       !memcmp(a.roundup_power2_divisions, ac->roundup_power2_divisions,
+	               sizeof(a.roundup_power2_divisions)) &&
+	       a.garbage_collection_threshold == ac->garbage_collection_threshold &&
+	       a.per_process_memory_fraction == ac->per_process_memory_fraction &&
+	       a.release_lock_on_cudamalloc == ac->release_lock_on_cudamalloc &&
+	       a.native_backend == ac->native_backend &&
+	       a.graph_capture_record_stream_reuse == ac->graph_capture_record_stream_reuse;
+}
+
+/* Row k's replay, borrowed from the first where the settings cannot differ: as replaying with
+ * its settings would have written it (replay.c's r_begin for settings given). */
+static void borrow_first(struct ms_explain_report *r, struct ms_whatif_row *w)
+{
+	struct ms_alloc_conf ac, recorded;
+
+	if (!same_as_first(&r->first, w->conf, &ac))
+		return;
+	ms_alloc_conf_from_settings(&recorded, &r->t->meta.settings);
+	w->r = r->first;
+	w->borrowed = 1;
+	w->r.ac = ac;
+	snprintf(w->r.alloc_conf, sizeof(w->r.alloc_conf), "%s", w->conf);
+	w->r.settings_recorded = 1;
+	w->r.expandable_seen = 0;
+	w->r.record_stream_reuse_differs =
+	        ac.graph_capture_record_stream_reuse !=
+	                recorded.graph_capture_record_stream_reuse ||
+	        (!r->t->meta.settings.present && ac.graph_capture_record_stream_reuse);
+}
+
 /* Each step's most reserved bytes, on a thread of its own beside the settings' replays. */
 struct steps_job {
 	const struct ms_trace *t;
@@ -345,6 +402,8 @@ static ms_status settings(struct ms_explain_report *r, unsigned jobs, struct ms_
 		r->rows[k].conf = ms_whatif_default_configs[k];
 		r->rows[k].no_min_memory = 1;
 	}
+	for (k = 1; k < n; k++)
+		borrow_first(r, &r->rows[k]);
 	/* the settings of the first replay: given, or recorded */
 	r->rows[0].conf = r->o.alloc_conf;
 	r->rows[0].given = &r->first;

@@ -490,6 +490,8 @@ static struct ms_model_block *alloc_block(struct ms_model *m, struct pool *p, ui
 	m->st.num_device_alloc++;
 	if (alloc_size >= max_split(m))
 		stat_add(&m->st.oversize_segments, 1);
+	if (alloc_size > m->st.largest_segment)
+		m->st.largest_segment = alloc_size;
 	if (m->c.on_segment)
 		m->c.on_segment(m->c.ctx, MS_ACT_SEGMENT_ALLOC, s->addr, alloc_size, stream);
 	return b;

@@ -31,6 +31,9 @@ struct ms_model_stats {
 	uint64_t num_device_alloc, num_device_free;
 	/* requests of the default pool served by a use_on_oom MemPool's free block (§14.6) */
 	uint64_t use_on_oom_fallbacks;
+	/* the largest segment ever held that is not an expandable one (bytes): max_split_size
+	 * acts only on blocks as large as it, which no smaller segment holds */
+	uint64_t largest_segment;
 };
 
 /*

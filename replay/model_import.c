@@ -224,6 +224,8 @@ ms_status ms_model_import_segment(struct ms_model *m, const struct ms_segment *s
 	pool_stat(m, p->slot, (int64_t)s->total_size, 0, 1);
 	if (s->total_size >= max_split(m))
 		stat_add(&m->st.oversize_segments, 1);
+	if (s->total_size > m->st.largest_segment)
+		m->st.largest_segment = s->total_size;
 	for (uint32_t i = 0; i < s->n_blocks; i++) {
 		if (!(prev = import_block(m, p, &blocks[i], s->stream, small, NULL, sg, prev)))
 			return MS_ERR_NOMEM;

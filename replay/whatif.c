@@ -98,7 +98,7 @@ static void run_row(struct pool *p, struct ms_whatif_row *j)
 	uint64_t lo, hi;
 
 	o.alloc_conf = j->conf;
-	if (!j->given && (j->s = ms_replay_trace(p->t, &o, &j->r, &d))) {
+	if (!j->given && !j->borrowed && (j->s = ms_replay_trace(p->t, &o, &j->r, &d))) {
 		snprintf(j->err, sizeof(j->err), "%s", d.msg[0] ? d.msg : ms_strerror(j->s));
 		return;
 	}
@@ -162,7 +162,8 @@ ms_status ms_whatif_run(const struct ms_trace *t, const struct ms_replay_opts *b
 		rows[k].s = MS_OK;
 		rows[k].err[0] = 0;
 		rows[k].min_memory = 0;
-		memset(&rows[k].r, 0, sizeof(rows[k].r));
+		if (!rows[k].borrowed)
+			memset(&rows[k].r, 0, sizeof(rows[k].r));
 	}
 	if (nth < 1)
 		nth = 1;
@@ -188,5 +189,6 @@ ms_status ms_whatif_run(const struct ms_trace *t, const struct ms_replay_opts *b
 void ms_whatif_release(struct ms_whatif_row *rows, size_t n)
 {
 	for (size_t k = 0; k < n; k++)
-		ms_replay_result_release(&rows[k].r);
+		if (!rows[k].borrowed)
+			ms_replay_result_release(&rows[k].r);
 }

@@ -19,6 +19,9 @@ struct ms_whatif_row {
 	/* set by the caller: this setting's replay under the base options, made already (r is
 	 * left empty): only min_memory is searched */
 	const struct ms_replay_result *given;
+	/* set by the caller: r is another replay's, borrowed (the settings cannot make this one
+	 * differ from it): not replayed, not released; min_memory is searched where asked */
+	int borrowed;
 };
 
 /* The settings tried when the user names none: the recorded one first (NULL). */
