@@ -17,6 +17,7 @@
 #include "cli/messages.h"
 #include "cli/sites.h"
 #include "common/alloc.h"
+#include "common/cpus.h"
 #include "parse/trace.h"
 
 static const char *const usage[] = {
@@ -126,7 +127,7 @@ int cmd_stats(int argc, const char **argv)
 		reads[i].only = device == UINT64_MAX ? -1 : (int64_t)device;
 		reads[i].frames = frames.n;
 	}
-	nth = jobs ? (size_t)jobs : (size_t)sysconf(_SC_NPROCESSORS_ONLN);
+	nth = jobs ? (size_t)jobs : (size_t)ms_cpus_usable();
 	if (nth < 1)
 		nth = 1;
 	if (ms_stats_read_files(reads, nfiles, (size_t)top, nth, &all, &nall))

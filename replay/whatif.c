@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "common/alloc.h"
+#include "common/cpus.h"
 #include "parse/trace.h"
 
 const char *const ms_whatif_default_configs[] = {
@@ -151,7 +152,7 @@ ms_status ms_whatif_run(const struct ms_trace *t, const struct ms_replay_opts *b
 {
 	struct pool p;
 	pthread_t *th;
-	size_t nth = threads ? threads : (size_t)sysconf(_SC_NPROCESSORS_ONLN), started = 0;
+	size_t nth = threads ? threads : (size_t)ms_cpus_usable(), started = 0;
 
 	memset(&p, 0, sizeof(p));
 	p.t = t;
