@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "common/alloc.h"
+#include "parse/source.h"
 
 struct pool {
 	struct ms_stats_read *jobs;
@@ -79,7 +80,7 @@ static struct ms_sink job_sink(struct ms_stats_read *j, struct ms_stats_builder 
 /* A snapshot with private pools at its end, whose events do not say their pool (PyTorch 2.11
  * and older): the pools the end state tells them (ms_trace_load), read into the result again.
  * Where that fails, the first result stands (the end state by pool, no pool's peak). */
-static void with_pools_told(struct ms_stats_read *j, size_t top)
+static void with_pools_told(struct ms_stats_read *j, const struct ms_source *src, size_t top)
 {
 	struct ms_trace *t;
 	struct ms_stats_builder *b;
@@ -91,9 +92,9 @@ static void with_pools_told(struct ms_stats_read *j, size_t top)
 
 	for (size_t i = 0; i < j->r->n_pools; i++)
 		any_private |= (j->r->pools[i].id[0] | j->r->pools[i].id[1]) != 0;
-	if (!any_private || j->r->n_pools_requested || ms_file_is_snapshot(j->path) <= 0)
+	if (!any_private || j->r->n_pools_requested || src->is_stdin || !ms_source_is_snapshot(src))
 		return;
-	if (ms_trace_load(j->path, NULL, &t, &si, &d))
+	if (ms_trace_load_source(src, NULL, &t, &si, &d))
 		return;
 	if (!t->pools.private_allocs || ms_stats_builder_new(top, &b)) {
 		ms_trace_free(t);
@@ -117,6 +118,7 @@ static void with_pools_told(struct ms_stats_read *j, size_t top)
 
 void ms_stats_read_run(struct ms_stats_read *j, size_t top)
 {
+	int opened_here = 0;
 	struct fwd f;
 	struct ms_sink sink;
 
@@ -124,11 +126,23 @@ void ms_stats_read_run(struct ms_stats_read *j, size_t top)
 	if ((j->s = ms_symtab_init(&j->syms)) || (j->s = ms_stats_builder_new(top, &j->b)))
 		return;
 	sink = job_sink(j, j->b, &f);
-	j->s = ms_source_read(j->path, NULL, &j->syms, &sink, &j->si, &j->d);
+	if (!j->src && !(j->s = ms_source_open(j->path, &j->src, &j->d)))
+		j->own_src = opened_here = 1;
+	if (j->s)
+		return;
+	j->s = ms_source_stream(j->src, MS_PASS_STATS, NULL, &j->syms, &sink, &j->si, &j->d);
 	if (!j->s)
 		j->r = ms_stats_builder_result(j->b);
 	if (!j->s)
-		with_pools_told(j, top);
+		with_pools_told(j, j->src, top);
+	/* kept open only for a file read again for each of its devices (per_device): a command
+	   over many files holds no more of them open than it reads at once */
+	if (opened_here &&
+	    (j->s || j->only >= 0 || ms_stats_devices_of(j->r, &(uint32_t){0}) <= 1)) {
+		ms_source_close(j->src);
+		j->src = NULL;
+		j->own_src = 0;
+	}
 	/* a snapshot of nothing (the empty list memory_snapshot() gives before any allocation) */
 	if (!j->s && !j->r->n_events && !j->r->has_segments && j->d.warnings) {
 		/* cut off before its first event */
@@ -217,6 +231,10 @@ void ms_stats_read_release(struct ms_stats_read *j)
 {
 	ms_stats_builder_free(j->b);
 	ms_symtab_release(&j->syms);
+	if (j->own_src)
+		ms_source_close(j->src);
+	j->src = NULL;
+	j->own_src = 0;
 	j->b = NULL;
 	j->r = NULL;
 }
@@ -269,6 +287,10 @@ static ms_status per_device(struct pool *p, size_t nth, struct ms_stats_read **o
 		for (uint32_t dev = 0; dev < j->r->n_devices; dev++) {
 			if (!ms_stats_about(j->r, events, dev))
 				continue;
+			/* the file's source, read again for each device: the first closes it */
+			q.jobs[k].src = j->src;
+			q.jobs[k].own_src = j->own_src;
+			j->own_src = 0;
 			q.jobs[k].path = j->path;
 			q.jobs[k].top = j->top;
 			q.jobs[k].frames = j->frames;

@@ -30,6 +30,9 @@ struct ms_stats_read {
 	size_t top;
 	uint32_t frames; /* --frames */
 	int empty;       /* valid, with no event and no segment: no allocations recorded */
+	/* path opened once (parse/source.h): by the read, or the file's read it was split from */
+	struct ms_source *src;
+	int own_src; /* closed with the read */
 };
 
 /* Read j->path into j (j->s: its status, j->d: the message and warnings). */

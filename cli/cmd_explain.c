@@ -225,7 +225,6 @@ static int explain_file(struct ms_replay_cli *c, const char *path, unsigned jobs
 {
 	size_t nd, k;
 	const struct ms_trace *t;
-	struct ms_trace *owned;
 	struct ms_diag d = MS_DIAG_INIT;
 	struct ms_replay_opts base = c->o;
 	uint32_t *devs;
@@ -234,24 +233,25 @@ static int explain_file(struct ms_replay_cli *c, const char *path, unsigned jobs
 	ms_status s;
 
 	*jout = NULL;
-	if ((s = ms_replay_cli_trace_whole(path, &t, &owned, &d))) {
+	/* read whole once: its devices and every replay come from it (let go after the file) */
+	if ((s = ms_replay_cli_trace_held(path, &t, &d))) {
 		ms_report(path, s, &d);
 		return MS_EXIT_ERROR;
 	}
 	if (ms_trace_no_allocations(t)) {
 		rc = explain_end_states(c, path, t, json, request, jout);
-		ms_trace_free(owned);
+		ms_replay_cli_forget(path);
 		return rc;
 	}
 	if (request) {
 		ms_error("%s: --request is for a snapshot without a trace: this one records its "
 		         "requests",
 		         path);
-		ms_trace_free(owned);
+		ms_replay_cli_forget(path);
 		return MS_EXIT_USAGE; /* a flag that does not apply to this input */
 	}
 	if (ms_replay_cli_devices(c, path, "explain", &devs, &nd)) {
-		ms_trace_free(owned);
+		ms_replay_cli_forget(path);
 		return MS_EXIT_ERROR;
 	}
 	if (json && nd > 1) {
@@ -284,7 +284,7 @@ static int explain_file(struct ms_replay_cli *c, const char *path, unsigned jobs
 	}
 	c->o = base;
 	ms_free(devs);
-	ms_trace_free(owned);
+	ms_replay_cli_forget(path);
 	return rc == MS_EXIT_OK && oom ? MS_EXIT_OOM : rc;
 }
 

@@ -15,6 +15,7 @@
 #include "cli/cmds.h"
 #include "cli/opts.h"
 #include "cli/messages.h"
+#include "cli/replay_opts.h"
 #include "cli/sites.h"
 #include "common/alloc.h"
 #include "common/cpus.h"
@@ -168,8 +169,11 @@ int cmd_stats(int argc, const char **argv)
 		ms_stats_print_table(all, nall);
 	}
 out:
-	for (size_t i = 0; i < nall; i++)
+	for (size_t i = 0; i < nall; i++) {
+		if (all[i].own_src)
+			ms_replay_cli_say_passes(all[i].src);
 		ms_stats_read_release(&all[i]);
+	}
 	ms_free(all);
 	return rc;
 }

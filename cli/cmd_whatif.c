@@ -319,7 +319,6 @@ int cmd_whatif(int argc, const char **argv)
 	struct ms_opt opts[MS_REPLAY_OPTS_MAX + 2];
 	size_t nrows, nd;
 	const struct ms_trace *t;
-	struct ms_trace *owned;
 	struct ms_diag d = MS_DIAG_INIT;
 	struct ms_replay_opts base;
 	char **user = NULL;
@@ -344,12 +343,13 @@ int cmd_whatif(int argc, const char **argv)
 		ms_usage_error(opts, usage, n ? "one trace at a time" : "no trace given");
 	ms_replay_cli_check(&c, opts, usage);
 
-	if (ms_replay_cli_devices(&c, argv[0], "whatif", &devs, &nd))
-		return MS_EXIT_ERROR;
-	if ((s = ms_replay_cli_trace_whole(argv[0], &t, &owned, &d))) {
+	/* read whole once: its devices and every replay come from it */
+	if ((s = ms_replay_cli_trace_held(argv[0], &t, &d))) {
 		ms_report(argv[0], s, &d);
 		return MS_EXIT_ERROR;
 	}
+	if (ms_replay_cli_devices(&c, argv[0], "whatif", &devs, &nd))
+		return MS_EXIT_ERROR;
 	if (configs)
 		user = read_configs(configs, &nuser);
 	nrows = configs ? nuser : ms_whatif_n_default_configs;
@@ -373,6 +373,5 @@ int cmd_whatif(int argc, const char **argv)
 		ms_free(user[k]);
 	ms_free(user);
 	ms_free(devs);
-	ms_trace_free(owned);
 	return rc == MS_EXIT_OK && oom ? MS_EXIT_OOM : rc;
 }

@@ -10,6 +10,7 @@
 #include "cli/render_cmd.h"
 #include "common/alloc.h"
 #include "parse/devices.h"
+#include "parse/source.h"
 #include "parse/trace.h"
 #include "render/render.h"
 #include "render/report.h"
@@ -78,6 +79,7 @@ int ms_render_no_trace(struct ms_replay_cli *c, const char *path, const struct m
 	struct ms_devices ds;
 	struct ms_diag d = MS_DIAG_INIT;
 	const struct ms_trace *t;
+	struct ms_source *src;
 	struct ms_trace *owned;
 	struct ms_replay_result r;
 	struct ms_render_input in;
@@ -87,8 +89,8 @@ int ms_render_no_trace(struct ms_replay_cli *c, const char *path, const struct m
 	ms_status s;
 
 	*rc = MS_EXIT_ERROR;
-	if ((s = ms_replay_cli_trace(path, &t, &d)) ||
-	    (s = t ? ms_devices_of(t, &ds) : ms_devices_read(path, &ds, &d))) {
+	if ((s = ms_replay_cli_source(path, &src, &d)) || (s = ms_replay_cli_trace(path, &t, &d)) ||
+	    (s = t ? ms_devices_of(t, &ds) : ms_devices_read_source(src, &ds, &d))) {
 		ms_report(path, s, &d);
 		return 1;
 	}
@@ -171,6 +173,7 @@ int ms_render_moment(struct ms_replay_cli *c, const char *path, const struct ms_
 	struct ms_render_input in;
 	struct ms_symtab syms;
 	const struct ms_trace *t = NULL;
+	struct ms_source *src;
 	struct ms_buf buf = MS_BUF_INIT;
 	int windowed, oom_in, rc;
 	ms_status s;
@@ -219,13 +222,18 @@ int ms_render_moment(struct ms_replay_cli *c, const char *path, const struct ms_
 	 */
 	if (ms_symtab_init(&syms))
 		ms_die(MS_EXIT_ERROR, "out of memory");
-	if (ms_replay_cli_trace(path, &t, &d))
-		t = NULL; /* said again, and stopped on, by the streamed replay */
+	if ((s = ms_replay_cli_source(path, &src, &d)) || (s = ms_replay_cli_trace(path, &t, &d))) {
+		ms_report(path, s, &d);
+		ms_symtab_release(&syms);
+		ms_replay_cli_release(c);
+		return MS_EXIT_ERROR;
+	}
 	c->o.syms = t ? NULL : &syms;
 	memset(&r, 0, sizeof(r)); /* released below also where the window fails first */
 	if ((windowed && !strcmp(moment, "peak") &&
-	     (s = ms_report_window_peak(t, path, &c->o, from, to, &c->o.snap_index, &d))) ||
-	    (s = t ? ms_replay_trace(t, &c->o, &r, &d) : ms_replay_run(path, &c->o, &r, &d))) {
+	     (s = ms_report_window_peak(t, src, &c->o, from, to, &c->o.snap_index, &d))) ||
+	    (s = t ? ms_replay_trace(t, &c->o, &r, &d)
+	           : ms_replay_source(src, MS_PASS_REPORT, &c->o, &r, &d))) {
 		ms_report(path, s, &d);
 		ms_replay_result_release(&r);
 		ms_symtab_release(&syms);

@@ -20,11 +20,12 @@ static int page_data(const struct ms_replay_cli *c, const char *path,
 {
 	struct ms_diag d = MS_DIAG_INIT;
 	const struct ms_trace *t;
+	struct ms_source *src;
 	ms_status s;
 
 	/* a snapshot is in memory already; a .zst trace streams from its file */
-	if (!(s = ms_replay_cli_trace(path, &t, &d)))
-		s = ms_page_write(path, t, &c->o, r, lim, pg, what, out, &d);
+	if (!(s = ms_replay_cli_source(path, &src, &d)) && !(s = ms_replay_cli_trace(path, &t, &d)))
+		s = ms_page_write(src, t, &c->o, r, lim, pg, what, out, &d);
 	if (s)
 		ms_report(path, s, &d);
 	return s ? MS_EXIT_ERROR : MS_EXIT_OK;
@@ -67,15 +68,16 @@ static int render_html_together(struct ms_replay_cli *c, const char *path, const
                                 const struct ms_page_opts *pg, int *rc)
 {
 	const struct ms_trace *t;
+	struct ms_source *src;
 	struct ms_diag d = MS_DIAG_INIT;
 	struct first_pass f = {c, path};
 	struct ms_page_together res;
 	struct ms_buf buf = MS_BUF_INIT;
 
 	/* read (or found in the command's cache) before the threads share it */
-	if (ms_replay_cli_trace(path, &t, &d))
+	if (ms_replay_cli_source(path, &src, &d) || ms_replay_cli_trace(path, &t, &d))
 		return -1;
-	ms_page_together_write(path, t, &c->o, first_pass, &f, pg, &buf, &res, &d);
+	ms_page_together_write(src, t, &c->o, first_pass, &f, pg, &buf, &res, &d);
 	switch (res.how) {
 	case MS_PAGE_NOT_TOGETHER:
 		return -1;

@@ -9,79 +9,107 @@
 #include "cli/messages.h"
 #include "common/alloc.h"
 #include "parse/devices.h"
+#include "parse/source.h"
 #include "parse/trace.h"
 #include "replay/alloc_conf.h"
 
 /*
- * The snapshots a command has read, by path: a snapshot (pickle or JSON, or anything from
- * standard input) is read once, whatever the devices and passes the command makes of it; a
- * memsnap .zst trace streams from its file each time instead, in bounded memory, unless the
- * command holds it whole (ms_replay_cli_trace_held). Two slots, for the two files of diff and
- * check --baseline; freed at exit.
+ * The inputs a command reads, by path: each opened once (parse/source.h), whatever the devices
+ * and passes the command makes of it. A snapshot (pickle or JSON, or anything from standard
+ * input) is read whole once; a memsnap .zst trace streams from its descriptor for each pass, in
+ * bounded memory, unless the command holds it whole (ms_replay_cli_trace_held). Two at once,
+ * for the two files of diff and check --baseline (a third closes the one used least lately);
+ * closed at exit, where MEMSNAP_SHOW_PASSES=1 says what each was read for.
  */
 static struct {
-	char *path;
-	struct ms_trace *t;
-	struct ms_diag read; /* the warnings of its reading, given with it every time */
-} read_once[2];
+	struct ms_source *src;
+	unsigned long used; /* when it was last asked for */
+} opened[2];
+static unsigned long uses;
 
-static void forget_snapshots(void)
+void ms_replay_cli_say_passes(const struct ms_source *src)
 {
-	for (size_t i = 0; i < 2; i++) {
-		ms_trace_free(read_once[i].t);
-		ms_free(read_once[i].path);
-		read_once[i].t = NULL;
-		read_once[i].path = NULL;
+	const char *show = getenv("MEMSNAP_SHOW_PASSES");
+	char line[256];
+	size_t n = 0;
+
+	if (!show || strcmp(show, "1"))
+		return;
+	for (unsigned k = 0; k < MS_PASS_COUNT; k++) {
+		unsigned c = ms_source_passes(src, k);
+		if (c && n < sizeof(line))
+			n += (size_t)snprintf(line + n, sizeof(line) - n, "%s%s %u", n ? ", " : "",
+			                      ms_pass_name(k), c);
 	}
+	fprintf(stderr, "memsnap: %s: opened once, read %u time%s (%s)\n", src->path,
+	        ms_source_passes(src, MS_PASS_COUNT),
+	        ms_source_passes(src, MS_PASS_COUNT) == 1 ? "" : "s", n ? line : "none");
 }
 
-/* The trace at path from the slots, read into one first where whole (else a .zst trace is
- * left to stream: *t NULL). */
-static ms_status read_once_get(const char *path, int whole, const struct ms_trace **t,
-                               struct ms_diag *d)
+static void close_one(size_t slot)
+{
+	if (opened[slot].src)
+		ms_replay_cli_say_passes(opened[slot].src);
+	ms_source_close(opened[slot].src);
+	opened[slot].src = NULL;
+}
+
+static void close_inputs(void)
+{
+	for (size_t i = 0; i < 2; i++)
+		close_one(i);
+}
+
+ms_status ms_replay_cli_source(const char *path, struct ms_source **src, struct ms_diag *d)
 {
 	static int registered;
 	size_t slot;
 	ms_status s;
 
-	*t = NULL;
 	for (slot = 0; slot < 2; slot++)
-		if (read_once[slot].path && !strcmp(read_once[slot].path, path))
+		if (opened[slot].src && !strcmp(opened[slot].src->path, path))
 			goto found;
-	if (!whole && strcmp(path, "-") && ms_devices_is_trace(path))
-		return MS_OK;
-	slot = read_once[0].path ? 1 : 0;
-	ms_trace_free(read_once[slot].t);
-	ms_free(read_once[slot].path);
-	read_once[slot].t = NULL;
-	if (!(read_once[slot].path = ms_strndup(path, strlen(path))))
-		return MS_ERR_NOMEM;
+	slot = !opened[0].src ? 0 : !opened[1].src ? 1 : opened[0].used < opened[1].used ? 0 : 1;
+	close_one(slot);
 	if (!registered++)
-		atexit(forget_snapshots);
-	read_once[slot].read = (struct ms_diag)MS_DIAG_INIT;
-	if ((s = ms_trace_load(path, NULL, &read_once[slot].t, NULL, &read_once[slot].read))) {
-		*d = read_once[slot].read;
-		ms_free(read_once[slot].path);
-		read_once[slot].path = NULL;
+		atexit(close_inputs);
+	if ((s = ms_source_open(path, &opened[slot].src, d)))
 		return s;
-	}
 found:
-	*t = read_once[slot].t;
-	if (read_once[slot].read.warnings) {
-		d->warnings = read_once[slot].read.warnings;
-		memcpy(d->warning, read_once[slot].read.warning, sizeof(d->warning));
-	}
+	opened[slot].used = ++uses;
+	*src = opened[slot].src;
 	return MS_OK;
+}
+
+void ms_replay_cli_forget(const char *path)
+{
+	for (size_t slot = 0; slot < 2; slot++)
+		if (opened[slot].src && !strcmp(opened[slot].src->path, path))
+			close_one(slot);
+}
+
+/* The trace at path in memory, read whole once: where whole, or a snapshot (else *t NULL). */
+static ms_status trace_of(const char *path, int whole, const struct ms_trace **t, struct ms_diag *d)
+{
+	struct ms_source *src;
+	ms_status s;
+
+	*t = NULL;
+	if ((s = ms_replay_cli_source(path, &src, d)))
+		return s;
+	if (!whole && !src->whole && !ms_source_is_snapshot(src))
+		return MS_OK;
+	return ms_source_whole(src, t, d);
 }
 
 ms_status ms_replay_cli_trace(const char *path, const struct ms_trace **t, struct ms_diag *d)
 {
-	return read_once_get(path, 0, t, d);
+	return trace_of(path, 0, t, d);
 }
 
 ms_status ms_replay_cli_trace_held(const char *path, const struct ms_trace **t, struct ms_diag *d)
 {
-	return read_once_get(path, 1, t, d);
+	return trace_of(path, 1, t, d);
 }
 
 void ms_replay_cli_init(struct ms_replay_cli *c, struct ms_opt *opts, int *json)
@@ -228,12 +256,14 @@ void ms_replay_cli_check(struct ms_replay_cli *c, const struct ms_opt *opts,
 ms_status ms_replay_cli_trace_whole(const char *path, const struct ms_trace **t,
                                     struct ms_trace **owned, struct ms_diag *d)
 {
+	struct ms_source *src;
 	ms_status s;
 
 	*owned = NULL;
 	if ((s = ms_replay_cli_trace(path, t, d)) || *t)
 		return s;
-	if (!(s = ms_trace_load(path, NULL, owned, NULL, d)))
+	if (!(s = ms_replay_cli_source(path, &src, d)) &&
+	    !(s = ms_trace_load_source(src, NULL, owned, NULL, d)))
 		*t = *owned;
 	return s;
 }
@@ -242,13 +272,16 @@ ms_status ms_replay_cli_run(struct ms_replay_cli *c, const char *path, struct ms
                             struct ms_limit_range *lim, struct ms_diag *d)
 {
 	struct ms_replay_request q;
+	struct ms_source *src;
 	char libdir[4096], label[MS_LABEL_MAX];
 	ms_status s;
 
 	memset(&q, 0, sizeof(q));
 	q.path = path;
-	if ((s = ms_replay_cli_trace(path, &q.trace, d)))
+	if ((s = ms_replay_cli_source(path, &src, d)) ||
+	    (s = ms_replay_cli_trace(path, &q.trace, d)))
 		return s;
+	q.src = src;
 	q.o = c->o;
 	q.backend = c->cuda ? MS_REPLAY_CUDA : c->torch ? MS_REPLAY_TORCH : MS_REPLAY_SIM;
 	if (c->torch && ms_find_libdir(libdir, sizeof(libdir)) == 0)
@@ -301,12 +334,13 @@ int ms_replay_cli_devices(const struct ms_replay_cli *c, const char *path, const
 	uint64_t raw = 0, segs = 0, events = 0;
 	char list[256];
 	const struct ms_trace *t;
+	struct ms_source *src;
 	ms_status s;
 
 	*devs = NULL;
 	*n = 0;
-	if ((s = ms_replay_cli_trace(path, &t, &d)) ||
-	    (s = t ? ms_devices_of(t, &ds) : ms_devices_read(path, &ds, &d))) {
+	if ((s = ms_replay_cli_source(path, &src, &d)) || (s = ms_replay_cli_trace(path, &t, &d)) ||
+	    (s = t ? ms_devices_of(t, &ds) : ms_devices_read_source(src, &ds, &d))) {
 		ms_report(path, s, &d);
 		return MS_EXIT_ERROR;
 	}

@@ -60,6 +60,14 @@ int ms_replay_cli_run_reported(struct ms_replay_cli *c, const char *path,
  */
 int ms_replay_cli_devices(const struct ms_replay_cli *c, const char *path, const char *cmd,
                           uint32_t **devs, size_t *n);
+struct ms_source;
+/* The input at path, opened once per command (parse/source.h): every pass reads it. */
+ms_status ms_replay_cli_source(const char *path, struct ms_source **src, struct ms_diag *d);
+/* With MEMSNAP_SHOW_PASSES=1 in the environment, what src was read for, on stderr (said as each
+ * input is closed). */
+void ms_replay_cli_say_passes(const struct ms_source *src);
+/* Close the input at path, its trace read whole with it: the command is done with it. */
+void ms_replay_cli_forget(const char *path);
 /*
  * The trace at path in memory, read once per command (*t stays valid until exit): a snapshot,
  * or anything from standard input ("-"). *t is NULL for a memsnap .zst trace, which the

@@ -40,7 +40,7 @@ const char *ms_action_name(unsigned action);
 int ms_action_parse(const char *s, size_t n);
 
 /* Who produced an event. */
-enum ms_source {
+enum ms_event_source {
 	MS_SRC_TORCH = 0, /* PyTorch's caching allocator */
 	MS_SRC_CUDA = 1,  /* raw CUDA calls seen by the interposer */
 };
@@ -62,7 +62,7 @@ struct ms_event {
 	uint16_t device;
 	uint16_t pool;  /* the memory pool, as ms_pool_code(); MS_POOL_UNKNOWN where not recorded */
 	uint8_t action; /* enum ms_action */
-	uint8_t source; /* enum ms_source */
+	uint8_t source; /* enum ms_event_source */
 };
 
 /*

@@ -7,6 +7,7 @@
 #include "common/alloc.h"
 #include "common/event.h"
 #include "common/status.h"
+#include "parse/source.h"
 #include "parse/trace.h"
 
 #define N_DEV (UINT16_MAX + 1) /* events and segments carry 16-bit device indexes */
@@ -76,7 +77,9 @@ static void compact(struct counts *c, struct ms_devices *out)
 	out->d = c->by_dev; /* the first n entries */
 }
 
-ms_status ms_devices_read(const char *path, struct ms_devices *out, struct ms_diag *diag)
+/* The devices of src, read (devices_read_source counts the pass). */
+static ms_status count_devices(const struct ms_source *src, struct ms_devices *out,
+                               struct ms_diag *diag)
 {
 	struct counts c;
 	struct ms_symtab syms;
@@ -84,6 +87,8 @@ ms_status ms_devices_read(const char *path, struct ms_devices *out, struct ms_di
 	ms_status s;
 
 	memset(out, 0, sizeof(*out));
+	if (src->whole) /* read whole already: counted from memory */
+		return ms_devices_of(src->whole, out);
 	if (!(c.by_dev = ms_calloc(N_DEV, sizeof(*c.by_dev))))
 		return MS_ERR_NOMEM;
 	if (ms_symtab_init(&syms)) {
@@ -92,7 +97,7 @@ ms_status ms_devices_read(const char *path, struct ms_devices *out, struct ms_di
 	}
 	sink.ctx = &c;
 	s = MS_ERR_UNSUPPORTED;
-	if (ms_devices_is_trace(path)) {
+	if (src->kind == MS_FILE_TRACE) {
 		/*
 		 * A memsnap trace with a trailer counts its events by device in its END record
 		 * (format 1.2): read that and the end state, not every frame
@@ -100,7 +105,7 @@ ms_status ms_devices_read(const char *path, struct ms_devices *out, struct ms_di
 		struct ms_read_opts end_only = {UINT64_MAX, UINT64_MAX};
 		struct ms_source_info si;
 		struct ms_diag quiet = MS_DIAG_INIT;
-		s = ms_source_read(path, &end_only, &syms, &sink, &si, &quiet);
+		s = ms_source_stream(src, MS_PASS_COUNT, &end_only, &syms, &sink, &si, &quiet);
 		/* END counts events, not allocations, by device: with one device the trace's
 		   allocations are its own; with several, every frame is read */
 		if (!s && si.zst.has_end_devices && !si.zst.more_end_devices && si.zst.has_footer &&
@@ -123,7 +128,7 @@ ms_status ms_devices_read(const char *path, struct ms_devices *out, struct ms_di
 		}
 	}
 	if (s)
-		s = ms_source_read(path, NULL, &syms, &sink, NULL, diag);
+		s = ms_source_stream(src, MS_PASS_COUNT, NULL, &syms, &sink, NULL, diag);
 	ms_symtab_release(&syms);
 	if (s) {
 		ms_free(c.by_dev);
@@ -131,6 +136,44 @@ ms_status ms_devices_read(const char *path, struct ms_devices *out, struct ms_di
 	}
 	compact(&c, out);
 	return MS_OK;
+}
+
+ms_status ms_devices_read_source(const struct ms_source *src, struct ms_devices *out,
+                                 struct ms_diag *diag)
+{
+	/* the count is kept in the source: a cache, not what a reader sees of it */
+	struct ms_source *s = (struct ms_source *)(uintptr_t)src;
+	ms_status st = MS_OK;
+
+	memset(out, 0, sizeof(*out));
+	pthread_mutex_lock(&s->mu);
+	if (!s->devices_known) {
+		if (!s->whole)
+			ms_source_count(s, MS_PASS_DEVICES);
+		if (!(st = count_devices(s, &s->devices, diag)))
+			s->devices_known = 1;
+	}
+	if (!st && (out->n = s->devices.n) && !(out->d = ms_malloc(s->devices.n * sizeof(*out->d))))
+		st = MS_ERR_NOMEM;
+	if (!st && out->n)
+		memcpy(out->d, s->devices.d, out->n * sizeof(*out->d));
+	pthread_mutex_unlock(&s->mu);
+	if (st)
+		memset(out, 0, sizeof(*out));
+	return st;
+}
+
+ms_status ms_devices_read(const char *path, struct ms_devices *out, struct ms_diag *diag)
+{
+	struct ms_source *src;
+	ms_status s;
+
+	memset(out, 0, sizeof(*out));
+	if ((s = ms_source_open(path, &src, diag)))
+		return s;
+	s = ms_devices_read_source(src, out, diag);
+	ms_source_close(src);
+	return s;
 }
 
 ms_status ms_devices_of(const struct ms_trace *t, struct ms_devices *out)

@@ -32,6 +32,11 @@ struct ms_trace;
 
 /* Read path once; *out is released with ms_devices_release. */
 ms_status ms_devices_read(const char *path, struct ms_devices *out, struct ms_diag *diag);
+struct ms_source;
+/* As ms_devices_read, of an input opened once (source.h): from its trace in memory where it was
+ * read whole. */
+ms_status ms_devices_read_source(const struct ms_source *src, struct ms_devices *out,
+                                 struct ms_diag *diag);
 /* The same from a trace in memory. */
 ms_status ms_devices_of(const struct ms_trace *t, struct ms_devices *out);
 /* Is path a memsnap .zst trace (not a snapshot, not unreadable)? */

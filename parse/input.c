@@ -21,7 +21,9 @@
 struct ms_input {
 	int fd;
 	int own_fd;
-	int regular; /* a regular file (not a pipe or a device) */
+	uint64_t off; /* a regular file: where the next read starts (pread: fd's offset is not
+	                 ours, another input may read the same descriptor) */
+	int regular;  /* a regular file (not a pipe or a device) */
 	uint64_t file_size;
 	enum ms_compression comp;
 	unsigned char *in; /* raw bytes read from fd */
@@ -44,6 +46,19 @@ struct ms_input {
 	struct ms_diag peek_diag;
 };
 
+/* Up to cap raw bytes of the file: from in->off for a regular file, else what comes. */
+static ssize_t raw_read(struct ms_input *in, void *buf, size_t cap)
+{
+	ssize_t n;
+
+	do
+		n = in->regular ? pread(in->fd, buf, cap, (off_t)in->off) : read(in->fd, buf, cap);
+	while (n < 0 && errno == EINTR);
+	if (n > 0)
+		in->off += (uint64_t)n;
+	return n;
+}
+
 static ms_status fill_raw(struct ms_input *in, struct ms_diag *diag)
 {
 	ssize_t n;
@@ -55,9 +70,7 @@ static ms_status fill_raw(struct ms_input *in, struct ms_diag *diag)
 	 * that an uncompressed file is then read straight into the caller's buffer (read_decomp)
 	 * instead of through this one and a copy.
 	 */
-	do
-		n = read(in->fd, in->in, in->filled ? IN_CHUNK : FIRST_CHUNK);
-	while (n < 0 && errno == EINTR);
+	n = raw_read(in, in->in, in->filled ? IN_CHUNK : FIRST_CHUNK);
 	in->filled = 1;
 	if (n < 0)
 		return ms__diag_set(diag, MS_ERR_IO, -1, -1, "read error: %s", strerror(errno));
@@ -69,11 +82,11 @@ static ms_status fill_raw(struct ms_input *in, struct ms_diag *diag)
 	return MS_OK;
 }
 
+static ms_status start(struct ms_input *in, struct ms_input **out, struct ms_diag *diag);
+
 ms_status ms_input_open(const char *path, struct ms_input **out, struct ms_diag *diag)
 {
 	struct ms_input *in = ms_calloc(1, sizeof(*in));
-	struct stat st;
-	ms_status s;
 
 	if (!in)
 		return ms__diag_set(diag, MS_ERR_NOMEM, -1, -1, "out of memory");
@@ -88,6 +101,25 @@ ms_status ms_input_open(const char *path, struct ms_input **out, struct ms_diag 
 		}
 		in->own_fd = 1;
 	}
+	return start(in, out, diag);
+}
+
+ms_status ms_input_open_fd(int fd, struct ms_input **out, struct ms_diag *diag)
+{
+	struct ms_input *in = ms_calloc(1, sizeof(*in));
+
+	if (!in)
+		return ms__diag_set(diag, MS_ERR_NOMEM, -1, -1, "out of memory");
+	in->fd = fd;
+	return start(in, out, diag);
+}
+
+/* in's descriptor open: what it is, its first bytes, its compression. */
+static ms_status start(struct ms_input *in, struct ms_input **out, struct ms_diag *diag)
+{
+	struct stat st;
+	ms_status s;
+
 	if (fstat(in->fd, &st) == 0 && S_ISREG(st.st_mode)) {
 		in->regular = 1;
 		in->file_size = (uint64_t)st.st_size;
@@ -150,10 +182,7 @@ static ms_status read_decomp(struct ms_input *in, void *buf, size_t cap, size_t 
 		    cap >= 65536) {
 			/* nothing buffered and a large request: read straight into it, one copy
 			 * less */
-			ssize_t n;
-			do
-				n = read(in->fd, buf, cap);
-			while (n < 0 && errno == EINTR);
+			ssize_t n = raw_read(in, buf, cap);
 			if (n < 0)
 				return ms__diag_set(diag, MS_ERR_IO, -1, -1, "read error: %s",
 				                    strerror(errno));
@@ -387,6 +416,22 @@ ms_status ms_input_map(const char *path, struct ms_mapped *m, struct ms_diag *di
 	m->is_mmap = 0;
 	m->let_go = 0;
 	return MS_OK;
+}
+
+ms_status ms_input_map_file(const struct ms_input *in, struct ms_mapped *m, struct ms_diag *diag)
+{
+	struct stat st;
+
+	memset(m, 0, sizeof(*m));
+	if (fstat(in->fd, &st) != 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size > SIZE_MAX)
+		return ms__diag_set(diag, MS_ERR_IO, -1, -1,
+		                    "not a regular file: cannot be mapped");
+	if (st.st_size == 0) { /* nothing to map: an empty buffer of its own */
+		if (!(m->data = ms_malloc(1)))
+			return ms__diag_set(diag, MS_ERR_NOMEM, -1, -1, "out of memory");
+		return MS_OK;
+	}
+	return map_fd(in->fd, (size_t)st.st_size, m, diag);
 }
 
 ms_status ms_input_map_plain(const struct ms_input *in, struct ms_mapped *m, struct ms_diag *diag)

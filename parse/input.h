@@ -26,6 +26,12 @@ struct ms_input;
  * @return MS_OK, MS_ERR_IO, MS_ERR_NOMEM
  */
 ms_status ms_input_open(const char *path, struct ms_input **out, struct ms_diag *diag);
+/*
+ * As ms_input_open, over a descriptor the caller keeps open (ms_input_close leaves it): a
+ * regular file is read from its start with pread, so that several inputs may read one
+ * descriptor, one after another or at once.
+ */
+ms_status ms_input_open_fd(int fd, struct ms_input **out, struct ms_diag *diag);
 /* Read up to cap decompressed bytes; *got == 0 means end of input. */
 ms_status ms_input_read(struct ms_input *in, void *buf, size_t cap, size_t *got,
                         struct ms_diag *diag);
@@ -60,6 +66,8 @@ struct ms_mapped {
 	size_t let_go; /* ms_input_mapped_read: the bytes before it are out of resident memory */
 };
 ms_status ms_input_map(const char *path, struct ms_mapped *m, struct ms_diag *diag);
+/* The whole raw file behind in (a regular file), mapped from its descriptor. */
+ms_status ms_input_map_file(const struct ms_input *in, struct ms_mapped *m, struct ms_diag *diag);
 /*
  * An uncompressed regular file's whole content, mapped from in's descriptor (what in has
  * already read does not matter); m->data NULL when in is compressed or not a regular file.

@@ -51,8 +51,10 @@ struct ra {
 	int reader_done;
 	ms_status reader_status;
 	ms_status stop; /* the sink's failure: the reader stops at its next callback */
-	/* the reader's arguments */
+	/* the reader's arguments: path, or src with its pass */
 	const char *path;
+	const struct ms_source *src;
+	unsigned pass;
 	const struct ms_read_opts *opts;
 	struct ms_symtab *syms;
 	struct ms_source_info *info;
@@ -161,7 +163,9 @@ static void *reader(void *arg)
 	                    .annotation = q_ann,
 	                    .segment = q_seg,
 	                    .end = q_end};
-	ms_status s = ms_source_read(r->path, r->opts, r->syms, &q, r->info, r->diag);
+	ms_status s =
+	        r->src ? ms_source_stream(r->src, r->pass, r->opts, r->syms, &q, r->info, r->diag)
+	               : ms_source_read(r->path, r->opts, r->syms, &q, r->info, r->diag);
 
 	/* what was read before a failure reaches the sink, as reading on one thread would */
 	if (r->fill->n) {
@@ -218,9 +222,11 @@ static ms_status take_one(struct ra *r)
 	}
 }
 
-ms_status ms_source_read_ahead(const char *path, const struct ms_read_opts *opts,
-                               struct ms_symtab *syms, const struct ms_sink *sink,
-                               struct ms_source_info *info, struct ms_diag *diag)
+/* path's, or src's where path is NULL */
+static ms_status read_ahead(const char *path, const struct ms_source *src, unsigned pass,
+                            const struct ms_read_opts *opts, struct ms_symtab *syms,
+                            const struct ms_sink *sink, struct ms_source_info *info,
+                            struct ms_diag *diag)
 {
 	struct ra r;
 	pthread_t th;
@@ -228,6 +234,8 @@ ms_status ms_source_read_ahead(const char *path, const struct ms_read_opts *opts
 
 	memset(&r, 0, sizeof(r));
 	r.path = path;
+	r.src = src;
+	r.pass = pass;
 	r.opts = opts;
 	r.syms = syms;
 	r.info = info;
@@ -243,7 +251,8 @@ ms_status ms_source_read_ahead(const char *path, const struct ms_read_opts *opts
 		pthread_mutex_destroy(&r.mu);
 		pthread_cond_destroy(&r.cv);
 		ms_free(r.slots);
-		return ms_source_read(path, opts, syms, sink, info, diag);
+		return src ? ms_source_stream(src, pass, opts, syms, sink, info, diag)
+		           : ms_source_read(path, opts, syms, sink, info, diag);
 	}
 	pthread_mutex_lock(&r.mu);
 	for (;;) {
@@ -279,4 +288,19 @@ ms_status ms_source_read_ahead(const char *path, const struct ms_read_opts *opts
 	ms_free(r.slots);
 	/* the sink's own failure first: the reader only stopped for it */
 	return s ? s : r.reader_status;
+}
+
+ms_status ms_source_read_ahead(const char *path, const struct ms_read_opts *opts,
+                               struct ms_symtab *syms, const struct ms_sink *sink,
+                               struct ms_source_info *info, struct ms_diag *diag)
+{
+	return read_ahead(path, NULL, 0, opts, syms, sink, info, diag);
+}
+
+ms_status ms_source_stream_ahead(const struct ms_source *src, unsigned pass,
+                                 const struct ms_read_opts *opts, struct ms_symtab *syms,
+                                 const struct ms_sink *sink, struct ms_source_info *info,
+                                 struct ms_diag *diag)
+{
+	return read_ahead(NULL, src, pass, opts, syms, sink, info, diag);
 }

@@ -16,5 +16,10 @@
 ms_status ms_source_read_ahead(const char *path, const struct ms_read_opts *opts,
                                struct ms_symtab *syms, const struct ms_sink *sink,
                                struct ms_source_info *info, struct ms_diag *diag);
+/* The same of an input opened once (source.h), counted as pass. */
+ms_status ms_source_stream_ahead(const struct ms_source *src, unsigned pass,
+                                 const struct ms_read_opts *opts, struct ms_symtab *syms,
+                                 const struct ms_sink *sink, struct ms_source_info *info,
+                                 struct ms_diag *diag);
 
 #endif

@@ -1,6 +1,8 @@
 /* struct ms_trace (a trace in memory), its builder sink, and the reader dispatcher. */
 #include "parse/trace.h"
 
+#include "parse/source.h"
+
 #include <string.h>
 #include <sys/stat.h>
 
@@ -205,19 +207,14 @@ static ms_status w_seg(void *ctx, const struct ms_segment *s, const struct ms_bl
 	return w->next->segment ? w->next->segment(w->next->ctx, s, b) : MS_OK;
 }
 
-ms_status ms_source_read(const char *path, const struct ms_read_opts *opts, struct ms_symtab *syms,
-                         const struct ms_sink *sink, struct ms_source_info *info,
-                         struct ms_diag *diag)
+/* The reading of in, opened by the caller, whatever its kind into sink (ms_source_read). */
+static ms_status read_input(struct ms_input *in, const struct ms_read_opts *opts,
+                            struct ms_symtab *syms, const struct ms_sink *sink,
+                            struct ms_source_info *info, struct ms_diag *diag)
 {
-	struct ms_input *in = NULL;
-	struct ms_source_info tmp;
 	ms_status s;
 
-	if (!info)
-		info = &tmp;
 	memset(info, 0, sizeof(*info));
-	if ((s = ms_input_open(path, &in, diag)))
-		return s;
 	info->kind = ms_input_kind(in);
 	info->compression = ms_input_compression(in);
 	info->file_bytes = ms_input_file_size(in);
@@ -225,13 +222,12 @@ ms_status ms_source_read(const char *path, const struct ms_read_opts *opts, stru
 	switch (info->kind) {
 	case MS_FILE_TRACE: {
 		struct ms_mapped mp;
-		ms_input_close(in);
 		/* mapped, not streamed: a pipe's bytes are gone, and opening it again would wait */
 		if (!info->file_regular)
 			return ms__diag_set(diag, MS_ERR_IO, -1, -1,
 			                    "a memsnap trace is read from its file (mapped), not "
 			                    "from a pipe: write it to a file first");
-		if ((s = ms_input_map(path, &mp, diag)))
+		if ((s = ms_input_map_file(in, &mp, diag)))
 			return s;
 		info->file_bytes = mp.len;
 		s = ms_trace_read_buffer(mp.data, mp.len, opts, syms, sink, &info->zst, diag);
@@ -256,16 +252,71 @@ ms_status ms_source_read(const char *path, const struct ms_read_opts *opts, stru
 		}
 		if (!s) /* a pickle ends at its STOP: the compressed stream may go on */
 			s = ms_input_drain(in, diag);
-		break;
+		return s;
 	default:
 		if ((s = ms_input_peek_error(in, diag)))
-			break;
-		s = ms__diag_set(diag, MS_ERR_FORMAT, 0, -1,
-		                 ms_input_file_size(in) == 0 && info->compression == MS_COMP_NONE
-		                         ? "empty file"
-		                         : "unknown file type (not a memsnap trace, PyTorch "
-		                           "snapshot pickle or JSON)");
+			return s;
+		return ms__diag_set(diag, MS_ERR_FORMAT, 0, -1,
+		                    ms_input_file_size(in) == 0 && info->compression == MS_COMP_NONE
+		                            ? "empty file"
+		                            : "unknown file type (not a memsnap trace, PyTorch "
+		                              "snapshot pickle or JSON)");
 	}
+}
+
+ms_status ms_source_read(const char *path, const struct ms_read_opts *opts, struct ms_symtab *syms,
+                         const struct ms_sink *sink, struct ms_source_info *info,
+                         struct ms_diag *diag)
+{
+	struct ms_input *in = NULL;
+	struct ms_source_info tmp;
+	ms_status s;
+
+	if ((s = ms_input_open(path, &in, diag)))
+		return s;
+	s = read_input(in, opts, syms, sink, info ? info : &tmp, diag);
+	ms_input_close(in);
+	return s;
+}
+
+ms_status ms_source_stream(const struct ms_source *src, unsigned pass,
+                           const struct ms_read_opts *opts, struct ms_symtab *syms,
+                           const struct ms_sink *sink, struct ms_source_info *info,
+                           struct ms_diag *diag)
+{
+	struct ms_input *in = NULL;
+	struct ms_source_info tmp;
+	ms_status s;
+
+	if (!info)
+		info = &tmp;
+	ms_source_count(src, pass);
+	if (src->is_stdin && !src->whole &&
+	    atomic_exchange(&((struct ms_source *)(uintptr_t)src)->consumed, 1))
+		return ms__diag_set(diag, MS_ERR_IO, -1, -1,
+		                    "standard input was read already: it can be read once only");
+	if (src->whole && src->is_stdin) { /* standard input read whole: its trace again */
+		*info = src->whole_info;
+		if (src->whole_read.warnings) {
+			diag->warnings = src->whole_read.warnings;
+			memcpy(diag->warning, src->whole_read.warning, sizeof(diag->warning));
+		}
+		if (opts && (opts->from > 0 || opts->to != UINT64_MAX)) {
+			struct window w = {sink, *opts, 0};
+			struct ms_sink ws = {.ctx = &w,
+			                     .begin = w_begin,
+			                     .event = w_event,
+			                     .events = w_events,
+			                     .annotation = w_ann,
+			                     .segment = w_seg};
+			s = ms_trace_emit(src->whole, &ws);
+			return !s && sink->end ? sink->end(sink->ctx, w.n) : s;
+		}
+		return ms_trace_emit(src->whole, sink);
+	}
+	if ((s = ms_input_open_fd(src->fd, &in, diag)))
+		return s;
+	s = read_input(in, opts, syms, sink, info, diag);
 	ms_input_close(in);
 	return s;
 }
@@ -371,8 +422,10 @@ static ms_status cut_window(struct ms_trace **t, const struct ms_read_opts *opts
 	return MS_OK;
 }
 
-ms_status ms_trace_load(const char *path, const struct ms_read_opts *opts, struct ms_trace **out,
-                        struct ms_source_info *info, struct ms_diag *diag)
+/* ms_trace_load of path, or of src where path is NULL. */
+static ms_status load(const char *path, const struct ms_source *src,
+                      const struct ms_read_opts *opts, struct ms_trace **out,
+                      struct ms_source_info *info, struct ms_diag *diag)
 {
 	struct ms_trace *t;
 	struct ms_sink sink;
@@ -386,8 +439,12 @@ ms_status ms_trace_load(const char *path, const struct ms_read_opts *opts, struc
 		return ms__diag_set(diag, s, -1, -1, "out of memory");
 	ms_trace_sink(t, &sink);
 	/* a snapshot's window is cut after the pools are told from the whole of it */
-	windowed = opts && (opts->from > 0 || opts->to != UINT64_MAX) && ms_file_is_snapshot(path);
-	s = ms_source_read(path, windowed ? NULL : opts, &t->syms, &sink, info, diag);
+	windowed = opts && (opts->from > 0 || opts->to != UINT64_MAX) &&
+	           (path ? ms_file_is_snapshot(path)
+	                 : !src->is_stdin && ms_source_is_snapshot(src) && src->regular);
+	s = path ? ms_source_read(path, windowed ? NULL : opts, &t->syms, &sink, info, diag)
+	         : ms_source_stream(src, MS_PASS_WHOLE, windowed ? NULL : opts, &t->syms, &sink,
+	                            info, diag);
 	/*
 	 * The end state tells the pools of the events before it; of a window that ends earlier
 	 * (a trace read with --to, or a snapshot from a pipe), it would tell them wrongly.
@@ -404,4 +461,17 @@ ms_status ms_trace_load(const char *path, const struct ms_read_opts *opts, struc
 	t->cut_short = ms_source_cut_short(info);
 	*out = t;
 	return MS_OK;
+}
+
+ms_status ms_trace_load(const char *path, const struct ms_read_opts *opts, struct ms_trace **out,
+                        struct ms_source_info *info, struct ms_diag *diag)
+{
+	return load(path, NULL, opts, out, info, diag);
+}
+
+ms_status ms_trace_load_source(const struct ms_source *src, const struct ms_read_opts *opts,
+                               struct ms_trace **out, struct ms_source_info *info,
+                               struct ms_diag *diag)
+{
+	return load(NULL, src, opts, out, info, diag);
 }

@@ -57,6 +57,12 @@ int ms_source_cut_short(const struct ms_source_info *si);
 ms_status ms_source_read(const char *path, const struct ms_read_opts *opts, struct ms_symtab *syms,
                          const struct ms_sink *sink, struct ms_source_info *info,
                          struct ms_diag *diag);
+struct ms_source;
+/* As ms_source_read, of an input opened once (source.h), counted as a pass (enum ms_pass). */
+ms_status ms_source_stream(const struct ms_source *src, unsigned pass,
+                           const struct ms_read_opts *opts, struct ms_symtab *syms,
+                           const struct ms_sink *sink, struct ms_source_info *info,
+                           struct ms_diag *diag);
 
 /*
  * Load a whole trace. On success *out is a new trace the caller frees with
@@ -65,6 +71,11 @@ ms_status ms_source_read(const char *path, const struct ms_read_opts *opts, stru
  */
 ms_status ms_trace_load(const char *path, const struct ms_read_opts *opts, struct ms_trace **out,
                         struct ms_source_info *info, struct ms_diag *diag);
+/* As ms_trace_load, of an input opened once: a new trace the caller frees (ms_source_whole
+ * keeps one in the source instead). */
+ms_status ms_trace_load_source(const struct ms_source *src, const struct ms_read_opts *opts,
+                               struct ms_trace **out, struct ms_source_info *info,
+                               struct ms_diag *diag);
 void ms_trace_free(struct ms_trace *t);
 
 /* 1 if path is a regular file holding a PyTorch snapshot (pickle or JSON, plain or compressed);

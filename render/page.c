@@ -7,6 +7,7 @@
 #include "common/alloc.h"
 #include "explain/verdict.h"
 #include "parse/devices.h"
+#include "parse/source.h"
 #include "parse/trace.h"
 #include "render/report.h"
 #include "replay/whatif.h"
@@ -38,6 +39,12 @@ static ms_status whatif_rows(const struct ms_trace *t, const struct ms_replay_op
 	return MS_OK;
 }
 
+/* The trace of src whole, read once for every page made of it (the source keeps it). */
+static ms_status whole_of(const struct ms_source *src, const struct ms_trace **t, struct ms_diag *d)
+{
+	return ms_source_whole((struct ms_source *)(uintptr_t)src, t, d);
+}
+
 /* The run's verdict (explain/verdict.h) into *v where the trace is whole in memory (t). */
 static ms_status verdict(const struct ms_trace *t, const struct ms_replay_opts *o,
                          const struct ms_replay_result *r, const struct ms_limit_range *lim,
@@ -54,14 +61,16 @@ static ms_status verdict(const struct ms_trace *t, const struct ms_replay_opts *
 	return s;
 }
 
-ms_status ms_page_write(const char *path, const struct ms_trace *t, const struct ms_replay_opts *o,
-                        const struct ms_replay_result *first, const struct ms_limit_range *lim,
-                        const struct ms_page_opts *pg, enum ms_page_out what, struct ms_buf *out,
-                        struct ms_diag *d)
+ms_status ms_page_write(const struct ms_source *src, const struct ms_trace *t,
+                        const struct ms_replay_opts *o, const struct ms_replay_result *first,
+                        const struct ms_limit_range *lim, const struct ms_page_opts *pg,
+                        enum ms_page_out what, struct ms_buf *out, struct ms_diag *d)
 {
+	const char *path = src->path;
 	struct ms_report_input in = {
 	        .source = path,
 	        .path = path,
+	        .src = src,
 	        .trace = t,
 	        .opts = o,
 	        .first = first,
@@ -79,7 +88,6 @@ ms_status ms_page_write(const char *path, const struct ms_trace *t, const struct
 	size_t n_rows = 0;
 	struct ms_verdict v;
 	int has_verdict = 0, whole, small, judge;
-	struct ms_trace *owned = NULL;
 	ms_status s;
 
 	s = ms_report_collect(&in, &rep, d);
@@ -91,9 +99,8 @@ ms_status ms_page_write(const char *path, const struct ms_trace *t, const struct
 	/* the settings are judged where the run (not only the window) has an OOM: the verdict
 	   names them on every page of it */
 	judge = what != MS_PAGE_CSV && (rep.has_oom || first->has_oom) && !pg->no_whatif;
-	if (!s && !t && ((what != MS_PAGE_CSV && small) || judge) &&
-	    !(s = ms_trace_load(path, NULL, &owned, NULL, d)))
-		t = owned;
+	if (!s && !t && ((what != MS_PAGE_CSV && small) || judge))
+		s = whole_of(src, &t, d);
 	if (!s && what != MS_PAGE_CSV && whole && small)
 		s = ms_report_diagnose(&rep, t, first);
 	if (!s && judge)
@@ -113,7 +120,6 @@ ms_status ms_page_write(const char *path, const struct ms_trace *t, const struct
 		ms_free(rows);
 	}
 	ms_verdict_release(&v);
-	ms_trace_free(owned);
 	ms_report_release(&rep);
 	return s;
 }
@@ -194,8 +200,8 @@ static void *first_pass_run(void *arg)
 	return NULL;
 }
 
-/* Every event of path, from the trace in memory or the trailer of a .zst; 0 if unknown. */
-static uint64_t events_in(const char *path, const struct ms_trace *t)
+/* Every event of src, from the trace in memory or the trailer of a .zst; 0 if unknown. */
+static uint64_t events_in(const struct ms_source *src, const struct ms_trace *t)
 {
 	struct ms_devices ds;
 	struct ms_diag d = MS_DIAG_INIT;
@@ -203,7 +209,7 @@ static uint64_t events_in(const char *path, const struct ms_trace *t)
 
 	if (t)
 		return t->n_events;
-	if (ms_devices_read(path, &ds, &d))
+	if (ms_devices_read_source(src, &ds, &d))
 		return 0;
 	for (size_t i = 0; i < ds.n; i++)
 		n += ds.d[i].events + ds.d[i].raw_events;
@@ -212,11 +218,10 @@ static uint64_t events_in(const char *path, const struct ms_trace *t)
 }
 
 /* The page from the report made beside the first pass f: its diagnosis, verdict and page. */
-static ms_status together_page(const char *path, const struct ms_trace *t,
+static ms_status together_page(const struct ms_source *src, const struct ms_trace *t,
                                const struct ms_replay_opts *o, struct first_pass *f,
                                struct ms_report *rep, struct ms_buf *out, struct ms_diag *d)
 {
-	struct ms_trace *owned = NULL;
 	struct ms_verdict v;
 	int has_verdict = 0;
 	ms_status s = MS_OK;
@@ -225,9 +230,8 @@ static ms_status together_page(const char *path, const struct ms_trace *t,
 	memset(&v, 0, sizeof(v));
 	/* a .zst trace, streamed for the page, is read whole for the diagnosis and the verdict up
 	   to MS_PAGE_WHOLE_EVENTS events */
-	if (!t && f->r.events_total <= MS_PAGE_WHOLE_EVENTS &&
-	    !(s = ms_trace_load(path, NULL, &owned, NULL, d)))
-		t = owned;
+	if (!t && f->r.events_total <= MS_PAGE_WHOLE_EVENTS)
+		s = whole_of(src, &t, d);
 	if (!s && t && !(s = ms_report_diagnose(rep, t, &f->r)))
 		s = verdict(t, o, &f->r, &f->lim, NULL, 0, &v, &has_verdict);
 	if (has_verdict) /* the page opens with it, as every page does */
@@ -235,11 +239,11 @@ static ms_status together_page(const char *path, const struct ms_trace *t,
 	if (!s)
 		s = ms_render_html(rep, NULL, 0, out);
 	ms_verdict_release(&v);
-	ms_trace_free(owned);
 	return s;
 }
 
-void ms_page_together_write(const char *path, const struct ms_trace *t, struct ms_replay_opts *o,
+void ms_page_together_write(const struct ms_source *src, const struct ms_trace *t,
+                            struct ms_replay_opts *o,
                             int (*first_pass)(void *ctx, struct ms_replay_result *r,
                                               struct ms_limit_range *lim),
                             void *ctx, const struct ms_page_opts *pg, struct ms_buf *out,
@@ -259,10 +263,11 @@ void ms_page_together_write(const char *path, const struct ms_trace *t, struct m
 	memset(res, 0, sizeof(*res));
 	res->how = MS_PAGE_NOT_TOGETHER;
 	memset(&known, 0, sizeof(known));
-	if (!(known.events_total = events_in(path, t)))
+	if (!(known.events_total = events_in(src, t)))
 		return;
-	in = (struct ms_report_input){.source = path,
-	                              .path = path,
+	in = (struct ms_report_input){.source = src->path,
+	                              .path = src->path,
+	                              .src = src,
 	                              .trace = t,
 	                              .opts = &asked,
 	                              .first = &known,
@@ -301,7 +306,7 @@ void ms_page_together_write(const char *path, const struct ms_trace *t, struct m
 		*d = (struct ms_diag)MS_DIAG_INIT;
 	} else {
 		res->how = MS_PAGE_WROTE;
-		res->status = together_page(path, t, o, &f, &rep, out, d);
+		res->status = together_page(src, t, o, &f, &rep, out, d);
 		ms_replay_result_release(&f.r);
 	}
 	ms_report_release(&rep);

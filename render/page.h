@@ -16,6 +16,7 @@
 #include "replay/run.h"
 
 struct ms_trace;
+struct ms_source;
 
 /* What a page is asked with: --detail, --no-whatif, --from/--to, --frames, --site-depth. */
 struct ms_page_opts {
@@ -33,15 +34,15 @@ enum ms_page_out { MS_PAGE_HTML, MS_PAGE_DATA, MS_PAGE_CSV };
 #define MS_PAGE_WHOLE_EVENTS 4000000
 
 /*
- * One device's page of path appended to out: t is the trace in memory, or NULL for a .zst trace
- * that streams from its file (read whole only where it has at most MS_PAGE_WHOLE_EVENTS events,
- * or for the what-if table). o are the options the first pass left (its limit, its rebuilt
- * state), first its result and lim its inferred limit.
+ * One device's page of the input src (parse/source.h) appended to out: t is the trace in
+ * memory, or NULL for a .zst trace that streams from its file (read whole only where it has at most
+ * MS_PAGE_WHOLE_EVENTS events, or for the what-if table). o are the options the first pass left
+ * (its limit, its rebuilt state), first its result and lim its inferred limit.
  */
-ms_status ms_page_write(const char *path, const struct ms_trace *t, const struct ms_replay_opts *o,
-                        const struct ms_replay_result *first, const struct ms_limit_range *lim,
-                        const struct ms_page_opts *pg, enum ms_page_out what, struct ms_buf *out,
-                        struct ms_diag *d);
+ms_status ms_page_write(const struct ms_source *src, const struct ms_trace *t,
+                        const struct ms_replay_opts *o, const struct ms_replay_result *first,
+                        const struct ms_limit_range *lim, const struct ms_page_opts *pg,
+                        enum ms_page_out what, struct ms_buf *out, struct ms_diag *d);
 
 /*
  * The whole page (no window) made while the first pass runs, on two threads: the report's
@@ -63,7 +64,8 @@ struct ms_page_together {
 	struct ms_replay_result r;
 	struct ms_limit_range lim;
 };
-void ms_page_together_write(const char *path, const struct ms_trace *t, struct ms_replay_opts *o,
+void ms_page_together_write(const struct ms_source *src, const struct ms_trace *t,
+                            struct ms_replay_opts *o,
                             int (*first_pass)(void *ctx, struct ms_replay_result *r,
                                               struct ms_limit_range *lim),
                             void *ctx, const struct ms_page_opts *pg, struct ms_buf *out,

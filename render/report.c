@@ -16,6 +16,7 @@
 #include "common/hash.h"
 #include "common/status.h"
 #include "explain/explain.h"
+#include "parse/source.h"
 #include "parse/trace.h"
 #include "replay/site.h"
 
@@ -39,7 +40,7 @@ static void on_event_peak(void *ctx, uint64_t index, const struct ms_event *e,
 	}
 }
 
-ms_status ms_report_window_peak(const struct ms_trace *t, const char *path,
+ms_status ms_report_window_peak(const struct ms_trace *t, const struct ms_source *src,
                                 const struct ms_replay_opts *opts, uint64_t from, uint64_t to,
                                 uint64_t *index, struct ms_diag *d)
 {
@@ -56,7 +57,7 @@ ms_status ms_report_window_peak(const struct ms_trace *t, const char *path,
 	o.n_more_snaps = 0;
 	o.on_annotation = NULL;
 	o.syms = NULL;
-	s = t ? ms_replay_trace(t, &o, &r, d) : ms_replay_run(path, &o, &r, d);
+	s = t ? ms_replay_trace(t, &o, &r, d) : ms_replay_source(src, MS_PASS_REPORT, &o, &r, d);
 	ms_replay_result_release(&r);
 	*index = w.index;
 	return s;
@@ -624,6 +625,7 @@ static ms_status peak_state(const struct ms_report_input *in, struct ms_replay_r
 	o.no_segment_log = 1;
 	o.syms = syms; /* a streamed trace's stacks get the ids the report's replay gave them */
 	return in->trace ? ms_replay_trace(in->trace, &o, out, d)
+	       : in->src ? ms_replay_source(in->src, MS_PASS_REPORT, &o, out, d)
 	                 : ms_replay_run(in->path, &o, out, d);
 }
 
@@ -663,7 +665,7 @@ ms_status ms_report_collect(const struct ms_report_input *in, struct ms_report *
 	/* the peak and the OOM shown are the window's */
 	rep->peak_index = in->find_peak ? UINT64_MAX : in->first->peak_allocated_index;
 	if ((lo > 0 || hi < total) &&
-	    (s = ms_report_window_peak(in->trace, in->path, in->opts, lo, hi, &rep->peak_index, d)))
+	    (s = ms_report_window_peak(in->trace, in->src, in->opts, lo, hi, &rep->peak_index, d)))
 		goto out;
 	rep->has_oom = in->first->has_oom && in->first->first_oom.index >= lo &&
 	               in->first->first_oom.index < hi;
@@ -699,6 +701,7 @@ ms_status ms_report_collect(const struct ms_report_input *in, struct ms_report *
 	l.res = &r;
 	o.syms = &rep->own_syms;
 	if ((s = in->trace ? ms_replay_trace(in->trace, &o, &r, d)
+	         : in->src ? ms_replay_source(in->src, MS_PASS_REPORT, &o, &r, d)
 	                   : ms_replay_run(in->path, &o, &r, d)))
 		goto out;
 	if (l.nomem) {

@@ -12,6 +12,7 @@
 #include "replay/replay.h"
 
 struct ms_trace;
+struct ms_source;
 
 /* Streams drawn apart in the timeline; later ones are summed as "other streams". */
 #define MS_REPORT_STREAMS 8
@@ -246,6 +247,7 @@ struct ms_report {
 struct ms_report_input {
 	const char *source;
 	const char *path;
+	const struct ms_source *src;          /* path opened once (parse/source.h), or NULL */
 	const struct ms_trace *trace;         /* or NULL */
 	const struct ms_replay_opts *opts;    /* as the first pass ran (limit, mid-run state) */
 	const struct ms_replay_result *first; /* the first pass: events, peak, OOM */
@@ -290,9 +292,9 @@ ms_status ms_report_diagnose(struct ms_report *rep, const struct ms_trace *t,
 
 /*
  * The event in [from, to) after which allocated bytes were highest (the first such), from a
- * replay with opts of t, or (t NULL) of the file path, that stops at to.
+ * replay with opts of t, or (t NULL) of the input src, that stops at to.
  */
-ms_status ms_report_window_peak(const struct ms_trace *t, const char *path,
+ms_status ms_report_window_peak(const struct ms_trace *t, const struct ms_source *src,
                                 const struct ms_replay_opts *opts, uint64_t from, uint64_t to,
                                 uint64_t *index, struct ms_diag *d);
 

@@ -9,6 +9,7 @@
 #include "common/hash.h"
 #include "common/status.h"
 #include "parse/read_ahead.h"
+#include "parse/source.h"
 #include "parse/trace.h"
 #include "replay/pool_marks.h"
 #include "replay/site.h"
@@ -1041,8 +1042,9 @@ static ms_status r_end(void *ctx, uint64_t n)
 	return p->err;
 }
 
-/* One replay from a file (path) or from a trace in memory (t). */
-static ms_status replay(const char *path, const struct ms_trace *t, const struct ms_replay_opts *o,
+/* One replay from a file (path, or src counted as pass) or from a trace in memory (t). */
+static ms_status replay(const char *path, const struct ms_source *src, unsigned pass,
+                        const struct ms_trace *t, const struct ms_replay_opts *o,
                         struct ms_replay_result *r, struct ms_diag *diag)
 {
 	struct rp p;
@@ -1071,22 +1073,18 @@ static ms_status replay(const char *path, const struct ms_trace *t, const struct
 	} else {
 		struct ms_source_info si;
 		/* nothing of the caller's reads the table while the replay runs: read ahead */
-		ms_status (*rd)(const char *, const struct ms_read_opts *, struct ms_symtab *,
-		                const struct ms_sink *, struct ms_source_info *, struct ms_diag *) =
-		        o->on_event || o->on_annotation || o->peak_gate ? ms_source_read
-		                                                        : ms_source_read_ahead;
-		if (o->syms) {
-			s = rd(path, NULL, o->syms, &sink, &si, diag);
-			if (r->has_oom)
-				holder_stacks(&p, &r->first_oom);
-		} else {
-			if (ms_symtab_init(&syms))
-				return MS_ERR_NOMEM;
-			s = rd(path, NULL, &syms, &sink, &si, diag);
-			if (r->has_oom)
-				holder_stacks(&p, &r->first_oom);
+		int ahead = !o->on_event && !o->on_annotation && !o->peak_gate;
+		struct ms_symtab *y = o->syms ? o->syms : &syms;
+		if (!o->syms && ms_symtab_init(&syms))
+			return MS_ERR_NOMEM;
+		s = src ? (ahead ? ms_source_stream_ahead : ms_source_stream)(src, pass, NULL, y,
+		                                                              &sink, &si, diag)
+		        : (ahead ? ms_source_read_ahead : ms_source_read)(path, NULL, y, &sink, &si,
+		                                                          diag);
+		if (r->has_oom)
+			holder_stacks(&p, &r->first_oom);
+		if (!o->syms)
 			ms_symtab_release(&syms);
-		}
 		r->cut_short = !s && ms_source_cut_short(&si);
 	}
 	if (p.m) {
@@ -1143,13 +1141,21 @@ size_t ms_replay_first_divergence(const struct ms_replay_result *r)
 ms_status ms_replay_run(const char *path, const struct ms_replay_opts *o,
                         struct ms_replay_result *r, struct ms_diag *diag)
 {
-	return replay(path, NULL, o, r, diag);
+	return replay(path, NULL, 0, NULL, o, r, diag);
+}
+
+ms_status ms_replay_source(const struct ms_source *src, unsigned pass,
+                           const struct ms_replay_opts *o, struct ms_replay_result *r,
+                           struct ms_diag *diag)
+{
+	return src->whole ? replay(NULL, NULL, 0, src->whole, o, r, diag)
+	                  : replay(NULL, src, pass, NULL, o, r, diag);
 }
 
 ms_status ms_replay_trace(const struct ms_trace *t, const struct ms_replay_opts *o,
                           struct ms_replay_result *r, struct ms_diag *diag)
 {
-	return replay(NULL, t, o, r, diag);
+	return replay(NULL, NULL, 0, t, o, r, diag);
 }
 
 /* 1: with this limit the replay runs out where the recorded run did not; 2: it misses an OOM
@@ -1164,7 +1170,7 @@ static int limit_outcome(const struct ms_trace *t, const struct ms_replay_opts *
 
 	q.limit = limit;
 	q.fraction = 0;
-	s = replay(NULL, t, &q, &r, diag);
+	s = replay(NULL, NULL, 0, t, &q, &r, diag);
 	/* a limit below a mid-run trace's start runs out at once */
 	out = s == MS_ERR_LIMIT ? 1 : s ? -1 : r.ended_by_oom ? 1 : r.missed_ooms ? 2 : 0;
 	if (s == MS_ERR_LIMIT && diag)

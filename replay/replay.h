@@ -332,6 +332,12 @@ int ms_replay_reuse_as_recorded(const struct ms_replay_result *r);
  */
 ms_status ms_replay_run(const char *path, const struct ms_replay_opts *o,
                         struct ms_replay_result *r, struct ms_diag *diag);
+struct ms_source;
+/* As ms_replay_run, of an input opened once (parse/source.h), counted as pass (enum ms_pass);
+ * from its trace in memory where it was read whole. */
+ms_status ms_replay_source(const struct ms_source *src, unsigned pass,
+                           const struct ms_replay_opts *o, struct ms_replay_result *r,
+                           struct ms_diag *diag);
 /*
  * Memory outside PyTorch at event index as the recorder measured it: the last cudaMemGetInfo
  * mark at or before it, moved by what the raw CUDA events held at index (external) against then.

@@ -1,6 +1,8 @@
 /* A replay command's decisions in one call (run.h): backend, model first, mid-run, limit. */
 #include "replay/run.h"
 
+#include "parse/source.h"
+
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,7 +37,9 @@ static void take_why(struct ms_replay_note *n, struct ms_diag *d)
 static ms_status replay_once(const struct ms_replay_request *q, const struct ms_replay_opts *o,
                              struct ms_replay_result *r, struct ms_diag *d)
 {
-	return q->trace ? ms_replay_trace(q->trace, o, r, d) : ms_replay_run(q->path, o, r, d);
+	return q->trace ? ms_replay_trace(q->trace, o, r, d)
+	       : q->src ? ms_replay_source(q->src, MS_PASS_REPLAY, o, r, d)
+	                : ms_replay_run(q->path, o, r, d);
 }
 
 /* The request's trace in memory: its own, else loaded (*owned, for ms_trace_free). */
@@ -47,7 +51,8 @@ static ms_status trace_of(const struct ms_replay_request *q, const struct ms_tra
 	*owned = NULL;
 	if (q->trace)
 		*t = q->trace;
-	else if (!(s = ms_trace_load(q->path, NULL, owned, NULL, d)))
+	else if (!(s = q->src ? ms_trace_load_source(q->src, NULL, owned, NULL, d)
+	                      : ms_trace_load(q->path, NULL, owned, NULL, d)))
 		*t = *owned;
 	return s;
 }

@@ -26,6 +26,9 @@ struct ms_replay_request {
 	/* the same trace already in memory, or NULL: every pass then reads path (a snapshot is
 	 * best read once by the caller and passed here; a .zst trace streams in bounded memory) */
 	const struct ms_trace *trace;
+	/* or the input opened once (parse/source.h) that the passes read, or NULL: path is opened
+	 * by each */
+	const struct ms_source *src;
 	struct ms_replay_opts o; /* the settings asked for */
 	unsigned backend;        /* enum ms_replay_backend */
 	/* MS_REPLAY_TORCH: the folder of memsnap's plugins (libmemsnap_torch_replay.so), or NULL
