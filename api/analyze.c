@@ -164,6 +164,11 @@ void ms_file_close(ms_file *in)
 	ms_free(in);
 }
 
+const char *ms_file_warning(const ms_file *in)
+{
+	return in && in->read.warnings ? in->read.warning : NULL;
+}
+
 void ms_json_free(char *json)
 {
 	cJSON_free(json);

@@ -23,6 +23,12 @@ typedef struct ms_file ms_file;
  */
 MS_API int ms_file_open(const char *path, ms_file **in, char *msg, size_t cap);
 MS_API void ms_file_close(ms_file *in);
+/*
+ * What reading the file warned of, as the commands say it on stderr ("truncated trace: ...": a
+ * recording killed before its end, a compressed file cut off), or NULL where nothing: one line,
+ * valid until ms_file_close. The answers hold the same as fields (trace_cut_short, ...).
+ */
+MS_API const char *ms_file_warning(const ms_file *in);
 
 /*
  * Ask in a question: "info", "stats", "replay", "verify", "explain", "whatif" or "check".
@@ -38,7 +44,8 @@ MS_API void ms_file_close(ms_file *in);
  * answers: *json is set. 1 (the file cannot
  * answer) and 2 (a question or option memsnap does not take) leave *json NULL and say why in
  * msg, one line. in, question and json are required; options may be NULL when n_options is 0;
- * msg may be NULL. The notes the command prints on stderr are not returned.
+ * msg may be NULL. The notes the command prints on stderr (a limit inferred, a trace started
+ * mid-run) are fields of the answer, not text.
  */
 MS_API int ms_ask(ms_file *in, const char *question, const char *const *options, size_t n_options,
                   char **json, char *msg, size_t cap);

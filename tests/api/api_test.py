@@ -25,6 +25,8 @@ lib.ms_compare.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.POINTER(ctyp
                            ctypes.c_size_t, ctypes.POINTER(ctypes.c_void_p), ctypes.c_char_p,
                            ctypes.c_size_t]
 lib.ms_json_free.argtypes = [ctypes.c_void_p]
+lib.ms_file_warning.argtypes = [ctypes.c_void_p]
+lib.ms_file_warning.restype = ctypes.c_char_p
 fails = 0
 
 
@@ -144,6 +146,19 @@ for options, want in ((["jobs=2"], 2), (["top=x"], 2), (["device=7"], 1)):
     check(rc == want and text is None and msg and "\n" not in msg,
           "diff %s: exit %d: %s" % (options, rc, msg))
 
+# what reading a file warned of, as the commands say it: a recording killed before its END
+for name, want in (("multi_gpu/oom_rank1_rank1.zst", "no END record"),
+                   ("dynamic_oom.pickle", None)):
+    p = os.path.join(T, name)
+    if p not in handles:
+        handles[p] = open_file(p)[1]
+    w = lib.ms_file_warning(handles[p])
+    w = w.decode() if w else None
+    err = subprocess.run([memsnap, "info", p], capture_output=True, text=True).stderr
+    check((want in w and w in err) if want else (w is None and "warning" not in err),
+          "warning of %s: %s" % (name, w))
+check(lib.ms_file_warning(None) is None, "warning of no file: NULL")
+
 # asked again in the same process: the same answer
 for (question, name, options), (rc, text) in answers.items():
     again = ask(handles[os.path.join(T, name)], question, list(options))
@@ -193,6 +208,7 @@ check("SONAME               libmemsnap.so.0" in dyn, "soname libmemsnap.so.0")
 syms = subprocess.run(["nm", "-D", "--defined-only", lib_path], capture_output=True,
                       text=True).stdout.split("\n")
 exported = sorted(line.split()[-1].split("@")[0] for line in syms if " T " in line)
-check(exported == ["ms_ask", "ms_compare", "ms_file_close", "ms_file_open", "ms_json_free", "ms_status_name",
+check(exported == ["ms_ask", "ms_compare", "ms_file_close", "ms_file_open", "ms_file_warning",
+                   "ms_json_free", "ms_status_name",
                    "ms_strerror", "ms_version_number"], "exports: %s" % ", ".join(exported))
 sys.exit(1 if fails else 0)
