@@ -130,14 +130,23 @@ void ms_stats_read_run(struct ms_stats_read *j, size_t top)
 		j->own_src = opened_here = 1;
 	if (j->s)
 		return;
+	/* standard input can be read once: whole, where the file may be read again a device */
+	if (opened_here && j->src->is_stdin && j->only < 0) {
+		const struct ms_trace *t;
+		if ((j->s = ms_source_whole(j->src, &t, &j->d)))
+			return;
+	}
 	j->s = ms_source_stream(j->src, MS_PASS_STATS, NULL, &j->syms, &sink, &j->si, &j->d);
+	if (j->src->whole && j->src->is_stdin) /* emitted from memory: the ids are its table's */
+		j->ext_syms = &j->src->whole->syms;
 	if (!j->s)
 		j->r = ms_stats_builder_result(j->b);
 	if (!j->s)
 		with_pools_told(j, j->src, top);
-	/* kept open only for a file read again for each of its devices (per_device): a command
-	   over many files holds no more of them open than it reads at once */
-	if (opened_here &&
+	/* kept open only for a file read again for each of its devices (per_device), or whose
+	   trace in memory the result's ids refer to: a command over many files holds no more of
+	   them open than it reads at once */
+	if (opened_here && !j->ext_syms &&
 	    (j->s || j->only >= 0 || ms_stats_devices_of(j->r, &(uint32_t){0}) <= 1)) {
 		ms_source_close(j->src);
 		j->src = NULL;
@@ -227,6 +236,11 @@ static ms_status run_pool(struct pool *p, size_t nth)
 	return MS_OK;
 }
 
+const struct ms_symtab *ms_stats_read_syms(const struct ms_stats_read *j)
+{
+	return j->ext_syms ? j->ext_syms : &j->syms;
+}
+
 void ms_stats_read_release(struct ms_stats_read *j)
 {
 	ms_stats_builder_free(j->b);
@@ -235,6 +249,7 @@ void ms_stats_read_release(struct ms_stats_read *j)
 		ms_source_close(j->src);
 	j->src = NULL;
 	j->own_src = 0;
+	j->ext_syms = NULL;
 	j->b = NULL;
 	j->r = NULL;
 }

@@ -30,6 +30,9 @@ struct ms_stats_read {
 	size_t top;
 	uint32_t frames; /* --frames */
 	int empty;       /* valid, with no event and no segment: no allocations recorded */
+	/* the table the result's ids refer to where it is not syms: standard input's trace, read
+	 * whole once for every read of it (ms_stats_read_syms gives the right one) */
+	const struct ms_symtab *ext_syms;
 	/* path opened once (parse/source.h): by the read, or the file's read it was split from */
 	struct ms_source *src;
 	int own_src; /* closed with the read */
@@ -38,6 +41,8 @@ struct ms_stats_read {
 /* Read j->path into j (j->s: its status, j->d: the message and warnings). */
 void ms_stats_read_run(struct ms_stats_read *j, size_t top);
 void ms_stats_read_release(struct ms_stats_read *j);
+/* The table of the result's ids (strings, frames, stacks). */
+const struct ms_symtab *ms_stats_read_syms(const struct ms_stats_read *j);
 /* The result has events (else, a snapshot without a trace, only segments). */
 int ms_stats_has_events(const struct ms_trace_stats *r);
 /* The result is about device dev: allocator events there, or (no trace) segments. */

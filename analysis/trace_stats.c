@@ -452,6 +452,10 @@ static ms_status s_ann(void *ctx, const struct ms_annotation *a)
 
 	if (a->call == MS_CALL_DEVICE_MEMORY)
 		return device_memory_mark(b, a);
+	/* another device's scope: a snapshot lists each device's events apart, so its times say
+	   nothing of this device's (its peak there would read 0, not unknown) */
+	if (b->only >= 0 && a->device != b->only)
+		return MS_OK;
 	if (a->stage == MS_ANN_START) {
 		if (ms_grow(&b->ann, &b->cap_ann, b->n_ann + 1, sizeof(uint32_t)))
 			return MS_ERR_NOMEM;

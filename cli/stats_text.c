@@ -13,8 +13,8 @@ static struct ms_site_row *block_rows(const struct ms_stats_read *j, size_t *n)
 {
 	struct ms_site_row *rows;
 
-	if (ms_site_rows_group(&j->syms, j->r->block_sites, j->r->n_block_sites, j->frames,
-	                       ms_site_depth(), &rows, n))
+	if (ms_site_rows_group(ms_stats_read_syms(j), j->r->block_sites, j->r->n_block_sites,
+	                       j->frames, ms_site_depth(), &rows, n))
 		ms_die(MS_EXIT_ERROR, "out of memory");
 	return rows;
 }
@@ -22,19 +22,21 @@ static struct ms_site_row *block_rows(const struct ms_stats_read *j, size_t *n)
 /* The job as the library shows it (analysis/stats_view.h). */
 struct ms_stats_view ms_stats_view_of(const struct ms_stats_read *j)
 {
-	return (struct ms_stats_view){j->path,  j->device, j->only,
-	                              &j->syms, j->r,      ms_source_cut_short(&j->si),
-	                              j->top,   j->frames, ms_site_depth()};
+	return (struct ms_stats_view){j->path,        j->device,
+	                              j->only,        ms_stats_read_syms(j),
+	                              j->r,           ms_source_cut_short(&j->si),
+	                              j->top,         j->frames,
+	                              ms_site_depth()};
 }
 
 static void print_alloc(const struct ms_stats_read *j, const struct ms_stats_alloc *a)
 {
 	char b1[32], site[512];
 
-	ms_site_label(&j->syms, a->stack, site, sizeof(site));
+	ms_site_label(ms_stats_read_syms(j), a->stack, site, sizeof(site));
 	printf("    %12s  event %-9llu %s\n", ms_format_size(b1, sizeof(b1), a->size),
 	       (unsigned long long)a->index, site);
-	ms_site_print_frames(&j->syms, a->stack, j->frames, 36);
+	ms_site_print_frames(ms_stats_read_syms(j), a->stack, j->frames, 36);
 }
 
 /* The median of the rows' peaks of requested bytes (rows with allocations), 0 if none. */
@@ -230,7 +232,8 @@ void ms_stats_print_one(const struct ms_stats_read *j)
 			printf(", +%.3f s", (double)(t - j->t0) / 1e9);
 	}
 	if (ms_stats_peak_annotation(r))
-		printf(", in \"%s\"", ms_symtab_get_str(&j->syms, ms_stats_peak_annotation(r))->s);
+		printf(", in \"%s\"",
+		       ms_symtab_get_str(ms_stats_read_syms(j), ms_stats_peak_annotation(r))->s);
 	for (size_t i = 0; i < r->n_pools_requested; i++) {
 		const struct ms_stats_pool_requested *q = &r->pools_requested[i];
 		uint64_t id[2];
@@ -286,12 +289,13 @@ static void print_end(const struct ms_stats_read *j)
 	printf("  top sites at the peak (bytes live, allocations):\n");
 	{
 		size_t nrows;
-		struct ms_site_row *rows = ms_group_sites(&j->syms, j->r, j->frames, &nrows);
+		struct ms_site_row *rows =
+		        ms_group_sites(ms_stats_read_syms(j), j->r, j->frames, &nrows);
 		for (size_t i = 0; i < nrows && i < j->top; i++) {
 			printf("    %12s %7llu  %s\n",
 			       ms_format_size(b1, sizeof(b1), rows[i].bytes),
 			       (unsigned long long)rows[i].count, rows[i].label);
-			ms_site_print_frames(&j->syms, rows[i].stack, j->frames, 28);
+			ms_site_print_frames(ms_stats_read_syms(j), rows[i].stack, j->frames, 28);
 		}
 		ms_free(rows);
 	}

@@ -1256,9 +1256,11 @@ size_t ms_end_state_sites(const struct ms_trace *t, const struct ms_replay_snap 
 				snprintf(label, sizeof(label), "(no stack recorded)");
 			for (j = 0; j < n && strcmp(sites[j].label, label); j++)
 				;
-			if (j == n && n < cap)
-				snprintf(sites[n++].label, sizeof(sites[0].label), "%s", label);
-			else if (j == n)
+			if (j == n && n < cap) {
+				snprintf(sites[n].label, sizeof(sites[0].label), "%s", label);
+				sites[n].bytes = sites[n].blocks = 0;
+				n++;
+			} else if (j == n)
 				continue; /* past the sites kept: counted in the totals only */
 			sites[j].bytes += b->size;
 			sites[j].blocks++;

@@ -81,6 +81,15 @@ jobs += [["stats"] + mg[:4] + ["testdata/snapshots/edge/no_events.json",
          ["check", "--baseline", "testdata/snapshots/multi_gpu/ddp_rank0.zst", "--max-growth",
           "1%", "testdata/snapshots/multi_gpu/ddp_rank1.zst"]]
 
+# third-party and PyTorch 2.11 snapshots beside the project, where they are (not in CI)
+shared = [f for d in ("wild", "torch-2.11")
+          for f in sorted(glob.glob(os.path.join(src, "..", "shared", "testdata", d, "*")))
+          if os.path.isfile(f) and not f.endswith((".md", ".json", ".py"))]
+for k, f in enumerate(shared):
+    jobs += [["info", f], ["stats", f], ["replay", f], ["replay", "--limit", "2GiB", f],
+             ["verify", f], ["explain", f], ["whatif", f], ["check", f],
+             ["diff", "--frames", "all", f, shared[k - 1]]]
+
 
 def run(job):
     p = subprocess.run([memsnap, "-q", job[0], "--json"] + job[1:], capture_output=True,
@@ -133,9 +142,9 @@ check(not validator("replay").is_valid({k: v for k, v in good.items() if k != "t
 check(not validator("replay").is_valid(dict(good, schema_version=2)),
       "the schema takes schema_version 2")
 
-print("%d results of %d commands (%s) and %d goldens against the schema: %d failed" % (
-      sum(answered.values()), len(answered),
-      ", ".join("%s %d" % kv for kv in sorted(answered.items())), goldens, fails))
+print("%d results of %d commands (%s; %d inputs beside the project) and %d goldens against "
+      "the schema: %d failed" % (sum(answered.values()), len(answered),
+      ", ".join("%s %d" % kv for kv in sorted(answered.items())), len(shared), goldens, fails))
 for c in ("info", "stats", "replay", "verify", "explain", "whatif", "check", "diff"):
     check(answered.get(c, 0) > 0, "no result of %s was validated" % c)
 sys.exit(1 if fails else 0)
