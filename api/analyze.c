@@ -269,6 +269,8 @@ static int option(struct ask *a, const char *opt, char *msg, size_t cap)
 			return say(msg, cap, ASK_USAGE, "option '%s': a device below 65536", opt);
 		if (IS("site_depth") && (u < 1 || u > 64))
 			return say(msg, cap, ASK_USAGE, "option '%s': 1 to 64", opt);
+		if (IS("top") && (u < 1 || u > 100000))
+			return say(msg, cap, ASK_USAGE, "option '%s': 1 to 100000", opt);
 		if (IS("device"))
 			a->device = u;
 		else if (IS("jobs"))
@@ -787,7 +789,8 @@ int ms_compare(ms_file *a, ms_file *b, const char *const *options, size_t n_opti
 		return say(msg, cap, ASK_USAGE, "no place for the answer (json is NULL)");
 	*json = NULL;
 	if (!a || !b)
-		return say(msg, cap, ASK_USAGE, "two files are compared");
+		return say(msg, cap, ASK_USAGE, "no file %s (NULL): two files are compared",
+		           !a ? "a" : "b");
 	if (n_options && !options)
 		return say(msg, cap, ASK_USAGE, "%zu options, but options is NULL", n_options);
 	if ((rc = ask_options("diff", options, n_options, &q, msg, cap)) ||

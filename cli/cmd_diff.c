@@ -135,6 +135,8 @@ int cmd_diff(int argc, const char **argv)
 	if (n != 2)
 		ms_usage_error(opts, usage, "two traces are compared");
 	ms_replay_cli_check(&c, opts, usage);
+	if (top < 1 || top > 100000)
+		ms_usage_error(opts, usage, "--top must be 1 to 100000");
 	ms_frames_opt_check(&frames, opts, usage);
 	ms_site_depth_set(site_depth, opts, usage);
 	path[0] = argv[0];

@@ -113,8 +113,8 @@ static void categories(const struct ms_diff *d)
 		       ta && tb ? signed_size(b3, sizeof(b3), (int64_t)b - (int64_t)a) : "-",
 		       ms_explain_cat_name(k),
 		       ta && tb ? ""
-		       : ta     ? " (not told in b: no optimizer steps or no parameters found)"
-		                : " (not told in a: no optimizer steps or no parameters found)");
+		       : ta     ? " (not told in b)"
+		                : " (not told in a)");
 	}
 	for (int k = 0; k < 2; k++) {
 		const int64_t *v = k ? d->cached_free : d->rounding;

@@ -287,8 +287,13 @@ static void ran_with(struct ms_diff *d)
 	        (struct ms_diff_setting){.key = "alloc_conf", .what = "allocator settings"};
 	settings_text(&s[0].r, w[MS_DIFF_ALLOC_CONF].a, sizeof(w->a));
 	settings_text(&s[1].r, w[MS_DIFF_ALLOC_CONF].b, sizeof(w->b));
-	/* the settings replayed: "not recorded" against recorded defaults is no difference */
-	w[MS_DIFF_ALLOC_CONF].differs = strcmp(s[0].r.alloc_conf, s[1].r.alloc_conf) != 0;
+	/* a run that does not record its settings was replayed with the defaults, but may have
+	   run with others: against the other run's, not told (the trace shows expandable segments
+	   where it has them, which tells that much) */
+	w[MS_DIFF_ALLOC_CONF].differs =
+	        told_differs(s[0].r.settings_recorded || s[0].r.expandable_seen,
+	                     s[1].r.settings_recorded || s[1].r.expandable_seen,
+	                     strcmp(s[0].r.alloc_conf, s[1].r.alloc_conf) != 0);
 
 	/* known on both sides and apart (an inferred range holding the other's limit is no
 	   difference; one not known tells nothing) */

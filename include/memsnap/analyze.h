@@ -24,9 +24,9 @@ typedef struct ms_file ms_file;
 MS_API int ms_file_open(const char *path, ms_file **in, char *msg, size_t cap);
 MS_API void ms_file_close(ms_file *in);
 /*
- * What reading the file warned of, as the commands say it on stderr ("truncated trace: ...": a
- * recording killed before its end, a compressed file cut off), or NULL where nothing: one line,
- * valid until ms_file_close. The answers hold the same as fields (trace_cut_short, ...).
+ * What reading the file warned of (a recording killed before its end, a compressed file cut
+ * off), or NULL where nothing: one line, the text the commands print on stderr after the file's
+ * name, valid until ms_file_close. The answers hold the same as fields (trace_cut_short, ...).
  */
 MS_API const char *ms_file_warning(const ms_file *in);
 
