@@ -329,58 +329,37 @@ static void *steps_job_run(void *arg)
 	return NULL;
 }
 
-/* The rows that help, in order (recs): those that avoid the OOM or lower the peak by 1%. */
+/* A setting helps where its replay avoids the first's OOM or lowers the peak by 1% or more. */
+static int helps(const void *ctx, const struct ms_replay_result *w)
+{
+	const struct ms_explain_report *r = ctx;
+	uint64_t reserved = r->reserved, p = (uint64_t)w->stats.reserved_bytes[0].peak;
+
+	return (r->first.has_oom && !w->has_oom) ||
+	       (!w->has_oom && p < reserved && reserved - p >= reserved / 100);
+}
+
+/* The rows that help, in order (recs). */
 static void recommend(struct ms_explain_report *r)
 {
-	uint64_t reserved = r->reserved;
-
 	for (size_t k = 1; k < r->n_rows; k++) {
 		const struct ms_whatif_row *w = &r->rows[k];
-		uint64_t p;
 		int avoids;
-		if (w->s)
+		if (w->s || !helps(r, &w->r))
 			continue;
-		p = (uint64_t)w->r.stats.reserved_bytes[0].peak;
 		avoids = r->first.has_oom && !w->r.has_oom;
-		/* a setting that avoids the OOM, or lowers the peak by 1% or more */
-		if (avoids || (!w->r.has_oom && p < reserved && reserved - p >= reserved / 100))
-			r->recs[r->n_recs++] = (struct ms_explain_rec){
-			        k, p, avoids, avoids && w->r.missed_ooms_went_on, r->vd.sv[k - 1]};
+		r->recs[r->n_recs++] = (struct ms_explain_rec){
+		        k, (uint64_t)w->r.stats.reserved_bytes[0].peak, avoids,
+		        avoids && w->r.missed_ooms_went_on, r->vd.sv[k - 1]};
 	}
 	qsort(r->recs, r->n_recs, sizeof(*r->recs), rec_cmp);
 }
 
-/* The least memory of each setting recommended (the recorded one's is searched already). */
-static ms_status least_memory(struct ms_explain_report *r, const struct ms_replay_opts *wo,
-                              unsigned jobs, struct ms_diag *d)
-{
-	struct ms_whatif_row *mins;
-	ms_status s;
-
-	if (!r->n_recs)
-		return MS_OK;
-	if (!(mins = ms_calloc(r->n_recs, sizeof(*mins))))
-		return MS_ERR_NOMEM;
-	for (size_t k = 0; k < r->n_recs; k++) {
-		mins[k].conf = r->rows[r->recs[k].row].conf;
-		mins[k].given = &r->rows[r->recs[k].row].r;
-	}
-	if ((s = ms_whatif_run(r->t, wo, mins, r->n_recs, jobs))) {
-		ms_free(mins);
-		return whatif_failed(s, d);
-	}
-	for (size_t k = 0; k < r->n_recs; k++)
-		r->rows[r->recs[k].row].min_memory = mins[k].min_memory;
-	ms_whatif_release(mins, r->n_recs);
-	ms_free(mins);
-	return MS_OK;
-}
-
 /*
  * The settings that would have helped, replayed on this trace: every one once (the recorded one
- * is the first replay, whose least memory is searched meanwhile: a dozen replays), judged, then
- * the least memory searched for those that help; each step's most reserved bytes on a thread
- * beside them.
+ * is the first replay), and the least memory of the recorded one and of each that helps searched
+ * right after (a dozen replays each), in one pool; then judged. Each step's most reserved bytes
+ * on a thread beside them.
  */
 static ms_status settings(struct ms_explain_report *r, unsigned jobs, struct ms_diag *d)
 {
@@ -398,16 +377,18 @@ static ms_status settings(struct ms_explain_report *r, unsigned jobs, struct ms_
 	    !r->rows || !r->recs)
 		return MS_ERR_NOMEM;
 	r->n_rows = n;
+	/* each setting's least memory searched right after its replay, where it helps */
 	for (k = 0; k < n; k++) {
 		r->rows[k].conf = ms_whatif_default_configs[k];
-		r->rows[k].no_min_memory = 1;
+		r->rows[k].helps = helps;
+		r->rows[k].helps_ctx = r;
 	}
 	for (k = 1; k < n; k++)
 		borrow_first(r, &r->rows[k]);
 	/* the settings of the first replay: given, or recorded */
 	r->rows[0].conf = r->o.alloc_conf;
 	r->rows[0].given = &r->first;
-	r->rows[0].no_min_memory = 0;
+	r->rows[0].helps = NULL; /* the recorded settings' is searched in any case */
 	sj = (struct steps_job){r->t, &wo, &r->x, r->step_reserved};
 	threaded = pthread_create(&th, NULL, steps_job_run, &sj) == 0;
 	if (!threaded)
@@ -416,12 +397,10 @@ static ms_status settings(struct ms_explain_report *r, unsigned jobs, struct ms_
 	/* would the job have survived under each (verdict.h) */
 	if (!s)
 		s = ms_verdict_judge_rows(r->t, &r->x, &wo, r->rows + 1, n - 1, &r->vd);
-	if (!s) {
+	if (!s)
 		recommend(r);
-		s = least_memory(r, &wo, jobs, d);
-	} else if (s != MS_ERR_NOMEM || !d->msg[0]) {
+	else if (s != MS_ERR_NOMEM || !d->msg[0])
 		s = whatif_failed(s, d);
-	}
 	if (threaded)
 		pthread_join(th, NULL);
 	if (s)

@@ -103,7 +103,7 @@ static void run_row(struct pool *p, struct ms_whatif_row *j)
 		snprintf(j->err, sizeof(j->err), "%s", d.msg[0] ? d.msg : ms_strerror(j->s));
 		return;
 	}
-	if (j->no_min_memory)
+	if (j->no_min_memory || (j->helps && !j->helps(j->helps_ctx, j->given ? j->given : &j->r)))
 		return;
 	/* the least limit that lets everything through lies between the peak allocated and the
 	 * peak reserved of a replay without any limit; 2 MiB is the segment granularity */

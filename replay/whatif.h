@@ -22,6 +22,10 @@ struct ms_whatif_row {
 	/* set by the caller: r is another replay's, borrowed (the settings cannot make this one
 	 * differ from it): not replayed, not released; min_memory is searched where asked */
 	int borrowed;
+	/* set by the caller: search min_memory only where helps(helps_ctx, its replay) says so,
+	 * right after the replay (no_min_memory left 0) */
+	int (*helps)(const void *helps_ctx, const struct ms_replay_result *r);
+	const void *helps_ctx;
 };
 
 /* The settings tried when the user names none: the recorded one first (NULL). */
