@@ -45,6 +45,8 @@ ms_status ms_source_open(const char *path, struct ms_source **out, struct ms_dia
 		return ms__diag_set(diag, MS_ERR_IO, -1, -1, "is a directory");
 	}
 	src->regular = fstat(src->fd, &st) == 0 && S_ISREG(st.st_mode);
+	/* a named pipe or a device is read once, as standard input is */
+	src->is_stdin = !src->regular;
 	if (src->regular) { /* what it is, from its first bytes (a pipe's would be gone) */
 		struct ms_input *in;
 		struct ms_diag quiet = MS_DIAG_INIT;
@@ -61,7 +63,7 @@ void ms_source_close(struct ms_source *src)
 {
 	if (!src)
 		return;
-	if (src->fd > 0 || (src->fd == 0 && !src->is_stdin))
+	if (strcmp(src->path, "-") != 0)
 		close(src->fd);
 	ms_trace_free(src->whole);
 	ms_devices_release(&src->devices);

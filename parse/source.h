@@ -39,8 +39,8 @@ struct ms_source {
 	char *path;
 	int fd; /* open for the source's life (standard input: 0) */
 	int regular;
-	/* standard input: read once only, by the first pass (a stream, or the read whole that
-	 * every later pass then uses) */
+	/* standard input, or a named pipe or a device: read once only, by the first pass (a
+	 * stream, or the read whole that every later pass then uses) */
 	int is_stdin;
 	atomic_int consumed;
 	enum ms_file_kind kind; /* from its first bytes; MS_FILE_UNKNOWN: reading says why */
