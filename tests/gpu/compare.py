@@ -2,7 +2,8 @@
 
     python compare.py MEMSNAP_TRACE.json TORCH_SNAPSHOT.pickle
 Both lists of device 0's events (action, address, size, stream) must be equal; memsnap's raw
-CUDA events (source 1) are counted and left out. Exit 0 if equal, 1 with the first difference.
+CUDA events (actions named cuda_..., which PyTorch's tools pass over) are counted and left out.
+Exit 0 if equal, 1 with the first difference.
 """
 import json
 import pickle
@@ -17,8 +18,12 @@ def key(e):
     return (e["action"], addr, e["size"], e.get("stream", 0))
 
 
-mine = [e for e in ours["device_traces"][0] if not e.get("source")]
-raw = sum(1 for t in ours["device_traces"] for e in t if e.get("source"))
+def is_raw(e):
+    return e["action"].startswith("cuda_")
+
+
+mine = [e for e in ours["device_traces"][0] if not is_raw(e)]
+raw = sum(1 for t in ours["device_traces"] for e in t if is_raw(e))
 ref = theirs["device_traces"][0]
 a = [key(e) for e in mine]
 b = [key(e) for e in ref]
@@ -32,9 +37,9 @@ if len(a) < len(b):
     sys.exit(1)
 # PyTorch's history ends at the dump; memsnap goes on recording until the program exits,
 # where Python frees the model, its gradients and the optimizer state
-tail = a[len(b):]
-if tail and tail[0][0] == "snapshot":  # the dump's own SNAPSHOT entry, which its trace omits
-    tail = tail[1:]
+# marks, not allocations: the dump's own SNAPSHOT entry, which its trace omits, and the
+# recorder's marks of what each device had free (a snapshot action each)
+tail = [k for k in a[len(b):] if k[0] != "snapshot"]
 if any(k[0] not in ("free_requested", "free_completed", "segment_free") for k in tail):
     print(f"after the dump memsnap has events other than the exit's frees: {tail[:5]}")
     sys.exit(1)

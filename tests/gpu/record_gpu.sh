@@ -34,7 +34,7 @@ tail -3 "$out/train.verify"
 "$ms" convert "$out/train.zst" -o "$out/train.json"
 "$py" "$here/compare.py" "$out/train.json" "$out/train_torch.pickle"
 check "block-level events equal _record_memory_history's" test $? -eq 0
-n_raw=$("$py" -c "import json,sys; d=json.load(open(sys.argv[1])); print(sum(1 for t in d['device_traces'] for e in t if e.get('source')))" "$out/train.json")
+n_raw=$("$py" -c "import json,sys; d=json.load(open(sys.argv[1])); print(sum(1 for t in d['device_traces'] for e in t if e['action'].startswith('cuda_')))" "$out/train.json")
 check "raw CUDA events recorded ($n_raw)" test "$n_raw" -gt 0
 
 echo "== 2. Python stacks"
@@ -52,7 +52,7 @@ check "verify (expandable)" test $? -eq 0
 "$ms" convert "$out/expandable.zst" -o "$out/expandable.json"
 read -r maps_torch maps_raw < <("$py" -c "
 import json,sys; d=json.load(open(sys.argv[1])); ev=[e for t in d['device_traces'] for e in t]
-print(sum(1 for e in ev if e['action']=='segment_map' and not e.get('source')), sum(1 for e in ev if e['action']=='segment_map' and e.get('source')))" "$out/expandable.json")
+print(sum(1 for e in ev if e['action']=='segment_map'), sum(1 for e in ev if e['action']=='cuda_segment_map'))" "$out/expandable.json")
 check "segment_map from PyTorch ($maps_torch) and from cuMemMap ($maps_raw)" test "$maps_torch" -gt 0 -a "$maps_raw" -gt 0
 
 echo "== 4. a script that dies of CUDA OOM"
