@@ -90,7 +90,7 @@ int ms_render_no_trace(struct ms_replay_cli *c, const char *path, const struct m
 
 	*rc = MS_EXIT_ERROR;
 	if ((s = ms_replay_cli_source(path, &src, &d)) || (s = ms_replay_cli_trace(path, &t, &d)) ||
-	    (s = t ? ms_devices_of(t, &ds) : ms_devices_read_source(src, &ds, &d))) {
+	    (s = ms_devices_read_source(src, &ds, &d))) {
 		ms_report(path, s, &d);
 		return 1;
 	}

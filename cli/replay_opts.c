@@ -339,8 +339,9 @@ int ms_replay_cli_devices(const struct ms_replay_cli *c, const char *path, const
 
 	*devs = NULL;
 	*n = 0;
+	/* a snapshot is read whole first: its devices are counted from it */
 	if ((s = ms_replay_cli_source(path, &src, &d)) || (s = ms_replay_cli_trace(path, &t, &d)) ||
-	    (s = t ? ms_devices_of(t, &ds) : ms_devices_read_source(src, &ds, &d))) {
+	    (s = ms_devices_read_source(src, &ds, &d))) {
 		ms_report(path, s, &d);
 		return MS_EXIT_ERROR;
 	}

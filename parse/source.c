@@ -92,11 +92,16 @@ ms_status ms_source_whole(struct ms_source *src, const struct ms_trace **t, stru
 		}
 	}
 	*t = src->whole;
+	ms_source_warnings(src, diag);
+	return MS_OK;
+}
+
+void ms_source_warnings(const struct ms_source *src, struct ms_diag *diag)
+{
 	if (src->whole_read.warnings) {
 		diag->warnings = src->whole_read.warnings;
 		memcpy(diag->warning, src->whole_read.warning, sizeof(diag->warning));
 	}
-	return MS_OK;
 }
 
 void ms_source_count(const struct ms_source *src, unsigned pass)

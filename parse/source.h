@@ -63,6 +63,9 @@ int ms_source_is_snapshot(const struct ms_source *src);
 /* The trace whole, read once and kept in src (*t valid until ms_source_close); its reading's
  * warnings into diag each time. */
 ms_status ms_source_whole(struct ms_source *src, const struct ms_trace **t, struct ms_diag *diag);
+/* The warnings of reading src whole (a file cut short), into diag: given with the trace each
+ * time it is used. */
+void ms_source_warnings(const struct ms_source *src, struct ms_diag *diag);
 /* Count a pass over src's content (the readers of trace.h count theirs; MS_PASS_COUNT: a read
  * that is part of a pass counted by its caller). */
 void ms_source_count(const struct ms_source *src, unsigned pass);

@@ -207,6 +207,17 @@ static ms_status w_seg(void *ctx, const struct ms_segment *s, const struct ms_bl
 	return w->next->segment ? w->next->segment(w->next->ctx, s, b) : MS_OK;
 }
 
+/* A sink that passes on to w->next what falls in the window w->o. */
+static struct ms_sink window_sink(struct window *w)
+{
+	return (struct ms_sink){.ctx = w,
+	                        .begin = w_begin,
+	                        .event = w_event,
+	                        .events = w_events,
+	                        .annotation = w_ann,
+	                        .segment = w_seg};
+}
+
 /* The reading of in, opened by the caller, whatever its kind into sink (ms_source_read). */
 static ms_status read_input(struct ms_input *in, const struct ms_read_opts *opts,
                             struct ms_symtab *syms, const struct ms_sink *sink,
@@ -238,12 +249,7 @@ static ms_status read_input(struct ms_input *in, const struct ms_read_opts *opts
 	case MS_FILE_JSON:
 		if (opts && (opts->from > 0 || opts->to != UINT64_MAX)) {
 			struct window w = {sink, *opts, 0};
-			struct ms_sink ws = {.ctx = &w,
-			                     .begin = w_begin,
-			                     .event = w_event,
-			                     .events = w_events,
-			                     .annotation = w_ann,
-			                     .segment = w_seg};
+			struct ms_sink ws = window_sink(&w);
 			s = ms_torch_snapshot_read(in, syms, &ws, &info->snap, diag);
 			if (!s && sink->end)
 				s = sink->end(sink->ctx, w.n);
@@ -297,18 +303,10 @@ ms_status ms_source_stream(const struct ms_source *src, unsigned pass,
 		                    "standard input was read already: it can be read once only");
 	if (src->whole && src->is_stdin) { /* standard input read whole: its trace again */
 		*info = src->whole_info;
-		if (src->whole_read.warnings) {
-			diag->warnings = src->whole_read.warnings;
-			memcpy(diag->warning, src->whole_read.warning, sizeof(diag->warning));
-		}
+		ms_source_warnings(src, diag);
 		if (opts && (opts->from > 0 || opts->to != UINT64_MAX)) {
 			struct window w = {sink, *opts, 0};
-			struct ms_sink ws = {.ctx = &w,
-			                     .begin = w_begin,
-			                     .event = w_event,
-			                     .events = w_events,
-			                     .annotation = w_ann,
-			                     .segment = w_seg};
+			struct ms_sink ws = window_sink(&w);
 			s = ms_trace_emit(src->whole, &ws);
 			return !s && sink->end ? sink->end(sink->ctx, w.n) : s;
 		}
@@ -389,11 +387,7 @@ static ms_status cut_window(struct ms_trace **t, const struct ms_read_opts *opts
 	struct ms_trace *u;
 	struct ms_sink sink;
 	struct window w;
-	struct ms_sink ws = {.begin = w_begin,
-	                     .event = w_event,
-	                     .events = w_events,
-	                     .annotation = w_ann,
-	                     .segment = w_seg};
+	struct ms_sink ws = window_sink(&w);
 	ms_status s;
 
 	if ((s = ms_trace_new(&u)))
@@ -402,7 +396,6 @@ static ms_status cut_window(struct ms_trace **t, const struct ms_read_opts *opts
 	w.next = &sink;
 	w.o = *opts;
 	w.n = 0;
-	ws.ctx = &w;
 	s = ms_trace_emit(*t, &ws);
 	if (!s && sink.end)
 		s = sink.end(sink.ctx, w.n);
