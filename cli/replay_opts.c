@@ -316,6 +316,7 @@ int ms_replay_cli_run_reported(struct ms_replay_cli *c, const char *path,
 	if (s) {
 		ms_report(path, s, &d);
 		ms_replay_result_release(r);
+		ms_replay_cli_release(c); /* its notes are said: nothing of it is used after */
 		return MS_EXIT_ERROR;
 	}
 	if (c->warned_path != path) /* each device's replay reads the file: said once */

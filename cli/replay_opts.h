@@ -45,7 +45,7 @@ ms_status ms_replay_cli_run(struct ms_replay_cli *c, const char *path, struct ms
                             struct ms_limit_range *lim, struct ms_diag *d);
 
 /*
- * ms_replay_cli_run for a command's own trace: its error reported (r released) or its
+ * ms_replay_cli_run for a command's own trace: its error reported (r and c->out released) or its
  * warnings printed. Returns MS_EXIT_OK or MS_EXIT_ERROR.
  */
 int ms_replay_cli_run_reported(struct ms_replay_cli *c, const char *path,
