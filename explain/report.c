@@ -139,9 +139,56 @@ static void step_res_event(void *ctx, uint64_t index, const struct ms_event *e,
 		sr->res[sr->k] = r;
 }
 
-/* res[k]: step k's most reserved bytes (all 0 where the replay fails: none shown). */
-static void steps_reserved(const struct ms_trace *t, const struct ms_replay_opts *base,
+/* Whether the replay's on_event sees trace event i: the allocator's own events of its device. */
+static int replay_sees(const struct ms_trace *t, uint32_t device, uint64_t i)
+{
+	const struct ms_event *e = &t->events[i];
+	return e->device == device && e->source == MS_SRC_TORCH;
+}
+
+/*
+ * Each step's most reserved bytes from a replay's reserved log, as step_res_event takes them
+ * from the replay's events: what the replay held after each event it saw in the step (events
+ * before the first step are no step's; a step it saw no event of has none). The log holds
+ * every change, each at an event the replay saw.
+ */
+static void steps_from_log(const struct ms_trace *t, const struct ms_replay_result *r,
                            const struct ms_explain *x, uint64_t *res)
+{
+	const struct ms_reserved_point *pt = r->reserved_log;
+	size_t n = r->n_reserved_log, i = 0;
+	uint64_t held = 0; /* after the last point before the event looked at */
+	uint64_t end = r->reserved_through < t->n_events ? r->reserved_through : t->n_events;
+
+	for (size_t k = 0; k < x->n_steps; k++) {
+		uint64_t a = x->steps[k].first_event;
+		uint64_t b = k + 1 < x->n_steps ? x->steps[k + 1].first_event : UINT64_MAX;
+		if (b > end)
+			b = end;
+		while (a < b && !replay_sees(t, r->device, a))
+			a++;
+		res[k] = 0;
+		if (a >= b)
+			continue;
+		for (; i < n && pt[i].index <= a; i++)
+			held = pt[i].reserved; /* after the step's first event the replay saw */
+		res[k] = held;
+		for (; i < n && pt[i].index < b; i++)
+			if (pt[i].reserved > res[k])
+				res[k] = pt[i].reserved;
+		if (i)
+			held = pt[i - 1].reserved;
+	}
+}
+
+/*
+ * res[k]: step k's most reserved bytes, from the first replay's reserved log where it has one
+ * (the same replay: the log holds every change), else from a replay of its own (all 0 where it
+ * fails: none shown). A step past where the replay stopped has none.
+ */
+static void steps_reserved(const struct ms_trace *t, const struct ms_replay_opts *base,
+                           const struct ms_replay_result *first, const struct ms_explain *x,
+                           uint64_t *res)
 {
 	struct ms_replay_opts o = *base;
 	struct ms_replay_result r;
@@ -150,6 +197,10 @@ static void steps_reserved(const struct ms_trace *t, const struct ms_replay_opts
 
 	if (!x->n_steps)
 		return;
+	if (first->reserved_logged) {
+		steps_from_log(t, first, x, res);
+		return;
+	}
 	o.no_segment_log = 1;
 	o.on_event = step_res_event;
 	o.ctx = &sr;
@@ -259,65 +310,20 @@ static ms_status states(struct ms_explain_report *r)
 	return s;
 }
 
-/*
- * Whether replaying under conf cannot differ from the first replay, whose settings (first->ac)
- * it then shares: the same settings but for the collector's threshold where no limit binds
- * (it acts only under one) and max_split_size where no segment of the replay reached it (it
- * acts only on blocks as large). Not for a replay from a rebuilt state or with expandable
- * segments, whose segments the count does not cover. *ac gets conf's settings.
- */
-static int same_as_first(const struct ms_replay_result *first, const char *conf,
-                         struct ms_alloc_conf *ac)
-{
-	struct ms_alloc_conf a = first->ac;
-	struct ms_diag d = MS_DIAG_INIT;
-
-	ms_alloc_conf_init(ac);
-	if (!conf || ms_alloc_conf_parse(ac, conf, &d) || first->rebuilt || a.expandable_segments ||
-	    ac->expandable_segments)
-		return 0;
-	if (!first->limit)
-		a.garbage_collection_threshold = ac->garbage_collection_threshold;
-	if (first->stats.largest_segment < a.max_split_size &&
-	    first->stats.largest_segment < ac->max_split_size)
-		a.max_split_size = ac->max_split_size;
-	return a.max_split_size == ac->max_split_size &&
-	       a.max_non_split_rounding == ac->max_non_split_rounding &&
-	       a.large_segment_size == ac->large_segment_size &&
-	       !memcmp(a.roundup_power2_divisions, ac->roundup_power2_divisions,
-	               sizeof(a.roundup_power2_divisions)) &&
-	       a.garbage_collection_threshold == ac->garbage_collection_threshold &&
-	       a.per_process_memory_fraction == ac->per_process_memory_fraction &&
-	       a.release_lock_on_cudamalloc == ac->release_lock_on_cudamalloc &&
-	       a.native_backend == ac->native_backend &&
-	       a.graph_capture_record_stream_reuse == ac->graph_capture_record_stream_reuse;
-}
-
-/* Row k's replay, borrowed from the first where the settings cannot differ: as replaying with
- * its settings would have written it (replay.c's r_begin for settings given). */
+/* Row k's replay, borrowed from the first where the settings cannot differ. */
 static void borrow_first(struct ms_explain_report *r, struct ms_whatif_row *w)
 {
-	struct ms_alloc_conf ac, recorded;
+	struct ms_alloc_conf ac;
 
-	if (!same_as_first(&r->first, w->conf, &ac))
-		return;
-	ms_alloc_conf_from_settings(&recorded, &r->t->meta.settings);
-	w->r = r->first;
-	w->borrowed = 1;
-	w->r.ac = ac;
-	snprintf(w->r.alloc_conf, sizeof(w->r.alloc_conf), "%s", w->conf);
-	w->r.settings_recorded = 1;
-	w->r.expandable_seen = 0;
-	w->r.record_stream_reuse_differs =
-	        ac.graph_capture_record_stream_reuse !=
-	                recorded.graph_capture_record_stream_reuse ||
-	        (!r->t->meta.settings.present && ac.graph_capture_record_stream_reuse);
+	if (ms_whatif_same_replay(&r->first, w->conf, &ac))
+		ms_whatif_borrow(r->t, w, &r->first, &ac);
 }
 
 /* Each step's most reserved bytes, on a thread of its own beside the settings' replays. */
 struct steps_job {
 	const struct ms_trace *t;
 	const struct ms_replay_opts *o;
+	const struct ms_replay_result *first;
 	const struct ms_explain *x;
 	uint64_t *res;
 };
@@ -325,7 +331,7 @@ struct steps_job {
 static void *steps_job_run(void *arg)
 {
 	struct steps_job *j = arg;
-	steps_reserved(j->t, j->o, j->x, j->res);
+	steps_reserved(j->t, j->o, j->first, j->x, j->res);
 	return NULL;
 }
 
@@ -389,7 +395,7 @@ static ms_status settings(struct ms_explain_report *r, unsigned jobs, struct ms_
 	r->rows[0].conf = r->o.alloc_conf;
 	r->rows[0].given = &r->first;
 	r->rows[0].helps = NULL; /* the recorded settings' is searched in any case */
-	sj = (struct steps_job){r->t, &wo, &r->x, r->step_reserved};
+	sj = (struct steps_job){r->t, &wo, &r->first, &r->x, r->step_reserved};
 	threaded = pthread_create(&th, NULL, steps_job_run, &sj) == 0;
 	if (!threaded)
 		steps_job_run(&sj);

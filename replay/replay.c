@@ -36,7 +36,7 @@ struct rp {
 	uint64_t slot_addr, slot_block;
 	uint64_t index; /* trace event being replayed */
 	int stopped;
-	size_t cap_produced, cap_recorded;
+	size_t cap_produced, cap_recorded, cap_reserved_log;
 	/* recorded segment frees not yet matched by the model's own */
 	uint64_t pend_free_bytes;
 	size_t pend_frees;
@@ -786,6 +786,25 @@ static ms_status do_malloc(struct rp *p, const struct ms_event *e, int recorded_
 	return MS_OK;
 }
 
+/* The reserved bytes after this event, where they changed (result.reserved_log). */
+static void log_reserved(struct rp *p)
+{
+	struct ms_replay_result *r = p->r;
+	uint64_t now = (uint64_t)ms_model_stats(p->m)->reserved_bytes[0].current;
+	uint64_t before = r->n_reserved_log ? r->reserved_log[r->n_reserved_log - 1].reserved : 0;
+
+	r->reserved_logged = 1;
+	r->reserved_through = p->index + 1;
+	if (now == before)
+		return;
+	if (ms_grow(&r->reserved_log, &p->cap_reserved_log, r->n_reserved_log + 1,
+	            sizeof(*r->reserved_log))) {
+		p->err = MS_ERR_NOMEM;
+		return;
+	}
+	r->reserved_log[r->n_reserved_log++] = (struct ms_reserved_point){p->index, now};
+}
+
 static ms_status r_event(void *ctx, const struct ms_event *e)
 {
 	struct rp *p = ctx;
@@ -920,6 +939,8 @@ static ms_status r_event(void *ctx, const struct ms_event *e)
 	default:
 		break;
 	}
+	if (!s && !p->o->no_segment_log)
+		log_reserved(p);
 	if (!s && p->o->on_event)
 		p->o->on_event(p->o->ctx, p->index, e, p->m);
 	if (!s && p->o->n_more_snaps)
@@ -1251,6 +1272,9 @@ void ms_replay_result_release(struct ms_replay_result *r)
 {
 	ms_free(r->produced);
 	ms_free(r->recorded);
+	ms_free(r->reserved_log);
+	r->reserved_log = NULL;
+	r->n_reserved_log = 0;
 	snap_release(&r->snap);
 	snap_release(&r->peak_snap);
 	for (size_t i = 0; i < r->n_snaps; i++) {

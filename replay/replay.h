@@ -110,6 +110,11 @@ struct ms_seg_event {
 	uint8_t action;
 };
 
+/* The model's reserved bytes after a trace event that changed them. */
+struct ms_reserved_point {
+	uint64_t index, reserved;
+};
+
 /* Append one to *arr (n entries, room for cap); *err = MS_ERR_NOMEM when it cannot. */
 void ms_seg_events_push(struct ms_seg_event **arr, size_t *n, size_t *cap, uint64_t index,
                         unsigned action, uint64_t addr, uint64_t size, ms_status *err);
@@ -211,6 +216,15 @@ struct ms_replay_result {
 	struct ms_model_stats stats;
 	struct ms_seg_event *produced, *recorded;
 	size_t n_produced, n_recorded;
+	/*
+	 * Beside the segment log (not under no_segment_log): the reserved bytes after each event
+	 * that changed them, in order, and the events replayed before the replay stopped
+	 * (reserved_through, one past the last). Before the first point reserved was 0.
+	 */
+	struct ms_reserved_point *reserved_log;
+	size_t n_reserved_log;
+	int reserved_logged;
+	uint64_t reserved_through;
 	struct ms_replay_oom first_oom;
 	int has_oom;
 	uint64_t recorded_ooms, reproduced_ooms;

@@ -10,6 +10,7 @@
 #include "common/alloc.h"
 #include "common/cpus.h"
 #include "parse/trace.h"
+#include "replay/alloc_conf.h"
 
 const char *const ms_whatif_default_configs[] = {
         NULL, /* the recorded setting */
@@ -27,12 +28,71 @@ const char *const ms_whatif_default_configs[] = {
 const size_t ms_whatif_n_default_configs =
         sizeof(ms_whatif_default_configs) / sizeof(ms_whatif_default_configs[0]);
 
+/* The settings that can decide a replay, but for the two whose effect the replay itself tells. */
+static int same_but_gc_and_split(const struct ms_alloc_conf *a, const struct ms_alloc_conf *b)
+{
+	return a->max_non_split_rounding == b->max_non_split_rounding &&
+	       a->large_segment_size == b->large_segment_size &&
+	       !memcmp(a->roundup_power2_divisions, b->roundup_power2_divisions,
+	               sizeof(a->roundup_power2_divisions)) &&
+	       a->per_process_memory_fraction == b->per_process_memory_fraction &&
+	       a->release_lock_on_cudamalloc == b->release_lock_on_cudamalloc &&
+	       a->native_backend == b->native_backend &&
+	       a->graph_capture_record_stream_reuse == b->graph_capture_record_stream_reuse &&
+	       a->expandable_segments == b->expandable_segments;
+}
+
+int ms_whatif_same_replay(const struct ms_replay_result *ref, const char *conf,
+                          struct ms_alloc_conf *ac)
+{
+	const struct ms_alloc_conf *a = &ref->ac;
+	struct ms_diag d = MS_DIAG_INIT;
+
+	ms_alloc_conf_init(ac);
+	if (!conf || ms_alloc_conf_parse(ac, conf, &d) || ref->rebuilt || a->expandable_segments ||
+	    ac->expandable_segments || !same_but_gc_and_split(a, ac))
+		return 0;
+	/* the collector acts only under a limit */
+	if (ref->limit && a->garbage_collection_threshold != ac->garbage_collection_threshold)
+		return 0;
+	/* max_split_size acts only on blocks as large as it: none where no segment reached it */
+	return a->max_split_size == ac->max_split_size ||
+	       (ref->stats.largest_segment < a->max_split_size &&
+	        ref->stats.largest_segment < ac->max_split_size);
+}
+
+void ms_whatif_borrow(const struct ms_trace *t, struct ms_whatif_row *w,
+                      const struct ms_replay_result *from, const struct ms_alloc_conf *ac)
+{
+	struct ms_alloc_conf recorded;
+
+	ms_alloc_conf_from_settings(&recorded, &t->meta.settings);
+	w->r = *from;
+	w->borrowed = 1;
+	w->r.ac = *ac;
+	snprintf(w->r.alloc_conf, sizeof(w->r.alloc_conf), "%s", w->conf);
+	w->r.settings_recorded = 1;
+	w->r.expandable_seen = 0;
+	w->r.record_stream_reuse_differs =
+	        ac->graph_capture_record_stream_reuse !=
+	                recorded.graph_capture_record_stream_reuse ||
+	        (!t->meta.settings.present && ac->graph_capture_record_stream_reuse);
+}
+
 struct pool {
 	const struct ms_trace *t;
 	const struct ms_replay_opts *base;
 	struct ms_whatif_row *rows;
 	size_t n;
 	atomic_size_t next;
+	/*
+	 * like[j]: an earlier row whose replay row j may share (their settings differ at most in
+	 * two that its replay can show to act nowhere), or SIZE_MAX; done[i]: row i's replay is
+	 * made (under mu). Rows are taken in order[]: those with a like row last.
+	 */
+	size_t *like, *order;
+	unsigned char *done;
+	pthread_mutex_t mu;
 };
 
 /* Does the whole trace (recorded OOMs included) complete with this limit and setting? */
@@ -92,6 +152,38 @@ static int unlimited_peaks(const struct pool *p, const struct ms_whatif_row *j,
 	return 0;
 }
 
+/* Row j's replay borrowed from its like row where that is made and they cannot differ (else j
+ * is replayed: the same replay, no waiting on another thread's). */
+static void share_alike(struct pool *p, struct ms_whatif_row *j)
+{
+	size_t i = p->like[j - p->rows];
+	struct ms_alloc_conf ac;
+	int done;
+
+	if (i == SIZE_MAX)
+		return;
+	pthread_mutex_lock(&p->mu);
+	done = p->done[i];
+	pthread_mutex_unlock(&p->mu);
+	if (done && !p->rows[i].s && ms_whatif_same_replay(&p->rows[i].r, j->conf, &ac))
+		ms_whatif_borrow(p->t, j, &p->rows[i].r, &ac);
+}
+
+/* Whether rows a and b (a before b) may replay alike: settings parsed, the same but for the
+ * collector's threshold and max_split_size (ms_whatif_same_replay decides on a's replay). */
+static int may_share(const struct ms_whatif_row *a, const struct ms_whatif_row *b)
+{
+	struct ms_alloc_conf x, y;
+	struct ms_diag d = MS_DIAG_INIT;
+
+	if (a->given || !a->conf || !b->conf || b->given || b->borrowed)
+		return 0;
+	ms_alloc_conf_init(&x);
+	ms_alloc_conf_init(&y);
+	return !ms_alloc_conf_parse(&x, a->conf, &d) && !ms_alloc_conf_parse(&y, b->conf, &d) &&
+	       !x.expandable_segments && same_but_gc_and_split(&x, &y);
+}
+
 static void run_row(struct pool *p, struct ms_whatif_row *j)
 {
 	struct ms_replay_opts o = *p->base;
@@ -99,6 +191,8 @@ static void run_row(struct pool *p, struct ms_whatif_row *j)
 	uint64_t lo, hi;
 
 	o.alloc_conf = j->conf;
+	if (!j->given && !j->borrowed)
+		share_alike(p, j);
 	if (!j->given && !j->borrowed && (j->s = ms_replay_trace(p->t, &o, &j->r, &d))) {
 		snprintf(j->err, sizeof(j->err), "%s", d.msg[0] ? d.msg : ms_strerror(j->s));
 		return;
@@ -137,13 +231,36 @@ static void run_row(struct pool *p, struct ms_whatif_row *j)
 	j->min_memory = hi;
 }
 
+/* Each row's like row (the first earlier one it may share with, itself like none), and the
+ * order rows are taken in: those with one after the others, so that it is made by then. */
+static void order_rows(struct pool *p)
+{
+	size_t k = 0;
+
+	for (size_t j = 0; j < p->n; j++) {
+		p->like[j] = SIZE_MAX;
+		for (size_t i = 0; i < j && p->like[j] == SIZE_MAX; i++)
+			if (p->like[i] == SIZE_MAX && may_share(&p->rows[i], &p->rows[j]))
+				p->like[j] = i;
+	}
+	for (int later = 0; later < 2; later++)
+		for (size_t j = 0; j < p->n; j++)
+			if ((p->like[j] != SIZE_MAX) == later)
+				p->order[k++] = j;
+}
+
 static void *worker(void *arg)
 {
 	struct pool *p = arg;
 	size_t i;
 
-	while ((i = atomic_fetch_add(&p->next, 1)) < p->n)
+	while ((i = atomic_fetch_add(&p->next, 1)) < p->n) {
+		i = p->order[i];
 		run_row(p, &p->rows[i]);
+		pthread_mutex_lock(&p->mu);
+		p->done[i] = 1;
+		pthread_mutex_unlock(&p->mu);
+	}
 	return NULL;
 }
 
@@ -170,21 +287,31 @@ ms_status ms_whatif_run(const struct ms_trace *t, const struct ms_replay_opts *b
 		nth = 1;
 	if (nth > n)
 		nth = n ? n : 1;
-	if (!(th = ms_calloc(nth, sizeof(*th))))
+	p.like = ms_calloc(n ? n : 1, sizeof(*p.like));
+	p.order = ms_calloc(n ? n : 1, sizeof(*p.order));
+	p.done = ms_calloc(n ? n : 1, 1);
+	if (!(th = ms_calloc(nth, sizeof(*th))) || !p.like || !p.order || !p.done) {
+		ms_free(th);
+		ms_free(p.like);
+		ms_free(p.order);
+		ms_free(p.done);
 		return MS_ERR_NOMEM;
+	}
+	order_rows(&p);
+	pthread_mutex_init(&p.mu, NULL);
 	for (size_t k = 0; k < nth; k++)
 		if (pthread_create(&th[k], NULL, worker, &p) == 0)
 			started++;
 		else
 			break;
-	if (!started) {
-		ms_free(th);
-		return MS_ERR_BACKEND;
-	}
 	for (size_t k = 0; k < started; k++)
 		pthread_join(th[k], NULL);
+	pthread_mutex_destroy(&p.mu);
 	ms_free(th);
-	return MS_OK;
+	ms_free(p.like);
+	ms_free(p.order);
+	ms_free(p.done);
+	return started ? MS_OK : MS_ERR_BACKEND;
 }
 
 void ms_whatif_release(struct ms_whatif_row *rows, size_t n)
