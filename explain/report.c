@@ -319,22 +319,6 @@ static void borrow_first(struct ms_explain_report *r, struct ms_whatif_row *w)
 		ms_whatif_borrow(r->t, w, &r->first, &ac);
 }
 
-/* Each step's most reserved bytes, on a thread of its own beside the settings' replays. */
-struct steps_job {
-	const struct ms_trace *t;
-	const struct ms_replay_opts *o;
-	const struct ms_replay_result *first;
-	const struct ms_explain *x;
-	uint64_t *res;
-};
-
-static void *steps_job_run(void *arg)
-{
-	struct steps_job *j = arg;
-	steps_reserved(j->t, j->o, j->first, j->x, j->res);
-	return NULL;
-}
-
 /* A setting helps where its replay avoids the first's OOM or lowers the peak by 1% or more. */
 static int helps(const void *ctx, const struct ms_replay_result *w)
 {
@@ -364,24 +348,35 @@ static void recommend(struct ms_explain_report *r)
 /*
  * The settings that would have helped, replayed on this trace: every one once (the recorded one
  * is the first replay), and the least memory of the recorded one and of each that helps searched
- * right after (a dozen replays each), in one pool; then judged. Each step's most reserved bytes
- * on a thread beside them.
+ * right after (a dozen replays each), in one pool on a thread of its own (rows_start), beside
+ * the explain passes; then judged (rows_finish).
  */
-static ms_status settings(struct ms_explain_report *r, unsigned jobs, struct ms_diag *d)
-{
-	struct ms_replay_opts wo = r->o;
-	size_t k, n = ms_whatif_n_default_configs;
-	struct steps_job sj;
+struct rows_job {
+	struct ms_explain_report *r;
+	struct ms_replay_opts wo;
+	unsigned jobs;
+	ms_status s;
 	pthread_t th;
 	int threaded;
-	ms_status s;
+};
 
-	wo.no_segment_log = 1;
+static void *rows_run(void *arg)
+{
+	struct rows_job *j = arg;
+	j->s = ms_whatif_run(j->r->t, &j->wo, j->r->rows, j->r->n_rows, j->jobs);
+	return NULL;
+}
+
+static ms_status rows_start(struct ms_explain_report *r, unsigned jobs, struct rows_job *j)
+{
+	size_t k, n = ms_whatif_n_default_configs;
+
+	*j = (struct rows_job){.r = r, .wo = r->o, .jobs = jobs};
+	j->wo.no_segment_log = 1;
 	r->rows = ms_calloc(n, sizeof(*r->rows));
 	r->recs = ms_calloc(n, sizeof(*r->recs));
-	if (!(r->step_reserved = ms_calloc(r->x.n_steps ? r->x.n_steps : 1, sizeof(uint64_t))) ||
-	    !r->rows || !r->recs)
-		return MS_ERR_NOMEM;
+	if (!r->rows || !r->recs)
+		return j->s = MS_ERR_NOMEM;
 	r->n_rows = n;
 	/* each setting's least memory searched right after its replay, where it helps */
 	for (k = 0; k < n; k++) {
@@ -395,23 +390,58 @@ static ms_status settings(struct ms_explain_report *r, unsigned jobs, struct ms_
 	r->rows[0].conf = r->o.alloc_conf;
 	r->rows[0].given = &r->first;
 	r->rows[0].helps = NULL; /* the recorded settings' is searched in any case */
-	sj = (struct steps_job){r->t, &wo, &r->first, &r->x, r->step_reserved};
-	threaded = pthread_create(&th, NULL, steps_job_run, &sj) == 0;
-	if (!threaded)
-		steps_job_run(&sj);
-	s = ms_whatif_run(r->t, &wo, r->rows, n, jobs);
-	/* would the job have survived under each (verdict.h) */
-	if (!s)
-		s = ms_verdict_judge_rows(r->t, &r->x, &wo, r->rows + 1, n - 1, &r->vd);
-	if (!s)
-		recommend(r);
-	else if (s != MS_ERR_NOMEM || !d->msg[0])
-		s = whatif_failed(s, d);
-	if (threaded)
-		pthread_join(th, NULL);
+	j->threaded = pthread_create(&j->th, NULL, rows_run, j) == 0;
+	return MS_OK;
+}
+
+/* The pool's end (run here where no thread started), each step's most reserved bytes, and the
+ * verdicts. */
+static ms_status rows_finish(struct ms_explain_report *r, struct rows_job *j, ms_status s,
+                             struct ms_diag *d)
+{
+	if (j->threaded)
+		pthread_join(j->th, NULL);
+	else if (!s)
+		rows_run(j);
 	if (s)
 		return s;
+	if (!(r->step_reserved = ms_calloc(r->x.n_steps ? r->x.n_steps : 1, sizeof(uint64_t))))
+		return MS_ERR_NOMEM;
+	steps_reserved(r->t, &j->wo, &r->first, &r->x, r->step_reserved);
+	s = j->s;
+	/* would the job have survived under each (verdict.h) */
+	if (!s)
+		s = ms_verdict_judge_rows(r->t, &r->x, &j->wo, r->rows + 1, r->n_rows - 1, &r->vd);
+	if (s)
+		return s != MS_ERR_NOMEM || !d->msg[0] ? whatif_failed(s, d) : s;
+	recommend(r);
 	r->steps_exceed_reserved = steps_exceed_reserved(&r->x, r->step_reserved, &r->first);
+	return MS_OK;
+}
+
+/* The states at the peak and after, the peak's annotation and what was held outside PyTorch,
+ * why it ran out, and the capacity the verdicts rest on. */
+static ms_status report_states(struct ms_explain_report *r)
+{
+	const struct ms_trace *t = r->t;
+	ms_status s;
+
+	if ((s = states(r)))
+		return s;
+	r->peak_step = ms_explain_step_of(&r->x, r->first.fullest_at_peak_index);
+	if (r->apeak)
+		r->apeak_step = ms_explain_step_of(&r->x, r->first.peak_allocated_index);
+	if ((s = open_annotation(t, r->first.fullest_at_peak_index, &r->peak_annotation)) ||
+	    (s = outside_at(t, &r->first, r->device, r->first.fullest_at_peak_index,
+	                    &r->outside_how, &r->outside_mark, &r->outside)) ||
+	    (s = ms_verdict_begin(t, &r->x, &r->o, &r->first, &r->lim, &r->vd)))
+		return s;
+	r->capacity = r->o.limit ? r->o.limit : r->first.device_memory;
+	/* a full device: PyTorch could use what it reserved and what was free, not the device */
+	if (r->vd.oom.device_full)
+		r->capacity = r->vd.oom.capacity_lo;
+	if (r->has_oom)
+		r->oom_fits = oom_fits(&r->first.first_oom, r->capacity, &r->lim);
 	return MS_OK;
 }
 
@@ -443,6 +473,7 @@ ms_status ms_explain_report_run(const struct ms_trace *t, const struct ms_replay
                                 unsigned jobs, uint32_t site_depth, struct ms_explain_report *r,
                                 struct ms_diag *d)
 {
+	struct rows_job rows;
 	ms_status s;
 
 	memset(r, 0, sizeof(*r));
@@ -458,26 +489,10 @@ ms_status ms_explain_report_run(const struct ms_trace *t, const struct ms_replay
 	r->reserved = (uint64_t)r->first.stats.reserved_bytes[0].peak;
 	r->allocated = r->first.allocated_at_peak_reserved;
 	r->cached = r->reserved > r->allocated ? r->reserved - r->allocated : 0;
-	if ((s = states(r)))
+	if ((s = rows_start(r, jobs, &rows)))
 		return ms__diag_set(d, s, -1, -1, "out of memory");
-	r->peak_step = ms_explain_step_of(&r->x, r->first.fullest_at_peak_index);
-	if (r->apeak)
-		r->apeak_step = ms_explain_step_of(&r->x, r->first.peak_allocated_index);
-	if ((s = open_annotation(t, r->first.fullest_at_peak_index, &r->peak_annotation)))
-		return ms__diag_set(d, s, -1, -1, "out of memory");
-	if ((s = outside_at(t, &r->first, r->device, r->first.fullest_at_peak_index,
-	                    &r->outside_how, &r->outside_mark, &r->outside)))
-		return ms__diag_set(d, s, -1, -1, "out of memory");
-	/* why it ran out, how the job ended, and the limit the verdicts rest on */
-	if ((s = ms_verdict_begin(t, &r->x, &r->o, &r->first, &r->lim, &r->vd)))
-		return ms__diag_set(d, s, -1, -1, "out of memory");
-	r->capacity = r->o.limit ? r->o.limit : r->first.device_memory;
-	/* a full device: PyTorch could use what it reserved and what was free, not the device */
-	if (r->vd.oom.device_full)
-		r->capacity = r->vd.oom.capacity_lo;
-	if (r->has_oom)
-		r->oom_fits = oom_fits(&r->first.first_oom, r->capacity, &r->lim);
-	if ((s = settings(r, jobs, d)))
+	s = report_states(r);
+	if ((s = rows_finish(r, &rows, s, d))) /* joins the pool, also after an error */
 		return d->msg[0] ? s : ms__diag_set(d, s, -1, -1, "out of memory");
 	findings(r);
 	return MS_OK;

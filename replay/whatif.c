@@ -86,13 +86,14 @@ struct pool {
 	size_t n;
 	atomic_size_t next;
 	/*
-	 * like[j]: an earlier row whose replay row j may share (their settings differ at most in
-	 * two that its replay can show to act nowhere), or SIZE_MAX; done[i]: row i's replay is
-	 * made (under mu). Rows are taken in order[]: those with a like row last.
+	 * like[j]: an earlier row whose replay row j may borrow (may_share), or SIZE_MAX;
+	 * done[i]: row i's replay is made (under mu, signalled by made). Rows are taken in
+	 * order[]: those with a like row last, so that a thread waits on one only near the end.
 	 */
 	size_t *like, *order;
 	unsigned char *done;
 	pthread_mutex_t mu;
+	pthread_cond_t made;
 };
 
 /* Does the whole trace (recorded OOMs included) complete with this limit and setting? */
@@ -152,36 +153,41 @@ static int unlimited_peaks(const struct pool *p, const struct ms_whatif_row *j,
 	return 0;
 }
 
-/* Row j's replay borrowed from its like row where that is made and they cannot differ (else j
- * is replayed: the same replay, no waiting on another thread's). */
+/* Row j's replay borrowed from its like row once that is made, where they cannot differ. */
 static void share_alike(struct pool *p, struct ms_whatif_row *j)
 {
 	size_t i = p->like[j - p->rows];
 	struct ms_alloc_conf ac;
-	int done;
 
 	if (i == SIZE_MAX)
 		return;
 	pthread_mutex_lock(&p->mu);
-	done = p->done[i];
+	while (!p->done[i])
+		pthread_cond_wait(&p->made, &p->mu);
 	pthread_mutex_unlock(&p->mu);
-	if (done && !p->rows[i].s && ms_whatif_same_replay(&p->rows[i].r, j->conf, &ac))
+	if (!p->rows[i].s && ms_whatif_same_replay(&p->rows[i].r, j->conf, &ac))
 		ms_whatif_borrow(p->t, j, &p->rows[i].r, &ac);
 }
 
-/* Whether rows a and b (a before b) may replay alike: settings parsed, the same but for the
- * collector's threshold and max_split_size (ms_whatif_same_replay decides on a's replay). */
-static int may_share(const struct ms_whatif_row *a, const struct ms_whatif_row *b)
+/*
+ * Whether row b may borrow row a's replay, a known before either runs: the same settings but
+ * for the collector's threshold, without expandable segments, under no limit of the caller's
+ * (ms_whatif_same_replay decides on a's replay, which may carry a limit of the trace's).
+ */
+static int may_share(const struct pool *p, const struct ms_whatif_row *a,
+                     const struct ms_whatif_row *b)
 {
 	struct ms_alloc_conf x, y;
 	struct ms_diag d = MS_DIAG_INIT;
 
-	if (a->given || !a->conf || !b->conf || b->given || b->borrowed)
+	if (p->base->limit || p->base->fraction > 0 || a->given || b->given || b->borrowed ||
+	    !a->conf || !b->conf)
 		return 0;
 	ms_alloc_conf_init(&x);
 	ms_alloc_conf_init(&y);
 	return !ms_alloc_conf_parse(&x, a->conf, &d) && !ms_alloc_conf_parse(&y, b->conf, &d) &&
-	       !x.expandable_segments && same_but_gc_and_split(&x, &y);
+	       !x.expandable_segments && x.max_split_size == y.max_split_size &&
+	       same_but_gc_and_split(&x, &y);
 }
 
 static void run_row(struct pool *p, struct ms_whatif_row *j)
@@ -231,7 +237,7 @@ static void run_row(struct pool *p, struct ms_whatif_row *j)
 	j->min_memory = hi;
 }
 
-/* Each row's like row (the first earlier one it may share with, itself like none), and the
+/* Each row's like row (the first earlier one it may borrow from, itself like none), and the
  * order rows are taken in: those with one after the others, so that it is made by then. */
 static void order_rows(struct pool *p)
 {
@@ -240,7 +246,7 @@ static void order_rows(struct pool *p)
 	for (size_t j = 0; j < p->n; j++) {
 		p->like[j] = SIZE_MAX;
 		for (size_t i = 0; i < j && p->like[j] == SIZE_MAX; i++)
-			if (p->like[i] == SIZE_MAX && may_share(&p->rows[i], &p->rows[j]))
+			if (p->like[i] == SIZE_MAX && may_share(p, &p->rows[i], &p->rows[j]))
 				p->like[j] = i;
 	}
 	for (int later = 0; later < 2; later++)
@@ -259,6 +265,7 @@ static void *worker(void *arg)
 		run_row(p, &p->rows[i]);
 		pthread_mutex_lock(&p->mu);
 		p->done[i] = 1;
+		pthread_cond_broadcast(&p->made);
 		pthread_mutex_unlock(&p->mu);
 	}
 	return NULL;
@@ -299,6 +306,7 @@ ms_status ms_whatif_run(const struct ms_trace *t, const struct ms_replay_opts *b
 	}
 	order_rows(&p);
 	pthread_mutex_init(&p.mu, NULL);
+	pthread_cond_init(&p.made, NULL);
 	for (size_t k = 0; k < nth; k++)
 		if (pthread_create(&th[k], NULL, worker, &p) == 0)
 			started++;
@@ -306,6 +314,7 @@ ms_status ms_whatif_run(const struct ms_trace *t, const struct ms_replay_opts *b
 			break;
 	for (size_t k = 0; k < started; k++)
 		pthread_join(th[k], NULL);
+	pthread_cond_destroy(&p.made);
 	pthread_mutex_destroy(&p.mu);
 	ms_free(th);
 	ms_free(p.like);
