@@ -110,6 +110,16 @@ static void raw_str(struct ms_jsonw *w, const char *s, size_t n)
 	fputc('"', w->f);
 }
 
+void ms_jsonw_value(struct ms_jsonw *w, const char *json)
+{
+	sep(w);
+	for (const char *c = json; *c; c++)
+		if (*c == '<') /* only inside a string: safe inside <script> as in raw_str */
+			fputs("\\u003c", w->f);
+		else
+			fputc(*c, w->f);
+}
+
 void ms_jsonw_key(struct ms_jsonw *w, const char *k)
 {
 	sep(w);

@@ -30,5 +30,7 @@ void ms_jsonw_i64(struct ms_jsonw *w, int64_t v);
 void ms_jsonw_f64(struct ms_jsonw *w, double v);
 void ms_jsonw_bool(struct ms_jsonw *w, int v);
 void ms_jsonw_null(struct ms_jsonw *w);
+/* A value already written as JSON (another serializer's, one line), as it is but for '<'. */
+void ms_jsonw_value(struct ms_jsonw *w, const char *json);
 
 #endif

@@ -32,7 +32,27 @@ void ms_verdict_json_oom_cause(cJSON *o, const struct ms_oom_verdict *v)
 
 void ms_verdict_json_survival(cJSON *o, const struct ms_survival *sv)
 {
+	if (!sv) {
+		cJSON_AddNullToObject(o, "survives");
+		cJSON_AddNullToObject(o, "survives_why");
+		cJSON_AddNullToObject(o, "margin_bytes");
+		return;
+	}
 	cJSON_AddStringToObject(o, "survives", ms_survives_name(sv->survives));
 	cJSON_AddStringToObject(o, "survives_why", sv->why);
 	ms_json_u64_known(o, "margin_bytes", sv->margin_known, sv->margin);
+}
+
+cJSON *ms_verdict_json(const struct ms_verdict *v)
+{
+	cJSON *o = cJSON_CreateObject();
+
+	if (!o)
+		return NULL;
+	cJSON_AddStringToObject(o, "headline", v->headline);
+	if (v->has_oom)
+		ms_verdict_json_oom_cause(cJSON_AddObjectToObject(o, "oom"), &v->oom);
+	else
+		cJSON_AddNullToObject(o, "oom");
+	return o;
 }

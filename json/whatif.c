@@ -7,12 +7,13 @@
 #include "json/replay.h"
 #include "json/verdict.h"
 
-/* One setting's row: its replay and whether the job would have survived under it. */
-static cJSON *row(const struct ms_whatif_row *j, const struct ms_survival *sv)
+cJSON *ms_whatif_row_json(const struct ms_whatif_row *j, const struct ms_survival *sv)
 {
 	cJSON *o = cJSON_CreateObject();
 	const struct ms_replay_result *r = &j->r;
 
+	if (!o)
+		return NULL;
 	cJSON_AddStringToObject(o, "alloc_conf", j->conf ? j->conf : r->alloc_conf);
 	cJSON_AddBoolToObject(o, "recorded", !j->conf);
 	if (j->s) {
@@ -64,6 +65,6 @@ cJSON *ms_whatif_report_json(const struct ms_whatif_report *r, const char *path)
 	                  r->device_memory);
 	a = cJSON_AddArrayToObject(root, "settings");
 	for (size_t k = 0; k < r->n_rows; k++)
-		cJSON_AddItemToArray(a, row(&r->rows[k], &r->v.sv[k]));
+		cJSON_AddItemToArray(a, ms_whatif_row_json(&r->rows[k], &r->v.sv[k]));
 	return root;
 }

@@ -8,11 +8,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include <cjson/cJSON.h>
+
 #include "common/jsonw.h"
 #include "common/status.h"
 #include "render/report.h"
 #include "explain/explain.h"
 #include "explain/verdict.h"
+#include "json/verdict.h"
+#include "json/whatif.h"
 #include "replay/whatif.h"
 
 int ms_render_have_html(void)
@@ -214,84 +218,43 @@ static void oom_json(struct ms_jsonw *w, const struct ms_report *rep)
 	ms_jsonw_obj_end(w);
 }
 
-/* [setting, recorded, peak reserved, first OOM event or null, least memory or null, error] */
-/* The verdict: its headline, the OOM's cause; null where the caller had none. */
-static void verdict_json(struct ms_jsonw *w, const struct ms_verdict *v)
+/* A cJSON object of one of the result serializers (json/), written whole; 0, or -1 where it
+ * could not be made (out of memory). */
+static int put_json(struct ms_jsonw *w, cJSON *o)
+{
+	char *text = o ? cJSON_PrintUnformatted(o) : NULL;
+
+	cJSON_Delete(o);
+	if (!text)
+		return -1;
+	ms_jsonw_value(w, text);
+	cJSON_free(text);
+	return 0;
+}
+
+/* The verdict as explain gives it (json/verdict.h); null where the caller had none. */
+static int verdict_json(struct ms_jsonw *w, const struct ms_verdict *v)
 {
 	if (!v) {
 		ms_jsonw_null(w);
-		return;
+		return 0;
 	}
-	ms_jsonw_obj_begin(w);
-	key_cstr(w, "headline", v->headline);
-	ms_jsonw_key(w, "cause");
-	if (v->has_oom && v->oom.cause)
-		ms_jsonw_cstr(w, ms_oom_cause_name(v->oom.cause));
-	else
-		ms_jsonw_null(w);
-	ms_jsonw_key(w, "undecided_because");
-	if (v->has_oom && !v->oom.cause)
-		ms_jsonw_cstr(w, v->oom.undecided_because);
-	else
-		ms_jsonw_null(w);
-	ms_jsonw_key(w, "causes");
-	ms_jsonw_arr_begin(w);
-	for (size_t k = 0; v->has_oom && k < v->oom.n_causes; k++) {
-		ms_jsonw_arr_begin(w);
-		ms_jsonw_cstr(w, ms_oom_cause_name(v->oom.causes[k].cause));
-		ms_jsonw_u64(w, v->oom.causes[k].bytes);
-		ms_jsonw_arr_end(w);
-	}
-	ms_jsonw_arr_end(w);
-	key_bool(w, "device_full", v->has_oom && v->oom.device_full);
-	ms_jsonw_key(w, "outside_pytorch_bytes");
-	if (v->has_oom && v->oom.outside_known)
-		ms_jsonw_u64(w, v->oom.outside_bytes);
-	else
-		ms_jsonw_null(w);
-	ms_jsonw_obj_end(w);
+	return put_json(w, ms_verdict_json(v));
 }
 
-static void whatif_json(struct ms_jsonw *w, const struct ms_whatif_row *rows, size_t n,
-                        const struct ms_verdict *v)
+/* The settings' rows as whatif --json gives them (json/whatif.h), each judged where the verdict
+ * judged it. */
+static int whatif_json(struct ms_jsonw *w, const struct ms_whatif_row *rows, size_t n,
+                       const struct ms_verdict *v)
 {
+	int bad = 0;
+
 	ms_jsonw_arr_begin(w);
-	for (size_t i = 0; i < n; i++) {
-		const struct ms_whatif_row *j = &rows[i];
-		ms_jsonw_arr_begin(w);
-		ms_jsonw_cstr(w, j->conf ? j->conf : j->r.alloc_conf);
-		ms_jsonw_bool(w, !j->conf);
-		if (j->s) {
-			ms_jsonw_null(w);
-			ms_jsonw_null(w);
-			ms_jsonw_null(w);
-			ms_jsonw_cstr(w, j->err);
-			ms_jsonw_u64(w, 0);
-		} else {
-			ms_jsonw_i64(w, j->r.stats.reserved_bytes[0].peak);
-			if (j->r.has_oom)
-				ms_jsonw_u64(w, j->r.first_oom.index);
-			else
-				ms_jsonw_null(w);
-			if (j->min_memory)
-				ms_jsonw_u64(w, j->min_memory);
-			else
-				ms_jsonw_null(w);
-			ms_jsonw_null(w);
-			/* recorded OOMs served, after which the job went on without the memory */
-			ms_jsonw_u64(w, j->r.missed_ooms_went_on);
-		}
-		/* would the job have survived under it, and why */
-		if (v && i < v->n_sv) {
-			ms_jsonw_cstr(w, ms_survives_name(v->sv[i].survives));
-			ms_jsonw_cstr(w, v->sv[i].why);
-		} else {
-			ms_jsonw_null(w);
-			ms_jsonw_null(w);
-		}
-		ms_jsonw_arr_end(w);
-	}
+	for (size_t i = 0; i < n && !bad; i++)
+		bad = put_json(w,
+		               ms_whatif_row_json(&rows[i], v && i < v->n_sv ? &v->sv[i] : NULL));
 	ms_jsonw_arr_end(w);
+	return bad;
 }
 
 /* The timeline's columns (one entry per bucket) and the finer level's. */
@@ -508,6 +471,7 @@ static ms_status data_json(const struct ms_report *rep, const struct ms_whatif_r
 {
 	struct ms_jsonw w;
 	FILE *f;
+	int bad;
 
 	*json = NULL;
 	if (!(f = open_memstream(json, json_len)))
@@ -583,10 +547,10 @@ static ms_status data_json(const struct ms_report *rep, const struct ms_whatif_r
 	else
 		ms_jsonw_null(&w);
 	ms_jsonw_key(&w, "verdict");
-	verdict_json(&w, rep->verdict);
+	bad = verdict_json(&w, rep->verdict);
 	ms_jsonw_key(&w, "whatif");
-	if (rep->has_oom && whatif)
-		whatif_json(&w, whatif, n_whatif, rep->verdict);
+	if (rep->has_oom && whatif && !bad)
+		bad = whatif_json(&w, whatif, n_whatif, rep->verdict);
 	else
 		ms_jsonw_null(&w);
 	ms_jsonw_key(&w, "top_sites_at_peak");
@@ -622,7 +586,7 @@ static ms_status data_json(const struct ms_report *rep, const struct ms_whatif_r
 	ms_jsonw_key(&w, "frames");
 	frames_json(&w, &rep->frames);
 	ms_jsonw_obj_end(&w);
-	if (fclose(f) != 0 || !*json) {
+	if (fclose(f) != 0 || !*json || bad) {
 		free(*json); /* open_memstream's buffer belongs to libc */
 		*json = NULL;
 		return MS_ERR_NOMEM;

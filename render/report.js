@@ -301,13 +301,15 @@
 			fmt(o.largest_free) + '.');
 		p.appendChild(h);
 		/* the cause, as memsnap explain gives it (explain/verdict.h): the page words none */
-		var V = D.verdict, verdict;
-		if (!V)
+		var V = D.verdict && D.verdict.oom, verdict;
+		if (!D.verdict)
 			verdict = 'The cause: memsnap explain gives it (this trace is too long to read whole for ' +
 				'the page).';
+		else if (!V)
+			verdict = 'Cause: not judged (the verdict above has no OOM to judge).';
 		else if (V.cause)
 			verdict = 'Cause: ' + V.cause.replace('_', ' ') + (V.causes.length > 1 ? ' (also ' +
-				V.causes.slice(1).map(function (c) { return c[0].replace('_', ' ') + ' ' + fmt(c[1]); })
+				V.causes.slice(1).map(function (c) { return c.cause.replace('_', ' ') + ' ' + fmt(c.bytes); })
 					.join(', ') + ')' : '') + '.' + (V.device_full ? ' The device itself was full' +
 				(V.outside_pytorch_bytes !== null ? ': ' + fmt(V.outside_pytorch_bytes) + ' of it was ' +
 					'held outside PyTorch (one figure at the OOM, assumed constant).' : '.') : '');
@@ -345,13 +347,15 @@
 			D.whatif.forEach(function (r) {
 				var tr = document.createElement('tr');
 				/* past the failed request is not the job finishing: survives says that */
-				var cells = r[5] !== null ? ['-', '-', '-', '-', r[0] + ': ' + r[5]] :
-					[fmt(r[2]), r[3] === null ? 'got past it' : 'event ' + r[3],
-						r[4] === null ? 'never' : fmt(r[4]), r[7] === null ? '-' : r[7],
-						(r[1] ? '(recorded) ' : '') + r[0]];
+				var cells = r.error !== undefined ? ['-', '-', '-', '-', r.alloc_conf + ': ' + r.error] :
+					[fmt(r.peak_reserved_bytes),
+						r.first_oom_index === null ? 'got past it' : 'event ' + r.first_oom_index,
+						r.min_memory_bytes === null ? 'never' : fmt(r.min_memory_bytes),
+						r.survives === null ? '-' : r.survives,
+						(r.recorded ? '(recorded) ' : '') + r.alloc_conf];
 				cells.forEach(function (c) { tr.appendChild(text(document.createElement('td'), c)); });
-				if (r[8]) tr.title = 'survives: ' + r[7] + ': ' + r[8];
-				if (r[7] === 'yes') tr.className = 'avoided';
+				if (r.survives_why) tr.title = 'survives: ' + r.survives + ': ' + r.survives_why;
+				if (r.survives === 'yes') tr.className = 'avoided';
 				wb.appendChild(tr);
 			});
 			wt.appendChild(wb);

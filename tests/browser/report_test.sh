@@ -191,6 +191,18 @@ chrome --dump-dom "file://$art/verdict.html" >"$tmp/dom.html" 2>/dev/null
 grep -q 'expandable_segments:True would have saved it (survives: yes' "$tmp/dom.html" ||
 	problems+=" frag:the-headline-does-not-name-the-setting"
 if [ -n "$problems" ]; then echo "FAIL oom verdicts:$problems"; fail=1; else echo "ok oom verdicts"; fi
+# the OOM panel's what-if table: whatif --json's rows (json/whatif.h), each drawn, the recorded
+# setting marked, and the cause as explain words it
+"$memsnap" render "$root/testdata/snapshots/dynamic_oom.pickle" -o "$art/whatif.html" 2>/dev/null
+chrome --dump-dom "file://$art/whatif.html" >"$tmp/dom.html" 2>/dev/null
+problems=""
+rows=$(grep -o '<table id="whatif">.*</table>' "$tmp/dom.html" | grep -o '<tr title="survives: ' | wc -l)
+[ "$rows" = 11 ] || problems+=" $rows-rows-not-11"
+grep -q '<td>no</td><td>(recorded) </td>' "$tmp/dom.html" || problems+=" no-recorded-row"
+grep -q '<td>9.30 GiB</td><td>event 4023</td><td>12.08 GiB</td><td>unknown</td><td>expandable_segments:True</td>' \
+	"$tmp/dom.html" || problems+=" no-expandable-row"
+grep -q '<p>Cause undecided: allocated plus the request (11.95 GiB)' "$tmp/dom.html" || problems+=" no-cause"
+if [ -n "$problems" ]; then echo "FAIL what-if table:$problems"; fail=1; else echo "ok what-if table"; fi
 # a trace with two devices: one page, a switch, opening on the device whose replay runs out of
 # memory; #device=0 draws the other
 html="$art/two_devices.html"

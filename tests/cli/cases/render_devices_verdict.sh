@@ -9,7 +9,7 @@ for m in re.finditer(r'<script id="memsnap-data[^"]*"[^>]*data-device="(\d+)"[^>
     d = json.loads(m.group(2).replace("<\\/", "</"))
     g, v = d["diagnosis"], d["verdict"]
     print("device", m.group(1), "| breakdown:", "categories of %d bytes" % sum(c[1] for c in g["categories"]) if g else None,
-          "| verdict:", v["headline"][:60] if v else None, "| cause:", v["cause"] if v else None)
+          "| verdict:", v["headline"][:60] if v else None, "| cause:", v["oom"]["cause"] if v and v["oom"] else None)
 PY
 # A page of one device that ran to its end opens with the verdict too, and one of another
 # allocator's snapshot says so in it.

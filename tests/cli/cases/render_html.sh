@@ -19,5 +19,6 @@ print("moments", len(d["moments"]), [m["label"] for m in d["moments"] if m["labe
 print("oom at", d["oom"]["index"], "requested", d["oom"]["requested"])
 # the what-if rows are `memsnap whatif`'s (whatif_oom.stdout.exact has the same numbers)
 for r in d["whatif"]:
-    print("whatif", r[0] or "(recorded)", r[2], r[3], r[4])
+    print("whatif", r["alloc_conf"] or "(recorded)", r["peak_reserved_bytes"], r["first_oom_index"],
+          r["min_memory_bytes"])
 PY
