@@ -59,6 +59,7 @@ static const char *const usage[] = {
 /*
  * A drawing is of one device: --device, the only one with events, else the one where the replay
  * runs out of memory (the first), else the one with the highest reserved peak; said on stderr.
+ * A page of several devices replays each of them for itself and chooses there.
  */
 static int choose_device(struct ms_replay_cli *c, const char *path, uint32_t **devs_out,
                          size_t *nd_out)
@@ -77,12 +78,13 @@ static int choose_device(struct ms_replay_cli *c, const char *path, uint32_t **d
 		c->o.device = devs[0];
 		return 0;
 	}
+	if (c->html)
+		return 0;
 	for (size_t i = 0; i < nd; i++) {
 		struct ms_replay_result r;
 		struct ms_limit_range lim;
 		struct ms_diag d = MS_DIAG_INIT;
 		ms_status s;
-		uint64_t peak;
 		c->o = base;
 		c->o.device = devs[i];
 		c->quiet_notes = 1;
@@ -95,20 +97,16 @@ static int choose_device(struct ms_replay_cli *c, const char *path, uint32_t **d
 			*devs_out = NULL;
 			return -1;
 		}
-		peak = (uint64_t)r.stats.reserved_bytes[0].peak;
-		if (!i || (r.has_oom && !best_oom) || (r.has_oom == best_oom && peak > best_peak)) {
+		if (!i || ms_render_device_better(&r, best_oom, best_peak)) {
 			best = devs[i];
-			best_peak = peak;
+			best_peak = (uint64_t)r.stats.reserved_bytes[0].peak;
 			best_oom = r.has_oom;
 		}
 		ms_replay_result_release(&r);
 	}
 	c->o = base;
 	c->o.device = best;
-	ms_note("%s has events on %zu devices: %s device %u (%s); --device "
-	        "draws another",
-	        path, nd, c->html ? "the page opens on" : "drawing", best,
-	        best_oom ? "its replay runs out of memory" : "the highest peak");
+	ms_render_say_device(path, nd, 0, best, best_oom);
 	return 0;
 }
 

@@ -31,6 +31,12 @@ int ms_render_window_check(const char *path, uint64_t from, uint64_t *to, uint64
 /* A first pass that replayed nothing of the device: said, r and c's replay released. */
 int ms_render_no_events(struct ms_replay_cli *c, const char *path, struct ms_replay_result *r);
 
+/* Whether replay r's device is the one to draw over the best so far (its OOM, its peak): one
+ * whose replay runs out of memory, else the highest reserved peak. */
+int ms_render_device_better(const struct ms_replay_result *r, int best_oom, uint64_t best_peak);
+/* The device drawn (or opened on, html) of nd, and why: said on stderr. */
+void ms_render_say_device(const char *path, size_t nd, int html, uint32_t device, int oom);
+
 /* --format html or csv of c's device (devs[0..nd): the devices a page switches between). */
 int ms_render_page(struct ms_replay_cli *c, const char *path, const struct ms_render_ask *a,
                    const uint32_t *devs, size_t nd);

@@ -99,9 +99,23 @@ static int render_html_together(struct ms_replay_cli *c, const char *path, const
 	return 0;
 }
 
+int ms_render_device_better(const struct ms_replay_result *r, int best_oom, uint64_t best_peak)
+{
+	return (r->has_oom && !best_oom) ||
+	       (r->has_oom == best_oom && (uint64_t)r->stats.reserved_bytes[0].peak > best_peak);
+}
+
+void ms_render_say_device(const char *path, size_t nd, int html, uint32_t device, int oom)
+{
+	ms_note("%s has events on %zu devices: %s device %u (%s); --device draws another", path, nd,
+	        html ? "the page opens on" : "drawing", device,
+	        oom ? "its replay runs out of memory" : "the highest peak");
+}
+
 /*
  * The page of a trace with several devices: each device's first pass and data, one page with
- * a switch, opening on the device choose_device picked (c->o.device).
+ * a switch, opening on the device whose replay runs out of memory (the first), else on the one
+ * with the highest reserved peak.
  */
 static int render_html_devices(struct ms_replay_cli *c, const char *path, const char *out,
                                const uint32_t *devs, size_t nd, const struct ms_page_opts *pg)
@@ -110,7 +124,8 @@ static int render_html_devices(struct ms_replay_cli *c, const char *path, const 
 	struct ms_buf page = MS_BUF_INIT;
 	struct ms_replay_opts base = c->o;
 	size_t first = 0, i;
-	int rc = MS_EXIT_OK;
+	uint64_t best_peak = 0;
+	int rc = MS_EXIT_OK, best_oom = 0;
 
 	if (!datas)
 		ms_die(MS_EXIT_ERROR, "out of memory");
@@ -120,11 +135,14 @@ static int render_html_devices(struct ms_replay_cli *c, const char *path, const 
 		struct ms_page_opts one = *pg;
 		c->o = base;
 		c->o.device = devs[i];
-		if (devs[i] == base.device)
-			first = i;
 		if (ms_replay_cli_run_reported(c, path, &r, &lim)) {
 			rc = MS_EXIT_ERROR;
 			break;
+		}
+		if (!i || ms_render_device_better(&r, best_oom, best_peak)) {
+			first = i;
+			best_peak = (uint64_t)r.stats.reserved_bytes[0].peak;
+			best_oom = r.has_oom;
 		}
 		if (ms_render_window_check(path, one.from, &one.to, r.events_total))
 			rc = MS_EXIT_ERROR;
@@ -134,6 +152,7 @@ static int render_html_devices(struct ms_replay_cli *c, const char *path, const 
 		ms_replay_cli_release(c);
 	}
 	if (rc == MS_EXIT_OK) {
+		ms_render_say_device(path, nd, 1, devs[first], best_oom);
 		if (ms_render_html_devices(&page, path, datas, devs, nd, first))
 			ms_die(MS_EXIT_ERROR, "out of memory");
 		rc = ms_render_emit(out, &page, "html", SIZE_MAX, 0);
