@@ -119,11 +119,19 @@ int cmd_stats(int argc, const char **argv)
 		ms_usage_error(opts, usage, "--device must be 0 to 65535");
 	ms_frames_opt_check(&frames, opts, usage);
 	ms_site_depth_set(site_depth, opts, usage);
-	nfiles = (size_t)n;
-	if (!(reads = ms_calloc(nfiles, sizeof(*reads))))
+	if (!(reads = ms_calloc((size_t)n, sizeof(*reads))))
 		ms_die(MS_EXIT_ERROR, "out of memory");
+	nfiles = 0;
+	for (int f = 0; f < n; f++) {
+		int dup = 0;
+		for (int g = 0; g < f && !dup; g++)
+			dup = strcmp(argv[g], argv[f]) == 0;
+		if (dup)
+			ms_note("%s is given more than once: read once, one row", argv[f]);
+		else
+			reads[nfiles++].path = argv[f];
+	}
 	for (size_t i = 0; i < nfiles; i++) {
-		reads[i].path = argv[i];
 		reads[i].top = (size_t)top;
 		reads[i].only = device == UINT64_MAX ? -1 : (int64_t)device;
 		reads[i].frames = frames.n;
