@@ -190,6 +190,27 @@ static int may_share(const struct pool *p, const struct ms_whatif_row *a,
 	       same_but_gc_and_split(&x, &y);
 }
 
+/* The least limit that completes within (*lo, *hi], *hi taken to complete: to 2 MiB, or 0.5% of
+ * the answer when that is coarser (each step is a whole replay). 1 where a limit below *hi
+ * completed (*hi is then one that did). */
+static int bisect(const struct pool *p, const struct ms_whatif_row *j, uint64_t *lo, uint64_t *hi)
+{
+	int completed = 0;
+
+	while (*hi - *lo > (2u << 20) && *hi - *lo > *hi / 200) {
+		uint64_t mid = *lo + (*hi - *lo) / 2 / (2u << 20) * (2u << 20);
+		if (mid <= *lo)
+			break;
+		if (completes(p, j, mid)) {
+			*hi = mid;
+			completed = 1;
+		} else {
+			*lo = mid;
+		}
+	}
+	return completed;
+}
+
 static void run_row(struct pool *p, struct ms_whatif_row *j)
 {
 	struct ms_replay_opts o = *p->base;
@@ -215,25 +236,28 @@ static void run_row(struct pool *p, struct ms_whatif_row *j)
 	 * segment sizes (expandable segments: alloc_size, not the pages mapped), the collector
 	 * acts under a limit, and a recorded OOM that the job caught goes another way under one
 	 * (no retry during a capture): widen a little, then double. Without any of them (the
-	 * row's own replay was unbound), the limit binds nowhere: that replay again, complete. */
-	if (!unbound(row) || row->ac.expandable_segments ||
-	    row->ac.garbage_collection_threshold > 0)
-		for (int tries = 0; !completes(p, j, hi); tries++) {
-			if (tries == 24 || hi > UINT64_MAX / 4)
-				return; /* no answer: reported as "never" */
-			lo = hi > lo ? hi : lo;
-			hi += tries < 4 ? hi / 8 + (20u << 20) : hi;
-		}
-	/* to 2 MiB, or 0.5% of the answer when that is coarser: each step is a whole replay */
-	while (hi - lo > (2u << 20) && hi - lo > hi / 200) {
-		uint64_t mid = lo + (hi - lo) / 2 / (2u << 20) * (2u << 20);
-		if (mid <= lo)
-			break;
-		if (completes(p, j, mid))
-			hi = mid;
-		else
-			lo = mid;
+	 * row's own replay was unbound), the limit binds nowhere: that replay again, complete.
+	 * Where expandable segments alone are the reason, the search below it goes first: a limit
+	 * under it that completes answers without it. Not under a collector's threshold: a limit
+	 * at its peak can fail where lower ones complete (it collects at a fraction of the limit),
+	 * and the answer is then one above the peak, as the search from there finds it. */
+	int unbound_row = unbound(row) && row->ac.garbage_collection_threshold <= 0;
+	if (unbound_row && !row->ac.expandable_segments) {
+		bisect(p, j, &lo, &hi);
+		j->min_memory = hi;
+		return;
 	}
+	if (unbound_row && bisect(p, j, &lo, &hi)) {
+		j->min_memory = hi;
+		return;
+	}
+	for (int tries = 0; !completes(p, j, hi); tries++) {
+		if (tries == 24 || hi > UINT64_MAX / 4)
+			return; /* no answer: reported as "never" */
+		lo = hi > lo ? hi : lo;
+		hi += tries < 4 ? hi / 8 + (20u << 20) : hi;
+	}
+	bisect(p, j, &lo, &hi);
 	j->min_memory = hi;
 }
 
