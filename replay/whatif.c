@@ -88,7 +88,7 @@ struct pool {
 	/*
 	 * like[j]: an earlier row whose replay row j may borrow (may_share), or SIZE_MAX;
 	 * done[i]: row i's replay is made (under mu, signalled by made). Rows are taken in
-	 * order[]: those with a like row last, so that a thread waits on one only near the end.
+	 * order[] (order_rows).
 	 */
 	size_t *like, *order;
 	unsigned char *done;
@@ -261,8 +261,23 @@ static void run_row(struct pool *p, struct ms_whatif_row *j)
 	j->min_memory = hi;
 }
 
-/* Each row's like row (the first earlier one it may borrow from, itself like none), and the
- * order rows are taken in: those with one after the others, so that it is made by then. */
+/* Whether row j is likely to take more than its one replay: the given row (its search comes
+ * right away), and expandable segments, which most often lower a peak (then searched). */
+static int long_row(const struct ms_whatif_row *j)
+{
+	struct ms_alloc_conf ac;
+	struct ms_diag d = MS_DIAG_INIT;
+
+	ms_alloc_conf_init(&ac);
+	return j->given ||
+	       (j->conf && !ms_alloc_conf_parse(&ac, j->conf, &d) && ac.expandable_segments);
+}
+
+/*
+ * Each row's like row (the first earlier one it may borrow from, itself like none), and the
+ * order rows are taken in: those likely to be long first (so that no search is left alone on
+ * one thread at the end), those with a like row last (so that it is made by then).
+ */
 static void order_rows(struct pool *p)
 {
 	size_t k = 0;
@@ -273,9 +288,9 @@ static void order_rows(struct pool *p)
 			if (p->like[i] == SIZE_MAX && may_share(p, &p->rows[i], &p->rows[j]))
 				p->like[j] = i;
 	}
-	for (int later = 0; later < 2; later++)
+	for (int group = 0; group < 3; group++)
 		for (size_t j = 0; j < p->n; j++)
-			if ((p->like[j] != SIZE_MAX) == later)
+			if ((p->like[j] != SIZE_MAX ? 2 : long_row(&p->rows[j]) ? 0 : 1) == group)
 				p->order[k++] = j;
 }
 
