@@ -14,6 +14,9 @@ trace is finished at exit; `memsnap replay/render trace.zst` read it.
 
 This module needs the libraries built with memsnap: libmemsnap_recorder and
 libmemsnap_torch, found in $MEMSNAP_LIBDIR or next to this package.
+
+memsnap.open(path) reads a trace or a snapshot and answers memsnap's questions with the
+commands' JSON as dicts (analyze.py, over libmemsnap).
 """
 
 import contextlib
@@ -21,7 +24,10 @@ import ctypes
 import os
 import threading
 
-__all__ = ["record", "stop", "flush", "phase", "step", "mark", "is_recording", "dropped"]
+from .analyze import File, MemsnapError, open  # noqa: A004 (the analyses: analyze.py)
+
+__all__ = ["record", "stop", "flush", "phase", "step", "mark", "is_recording", "dropped",
+           "open", "File", "MemsnapError"]
 
 MSR_F_SIGNALS = 1
 MSR_F_ATEXIT = 2
