@@ -645,14 +645,12 @@ static ms_status windows_and_steps(struct ex *x)
 			open = a->event_index;
 			if (!x->x->optimizer[0]) {
 				/* "Optimizer.step#AdamW.step" -> "AdamW" */
-				static char opt[64];
 				const char *p = name + sizeof(prefix) - 1;
 				size_t l = strcspn(p, ".");
-				if (l >= sizeof(opt))
-					l = sizeof(opt) - 1;
-				memcpy(opt, p, l);
-				opt[l] = 0;
-				x->x->optimizer = opt;
+				if (l >= sizeof(x->x->optimizer))
+					l = sizeof(x->x->optimizer) - 1;
+				memcpy(x->x->optimizer, p, l);
+				x->x->optimizer[l] = 0;
 			}
 		} else if (a->stage == MS_ANN_END && open != NONE) {
 			if (before) { /* the whole optimizer step came before the trace */
@@ -1421,7 +1419,8 @@ ms_status ms_explain_run(const struct ms_explain_in *in, struct ms_explain *out)
 
 	memset(out, 0, sizeof(*out));
 	memset(&x, 0, sizeof(x));
-	out->optimizer = out->steps_from = out->why_uncategorized = "";
+	out->optimizer[0] = 0;
+	out->steps_from = out->why_uncategorized = "";
 	x.t = in->t;
 	x.in = in;
 	x.x = out;

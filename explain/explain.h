@@ -96,7 +96,7 @@ struct ms_explain {
 	uint64_t parameter_bytes, gradient_bytes, optimizer_state_bytes;
 	uint64_t parameter_blocks, gradient_blocks, optimizer_state_blocks;
 	size_t n_optimizer_steps;
-	const char *optimizer; /* the first optimizer step's name ("AdamW"), or "" */
+	char optimizer[64]; /* the first optimizer step's name ("AdamW"), or "" */
 	/* "step annotations", "user_metadata" (the allocations' metadata, numbered: its prefix in
 	 * steps_scope), "optimizer steps", "record_function scopes" (a scope the program
 	 * repeats, steps_scope), "repetition" (the same allocations made evenly
