@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli/check_report.h"
 #include "cli/cmds.h"
 #include "cli/opts.h"
 #include "cli/messages.h"
@@ -19,7 +20,8 @@
 static const char *const usage[] = {
         "memsnap check [--max-peak-reserved N] [--max-peak-allocated N] [--max-fragmentation R]",
         "              [--baseline OTHER --max-growth P%] [--max-growth-per-step SIZE]",
-        "              [--allow-oom] [--allow-cut-short] [replay options] [--json] <trace>",
+        "              [--allow-oom] [--allow-cut-short] [replay options]",
+        "              [--format text|json|markdown] [--junit FILE] <trace>",
         "",
         "A CI gate: replay the trace (with its recorded settings unless --alloc-conf) and compare",
         "the peaks with budgets. Exit 0 when every budget holds, 5 with one line per budget",
@@ -32,6 +34,10 @@ static const char *const usage[] = {
         "space at the end. --max-growth is growth of the peaks over a baseline run;",
         "--max-growth-per-step is growth within this run: what its own steps keep more of each",
         "step (the sum of explain's growing sites' bytes a step; three steps or more).",
+        "--format markdown writes a summary for a CI job's page (each gate against its value,",
+        "reserved memory over the run); --json is --format json. --junit FILE writes JUnit XML",
+        "besides, whole or not at all: a test case per gate and device, a failure per gate",
+        "that fails.",
         NULL,
 };
 
@@ -111,17 +117,46 @@ static void print_gate(const char *lbl, const struct ms_check_budgets *b,
 		       lbl);
 }
 
-/* The flags: the replay's, and the budgets into *bud; the trace in *trace. */
-static void parse_flags(int argc, const char **argv, struct ms_replay_cli *c, int *json,
+enum check_format { FORMAT_TEXT, FORMAT_JSON, FORMAT_MARKDOWN };
+
+struct check_out {
+	enum check_format format;
+	const char *junit; /* JUnit XML to this file, or NULL */
+};
+
+/* --format and --json into *out: one of them, or the same. */
+static void parse_format(const struct ms_opt *opts, const char *format, int json,
+                         struct check_out *out)
+{
+	out->format = json ? FORMAT_JSON : FORMAT_TEXT;
+	if (!format)
+		return;
+	if (!strcmp(format, "text"))
+		out->format = FORMAT_TEXT;
+	else if (!strcmp(format, "json"))
+		out->format = FORMAT_JSON;
+	else if (!strcmp(format, "markdown"))
+		out->format = FORMAT_MARKDOWN;
+	else
+		ms_usage_error(opts, usage, "--format takes text, json or markdown");
+	if (json && out->format != FORMAT_JSON)
+		ms_usage_error(opts, usage, "--json is --format json: not with --format %s",
+		               format);
+}
+
+/* The flags: the replay's, the budgets into *bud, the outputs into *out; the trace in *trace. */
+static void parse_flags(int argc, const char **argv, struct ms_replay_cli *c, struct check_out *out,
                         struct ms_check_budgets *bud, const char **trace)
 {
-	struct ms_opt opts[MS_REPLAY_OPTS_MAX + 9];
+	struct ms_opt opts[MS_REPLAY_OPTS_MAX + 11];
+	const char *format = NULL;
+	int json = 0;
 	int n, allow_oom = 0, allow_cut = 0;
 	uint64_t max_res = 0, max_alloc = 0, max_gps = UINT64_MAX; /* UINT64_MAX: not given */
 	const char *max_frag = NULL, *baseline = NULL, *growth = NULL;
 	size_t k;
 
-	ms_replay_cli_init(c, opts, json);
+	ms_replay_cli_init(c, opts, &json);
 	ms_opts_drop(opts, "backend");
 	for (k = 0; opts[k].type != MS_OPT_T_END; k++)
 		;
@@ -142,11 +177,19 @@ static void parse_flags(int argc, const char **argv, struct ms_replay_cli *c, in
 	                                       "pass a run that recorded an OOM");
 	opts[k++] = (struct ms_opt)MS_OPT_BOOL(0, "allow-cut-short", &allow_cut,
 	                                       "pass a trace whose recording was cut short");
+	opts[k++] = (struct ms_opt)MS_OPT_STRING(0, "format", &format, "F",
+	                                         "text (default), json or markdown");
+	opts[k++] = (struct ms_opt)MS_OPT_STRING(0, "junit", &out->junit, "FILE",
+	                                         "also write JUnit XML to FILE");
 	opts[k] = (struct ms_opt)MS_OPT_END();
+	out->junit = NULL;
 	n = ms_parse_options(argc, argv, opts, usage);
 	if (n != 1)
 		ms_usage_error(opts, usage, n ? "one trace at a time" : "no trace given");
 	ms_replay_cli_check(c, opts, usage);
+	parse_format(opts, format, json, out);
+	if (out->junit && !out->junit[0])
+		ms_usage_error(opts, usage, "--junit takes a file");
 	memset(bud, 0, sizeof(*bud));
 	bud->max_waste = -1;
 	bud->max_growth = -1;
@@ -175,23 +218,49 @@ static void parse_flags(int argc, const char **argv, struct ms_replay_cli *c, in
 	*trace = argv[0];
 }
 
+/* The rows in the format asked, and the JUnit XML where asked: MS_EXIT_ERROR where it could
+ * not be written (nothing of it left). */
+static int emit(const char *trace, const struct check_out *out, const struct ms_check_row *rows,
+                size_t n)
+{
+	struct ms_buf x = MS_BUF_INIT;
+	int rc = MS_EXIT_OK;
+
+	if (out->format == FORMAT_MARKDOWN)
+		ms_check_markdown(trace, rows, n);
+	if (!out->junit)
+		return rc;
+	if (ms_check_junit(trace, rows, n, &x))
+		ms_die(MS_EXIT_ERROR, "out of memory");
+	if (ms_output_write_whole(out->junit, x.data, x.len))
+		rc = MS_EXIT_ERROR;
+	ms_buf_release(&x);
+	return rc;
+}
+
 int cmd_check(int argc, const char **argv)
 {
 	struct ms_replay_cli c;
-	int json = 0, rc = MS_EXIT_OK;
+	struct check_out out;
+	int rc = MS_EXIT_OK;
 	struct ms_replay_opts base;
 	uint32_t *devs, *bdevs = NULL;
-	size_t nd, nb = 0;
+	size_t nd, nb = 0, nrows = 0;
 	struct ms_json_devices jd;
 	const char *trace, *baseline;
-	int gps_given;
-	struct ms_check_figures f, b;
+	int gps_given, json;
+	struct ms_check_figures b;
 	struct ms_check_budgets bud;
-	struct ms_check_result res;
+	struct ms_check_row *rows;
 
-	parse_flags(argc, argv, &c, &json, &bud, &trace);
+	parse_flags(argc, argv, &c, &out, &bud, &trace);
+	json = out.format == FORMAT_JSON;
 	baseline = bud.baseline;
 	gps_given = bud.growth_per_step_given;
+	if (out.junit) {
+		const char *in[2] = {trace, baseline};
+		ms_output_refuse_inputs(out.junit, in, baseline ? 2 : 1);
+	}
 	if (ms_replay_cli_devices(&c, trace, "check", &devs, &nd))
 		return MS_EXIT_ERROR;
 	if (baseline) {
@@ -200,16 +269,17 @@ int cmd_check(int argc, const char **argv)
 		if (ms_replay_cli_devices(&any, baseline, "check", &bdevs, &nb))
 			return MS_EXIT_ERROR;
 	}
+	if (!(rows = ms_calloc(nd, sizeof(*rows))))
+		ms_die(MS_EXIT_ERROR, "out of memory");
 	ms_json_devices_begin(&jd, trace, json ? nd : 0);
 	base = c.o;
 	for (size_t i = 0; i < nd; i++) {
 		char label[MS_LABEL_MAX];
 		const char *lbl = ms_replay_cli_label(trace, devs[i], nd, label, sizeof(label));
-		cJSON *out = NULL;
-		int failed = 0;
+		struct ms_check_row *row = &rows[nrows];
 		c.o = base; /* an inferred limit belongs to one trace and device */
 		c.o.device = devs[i];
-		if (figures_of(&c, trace, gps_given, &f)) {
+		if (figures_of(&c, trace, gps_given, &row->f)) {
 			rc = MS_EXIT_ERROR;
 			break;
 		}
@@ -220,19 +290,25 @@ int cmd_check(int argc, const char **argv)
 			rc = MS_EXIT_ERROR;
 			break;
 		}
-		ms_check_judge(&bud, &f, baseline ? &b : NULL, &res);
-		failed = (int)res.n_exceeded;
+		row->device = devs[i];
+		ms_check_judge(&bud, &row->f, baseline ? &b : NULL, &row->res);
+		nrows++;
 		if (json) {
-			if (!(out = ms_check_json(trace, devs[i], &bud, &f, &res)))
+			cJSON *o = ms_check_json(trace, devs[i], &bud, &row->f, &row->res);
+			if (!o)
 				ms_die(MS_EXIT_ERROR, "out of memory");
-			ms_json_devices_add(&jd, devs[i], out);
-		} else {
-			print_gate(lbl, &bud, &f, &res);
+			ms_json_devices_add(&jd, devs[i], o);
+		} else if (out.format == FORMAT_TEXT) {
+			print_gate(lbl, &bud, &row->f, &row->res);
 		}
-		if (failed)
+		if (row->res.n_exceeded)
 			rc = MS_EXIT_BUDGET;
 	}
 	ms_json_devices_end(&jd, rc != MS_EXIT_ERROR, "passed", rc == MS_EXIT_OK);
+	/* a gate that could not judge every device is no report */
+	if (rc != MS_EXIT_ERROR && emit(trace, &out, rows, nrows))
+		rc = MS_EXIT_ERROR;
+	ms_free(rows);
 	ms_free(devs);
 	ms_free(bdevs);
 	return rc;

@@ -16,6 +16,8 @@
 
 struct ms_trace;
 
+#define MS_CHECK_TIMELINE 48
+
 struct ms_check_budgets {
 	uint64_t max_reserved, max_allocated; /* 0: no budget */
 	double max_waste;                     /* the waste at the peak, 0 to 1; < 0: no budget */
@@ -45,6 +47,10 @@ struct ms_check_figures {
 	size_t steps, optimizer_steps;
 	int growth_by_repetition; /* the only steps found repeat in the trace: maybe layers */
 	char verdict[768];        /* why the run died, where it did (explain's headline), or "" */
+	/* the most reserved in each of n_timeline equal spans of the run's events, from the
+	 * replay's reserved log (0 spans: it has none) */
+	uint64_t timeline[MS_CHECK_TIMELINE];
+	size_t n_timeline;
 };
 
 /*
@@ -55,10 +61,25 @@ ms_status ms_check_figures_of(const struct ms_trace *t, const struct ms_replay_o
                               const struct ms_replay_result *r, const struct ms_limit_range *lim,
                               int growth, struct ms_check_figures *f);
 
+/*
+ * One gate judged: the run's own (no_oom, not_cut_short, replay_completes) and each budget
+ * given (max_peak_reserved, max_peak_allocated, max_growth_per_step, max_fragmentation,
+ * baseline_reserved, baseline_allocated), its figure against its bound in words, and the line
+ * of exceeded[] that says why it failed.
+ */
+struct ms_check_gate {
+	const char *name;
+	char value[64], bound[96];
+	int passed;
+	size_t line; /* into exceeded[] where !passed */
+};
+
 #define MS_CHECK_LINES 16
 struct ms_check_result {
 	size_t n_exceeded;
 	char exceeded[MS_CHECK_LINES][256]; /* each budget exceeded, or not measurable */
+	size_t n_gates;
+	struct ms_check_gate gates[MS_CHECK_LINES];
 };
 
 /* f against b (and base, the baseline's figures, where b->baseline). */

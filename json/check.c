@@ -10,7 +10,7 @@
 cJSON *ms_check_json(const char *path, uint32_t device, const struct ms_check_budgets *b,
                      const struct ms_check_figures *f, const struct ms_check_result *res)
 {
-	cJSON *out = cJSON_CreateObject(), *fails;
+	cJSON *out = cJSON_CreateObject(), *fails, *gates;
 
 	if (!out)
 		return NULL;
@@ -37,6 +37,15 @@ cJSON *ms_check_json(const char *path, uint32_t device, const struct ms_check_bu
 	fails = cJSON_AddArrayToObject(out, "exceeded");
 	for (size_t i = 0; i < res->n_exceeded; i++)
 		cJSON_AddItemToArray(fails, cJSON_CreateString(res->exceeded[i]));
+	gates = cJSON_AddArrayToObject(out, "gates");
+	for (size_t i = 0; i < res->n_gates; i++) {
+		cJSON *g = cJSON_CreateObject();
+		cJSON_AddStringToObject(g, "name", res->gates[i].name);
+		cJSON_AddStringToObject(g, "value", res->gates[i].value);
+		cJSON_AddStringToObject(g, "bound", res->gates[i].bound);
+		cJSON_AddBoolToObject(g, "passed", res->gates[i].passed);
+		cJSON_AddItemToArray(gates, g);
+	}
 	cJSON_AddBoolToObject(out, "passed", !res->n_exceeded);
 	return out;
 }

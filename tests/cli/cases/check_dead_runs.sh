@@ -5,7 +5,7 @@ echo "exit $?"
 "$MEMSNAP" check --allow-oom --max-peak-reserved 100GiB testdata/snapshots/dynamic_oom.pickle 2>/dev/null
 echo "exit $?"
 "$MEMSNAP" -q check --json --max-peak-reserved 100GiB testdata/snapshots/dynamic_oom.pickle |
-	grep -E '"(recorded_ooms|oom_allowed|passed)"'
+	grep -E '^\s"(recorded_ooms|oom_allowed|passed)"'
 head -c 12000 testdata/snapshots/explain/sgd.zst >"$TMPDIR/sgd_cut.zst"
 cd "$TMPDIR" || exit 1
 "$MEMSNAP" check --max-peak-reserved 100GiB sgd_cut.zst 2>/dev/null
@@ -13,4 +13,4 @@ echo "exit $?"
 "$MEMSNAP" check --allow-cut-short --max-peak-reserved 100GiB sgd_cut.zst 2>/dev/null
 echo "exit $?"
 "$MEMSNAP" -q check --json --max-peak-reserved 100GiB sgd_cut.zst 2>/dev/null |
-	grep -E '"(trace_cut_short|cut_short_allowed|passed)"'
+	grep -E '^\s"(trace_cut_short|cut_short_allowed|passed)"'

@@ -7,5 +7,5 @@ d=testdata/snapshots/explain
 "$MEMSNAP" check --max-growth-per-step 10MiB "$d/leak.pickle.zst"; echo "exit $?"
 "$MEMSNAP" check --max-growth-per-step 100MiB "$d/leak.zst"; echo "exit $?"
 "$MEMSNAP" check --max-growth-per-step 1 "$d/adamw.pickle.zst"; echo "exit $?"
-"$MEMSNAP" -q check --json --max-growth-per-step 10MiB "$d/leak.pickle.zst" | grep -E '"(growth_per_step_bytes|passed)"'
+"$MEMSNAP" -q check --json --max-growth-per-step 10MiB "$d/leak.pickle.zst" | grep -E '^\s"(growth_per_step_bytes|passed)"'
 "$MEMSNAP" check --allow-oom --max-growth-per-step 1GiB testdata/snapshots/verdicts/outside.pickle.zst 2>/dev/null; echo "exit $?"
