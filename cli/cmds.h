@@ -14,6 +14,7 @@ int cmd_diff(int argc, const char **argv);
 int cmd_explain(int argc, const char **argv);
 int cmd_help(int argc, const char **argv);
 int cmd_info(int argc, const char **argv);
+int cmd_mcp(int argc, const char **argv);
 int cmd_record(int argc, const char **argv);
 int cmd_render(int argc, const char **argv);
 int cmd_replay(int argc, const char **argv);

@@ -26,6 +26,8 @@ static const struct cmd commands[] = {
         {"render", cmd_render, "draw the segments and blocks at the peak, the OOM or any event"},
         {"check", cmd_check, "a CI gate: peaks and fragmentation against budgets (exit 5)"},
         {"diff", cmd_diff, "what changed between two runs: peaks, sites, annotations"},
+        {"mcp", cmd_mcp,
+         "a Model Context Protocol server: memsnap's questions as tools for agents"},
         {"version", cmd_version, "version and build options"},
         {"help", cmd_help, "help on a command"},
 };

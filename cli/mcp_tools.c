@@ -1,0 +1,429 @@
+/* memsnap's MCP tools (mcp_tools.h): each answers with the command's --json. */
+#include "cli/mcp_tools.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "memsnap/analyze.h"
+
+extern char **environ;
+
+/* The arguments a tool takes beside path: name, JSON type, what it is. */
+struct arg {
+	const char *name, *type, *what;
+};
+
+#define A_DEVICE                                                                       \
+	{                                                                              \
+		"device", "integer",                                                   \
+		        "the device to answer for (default: every device with events)" \
+	}
+#define A_REPLAY                                                                                   \
+	{"limit", "string", "a per-process memory limit to replay under, e.g. \"12GiB\""},         \
+	        {"memory_fraction", "number", "the limit as a fraction of the device's memory"},   \
+	{                                                                                          \
+		"device_memory", "string", "the device's size, where the trace does not record it" \
+	}
+#define A_CONF                                                                   \
+	{                                                                        \
+		"alloc_conf", "string", "PYTORCH_CUDA_ALLOC_CONF to replay with" \
+	}
+#define A_END                    \
+	{                        \
+		NULL, NULL, NULL \
+	}
+
+static const struct tool {
+	const char *name, *question, *what;
+	struct arg args[16];
+} tools[] = {
+        {"info",
+         "info",
+         "What a trace or snapshot holds: format, devices, events, streams.",
+         {A_END}},
+        {"stats",
+         "stats",
+         "Peaks, the top allocation sites at the peak, what is live at the end.",
+         {A_DEVICE, {"site_depth", "integer", "frames that make a site (default 1)"}, A_END}},
+        {"replay",
+         "replay",
+         "Replay the trace against memsnap's model of PyTorch's CUDA caching allocator: OOMs, "
+         "peaks, retries, who held the memory at an OOM.",
+         {A_DEVICE, A_REPLAY, A_CONF, A_END}},
+        {"verify",
+         "verify",
+         "Whether the replay's segments equal the recorded ones.",
+         {A_DEVICE, A_REPLAY, A_CONF, A_END}},
+        {"explain",
+         "explain",
+         "What holds the memory at the peak and at an OOM (parameters, gradients, optimizer "
+         "state, activations), what grows, the verdict on an OOM's cause, the settings that "
+         "would have helped, each replayed.",
+         {A_DEVICE,
+          A_REPLAY,
+          A_CONF,
+          {"jobs", "integer", "threads (default: one per CPU)"},
+          {"site_depth", "integer", "frames that make a site (default 1)"},
+          A_END}},
+        {"whatif",
+         "whatif",
+         "Replay under several allocator settings: which avoids the OOM, the peak under each, "
+         "the least memory that completes.",
+         {A_DEVICE,
+          A_REPLAY,
+          {"configs", "array",
+           "PYTORCH_CUDA_ALLOC_CONF strings to try "
+           "(\"recorded\": the trace's own; default: "
+           "memsnap's matrix)"},
+          {"jobs", "integer", "threads (default: one per CPU)"},
+          A_END}},
+        {"check",
+         "check",
+         "A gate: the run's peaks against budgets; a dead run never passes. passed, exceeded "
+         "and gates say the outcome.",
+         {A_DEVICE,
+          A_REPLAY,
+          A_CONF,
+          {"max_peak_reserved", "string", "budget for the peak reserved bytes"},
+          {"max_peak_allocated", "string", "budget for the peak allocated bytes"},
+          {"max_fragmentation", "number", "budget for the waste at the peak, 0 to 1"},
+          {"max_growth_per_step", "string", "budget for growth a step"},
+          {"baseline", "string", "another trace to compare the peaks with (with max_growth)"},
+          {"max_growth", "string", "allowed growth over the baseline, e.g. \"5%\""},
+          {"allow_oom", "boolean", "pass a run that recorded an OOM"},
+          {"allow_cut_short", "boolean", "pass a trace whose recording was cut short"},
+          A_END}},
+        {"diff",
+         "diff",
+         "What changed from this run to another: settings, peaks, categories, steps, sites.",
+         {{"other", "string", "the other trace or snapshot (required)"},
+          A_DEVICE,
+          A_REPLAY,
+          A_CONF,
+          {"site_depth", "integer", "frames that make a site (default 1)"},
+          {"top", "integer", "rows a table (default 10)"},
+          A_END}},
+        {"render",
+         NULL,
+         "Write memsnap's self-contained HTML report of the trace (or, by output's extension, "
+         "csv, txt, dot or svg): returns the path and size written.",
+         {{"output", "string", "the file to write (required); never an input"},
+          A_DEVICE,
+          A_REPLAY,
+          A_CONF,
+          A_END}},
+};
+
+static cJSON *tool_schema(const struct tool *t)
+{
+	cJSON *o = cJSON_CreateObject(), *props, *req, *p;
+
+	cJSON_AddStringToObject(o, "type", "object");
+	props = cJSON_AddObjectToObject(o, "properties");
+	p = cJSON_AddObjectToObject(props, "path");
+	cJSON_AddStringToObject(p, "type", "string");
+	cJSON_AddStringToObject(p, "description", "the memsnap trace or PyTorch snapshot to read");
+	req = cJSON_AddArrayToObject(o, "required");
+	cJSON_AddItemToArray(req, cJSON_CreateString("path"));
+	for (const struct arg *a = t->args; a->name; a++) {
+		p = cJSON_AddObjectToObject(props, a->name);
+		cJSON_AddStringToObject(p, "type", a->type);
+		if (!strcmp(a->type, "array"))
+			cJSON_AddStringToObject(cJSON_AddObjectToObject(p, "items"), "type",
+			                        "string");
+		cJSON_AddStringToObject(p, "description", a->what);
+		if (strstr(a->what, "(required)"))
+			cJSON_AddItemToArray(req, cJSON_CreateString(a->name));
+	}
+	cJSON_AddBoolToObject(o, "additionalProperties", 0);
+	return o;
+}
+
+cJSON *ms_mcp_tools_list(void)
+{
+	cJSON *root = cJSON_CreateObject(), *a = cJSON_AddArrayToObject(root, "tools");
+
+	for (size_t k = 0; k < sizeof(tools) / sizeof(tools[0]); k++) {
+		cJSON *t = cJSON_CreateObject();
+		cJSON_AddStringToObject(t, "name", tools[k].name);
+		cJSON_AddStringToObject(t, "description", tools[k].what);
+		cJSON_AddItemToObject(t, "inputSchema", tool_schema(&tools[k]));
+		cJSON_AddItemToArray(a, t);
+	}
+	return root;
+}
+
+/* A tool's result: one text content, the object as structured content where there is one. */
+static cJSON *result(const char *text, cJSON *structured, int is_error)
+{
+	cJSON *r = cJSON_CreateObject(), *content = cJSON_AddArrayToObject(r, "content");
+	cJSON *c = cJSON_CreateObject();
+
+	cJSON_AddStringToObject(c, "type", "text");
+	cJSON_AddStringToObject(c, "text", text);
+	cJSON_AddItemToArray(content, c);
+	if (structured)
+		cJSON_AddItemToObject(r, "structuredContent", structured);
+	cJSON_AddBoolToObject(r, "isError", is_error);
+	return r;
+}
+
+static cJSON *error_result(const char *fmt, const char *a)
+{
+	char msg[1200];
+	snprintf(msg, sizeof(msg), fmt, a);
+	return result(msg, NULL, 1);
+}
+
+/*
+ * The answer's JSON as the result, on one line (minified as written, so that 64-bit integers
+ * stay exact): whole, as text and as structured content, or its first MS_MCP_RESULT_MAX bytes
+ * as text alone, marked truncated.
+ */
+static cJSON *answer_result(const char *json)
+{
+	size_t len = strlen(json), cut = MS_MCP_RESULT_MAX;
+	char *text = malloc(len + 1);
+	cJSON *r, *meta;
+
+	if (!text)
+		return NULL;
+	memcpy(text, json, len + 1);
+	cJSON_Minify(text);
+	if ((len = strlen(text)) <= MS_MCP_RESULT_MAX) {
+		r = result(text, cJSON_CreateRaw(text), 0);
+		free(text);
+		return r;
+	}
+	while (cut && ((unsigned char)text[cut] & 0xC0) == 0x80)
+		cut--; /* not inside a UTF-8 sequence */
+	text[cut] = 0;
+	r = result(text, NULL, 0);
+	free(text);
+	meta = cJSON_AddObjectToObject(r, "_meta");
+	cJSON_AddBoolToObject(meta, "truncated", 1);
+	cJSON_AddNumberToObject(meta, "bytes", (double)len);
+	return r;
+}
+
+/* An argument's value as the command's option takes it, into buf; -1 where it has no such. */
+static int option_value(const cJSON *v, char *buf, size_t cap)
+{
+	if (cJSON_IsString(v))
+		return snprintf(buf, cap, "%s", v->valuestring) < (int)cap ? 0 : -1;
+	if (cJSON_IsBool(v))
+		return snprintf(buf, cap, "%s", cJSON_IsTrue(v) ? "true" : "false"), 0;
+	if (cJSON_IsNumber(v)) {
+		double d = v->valuedouble;
+		if (d == floor(d) && fabs(d) < 9.0e15)
+			snprintf(buf, cap, "%.0f", d);
+		else
+			snprintf(buf, cap, "%.17g", d);
+		return 0;
+	}
+	return -1;
+}
+
+/* The arguments but path, other and output as "name=value" options (configs: one each). */
+static int options_of(const cJSON *args, char opts[][1100], size_t cap, size_t *n, char *why,
+                      size_t why_cap)
+{
+	const cJSON *a;
+	char v[1024];
+
+	*n = 0;
+	cJSON_ArrayForEach(a, args)
+	{
+		const cJSON *c;
+		if (!strcmp(a->string, "path") || !strcmp(a->string, "other") ||
+		    !strcmp(a->string, "output"))
+			continue;
+		if (!strcmp(a->string, "configs") && cJSON_IsArray(a)) {
+			cJSON_ArrayForEach(c, a)
+			{
+				if (*n == cap || option_value(c, v, sizeof(v)))
+					return snprintf(why, why_cap,
+					                "configs: strings, at most %zu", cap),
+					       -1;
+				snprintf(opts[(*n)++], sizeof(opts[0]), "config=%s", v);
+			}
+			continue;
+		}
+		if (*n == cap || option_value(a, v, sizeof(v)))
+			return snprintf(why, why_cap, "%s: not a string, number or boolean",
+			                a->string),
+			       -1;
+		snprintf(opts[(*n)++], sizeof(opts[0]), "%s=%s", a->string, v);
+	}
+	return 0;
+}
+
+static const char *string_arg(const cJSON *args, const char *name)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(args, name);
+	return cJSON_IsString(v) && v->valuestring[0] ? v->valuestring : NULL;
+}
+
+/* A question through the library: the command's --json, or why not. */
+static cJSON *ask(const struct tool *t, const cJSON *args)
+{
+	enum { MAX_OPTS = 64 };
+	char(*opts)[1100];
+	const char *ptrs[MAX_OPTS], *path = string_arg(args, "path"), *other = NULL;
+	char msg[1024] = "";
+	ms_file *a = NULL, *b = NULL;
+	char *json = NULL;
+	size_t n;
+	int rc;
+	cJSON *r;
+
+	if (!path)
+		return error_result("%s: the argument path (a file to read) is required", t->name);
+	if (!strcmp(t->question, "diff") && !(other = string_arg(args, "other")))
+		return error_result("%s: the argument other (the file to compare with) is required",
+		                    t->name);
+	if (!(opts = malloc(MAX_OPTS * sizeof(*opts))))
+		return NULL;
+	if (options_of(args, opts, MAX_OPTS, &n, msg, sizeof(msg))) {
+		free(opts);
+		return error_result("%s", msg);
+	}
+	for (size_t k = 0; k < n; k++)
+		ptrs[k] = opts[k];
+	if ((rc = ms_file_open(path, &a, msg, sizeof(msg))) == 0 && other)
+		rc = ms_file_open(other, &b, msg, sizeof(msg));
+	if (rc == 0)
+		rc = other ? ms_compare(a, b, ptrs, n, &json, msg, sizeof(msg))
+		           : ms_ask(a, t->question, ptrs, n, &json, msg, sizeof(msg));
+	r = json ? answer_result(json) : error_result("%s", msg[0] ? msg : "no answer");
+	ms_json_free(json);
+	ms_file_close(a);
+	ms_file_close(b);
+	free(opts);
+	return r;
+}
+
+/* The flag of render for an option of the library's name, or NULL: not one render takes. */
+static const char *render_flag(const char *name)
+{
+	static const char *const map[][2] = {{"device", "--device"},
+	                                     {"limit", "--limit"},
+	                                     {"memory_fraction", "--memory-fraction"},
+	                                     {"device_memory", "--device-memory"},
+	                                     {"alloc_conf", "--alloc-conf"}};
+	for (size_t k = 0; k < sizeof(map) / sizeof(map[0]); k++)
+		if (!strcmp(map[k][0], name))
+			return map[k][1];
+	return NULL;
+}
+
+/* self render PATH -o OUTPUT [flags], its stderr into err; the exit status, or -1. */
+static int run_render(const char *self, const char *path, const char *output, const cJSON *args,
+                      char *err, size_t cap)
+{
+	enum { MAX_ARGV = 24 };
+	char vals[MAX_ARGV][1024];
+	char *argv[MAX_ARGV + 1];
+	int n = 0, k = 0, fd[2], status;
+	const cJSON *a;
+	posix_spawn_file_actions_t fa;
+	pid_t pid;
+	ssize_t got;
+	size_t len = 0;
+
+	argv[n++] = (char *)self;
+	argv[n++] = "-q";
+	argv[n++] = "render";
+	cJSON_ArrayForEach(a, args)
+	{
+		const char *flag;
+		if (!strcmp(a->string, "path") || !strcmp(a->string, "output"))
+			continue;
+		if (!(flag = render_flag(a->string)) || n + 2 > MAX_ARGV - 4 ||
+		    option_value(a, vals[k], sizeof(vals[k])))
+			return snprintf(err, cap, "render takes no argument %s", a->string), -1;
+		argv[n++] = (char *)flag;
+		argv[n++] = vals[k++];
+	}
+	argv[n++] = "-o";
+	argv[n++] = (char *)output;
+	argv[n++] = "--";
+	argv[n++] = (char *)path;
+	argv[n] = NULL;
+	if (pipe(fd))
+		return snprintf(err, cap, "cannot start render: %s", strerror(errno)), -1;
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+	posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+	posix_spawn_file_actions_adddup2(&fa, fd[1], 2);
+	posix_spawn_file_actions_addclose(&fa, fd[0]);
+	status = posix_spawn(&pid, self, &fa, NULL, argv, environ);
+	posix_spawn_file_actions_destroy(&fa);
+	close(fd[1]);
+	if (status) {
+		close(fd[0]);
+		return snprintf(err, cap, "cannot start render: %s", strerror(status)), -1;
+	}
+	while (len + 1 < cap && (got = read(fd[0], err + len, cap - 1 - len)) > 0)
+		len += (size_t)got;
+	err[len] = 0;
+	close(fd[0]);
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/* render: the page (or drawing) written where output says, by the command itself. */
+static cJSON *render(const char *self, const cJSON *args)
+{
+	const char *path = string_arg(args, "path"), *output = string_arg(args, "output");
+	char err[4096], text[1200], *line;
+	struct stat st;
+	cJSON *o;
+	int rc;
+
+	if (!path || !output || !strcmp(output, "-"))
+		return error_result("%s", "render: the arguments path (a file to read) and output "
+		                          "(the file to write, not \"-\") are required");
+	rc = run_render(self, path, output, args, err, sizeof(err));
+	if (rc != 0 || stat(output, &st)) {
+		/* the command's error: its last line */
+		size_t l = strlen(err);
+		while (l && err[l - 1] == '\n')
+			err[--l] = 0;
+		line = strrchr(err, '\n');
+		return error_result("%s", line ? line + 1 : err[0] ? err : "render failed");
+	}
+	o = cJSON_CreateObject();
+	cJSON_AddStringToObject(o, "path", output);
+	cJSON_AddNumberToObject(o, "bytes", (double)st.st_size);
+	snprintf(text, sizeof(text), "wrote %s (%lld bytes)", output, (long long)st.st_size);
+	return result(text, o, 0);
+}
+
+cJSON *ms_mcp_tools_call(const char *name, const cJSON *arguments, const char *self, int *unknown)
+{
+	cJSON *empty = NULL, *r;
+	const cJSON *args = arguments;
+
+	*unknown = 0;
+	for (size_t k = 0; k < sizeof(tools) / sizeof(tools[0]); k++) {
+		if (strcmp(tools[k].name, name))
+			continue;
+		if (!args && !(args = empty = cJSON_CreateObject()))
+			return NULL;
+		r = tools[k].question ? ask(&tools[k], args) : render(self, args);
+		cJSON_Delete(empty);
+		return r;
+	}
+	*unknown = 1;
+	return NULL;
+}
