@@ -125,13 +125,45 @@ static void unguard(void)
 	g_have_tmp = 0;
 }
 
+/*
+ * Whether path is written in place rather than replaced: a device or a pipe (a FIFO), and a
+ * symbolic link to anything but a regular file (/dev/stdout, /proc/self/fd/N, a link whose
+ * target does not exist yet). A link to a regular file is replaced at its target (*real,
+ * ms_free'd by the caller), never the link itself.
+ */
+static int in_place(const char *path, char **real)
+{
+	struct stat st, lst;
+
+	*real = NULL;
+	if (lstat(path, &lst) != 0)
+		return 0; /* a new file */
+	if (!S_ISLNK(lst.st_mode))
+		return !S_ISREG(lst.st_mode);
+	if (!strncmp(path, "/dev/", 5) || !strncmp(path, "/proc/", 6) || stat(path, &st) != 0 ||
+	    !S_ISREG(st.st_mode))
+		return 1;
+	{
+		char *r = realpath(path, NULL); /* libc's malloc: copied into ours */
+		if (!r || !strncmp(r, "/proc/", 6)) {
+			free(r);
+			return 1;
+		}
+		if ((*real = ms_malloc(strlen(r) + 1)))
+			memcpy(*real, r, strlen(r) + 1);
+		free(r);
+		if (!*real)
+			ms_die(MS_EXIT_ERROR, "out of memory");
+	}
+	return 0;
+}
+
 int ms_output_open(struct ms_output *o, const char *path)
 {
-	size_t n = strlen(path);
+	size_t n;
 	int fd;
 	mode_t mask;
-
-	struct stat st;
+	char *real;
 
 	memset(o, 0, sizeof(*o));
 	o->path = path;
@@ -139,7 +171,7 @@ int ms_output_open(struct ms_output *o, const char *path)
 		o->f = stdout;
 		return 0;
 	}
-	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+	if (in_place(path, &real)) {
 		/* a device or a pipe (/dev/stdout, a FIFO): written in place, never replaced */
 		if (!(o->f = fopen(path, "wb"))) {
 			ms_error("%s: cannot write: %s", path, strerror(errno));
@@ -147,9 +179,11 @@ int ms_output_open(struct ms_output *o, const char *path)
 		}
 		return 0;
 	}
+	o->dest = real; /* a link's regular file: replaced there, the link kept */
+	n = strlen(real ? real : path);
 	if (!(o->tmp = ms_malloc(n + 16)))
 		ms_die(MS_EXIT_ERROR, "out of memory");
-	snprintf(o->tmp, n + 16, "%s.tmp.XXXXXX", path);
+	snprintf(o->tmp, n + 16, "%s.tmp.XXXXXX", real ? real : path);
 	if ((fd = mkstemp(o->tmp)) < 0) {
 		ms_error("%s: cannot write: %s", path, strerror(errno));
 		ms_free(o->tmp);
@@ -180,6 +214,8 @@ void ms_output_abort(struct ms_output *o)
 		ms_free(o->tmp);
 		o->tmp = NULL;
 	}
+	ms_free(o->dest);
+	o->dest = NULL;
 }
 
 int ms_output_commit(struct ms_output *o)
@@ -206,7 +242,7 @@ int ms_output_commit(struct ms_output *o)
 	ok = !ferror(o->f);
 	ok = fclose(o->f) == 0 && ok;
 	o->f = NULL;
-	if (!ok || rename(o->tmp, o->path) != 0) {
+	if (!ok || rename(o->tmp, o->dest ? o->dest : o->path) != 0) {
 		ms_error("%s: cannot write: %s", o->path, strerror(errno ? errno : EIO));
 		ms_output_abort(o);
 		return -1;
@@ -214,6 +250,8 @@ int ms_output_commit(struct ms_output *o)
 	unguard();
 	ms_free(o->tmp);
 	o->tmp = NULL;
+	ms_free(o->dest);
+	o->dest = NULL;
 	return 0;
 }
 

@@ -8,7 +8,9 @@
  * SIGPIPE) while a temporary file is open removes it before the process dies, so an
  * interrupted command leaves neither a partial output nor a stray temporary file.
  * "-" is standard output: written directly, nothing to rename; so is a destination that exists
- * and is not a regular file (a device such as /dev/null, a FIFO), which is never replaced.
+ * and is not a regular file (a device such as /dev/null, a FIFO), or a symbolic link to one
+ * (/dev/stdout), which is never replaced. A symbolic link to a regular file keeps its link: its
+ * target is replaced.
  */
 #ifndef MEMSNAP_CLI_OUTPUT_FILE_H
 #define MEMSNAP_CLI_OUTPUT_FILE_H
@@ -31,6 +33,7 @@ struct ms_output {
 	FILE *f;          /* where to write */
 	const char *path; /* the destination, "-" for standard output */
 	char *tmp;        /* the temporary file, NULL for standard output */
+	char *dest;       /* where a symbolic link to a regular file points: renamed there */
 };
 
 /* 0, or -1 after one line on stderr. */
