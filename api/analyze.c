@@ -194,6 +194,9 @@ static int option(struct ask *a, const char *opt, char *msg, size_t cap)
 	if (IS("max_peak_reserved") || IS("max_peak_allocated") || IS("max_growth_per_step")) {
 		if ((why = ms_size_parse(v, &x)))
 			return say(msg, cap, ASK_USAGE, "option '%s': %s", opt, why);
+		if (!x) /* as the command's flags: 0 would be no budget */
+			return say(msg, cap, ASK_USAGE, "option '%s': must be more than 0 bytes",
+			           opt);
 		if (IS("max_peak_reserved"))
 			a->budgets.max_reserved = x;
 		else if (IS("max_peak_allocated"))

@@ -32,6 +32,16 @@ static void md_cell(const char *s)
 	}
 }
 
+/* s as Markdown text outside a table: its markup characters escaped. */
+static void md_text(const char *s)
+{
+	for (; *s; s++) {
+		if (strchr("\\`*_[]<>|#", *s))
+			putchar('\\');
+		putchar(*s == '\n' || *s == '\r' ? ' ' : *s);
+	}
+}
+
 /* The most reserved over the run, a column a span of its events, from 0 to its highest. */
 static void md_timeline(const struct ms_check_figures *f)
 {
@@ -47,7 +57,8 @@ static void md_timeline(const struct ms_check_figures *f)
 	fputs("Reserved over the run: `", stdout);
 	for (size_t k = 0; k < f->n_timeline; k++)
 		fputs(bar[(size_t)(f->timeline[k] * 7 / max)], stdout);
-	printf("` (0 to %s, a column for %s of the events)\n\n", ms_format_size(b, sizeof(b), max),
+	printf("` (0 to %s, a column for %s of the events from its first segment)\n\n",
+	       ms_format_size(b, sizeof(b), max),
 	       f->n_timeline == MS_CHECK_TIMELINE ? "1/48" : "each");
 }
 
@@ -56,12 +67,12 @@ void ms_check_markdown(const char *trace, const struct ms_check_row *rows, size_
 	size_t gates, failed = failed_gates(rows, n, &gates);
 	char b1[32], b2[32];
 
-	printf("## memsnap check `");
-	md_cell(trace);
+	printf("## memsnap check ");
+	md_text(trace);
 	if (failed)
-		printf("`: failed (%zu of %zu gate%s)\n\n", failed, gates, gates == 1 ? "" : "s");
+		printf(": failed (%zu of %zu gate%s)\n\n", failed, gates, gates == 1 ? "" : "s");
 	else
-		printf("`: passed (%zu gate%s)\n\n", gates, gates == 1 ? "" : "s");
+		printf(": passed (%zu gate%s)\n\n", gates, gates == 1 ? "" : "s");
 	for (size_t i = 0; i < n; i++) {
 		const struct ms_check_figures *f = &rows[i].f;
 		printf("**Device %u**: peak reserved %s%s, peak allocated %s%s, waste at the peak "
@@ -69,9 +80,17 @@ void ms_check_markdown(const char *trace, const struct ms_check_row *rows, size_
 		       (unsigned)rows[i].device, f->mid_run ? "at least " : "",
 		       ms_format_size(b1, sizeof(b1), f->reserved), f->mid_run ? "at least " : "",
 		       ms_format_size(b2, sizeof(b2), f->allocated), f->waste);
+		if (f->mid_run)
+			fputs("The trace starts mid-run: its peaks are from its first event on, "
+			      "and the "
+			      "job's may have been higher before.\n\n",
+			      stdout);
+		if (f->cut_short)
+			fputs("The trace is cut short: its peaks are of the part it holds.\n\n",
+			      stdout);
 		if (f->verdict[0]) {
 			fputs("> ", stdout);
-			md_cell(f->verdict);
+			md_text(f->verdict);
 			fputs("\n\n", stdout);
 		}
 		md_timeline(f);

@@ -33,7 +33,8 @@ static const char *const usage[] = {
         "once, over the peak of reserved memory (0 to 1); not stats' fragmentation of the free",
         "space at the end. --max-growth is growth of the peaks over a baseline run;",
         "--max-growth-per-step is growth within this run: what its own steps keep more of each",
-        "step (the sum of explain's growing sites' bytes a step; three steps or more).",
+        "step (the sum of explain's growing sites' bytes a step; four steps or more, or three",
+        "optimizer steps: with fewer the gate fails as not measurable).",
         "--format markdown writes a summary for a CI job's page (each gate against its value,",
         "reserved memory over the run); --json is --format json. --junit FILE writes JUnit XML",
         "besides, whole or not at all: a test case per gate and device, a failure per gate",
@@ -259,7 +260,7 @@ int cmd_check(int argc, const char **argv)
 	gps_given = bud.growth_per_step_given;
 	if (out.junit) {
 		const char *in[2] = {trace, baseline};
-		ms_output_refuse_inputs(out.junit, in, baseline ? 2 : 1);
+		ms_output_refuse_inputs(out.junit, "--junit", in, baseline ? 2 : 1);
 	}
 	if (ms_replay_cli_devices(&c, trace, "check", &devs, &nd))
 		return MS_EXIT_ERROR;

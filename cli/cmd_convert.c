@@ -119,7 +119,7 @@ int cmd_convert(int argc, const char **argv)
 		ms_usage_error(opts, usage, "--level must be 1 to 22");
 	if (ro.to <= ro.from)
 		ms_usage_error(opts, usage, "--to must be past --from: the window holds no event");
-	ms_output_refuse_inputs(out, argv, 1);
+	ms_output_refuse_inputs(out, "-o", argv, 1);
 	if (!format && strcmp(out, "-") && !ms_ends_with(out, ".json") &&
 	    !ms_ends_with(out, ".zst"))
 		ms_usage_error(opts, usage,

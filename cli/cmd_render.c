@@ -149,7 +149,7 @@ static const char *render_args(int argc, const char **argv, struct ms_replay_cli
 	if (n != 1)
 		ms_usage_error(opts, usage, n ? "one trace at a time" : "no trace given");
 	ms_replay_cli_check(c, opts, usage);
-	ms_output_refuse_inputs(out, argv, 1);
+	ms_output_refuse_inputs(out, "-o", argv, 1);
 	ms_frames_opt_check(&frames, opts, usage);
 	ms_site_depth_set(site_depth, opts, usage);
 	if (!format) {

@@ -14,6 +14,7 @@
 #include "json/stats.h"
 #include "cli/cmds.h"
 #include "cli/opts.h"
+#include "cli/output_file.h"
 #include "cli/messages.h"
 #include "cli/replay_opts.h"
 #include "cli/sites.h"
@@ -125,9 +126,11 @@ int cmd_stats(int argc, const char **argv)
 	for (int f = 0; f < n; f++) {
 		int dup = 0;
 		for (int g = 0; g < f && !dup; g++)
-			dup = strcmp(argv[g], argv[f]) == 0;
-		if (dup)
-			ms_note("%s is given more than once: read once, one row", argv[f]);
+			dup = ms_same_file(argv[g], argv[f]) ? g + 1 : 0;
+		if (dup && !strcmp(argv[dup - 1], argv[f]))
+			ms_note("%s is given more than once: read once", argv[f]);
+		else if (dup)
+			ms_note("%s is %s, given before: read once", argv[f], argv[dup - 1]);
 		else
 			reads[nfiles++].path = argv[f];
 	}

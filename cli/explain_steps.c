@@ -153,8 +153,9 @@ void ms_explain_print_steps(const struct ms_explain_report *r)
 	if (!x->growth_steps) {
 		if (x->n_optimizer_steps && !strcmp(x->steps_from, "optimizer steps"))
 			printf("\n  growth from step to step: not looked for (it takes 3 "
-			       "optimizer steps; the trace has %zu, in its %zu steps)\n",
-			       (size_t)x->n_optimizer_steps, x->n_steps);
+			       "optimizer steps; the trace has %zu, in its %zu step%s)\n",
+			       (size_t)x->n_optimizer_steps, x->n_steps,
+			       x->n_steps == 1 ? "" : "s");
 		else
 			printf("\n  growth from step to step: not looked for (it takes 4 "
 			       "steps, or 3 optimizer steps; the trace has %zu step%s)\n",

@@ -36,7 +36,7 @@ static void refuse_unwritable(const char *out)
 		ms_die(MS_EXIT_ERROR, "%s: cannot write: %s: %s", out, dir, strerror(errno));
 }
 
-void ms_output_refuse_inputs(const char *out, const char *const *inputs, size_t n)
+void ms_output_refuse_inputs(const char *out, const char *flag, const char *const *inputs, size_t n)
 {
 	struct stat so, si;
 
@@ -51,8 +51,8 @@ void ms_output_refuse_inputs(const char *out, const char *const *inputs, size_t 
 		if (so.st_dev == si.st_dev && so.st_ino == si.st_ino)
 			ms_die(MS_EXIT_ERROR,
 			       "%s: refusing to write the output over the input '%s' (the same "
-			       "file); choose another -o",
-			       out, inputs[i]);
+			       "file); choose another %s",
+			       out, inputs[i], flag);
 	}
 }
 

@@ -25,9 +25,10 @@ int ms_same_file(const char *a, const char *b);
  * Exit 1 with one line when out cannot be written (its folder missing or not writable, or out
  * a folder), or names the same file as one of inputs[0..n) (same device and inode, so a hard
  * link, a symbolic link or another spelling of the path is caught too). "-" on either side is
- * not a file and is never refused.
+ * not a file and is never refused. flag is the option that named out, for the message.
  */
-void ms_output_refuse_inputs(const char *out, const char *const *inputs, size_t n);
+void ms_output_refuse_inputs(const char *out, const char *flag, const char *const *inputs,
+                             size_t n);
 
 struct ms_output {
 	FILE *f;          /* where to write */

@@ -9,17 +9,23 @@
 #include "explain/explain.h"
 #include "explain/verdict.h"
 
-/* The most reserved in each of MS_CHECK_TIMELINE spans of the events the replay went through. */
+/*
+ * The most reserved in each of MS_CHECK_TIMELINE spans of the events the replay went through,
+ * from the device's first segment on (a file's other devices may come first).
+ */
 static void timeline(const struct ms_replay_result *r, struct ms_check_figures *f)
 {
-	uint64_t n = r->reserved_through, held = 0;
+	uint64_t from, n, held = 0;
 	size_t i = 0, k;
 
-	if (!r->reserved_logged || !n)
+	if (!r->reserved_logged || !r->n_reserved_log ||
+	    r->reserved_through <= r->reserved_log[0].index)
 		return;
+	from = r->reserved_log[0].index;
+	n = r->reserved_through - from;
 	f->n_timeline = n < MS_CHECK_TIMELINE ? (size_t)n : MS_CHECK_TIMELINE;
 	for (k = 0; k < f->n_timeline; k++) {
-		uint64_t end = n * (k + 1) / f->n_timeline; /* span k: [n*k/N, end) */
+		uint64_t end = from + n * (k + 1) / f->n_timeline; /* span k ends there */
 		f->timeline[k] = held;
 		for (; i < r->n_reserved_log && r->reserved_log[i].index < end; i++) {
 			held = r->reserved_log[i].reserved;
@@ -45,9 +51,12 @@ ms_status ms_check_figures_of(const struct ms_trace *t, const struct ms_replay_o
 	f->oom_index = r->first_oom.index;
 	f->mid_run = r->rebuilt;
 	f->devsrc = r->device_memory_source;
-	f->recorded_ooms = r->recorded_ooms;
-	f->recorded_oom_index =
-	        r->has_oom && r->first_oom.recorded ? r->first_oom.index : UINT64_MAX;
+	/* the trace's, also past where a replay that ran out of memory stopped */
+	f->recorded_ooms = r->recorded_ooms > r->recorded_ooms_in_trace ? r->recorded_ooms
+	                                                                : r->recorded_ooms_in_trace;
+	f->recorded_oom_index = r->recorded_ooms_in_trace             ? r->first_recorded_oom_index
+	                        : r->has_oom && r->first_oom.recorded ? r->first_oom.index
+	                                                              : UINT64_MAX;
 	f->cut_short = r->cut_short;
 	f->lim = *lim;
 	timeline(r, f);

@@ -47,8 +47,8 @@ struct ms_check_figures {
 	size_t steps, optimizer_steps;
 	int growth_by_repetition; /* the only steps found repeat in the trace: maybe layers */
 	char verdict[768];        /* why the run died, where it did (explain's headline), or "" */
-	/* the most reserved in each of n_timeline equal spans of the run's events, from the
-	 * replay's reserved log (0 spans: it has none) */
+	/* the most reserved in each of n_timeline equal spans of the run's events from the
+	 * device's first segment on, from the replay's reserved log (0 spans: it has none) */
 	uint64_t timeline[MS_CHECK_TIMELINE];
 	size_t n_timeline;
 };

@@ -813,6 +813,9 @@ static ms_status r_event(void *ctx, const struct ms_event *e)
 
 	p->index = p->r->events_total++;
 	p->new_peak = 0;
+	if (e->action == MS_ACT_OOM && e->device == p->o->device && e->source == MS_SRC_TORCH &&
+	    !p->r->recorded_ooms_in_trace++)
+		p->r->first_recorded_oom_index = p->index;
 	if (p->stopped || p->err)
 		return p->err;
 	if (p->o->snap && p->index > p->o->snap_index) {

@@ -228,6 +228,9 @@ struct ms_replay_result {
 	struct ms_replay_oom first_oom;
 	int has_oom;
 	uint64_t recorded_ooms, reproduced_ooms;
+	/* the trace's recorded OOMs on the device, also those past where the replay stopped, and
+	 * the first one's event (where there is one) */
+	uint64_t recorded_ooms_in_trace, first_recorded_oom_index;
 	uint64_t missed_ooms; /* recorded OOMs the model satisfied */
 	/* of them, those after which the job allocated again (it caught the error and went on
 	 * without the memory): past them the replay follows what it did without it, which need not

@@ -11,6 +11,8 @@ Options are named as the command's flags (alloc_conf=, limit=, device_memory=, d
 Exit codes 1 (the file cannot answer) and 2 (a question or option memsnap does not take) raise
 MemsnapError with the command's one-line message; 3 (a replay ran out of memory), 4 (verify
 found a divergence) and 5 (check found a budget exceeded) are answers: the dict says so.
+Misuse from Python raises as Python does: ValueError (a closed file, whatif(configs=[])) and
+TypeError (an option's value that is no number, string or boolean).
 """
 
 import ctypes
@@ -128,11 +130,11 @@ class File:
 
     def __init__(self, path, device=None):
         lib = _load()
-        self.path = os.fspath(path)
+        self.path = os.fsdecode(os.fspath(path))
         self.device = device
         self._h = ctypes.c_void_p()
         msg = ctypes.create_string_buffer(_MSG)
-        rc = lib.ms_file_open(self.path.encode(), ctypes.byref(self._h), msg, _MSG)
+        rc = lib.ms_file_open(os.fsencode(self.path), ctypes.byref(self._h), msg, _MSG)
         if rc:
             raise MemsnapError(msg.value.decode(errors="replace"), rc)
 
@@ -180,7 +182,11 @@ class File:
         if configs is not None:
             if isinstance(configs, str):
                 configs = [configs]
-            options = dict(options, configs=list(configs))
+            configs = list(configs)
+            if not configs:
+                raise ValueError("memsnap: whatif(configs=[]): no setting to try (None: the "
+                                 "default matrix)")
+            options = dict(options, configs=configs)
         return self._ask("whatif", options)
 
     def check(self, **budgets):

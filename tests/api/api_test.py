@@ -193,7 +193,10 @@ for question, options, want in (("replay", ["limit=lots"], 2), ("replay", ["nope
                                 ("stats", ["limit=1GiB"], 2), ("whatif", ["alloc_conf=x"], 2),
                                 ("replay", ["limit=1GiB\nx"], 2),
                                 ("check", ["baseline=x.zst"], 2),
-                                ("check", ["max_fragmentation=2"], 2)):
+                                ("check", ["max_fragmentation=2"], 2),
+                                ("check", ["max_peak_reserved=0"], 2),
+                                ("check", ["max_peak_allocated=0GiB"], 2),
+                                ("check", ["max_growth_per_step=0"], 2)):
     rc, text, msg = ask(h, question, options)
     check(rc == want and text is None and msg and "\n" not in msg,
           "%s %s: exit %d: %s" % (question, options, rc, msg))

@@ -97,6 +97,13 @@ try:
 except ValueError:
     check(True, "a closed file refuses (ValueError)")
 try:
+    memsnap.open(oom).whatif(configs=[])
+    check(False, "whatif(configs=[]) raises")
+except ValueError:
+    check(True, "whatif(configs=[]): ValueError, not the default matrix")
+with memsnap.open(oom.encode()) as f:
+    check(f.info()["trace"] == oom, "a path as bytes")
+try:
     memsnap.open(oom).replay(limit=[1])
     check(False, "a list as a size raises")
 except TypeError:
