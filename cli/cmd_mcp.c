@@ -3,6 +3,8 @@
  * message a line, revision 2025-06-18), whose tools are memsnap's questions (mcp_tools.c).
  */
 #include <cjson/cJSON.h>
+#include <inttypes.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,12 +33,48 @@ static const char *const usage[] = {
         NULL,
 };
 
+/* The length of the valid UTF-8 sequence at s (1 to 4), or 0 where none starts there. */
+static size_t utf8_seq(const unsigned char *s)
+{
+	size_t n = s[0] < 0x80             ? 1
+	           : (s[0] & 0xE0) == 0xC0 ? 2
+	           : (s[0] & 0xF0) == 0xE0 ? 3
+	           : (s[0] & 0xF8) == 0xF0 ? 4
+	                                   : 0;
+	if (n == 2 && s[0] < 0xC2)
+		return 0; /* overlong */
+	for (size_t i = 1; i < n; i++)
+		if ((s[i] & 0xC0) != 0x80)
+			return 0;
+	return n;
+}
+
+/* Whether s is UTF-8 throughout. */
+static int utf8_valid(const char *s)
+{
+	for (size_t n; *s; s += n)
+		if (!(n = utf8_seq((const unsigned char *)s)))
+			return 0;
+	return 1;
+}
+
+/* Bytes that are no UTF-8 (a message cut inside a character) as '?': the stream stays UTF-8. */
+static void utf8_mend(char *s)
+{
+	for (size_t n; *s; s += n)
+		if (!(n = utf8_seq((unsigned char *)s))) {
+			*s = '?';
+			n = 1;
+		}
+}
+
 static void emit_msg(cJSON *msg)
 {
 	char *text = cJSON_PrintUnformatted(msg);
 
 	if (!text)
 		ms_die(MS_EXIT_ERROR, "out of memory");
+	utf8_mend(text);
 	fputs(text, stdout);
 	fputc('\n', stdout);
 	fflush(stdout);
@@ -49,7 +87,13 @@ static cJSON *reply(const cJSON *id)
 	cJSON *m = cJSON_CreateObject();
 
 	cJSON_AddStringToObject(m, "jsonrpc", "2.0");
-	cJSON_AddItemToObject(m, "id", id ? cJSON_Duplicate(id, 1) : cJSON_CreateNull());
+	if (cJSON_IsNumber(id)) { /* as the integer it is: cJSON would print a double */
+		char n[32];
+		snprintf(n, sizeof(n), "%" PRId64, (int64_t)id->valuedouble);
+		cJSON_AddItemToObject(m, "id", cJSON_CreateRaw(n));
+	} else {
+		cJSON_AddItemToObject(m, "id", id ? cJSON_Duplicate(id, 1) : cJSON_CreateNull());
+	}
 	return m;
 }
 
@@ -116,25 +160,40 @@ static void call(const cJSON *id, const cJSON *params, const char *self)
 	send_result(id, r);
 }
 
+/* Whether id is one JSON-RPC can give back as it came: a string, or an integer of magnitude
+ * below 2^53, which a double holds exactly (MCP's ids are strings or integers). */
+static int id_ok(const cJSON *id)
+{
+	return cJSON_IsString(id) || (cJSON_IsNumber(id) && id->valuedouble > -9007199254740992.0 &&
+	                              id->valuedouble < 9007199254740992.0 &&
+	                              id->valuedouble == (double)(int64_t)id->valuedouble);
+}
+
 /* One message: a request answered, a notification taken, anything else refused. */
 static void handle(const char *line, const char *self)
 {
-	cJSON *msg = cJSON_Parse(line);
-	const cJSON *id, *method, *params;
+	const char *end = NULL;
+	cJSON *msg;
+	const cJSON *id, *method, *params, *version;
 
-	if (!msg) {
-		send_error(NULL, -32700, "Parse error: not JSON");
+	if (!utf8_valid(line) || !(msg = cJSON_ParseWithOpts(line, &end, 1))) {
+		send_error(NULL, -32700, "Parse error: not one JSON value in UTF-8 on the line");
 		return;
 	}
 	id = cJSON_GetObjectItemCaseSensitive(msg, "id");
 	method = cJSON_GetObjectItemCaseSensitive(msg, "method");
 	params = cJSON_GetObjectItemCaseSensitive(msg, "params");
-	if (!cJSON_IsObject(msg) || !cJSON_IsString(method) ||
-	    (id && !cJSON_IsString(id) && !cJSON_IsNumber(id))) {
-		/* a response from the client (it asked nothing of us) is no request: ignored */
-		if (!(cJSON_IsObject(msg) && id && !method))
-			send_error(cJSON_IsObject(msg) ? id : NULL, -32600,
-			           "Invalid Request: a JSON-RPC 2.0 request object, one a line");
+	version = cJSON_GetObjectItemCaseSensitive(msg, "jsonrpc");
+	if (cJSON_IsObject(msg) && id && !method &&
+	    (cJSON_GetObjectItemCaseSensitive(msg, "result") ||
+	     cJSON_GetObjectItemCaseSensitive(msg, "error"))) {
+		; /* a response from the client: it answers nothing we asked, and needs no answer */
+	} else if (!cJSON_IsObject(msg) || !cJSON_IsString(version) ||
+	           strcmp(version->valuestring, "2.0") || !cJSON_IsString(method) ||
+	           (id && !id_ok(id))) {
+		send_error(cJSON_IsObject(msg) && id_ok(id) ? id : NULL, -32600,
+		           "Invalid Request: a JSON-RPC 2.0 request object (jsonrpc \"2.0\", a "
+		           "method, an id that is a string or an integer below 2^53), one a line");
 	} else if (!id) {
 		; /* notifications (initialized, cancelled): nothing to answer */
 	} else if (!strcmp(method->valuestring, "initialize")) {
@@ -188,8 +247,8 @@ int cmd_mcp(int argc, const char **argv)
 	while ((n = next_line(line, LINE_MAX_BYTES + 2)) != -1) {
 		if (n == -2)
 			send_error(NULL, -32600, "Invalid Request: a message over 8 MiB");
-		else if (n > 0)
-			handle(line, self);
+		else if (line[strspn(line, " \t")])
+			handle(line, self); /* a blank line is no message */
 	}
 	free(line);
 	return MS_EXIT_OK;

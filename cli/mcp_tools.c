@@ -1,4 +1,5 @@
 /* memsnap's MCP tools (mcp_tools.h): each answers with the command's --json. */
+#define _DEFAULT_SOURCE /* realpath */
 #include "cli/mcp_tools.h"
 
 #include <errno.h>
@@ -16,30 +17,25 @@
 
 extern char **environ;
 
-/* The arguments a tool takes beside path: name, JSON type, what it is. */
+/* The arguments a tool takes beside path: name, JSON type ("size": a string such as "12GiB"
+ * or a number of bytes), what it is, and bounds where it has them (lo > hi: none). */
 struct arg {
 	const char *name, *type, *what;
+	double lo, hi;
 };
 
-#define A_DEVICE                                                                       \
-	{                                                                              \
-		"device", "integer",                                                   \
-		        "the device to answer for (default: every device with events)" \
-	}
-#define A_REPLAY                                                                                   \
-	{"limit", "string", "a per-process memory limit to replay under, e.g. \"12GiB\""},         \
-	        {"memory_fraction", "number", "the limit as a fraction of the device's memory"},   \
-	{                                                                                          \
-		"device_memory", "string", "the device's size, where the trace does not record it" \
-	}
-#define A_CONF                                                                   \
-	{                                                                        \
-		"alloc_conf", "string", "PYTORCH_CUDA_ALLOC_CONF to replay with" \
-	}
-#define A_END                    \
-	{                        \
-		NULL, NULL, NULL \
-	}
+/* clang-format off */
+#define NB 1, 0 /* no bounds */
+#define A_DEVICE {"device", "integer", "the device to answer for (default: every device with events)", 0, 65535}
+#define A_LIMIT {"limit", "size", "a per-process memory limit to replay under, e.g. \"12GiB\" (not with memory_fraction)", NB}
+#define A_FRACTION {"memory_fraction", "number", "the limit as a fraction of the device's memory, over 0 and at most 1", NB}
+#define A_DEVMEM {"device_memory", "size", "the device's size, where the trace does not record it", NB}
+#define A_REPLAY A_LIMIT, A_FRACTION, A_DEVMEM
+#define A_CONF {"alloc_conf", "string", "PYTORCH_CUDA_ALLOC_CONF to replay with", NB}
+#define A_JOBS {"jobs", "integer", "threads (default: one per CPU)", 1, 1024}
+#define A_DEPTH {"site_depth", "integer", "frames that make a site (default 1)", 1, 64}
+#define A_END {NULL, NULL, NULL, NB}
+/* clang-format on */
 
 static const struct tool {
 	const char *name, *question, *what;
@@ -52,7 +48,7 @@ static const struct tool {
         {"stats",
          "stats",
          "Peaks, the top allocation sites at the peak, what is live at the end.",
-         {A_DEVICE, {"site_depth", "integer", "frames that make a site (default 1)"}, A_END}},
+         {A_DEVICE, A_DEPTH, A_END}},
         {"replay",
          "replay",
          "Replay the trace against memsnap's model of PyTorch's CUDA caching allocator: OOMs, "
@@ -67,12 +63,7 @@ static const struct tool {
          "What holds the memory at the peak and at an OOM (parameters, gradients, optimizer "
          "state, activations), what grows, the verdict on an OOM's cause, the settings that "
          "would have helped, each replayed.",
-         {A_DEVICE,
-          A_REPLAY,
-          A_CONF,
-          {"jobs", "integer", "threads (default: one per CPU)"},
-          {"site_depth", "integer", "frames that make a site (default 1)"},
-          A_END}},
+         {A_DEVICE, A_REPLAY, A_CONF, A_JOBS, A_DEPTH, A_END}},
         {"whatif",
          "whatif",
          "Replay under several allocator settings: which avoids the OOM, the peak under each, "
@@ -82,8 +73,9 @@ static const struct tool {
           {"configs", "array",
            "PYTORCH_CUDA_ALLOC_CONF strings to try "
            "(\"recorded\": the trace's own; default: "
-           "memsnap's matrix)"},
-          {"jobs", "integer", "threads (default: one per CPU)"},
+           "memsnap's matrix)",
+           NB},
+          A_JOBS,
           A_END}},
         {"check",
          "check",
@@ -92,30 +84,30 @@ static const struct tool {
          {A_DEVICE,
           A_REPLAY,
           A_CONF,
-          {"max_peak_reserved", "string", "budget for the peak reserved bytes"},
-          {"max_peak_allocated", "string", "budget for the peak allocated bytes"},
-          {"max_fragmentation", "number", "budget for the waste at the peak, 0 to 1"},
-          {"max_growth_per_step", "string", "budget for growth a step"},
-          {"baseline", "string", "another trace to compare the peaks with (with max_growth)"},
-          {"max_growth", "string", "allowed growth over the baseline, e.g. \"5%\""},
-          {"allow_oom", "boolean", "pass a run that recorded an OOM"},
-          {"allow_cut_short", "boolean", "pass a trace whose recording was cut short"},
+          {"max_peak_reserved", "size", "budget for the peak reserved bytes", NB},
+          {"max_peak_allocated", "size", "budget for the peak allocated bytes", NB},
+          {"max_fragmentation", "number", "budget for the waste at the peak", 0, 1},
+          {"max_growth_per_step", "size", "budget for growth a step", NB},
+          {"baseline", "string", "another trace to compare the peaks with (with max_growth)", NB},
+          {"max_growth", "string", "allowed growth over the baseline, e.g. \"5%\"", NB},
+          {"allow_oom", "boolean", "pass a run that recorded an OOM", NB},
+          {"allow_cut_short", "boolean", "pass a trace whose recording was cut short", NB},
           A_END}},
         {"diff",
          "diff",
          "What changed from this run to another: settings, peaks, categories, steps, sites.",
-         {{"other", "string", "the other trace or snapshot (required)"},
+         {{"other", "string", "the other trace or snapshot (required)", NB},
           A_DEVICE,
           A_REPLAY,
           A_CONF,
-          {"site_depth", "integer", "frames that make a site (default 1)"},
-          {"top", "integer", "rows a table (default 10)"},
+          A_DEPTH,
+          {"top", "integer", "rows a table (default 10)", 1, 100000},
           A_END}},
         {"render",
          NULL,
          "Write memsnap's self-contained HTML report of the trace (or, by output's extension, "
          "csv, txt, dot or svg): returns the path and size written.",
-         {{"output", "string", "the file to write (required); never an input"},
+         {{"output", "string", "the file to write (required); never an input", NB},
           A_DEVICE,
           A_REPLAY,
           A_CONF,
@@ -135,10 +127,24 @@ static cJSON *tool_schema(const struct tool *t)
 	cJSON_AddItemToArray(req, cJSON_CreateString("path"));
 	for (const struct arg *a = t->args; a->name; a++) {
 		p = cJSON_AddObjectToObject(props, a->name);
-		cJSON_AddStringToObject(p, "type", a->type);
+		if (!strcmp(a->type, "size")) { /* "12GiB", or a number of bytes */
+			cJSON *ty = cJSON_AddArrayToObject(p, "type");
+			cJSON_AddItemToArray(ty, cJSON_CreateString("string"));
+			cJSON_AddItemToArray(ty, cJSON_CreateString("integer"));
+		} else {
+			cJSON_AddStringToObject(p, "type", a->type);
+		}
 		if (!strcmp(a->type, "array"))
 			cJSON_AddStringToObject(cJSON_AddObjectToObject(p, "items"), "type",
 			                        "string");
+		if (a->lo <= a->hi) {
+			cJSON_AddNumberToObject(p, "minimum", a->lo);
+			cJSON_AddNumberToObject(p, "maximum", a->hi);
+		}
+		if (!strcmp(a->name, "memory_fraction")) {
+			cJSON_AddNumberToObject(p, "exclusiveMinimum", 0);
+			cJSON_AddNumberToObject(p, "maximum", 1);
+		}
 		cJSON_AddStringToObject(p, "description", a->what);
 		if (strstr(a->what, "(required)"))
 			cJSON_AddItemToArray(req, cJSON_CreateString(a->name));
@@ -199,7 +205,11 @@ static cJSON *answer_result(const char *json)
 	memcpy(text, json, len + 1);
 	cJSON_Minify(text);
 	if ((len = strlen(text)) <= MS_MCP_RESULT_MAX) {
-		r = result(text, cJSON_CreateRaw(text), 0);
+		/* structured content is an object: stats' array of rows as {"rows": [...]} */
+		cJSON *sc = text[0] == '[' ? cJSON_CreateObject() : cJSON_CreateRaw(text);
+		if (text[0] == '[')
+			cJSON_AddItemToObject(sc, "rows", cJSON_CreateRaw(text));
+		r = result(text, sc, 0);
 		free(text);
 		return r;
 	}
@@ -246,7 +256,9 @@ static int options_of(const cJSON *args, char opts[][1100], size_t cap, size_t *
 		if (!strcmp(a->string, "path") || !strcmp(a->string, "other") ||
 		    !strcmp(a->string, "output"))
 			continue;
-		if (!strcmp(a->string, "configs") && cJSON_IsArray(a)) {
+		if (!strcmp(a->string, "configs") && !cJSON_IsArray(a))
+			return snprintf(why, why_cap, "configs: a list of strings"), -1;
+		if (!strcmp(a->string, "configs")) {
 			cJSON_ArrayForEach(c, a)
 			{
 				if (*n == cap || option_value(c, v, sizeof(v)))
@@ -272,6 +284,36 @@ static const char *string_arg(const cJSON *args, const char *name)
 	return cJSON_IsString(v) && v->valuestring[0] ? v->valuestring : NULL;
 }
 
+/*
+ * Why the files a call names cannot be read, into why (0: they can): each a string naming a
+ * regular file. A FIFO or a device would block or never end: the server reads files only.
+ */
+static int files_unreadable(const cJSON *args, char *why, size_t cap)
+{
+	static const char *const names[] = {"path", "other", "baseline"};
+	struct stat st;
+
+	for (size_t k = 0; k < sizeof(names) / sizeof(names[0]); k++) {
+		const cJSON *v = cJSON_GetObjectItemCaseSensitive(args, names[k]);
+		if (!v)
+			continue;
+		if (!cJSON_IsString(v) || !v->valuestring[0])
+			return snprintf(why, cap, "the argument %s: a file's path, as a string",
+			                names[k]),
+			       -1;
+		if (stat(v->valuestring, &st) != 0)
+			return snprintf(why, cap, "%.900s: cannot open: %s", v->valuestring,
+			                strerror(errno)),
+			       -1;
+		if (!S_ISREG(st.st_mode))
+			return snprintf(why, cap,
+			                "%.900s: not a regular file (memsnap mcp reads files only)",
+			                v->valuestring),
+			       -1;
+	}
+	return 0;
+}
+
 /* A question through the library: the command's --json, or why not. */
 static cJSON *ask(const struct tool *t, const cJSON *args)
 {
@@ -285,11 +327,14 @@ static cJSON *ask(const struct tool *t, const cJSON *args)
 	int rc;
 	cJSON *r;
 
-	if (!path)
+	if (!cJSON_GetObjectItemCaseSensitive(args, "path"))
 		return error_result("%s: the argument path (a file to read) is required", t->name);
-	if (!strcmp(t->question, "diff") && !(other = string_arg(args, "other")))
+	if (!strcmp(t->question, "diff") && !cJSON_GetObjectItemCaseSensitive(args, "other"))
 		return error_result("%s: the argument other (the file to compare with) is required",
 		                    t->name);
+	if (files_unreadable(args, msg, sizeof(msg)))
+		return error_result("%s", msg);
+	other = string_arg(args, "other");
 	if (!(opts = malloc(MAX_OPTS * sizeof(*opts))))
 		return NULL;
 	if (options_of(args, opts, MAX_OPTS, &n, msg, sizeof(msg))) {
@@ -381,32 +426,51 @@ static int run_render(const char *self, const char *path, const char *output, co
 	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
+/* The command's error in its stderr: the line after "memsnap: error: ", else its first. */
+static const char *error_line(char *err)
+{
+	static const char tag[] = "memsnap: error: ";
+	char *e = strstr(err, tag), *nl;
+
+	e = e ? e + sizeof(tag) - 1 : err;
+	if ((nl = strchr(e, '\n')))
+		*nl = 0;
+	return e[0] ? e : "render failed";
+}
+
 /* render: the page (or drawing) written where output says, by the command itself. */
 static cJSON *render(const char *self, const cJSON *args)
 {
-	const char *path = string_arg(args, "path"), *output = string_arg(args, "output");
-	char err[4096], text[1200], *line;
+	const char *output = string_arg(args, "output");
+	char err[4096], *text, *full;
 	struct stat st;
 	cJSON *o;
 	int rc;
 
-	if (!path || !output || !strcmp(output, "-"))
+	if (!cJSON_GetObjectItemCaseSensitive(args, "path") || !output || !strcmp(output, "-"))
 		return error_result("%s", "render: the arguments path (a file to read) and output "
 		                          "(the file to write, not \"-\") are required");
-	rc = run_render(self, path, output, args, err, sizeof(err));
-	if (rc != 0 || stat(output, &st)) {
-		/* the command's error: its last line */
-		size_t l = strlen(err);
-		while (l && err[l - 1] == '\n')
-			err[--l] = 0;
-		line = strrchr(err, '\n');
-		return error_result("%s", line ? line + 1 : err[0] ? err : "render failed");
-	}
+	if (files_unreadable(args, err, sizeof(err)))
+		return error_result("%.1000s", err);
+	/* a new file or a regular one: never a device or a pipe, the server's own stdout included
+	 */
+	if (stat(output, &st) == 0 && !S_ISREG(st.st_mode))
+		return error_result("%.1000s: not a regular file to write", output);
+	rc = run_render(self, string_arg(args, "path"), output, args, err, sizeof(err));
+	if (rc != 0 || stat(output, &st) || !S_ISREG(st.st_mode))
+		return error_result("%.1000s", error_line(err));
 	o = cJSON_CreateObject();
-	cJSON_AddStringToObject(o, "path", output);
+	full = realpath(output, NULL);
+	cJSON_AddStringToObject(o, "path", full ? full : output);
+	free(full);
 	cJSON_AddNumberToObject(o, "bytes", (double)st.st_size);
-	snprintf(text, sizeof(text), "wrote %s (%lld bytes)", output, (long long)st.st_size);
-	return result(text, o, 0);
+	if (!(text = cJSON_PrintUnformatted(o))) {
+		cJSON_Delete(o);
+		return NULL;
+	}
+	o = result(text, o, 0);
+	cJSON_free(text);
+	return o;
 }
 
 cJSON *ms_mcp_tools_call(const char *name, const cJSON *arguments, const char *self, int *unknown)

@@ -1,5 +1,5 @@
 /* Output files: refused over an input, written through a temporary file, renamed when whole. */
-#define _DEFAULT_SOURCE /* mkstemp, fchmod */
+#define _DEFAULT_SOURCE /* mkstemp, fchmod, realpath */
 #include "cli/output_file.h"
 
 #include <errno.h>

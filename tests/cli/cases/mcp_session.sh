@@ -8,6 +8,9 @@ import json, os, subprocess, sys
 memsnap, snap, tmp = sys.argv[1:4]
 ddp0, ddp1 = "testdata/snapshots/multi_gpu/ddp_rank0.zst", "testdata/snapshots/multi_gpu/ddp_rank1.zst"
 page = os.path.join(tmp, "page.html")
+fifo = os.path.join(tmp, "fifo")
+os.mkfifo(fifo)
+two = "testdata/snapshots/devices/two_devices.pickle.zst"
 calls = [
     ("info", {"path": snap}, ["info", "--json", snap]),
     ("stats", {"path": snap, "device": 0}, ["stats", "--json", "--device", "0", snap]),
@@ -36,8 +39,16 @@ msgs += [{"jsonrpc": "2.0", "id": 30, "method": "tools/call",
          {"jsonrpc": "2.0", "id": 33, "method": "tools/call",
           "params": {"name": "render", "arguments": {"path": snap, "output": snap}}},
          {"jsonrpc": "2.0", "id": 34, "method": "tools/call", "params": {"name": "nope"}},
-         {"jsonrpc": "2.0", "id": 35, "method": "resources/list"}]
-lines = [json.dumps(m) for m in msgs] + ["not json", "[1, 2]"]
+         {"jsonrpc": "2.0", "id": 35, "method": "resources/list"},
+         {"jsonrpc": "2.0", "id": 36, "method": "tools/call",
+          "params": {"name": "info", "arguments": {"path": fifo}}},
+         {"jsonrpc": "2.0", "id": 37, "method": "tools/call",
+          "params": {"name": "stats", "arguments": {"path": two}}},
+         {"jsonrpc": "2.0", "id": 9007199254740991, "method": "ping"},
+         {"jsonrpc": "2.0", "id": 1.5, "method": "ping"}]
+lines = [json.dumps(m) for m in msgs] + ["not json", "[1, 2]", '{"jsonrpc":"2.0","id":40,'
+                                          '"method":"ping"}{"jsonrpc":"2.0","id":41,"method":"ping"}',
+                                          "   "]
 before = os.stat(snap).st_mtime_ns
 p = subprocess.run([memsnap, "mcp"], input="\n".join(lines) + "\n", capture_output=True,
                    text=True, timeout=600)
@@ -60,8 +71,14 @@ for k, (name, args, cli) in enumerate(calls):
     print(name, "structured content is the command's --json:", r["structuredContent"] == want,
           "text too:", json.loads(r["content"][0]["text"]) == want, "isError:", r["isError"])
 r = by[30]["result"]
-print("render:", r["isError"], r["structuredContent"]["path"] == page,
-      r["structuredContent"]["bytes"] == os.path.getsize(page))
+print("render:", r["isError"], r["structuredContent"]["path"] == os.path.realpath(page),
+      r["structuredContent"]["bytes"] == os.path.getsize(page),
+      json.loads(r["content"][0]["text"]) == r["structuredContent"])
+print("a FIFO:", by[36]["result"]["isError"], by[36]["result"]["content"][0]["text"].replace(tmp, "TMP"))
+want = json.loads(subprocess.run([memsnap, "-q", "stats", "--json", two], capture_output=True,
+                                 text=True).stdout)
+print("stats of two devices: rows", by[37]["result"]["structuredContent"] == {"rows": want})
+print("an integer id below 2^53 given back exactly:", 9007199254740991 in by)
 for i in (31, 32, 33):
     r = by[i]["result"]
     print("error", i, r["isError"], r["content"][0]["text"].replace(snap, "SNAP"))
