@@ -1,21 +1,12 @@
 /* memsnap's MCP tools (mcp_tools.h): each answers with the command's --json. */
-#define _DEFAULT_SOURCE /* realpath */
 #include "cli/mcp_tools.h"
 
-#include <errno.h>
-#include <fcntl.h>
-#include <math.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
+#include "cli/mcp_call.h"
 #include "memsnap/analyze.h"
-
-extern char **environ;
 
 /* The arguments a tool takes beside path: name, JSON type ("size": a string such as "12GiB"
  * or a number of bytes), what it is, and bounds where it has them (lo > hi: none). */
@@ -167,28 +158,6 @@ cJSON *ms_mcp_tools_list(void)
 	return root;
 }
 
-/* A tool's result: one text content, the object as structured content where there is one. */
-static cJSON *result(const char *text, cJSON *structured, int is_error)
-{
-	cJSON *r = cJSON_CreateObject(), *content = cJSON_AddArrayToObject(r, "content");
-	cJSON *c = cJSON_CreateObject();
-
-	cJSON_AddStringToObject(c, "type", "text");
-	cJSON_AddStringToObject(c, "text", text);
-	cJSON_AddItemToArray(content, c);
-	if (structured)
-		cJSON_AddItemToObject(r, "structuredContent", structured);
-	cJSON_AddBoolToObject(r, "isError", is_error);
-	return r;
-}
-
-static cJSON *error_result(const char *fmt, const char *a)
-{
-	char msg[1200];
-	snprintf(msg, sizeof(msg), fmt, a);
-	return result(msg, NULL, 1);
-}
-
 /*
  * The answer's JSON as the result, on one line (minified as written, so that 64-bit integers
  * stay exact): whole, as text and as structured content, or its first MS_MCP_RESULT_MAX bytes
@@ -209,37 +178,19 @@ static cJSON *answer_result(const char *json)
 		cJSON *sc = text[0] == '[' ? cJSON_CreateObject() : cJSON_CreateRaw(text);
 		if (text[0] == '[')
 			cJSON_AddItemToObject(sc, "rows", cJSON_CreateRaw(text));
-		r = result(text, sc, 0);
+		r = ms_mcp_result(text, sc, 0);
 		free(text);
 		return r;
 	}
 	while (cut && ((unsigned char)text[cut] & 0xC0) == 0x80)
 		cut--; /* not inside a UTF-8 sequence */
 	text[cut] = 0;
-	r = result(text, NULL, 0);
+	r = ms_mcp_result(text, NULL, 0);
 	free(text);
 	meta = cJSON_AddObjectToObject(r, "_meta");
 	cJSON_AddBoolToObject(meta, "truncated", 1);
 	cJSON_AddNumberToObject(meta, "bytes", (double)len);
 	return r;
-}
-
-/* An argument's value as the command's option takes it, into buf; -1 where it has no such. */
-static int option_value(const cJSON *v, char *buf, size_t cap)
-{
-	if (cJSON_IsString(v))
-		return snprintf(buf, cap, "%s", v->valuestring) < (int)cap ? 0 : -1;
-	if (cJSON_IsBool(v))
-		return snprintf(buf, cap, "%s", cJSON_IsTrue(v) ? "true" : "false"), 0;
-	if (cJSON_IsNumber(v)) {
-		double d = v->valuedouble;
-		if (d == floor(d) && fabs(d) < 9.0e15)
-			snprintf(buf, cap, "%.0f", d);
-		else
-			snprintf(buf, cap, "%.17g", d);
-		return 0;
-	}
-	return -1;
 }
 
 /* The arguments but path, other and output as "name=value" options (configs: one each). */
@@ -261,7 +212,7 @@ static int options_of(const cJSON *args, char opts[][1100], size_t cap, size_t *
 		if (!strcmp(a->string, "configs")) {
 			cJSON_ArrayForEach(c, a)
 			{
-				if (*n == cap || option_value(c, v, sizeof(v)))
+				if (*n == cap || ms_mcp_option_value(c, v, sizeof(v)))
 					return snprintf(why, why_cap,
 					                "configs: strings, at most %zu", cap),
 					       -1;
@@ -269,47 +220,11 @@ static int options_of(const cJSON *args, char opts[][1100], size_t cap, size_t *
 			}
 			continue;
 		}
-		if (*n == cap || option_value(a, v, sizeof(v)))
+		if (*n == cap || ms_mcp_option_value(a, v, sizeof(v)))
 			return snprintf(why, why_cap, "%s: not a string, number or boolean",
 			                a->string),
 			       -1;
 		snprintf(opts[(*n)++], sizeof(opts[0]), "%s=%s", a->string, v);
-	}
-	return 0;
-}
-
-static const char *string_arg(const cJSON *args, const char *name)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(args, name);
-	return cJSON_IsString(v) && v->valuestring[0] ? v->valuestring : NULL;
-}
-
-/*
- * Why the files a call names cannot be read, into why (0: they can): each a string naming a
- * regular file. A FIFO or a device would block or never end: the server reads files only.
- */
-static int files_unreadable(const cJSON *args, char *why, size_t cap)
-{
-	static const char *const names[] = {"path", "other", "baseline"};
-	struct stat st;
-
-	for (size_t k = 0; k < sizeof(names) / sizeof(names[0]); k++) {
-		const cJSON *v = cJSON_GetObjectItemCaseSensitive(args, names[k]);
-		if (!v)
-			continue;
-		if (!cJSON_IsString(v) || !v->valuestring[0])
-			return snprintf(why, cap, "the argument %s: a file's path, as a string",
-			                names[k]),
-			       -1;
-		if (stat(v->valuestring, &st) != 0)
-			return snprintf(why, cap, "%.900s: cannot open: %s", v->valuestring,
-			                strerror(errno)),
-			       -1;
-		if (!S_ISREG(st.st_mode))
-			return snprintf(why, cap,
-			                "%.900s: not a regular file (memsnap mcp reads files only)",
-			                v->valuestring),
-			       -1;
 	}
 	return 0;
 }
@@ -319,7 +234,7 @@ static cJSON *ask(const struct tool *t, const cJSON *args)
 {
 	enum { MAX_OPTS = 64 };
 	char(*opts)[1100];
-	const char *ptrs[MAX_OPTS], *path = string_arg(args, "path"), *other = NULL;
+	const char *ptrs[MAX_OPTS], *path = ms_mcp_string_arg(args, "path"), *other = NULL;
 	char msg[1024] = "";
 	ms_file *a = NULL, *b = NULL;
 	char *json = NULL;
@@ -328,18 +243,18 @@ static cJSON *ask(const struct tool *t, const cJSON *args)
 	cJSON *r;
 
 	if (!cJSON_GetObjectItemCaseSensitive(args, "path"))
-		return error_result("%s: the argument path (a file to read) is required", t->name);
+		return ms_mcp_error("%s: the argument path (a file to read) is required", t->name);
 	if (!strcmp(t->question, "diff") && !cJSON_GetObjectItemCaseSensitive(args, "other"))
-		return error_result("%s: the argument other (the file to compare with) is required",
+		return ms_mcp_error("%s: the argument other (the file to compare with) is required",
 		                    t->name);
-	if (files_unreadable(args, msg, sizeof(msg)))
-		return error_result("%s", msg);
-	other = string_arg(args, "other");
+	if (ms_mcp_files_unreadable(args, msg, sizeof(msg)))
+		return ms_mcp_error("%s", msg);
+	other = ms_mcp_string_arg(args, "other");
 	if (!(opts = malloc(MAX_OPTS * sizeof(*opts))))
 		return NULL;
 	if (options_of(args, opts, MAX_OPTS, &n, msg, sizeof(msg))) {
 		free(opts);
-		return error_result("%s", msg);
+		return ms_mcp_error("%s", msg);
 	}
 	for (size_t k = 0; k < n; k++)
 		ptrs[k] = opts[k];
@@ -348,129 +263,12 @@ static cJSON *ask(const struct tool *t, const cJSON *args)
 	if (rc == 0)
 		rc = other ? ms_compare(a, b, ptrs, n, &json, msg, sizeof(msg))
 		           : ms_ask(a, t->question, ptrs, n, &json, msg, sizeof(msg));
-	r = json ? answer_result(json) : error_result("%s", msg[0] ? msg : "no answer");
+	r = json ? answer_result(json) : ms_mcp_error("%s", msg[0] ? msg : "no answer");
 	ms_json_free(json);
 	ms_file_close(a);
 	ms_file_close(b);
 	free(opts);
 	return r;
-}
-
-/* The flag of render for an option of the library's name, or NULL: not one render takes. */
-static const char *render_flag(const char *name)
-{
-	static const char *const map[][2] = {{"device", "--device"},
-	                                     {"limit", "--limit"},
-	                                     {"memory_fraction", "--memory-fraction"},
-	                                     {"device_memory", "--device-memory"},
-	                                     {"alloc_conf", "--alloc-conf"}};
-	for (size_t k = 0; k < sizeof(map) / sizeof(map[0]); k++)
-		if (!strcmp(map[k][0], name))
-			return map[k][1];
-	return NULL;
-}
-
-/* self render PATH -o OUTPUT [flags], its stderr into err; the exit status, or -1. */
-static int run_render(const char *self, const char *path, const char *output, const cJSON *args,
-                      char *err, size_t cap)
-{
-	enum { MAX_ARGV = 24 };
-	char vals[MAX_ARGV][1024];
-	char *argv[MAX_ARGV + 1];
-	int n = 0, k = 0, fd[2], status;
-	const cJSON *a;
-	posix_spawn_file_actions_t fa;
-	pid_t pid;
-	ssize_t got;
-	size_t len = 0;
-
-	argv[n++] = (char *)self;
-	argv[n++] = "-q";
-	argv[n++] = "render";
-	cJSON_ArrayForEach(a, args)
-	{
-		const char *flag;
-		if (!strcmp(a->string, "path") || !strcmp(a->string, "output"))
-			continue;
-		if (!(flag = render_flag(a->string)) || n + 2 > MAX_ARGV - 4 ||
-		    option_value(a, vals[k], sizeof(vals[k])))
-			return snprintf(err, cap, "render takes no argument %s", a->string), -1;
-		argv[n++] = (char *)flag;
-		argv[n++] = vals[k++];
-	}
-	argv[n++] = "-o";
-	argv[n++] = (char *)output;
-	argv[n++] = "--";
-	argv[n++] = (char *)path;
-	argv[n] = NULL;
-	if (pipe(fd))
-		return snprintf(err, cap, "cannot start render: %s", strerror(errno)), -1;
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-	posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-	posix_spawn_file_actions_adddup2(&fa, fd[1], 2);
-	posix_spawn_file_actions_addclose(&fa, fd[0]);
-	status = posix_spawn(&pid, self, &fa, NULL, argv, environ);
-	posix_spawn_file_actions_destroy(&fa);
-	close(fd[1]);
-	if (status) {
-		close(fd[0]);
-		return snprintf(err, cap, "cannot start render: %s", strerror(status)), -1;
-	}
-	while (len + 1 < cap && (got = read(fd[0], err + len, cap - 1 - len)) > 0)
-		len += (size_t)got;
-	err[len] = 0;
-	close(fd[0]);
-	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-		;
-	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
-/* The command's error in its stderr: the line after "memsnap: error: ", else its first. */
-static const char *error_line(char *err)
-{
-	static const char tag[] = "memsnap: error: ";
-	char *e = strstr(err, tag), *nl;
-
-	e = e ? e + sizeof(tag) - 1 : err;
-	if ((nl = strchr(e, '\n')))
-		*nl = 0;
-	return e[0] ? e : "render failed";
-}
-
-/* render: the page (or drawing) written where output says, by the command itself. */
-static cJSON *render(const char *self, const cJSON *args)
-{
-	const char *output = string_arg(args, "output");
-	char err[4096], *text, *full;
-	struct stat st;
-	cJSON *o;
-	int rc;
-
-	if (!cJSON_GetObjectItemCaseSensitive(args, "path") || !output || !strcmp(output, "-"))
-		return error_result("%s", "render: the arguments path (a file to read) and output "
-		                          "(the file to write, not \"-\") are required");
-	if (files_unreadable(args, err, sizeof(err)))
-		return error_result("%.1000s", err);
-	/* a new file or a regular one: never a device or a pipe, the server's own stdout included
-	 */
-	if (stat(output, &st) == 0 && !S_ISREG(st.st_mode))
-		return error_result("%.1000s: not a regular file to write", output);
-	rc = run_render(self, string_arg(args, "path"), output, args, err, sizeof(err));
-	if (rc != 0 || stat(output, &st) || !S_ISREG(st.st_mode))
-		return error_result("%.1000s", error_line(err));
-	o = cJSON_CreateObject();
-	full = realpath(output, NULL);
-	cJSON_AddStringToObject(o, "path", full ? full : output);
-	free(full);
-	cJSON_AddNumberToObject(o, "bytes", (double)st.st_size);
-	if (!(text = cJSON_PrintUnformatted(o))) {
-		cJSON_Delete(o);
-		return NULL;
-	}
-	o = result(text, o, 0);
-	cJSON_free(text);
-	return o;
 }
 
 cJSON *ms_mcp_tools_call(const char *name, const cJSON *arguments, const char *self, int *unknown)
@@ -484,7 +282,7 @@ cJSON *ms_mcp_tools_call(const char *name, const cJSON *arguments, const char *s
 			continue;
 		if (!args && !(args = empty = cJSON_CreateObject()))
 			return NULL;
-		r = tools[k].question ? ask(&tools[k], args) : render(self, args);
+		r = tools[k].question ? ask(&tools[k], args) : ms_mcp_render(self, args);
 		cJSON_Delete(empty);
 		return r;
 	}

@@ -289,13 +289,9 @@ ms_status ms_replay_cli_run(struct ms_replay_cli *c, const char *path, struct ms
 	s = ms_replay_request_run(&q, &c->out, r, d);
 	c->o = c->out.o;
 	*lim = c->out.lim;
-	if (r->events_other_devices) {
-		/* which device's replay each note is about */
-		snprintf(label, sizeof(label), "%s (device %u)", path, c->o.device);
-		ms_replay_cli_say_notes(c, label);
-	} else {
-		ms_replay_cli_say_notes(c, path);
-	}
+	/* which device's replay each note is about */
+	snprintf(label, sizeof(label), "%s (device %u)", path, c->o.device);
+	ms_replay_cli_say_notes(c, r->events_other_devices ? label : path);
 	if (!s)
 		ms_replay_cli_say_unused_pools(c, path, r);
 	return s;
