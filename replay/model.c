@@ -437,6 +437,13 @@ static struct ms_model_block *get_free_block(struct ms_model *m, struct pool *p,
 		pool_remove(p, b);
 	return b;
 }
+/* A segment of alloc_size more that the limit lets be: its reach (stats.limit_fit_max). */
+static void limit_fit(struct ms_model *m, uint64_t alloc_size)
+{
+	if (m->c.limit && m->reserved + alloc_size > m->st.limit_fit_max)
+		m->st.limit_fit_max = m->reserved + alloc_size;
+}
+
 /* alloc_block (§3.1): a new segment, or NULL when the limit or the device says no. */
 static struct ms_model_block *alloc_block(struct ms_model *m, struct pool *p, uint64_t stream,
                                           uint64_t size, uint64_t alloc_size, int retry, int *nomem)
@@ -448,6 +455,7 @@ static struct ms_model_block *alloc_block(struct ms_model *m, struct pool *p, ui
 		m->st.num_alloc_retries++;
 	if (m->c.limit && m->reserved + alloc_size > m->c.limit)
 		return NULL;
+	limit_fit(m, alloc_size);
 	if (m->c.ac.expandable_segments && !(p->slot && m->priv[p->slot - 1].custom_allocator))
 		return ms__model_alloc_expandable(m, p, stream, size, nomem);
 	if (m->c.device_memory != UINT64_MAX && m->reserved + alloc_size > m->c.device_memory)
@@ -985,6 +993,8 @@ int ms_model_fits_without_release_pool(struct ms_model *m, uint64_t n, uint64_t 
 	   capture or a use_mem_pool is underway (§14.1) */
 	if ((pool != MS_POOL_DEFAULT && pool != MS_POOL_UNKNOWN) || m->captures_underway)
 		return 1;
+	if (!(m->c.limit && m->reserved + alloc_size > m->c.limit))
+		limit_fit(m, alloc_size);
 	if ((m->c.limit && m->reserved + alloc_size > m->c.limit) ||
 	    (m->c.device_memory != UINT64_MAX && m->reserved + alloc_size > m->c.device_memory)) {
 		struct pool *p = pool_at(m, 0, size <= K_SMALL_SIZE);

@@ -34,6 +34,13 @@ struct ms_model_stats {
 	/* the largest segment ever held that is not an expandable one (bytes): max_split_size
 	 * acts only on blocks as large as it, which no smaller segment holds */
 	uint64_t largest_segment;
+	/*
+	 * Under a limit, the most that reserved bytes plus a new segment came to where the limit
+	 * let the segment be (0: no limit looked at): every limit from it up to the one replayed
+	 * under decides each request alike (without the collector's threshold, which acts at a
+	 * fraction of the limit).
+	 */
+	uint64_t limit_fit_max;
 };
 
 /*

@@ -96,8 +96,13 @@ struct pool {
 	pthread_cond_t made;
 };
 
-/* Does the whole trace (recorded OOMs included) complete with this limit and setting? */
-static int completes(const struct pool *p, const struct ms_whatif_row *j, uint64_t limit)
+/*
+ * Does the whole trace (recorded OOMs included) complete with this limit and setting? Where it
+ * does, *reach is the least limit that replays it alike (stats.limit_fit_max, and what a trace
+ * that starts mid-run holds at its start): every limit from *reach up to this one completes.
+ */
+static int completes(const struct pool *p, const struct ms_whatif_row *j, uint64_t limit,
+                     uint64_t *reach)
 {
 	struct ms_replay_opts o = *p->base;
 	struct ms_replay_result r;
@@ -110,6 +115,8 @@ static int completes(const struct pool *p, const struct ms_whatif_row *j, uint64
 	o.limit_only = 1;
 	/* the result is released after an error too: it may hold what was made before it */
 	ok = !ms_replay_trace(p->t, &o, &r, &d) && !r.ended_by_oom && !r.reproduced_ooms;
+	*reach = r.stats.limit_fit_max > r.initial_reserved ? r.stats.limit_fit_max
+	                                                    : r.initial_reserved;
 	ms_replay_result_release(&r);
 	return ok;
 }
@@ -190,18 +197,31 @@ static int may_share(const struct pool *p, const struct ms_whatif_row *a,
 	       same_but_gc_and_split(&x, &y);
 }
 
-/* The least limit that completes within (*lo, *hi], *hi taken to complete: to 2 MiB, or 0.5% of
+/*
+ * The least limit that completes within (*lo, *hi], *hi taken to complete: to 2 MiB, or 0.5% of
  * the answer when that is coarser (each step is a whole replay). 1 where a limit below *hi
- * completed (*hi is then one that did). */
+ * completed (*hi is then one that did). A step whose limit lies between a completed replay's
+ * reach and its limit completes alike: it is not replayed (alike: where the limit is the one
+ * thing that binds, not under a collector's threshold or expandable segments).
+ */
 static int bisect(const struct pool *p, const struct ms_whatif_row *j, uint64_t *lo, uint64_t *hi)
 {
+	/* the settings the row's own replay ran with */
+	const struct ms_alloc_conf *ac = j->given ? &j->given->ac : &j->r.ac;
+	uint64_t reach, alike_lo = 1, alike_hi = 0; /* none yet */
 	int completed = 0;
+	int by_reach = !ac->expandable_segments && ac->garbage_collection_threshold <= 0;
 
 	while (*hi - *lo > (2u << 20) && *hi - *lo > *hi / 200) {
 		uint64_t mid = *lo + (*hi - *lo) / 2 / (2u << 20) * (2u << 20);
 		if (mid <= *lo)
 			break;
-		if (completes(p, j, mid)) {
+		if ((by_reach && mid >= alike_lo && mid <= alike_hi) ||
+		    completes(p, j, mid, &reach)) {
+			if (!(mid >= alike_lo && mid <= alike_hi)) {
+				alike_lo = reach;
+				alike_hi = mid;
+			}
 			*hi = mid;
 			completed = 1;
 		} else {
@@ -215,7 +235,7 @@ static void run_row(struct pool *p, struct ms_whatif_row *j)
 {
 	struct ms_replay_opts o = *p->base;
 	struct ms_diag d = MS_DIAG_INIT;
-	uint64_t lo, hi;
+	uint64_t lo, hi, reach;
 
 	o.alloc_conf = j->conf;
 	if (!j->given && !j->borrowed)
@@ -251,7 +271,7 @@ static void run_row(struct pool *p, struct ms_whatif_row *j)
 		j->min_memory = hi;
 		return;
 	}
-	for (int tries = 0; !completes(p, j, hi); tries++) {
+	for (int tries = 0; !completes(p, j, hi, &reach); tries++) {
 		if (tries == 24 || hi > UINT64_MAX / 4)
 			return; /* no answer: reported as "never" */
 		lo = hi > lo ? hi : lo;
