@@ -374,8 +374,8 @@ static cJSON *ask_explain(const struct ms_file *in, const struct ask *a, uint32_
 		return NULL;
 	}
 	/* the report owns the first replay from here */
-	if (!ms_explain_report_run(in->t, &out.o, &first, &out.lim, a->jobs, a->site_depth, &rep,
-	                           d)) {
+	if (!ms_explain_report_run(in->t, &out.o, &first, &out.lim, a->jobs, a->site_depth, NULL,
+	                           &rep, d)) {
 		o = ms_explain_report_json(&rep, in->path);
 		*flags |= rep.first.ended_by_oom;
 		if (!o)

@@ -61,11 +61,19 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 	struct ms_limit_range lim;
 	struct ms_explain_report r;
 	struct ms_diag d = MS_DIAG_INIT;
+	struct ms_explain_ahead ahead;
 	ms_status s;
 
-	if (ms_replay_cli_run_reported(c, path, &first, &lim))
+	/* expandable segments' replay beside the first (where more than one thread is asked) */
+	memset(&ahead, 0, sizeof(ahead));
+	if (jobs != 1)
+		ms_explain_ahead_start(&ahead, t, &c->o);
+	if (ms_replay_cli_run_reported(c, path, &first, &lim)) {
+		ms_explain_ahead_release(&ahead);
 		return MS_EXIT_ERROR;
-	s = ms_explain_report_run(t, &c->o, &first, &lim, jobs, ms_site_depth(), &r, &d);
+	}
+	s = ms_explain_report_run(t, &c->o, &first, &lim, jobs, ms_site_depth(), &ahead, &r, &d);
+	ms_explain_ahead_release(&ahead);
 	if (s) {
 		ms_explain_report_release(&r);
 		ms_die(MS_EXIT_ERROR, "%s", d.msg);

@@ -345,6 +345,77 @@ static void recommend(struct ms_explain_report *r)
 	qsort(r->recs, r->n_recs, sizeof(*r->recs), rec_cmp);
 }
 
+static void *ahead_run(void *arg)
+{
+	struct ms_explain_ahead *a = arg;
+	struct ms_diag d = MS_DIAG_INIT;
+
+	a->s = ms_replay_trace(a->t, &a->o, &a->r, &d);
+	return NULL;
+}
+
+void ms_explain_ahead_start(struct ms_explain_ahead *a, const struct ms_trace *t,
+                            const struct ms_replay_opts *o)
+{
+	memset(a, 0, sizeof(*a));
+	a->t = t;
+	a->o = *o;
+	a->o.alloc_conf = ms_whatif_default_configs[1]; /* expandable segments */
+	a->o.no_segment_log = 1;
+	a->started = pthread_create(&a->th, NULL, ahead_run, a) == 0;
+}
+
+void ms_explain_ahead_release(struct ms_explain_ahead *a)
+{
+	if (a->started)
+		pthread_join(a->th, NULL);
+	a->started = 0;
+	if (!a->taken)
+		ms_replay_result_release(&a->r);
+	a->taken = 1;
+}
+
+/* Whether replays under a and b, both of a row's setting, are the same replay. */
+static int same_replay_opts(const struct ms_replay_opts *a, const struct ms_replay_opts *b)
+{
+	return a->device_memory == b->device_memory && a->limit == b->limit &&
+	       a->fraction == b->fraction && a->device == b->device &&
+	       a->limit_given == b->limit_given && a->no_recorded_limit == b->no_recorded_limit &&
+	       a->device_memory_from_oom == b->device_memory_from_oom &&
+	       a->outside_unseen == b->outside_unseen && a->limit_only == b->limit_only &&
+	       a->no_hints == b->no_hints && a->no_segment_log == b->no_segment_log &&
+	       a->init == b->init && a->no_split_pools == b->no_split_pools &&
+	       a->use_on_oom_pools == b->use_on_oom_pools &&
+	       a->n_no_split_pools == b->n_no_split_pools &&
+	       a->n_use_on_oom_pools == b->n_use_on_oom_pools && !a->snap && !b->snap &&
+	       !a->snap_at_oom && !b->snap_at_oom && !a->n_more_snaps && !b->n_more_snaps &&
+	       !a->on_event && !b->on_event && !a->on_release && !b->on_release && !a->peak_gate &&
+	       !b->peak_gate && !a->on_annotation && !b->on_annotation && !a->syms && !b->syms &&
+	       !a->dev && !b->dev;
+}
+
+/* The row of the setting replayed ahead takes that replay, where it is the same replay. */
+static void take_ahead(struct ms_explain_report *r, const struct ms_replay_opts *wo,
+                       struct ms_explain_ahead *a)
+{
+	struct ms_replay_opts o = *wo;
+
+	if (!a || !a->started)
+		return;
+	pthread_join(a->th, NULL);
+	a->started = 0;
+	o.alloc_conf = a->o.alloc_conf;
+	if (a->s || !same_replay_opts(&o, &a->o))
+		return;
+	for (size_t k = 1; k < r->n_rows; k++)
+		if (r->rows[k].conf == a->o.alloc_conf && !r->rows[k].borrowed) {
+			r->rows[k].r = a->r;
+			r->rows[k].made = 1;
+			a->taken = 1;
+			return;
+		}
+}
+
 /*
  * The settings that would have helped, replayed on this trace: every one once (the recorded one
  * is the first replay), and the least memory of the recorded one and of each that helps searched
@@ -367,7 +438,8 @@ static void *rows_run(void *arg)
 	return NULL;
 }
 
-static ms_status rows_start(struct ms_explain_report *r, unsigned jobs, struct rows_job *j)
+static ms_status rows_start(struct ms_explain_report *r, unsigned jobs,
+                            struct ms_explain_ahead *ahead, struct rows_job *j)
 {
 	size_t k, n = ms_whatif_n_default_configs;
 
@@ -390,6 +462,7 @@ static ms_status rows_start(struct ms_explain_report *r, unsigned jobs, struct r
 	r->rows[0].conf = r->o.alloc_conf;
 	r->rows[0].given = &r->first;
 	r->rows[0].helps = NULL; /* the recorded settings' is searched in any case */
+	take_ahead(r, &j->wo, ahead);
 	j->threaded = pthread_create(&j->th, NULL, rows_run, j) == 0;
 	return MS_OK;
 }
@@ -470,8 +543,8 @@ static void findings(struct ms_explain_report *r)
 
 ms_status ms_explain_report_run(const struct ms_trace *t, const struct ms_replay_opts *o,
                                 struct ms_replay_result *first, const struct ms_limit_range *lim,
-                                unsigned jobs, uint32_t site_depth, struct ms_explain_report *r,
-                                struct ms_diag *d)
+                                unsigned jobs, uint32_t site_depth, struct ms_explain_ahead *ahead,
+                                struct ms_explain_report *r, struct ms_diag *d)
 {
 	struct rows_job rows;
 	ms_status s;
@@ -489,7 +562,7 @@ ms_status ms_explain_report_run(const struct ms_trace *t, const struct ms_replay
 	r->reserved = (uint64_t)r->first.stats.reserved_bytes[0].peak;
 	r->allocated = r->first.allocated_at_peak_reserved;
 	r->cached = r->reserved > r->allocated ? r->reserved - r->allocated : 0;
-	if ((s = rows_start(r, jobs, &rows)))
+	if ((s = rows_start(r, jobs, ahead, &rows)))
 		return ms__diag_set(d, s, -1, -1, "out of memory");
 	s = report_states(r);
 	if ((s = rows_finish(r, &rows, s, d))) /* joins the pool, also after an error */

@@ -8,6 +8,7 @@
 #ifndef MEMSNAP_EXPLAIN_REPORT_H
 #define MEMSNAP_EXPLAIN_REPORT_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -85,15 +86,34 @@ struct ms_explain_report {
 };
 
 /*
+ * A setting's replay made ahead, on a thread of its own beside the first replay: expandable
+ * segments, which never shares the first replay's. Started with the options the first replay
+ * starts from; ms_explain_report_run takes it where the options it ends with (an inferred
+ * limit, a rebuilt state) are the same, else it is replayed again. Release it in any case.
+ */
+struct ms_explain_ahead {
+	const struct ms_trace *t;
+	struct ms_replay_opts o;
+	struct ms_replay_result r;
+	ms_status s;
+	pthread_t th;
+	int started, taken;
+};
+void ms_explain_ahead_start(struct ms_explain_ahead *a, const struct ms_trace *t,
+                            const struct ms_replay_opts *o);
+void ms_explain_ahead_release(struct ms_explain_ahead *a);
+
+/*
  * The report of o->device of t, from first, the replay of t under o (moved in: released with
  * the report, whatever the return), and lim, its inferred limit. Replays run on up to jobs
- * threads (0: one per CPU); sites are labelled at site_depth. MS_ERR_NOMEM, or MS_ERR_BACKEND
- * where no thread could start (d says which). Release *r with ms_explain_report_release().
+ * threads (0: one per CPU); sites are labelled at site_depth; ahead (or NULL) may hold one made
+ * already. MS_ERR_NOMEM, or MS_ERR_BACKEND where no thread could start (d says which). Release
+ * *r with ms_explain_report_release().
  */
 ms_status ms_explain_report_run(const struct ms_trace *t, const struct ms_replay_opts *o,
                                 struct ms_replay_result *first, const struct ms_limit_range *lim,
-                                unsigned jobs, uint32_t site_depth, struct ms_explain_report *r,
-                                struct ms_diag *d);
+                                unsigned jobs, uint32_t site_depth, struct ms_explain_ahead *ahead,
+                                struct ms_explain_report *r, struct ms_diag *d);
 void ms_explain_report_release(struct ms_explain_report *r);
 
 /* The step an event lies in (1-based), 0 if before the first. */

@@ -188,7 +188,7 @@ static int may_share(const struct pool *p, const struct ms_whatif_row *a,
 	struct ms_diag d = MS_DIAG_INIT;
 
 	if (p->base->limit || p->base->fraction > 0 || a->given || b->given || b->borrowed ||
-	    !a->conf || !b->conf)
+	    b->made || !a->conf || !b->conf)
 		return 0;
 	ms_alloc_conf_init(&x);
 	ms_alloc_conf_init(&y);
@@ -238,9 +238,10 @@ static void run_row(struct pool *p, struct ms_whatif_row *j)
 	uint64_t lo, hi, reach;
 
 	o.alloc_conf = j->conf;
-	if (!j->given && !j->borrowed)
+	if (!j->given && !j->borrowed && !j->made)
 		share_alike(p, j);
-	if (!j->given && !j->borrowed && (j->s = ms_replay_trace(p->t, &o, &j->r, &d))) {
+	if (!j->given && !j->borrowed && !j->made &&
+	    (j->s = ms_replay_trace(p->t, &o, &j->r, &d))) {
 		snprintf(j->err, sizeof(j->err), "%s", d.msg[0] ? d.msg : ms_strerror(j->s));
 		return;
 	}
@@ -346,7 +347,7 @@ ms_status ms_whatif_run(const struct ms_trace *t, const struct ms_replay_opts *b
 		rows[k].s = MS_OK;
 		rows[k].err[0] = 0;
 		rows[k].min_memory = 0;
-		if (!rows[k].borrowed)
+		if (!rows[k].borrowed && !rows[k].made)
 			memset(&rows[k].r, 0, sizeof(rows[k].r));
 	}
 	if (nth < 1)

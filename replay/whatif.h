@@ -23,6 +23,9 @@ struct ms_whatif_row {
 	/* set by the caller: r is another replay's, borrowed (the settings cannot make this one
 	 * differ from it): not replayed, not released; min_memory is searched where asked */
 	int borrowed;
+	/* set by the caller: r is this setting's replay under the base options, made already:
+	 * not replayed, released with the rows; min_memory is searched where asked */
+	int made;
 	/* set by the caller: search min_memory only where helps(helps_ctx, its replay) says so,
 	 * right after the replay (no_min_memory left 0) */
 	int (*helps)(const void *helps_ctx, const struct ms_replay_result *r);
