@@ -115,32 +115,48 @@ void ms_check_markdown(const char *trace, const struct ms_check_row *rows, size_
 	}
 }
 
+/* The entity for c in XML text or an attribute, or NULL: c as it is. XML 1.0 has no control
+ * character but tab, LF and CR: the others become a space. */
+static const char *xml_entity(char c)
+{
+	switch (c) {
+	case '&':
+		return "&amp;";
+	case '<':
+		return "&lt;";
+	case '>':
+		return "&gt;";
+	case '"':
+		return "&quot;";
+	default:
+		return (unsigned char)c < 0x20 && c != '\t' && c != '\n' && c != '\r' ? " " : NULL;
+	}
+}
+
 /* s as XML attribute or text content. */
 static ms_status xml_text(struct ms_buf *out, const char *s)
 {
 	ms_status st = MS_OK;
 
 	for (; *s && !st; s++) {
-		switch (*s) {
-		case '&':
-			st = ms_buf_printf(out, "&amp;");
-			break;
-		case '<':
-			st = ms_buf_printf(out, "&lt;");
-			break;
-		case '>':
-			st = ms_buf_printf(out, "&gt;");
-			break;
-		case '"':
-			st = ms_buf_printf(out, "&quot;");
-			break;
-		default: /* XML 1.0 has no other control character than tab, LF and CR */
-			st = (unsigned char)*s < 0x20 && *s != '\t' && *s != '\n' && *s != '\r'
-			             ? ms_buf_printf(out, " ")
-			             : ms_buf_append(out, s, 1);
-		}
+		const char *e = xml_entity(*s);
+		st = e ? ms_buf_printf(out, "%s", e) : ms_buf_append(out, s, 1);
 	}
 	return st;
+}
+
+/* One gate's failure element: the line of exceeded[] as its message, value against bound. */
+static ms_status junit_failure(struct ms_buf *out, const struct ms_check_result *res,
+                               const struct ms_check_gate *t)
+{
+	ms_status s;
+
+	if ((s = ms_buf_printf(out, ">\n      <failure type=\"%s\" message=\"", t->name)) ||
+	    (s = xml_text(out, t->line < res->n_exceeded ? res->exceeded[t->line] : "")) ||
+	    (s = ms_buf_printf(out, "\">")) || (s = xml_text(out, t->value)) ||
+	    (s = ms_buf_printf(out, " against ")) || (s = xml_text(out, t->bound)))
+		return s;
+	return ms_buf_printf(out, "</failure>\n    </testcase>\n");
 }
 
 ms_status ms_check_junit(const char *trace, const struct ms_check_row *rows, size_t n,
@@ -166,26 +182,9 @@ ms_status ms_check_junit(const char *trace, const struct ms_check_row *rows, siz
 			        out,
 			        "    <testcase classname=\"memsnap.check.device%u\" name=\"%s\"",
 			        (unsigned)rows[i].device, t->name);
-			if (!s && t->passed) {
-				s = ms_buf_printf(out, "/>\n");
-				continue;
-			}
 			if (!s)
-				s = ms_buf_printf(out, ">\n      <failure type=\"%s\" message=\"",
-				                  t->name);
-			if (!s)
-				s = xml_text(out, t->line < res->n_exceeded ? res->exceeded[t->line]
-				                                            : "");
-			if (!s)
-				s = ms_buf_printf(out, "\">");
-			if (!s)
-				s = xml_text(out, t->value);
-			if (!s)
-				s = ms_buf_printf(out, " against ");
-			if (!s)
-				s = xml_text(out, t->bound);
-			if (!s)
-				s = ms_buf_printf(out, "</failure>\n    </testcase>\n");
+				s = t->passed ? ms_buf_printf(out, "/>\n")
+				              : junit_failure(out, res, t);
 		}
 		if (s)
 			return s;
