@@ -69,29 +69,34 @@ struct ex {
 	size_t n_chains, cap_chains;
 };
 
-static ms_status add_blk(struct ex *x, const struct blk *b)
-{
-	if (ms_grow(&x->b, &x->cap, x->n + 1, sizeof(*x->b)))
-		return MS_ERR_NOMEM;
-	x->b[x->n++] = *b;
-	return MS_OK;
-}
-
 /*
  * The device's allocations with their lifetimes: from the alloc to the program's free. Those
  * made before the trace began are alive from its start: until their free, or, never freed, to
  * the end, where the trace's end state holds them (a trace that starts mid-run).
  */
-static ms_status lifetimes(struct ex *x)
+struct ms_explain_lives {
+	struct blk *b;
+	size_t n, cap;
+	int has_stacks;
+};
+
+static ms_status add_life(struct ms_explain_lives *l, const struct blk *b)
+{
+	if (ms_grow(&l->b, &l->cap, l->n + 1, sizeof(*l->b)))
+		return MS_ERR_NOMEM;
+	l->b[l->n++] = *b;
+	return MS_OK;
+}
+
+static ms_status lifetimes(const struct ms_trace *t, uint32_t device, struct ms_explain_lives *x)
 {
 	struct ms_u64map live = MS_U64MAP_INIT, gone = MS_U64MAP_INIT;
-	const struct ms_trace *t = x->t;
 	ms_status s = MS_OK;
 
-	for (size_t i = 0; i < x->t->n_events && !s; i++) {
-		const struct ms_event *e = &x->t->events[i];
+	for (size_t i = 0; i < t->n_events && !s; i++) {
+		const struct ms_event *e = &t->events[i];
 		uint64_t *k, idx;
-		if (e->device != x->in->device || e->source != MS_SRC_TORCH)
+		if (e->device != device || e->source != MS_SRC_TORCH)
 			continue;
 		if (e->action == MS_ACT_ALLOC) {
 			struct blk b = {.size = e->size,
@@ -99,8 +104,8 @@ static ms_status lifetimes(struct ex *x)
 			                .f = NONE,
 			                .stack = e->stack,
 			                .cat = MS_CAT_UNPLACED};
-			x->x->has_stacks |= e->stack != 0;
-			if (!(s = add_blk(x, &b)))
+			x->has_stacks |= e->stack != 0;
+			if (!(s = add_life(x, &b)))
 				s = ms_u64map_put(&live, e->addr, x->n - 1);
 		} else if (e->action == MS_ACT_FREE_REQUESTED) {
 			if ((k = ms_u64map_get(&live, e->addr))) {
@@ -116,7 +121,7 @@ static ms_status lifetimes(struct ex *x)
 				                .stack = e->stack,
 				                .cat = MS_CAT_UNPLACED,
 				                .before = 1};
-				if (!(s = add_blk(x, &b)))
+				if (!(s = add_life(x, &b)))
 					s = ms_u64map_put(&gone, e->addr, 1);
 			}
 		} else if (e->action == MS_ACT_FREE_COMPLETED &&
@@ -131,7 +136,7 @@ static ms_status lifetimes(struct ex *x)
 	/* alive at the end but never allocated in the trace: from before it, never freed */
 	for (size_t g = 0; g < t->n_segs && !s; g++) {
 		const struct ms_segment *sg = &t->segs[g];
-		if (sg->device != x->in->device)
+		if (sg->device != device)
 			continue;
 		for (uint32_t j = 0; j < sg->n_blocks && !s; j++) {
 			const struct ms_block *k = &t->blocks[t->seg_block0[g] + j];
@@ -146,12 +151,64 @@ static ms_status lifetimes(struct ex *x)
 			if (k->state == MS_BLOCK_INACTIVE || ms_u64map_get(&live, k->addr) ||
 			    (how && (*how == 1 || k->state == MS_BLOCK_ACTIVE_PENDING_FREE)))
 				continue;
-			s = add_blk(x, &b);
+			s = add_life(x, &b);
 		}
 	}
 	ms_u64map_release(&live);
 	ms_u64map_release(&gone);
 	return s;
+}
+
+ms_status ms_explain_lives_new(const struct ms_trace *t, uint32_t device,
+                               struct ms_explain_lives **out)
+{
+	struct ms_explain_lives *l = ms_calloc(1, sizeof(*l));
+	ms_status s;
+
+	*out = NULL;
+	if (!l)
+		return MS_ERR_NOMEM;
+	if ((s = lifetimes(t, device, l))) {
+		ms_explain_lives_free(l);
+		return s;
+	}
+	*out = l;
+	return MS_OK;
+}
+
+void ms_explain_lives_free(struct ms_explain_lives *l)
+{
+	if (!l)
+		return;
+	ms_free(l->b);
+	ms_free(l);
+}
+
+/* The pass's own copy of the lifetimes: its categories are written into it. */
+static ms_status take_lives(struct ex *x)
+{
+	struct ms_explain_lives own = {0};
+	const struct ms_explain_lives *l = x->in->lives;
+	ms_status s;
+
+	if (!l) {
+		if ((s = lifetimes(x->t, x->in->device, &own))) {
+			ms_free(own.b);
+			return s;
+		}
+		x->b = own.b;
+		x->n = own.n;
+		x->cap = own.cap;
+		x->x->has_stacks = own.has_stacks;
+		return MS_OK;
+	}
+	if (l->n && !(x->b = ms_malloc(l->n * sizeof(*x->b))))
+		return MS_ERR_NOMEM;
+	if (l->n)
+		memcpy(x->b, l->b, l->n * sizeof(*x->b));
+	x->n = x->cap = l->n;
+	x->x->has_stacks = l->has_stacks;
+	return MS_OK;
 }
 
 static int starts_with(const char *s, const char *p)
@@ -1442,7 +1499,7 @@ ms_status ms_explain_run(const struct ms_explain_in *in, struct ms_explain *out)
 		ms_free(x.copy_of);
 		return MS_ERR_NOMEM;
 	}
-	if ((s = lifetimes(&x)) || (s = windows_and_steps(&x)))
+	if ((s = take_lives(&x)) || (s = windows_and_steps(&x)))
 		goto out;
 	if (x.nw) {
 		if ((s = categorize_state(&x)))
@@ -1463,6 +1520,10 @@ ms_status ms_explain_run(const struct ms_explain_in *in, struct ms_explain *out)
 			out->cat_bytes[b->cat] += b->size;
 			out->cat_blocks[b->cat]++;
 		}
+	}
+	if (in->state_only) {
+		s = top_sites(&x, SITES_ALL, out->top_live, &out->n_top_live);
+		goto out;
 	}
 	if ((s = step_peaks(&x)) || (s = growth(&x)) ||
 	    (s = top_sites(&x, SITES_ACTIVATIONS, out->top_activations, &out->n_top_activations)) ||

@@ -57,7 +57,20 @@ struct ms_explain_in {
 	const uint64_t *cat_query;
 	size_t n_cat_query;
 	int8_t *cat_of;
+	/* optional: the device's allocations with their lifetimes, made once for several passes
+	 * over one trace and device (ms_explain_lives_new); NULL: the pass finds them itself */
+	const struct ms_explain_lives *lives;
+	/* the state's categories and top_live only: no steps' peaks, growth, activations' or
+	 * copies' sites (a second moment of a trace whose peak is broken down whole) */
+	int state_only;
 };
+
+/* The allocations of one device of a trace with their lifetimes, shared read-only by passes. */
+struct ms_explain_lives;
+/* @return MS_OK or MS_ERR_NOMEM. Free with ms_explain_lives_free. */
+ms_status ms_explain_lives_new(const struct ms_trace *t, uint32_t device,
+                               struct ms_explain_lives **out);
+void ms_explain_lives_free(struct ms_explain_lives *l);
 
 /* A step: from its first event to the next step's, and its peak of allocated bytes. */
 struct ms_explain_step {

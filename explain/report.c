@@ -266,6 +266,7 @@ static ms_status states(struct ms_explain_report *r)
 	struct passes all;
 	size_t np = 0;
 	struct ms_explain_in in;
+	struct ms_explain_lives *lives;
 	pthread_t th;
 	int threaded;
 	ms_status s;
@@ -276,6 +277,9 @@ static ms_status states(struct ms_explain_report *r)
 	in.site_depth = r->site_depth;
 	in.peak_index = f->fullest_at_peak_index;
 	in.allocated_at_peak = r->allocated - f->served_oom_at_peak_reserved;
+	if ((s = ms_explain_lives_new(r->t, r->device, &lives)))
+		return s;
+	in.lives = lives;
 	if (!f->ended_by_oom && r->t->n_events) {
 		ps[np] = (struct pass){in, &r->at_end, MS_OK};
 		ps[np].in.peak_index = r->t->n_events - 1;
@@ -296,6 +300,8 @@ static ms_status states(struct ms_explain_report *r)
 		ps[np++].in.before = 1; /* what was there when the request failed */
 	}
 	/* the others one after another on the second thread, beside the peak's */
+	for (size_t k = 0; k < np; k++)
+		ps[k].in.state_only = 1; /* the peak's pass has the steps and sites */
 	all = (struct passes){ps, np};
 	threaded = np && pthread_create(&th, NULL, passes_run, &all) == 0;
 	s = ms_explain_run(&in, &r->x);
@@ -307,6 +313,7 @@ static ms_status states(struct ms_explain_report *r)
 		if (!s)
 			s = ps[k].s;
 	}
+	ms_explain_lives_free(lives);
 	return s;
 }
 
