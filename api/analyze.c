@@ -56,6 +56,8 @@ struct ask {
 	struct ms_check_budgets budgets; /* check's */
 	uint64_t top;                    /* diff's rows a table */
 	unsigned given;                  /* the options given (1 << enum opt) */
+	struct ms_windows_asked windows; /* from=, to=, windows= (o.windows points here) */
+	const char *from, *to;           /* as given */
 };
 
 /* The options, and which questions take them (as the commands take their flags). */
@@ -77,6 +79,9 @@ enum opt {
 	O_ALLOW_OOM,
 	O_ALLOW_CUT,
 	O_TOP,
+	O_FROM,
+	O_TO,
+	O_WINDOWS,
 	O_N
 };
 static const char *const opt_name[O_N] = {"device",
@@ -95,23 +100,27 @@ static const char *const opt_name[O_N] = {"device",
                                           "max_growth",
                                           "allow_oom",
                                           "allow_cut_short",
-                                          "top"};
+                                          "top",
+                                          "from",
+                                          "to",
+                                          "windows"};
 #define CHECK_OPTS                                                                           \
 	(1u << O_MAX_RESERVED | 1u << O_MAX_ALLOCATED | 1u << O_MAX_FRAG | 1u << O_MAX_GPS | \
 	 1u << O_BASELINE | 1u << O_MAX_GROWTH | 1u << O_ALLOW_OOM | 1u << O_ALLOW_CUT)
 #define REPLAY_OPTS \
 	(1u << O_DEVICE | 1u << O_LIMIT | 1u << O_FRACTION | 1u << O_DEVMEM | 1u << O_CONF)
+#define WINDOW_OPTS (1u << O_FROM | 1u << O_TO)
 static const struct {
 	const char *q;
 	unsigned takes;
 } questions[] = {
         {"info", 0},
         {"stats", 1u << O_DEVICE | 1u << O_DEPTH},
-        {"replay", REPLAY_OPTS},
+        {"replay", REPLAY_OPTS | WINDOW_OPTS | 1u << O_WINDOWS},
         {"verify", REPLAY_OPTS},
-        {"explain", REPLAY_OPTS | 1u << O_JOBS | 1u << O_DEPTH},
+        {"explain", REPLAY_OPTS | WINDOW_OPTS | 1u << O_JOBS | 1u << O_DEPTH},
         {"whatif", (REPLAY_OPTS & ~(1u << O_CONF)) | 1u << O_JOBS | 1u << O_CONFIG},
-        {"check", REPLAY_OPTS | CHECK_OPTS},
+        {"check", REPLAY_OPTS | CHECK_OPTS | WINDOW_OPTS},
         {"diff", REPLAY_OPTS | 1u << O_DEPTH | 1u << O_TOP},
 };
 
@@ -264,6 +273,18 @@ static int option(struct ask *a, const char *opt, char *msg, size_t cap)
 			return say(msg, cap, ASK_ERROR, "out of memory");
 		a->configs = c;
 		a->configs[a->n_configs++] = strcmp(v, "recorded") ? v : NULL;
+	} else if (IS("from") || IS("to")) {
+		struct ms_window_end *e = IS("from") ? &a->windows.from : &a->windows.to;
+		if ((why = ms_window_end_parse(v, e)))
+			return say(msg, cap, ASK_USAGE, "option '%s': %s", opt, why);
+		a->windows.one = 1;
+		*(IS("from") ? &a->from : &a->to) = v;
+		a->o.windows = &a->windows;
+	} else if (IS("windows")) {
+		if (!*v)
+			return say(msg, cap, ASK_USAGE, "option 'windows=': an empty prefix");
+		a->windows.prefix = v;
+		a->o.windows = &a->windows;
 	} else if (IS("device") || IS("jobs") || IS("site_depth") || IS("top")) {
 		unsigned long long u = strtoull(v, &end, 10);
 		if (!*v || *end || *v == '-')
@@ -326,6 +347,8 @@ static ms_status replay_device(const struct ms_file *in, const struct ask *a, ui
                                struct ms_diag *d)
 {
 	struct ms_replay_request q;
+	char why[512];
+	ms_status s;
 
 	memset(&q, 0, sizeof(q));
 	q.path = in->path;
@@ -334,7 +357,15 @@ static ms_status replay_device(const struct ms_file *in, const struct ask *a, ui
 	q.o.device = dev;
 	q.backend = MS_REPLAY_SIM;
 	memset(out, 0, sizeof(*out));
-	return ms_replay_request_run(&q, out, r, d);
+	if ((s = ms_replay_request_run(&q, out, r, d)))
+		return s;
+	if (a->o.windows &&
+	    ms_window_missing(&a->windows, a->from, a->to, r->events_total,
+	                      r->ended_by_oom ? r->end_oom_index : UINT64_MAX, r->windows,
+	                      r->n_windows, r->window_marks_seen, why, sizeof(why)))
+		return ms__diag_set(d, MS_ERR_INVALID_ARG, -1, -1, "%s",
+		                    strncmp(why, "--", 2) ? why : why + 2);
+	return MS_OK;
 }
 
 static cJSON *ask_replay(const struct ms_file *in, const struct ask *a, uint32_t dev, int *flags,
@@ -643,6 +674,11 @@ static int ask_options(const char *question, const char *const *options, size_t 
 		rc = say(msg, cap, ASK_USAGE, "baseline and max_growth go together");
 	if (!rc && (a->given & 1u << O_LIMIT) && (a->given & 1u << O_FRACTION))
 		rc = say(msg, cap, ASK_USAGE, "limit and memory_fraction exclude each other");
+	if (!rc && (a->given & 1u << O_WINDOWS) && (a->given & WINDOW_OPTS))
+		rc = say(msg, cap, ASK_USAGE, "windows takes no from or to");
+	if (!rc && a->windows.from.kind == MS_WINDOW_EVENT &&
+	    a->windows.to.kind == MS_WINDOW_EVENT && a->windows.to.event < a->windows.from.event)
+		rc = say(msg, cap, ASK_USAGE, "to comes before from");
 	return rc;
 }
 

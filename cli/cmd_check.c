@@ -57,6 +57,11 @@ static ms_status figures_of(struct ms_replay_cli *c, const char *path, int growt
 	/* its error, warnings and notes said as every replay command says them */
 	if (ms_replay_cli_run_reported(c, path, &r, &lim) != MS_EXIT_OK)
 		return MS_ERR_INVALID_ARG;
+	if (ms_replay_cli_window_found(c, path, &r)) {
+		ms_replay_result_release(&r);
+		ms_replay_cli_release(c);
+		return MS_ERR_INVALID_ARG;
+	}
 	if (!r.events_replayed) {
 		ms_error("%s: no allocator events on device %u to compare with", path,
 		         (unsigned)c->o.device);
@@ -86,6 +91,10 @@ static void print_gate(const char *lbl, const struct ms_check_budgets *b,
 	int any_budget = b->max_reserved || b->max_allocated || b->max_waste >= 0 || b->baseline ||
 	                 b->growth_per_step_given;
 
+	if (f->windowed)
+		printf("%s: the window of events %llu to %llu%s\n", lbl,
+		       (unsigned long long)f->window.from, (unsigned long long)f->window.to,
+		       f->window.closed ? "" : " (open at the end)");
 	for (size_t e = 0; e < res->n_exceeded; e++)
 		printf("%s: %s\n", lbl, res->exceeded[e]);
 	if (!res->n_exceeded) {
@@ -149,7 +158,7 @@ static void parse_format(const struct ms_opt *opts, const char *format, int json
 static void parse_flags(int argc, const char **argv, struct ms_replay_cli *c, struct check_out *out,
                         struct ms_check_budgets *bud, const char **trace)
 {
-	struct ms_opt opts[MS_REPLAY_OPTS_MAX + 11];
+	struct ms_opt opts[MS_REPLAY_OPTS_MAX + 11 + MS_REPLAY_WINDOW_OPTS];
 	const char *format = NULL;
 	int json = 0;
 	int n, allow_oom = 0, allow_cut = 0;
@@ -182,7 +191,9 @@ static void parse_flags(int argc, const char **argv, struct ms_replay_cli *c, st
 	                                         "text (default), json or markdown");
 	opts[k++] = (struct ms_opt)MS_OPT_STRING(0, "junit", &out->junit, "FILE",
 	                                         "also write JUnit XML to FILE");
+	ms_replay_cli_window_opts(c, opts, &k);
 	opts[k] = (struct ms_opt)MS_OPT_END();
+	ms_opts_drop(opts, "windows"); /* one window: the budgets are of one stretch */
 	out->junit = NULL;
 	n = ms_parse_options(argc, argv, opts, usage);
 	if (n != 1)

@@ -72,6 +72,11 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 		ms_explain_ahead_release(&ahead);
 		return MS_EXIT_ERROR;
 	}
+	if (ms_replay_cli_window_found(c, path, &first)) {
+		ms_replay_result_release(&first);
+		ms_explain_ahead_release(&ahead);
+		return MS_EXIT_ERROR;
+	}
 	s = ms_explain_report_run(t, &c->o, &first, &lim, jobs, ms_site_depth(), &ahead, &r, &d);
 	ms_explain_ahead_release(&ahead);
 	if (s) {
@@ -301,7 +306,7 @@ int cmd_explain(int argc, const char **argv)
 	struct ms_replay_cli c;
 	int n, json = 0, rc = MS_EXIT_OK;
 	uint64_t jobs = 0, request = 0;
-	struct ms_opt opts[MS_REPLAY_OPTS_MAX + 3];
+	struct ms_opt opts[MS_REPLAY_OPTS_MAX + 3 + MS_REPLAY_WINDOW_OPTS];
 	int site_depth = 1;
 	struct rank_row *rows = NULL;
 	size_t nrows = 0, caprows = 0, k;
@@ -317,7 +322,9 @@ int cmd_explain(int argc, const char **argv)
 	opts[k++] = (struct ms_opt)MS_OPT_SIZE(0, "request", &request, "SIZE",
 	                                       "a snapshot without a trace: the request that "
 	                                       "failed, judged against its end state");
+	ms_replay_cli_window_opts(&c, opts, &k);
 	opts[k] = (struct ms_opt)MS_OPT_END();
+	ms_opts_drop(opts, "windows"); /* one window: the state at its peak */
 	n = ms_parse_options(argc, argv, opts, usage);
 	if (n < 1)
 		ms_usage_error(opts, usage, "no trace given");

@@ -73,8 +73,9 @@ int cmd_replay(int argc, const char **argv)
 {
 	struct ms_replay_cli c;
 	int n, json = 0, rc = MS_EXIT_OK;
-	struct ms_opt opts[MS_REPLAY_OPTS_MAX + 1];
+	struct ms_opt opts[MS_REPLAY_OPTS_MAX + 1 + MS_REPLAY_WINDOW_OPTS];
 	struct ms_frames_opt frames = {0};
+	size_t k;
 	struct ms_replay_opts base;
 	struct ms_replay_result r;
 	struct ms_limit_range lim;
@@ -86,16 +87,19 @@ int cmd_replay(int argc, const char **argv)
 	int has_death = 0;
 
 	ms_replay_cli_init(&c, opts, &json);
-	for (n = 0; opts[n].type != MS_OPT_T_END; n++)
+	for (k = 0; opts[k].type != MS_OPT_T_END; k++)
 		;
-	opts[n++] = (struct ms_opt)MS_OPT_FRAMES(&frames);
-	opts[n] = (struct ms_opt)MS_OPT_END();
+	opts[k++] = (struct ms_opt)MS_OPT_FRAMES(&frames);
+	ms_replay_cli_window_opts(&c, opts, &k);
+	opts[k] = (struct ms_opt)MS_OPT_END();
 	n = ms_parse_options(argc, argv, opts, usage);
 	if (n != 1)
 		ms_usage_error(opts, usage, n ? "one trace at a time" : "no trace given");
 	c.torch_ok = 1;
 	ms_replay_cli_check(&c, opts, usage);
 	ms_frames_opt_check(&frames, opts, usage);
+	if (c.o.windows && (c.torch || c.cuda))
+		ms_usage_error(opts, usage, "windows are measured on the model: --backend sim");
 	if (ms_replay_cli_devices(&c, argv[0], "replay", &devs, &nd))
 		return MS_EXIT_ERROR;
 	ms_json_devices_begin(&jd, argv[0], json ? nd : 0);
@@ -106,6 +110,12 @@ int cmd_replay(int argc, const char **argv)
 		c.o = base; /* an inferred limit or a rebuilt state belongs to one device */
 		c.o.device = devs[i];
 		if (ms_replay_cli_run_reported(&c, argv[0], &r, &lim)) {
+			rc = MS_EXIT_ERROR;
+			break;
+		}
+		if (ms_replay_cli_window_found(&c, argv[0], &r)) {
+			ms_replay_result_release(&r);
+			ms_replay_cli_release(&c);
 			rc = MS_EXIT_ERROR;
 			break;
 		}
@@ -132,6 +142,7 @@ int cmd_replay(int argc, const char **argv)
 			                has_death ? &death : NULL);
 			if (c.out.dev)
 				ms_replay_print_cuda(c.out.dev);
+			ms_replay_cli_print_windows(lbl, &r);
 		}
 		if (r.ended_by_oom && rc == MS_EXIT_OK)
 			rc = MS_EXIT_OOM;

@@ -158,15 +158,22 @@ static void breakdown(const struct ms_explain_report *r, const char *label)
 	const struct ms_trace *t = r->t;
 	const struct ms_explain *x = &r->x;
 	const struct ms_replay_result *first = &r->first;
-	uint64_t at = first->fullest_at_peak_index, reserved = r->reserved,
-	         allocated = r->allocated;
+	uint64_t at = r->peak_index, reserved = r->reserved, allocated = r->allocated;
 	size_t ps = r->peak_step;
 	char b1[32], b2[32];
 
-	printf("%s: peak %s%s reserved (first at event %llu); at event %llu", label,
+	if (r->windowed)
+		printf("%s: the window of events %llu to %llu%s: reserved %s at its start, "
+		       "allocated %s\n",
+		       label, (unsigned long long)r->window.from, (unsigned long long)r->window.to,
+		       r->window.closed ? "" : " (open at the end)",
+		       ms_format_size(b1, sizeof(b1), r->window.reserved_at_start),
+		       ms_format_size(b2, sizeof(b2), r->window.allocated_at_start));
+	printf("%s: %speak %s%s reserved (first at event %llu); at event %llu", label,
+	       r->windowed ? "the window's " : "",
 	       first->rebuilt || first->cut_short ? "at least " : "",
-	       ms_format_size(b1, sizeof(b1), reserved),
-	       (unsigned long long)first->peak_reserved_index, (unsigned long long)at);
+	       ms_format_size(b1, sizeof(b1), reserved), (unsigned long long)r->peak_first_index,
+	       (unsigned long long)at);
 	if (ps) /* steps from repetition may be a model's layers: said as found */
 		printf(" (%s %zu of %zu)", x->steps_by_repetition ? "repetition" : "step",
 		       ps + x->steps_before_trace, x->n_steps + x->steps_before_trace);
@@ -176,8 +183,8 @@ static void breakdown(const struct ms_explain_report *r, const char *label)
 		printf(", %.3f s in", (double)(t->events[at].t_ns - ms_trace_first_time(t)) / 1e9);
 	printf(", the most allocated while it stood, %s:\n",
 	       ms_format_size(b2, sizeof(b2), allocated));
-	ms_explain_print_cats(x, allocated, first->served_oom_at_peak_reserved, r->cached,
-	                      r->outside, r->outside_how, r->outside_mark);
+	ms_explain_print_cats(x, allocated, r->served_at_peak, r->cached, r->outside,
+	                      r->outside_how, r->outside_mark);
 }
 
 /* The verdict, the peak and its notes. */
@@ -221,14 +228,13 @@ static void print_peak(const struct ms_explain_report *r, const char *label)
 	if (r->apeak) {
 		size_t as = r->apeak_step;
 		printf("  the peak of allocated bytes is another moment: %s at event %llu",
-		       ms_format_size(b1, sizeof(b1),
-		                      (uint64_t)first->stats.allocated_bytes[0].peak),
-		       (unsigned long long)first->peak_allocated_index);
+		       ms_format_size(b1, sizeof(b1), r->apeak_bytes),
+		       (unsigned long long)r->apeak_index);
 		if (as)
 			printf(" (%s %zu)", x->steps_by_repetition ? "repetition" : "step",
 			       as + x->steps_before_trace);
 		printf(":\n    ");
-		ms_explain_print_cats_line(&r->at_apeak, first->served_oom_at_peak_allocated);
+		ms_explain_print_cats_line(&r->at_apeak, r->apeak_served);
 	}
 	if (x->steps_other_device && x->n_steps)
 		printf("  note: the steps are those annotated on other devices (none on "

@@ -204,6 +204,8 @@ void ms_replay_cli_check(struct ms_replay_cli *c, const struct ms_opt *opts,
 	const char *why = NULL;
 	int n;
 
+	ms_replay_cli_check_windows(c, opts, usage);
+
 	if (c->no_split_arg) {
 		if ((n = parse_pools(c->no_split_arg, c->no_split, &why)) < 0)
 			ms_usage_error(opts, usage, "--no-split-pools: '%s': %s", c->no_split_arg,

@@ -32,7 +32,26 @@ struct ms_replay_cli {
 	int said_release, said_allocator, said_pools, said_unused_pools, said_reuse;
 	const char *warned_path; /* the input whose reading's warning was said (once a file) */
 	int cuda;                /* --backend cuda */
+	/* --from, --to, --windows (ms_replay_cli_window_opts): the windows asked, o.windows */
+	const char *win_from, *win_to, *win_prefix;
+	struct ms_windows_asked windows;
 };
+
+/* The window options (--from, --to, --windows) into opts at *k, for the commands that take
+ * them; ms_replay_cli_check reads them. */
+#define MS_REPLAY_WINDOW_OPTS 3
+void ms_replay_cli_window_opts(struct ms_replay_cli *c, struct ms_opt *opts, size_t *k);
+/* The windows r measured, a line each (nothing where none was asked). */
+void ms_replay_cli_print_windows(const char *lbl, const struct ms_replay_result *r);
+/* --from, --to, --windows into c->windows and c->o.windows (usage errors: exit 2). */
+void ms_replay_cli_check_windows(struct ms_replay_cli *c, const struct ms_opt *opts,
+                                 const char *const *usage);
+/*
+ * After a replay with windows asked: 0, or MS_EXIT_ERROR with one line said where the window
+ * asked for was not in the trace (a mark it lacks, an event past its end).
+ */
+int ms_replay_cli_window_found(const struct ms_replay_cli *c, const char *path,
+                               const struct ms_replay_result *r);
 
 /* Fill opts (MS_REPLAY_OPTS_MAX entries) with the shared options and --json into *json. */
 void ms_replay_cli_init(struct ms_replay_cli *c, struct ms_opt *opts, int *json);

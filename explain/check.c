@@ -59,6 +59,23 @@ ms_status ms_check_figures_of(const struct ms_trace *t, const struct ms_replay_o
 	                                                              : UINT64_MAX;
 	f->cut_short = r->cut_short;
 	f->lim = *lim;
+	if (r->windows_asked && r->n_windows) { /* the window's figures, not the run's */
+		const struct ms_window_figures *w = &r->windows[0];
+		f->windowed = 1;
+		f->window = *w;
+		f->window.name = NULL;
+		f->reserved = w->peak_reserved;
+		f->allocated = w->peak_allocated;
+		f->waste = f->reserved ? (double)(f->reserved - w->allocated_at_peak_reserved) /
+		                                 (double)f->reserved
+		                       : 0.0;
+		f->oom = w->replay_stopped_inside;
+		f->recorded_ooms = w->recorded_ooms;
+		f->recorded_oom_index = UINT64_MAX;
+		if (r->recorded_ooms_in_trace && r->first_recorded_oom_index >= w->from &&
+		    r->first_recorded_oom_index < w->to)
+			f->recorded_oom_index = r->first_recorded_oom_index;
+	}
 	timeline(r, f);
 	if (!t)
 		return MS_OK;
@@ -75,6 +92,10 @@ ms_status ms_check_figures_of(const struct ms_trace *t, const struct ms_replay_o
 		struct ms_explain x;
 		struct ms_explain_in in;
 		ms_explain_in_at_peak(&in, t, (uint32_t)o->device, r);
+		if (f->windowed) {
+			in.growth_from = f->window.from;
+			in.growth_to = f->window.to > f->window.from ? f->window.to : 1;
+		}
 		if ((s = ms_explain_run(&in, &x)))
 			return s;
 		/* steps told only by repetition may be a model's layers in one pass: no gate */
@@ -194,6 +215,14 @@ void ms_check_judge(const struct ms_check_budgets *b, const struct ms_check_figu
 		fail(out, "growth per step cannot be checked: the trace's steps are found only by "
 		          "repetition, which may be a model's layers (mark them: memsnap.step(), "
 		          "torch.profiler)");
+	else if (b->growth_per_step_given && !f->growth_steps && f->windowed)
+		fail(out,
+		     "growth per step cannot be checked: it takes 3 steps' starts inside the "
+		     "window (events %llu to %llu), 4 steps or 3 optimizer steps in the trace, "
+		     "which has %zu step%s (%zu optimizer step%s)",
+		     (unsigned long long)f->window.from, (unsigned long long)f->window.to, f->steps,
+		     f->steps == 1 ? "" : "s", f->optimizer_steps,
+		     f->optimizer_steps == 1 ? "" : "s");
 	else if (b->growth_per_step_given && !f->growth_steps)
 		fail(out,
 		     "growth per step cannot be checked: it takes 4 steps, or 3 optimizer steps, "

@@ -51,6 +51,9 @@ struct ms_check_figures {
 	 * device's first segment on, from the replay's reserved log (0 spans: it has none) */
 	uint64_t timeline[MS_CHECK_TIMELINE];
 	size_t n_timeline;
+	/* the figures are of a window of the run (its name not kept), not of the run whole */
+	int windowed;
+	struct ms_window_figures window;
 };
 
 /*

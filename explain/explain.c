@@ -1290,6 +1290,17 @@ static ms_status growth(struct ex *x)
 	else
 		for (size_t k = 1; k < x->nb; k++) /* nothing is alive at the first's start */
 			pts[np++] = x->bounds[k];
+	if (x->in->growth_to) { /* a window's steps only: three or more, as the trace's */
+		size_t kept = 0;
+		for (size_t k = 0; k < np; k++)
+			if (pts[k] >= x->in->growth_from && pts[k] < x->in->growth_to)
+				pts[kept++] = pts[k];
+		np = kept;
+		if (np < 3) {
+			ms_free(pts);
+			return MS_OK;
+		}
+	}
 	x->x->growth_steps = np;
 	for (size_t i = 0; i < x->n && !s; i++) {
 		const struct blk *b = &x->b[i];

@@ -63,6 +63,9 @@ struct ms_explain_in {
 	/* the state's categories and top_live only: no steps' peaks, growth, activations' or
 	 * copies' sites (a second moment of a trace whose peak is broken down whole) */
 	int state_only;
+	/* growth looked for at the step starts inside events [growth_from, growth_to) only (a
+	 * window: replay/window.h); both 0: all of them */
+	uint64_t growth_from, growth_to;
 };
 
 /* The allocations of one device of a trace with their lifetimes, shared read-only by passes. */

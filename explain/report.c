@@ -275,8 +275,8 @@ static ms_status states(struct ms_explain_report *r)
 	in.t = r->t;
 	in.device = r->device;
 	in.site_depth = r->site_depth;
-	in.peak_index = f->fullest_at_peak_index;
-	in.allocated_at_peak = r->allocated - f->served_oom_at_peak_reserved;
+	in.peak_index = r->peak_index;
+	in.allocated_at_peak = r->allocated - r->served_at_peak;
 	if ((s = ms_explain_lives_new(r->t, r->device, &lives)))
 		return s;
 	in.lives = lives;
@@ -285,12 +285,11 @@ static ms_status states(struct ms_explain_report *r)
 		ps[np].in.peak_index = r->t->n_events - 1;
 		ps[np++].in.allocated_at_peak = (uint64_t)f->stats.allocated_bytes[0].current;
 	}
-	r->apeak = (uint64_t)f->stats.allocated_bytes[0].peak > r->allocated;
+	r->apeak = r->apeak_bytes > r->allocated;
 	if (r->apeak) {
 		ps[np] = (struct pass){in, &r->at_apeak, MS_OK};
-		ps[np].in.peak_index = f->peak_allocated_index;
-		ps[np++].in.allocated_at_peak = (uint64_t)f->stats.allocated_bytes[0].peak -
-		                                f->served_oom_at_peak_allocated;
+		ps[np].in.peak_index = r->apeak_index;
+		ps[np++].in.allocated_at_peak = r->apeak_bytes - r->apeak_served;
 	}
 	r->has_oom = f->has_oom;
 	if (r->has_oom) {
@@ -368,6 +367,7 @@ void ms_explain_ahead_start(struct ms_explain_ahead *a, const struct ms_trace *t
 	a->t = t;
 	a->o = *o;
 	a->o.alloc_conf = ms_whatif_default_configs[1]; /* expandable segments */
+	a->o.windows = NULL;
 	a->o.no_segment_log = 1;
 	a->started = pthread_create(&a->th, NULL, ahead_run, a) == 0;
 }
@@ -508,12 +508,12 @@ static ms_status report_states(struct ms_explain_report *r)
 
 	if ((s = states(r)))
 		return s;
-	r->peak_step = ms_explain_step_of(&r->x, r->first.fullest_at_peak_index);
+	r->peak_step = ms_explain_step_of(&r->x, r->peak_index);
 	if (r->apeak)
-		r->apeak_step = ms_explain_step_of(&r->x, r->first.peak_allocated_index);
-	if ((s = open_annotation(t, r->first.fullest_at_peak_index, &r->peak_annotation)) ||
-	    (s = outside_at(t, &r->first, r->device, r->first.fullest_at_peak_index,
-	                    &r->outside_how, &r->outside_mark, &r->outside)) ||
+		r->apeak_step = ms_explain_step_of(&r->x, r->apeak_index);
+	if ((s = open_annotation(t, r->peak_index, &r->peak_annotation)) ||
+	    (s = outside_at(t, &r->first, r->device, r->peak_index, &r->outside_how,
+	                    &r->outside_mark, &r->outside)) ||
 	    (s = ms_verdict_begin(t, &r->x, &r->o, &r->first, &r->lim, &r->vd)))
 		return s;
 	r->capacity = r->o.limit ? r->o.limit : r->first.device_memory;
@@ -548,6 +548,36 @@ static void findings(struct ms_explain_report *r)
 		                                       f->pools[i].allocated_bytes.current);
 }
 
+/* The moment broken down: the run's peak of reserved bytes, or the window's the replay
+ * measured (replay/window.h). */
+static void peaks_of(struct ms_explain_report *r)
+{
+	const struct ms_replay_result *f = &r->first;
+
+	r->reserved = (uint64_t)f->stats.reserved_bytes[0].peak;
+	r->allocated = f->allocated_at_peak_reserved;
+	r->peak_index = f->fullest_at_peak_index;
+	r->peak_first_index = f->peak_reserved_index;
+	r->served_at_peak = f->served_oom_at_peak_reserved;
+	r->apeak_bytes = (uint64_t)f->stats.allocated_bytes[0].peak;
+	r->apeak_index = f->peak_allocated_index;
+	r->apeak_served = f->served_oom_at_peak_allocated;
+	if (f->windows_asked && f->n_windows) {
+		const struct ms_window_figures *w = &f->windows[0];
+		r->windowed = 1;
+		r->window = *w;
+		r->window.name = NULL;
+		r->reserved = w->peak_reserved;
+		r->allocated = w->allocated_at_peak_reserved;
+		r->peak_index = r->peak_first_index = w->peak_reserved_event;
+		r->served_at_peak = 0;
+		r->apeak_bytes = w->peak_allocated;
+		r->apeak_index = w->peak_allocated_event;
+		r->apeak_served = 0;
+	}
+	r->cached = r->reserved > r->allocated ? r->reserved - r->allocated : 0;
+}
+
 ms_status ms_explain_report_run(const struct ms_trace *t, const struct ms_replay_opts *o,
                                 struct ms_replay_result *first, const struct ms_limit_range *lim,
                                 unsigned jobs, uint32_t site_depth, struct ms_explain_ahead *ahead,
@@ -566,9 +596,8 @@ ms_status ms_explain_report_run(const struct ms_trace *t, const struct ms_replay
 	r->lim = *lim;
 	if (!r->o.limit && r->first.limit)
 		r->o.limit = r->first.limit;
-	r->reserved = (uint64_t)r->first.stats.reserved_bytes[0].peak;
-	r->allocated = r->first.allocated_at_peak_reserved;
-	r->cached = r->reserved > r->allocated ? r->reserved - r->allocated : 0;
+	r->o.windows = NULL; /* the first replay's; the settings' rows are of the run whole */
+	peaks_of(r);
 	if ((s = rows_start(r, jobs, ahead, &rows)))
 		return ms__diag_set(d, s, -1, -1, "out of memory");
 	s = report_states(r);

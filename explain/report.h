@@ -48,8 +48,17 @@ struct ms_explain_report {
 	/* the peak of reserved bytes: the state at it, what was allocated while it stood */
 	struct ms_explain x;
 	uint64_t reserved, allocated, cached;
-	size_t peak_step;            /* the step it lies in, 1-based (0: before the first) */
-	const char *peak_annotation; /* the innermost annotation open there, or NULL */
+	/* the event of the state broken down (the first replay's fullest_at_peak_index), where
+	 * the peak was first reached, and the recorded OOM's request served there (the replay's
+	 * served_oom_at_peak_reserved) */
+	uint64_t peak_index, peak_first_index, served_at_peak;
+	/* the allocated peak: bytes, event, the recorded OOM's request served there */
+	uint64_t apeak_bytes, apeak_index, apeak_served;
+	/* the peaks are a window's (the first replay's opts.windows), not the run's */
+	int windowed;
+	struct ms_window_figures window; /* its name not kept */
+	size_t peak_step;                /* the step it lies in, 1-based (0: before the first) */
+	const char *peak_annotation;     /* the innermost annotation open there, or NULL */
 	uint64_t outside, outside_mark;
 	enum ms_outside_how outside_how;
 

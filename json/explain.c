@@ -104,13 +104,28 @@ static void peaks(cJSON *root, const struct ms_explain_report *r)
 {
 	const struct ms_trace *t = r->t;
 	const struct ms_replay_result *f = &r->first;
-	uint64_t at = f->fullest_at_peak_index;
-	cJSON *o = cJSON_AddObjectToObject(root, "peak");
+	uint64_t at = r->peak_index;
+	cJSON *o, *w;
 
+	if (r->windowed) { /* the peaks below are the window's */
+		w = cJSON_AddObjectToObject(root, "window");
+		ms_json_u64(w, "from_event", r->window.from);
+		ms_json_u64(w, "to_event", r->window.to);
+		cJSON_AddBoolToObject(w, "closed", r->window.closed);
+		ms_json_u64(w, "reserved_bytes_at_start", r->window.reserved_at_start);
+		ms_json_u64(w, "allocated_bytes_at_start", r->window.allocated_at_start);
+		ms_json_u64(w, "reserved_rise_bytes",
+		            r->window.peak_reserved - r->window.reserved_at_start);
+		ms_json_u64(w, "allocated_rise_bytes",
+		            r->window.peak_allocated - r->window.allocated_at_start);
+	} else {
+		cJSON_AddNullToObject(root, "window");
+	}
+	o = cJSON_AddObjectToObject(root, "peak");
 	ms_json_u64(o, "event", at);
 	ms_json_u64(o, "bytes", r->reserved);
 	ms_json_u64(o, "allocated_bytes", r->allocated);
-	ms_json_u64(o, "reserved_first_event", f->peak_reserved_index);
+	ms_json_u64(o, "reserved_first_event", r->peak_first_index);
 	if (at < t->n_events && t->events[at].t_ns && ms_trace_first_time(t))
 		cJSON_AddNumberToObject(
 		        o, "time_s", (double)(t->events[at].t_ns - ms_trace_first_time(t)) / 1e9);
@@ -122,20 +137,18 @@ static void peaks(cJSON *root, const struct ms_explain_report *r)
 	cJSON_AddBoolToObject(o, "is_lower_bound", f->rebuilt || f->cut_short);
 	/* the replay stopped at an OOM the recorded run did not have (exit code 3) */
 	cJSON_AddBoolToObject(root, "replay_ended_by_oom", f->ended_by_oom);
-	cats(root, &r->x, r->allocated, f->served_oom_at_peak_reserved, r->cached, r->outside,
-	     r->outside_how);
+	cats(root, &r->x, r->allocated, r->served_at_peak, r->cached, r->outside, r->outside_how);
 	cJSON_AddStringToObject(root, "outside_pytorch_is",
 	                        r->outside_how == MS_OUTSIDE_MEASURED   ? "measured"
 	                        : r->outside_how == MS_OUTSIDE_RAW_ONLY ? "raw_calls_only"
 	                                                                : "not_measured");
 	if (r->apeak) {
-		uint64_t ab = (uint64_t)f->stats.allocated_bytes[0].peak;
+		uint64_t ab = r->apeak_bytes;
 		o = cJSON_AddObjectToObject(root, "allocated_peak");
-		ms_json_u64(o, "event", f->peak_allocated_index);
+		ms_json_u64(o, "event", r->apeak_index);
 		ms_json_u64(o, "allocated_bytes", ab);
 		add_step(o, &r->x, r->apeak_step);
-		cats(o, &r->at_apeak, ab, f->served_oom_at_peak_allocated, UINT64_MAX, 0,
-		     MS_OUTSIDE_NOT_MEASURED);
+		cats(o, &r->at_apeak, ab, r->apeak_served, UINT64_MAX, 0, MS_OUTSIDE_NOT_MEASURED);
 	} else {
 		cJSON_AddNullToObject(root, "allocated_peak");
 	}

@@ -181,6 +181,44 @@ void ms_json_limit_inferred(cJSON *o, const struct ms_limit_range *lim)
 	ms_json_u64(x, "high_bytes", lim->hi);
 }
 
+void ms_windows_json(cJSON *o, const struct ms_replay_result *r)
+{
+	cJSON *a;
+
+	if (!r->windows_asked || !(a = cJSON_AddArrayToObject(o, "windows")))
+		return;
+	for (size_t i = 0; i < r->n_windows; i++) {
+		const struct ms_window_figures *w = &r->windows[i];
+		cJSON *x = cJSON_CreateObject();
+		if (!x)
+			return;
+		if (w->name)
+			cJSON_AddStringToObject(x, "name", w->name);
+		else
+			cJSON_AddNullToObject(x, "name");
+		cJSON_AddBoolToObject(x, "reached", w->opened);
+		ms_json_u64(x, "from_event", w->from);
+		ms_json_u64(x, "to_event", w->to);
+		/* open at the end: the trace, or the replay, ended inside it */
+		cJSON_AddBoolToObject(x, "closed", w->closed);
+		cJSON_AddBoolToObject(x, "replay_ended_by_oom_inside", w->replay_stopped_inside);
+		ms_json_u64(x, "events", w->events);
+		ms_json_u64(x, "reserved_bytes_at_start", w->reserved_at_start);
+		ms_json_u64(x, "allocated_bytes_at_start", w->allocated_at_start);
+		ms_json_u64(x, "peak_reserved_bytes", w->peak_reserved);
+		ms_json_u64(x, "peak_reserved_event", w->peak_reserved_event);
+		ms_json_u64(x, "allocated_bytes_at_peak_reserved", w->allocated_at_peak_reserved);
+		ms_json_u64(x, "peak_allocated_bytes", w->peak_allocated);
+		ms_json_u64(x, "peak_allocated_event", w->peak_allocated_event);
+		ms_json_u64(x, "requested_bytes_at_start", w->requested_at_start);
+		ms_json_u64(x, "peak_requested_bytes", w->peak_requested);
+		ms_json_u64(x, "reserved_rise_bytes", w->peak_reserved - w->reserved_at_start);
+		ms_json_u64(x, "allocated_rise_bytes", w->peak_allocated - w->allocated_at_start);
+		ms_json_u64(x, "recorded_ooms", w->recorded_ooms);
+		cJSON_AddItemToArray(a, x);
+	}
+}
+
 cJSON *ms_replay_result_json(const char *path, uint32_t device, const struct ms_replay_result *r,
                              const struct ms_limit_range *lim, struct ms_cuda_dev *dev,
                              uint32_t frames, const struct ms_oom_verdict *ov)
@@ -346,5 +384,6 @@ cJSON *ms_replay_result_json(const char *path, uint32_t device, const struct ms_
 	} else {
 		cJSON_AddNullToObject(o, "oom");
 	}
+	ms_windows_json(o, r);
 	return o;
 }

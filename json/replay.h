@@ -20,6 +20,11 @@ struct ms_cuda_dev;
  * the limit was not inferred. */
 void ms_json_limit_inferred(struct cJSON *o, const struct ms_limit_range *lim);
 
+/*
+ * The windows a replay measured (replay/window.h) into o as "windows", an array (empty where
+ * none opened); nothing where none was asked.
+ */
+void ms_windows_json(struct cJSON *o, const struct ms_replay_result *r);
 struct cJSON *ms_replay_result_json(const char *path, uint32_t device,
                                     const struct ms_replay_result *r,
                                     const struct ms_limit_range *lim, struct ms_cuda_dev *dev,

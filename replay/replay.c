@@ -37,6 +37,7 @@ struct rp {
 	uint64_t index; /* trace event being replayed */
 	int stopped;
 	size_t cap_produced, cap_recorded, cap_reserved_log;
+	struct ms_windows wins; /* where opts.windows asks for them */
 	/* recorded segment frees not yet matched by the model's own */
 	uint64_t pend_free_bytes;
 	size_t pend_frees;
@@ -818,6 +819,9 @@ static ms_status r_event(void *ctx, const struct ms_event *e)
 		p->r->first_recorded_oom_index = p->index;
 	if (p->stopped || p->err)
 		return p->err;
+	if (p->o->windows && (p->err = ms_windows_before_event(&p->wins, p->index,
+	                                                       p->m ? ms_model_stats(p->m) : NULL)))
+		return p->err;
 	if (p->o->snap && p->index > p->o->snap_index) {
 		/* the event asked for was another device's: the state after it is this one's */
 		p->index--;
@@ -944,6 +948,9 @@ static ms_status r_event(void *ctx, const struct ms_event *e)
 	}
 	if (!s && !p->o->no_segment_log)
 		log_reserved(p);
+	if (!s && p->o->windows && p->m)
+		ms_windows_after_event(&p->wins, p->index, 1, e->action == MS_ACT_OOM,
+		                       ms_model_stats(p->m));
 	if (!s && p->o->on_event)
 		p->o->on_event(p->o->ctx, p->index, e, p->m);
 	if (!s && p->o->n_more_snaps)
@@ -1043,6 +1050,11 @@ static ms_status r_annotation(void *ctx, const struct ms_annotation *a)
 			                                       p->o->n_use_on_oom_pools, code);
 		}
 	}
+	if (p->o->windows && p->syms && !p->err && !p->stopped &&
+	    (p->err = ms_windows_annotation(&p->wins, a->event_index,
+	                                    ms_symtab_get_str(p->syms, a->name)->s, a->stage,
+	                                    p->m ? ms_model_stats(p->m) : NULL)))
+		return p->err;
 	return p->o->on_annotation ? p->o->on_annotation(p->o->ctx, a) : MS_OK;
 }
 
@@ -1089,6 +1101,8 @@ static ms_status replay(const char *path, const struct ms_source *src, unsigned 
 	sink.end = r_end;
 	sink.annotation = r_annotation;
 	sink.segment = r_segment;
+	if (o->windows)
+		ms_windows_init(&p.wins, o->windows);
 	if (t) {
 		s = ms_trace_emit(t, &sink);
 		if (r->has_oom)
@@ -1110,6 +1124,12 @@ static ms_status replay(const char *path, const struct ms_source *src, unsigned 
 		if (!o->syms)
 			ms_symtab_release(&syms);
 		r->cut_short = !s && ms_source_cut_short(&si);
+	}
+	if (o->windows) {
+		ms_windows_end(&p.wins, r->events_total, p.stopped);
+		r->windows_asked = 1;
+		ms_windows_take(&p.wins, &r->windows, &r->n_windows, r->window_marks_seen,
+		                sizeof(r->window_marks_seen));
 	}
 	if (p.m) {
 		size_t n;
@@ -1277,6 +1297,9 @@ void ms_replay_result_release(struct ms_replay_result *r)
 	ms_free(r->recorded);
 	ms_free(r->reserved_log);
 	r->reserved_log = NULL;
+	ms_window_figures_free(r->windows, r->n_windows);
+	r->windows = NULL;
+	r->n_windows = 0;
 	r->n_reserved_log = 0;
 	snap_release(&r->snap);
 	snap_release(&r->peak_snap);

@@ -10,6 +10,7 @@
 #include "format/trace_read.h"
 #include "replay/rebuild.h"
 #include "replay/model.h"
+#include "replay/window.h"
 
 struct ms_replay_opts {
 	const char *alloc_conf; /* NULL: the settings the trace recorded */
@@ -45,6 +46,8 @@ struct ms_replay_opts {
 	 */
 	const uint16_t *no_split_pools, *use_on_oom_pools;
 	size_t n_no_split_pools, n_use_on_oom_pools;
+	/* windows to measure (window.h): result.windows; NULL: none */
+	const struct ms_windows_asked *windows;
 	/*
 	 * Capture the segments and blocks (result.snap) after trace event snap_index has been
 	 * replayed, and stop there; at the first OOM instead if the replay fails earlier (or
@@ -231,7 +234,12 @@ struct ms_replay_result {
 	/* the trace's recorded OOMs on the device, also those past where the replay stopped, and
 	 * the first one's event (where there is one) */
 	uint64_t recorded_ooms_in_trace, first_recorded_oom_index;
-	uint64_t missed_ooms; /* recorded OOMs the model satisfied */
+	/* the windows opts.windows asked for, in the order they opened (window.h) */
+	int windows_asked; /* opts.windows was given (n_windows may still be 0) */
+	struct ms_window_figures *windows;
+	size_t n_windows;
+	char window_marks_seen[256]; /* the first names of marks the trace has (window.h) */
+	uint64_t missed_ooms;        /* recorded OOMs the model satisfied */
 	/* of them, those after which the job allocated again (it caught the error and went on
 	 * without the memory): past them the replay follows what it did without it, which need not
 	 * be what it would have done with it */

@@ -1,0 +1,313 @@
+/* Windows of a replay (window.h). */
+#include "replay/window.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "common/alloc.h"
+#include "common/event.h"
+#include "replay/model.h"
+
+const char *ms_window_end_parse(const char *s, struct ms_window_end *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (!s || !*s)
+		return "empty: an event's number, or mark:NAME";
+	if (!strncmp(s, "mark:", 5)) {
+		const char *name = s + 5, *hash = strrchr(name, '#');
+		size_t len = strlen(name);
+		out->nth = 1;
+		/* NAME#N where N is a number; a '#' followed by anything else is the name's */
+		if (hash && hash[1] && strspn(hash + 1, "0123456789") == strlen(hash + 1)) {
+			unsigned long long n = 0;
+			for (const char *c = hash + 1; *c; c++) {
+				n = n * 10 + (unsigned)(*c - '0');
+				if (n > UINT32_MAX)
+					return "mark:NAME#N: N too large";
+			}
+			if (!n)
+				return "mark:NAME#N counts from 1";
+			out->nth = (uint32_t)n;
+			len = (size_t)(hash - name);
+		}
+		if (!len)
+			return "mark: without a name";
+		out->kind = MS_WINDOW_MARK;
+		out->mark = name;
+		out->mark_len = len;
+		return NULL;
+	}
+	if (strspn(s, "0123456789") != strlen(s))
+		return "not an event's number nor mark:NAME";
+	if (strlen(s) > 19)
+		return "event number too large";
+	out->kind = MS_WINDOW_EVENT;
+	for (const char *c = s; *c; c++)
+		out->event = out->event * 10 + (uint64_t)(*c - '0');
+	return NULL;
+}
+
+void ms_windows_init(struct ms_windows *ws, const struct ms_windows_asked *asked)
+{
+	memset(ws, 0, sizeof(*ws));
+	ws->asked = asked;
+}
+
+static uint64_t cur(const struct ms_stat *s)
+{
+	return s->current > 0 ? (uint64_t)s->current : 0;
+}
+
+static ms_status open_window(struct ms_windows *ws, size_t k, uint64_t index,
+                             const struct ms_model_stats *st)
+{
+	struct ms_window_figures *w = &ws->w[k];
+
+	if (ms_grow(&ws->open, &ws->cap_open, ws->n_open + 1, sizeof(*ws->open)))
+		return MS_ERR_NOMEM;
+	ws->open[ws->n_open++] = k;
+	w->opened = 1;
+	w->from = index;
+	w->reserved_at_start = st ? cur(&st->reserved_bytes[0]) : 0;
+	w->allocated_at_start = st ? cur(&st->allocated_bytes[0]) : 0;
+	w->requested_at_start = w->peak_requested = st ? cur(&st->requested_bytes[0]) : 0;
+	/* no event inside yet: the peaks are the start's, the state after the event before */
+	w->peak_reserved = w->reserved_at_start;
+	w->peak_allocated = w->allocated_at_start;
+	w->allocated_at_peak_reserved = w->allocated_at_start;
+	w->peak_reserved_event = w->peak_allocated_event = index ? index - 1 : 0;
+	if (st) {
+		ws->last_reserved_peak = (uint64_t)st->reserved_bytes[0].peak;
+		ws->last_allocated_peak = (uint64_t)st->allocated_bytes[0].peak;
+		ws->last_requested_peak = (uint64_t)st->requested_bytes[0].peak;
+	}
+	return MS_OK;
+}
+
+static void close_window(struct ms_windows *ws, size_t at, uint64_t index)
+{
+	ws->w[ws->open[at]].closed = 1;
+	ws->w[ws->open[at]].to = index;
+	memmove(&ws->open[at], &ws->open[at + 1], (ws->n_open - at - 1) * sizeof(*ws->open));
+	ws->n_open--;
+}
+
+/* The one window's figures, made the first time they are needed. */
+static ms_status one(struct ms_windows *ws)
+{
+	if (ws->n)
+		return MS_OK;
+	if (ms_grow(&ws->w, &ws->cap, 1, sizeof(*ws->w)))
+		return MS_ERR_NOMEM;
+	memset(&ws->w[0], 0, sizeof(ws->w[0]));
+	ws->n = 1;
+	return MS_OK;
+}
+
+static void close_one(struct ms_windows *ws, uint64_t index)
+{
+	for (size_t i = 0; i < ws->n_open; i++)
+		if (ws->open[i] == 0) {
+			close_window(ws, i, index);
+			return;
+		}
+}
+
+ms_status ms_windows_before_event(struct ms_windows *ws, uint64_t index,
+                                  const struct ms_model_stats *st)
+{
+	const struct ms_windows_asked *a = ws->asked;
+	ms_status s;
+
+	if (!a->one)
+		return MS_OK;
+	if ((s = one(ws)))
+		return s;
+	if (!ws->w[0].opened &&
+	    ((a->from.kind == MS_WINDOW_EDGE && index == 0) ||
+	     (a->from.kind == MS_WINDOW_EVENT && a->from.event == index)) &&
+	    (s = open_window(ws, 0, index, st)))
+		return s;
+	if (ws->w[0].opened && !ws->w[0].closed && a->to.kind == MS_WINDOW_EVENT &&
+	    a->to.event == index)
+		close_one(ws, index);
+	return MS_OK;
+}
+
+static int named(const struct ms_window_end *e, const char *name)
+{
+	return e->kind == MS_WINDOW_MARK && strlen(name) == e->mark_len &&
+	       !memcmp(name, e->mark, e->mark_len);
+}
+
+/* name among the first names of marks seen, where it is new and there is room */
+static void note_seen(struct ms_windows *ws, const char *name)
+{
+	size_t len = strlen(name), at = 0;
+
+	if (ws->more_seen || !len)
+		return;
+	for (size_t k = 0; k < ws->n_seen; k++) { /* "a; b; c": each name once */
+		size_t e = strcspn(ws->seen + at, ";");
+		if (e == len && !memcmp(ws->seen + at, name, len))
+			return;
+		at += e + (ws->seen[at + e] ? 2 : 0);
+	}
+	if (ws->n_seen == 8 || strlen(ws->seen) + len + 3 > sizeof(ws->seen) || strchr(name, ';')) {
+		ws->more_seen = 1;
+		return;
+	}
+	if (ws->n_seen)
+		strcat(ws->seen, "; ");
+	strcat(ws->seen, name);
+	ws->n_seen++;
+}
+
+ms_status ms_windows_annotation(struct ms_windows *ws, uint64_t index, const char *name,
+                                unsigned stage, const struct ms_model_stats *st)
+{
+	const struct ms_windows_asked *a = ws->asked;
+	ms_status s;
+
+	if (a->one) {
+		if ((s = one(ws)))
+			return s;
+		note_seen(ws, name);
+		if (named(&a->from, name) && stage != MS_ANN_END &&
+		    ++ws->from_seen == a->from.nth && !ws->w[0].opened &&
+		    (s = open_window(ws, 0, index, st)))
+			return s;
+		if (named(&a->to, name) && stage != MS_ANN_START && ++ws->to_seen == a->to.nth &&
+		    ws->w[0].opened && !ws->w[0].closed)
+			close_one(ws, index);
+		return MS_OK;
+	}
+	if (!a->prefix || strncmp(name, a->prefix, strlen(a->prefix)))
+		return MS_OK;
+	if (stage == MS_ANN_START) {
+		struct ms_window_figures *w;
+		if (ms_grow(&ws->w, &ws->cap, ws->n + 1, sizeof(*ws->w)))
+			return MS_ERR_NOMEM;
+		w = &ws->w[ws->n];
+		memset(w, 0, sizeof(*w));
+		if (!(w->name = ms_strndup(name, strlen(name))))
+			return MS_ERR_NOMEM;
+		ws->n++;
+		return open_window(ws, ws->n - 1, index, st);
+	}
+	if (stage == MS_ANN_END) /* the latest open one of the name: phases nest */
+		for (size_t i = ws->n_open; i-- > 0;)
+			if (!strcmp(ws->w[ws->open[i]].name, name)) {
+				close_window(ws, i, index);
+				break;
+			}
+	return MS_OK;
+}
+
+void ms_windows_after_event(struct ms_windows *ws, uint64_t index, int counted, int recorded_oom,
+                            const struct ms_model_stats *st)
+{
+	uint64_t res, alloc, req, rpeak = 0, apeak = 0, qpeak = 0;
+
+	if (!st)
+		return;
+	res = cur(&st->reserved_bytes[0]);
+	alloc = cur(&st->allocated_bytes[0]);
+	req = cur(&st->requested_bytes[0]);
+	/* a peak the model reached inside this event (a request served, then the cache
+	   released), not just where it ended */
+	if ((uint64_t)st->reserved_bytes[0].peak > ws->last_reserved_peak)
+		rpeak = ws->last_reserved_peak = (uint64_t)st->reserved_bytes[0].peak;
+	if ((uint64_t)st->allocated_bytes[0].peak > ws->last_allocated_peak)
+		apeak = ws->last_allocated_peak = (uint64_t)st->allocated_bytes[0].peak;
+	if ((uint64_t)st->requested_bytes[0].peak > ws->last_requested_peak)
+		qpeak = ws->last_requested_peak = (uint64_t)st->requested_bytes[0].peak;
+	if (qpeak < req)
+		qpeak = req;
+	if (rpeak < res)
+		rpeak = res;
+	if (apeak < alloc)
+		apeak = alloc;
+	for (size_t i = 0; i < ws->n_open; i++) {
+		struct ms_window_figures *w = &ws->w[ws->open[i]];
+		w->events += counted != 0;
+		w->recorded_ooms += recorded_oom != 0;
+		if (rpeak > w->peak_reserved) {
+			w->peak_reserved = rpeak;
+			w->peak_reserved_event = index;
+			w->allocated_at_peak_reserved = alloc;
+		}
+		if (qpeak > w->peak_requested)
+			w->peak_requested = qpeak;
+		if (apeak > w->peak_allocated) {
+			w->peak_allocated = apeak;
+			w->peak_allocated_event = index;
+		}
+	}
+}
+
+void ms_windows_end(struct ms_windows *ws, uint64_t n, int stopped)
+{
+	if (ws->asked && ws->asked->one && one(ws) == MS_OK && !ws->w[0].opened &&
+	    ws->asked->from.kind == MS_WINDOW_EDGE)
+		(void)open_window(ws, 0, 0, NULL); /* a trace without events */
+	for (size_t i = 0; i < ws->n_open; i++) {
+		struct ms_window_figures *w = &ws->w[ws->open[i]];
+		w->to = n;
+		/* a window that runs to the trace's end closes there, unless the replay stopped */
+		w->closed = !stopped && ws->asked->one &&
+		            (ws->asked->to.kind == MS_WINDOW_EDGE ||
+		             (ws->asked->to.kind == MS_WINDOW_EVENT && ws->asked->to.event == n));
+		w->replay_stopped_inside = stopped;
+	}
+	ws->n_open = 0;
+}
+
+void ms_windows_take(struct ms_windows *ws, struct ms_window_figures **out, size_t *n, char *seen,
+                     size_t cap)
+{
+	*out = ws->w;
+	*n = ws->n;
+	snprintf(seen, cap, "%s%s", ws->seen, ws->more_seen ? "; ..." : "");
+	ms_free(ws->open);
+	memset(ws, 0, sizeof(*ws));
+}
+
+void ms_window_figures_free(struct ms_window_figures *w, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		ms_free(w[i].name);
+	ms_free(w);
+}
+
+int ms_window_missing(const struct ms_windows_asked *a, const char *from_text, const char *to_text,
+                      uint64_t events, uint64_t stopped_at, const struct ms_window_figures *w,
+                      size_t n, const char *seen, char *msg, size_t cap)
+{
+	if (!a || !a->one)
+		return 0;
+	if (!n || !w[0].opened) {
+		if (stopped_at != UINT64_MAX)
+			snprintf(msg, cap,
+			         "--from %s: the replay ran out of memory at event %llu, before it",
+			         from_text, (unsigned long long)stopped_at);
+		else if (a->from.kind == MS_WINDOW_MARK)
+			snprintf(msg, cap, "--from %s: the trace has no such mark%s (%s%s)",
+			         from_text, a->from.nth > 1 ? " that many times" : "",
+			         seen[0] ? "its marks: " : "it has no marks", seen);
+		else
+			snprintf(msg, cap, "--from %s: the trace has %llu events", from_text,
+			         (unsigned long long)events);
+		return 1;
+	}
+	if (!w[0].closed && !w[0].replay_stopped_inside && a->to.kind != MS_WINDOW_EDGE) {
+		if (a->to.kind == MS_WINDOW_MARK)
+			snprintf(msg, cap, "--to %s: no such mark after the window's start%s",
+			         to_text, a->to.nth > 1 ? " (counted from the trace's start)" : "");
+		else
+			snprintf(msg, cap, "--to %s: the trace has %llu events", to_text,
+			         (unsigned long long)events);
+		return 1;
+	}
+	return 0;
+}

@@ -1,0 +1,116 @@
+/*
+ * Windows of a replay: stretches of a trace's events, bounded by event numbers or by the marks
+ * the recording carries (its annotations: a phase's start and end, a mark, a step), and what the
+ * model held in each: the reserved and allocated bytes at the window's start, their peaks inside
+ * it (transient peaks within one event included), and the recorded OOMs inside it.
+ *
+ * A window is [from, to): from the state before event `from` to the state before event `to`. A
+ * mark with event_index k sits before event k, so a window from one mark to another holds the
+ * events between them. The replay feeds the windows as it goes (replay.c): they need no trace
+ * in memory, so a streamed .zst trace has them too.
+ */
+#ifndef MEMSNAP_REPLAY_WINDOW_H
+#define MEMSNAP_REPLAY_WINDOW_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "memsnap/memsnap.h"
+
+struct ms_model_stats;
+
+enum ms_window_end_kind {
+	MS_WINDOW_EDGE = 0, /* the trace's first event (from) or past its last (to) */
+	MS_WINDOW_EVENT,    /* an event's number */
+	MS_WINDOW_MARK,     /* the nth annotation of a name */
+};
+
+/* One end of a window, as the user gives it (ms_window_end_parse). */
+struct ms_window_end {
+	enum ms_window_end_kind kind;
+	uint64_t event;
+	const char *mark; /* not owned: points into the text parsed */
+	size_t mark_len;
+	uint32_t nth; /* from 1 */
+};
+
+/*
+ * s as a window's end: an event's number ("1200"), or "mark:NAME" (the first annotation named
+ * NAME), "mark:NAME#N" (the Nth). From a mark, a window starts at a phase's start or a mark of
+ * that name; to a mark, it ends at a phase's end or a mark of that name (counted apart: the
+ * Nth phase NAME is "--from mark:NAME#N --to mark:NAME#N"). Returns NULL, or why s is not one.
+ */
+const char *ms_window_end_parse(const char *s, struct ms_window_end *out);
+
+/* What the model held in one window. */
+struct ms_window_figures {
+	char *name;        /* the phase's name (windows by phase), else NULL; owned */
+	uint64_t from, to; /* events [from, to); to: the events replayed where it never closed */
+	int opened;        /* its start was reached */
+	int closed;        /* its end was reached (0: the trace or the replay ended inside it) */
+	int replay_stopped_inside; /* the replay ran out of memory inside it */
+	uint64_t reserved_at_start, allocated_at_start;
+	uint64_t peak_reserved, peak_reserved_event; /* the event after which it was reached */
+	uint64_t allocated_at_peak_reserved;
+	uint64_t peak_allocated, peak_allocated_event;
+	/* the bytes the program asked for (PyTorch's requested_bytes; allocated is rounded) */
+	uint64_t requested_at_start, peak_requested;
+	uint64_t recorded_ooms; /* the device's recorded OOMs inside it */
+	uint64_t events;        /* the device's events of PyTorch's allocator inside it */
+};
+
+/*
+ * The windows a replay keeps: one from `from` to `to` (both may be edges), or one for each phase
+ * whose name starts with prefix (its start to its end; phases of the same name pair in order).
+ */
+struct ms_windows_asked {
+	int one; /* the window from..to */
+	struct ms_window_end from, to;
+	const char *prefix; /* non-NULL: a window for each phase so named */
+};
+
+/* The windows as a replay fills them. */
+struct ms_windows {
+	const struct ms_windows_asked *asked;
+	struct ms_window_figures *w;
+	size_t n, cap;
+	size_t *open; /* indices into w of the windows open now */
+	size_t n_open, cap_open;
+	uint32_t from_seen, to_seen; /* marks of the one window's names seen so far */
+	/* the first names of marks seen (for a window's mark that is not there), "; "-joined */
+	char seen[256];
+	size_t n_seen;
+	int more_seen; /* names past those */
+	/* the model's peaks at the last look */
+	uint64_t last_reserved_peak, last_allocated_peak, last_requested_peak;
+};
+
+void ms_windows_init(struct ms_windows *ws, const struct ms_windows_asked *asked);
+/* Before event index: windows that start or end there. st: the model's now (NULL: none yet). */
+ms_status ms_windows_before_event(struct ms_windows *ws, uint64_t index,
+                                  const struct ms_model_stats *st);
+/* After event index (of the replayed device): the open windows' peaks. */
+void ms_windows_after_event(struct ms_windows *ws, uint64_t index, int counted, int recorded_oom,
+                            const struct ms_model_stats *st);
+/* An annotation before event index, named name, of stage (enum ms_ann_stage). */
+ms_status ms_windows_annotation(struct ms_windows *ws, uint64_t index, const char *name,
+                                unsigned stage, const struct ms_model_stats *st);
+/* The replay ended after n events (stopped: by an OOM of its own); the windows open close. */
+void ms_windows_end(struct ms_windows *ws, uint64_t n, int stopped);
+/* The figures move to *out (ms_window_figures_free), the rest is freed; the first names of
+ * marks seen into seen (cap bytes: "a; b; c" and "; ..." where there were more). */
+void ms_windows_take(struct ms_windows *ws, struct ms_window_figures **out, size_t *n, char *seen,
+                     size_t cap);
+void ms_window_figures_free(struct ms_window_figures *w, size_t n);
+
+/*
+ * Where the one window asked (from_text, to_text: as given, NULL where not) is not in the trace
+ * the replay went through (events events, windows w[0..n), seen: the names of marks it has, as
+ * ms_windows_take gives them): 1 with why in msg (one line, no file name), else 0. stopped_at: the
+ * event the replay ran out of memory at, UINT64_MAX none.
+ */
+int ms_window_missing(const struct ms_windows_asked *a, const char *from_text, const char *to_text,
+                      uint64_t events, uint64_t stopped_at, const struct ms_window_figures *w,
+                      size_t n, const char *seen, char *msg, size_t cap);
+
+#endif

@@ -1,0 +1,22 @@
+# Windows of a run: --from/--to by event or by a mark the recording carries (a phase's start and
+# end), and --windows PREFIX (one a phase); replay, check and explain measure the window alone.
+# Their figures are judged against memory_viz's arithmetic and PyTorch's own by judge_windows.
+s=testdata/snapshots/gpt_train.pickle.zst
+step='mark:Optimizer.step#AdamW.step#2'
+"$MEMSNAP" -q replay --windows Optimizer.step "$s" | grep window | head -3
+"$MEMSNAP" -q replay --json --from "$step" --to "$step" "$s" |
+	python3 -c 'import json,sys; w=json.load(sys.stdin)["windows"]; print(w)'
+# the budget of one window: the second optimizer step allocates 634 MiB more than it starts with
+"$MEMSNAP" -q check --from "$step" --to "$step" --max-peak-allocated 3.5GiB "$s"
+echo "exit $?"
+"$MEMSNAP" -q check --json --from 20000 --max-peak-allocated 8GiB "$s" |
+	python3 -c 'import json,sys; c=json.load(sys.stdin); print(c["passed"], c["window"])'
+"$MEMSNAP" -q explain --from "$step" --to "$step" "$s" | sed -n 2,3p
+# what is not there: one line, exit 1; what is not a window: a usage error, exit 2
+"$MEMSNAP" -q replay --from mark:no_such_phase "$s"
+echo "exit $?"
+"$MEMSNAP" -q replay --from 100 --to 30000 "$s"
+echo "exit $?"
+"$MEMSNAP" -q replay --from 5 --to 3 "$s" 2>&1 | head -1
+"$MEMSNAP" -q replay --from mark: "$s" 2>&1 | head -1
+"$MEMSNAP" -q check --windows x "$s" 2>&1 | head -1
