@@ -65,6 +65,8 @@ static struct ms_sink job_sink(struct ms_stats_read *j, struct ms_stats_builder 
 
 	if (j->only >= 0)
 		ms_stats_builder_only(b, (uint32_t)j->only);
+	if (j->windows)
+		ms_stats_builder_windows(b, j->windows);
 	memset(f, 0, sizeof(*f));
 	ms_stats_builder_sink(b, &f->inner);
 	f->j = j;
@@ -309,6 +311,7 @@ static ms_status per_device(struct pool *p, size_t nth, struct ms_stats_read **o
 			q.jobs[k].path = j->path;
 			q.jobs[k].top = j->top;
 			q.jobs[k].frames = j->frames;
+			q.jobs[k].windows = j->windows;
 			q.jobs[k].only = dev;
 			q.jobs[k].device = dev;
 			q.todo[m++] = &q.jobs[k++];

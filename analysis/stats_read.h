@@ -28,8 +28,9 @@ struct ms_stats_read {
 	ms_status s;
 	int64_t t0;
 	size_t top;
-	uint32_t frames; /* --frames */
-	int empty;       /* valid, with no event and no segment: no allocations recorded */
+	uint32_t frames;                        /* --frames */
+	const struct ms_windows_asked *windows; /* windows to measure (trace_stats.h), or NULL */
+	int empty; /* valid, with no event and no segment: no allocations recorded */
 	/* the table the result's ids refer to where it is not syms: standard input's trace, read
 	 * whole once for every read of it (ms_stats_read_syms gives the right one) */
 	const struct ms_symtab *ext_syms;

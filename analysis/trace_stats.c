@@ -1,5 +1,6 @@
 /* One streaming pass of trace statistics (see trace_stats.h). */
 #include "analysis/trace_stats.h"
+#include "analysis/stats_view.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,7 +66,49 @@ struct ms_stats_builder {
 	/* free_requested of blocks not live in the trace, waiting for their free_completed */
 	struct ms_u64map req_unmatched;
 	const struct ms_symtab *syms; /* the reader's, during the read: the marks' names */
+	struct ms_windows wins;       /* where ms_stats_builder_windows asked for them */
+	const struct ms_windows_asked *asked;
 };
+
+/*
+ * What the windows see now. Requested bytes are the trace's own blocks less the frees of blocks
+ * from before it so far, shifted up by WIN_BASE to stay positive: at the end the shift becomes
+ * what the blocks from before the trace held (ms_stats_builder_result), as for
+ * mid_peak_requested. Reserved bytes are the segment events' sum, likewise placed at the end.
+ */
+#define WIN_BASE (UINT64_C(1) << 62)
+
+/* The segment events' reserved bytes so far, of the device counted or of them all. */
+static uint64_t reserved_now(const struct ms_stats_builder *b)
+{
+	uint64_t sum = 0;
+
+	for (uint32_t d = 0; d < b->r.n_devices; d++)
+		if (b->only < 0 || d == (uint32_t)b->only)
+			sum += b->r.devices[d].reserved_now;
+	return sum;
+}
+
+/* A segment freed that the events never made, on a device counted: reserved is not known. */
+static int reserved_unknown(const struct ms_stats_builder *b)
+{
+	for (uint32_t d = 0; d < b->r.n_devices; d++)
+		if ((b->only < 0 || d == (uint32_t)b->only) && b->r.devices[d].reserved_unknown)
+			return 1;
+	return 0;
+}
+static const struct ms_window_now *win_now(const struct ms_stats_builder *b,
+                                           struct ms_window_now *n)
+{
+	uint64_t cur = b->only >= 0 ? (b->only < (int64_t)b->cap_dev ? b->cur_dev[b->only] : 0)
+	                            : b->cur_total;
+
+	n->requested = n->allocated = WIN_BASE + cur - (uint64_t)b->pre_freed_so_far;
+	n->reserved = WIN_BASE + reserved_now(b);
+	n->requested_peak = n->allocated_peak = n->requested;
+	n->reserved_peak = n->reserved;
+	return n;
+}
 
 static ms_status grow_devices(struct ms_stats_builder *b, uint32_t device)
 {
@@ -128,6 +171,14 @@ void ms_stats_builder_free(struct ms_stats_builder *b)
 	ms_free(b->pre);
 	ms_free(b->ann_adj);
 	ms_free(b->r.devices);
+	ms_window_figures_free(b->r.windows, b->r.n_windows);
+	{
+		struct ms_window_figures *w;
+		size_t n;
+		char seen[8];
+		ms_windows_take(&b->wins, &w, &n, seen, sizeof(seen)); /* a read not finished */
+		ms_window_figures_free(w, n);
+	}
 	ms_free(b);
 }
 
@@ -241,10 +292,28 @@ static void mark_pending(struct ms_stats_builder *b)
 	b->pend_req = 0;
 }
 
+static ms_status s_event_counted(struct ms_stats_builder *b, const struct ms_event *e,
+                                 uint64_t idx);
+
 static ms_status s_event(void *ctx, const struct ms_event *e)
 {
 	struct ms_stats_builder *b = ctx;
+	struct ms_window_now now;
 	uint64_t idx = b->index++;
+	ms_status s;
+
+	if (b->asked && (s = ms_windows_before_event(&b->wins, idx, win_now(b, &now))))
+		return s;
+	if ((s = s_event_counted(b, e, idx)))
+		return s;
+	if (b->asked && (b->only < 0 || e->device == b->only) && e->source == MS_SRC_TORCH)
+		ms_windows_after_event(&b->wins, idx, 1, e->action == MS_ACT_OOM, win_now(b, &now));
+	return MS_OK;
+}
+
+/* One event into the figures. */
+static ms_status s_event_counted(struct ms_stats_builder *b, const struct ms_event *e, uint64_t idx)
+{
 	ms_status s;
 
 	if ((s = grow_devices(b, e->device)))
@@ -449,7 +518,15 @@ static ms_status s_begin(void *ctx, const struct ms_meta *m, const struct ms_sym
 static ms_status s_ann(void *ctx, const struct ms_annotation *a)
 {
 	struct ms_stats_builder *b = ctx;
+	struct ms_window_now now;
+	ms_status s;
 
+	/* marks bound windows on whichever device they were made */
+	if (b->asked && b->syms &&
+	    (s = ms_windows_annotation(&b->wins, a->event_index,
+	                               ms_symtab_get_str(b->syms, a->name)->s, a->stage,
+	                               win_now(b, &now))))
+		return s;
 	if (a->call == MS_CALL_DEVICE_MEMORY)
 		return device_memory_mark(b, a);
 	/* another device's scope: a snapshot lists each device's events apart, so its times say
@@ -577,6 +654,48 @@ void ms_stats_builder_only(struct ms_stats_builder *b, uint32_t dev)
 	b->r.device = dev;
 }
 
+void ms_stats_builder_windows(struct ms_stats_builder *b, const struct ms_windows_asked *a)
+{
+	b->asked = a;
+	ms_windows_init(&b->wins, a);
+}
+
+/* The windows' figures unshifted (win_now): what the blocks and segments from before the trace
+ * held, now that the end state says it. */
+static void windows_finish(struct ms_stats_builder *b)
+{
+	struct ms_trace_stats *r = &b->r;
+	uint64_t pre = r->pre_trace_requested + r->pre_freed_requested, res_end = 0;
+	uint64_t by_events = reserved_now(b);
+
+	ms_windows_end(&b->wins, b->index, 0);
+	ms_windows_take(&b->wins, &r->windows, &r->n_windows, r->window_marks_seen,
+	                sizeof(r->window_marks_seen));
+	r->windows_asked = 1;
+	r->window_events = b->index;
+	/* reserved at the end by the events: WIN_BASE + reserved_now; by the end state: reserved */
+	if (!reserved_unknown(b)) {
+		if (r->has_segments) { /* the end state's reserved bytes, of the devices counted */
+			r->windows_reserved_known = r->reserved >= by_events;
+			res_end = r->windows_reserved_known ? r->reserved - by_events : 0;
+		} else {
+			r->windows_reserved_known = !ms_stats_mid_run(r);
+		}
+	}
+	for (size_t i = 0; i < r->n_windows; i++) {
+		struct ms_window_figures *w = &r->windows[i];
+		w->requested_at_start = w->requested_at_start - WIN_BASE + pre;
+		w->peak_requested = w->peak_requested - WIN_BASE + pre;
+		w->allocated_at_start = w->requested_at_start;
+		w->peak_allocated = w->peak_requested;
+		w->allocated_at_peak_reserved = 0;
+		w->reserved_at_start = w->reserved_at_start - WIN_BASE + res_end;
+		w->peak_reserved = w->peak_reserved - WIN_BASE + res_end;
+		if (!r->windows_reserved_known)
+			w->reserved_at_start = w->peak_reserved = w->peak_reserved_event = 0;
+	}
+}
+
 void ms_stats_builder_sink(struct ms_stats_builder *b, struct ms_sink *sink)
 {
 	memset(sink, 0, sizeof(*sink));
@@ -622,6 +741,8 @@ const struct ms_trace_stats *ms_stats_builder_result(struct ms_stats_builder *b)
 	if (b->pend_req)
 		mark_pending(b);
 	r->end_requested = b->cur_total;
+	if (b->asked)
+		windows_finish(b);
 	/* a trace that starts mid-run: the most requested at once, with the blocks from before it
 	   (live at the end, or freed in it) counted while they lived */
 	r->mid_peak_requested = r->pre_trace_requested + r->pre_freed_requested +

@@ -8,6 +8,7 @@
 #ifndef MEMSNAP_ANALYSIS_TRACE_STATS_H
 #define MEMSNAP_ANALYSIS_TRACE_STATS_H
 
+#include "analysis/window.h"
 #include "common/event.h"
 
 struct ms_stats_alloc {
@@ -123,6 +124,19 @@ struct ms_trace_stats {
 	/* the end state by pool: the default pools first, then the others as they come */
 	struct ms_stats_pool *pools;
 	size_t n_pools, cap_pools;
+	/*
+	 * The windows asked (ms_stats_builder_windows): requested bytes as the trace's events give
+	 * them, with the blocks from before a mid-run trace (as mid_peak_requested counts them);
+	 * allocated_* mirror requested_* (the trace holds no blocks' rounding). Reserved bytes come
+	 * from the segment events, placed against the end state where the file has one;
+	 * windows_reserved_known is 0 where they cannot be (a mid-run trace without an end state,
+	 * a segment freed that the trace never made), and the reserved figures are then not set.
+	 */
+	int windows_asked, windows_reserved_known;
+	uint64_t window_events; /* the events of every device, as the windows number them */
+	struct ms_window_figures *windows;
+	size_t n_windows;
+	char window_marks_seen[256];
 };
 
 struct ms_stats_builder;
@@ -136,6 +150,8 @@ void ms_stats_builder_sink(struct ms_stats_builder *b, struct ms_sink *sink);
  * added together: a trace with several devices is read once per device.
  */
 void ms_stats_builder_only(struct ms_stats_builder *b, uint32_t dev);
+/* Measure the windows a asks for (analysis/window.h; a outlives the read): result.windows. */
+void ms_stats_builder_windows(struct ms_stats_builder *b, const struct ms_windows_asked *a);
 /* The result, owned by b (valid until ms_stats_builder_free). Call after the read. */
 const struct ms_trace_stats *ms_stats_builder_result(struct ms_stats_builder *b);
 void ms_stats_builder_free(struct ms_stats_builder *b);

@@ -19,6 +19,7 @@
 #include "cli/replay_opts.h"
 #include "cli/sites.h"
 #include "common/alloc.h"
+#include "common/size.h"
 #include "common/cpus.h"
 #include "parse/trace.h"
 
@@ -89,12 +90,81 @@ static void print_json(const struct ms_stats_read *all, size_t nall)
 	}
 }
 
+/* The windows j measured, a line each. */
+static void print_windows(const struct ms_stats_read *j)
+{
+	const struct ms_trace_stats *r = j->r;
+	char b1[32], b2[32], b3[32], b4[32];
+
+	if (!r->windows_asked)
+		return;
+	if (!r->n_windows)
+		printf("windows: no phase of that name in the trace\n");
+	for (size_t i = 0; i < r->n_windows; i++) {
+		const struct ms_window_figures *w = &r->windows[i];
+		printf("window %s%s%sevents %llu to %llu%s: requested %s at its start, peak %s "
+		       "(+%s)",
+		       w->name ? "'" : "", w->name ? w->name : "", w->name ? "' " : "",
+		       (unsigned long long)w->from, (unsigned long long)w->to,
+		       w->closed ? "" : " (still open at the trace's end)",
+		       ms_format_size(b1, sizeof(b1), w->requested_at_start),
+		       ms_format_size(b2, sizeof(b2), w->peak_requested),
+		       ms_format_size(b3, sizeof(b3), w->peak_requested - w->requested_at_start));
+		if (r->windows_reserved_known)
+			printf("; reserved %s at its start, peak %s",
+			       ms_format_size(b1, sizeof(b1), w->reserved_at_start),
+			       ms_format_size(b4, sizeof(b4), w->peak_reserved));
+		if (w->recorded_ooms)
+			printf("; %llu recorded OOM%s", (unsigned long long)w->recorded_ooms,
+			       w->recorded_ooms == 1 ? "" : "s");
+		printf("\n");
+	}
+}
+
+/* --from, --to, --windows into *a (usage errors where they are not windows). */
+static void windows_asked(const struct ms_opt *opts, const char *from, const char *to,
+                          const char *prefix, struct ms_windows_asked *a)
+{
+	const char *why;
+
+	memset(a, 0, sizeof(*a));
+	if (prefix && (from || to))
+		ms_usage_error(opts, usage, "--windows takes no --from or --to");
+	if (prefix && !*prefix)
+		ms_usage_error(opts, usage, "--windows: an empty prefix");
+	a->prefix = prefix;
+	a->one = from || to;
+	if (from && (why = ms_window_end_parse(from, &a->from)))
+		ms_usage_error(opts, usage, "--from '%s': %s", from, why);
+	if (to && (why = ms_window_end_parse(to, &a->to)))
+		ms_usage_error(opts, usage, "--to '%s': %s", to, why);
+	if (a->from.kind == MS_WINDOW_EVENT && a->to.kind == MS_WINDOW_EVENT &&
+	    a->to.event < a->from.event)
+		ms_usage_error(opts, usage, "--to %s comes before --from %s", to, from);
+}
+
+/* The window asked is not in j's file: said, 1. */
+static int window_missing(const struct ms_stats_read *j, const struct ms_windows_asked *a,
+                          const char *from, const char *to)
+{
+	char msg[512];
+
+	if (!a->one ||
+	    !ms_window_missing(a, from, to, j->r->window_events, UINT64_MAX, j->r->windows,
+	                       j->r->n_windows, j->r->window_marks_seen, msg, sizeof(msg)))
+		return 0;
+	ms_error("%s: %s", j->path, msg);
+	return 1;
+}
+
 int cmd_stats(int argc, const char **argv)
 {
 	int json = 0, n, rc = MS_EXIT_OK;
 	uint64_t top = 10, jobs = 0, device = UINT64_MAX;
 	struct ms_frames_opt frames = {0};
 	int site_depth = 1;
+	const char *from = NULL, *to = NULL, *prefix = NULL;
+	struct ms_windows_asked wa;
 	const struct ms_opt opts[] = {
 	        MS_OPT_BOOL(0, "json", &json,
 	                    "print JSON (an object; an array for several files or devices)"),
@@ -106,6 +176,12 @@ int cmd_stats(int argc, const char **argv)
 	                   "only device D of each file (default: each device with events)"),
 	        MS_OPT_FRAMES(&frames),
 	        MS_OPT_SITE_DEPTH(&site_depth),
+	        MS_OPT_STRING(0, "from", &from, "WHERE",
+	                      "a window from here: an event's number, or mark:NAME[#N]"),
+	        MS_OPT_STRING(0, "to", &to, "WHERE",
+	                      "the window up to here (not included): an event, or mark:NAME[#N]"),
+	        MS_OPT_STRING(0, "windows", &prefix, "PREFIX",
+	                      "a window for each phase whose name starts with PREFIX"),
 	        MS_OPT_END(),
 	};
 	struct ms_stats_read *reads, *all;
@@ -120,6 +196,7 @@ int cmd_stats(int argc, const char **argv)
 		ms_usage_error(opts, usage, "--device must be 0 to 65535");
 	ms_frames_opt_check(&frames, opts, usage);
 	ms_site_depth_set(site_depth, opts, usage);
+	windows_asked(opts, from, to, prefix, &wa);
 	if (!(reads = ms_calloc((size_t)n, sizeof(*reads))))
 		ms_die(MS_EXIT_ERROR, "out of memory");
 	nfiles = 0;
@@ -138,6 +215,7 @@ int cmd_stats(int argc, const char **argv)
 		reads[i].top = (size_t)top;
 		reads[i].only = device == UINT64_MAX ? -1 : (int64_t)device;
 		reads[i].frames = frames.n;
+		reads[i].windows = from || to || prefix ? &wa : NULL;
 	}
 	nth = jobs ? (size_t)jobs : (size_t)ms_cpus_usable();
 	if (nth < 1)
@@ -157,6 +235,8 @@ int cmd_stats(int argc, const char **argv)
 		} else if (all[i].s) {
 			ms_report(all[i].path, all[i].s, &all[i].d);
 			rc = MS_EXIT_ERROR;
+		} else if (window_missing(&all[i], &wa, from, to)) {
+			rc = MS_EXIT_ERROR;
 		} else if (i == 0 || all[i].path != all[i - 1].path) {
 			ms_report_warnings(all[i].path, &all[i].d);
 		}
@@ -169,15 +249,24 @@ int cmd_stats(int argc, const char **argv)
 	} else if (nall == 1) {
 		if (!all[0].s)
 			ms_stats_print_one(&all[0]);
+		if (!all[0].s)
+			print_windows(&all[0]);
 	} else if (nfiles == 1) {
 		for (size_t i = 0; i < nall; i++) {
 			if (i)
 				putchar('\n');
 			if (!all[i].s)
 				ms_stats_print_one(&all[i]);
+			if (!all[i].s)
+				print_windows(&all[i]);
 		}
 	} else {
 		ms_stats_print_table(all, nall);
+		for (size_t i = 0; i < nall; i++)
+			if (!all[i].s && all[i].r->windows_asked) {
+				printf("%s:\n", all[i].path);
+				print_windows(&all[i]);
+			}
 	}
 out:
 	for (size_t i = 0; i < nall; i++) {

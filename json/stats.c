@@ -73,6 +73,42 @@ static void outside_json(cJSON *o, const struct ms_stats_view *v)
 	}
 }
 
+/* The windows asked (--from/--to/--windows): the trace's requested bytes, reserved where told */
+static void windows_json(cJSON *o, const struct ms_trace_stats *r)
+{
+	int res = r->windows_reserved_known;
+	cJSON *a;
+
+	if (!r->windows_asked || !(a = cJSON_AddArrayToObject(o, "windows")))
+		return;
+	for (size_t i = 0; i < r->n_windows; i++) {
+		const struct ms_window_figures *w = &r->windows[i];
+		cJSON *x = cJSON_CreateObject();
+		if (!x)
+			return;
+		if (w->name)
+			cJSON_AddStringToObject(x, "name", w->name);
+		else
+			cJSON_AddNullToObject(x, "name");
+		cJSON_AddBoolToObject(x, "reached", w->opened);
+		ms_json_u64(x, "from_event", w->from);
+		ms_json_u64(x, "to_event", w->to);
+		cJSON_AddBoolToObject(x, "closed", w->closed);
+		ms_json_u64(x, "events", w->events);
+		ms_json_u64(x, "requested_bytes_at_start", w->requested_at_start);
+		ms_json_u64(x, "peak_requested_bytes", w->peak_requested);
+		ms_json_u64(x, "peak_requested_event", w->peak_allocated_event);
+		ms_json_u64(x, "requested_rise_bytes", w->peak_requested - w->requested_at_start);
+		ms_json_u64_known(x, "reserved_bytes_at_start", res, w->reserved_at_start);
+		ms_json_u64_known(x, "peak_reserved_bytes", res, w->peak_reserved);
+		ms_json_u64_known(x, "peak_reserved_event", res, w->peak_reserved_event);
+		ms_json_u64_known(x, "reserved_rise_bytes", res,
+		                  w->peak_reserved - w->reserved_at_start);
+		ms_json_u64(x, "recorded_ooms", w->recorded_ooms);
+		cJSON_AddItemToArray(a, x);
+	}
+}
+
 cJSON *ms_stats_json(const struct ms_stats_view *v)
 {
 	const struct ms_trace_stats *r = v->r;
@@ -211,5 +247,6 @@ cJSON *ms_stats_json(const struct ms_stats_view *v)
 	} else {
 		cJSON_AddNullToObject(o, "segments");
 	}
+	windows_json(o, r);
 	return o;
 }

@@ -787,6 +787,23 @@ static ms_status do_malloc(struct rp *p, const struct ms_event *e, int recorded_
 	return MS_OK;
 }
 
+/* The model's figures for the windows (analysis/window.h), NULL before it exists. */
+static const struct ms_window_now *window_now(const struct rp *p, struct ms_window_now *n)
+{
+	const struct ms_model_stats *st;
+
+	if (!p->m)
+		return NULL;
+	st = ms_model_stats(p->m);
+	n->reserved = (uint64_t)st->reserved_bytes[0].current;
+	n->allocated = (uint64_t)st->allocated_bytes[0].current;
+	n->requested = (uint64_t)st->requested_bytes[0].current;
+	n->reserved_peak = (uint64_t)st->reserved_bytes[0].peak;
+	n->allocated_peak = (uint64_t)st->allocated_bytes[0].peak;
+	n->requested_peak = (uint64_t)st->requested_bytes[0].peak;
+	return n;
+}
+
 /* The reserved bytes after this event, where they changed (result.reserved_log). */
 static void log_reserved(struct rp *p)
 {
@@ -809,6 +826,7 @@ static void log_reserved(struct rp *p)
 static ms_status r_event(void *ctx, const struct ms_event *e)
 {
 	struct rp *p = ctx;
+	struct ms_window_now now;
 	uint64_t bv;
 	ms_status s = MS_OK;
 
@@ -819,8 +837,8 @@ static ms_status r_event(void *ctx, const struct ms_event *e)
 		p->r->first_recorded_oom_index = p->index;
 	if (p->stopped || p->err)
 		return p->err;
-	if (p->o->windows && (p->err = ms_windows_before_event(&p->wins, p->index,
-	                                                       p->m ? ms_model_stats(p->m) : NULL)))
+	if (p->o->windows &&
+	    (p->err = ms_windows_before_event(&p->wins, p->index, window_now(p, &now))))
 		return p->err;
 	if (p->o->snap && p->index > p->o->snap_index) {
 		/* the event asked for was another device's: the state after it is this one's */
@@ -950,7 +968,7 @@ static ms_status r_event(void *ctx, const struct ms_event *e)
 		log_reserved(p);
 	if (!s && p->o->windows && p->m)
 		ms_windows_after_event(&p->wins, p->index, 1, e->action == MS_ACT_OOM,
-		                       ms_model_stats(p->m));
+		                       window_now(p, &now));
 	if (!s && p->o->on_event)
 		p->o->on_event(p->o->ctx, p->index, e, p->m);
 	if (!s && p->o->n_more_snaps)
@@ -972,6 +990,7 @@ static ms_status r_event(void *ctx, const struct ms_event *e)
 static ms_status r_annotation(void *ctx, const struct ms_annotation *a)
 {
 	struct rp *p = ctx;
+	struct ms_window_now now;
 
 	/*
 	 * A call the recorder marked (every device's cache): the model empties its cache here,
@@ -1053,7 +1072,7 @@ static ms_status r_annotation(void *ctx, const struct ms_annotation *a)
 	if (p->o->windows && p->syms && !p->err && !p->stopped &&
 	    (p->err = ms_windows_annotation(&p->wins, a->event_index,
 	                                    ms_symtab_get_str(p->syms, a->name)->s, a->stage,
-	                                    p->m ? ms_model_stats(p->m) : NULL)))
+	                                    window_now(p, &now))))
 		return p->err;
 	return p->o->on_annotation ? p->o->on_annotation(p->o->ctx, a) : MS_OK;
 }

@@ -10,7 +10,7 @@
 #include "format/trace_read.h"
 #include "replay/rebuild.h"
 #include "replay/model.h"
-#include "replay/window.h"
+#include "analysis/window.h"
 
 struct ms_replay_opts {
 	const char *alloc_conf; /* NULL: the settings the trace recorded */

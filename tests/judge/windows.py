@@ -9,7 +9,8 @@ window [from, to) has the figures before event `from` at its start, and its peak
 after any event inside it.
 
 usage: windows.py MEMSNAP FILE...
-Checks three windows a file against `MEMSNAP replay --json --from A --to B`; where the file has a
+Checks three windows a file against `MEMSNAP replay --json --from A --to B` (the model) and
+`MEMSNAP stats --json --from A --to B` (the trace read alone); where the file has a
 truth file beside it (FILE's stem + .truth.json: PyTorch's memory_stats, recorded), the window of
 the whole trace's allocated and reserved peaks against PyTorch's. Exit 1 on any difference.
 """
@@ -87,6 +88,15 @@ def main():
                 continue
             w = json.loads(out.stdout)["windows"][0]
             want = expect(start, after, lo, hi)
+            # stats reads the same window from the trace alone (no model)
+            st = subprocess.run([memsnap, "-q", "stats", "--json", "--from", str(lo), "--to",
+                                 str(hi), f], capture_output=True, text=True)
+            sw = json.loads(st.stdout)["windows"][0] if not st.returncode else {}
+            checked += 1
+            sdiff = {k: (sw.get(k), v) for k, v in want.items() if sw.get(k) != v}
+            if sdiff:
+                bad += 1
+                print("%s [%d, %d): stats, the arithmetic: %s" % (f, lo, hi, sdiff))
             checked += 1
             diff = {k: (w[k], v) for k, v in want.items() if w[k] != v}
             if diff or (w["from_event"], w["to_event"]) != (lo, hi):

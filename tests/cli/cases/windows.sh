@@ -20,3 +20,11 @@ echo "exit $?"
 "$MEMSNAP" -q replay --from 5 --to 3 "$s" 2>&1 | head -1
 "$MEMSNAP" -q replay --from mark: "$s" 2>&1 | head -1
 "$MEMSNAP" -q check --windows x "$s" 2>&1 | head -1
+# stats reads a window from the trace alone: requested bytes, reserved from the segment events
+# (placed against the end state); a phase a window; a window on each device of a file
+"$MEMSNAP" -q stats --windows Optimizer.zero_grad "$s" | grep '^window' | head -2
+"$MEMSNAP" -q stats --from 0 testdata/snapshots/devices/two_devices.pickle.zst | grep '^window'
+"$MEMSNAP" -q stats --json --from 1000 --to 1001 testdata/traces/dynamic_oom_from2000.zst |
+	python3 -c 'import json,sys; print(json.load(sys.stdin)["windows"])'
+"$MEMSNAP" -q stats --from mark:nope "$s"
+echo "exit $?"

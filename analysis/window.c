@@ -1,12 +1,11 @@
 /* Windows of a replay (window.h). */
-#include "replay/window.h"
+#include "analysis/window.h"
 
 #include <stdio.h>
 #include <string.h>
 
 #include "common/alloc.h"
 #include "common/event.h"
-#include "replay/model.h"
 
 const char *ms_window_end_parse(const char *s, struct ms_window_end *out)
 {
@@ -53,13 +52,8 @@ void ms_windows_init(struct ms_windows *ws, const struct ms_windows_asked *asked
 	ws->asked = asked;
 }
 
-static uint64_t cur(const struct ms_stat *s)
-{
-	return s->current > 0 ? (uint64_t)s->current : 0;
-}
-
 static ms_status open_window(struct ms_windows *ws, size_t k, uint64_t index,
-                             const struct ms_model_stats *st)
+                             const struct ms_window_now *st)
 {
 	struct ms_window_figures *w = &ws->w[k];
 
@@ -68,18 +62,18 @@ static ms_status open_window(struct ms_windows *ws, size_t k, uint64_t index,
 	ws->open[ws->n_open++] = k;
 	w->opened = 1;
 	w->from = index;
-	w->reserved_at_start = st ? cur(&st->reserved_bytes[0]) : 0;
-	w->allocated_at_start = st ? cur(&st->allocated_bytes[0]) : 0;
-	w->requested_at_start = w->peak_requested = st ? cur(&st->requested_bytes[0]) : 0;
+	w->reserved_at_start = st ? st->reserved : 0;
+	w->allocated_at_start = st ? st->allocated : 0;
+	w->requested_at_start = w->peak_requested = st ? st->requested : 0;
 	/* no event inside yet: the peaks are the start's, the state after the event before */
 	w->peak_reserved = w->reserved_at_start;
 	w->peak_allocated = w->allocated_at_start;
 	w->allocated_at_peak_reserved = w->allocated_at_start;
 	w->peak_reserved_event = w->peak_allocated_event = index ? index - 1 : 0;
 	if (st) {
-		ws->last_reserved_peak = (uint64_t)st->reserved_bytes[0].peak;
-		ws->last_allocated_peak = (uint64_t)st->allocated_bytes[0].peak;
-		ws->last_requested_peak = (uint64_t)st->requested_bytes[0].peak;
+		ws->last_reserved_peak = st->reserved_peak;
+		ws->last_allocated_peak = st->allocated_peak;
+		ws->last_requested_peak = st->requested_peak;
 	}
 	return MS_OK;
 }
@@ -114,7 +108,7 @@ static void close_one(struct ms_windows *ws, uint64_t index)
 }
 
 ms_status ms_windows_before_event(struct ms_windows *ws, uint64_t index,
-                                  const struct ms_model_stats *st)
+                                  const struct ms_window_now *st)
 {
 	const struct ms_windows_asked *a = ws->asked;
 	ms_status s;
@@ -164,7 +158,7 @@ static void note_seen(struct ms_windows *ws, const char *name)
 }
 
 ms_status ms_windows_annotation(struct ms_windows *ws, uint64_t index, const char *name,
-                                unsigned stage, const struct ms_model_stats *st)
+                                unsigned stage, const struct ms_window_now *st)
 {
 	const struct ms_windows_asked *a = ws->asked;
 	ms_status s;
@@ -205,23 +199,23 @@ ms_status ms_windows_annotation(struct ms_windows *ws, uint64_t index, const cha
 }
 
 void ms_windows_after_event(struct ms_windows *ws, uint64_t index, int counted, int recorded_oom,
-                            const struct ms_model_stats *st)
+                            const struct ms_window_now *st)
 {
 	uint64_t res, alloc, req, rpeak = 0, apeak = 0, qpeak = 0;
 
 	if (!st)
 		return;
-	res = cur(&st->reserved_bytes[0]);
-	alloc = cur(&st->allocated_bytes[0]);
-	req = cur(&st->requested_bytes[0]);
+	res = st->reserved;
+	alloc = st->allocated;
+	req = st->requested;
 	/* a peak the model reached inside this event (a request served, then the cache
 	   released), not just where it ended */
-	if ((uint64_t)st->reserved_bytes[0].peak > ws->last_reserved_peak)
-		rpeak = ws->last_reserved_peak = (uint64_t)st->reserved_bytes[0].peak;
-	if ((uint64_t)st->allocated_bytes[0].peak > ws->last_allocated_peak)
-		apeak = ws->last_allocated_peak = (uint64_t)st->allocated_bytes[0].peak;
-	if ((uint64_t)st->requested_bytes[0].peak > ws->last_requested_peak)
-		qpeak = ws->last_requested_peak = (uint64_t)st->requested_bytes[0].peak;
+	if (st->reserved_peak > ws->last_reserved_peak)
+		rpeak = ws->last_reserved_peak = st->reserved_peak;
+	if (st->allocated_peak > ws->last_allocated_peak)
+		apeak = ws->last_allocated_peak = st->allocated_peak;
+	if (st->requested_peak > ws->last_requested_peak)
+		qpeak = ws->last_requested_peak = st->requested_peak;
 	if (qpeak < req)
 		qpeak = req;
 	if (rpeak < res)

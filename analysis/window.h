@@ -1,23 +1,29 @@
 /*
- * Windows of a replay: stretches of a trace's events, bounded by event numbers or by the marks
- * the recording carries (its annotations: a phase's start and end, a mark, a step), and what the
- * model held in each: the reserved and allocated bytes at the window's start, their peaks inside
- * it (transient peaks within one event included), and the recorded OOMs inside it.
+ * Windows of a run: stretches of a trace's events, bounded by event numbers or by the marks the
+ * recording carries (its annotations: a phase's start and end, a mark, a step), and what was held
+ * in each: the reserved, allocated and requested bytes at the window's start, their peaks inside
+ * it (transient peaks within one event included), and the recorded OOMs inside it. The replay
+ * feeds them its model's figures (replay.c), stats the trace's own (analysis/trace_stats.c).
  *
  * A window is [from, to): from the state before event `from` to the state before event `to`. A
  * mark with event_index k sits before event k, so a window from one mark to another holds the
- * events between them. The replay feeds the windows as it goes (replay.c): they need no trace
- * in memory, so a streamed .zst trace has them too.
+ * events between them. Windows are fed as the events stream by: they need no trace in memory,
+ * so a streamed .zst trace has them too.
  */
-#ifndef MEMSNAP_REPLAY_WINDOW_H
-#define MEMSNAP_REPLAY_WINDOW_H
+#ifndef MEMSNAP_ANALYSIS_WINDOW_H
+#define MEMSNAP_ANALYSIS_WINDOW_H
 
 #include <stddef.h>
 #include <stdint.h>
 
 #include "memsnap/memsnap.h"
 
-struct ms_model_stats;
+/* What is held after an event (or before the first), with the peaks so far: a peak that rose
+ * within one event counts for the windows open at it. */
+struct ms_window_now {
+	uint64_t reserved, allocated, requested;
+	uint64_t reserved_peak, allocated_peak, requested_peak;
+};
 
 enum ms_window_end_kind {
 	MS_WINDOW_EDGE = 0, /* the trace's first event (from) or past its last (to) */
@@ -86,15 +92,16 @@ struct ms_windows {
 };
 
 void ms_windows_init(struct ms_windows *ws, const struct ms_windows_asked *asked);
-/* Before event index: windows that start or end there. st: the model's now (NULL: none yet). */
+/* Before event index: windows that start or end there. st: what is held now (NULL: nothing known
+ * yet). */
 ms_status ms_windows_before_event(struct ms_windows *ws, uint64_t index,
-                                  const struct ms_model_stats *st);
+                                  const struct ms_window_now *st);
 /* After event index (of the replayed device): the open windows' peaks. */
 void ms_windows_after_event(struct ms_windows *ws, uint64_t index, int counted, int recorded_oom,
-                            const struct ms_model_stats *st);
+                            const struct ms_window_now *st);
 /* An annotation before event index, named name, of stage (enum ms_ann_stage). */
 ms_status ms_windows_annotation(struct ms_windows *ws, uint64_t index, const char *name,
-                                unsigned stage, const struct ms_model_stats *st);
+                                unsigned stage, const struct ms_window_now *st);
 /* The replay ended after n events (stopped: by an OOM of its own); the windows open close. */
 void ms_windows_end(struct ms_windows *ws, uint64_t n, int stopped);
 /* The figures move to *out (ms_window_figures_free), the rest is freed; the first names of
