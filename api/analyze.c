@@ -304,7 +304,13 @@ static int option(struct ask *a, const char *opt, char *msg, size_t cap)
 		else
 			a->site_depth = (uint32_t)u;
 	} else {
-		return say(msg, cap, ASK_USAGE, "option '%s': no such option", opt);
+		char names[512];
+		size_t at = 0;
+		for (unsigned k = 0; k < O_N && at < sizeof(names); k++)
+			at += (size_t)snprintf(names + at, sizeof(names) - at, "%s%s",
+			                       k ? ", " : "", opt_name[k]);
+		return say(msg, cap, ASK_USAGE, "option '%s': no such option (the options: %s)",
+		           opt, names);
 	}
 #undef IS
 	return ASK_OK;

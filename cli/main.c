@@ -33,6 +33,10 @@ static const struct cmd commands[] = {
 };
 #define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))
 
+/* After a usage error: the first usage line and where the rest is (as the commands say it). */
+static const char short_usage[] = "usage: memsnap [-q] <command> [<args>]\n"
+                                  "       (`memsnap --help` lists the commands)\n";
+
 static void main_usage(FILE *f)
 {
 	fprintf(f, "usage: memsnap [-q] <command> [<args>]\n\n"
@@ -127,7 +131,7 @@ int main(int argc, const char **argv)
 			return close_stdout(cmd_version(1, a));
 		} else {
 			ms_error("unknown option '%s'", argv[i]);
-			main_usage(stderr);
+			fputs(short_usage, stderr);
 			return MS_EXIT_USAGE;
 		}
 	}
@@ -147,6 +151,8 @@ int main(int argc, const char **argv)
 		ms_error("'%s' is not a memsnap command", argv[i]);
 		if (best)
 			ms_error_more("\nthe most similar command is\n\t%s\n", best);
+		else
+			fputs(short_usage, stderr);
 		return MS_EXIT_USAGE;
 	}
 	/* -q after the command too (before any "--", after which the arguments are a program's) */

@@ -253,6 +253,11 @@ static ms_status read_decomp(struct ms_input *in, void *buf, size_t cap, size_t 
 	return MS_OK;
 }
 
+int ms_input_empty(const struct ms_input *in)
+{
+	return in->regular ? in->file_size == 0 : in->raw_total == 0 && in->peek_len == 0;
+}
+
 enum ms_file_kind ms_input_kind(struct ms_input *in)
 {
 	size_t i;

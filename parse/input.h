@@ -43,6 +43,9 @@ ms_status ms_input_peek_error(const struct ms_input *in, struct ms_diag *diag);
 enum ms_compression ms_input_compression(const struct ms_input *in);
 /* Size of the file on disk (0 for pipes). */
 uint64_t ms_input_file_size(const struct ms_input *in);
+/* Nothing came from the input: a regular file of 0 bytes, or a pipe or device that gave none
+ * (after ms_input_kind, which reads its first bytes). */
+int ms_input_empty(const struct ms_input *in);
 /* 1 for a regular file, 0 for a pipe or a device (read once only, size not known). */
 int ms_input_is_regular(const struct ms_input *in);
 /*

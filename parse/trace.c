@@ -263,7 +263,7 @@ static ms_status read_input(struct ms_input *in, const struct ms_read_opts *opts
 		if ((s = ms_input_peek_error(in, diag)))
 			return s;
 		return ms__diag_set(diag, MS_ERR_FORMAT, 0, -1,
-		                    ms_input_file_size(in) == 0 && info->compression == MS_COMP_NONE
+		                    ms_input_empty(in) && info->compression == MS_COMP_NONE
 		                            ? "empty file"
 		                            : "unknown file type (not a memsnap trace, PyTorch "
 		                              "snapshot pickle or JSON)");

@@ -15,6 +15,7 @@ Misuse from Python raises as Python does: ValueError (a closed file, whatif(conf
 TypeError (an option's value that is no number, string or boolean).
 """
 
+import contextlib
 import ctypes
 import json
 import os
@@ -132,6 +133,10 @@ class File:
         lib = _load()
         self.path = os.fsdecode(os.fspath(path))
         self.device = device
+        # calls in progress hold the handle: close() waits for them, and none starts after it
+        self._cv = threading.Condition()
+        self._busy = 0
+        self._closing = False
         self._h = ctypes.c_void_p()
         msg = ctypes.create_string_buffer(_MSG)
         rc = lib.ms_file_open(os.fsencode(self.path), ctypes.byref(self._h), msg, _MSG)
@@ -141,19 +146,30 @@ class File:
     @property
     def warning(self):
         """What reading the file warned of (a recording cut short), or None."""
-        self._check()
-        w = _load().ms_file_warning(self._h)
-        return w.decode(errors="replace") if w else None
+        with self._held() as h:
+            w = _load().ms_file_warning(h)
+            return w.decode(errors="replace") if w else None
 
-    def _check(self):
-        if not self._h:
-            raise ValueError("memsnap: the file is closed")
+    @contextlib.contextmanager
+    def _held(self):
+        """The handle, kept open while the block runs (ValueError: the file is closed)."""
+        with self._cv:
+            if not self._h or self._closing:
+                raise ValueError("memsnap: the file is closed")
+            self._busy += 1
+            h = self._h
+        try:
+            yield h
+        finally:
+            with self._cv:
+                self._busy -= 1
+                self._cv.notify_all()
 
     def _ask(self, question, options, device=True):
-        self._check()
         opts = _options(self.device if device else None, options)
-        return _answer(lambda lib, a, n, out, msg, cap:
-                       lib.ms_ask(self._h, question.encode(), a, n, out, msg, cap), opts)
+        with self._held() as h:
+            return _answer(lambda lib, a, n, out, msg, cap:
+                           lib.ms_ask(h, question.encode(), a, n, out, msg, cap), opts)
 
     def info(self):
         """memsnap info --json: what the file holds (its devices, events, segments)."""
@@ -197,22 +213,29 @@ class File:
 
     def diff(self, other, **options):
         """memsnap diff --json: what changed from this file to other (a File or a path)."""
-        self._check()
-        own = not isinstance(other, File)
-        b = File(other) if own else other
-        try:
-            b._check()
-            opts = _options(self.device, options)
-            return _answer(lambda lib, a, n, out, msg, cap:
-                           lib.ms_compare(self._h, b._h, a, n, out, msg, cap), opts)
-        finally:
-            if own:
-                b.close()
+        opts = _options(self.device, options)
+        with self._held() as h:
+            own = not isinstance(other, File)
+            b = File(other) if own else other
+            try:
+                with b._held() as bh:
+                    return _answer(lambda lib, a, n, out, msg, cap:
+                                   lib.ms_compare(h, bh, a, n, out, msg, cap), opts)
+            finally:
+                if own:
+                    b.close()
 
     def close(self):
-        if self._h:
-            _load().ms_file_close(self._h)
-            self._h = ctypes.c_void_p()
+        """Free the file, once the questions being asked of it on other threads are
+        answered; later questions raise ValueError."""
+        with self._cv:
+            if not self._h or self._closing:
+                return
+            self._closing = True
+            while self._busy:
+                self._cv.wait()
+            h, self._h = self._h, ctypes.c_void_p()
+        _load().ms_file_close(h)
 
     def __enter__(self):
         return self
@@ -222,7 +245,8 @@ class File:
 
     def __del__(self):
         try:
-            self.close()
+            if getattr(self, "_cv", None) is not None:
+                self.close()
         except Exception:
             pass
 

@@ -109,5 +109,37 @@ try:
 except TypeError:
     check(True, "a value that is no number or string: TypeError")
 
+# closed while another thread asks: the close waits for the answer; a question after it raises
+import concurrent.futures  # noqa: E402
+with concurrent.futures.ThreadPoolExecutor(2) as ex:
+    with memsnap.open(oom) as f:
+        fut = ex.submit(f.whatif)
+    check(fut.result()["trace"] == oom,
+          "a file closed while a thread asks it: the answer comes first")
+    f = memsnap.open(oom)
+    futs = [ex.submit(f.replay) for _ in range(4)]
+    f.close()
+    f.close()
+    done = closed = 0
+    for x in futs:
+        try:
+            done += x.result()["trace"] == oom
+        except ValueError:
+            closed += 1
+    check(done + closed == 4 and done >= 1,
+          "questions racing a close: answered, or ValueError (%d, %d)" % (done, closed))
+
+# windows: from=/to= and windows= as the commands' flags
+with memsnap.open(oom) as f:
+    r = f.replay(windows="Optimizer.step")
+    w = f.check(**{"from": "100", "to": "400", "max_peak_reserved": "64GiB"})
+    check(isinstance(r["windows"], list) and w["window"]["from_event"] == 100 and
+          w["window"]["to_event"] == 400, "windows through the library")
+    try:
+        f.replay(**{"from": "mark:no such phase"})
+        check(False, "a missing mark raises")
+    except memsnap.MemsnapError as e:
+        check(e.code == 1 and "no such mark" in str(e), "a missing mark: MemsnapError, code 1")
+
 print("%d failed" % fails)
 sys.exit(1 if fails else 0)
