@@ -13,6 +13,8 @@ optional=(clang clang-format)
 [ "${1:-}" = --test ] && pkgs+=(python3-dev)
 # with --test, the JSON schema of the results is checked against every command's output
 [ "${1:-}" = --test ] && pkgs+=(python3-jsonschema)
+# with --test, pytest runs the pytest plugin's own tests (tests/pytest/)
+[ "${1:-}" = --test ] && pkgs+=(python3-pytest)
 
 installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
 missing=() missing_optional=()

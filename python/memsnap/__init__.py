@@ -26,7 +26,7 @@ import threading
 
 from .analyze import File, MemsnapError, open  # noqa: A004 (the analyses: analyze.py)
 
-__all__ = ["record", "stop", "flush", "phase", "step", "mark", "is_recording", "dropped",
+__all__ = ["record", "record_events", "stop", "flush", "phase", "step", "mark", "is_recording", "dropped",
            "open", "File", "MemsnapError"]
 
 MSR_F_SIGNALS = 1
@@ -84,13 +84,17 @@ _lib = None      # libmemsnap_recorder
 _plugin = None   # libmemsnap_torch
 _rec = None      # the struct msr * this module opened (or found)
 _pending = None  # arguments of a record() waiting for CUDA initialisation
+_on_start = []   # called once a record() waiting for CUDA begins (the pytest plugin's)
 
 
 def _libdir():
+    """P/lib/memsnap: libmemsnap_torch there, libmemsnap_recorder in P/lib (an installation
+    under P, or a build tree laid out as one; this file is P/lib/memsnap/python/memsnap/)."""
     d = os.environ.get("MEMSNAP_LIBDIR")
     if d:
         return d
-    return os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    here = os.path.dirname(os.path.abspath(__file__))
+    return os.path.dirname(os.path.dirname(here))
 
 
 def _load():
@@ -259,6 +263,8 @@ def _start(path, stacks, max_frames, flush_ms):
         _rec = r
     # what each device this process has a context on holds outside PyTorch as recording starts
     _mark_all_device_memory(torch)
+    for f in list(_on_start):
+        f()
 
 
 _optimizer_hooks = None
@@ -505,6 +511,35 @@ def _start_quietly(*args):
     except Exception as e:
         import sys
         print(f"memsnap: not recording: {e}", file=sys.stderr)
+
+
+def record_events(path, *, flush_ms=100):
+    """Record into `path` only the events this process gives the recorder's C API itself
+    (libmemsnap_recorder's msr_record on msr_global()), without PyTorch: a program or a test
+    with an allocator of its own. phase(), step() and mark() annotate it as they do record()'s.
+    The trace is finished at exit, or by stop()."""
+    global _rec
+    if not 1 <= flush_ms <= 100:
+        raise ValueError("memsnap.record_events: flush_ms must be within 1..100")
+    lib = _load()
+    with _lock:
+        if _rec is not None:
+            return
+        r = lib.msr_global()
+        if not r:
+            o = _Options()
+            lib.msr_options_init(ctypes.byref(o))
+            o.flags = MSR_F_SIGNALS | MSR_F_ATEXIT
+            o.flush_ms = flush_ms
+            out = ctypes.c_void_p()
+            rc = lib.msr_open(trace_path(os.fspath(path)).encode(), ctypes.byref(o),
+                              ctypes.byref(out))
+            if rc:
+                raise OSError(-rc, f"memsnap: cannot record to {trace_path(os.fspath(path))}: "
+                                   f"{os.strerror(-rc)}")
+            r = out.value
+            lib.msr_set_global(r)
+        _rec = r
 
 
 def is_recording():

@@ -75,3 +75,19 @@ for prog in ask_c ask_cxx; do
 		"$work/lib.json" "$work/cmd.json" || { echo "FAIL: $prog: stats differs from the command"; exit 1; }
 	echo "ok: $prog"
 done
+
+# the Python package and its metadata: memsnap.open over the installed libmemsnap, and the
+# pytest plugin found through the pytest11 entry point with the package's folder on the path
+pydir=$libdir/memsnap/python
+ver=$("$memsnap" version | sed -n 's/^memsnap \([0-9.]*\).*/\1/p')
+test -f "$pydir/memsnap-$ver.dist-info/entry_points.txt" ||
+	{ echo "FAIL: no memsnap-$ver.dist-info beside the Python package"; exit 1; }
+PYTHONPATH=$pydir python3 -c 'import memsnap,sys; sys.exit(memsnap.open(sys.argv[1]).info()["trace"] != sys.argv[1])' "$snap" ||
+	{ echo "FAIL: memsnap.open from the installed package"; exit 1; }
+python3 -c 'import importlib.metadata' 2>/dev/null && PYTHONPATH=$pydir python3 -c '
+import importlib.metadata as m, sys
+eps = m.entry_points()
+eps = eps.select(group="pytest11") if hasattr(eps, "select") else eps.get("pytest11", [])
+sys.exit(not any(e.value == "memsnap.pytest_plugin" for e in eps))' ||
+	{ echo "FAIL: the pytest11 entry point is not found"; exit 1; }
+echo "ok: python package and pytest entry point"

@@ -1,0 +1,45 @@
+"""A small suite for the plugin's tests: one test within its budget, one over, one that leaks."""
+import os
+
+import pytest
+from recorder_events import MiB, free, new_segment_block, oom
+
+SCALE = int(os.environ.get("INNER_SCALE", "1"))
+
+
+def test_small():
+    a = new_segment_block(2 * MiB, 20 * MiB)  # a small request: PyTorch's 20 MiB segment
+    free(a, 2 * MiB)
+
+
+@pytest.mark.gpu_memory(max_reserved="64MiB")
+def test_over_budget():
+    a = new_segment_block(100 * MiB * SCALE)
+    free(a, 100 * MiB * SCALE)
+
+
+@pytest.mark.gpu_memory(max_allocated="10MiB")
+def test_leaks():
+    new_segment_block(16 * MiB)  # never freed
+
+
+@pytest.mark.gpu_memory(max_reserved="1GiB", max_allocated="1GiB")
+def test_within_budget():
+    a = new_segment_block(30 * MiB * SCALE)
+    free(a, 30 * MiB * SCALE)
+
+
+@pytest.mark.gpu_memory(allow_oom=True)
+def test_oom_allowed():
+    oom(1 << 40)
+
+
+@pytest.mark.gpu_memory()
+def test_oom_not_allowed():
+    oom(1 << 40)
+
+
+def test_no_library_without_memsnap(request):
+    import memsnap
+    if not request.config.getoption("memsnap"):
+        assert memsnap._lib is None and memsnap.analyze._lib is None
