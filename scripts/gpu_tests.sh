@@ -38,7 +38,7 @@ for t in "$@"; do
 	esac
 	r=$?
 	[ $r -ne 0 ] && rc=1
-	echo "== $t: exit $r in $(($(date +%s) - t0)) s; $(grep -c '^PASS' "$out/$t.txt") PASS, $(grep -c '^FAIL' "$out/$t.txt") FAIL"
-	grep '^FAIL' "$out/$t.txt" | head -10
+	echo "== $t: exit $r in $(($(date +%s) - t0)) s; $(grep -c '^PASS' "$out/$t.txt") PASS, $(grep -c '^FAIL:' "$out/$t.txt") FAIL"
+	grep '^FAIL:' "$out/$t.txt" | head -10
 done
 exit $rc

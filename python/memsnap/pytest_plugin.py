@@ -285,7 +285,7 @@ class Session:
                 out.append(f"device {dev}: note: {note}")
             for a in ((x.get("findings") or {}).get("largest_activations") or [])[:5]:
                 out.append(f"device {dev}:   {_size(a['bytes'])} in {a['allocations']} "
-                           f"allocation(s) at {a.get('label') or a.get('site')}")
+                           f"allocation(s) at {a.get('label') or a.get('site') or '(no stack recorded: --memsnap-stacks)'}")
         return out
 
     # --- after the run -------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 #!/bin/bash
 # CTest entry for the GPU tests: skips (77) with a message where they cannot run.
-# usage: run_gpu_test.sh record|replay|multi BUILD_DIR SNAPSHOT_DIR OUT_DIR
+# usage: run_gpu_test.sh record|replay|multi|pytest BUILD_DIR SNAPSHOT_DIR OUT_DIR
 set -uo pipefail
 what=$1 build=$2 snaps=$3 out=$4
 here=$(cd "$(dirname "$0")" && pwd)
@@ -25,5 +25,9 @@ multi)
 	[ -f "$build/lib/memsnap/libmemsnap_torch_replay.so" ] || {
 		echo "SKIP: libmemsnap_torch_replay.so not built (MEMSNAP_TORCH)"; exit 77; }
 	exec "$here/multi_gpu.sh" "$build" "$out/multi" ;;
+pytest)
+	[ -f "$build/lib/memsnap/libmemsnap_torch.so" ] || {
+		echo "SKIP: libmemsnap_torch.so not built (MEMSNAP_TORCH)"; exit 77; }
+	exec "$here/pytest_plugin.sh" "$build" "$out/pytest" ;;
 esac
-echo "usage: run_gpu_test.sh record|replay|multi BUILD_DIR SNAPSHOT_DIR OUT_DIR"; exit 2
+echo "usage: run_gpu_test.sh record|replay|multi|pytest BUILD_DIR SNAPSHOT_DIR OUT_DIR"; exit 2
