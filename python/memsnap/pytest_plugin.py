@@ -75,6 +75,8 @@ def pytest_configure(config):
             if opt(name):
                 raise pytest.UsageError(f"--{name.replace('_', '-')} needs --memsnap")
         return
+    if hasattr(config, "workerinput") or getattr(config.option, "numprocesses", None):
+        raise pytest.UsageError("--memsnap records one process: not under pytest-xdist (-n)")
     config.pluginmanager.register(Session(config), "memsnap-session")
 
 
