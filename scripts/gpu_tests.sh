@@ -4,6 +4,7 @@
 #   pytest   the pytest plugin's GPU suite (tests/gpu/pytest_plugin.sh); Debian's pytest is
 #            unpacked from DEBS/pytest/ where the machine's Python has none
 #   record, replay, multi   the GPU tests of ctest -L gpu (tests/gpu/run_gpu_test.sh)
+# The real snapshots of the replay test are SNAPS ($SNAPS, default ../shared/testdata).
 # usage: scripts/gpu_tests.sh DEBS BUILD_DIR OUT TEST...
 set -u
 debs=$1 build=$2 out=$3
@@ -32,7 +33,7 @@ for t in "$@"; do
 		fi
 		bash "$here/tests/gpu/pytest_plugin.sh" "$build" "$out/pytest" >"$out/pytest.txt" 2>&1 ;;
 	record | replay | multi)
-		bash "$here/tests/gpu/run_gpu_test.sh" "$t" "$build" "$here/../shared/testdata" \
+		bash "$here/tests/gpu/run_gpu_test.sh" "$t" "$build" "${SNAPS:-$here/../shared/testdata}" \
 			"$out/$t" >"$out/$t.txt" 2>&1 ;;
 	*) echo "unknown test $t"; continue ;;
 	esac

@@ -20,8 +20,9 @@ with the highest peaks, and with --memsnap-baseline FILE each test's peaks again
 baseline (--memsnap-save-baseline FILE writes one), growth over --memsnap-max-growth PCT failing
 the run.
 
-Memory outside PyTorch (the CUDA context, NCCL's buffers, other libraries) is not seen from
-inside pytest; run pytest under `memsnap record` for it. Without PyTorch and CUDA the plugin
+The figures are PyTorch's allocator's. Memory outside it (the CUDA context, NCCL's buffers, other
+libraries) is measured only where the recorder marks the device's free memory (as recording
+starts, at each step); its raw CUDA calls are seen only with pytest run under `memsnap record`. Without PyTorch and CUDA the plugin
 records only the events the tests give the recorder's C API themselves (memsnap.record_events).
 """
 import json
@@ -404,8 +405,10 @@ class Session:
             tr.write_line(f"baseline written: {self.save}")
         for n in self.notes:
             tr.write_line(f"note: {n}")
-        tr.write_line("note: memory outside PyTorch (the CUDA context, NCCL, other libraries) is "
-                      "not seen from inside pytest: run pytest under `memsnap record` for it")
+        tr.write_line("note: the figures are PyTorch's allocator's; memory outside it (the CUDA "
+                      "context, NCCL, other libraries) is measured only at the device's free-"
+                      "memory marks, and its raw CUDA calls are seen only with pytest run under "
+                      "`memsnap record`")
         if self.dir:
             tr.write_line(f"trace: {self.trace}")
 

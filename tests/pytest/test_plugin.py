@@ -64,7 +64,7 @@ def test_budgets_and_table(tmp_path):
                        "test_over_budget"), rows
     assert ("20.00 MiB", "20.00 MiB", "2.00 MiB", "2.00 MiB", "test_small") in rows, rows
     assert len(rows) == 7, rows
-    assert "not seen from inside pytest" in out
+    assert "seen only with pytest run under `memsnap record`" in out
     # the trace kept, and a page of each test over its budget
     pages = sorted(os.listdir(tmp_path / "d"))
     assert pages == ["memsnap-session.zst", "test_suite.py_test_leaks.device0.html",
