@@ -686,11 +686,19 @@ static void windows_finish(struct ms_stats_builder *b)
 		struct ms_window_figures *w = &r->windows[i];
 		w->requested_at_start = w->requested_at_start - WIN_BASE + pre;
 		w->peak_requested = w->peak_requested - WIN_BASE + pre;
+		w->reserved_at_start = w->reserved_at_start - WIN_BASE + res_end;
+		w->peak_reserved = w->peak_reserved - WIN_BASE + res_end;
+		/* less reserved than requested: the file's segments do not hold its blocks (an
+		   end state that is not the events' own), so reserved is not known */
+		if (w->requested_at_start > w->reserved_at_start ||
+		    w->peak_requested > w->peak_reserved)
+			r->windows_reserved_known = 0;
+	}
+	for (size_t i = 0; i < r->n_windows; i++) {
+		struct ms_window_figures *w = &r->windows[i];
 		w->allocated_at_start = w->requested_at_start;
 		w->peak_allocated = w->peak_requested;
 		w->allocated_at_peak_reserved = 0;
-		w->reserved_at_start = w->reserved_at_start - WIN_BASE + res_end;
-		w->peak_reserved = w->peak_reserved - WIN_BASE + res_end;
 		if (!r->windows_reserved_known)
 			w->reserved_at_start = w->peak_reserved = w->peak_reserved_event = 0;
 	}

@@ -27,6 +27,7 @@ const char *ms_window_end_parse(const char *s, struct ms_window_end *out)
 			if (!n)
 				return "mark:NAME#N counts from 1";
 			out->nth = (uint32_t)n;
+			out->mark_whole_len = len;
 			len = (size_t)(hash - name);
 		}
 		if (!len)
@@ -86,22 +87,27 @@ static void close_window(struct ms_windows *ws, size_t at, uint64_t index)
 	ws->n_open--;
 }
 
-/* The one window's figures, made the first time they are needed. */
+/* The one window's figures (and its candidate's), made the first time they are needed. */
 static ms_status one(struct ms_windows *ws)
 {
+	const struct ms_windows_asked *a = ws->asked;
+	size_t n;
+
 	if (ws->n)
 		return MS_OK;
-	if (ms_grow(&ws->w, &ws->cap, 1, sizeof(*ws->w)))
+	ws->alt = a->from.mark_whole_len || a->to.mark_whole_len;
+	n = ws->alt ? 2 : 1;
+	if (ms_grow(&ws->w, &ws->cap, n, sizeof(*ws->w)))
 		return MS_ERR_NOMEM;
-	memset(&ws->w[0], 0, sizeof(ws->w[0]));
-	ws->n = 1;
+	memset(ws->w, 0, n * sizeof(*ws->w));
+	ws->n = n;
 	return MS_OK;
 }
 
-static void close_one(struct ms_windows *ws, uint64_t index)
+static void close_one(struct ms_windows *ws, size_t k, uint64_t index)
 {
 	for (size_t i = 0; i < ws->n_open; i++)
-		if (ws->open[i] == 0) {
+		if (ws->open[i] == k) {
 			close_window(ws, i, index);
 			return;
 		}
@@ -117,21 +123,31 @@ ms_status ms_windows_before_event(struct ms_windows *ws, uint64_t index,
 		return MS_OK;
 	if ((s = one(ws)))
 		return s;
-	if (!ws->w[0].opened &&
-	    ((a->from.kind == MS_WINDOW_EDGE && index == 0) ||
-	     (a->from.kind == MS_WINDOW_EVENT && a->from.event == index)) &&
-	    (s = open_window(ws, 0, index, st)))
-		return s;
-	if (ws->w[0].opened && !ws->w[0].closed && a->to.kind == MS_WINDOW_EVENT &&
-	    a->to.event == index)
-		close_one(ws, index);
+	for (size_t k = 0; k < ws->n; k++) {
+		if (!ws->w[k].opened &&
+		    ((a->from.kind == MS_WINDOW_EDGE && index == 0) ||
+		     (a->from.kind == MS_WINDOW_EVENT && a->from.event == index)) &&
+		    (s = open_window(ws, k, index, st)))
+			return s;
+		if (ws->w[k].opened && !ws->w[k].closed && a->to.kind == MS_WINDOW_EVENT &&
+		    a->to.event == index)
+			close_one(ws, k, index);
+	}
 	return MS_OK;
 }
 
-static int named(const struct ms_window_end *e, const char *name)
+/* name is e's: its name (candidate 0), or the whole text where it ended in "#N" (1). */
+static int named(const struct ms_window_end *e, size_t k, const char *name)
 {
-	return e->kind == MS_WINDOW_MARK && strlen(name) == e->mark_len &&
-	       !memcmp(name, e->mark, e->mark_len);
+	size_t len = k && e->mark_whole_len ? e->mark_whole_len : e->mark_len;
+
+	return e->kind == MS_WINDOW_MARK && strlen(name) == len && !memcmp(name, e->mark, len);
+}
+
+/* The Nth of e's marks, for candidate k: the whole text's first where it is that. */
+static uint32_t nth(const struct ms_window_end *e, size_t k)
+{
+	return k && e->mark_whole_len ? 1 : e->nth;
 }
 
 /* name among the first names of marks seen, where it is new and there is room */
@@ -167,13 +183,16 @@ ms_status ms_windows_annotation(struct ms_windows *ws, uint64_t index, const cha
 		if ((s = one(ws)))
 			return s;
 		note_seen(ws, name);
-		if (named(&a->from, name) && stage != MS_ANN_END &&
-		    ++ws->from_seen == a->from.nth && !ws->w[0].opened &&
-		    (s = open_window(ws, 0, index, st)))
-			return s;
-		if (named(&a->to, name) && stage != MS_ANN_START && ++ws->to_seen == a->to.nth &&
-		    ws->w[0].opened && !ws->w[0].closed)
-			close_one(ws, index);
+		for (size_t k = 0; k < ws->n; k++) {
+			if (named(&a->from, k, name) && stage != MS_ANN_END &&
+			    ++ws->from_seen[k] == nth(&a->from, k) && !ws->w[k].opened &&
+			    (s = open_window(ws, k, index, st)))
+				return s;
+			if (named(&a->to, k, name) && stage != MS_ANN_START &&
+			    ++ws->to_seen[k] == nth(&a->to, k) && ws->w[k].opened &&
+			    !ws->w[k].closed)
+				close_one(ws, k, index);
+		}
 		return MS_OK;
 	}
 	if (!a->prefix || strncmp(name, a->prefix, strlen(a->prefix)))
@@ -242,9 +261,10 @@ void ms_windows_after_event(struct ms_windows *ws, uint64_t index, int counted, 
 
 void ms_windows_end(struct ms_windows *ws, uint64_t n, int stopped)
 {
-	if (ws->asked && ws->asked->one && one(ws) == MS_OK && !ws->w[0].opened &&
-	    ws->asked->from.kind == MS_WINDOW_EDGE)
-		(void)open_window(ws, 0, 0, NULL); /* a trace without events */
+	if (ws->asked && ws->asked->one && one(ws) == MS_OK)
+		for (size_t k = 0; k < ws->n; k++)
+			if (!ws->w[k].opened && ws->asked->from.kind == MS_WINDOW_EDGE)
+				(void)open_window(ws, k, 0, NULL); /* a trace without events */
 	for (size_t i = 0; i < ws->n_open; i++) {
 		struct ms_window_figures *w = &ws->w[ws->open[i]];
 		w->to = n;
@@ -255,6 +275,20 @@ void ms_windows_end(struct ms_windows *ws, uint64_t n, int stopped)
 		w->replay_stopped_inside = stopped;
 	}
 	ws->n_open = 0;
+	if (!ws->asked || !ws->asked->one || !ws->n)
+		return;
+	/* the one window: the whole text as a mark's name where the trace has such a mark */
+	if (ws->alt && (ws->from_seen[1] || ws->to_seen[1])) {
+		ms_free(ws->w[0].name);
+		ws->w[0] = ws->w[1];
+		ws->from_seen[0] = ws->from_seen[1];
+		ws->to_seen[0] = ws->to_seen[1];
+	} else if (ws->alt) {
+		ms_free(ws->w[1].name);
+	}
+	ws->n = 1;
+	ws->w[0].from_marks = ws->from_seen[0];
+	ws->w[0].to_marks = ws->to_seen[0];
 }
 
 void ms_windows_take(struct ms_windows *ws, struct ms_window_figures **out, size_t *n, char *seen,
@@ -285,19 +319,26 @@ int ms_window_missing(const struct ms_windows_asked *a, const char *from_text, c
 			snprintf(msg, cap,
 			         "--from %s: the replay ran out of memory at event %llu, before it",
 			         from_text, (unsigned long long)stopped_at);
+		else if (a->from.kind == MS_WINDOW_MARK && n && w[0].from_marks)
+			snprintf(msg, cap, "--from %s: the trace has %u such mark%s", from_text,
+			         w[0].from_marks, w[0].from_marks == 1 ? "" : "s");
 		else if (a->from.kind == MS_WINDOW_MARK)
-			snprintf(msg, cap, "--from %s: the trace has no such mark%s (%s%s)",
-			         from_text, a->from.nth > 1 ? " that many times" : "",
-			         seen[0] ? "its marks: " : "it has no marks", seen);
+			snprintf(msg, cap, "--from %s: the trace has no such mark (%s%s)",
+			         from_text, seen[0] ? "its marks: " : "it has no marks", seen);
 		else
 			snprintf(msg, cap, "--from %s: the trace has %llu events", from_text,
 			         (unsigned long long)events);
 		return 1;
 	}
 	if (!w[0].closed && !w[0].replay_stopped_inside && a->to.kind != MS_WINDOW_EDGE) {
-		if (a->to.kind == MS_WINDOW_MARK)
-			snprintf(msg, cap, "--to %s: no such mark after the window's start%s",
-			         to_text, a->to.nth > 1 ? " (counted from the trace's start)" : "");
+		if (a->to.kind == MS_WINDOW_MARK && w[0].to_marks < a->to.nth && w[0].to_marks)
+			snprintf(msg, cap, "--to %s: the trace has %u such mark%s", to_text,
+			         w[0].to_marks, w[0].to_marks == 1 ? "" : "s");
+		else if (a->to.kind == MS_WINDOW_MARK && !w[0].to_marks)
+			snprintf(msg, cap, "--to %s: the trace has no such mark (%s%s)", to_text,
+			         seen[0] ? "its marks: " : "it has no marks", seen);
+		else if (a->to.kind == MS_WINDOW_MARK)
+			snprintf(msg, cap, "--to %s: it comes before the window's start", to_text);
 		else
 			snprintf(msg, cap, "--to %s: the trace has %llu events", to_text,
 			         (unsigned long long)events);

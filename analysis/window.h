@@ -38,13 +38,18 @@ struct ms_window_end {
 	const char *mark; /* not owned: points into the text parsed */
 	size_t mark_len;
 	uint32_t nth; /* from 1 */
+	/* the text ended in "#N": the whole of it (mark_whole_len bytes) may be a mark's name too
+	 * (torch.profiler's "ProfilerStep#3"); where the trace has a mark so named, that is it */
+	size_t mark_whole_len;
 };
 
 /*
  * s as a window's end: an event's number ("1200"), or "mark:NAME" (the first annotation named
- * NAME), "mark:NAME#N" (the Nth). From a mark, a window starts at a phase's start or a mark of
- * that name; to a mark, it ends at a phase's end or a mark of that name (counted apart: the
- * Nth phase NAME is "--from mark:NAME#N --to mark:NAME#N"). Returns NULL, or why s is not one.
+ * NAME), "mark:NAME#N" (the Nth; where the trace has a mark named "NAME#N" itself, its first,
+ * as torch.profiler names its steps "ProfilerStep#N"). From a mark, a window starts at a phase's
+ * start or a mark of that name; to a mark, it ends at a phase's end or a mark of that name (counted
+ * apart: the Nth phase NAME is "--from mark:NAME#N --to mark:NAME#N"). Returns NULL, or why s is
+ * not one.
  */
 const char *ms_window_end_parse(const char *s, struct ms_window_end *out);
 
@@ -63,6 +68,8 @@ struct ms_window_figures {
 	uint64_t requested_at_start, peak_requested;
 	uint64_t recorded_ooms; /* the device's recorded OOMs inside it */
 	uint64_t events;        /* the device's events of PyTorch's allocator inside it */
+	/* the one window (from..to): how many marks of its ends' names the trace has */
+	uint32_t from_marks, to_marks;
 };
 
 /*
@@ -82,7 +89,13 @@ struct ms_windows {
 	size_t n, cap;
 	size_t *open; /* indices into w of the windows open now */
 	size_t n_open, cap_open;
-	uint32_t from_seen, to_seen; /* marks of the one window's names seen so far */
+	/*
+	 * The one window: w[0], and where an end names "NAME#N" w[1] too, the candidate of the
+	 * whole text as the name (which wins where the trace has such a mark); the marks of each
+	 * candidate's names seen so far.
+	 */
+	int alt;
+	uint32_t from_seen[2], to_seen[2];
 	/* the first names of marks seen (for a window's mark that is not there), "; "-joined */
 	char seen[256];
 	size_t n_seen;

@@ -115,7 +115,7 @@ static const struct {
 	unsigned takes;
 } questions[] = {
         {"info", 0},
-        {"stats", 1u << O_DEVICE | 1u << O_DEPTH},
+        {"stats", 1u << O_DEVICE | 1u << O_DEPTH | WINDOW_OPTS | 1u << O_WINDOWS},
         {"replay", REPLAY_OPTS | WINDOW_OPTS | 1u << O_WINDOWS},
         {"verify", REPLAY_OPTS},
         {"explain", REPLAY_OPTS | WINDOW_OPTS | 1u << O_JOBS | 1u << O_DEPTH},
@@ -183,7 +183,7 @@ void ms_json_free(char *json)
 	cJSON_free(json);
 }
 
-static int option(struct ask *a, const char *opt, char *msg, size_t cap)
+static int option(struct ask *a, const char *opt, unsigned takes, char *msg, size_t cap)
 {
 	const char *eq = strchr(opt, '='), *v, *why;
 	size_t n = eq ? (size_t)(eq - opt) : 0;
@@ -306,11 +306,13 @@ static int option(struct ask *a, const char *opt, char *msg, size_t cap)
 	} else {
 		char names[512];
 		size_t at = 0;
+		names[0] = 0;
 		for (unsigned k = 0; k < O_N && at < sizeof(names); k++)
-			at += (size_t)snprintf(names + at, sizeof(names) - at, "%s%s",
-			                       k ? ", " : "", opt_name[k]);
-		return say(msg, cap, ASK_USAGE, "option '%s': no such option (the options: %s)",
-		           opt, names);
+			if (takes & 1u << k)
+				at += (size_t)snprintf(names + at, sizeof(names) - at, "%s%s",
+				                       at ? ", " : "", opt_name[k]);
+		return say(msg, cap, ASK_USAGE, "option '%s': no such option (%s%s)", opt,
+		           names[0] ? "this question takes: " : "this question takes none", names);
 	}
 #undef IS
 	return ASK_OK;
@@ -571,8 +573,22 @@ static cJSON *stats_of(const struct ms_file *in, const struct ask *a, int64_t de
 	}
 	if (dev >= 0)
 		ms_stats_builder_only(b, (uint32_t)dev);
+	if (a->o.windows)
+		ms_stats_builder_windows(b, a->o.windows);
 	ms_stats_builder_sink(b, &sink);
-	if (!(s = ms_trace_emit(in->t, &sink))) {
+	if (!(s = ms_trace_emit(in->t, &sink)) && a->o.windows) {
+		const struct ms_trace_stats *r = ms_stats_builder_result(b);
+		char why[512];
+		if (ms_window_missing(&a->windows, a->from, a->to, r->window_events, UINT64_MAX,
+		                      r->windows, r->n_windows, r->window_marks_seen, why,
+		                      sizeof(why))) {
+			ms__diag_set(d, MS_ERR_INVALID_ARG, -1, -1, "%s",
+			             strncmp(why, "--", 2) ? why : why + 2);
+			ms_stats_builder_free(b);
+			return NULL;
+		}
+	}
+	if (!s) {
 		struct ms_stats_view v = {in->path,
 		                          device,
 		                          dev,
@@ -661,14 +677,18 @@ static int ask_options(const char *question, const char *const *options, size_t 
                        struct ask *a, char *msg, size_t cap)
 {
 	int rc = ASK_OK;
+	unsigned takes = 0;
 
 	memset(a, 0, sizeof(*a));
 	a->device = UINT64_MAX;
 	a->budgets.max_waste = -1;
 	a->site_depth = 1;
 	a->top = 10;
+	for (size_t q = 0; q < sizeof(questions) / sizeof(questions[0]); q++)
+		if (!strcmp(question, questions[q].q))
+			takes = questions[q].takes;
 	for (size_t i = 0; i < n_options && !rc; i++)
-		rc = options[i] ? option(a, options[i], msg, cap)
+		rc = options[i] ? option(a, options[i], takes, msg, cap)
 		                : say(msg, cap, ASK_USAGE, "a NULL option");
 	for (size_t q = 0; !rc && q < sizeof(questions) / sizeof(questions[0]); q++)
 		if (!strcmp(question, questions[q].q) && (a->given & ~questions[q].takes))

@@ -75,11 +75,21 @@ void ms_check_markdown(const char *trace, const struct ms_check_row *rows, size_
 		printf(": passed (%zu gate%s)\n\n", gates, gates == 1 ? "" : "s");
 	for (size_t i = 0; i < n; i++) {
 		const struct ms_check_figures *f = &rows[i].f;
-		printf("**Device %u**: peak reserved %s%s, peak allocated %s%s, waste at the peak "
+		if (f->windowed)
+			printf("**Device %u**, the window of events %llu to %llu%s (reserved %s, "
+			       "allocated %s at its start): ",
+			       (unsigned)rows[i].device, (unsigned long long)f->window.from,
+			       (unsigned long long)f->window.to,
+			       f->window.closed ? "" : ", open at the end",
+			       ms_format_size(b1, sizeof(b1), f->window.reserved_at_start),
+			       ms_format_size(b2, sizeof(b2), f->window.allocated_at_start));
+		else
+			printf("**Device %u**: ", (unsigned)rows[i].device);
+		printf("peak reserved %s%s, peak allocated %s%s, waste at the peak "
 		       "%.3f of the reserved peak.\n\n",
-		       (unsigned)rows[i].device, f->mid_run ? "at least " : "",
-		       ms_format_size(b1, sizeof(b1), f->reserved), f->mid_run ? "at least " : "",
-		       ms_format_size(b2, sizeof(b2), f->allocated), f->waste);
+		       f->mid_run ? "at least " : "", ms_format_size(b1, sizeof(b1), f->reserved),
+		       f->mid_run ? "at least " : "", ms_format_size(b2, sizeof(b2), f->allocated),
+		       f->waste);
 		if (f->mid_run)
 			fputs("The trace starts mid-run: its peaks are from its first event on, "
 			      "and the "
@@ -173,6 +183,22 @@ ms_status ms_check_junit(const char *trace, const struct ms_check_row *rows, siz
 	             gates, failed)) ||
 	    (s = xml_text(out, trace)) ||
 	    (s = ms_buf_printf(out, "\" tests=\"%zu\" failures=\"%zu\">\n", gates, failed)))
+		return s;
+	/* a window gated: where, as properties of the suite (one element of them) */
+	for (size_t i = 0, open = 0; i < n && !s; i++) {
+		if (rows[i].f.windowed && !open++)
+			s = ms_buf_printf(out, "    <properties>\n");
+		if (rows[i].f.windowed && !s)
+			s = ms_buf_printf(
+			        out,
+			        "      <property name=\"device%u.window\" value=\"events %llu "
+			        "to %llu\"/>\n",
+			        (unsigned)rows[i].device, (unsigned long long)rows[i].f.window.from,
+			        (unsigned long long)rows[i].f.window.to);
+		if (open && i == n - 1 && !s)
+			s = ms_buf_printf(out, "    </properties>\n");
+	}
+	if (s)
 		return s;
 	for (size_t i = 0; i < n; i++) {
 		const struct ms_check_result *res = &rows[i].res;

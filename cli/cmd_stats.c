@@ -99,7 +99,7 @@ static void print_windows(const struct ms_stats_read *j)
 	if (!r->windows_asked)
 		return;
 	if (!r->n_windows)
-		printf("windows: no phase of that name in the trace\n");
+		printf("windows: no phase whose name starts with that prefix\n");
 	for (size_t i = 0; i < r->n_windows; i++) {
 		const struct ms_window_figures *w = &r->windows[i];
 		printf("window %s%s%sevents %llu to %llu%s: requested %s at its start, peak %s "

@@ -25,6 +25,9 @@ struct arg {
 #define A_CONF {"alloc_conf", "string", "PYTORCH_CUDA_ALLOC_CONF to replay with", NB}
 #define A_JOBS {"jobs", "integer", "threads (default: one per CPU)", 1, 1024}
 #define A_DEPTH {"site_depth", "integer", "frames that make a site (default 1)", 1, 64}
+#define A_FROM {"from", "string", "a window from here: an event's number, or \"mark:NAME\" (a phase's start), \"mark:NAME#N\" the Nth", NB}
+#define A_TO {"to", "string", "the window up to here, not included: an event's number, or \"mark:NAME\" (a phase's end)", NB}
+#define A_WINDOWS {"windows", "string", "a window for each phase whose name starts with this (not with from or to)", NB}
 #define A_END {NULL, NULL, NULL, NB}
 /* clang-format on */
 
@@ -38,13 +41,14 @@ static const struct tool {
          {A_END}},
         {"stats",
          "stats",
-         "Peaks, the top allocation sites at the peak, what is live at the end.",
-         {A_DEVICE, A_DEPTH, A_END}},
+         "Peaks, the top allocation sites at the peak, what is live at the end; windows of the "
+         "run from the trace alone.",
+         {A_DEVICE, A_DEPTH, A_FROM, A_TO, A_WINDOWS, A_END}},
         {"replay",
          "replay",
          "Replay the trace against memsnap's model of PyTorch's CUDA caching allocator: OOMs, "
-         "peaks, retries, who held the memory at an OOM.",
-         {A_DEVICE, A_REPLAY, A_CONF, A_END}},
+         "peaks, retries, who held the memory at an OOM; each window's peaks and rise.",
+         {A_DEVICE, A_REPLAY, A_CONF, A_FROM, A_TO, A_WINDOWS, A_END}},
         {"verify",
          "verify",
          "Whether the replay's segments equal the recorded ones.",
@@ -54,7 +58,7 @@ static const struct tool {
          "What holds the memory at the peak and at an OOM (parameters, gradients, optimizer "
          "state, activations), what grows, the verdict on an OOM's cause, the settings that "
          "would have helped, each replayed.",
-         {A_DEVICE, A_REPLAY, A_CONF, A_JOBS, A_DEPTH, A_END}},
+         {A_DEVICE, A_REPLAY, A_CONF, A_JOBS, A_DEPTH, A_FROM, A_TO, A_END}},
         {"whatif",
          "whatif",
          "Replay under several allocator settings: which avoids the OOM, the peak under each, "
@@ -83,6 +87,8 @@ static const struct tool {
           {"max_growth", "string", "allowed growth over the baseline, e.g. \"5%\"", NB},
           {"allow_oom", "boolean", "pass a run that recorded an OOM", NB},
           {"allow_cut_short", "boolean", "pass a trace whose recording was cut short", NB},
+          A_FROM,
+          A_TO,
           A_END}},
         {"diff",
          "diff",
@@ -205,10 +211,16 @@ static int options_of(const cJSON *args, char opts[][1100], size_t cap, size_t *
 	{
 		const cJSON *c;
 		if (!strcmp(a->string, "path") || !strcmp(a->string, "other") ||
-		    !strcmp(a->string, "output"))
+		    !strcmp(a->string, "output") || cJSON_IsNull(a)) /* null: not given */
 			continue;
 		if (!strcmp(a->string, "configs") && !cJSON_IsArray(a))
 			return snprintf(why, why_cap, "configs: a list of strings"), -1;
+		if (!strcmp(a->string, "configs") && !cJSON_GetArraySize(a))
+			return snprintf(why, why_cap,
+			                "configs: an empty list, no setting to try (leave it out "
+			                "for "
+			                "memsnap's matrix)"),
+			       -1;
 		if (!strcmp(a->string, "configs")) {
 			cJSON_ArrayForEach(c, a)
 			{

@@ -72,7 +72,7 @@ void ms_replay_cli_print_windows(const char *lbl, const struct ms_replay_result 
 	if (!r->windows_asked)
 		return;
 	if (!r->n_windows)
-		printf("%s: windows: no phase of that name in the trace\n", lbl);
+		printf("%s: windows: no phase whose name starts with that prefix\n", lbl);
 	for (size_t i = 0; i < r->n_windows; i++) {
 		const struct ms_window_figures *w = &r->windows[i];
 		printf("%s: window %s%s%sevents %llu to %llu%s: reserved %s at its start, peak %s "

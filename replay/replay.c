@@ -993,6 +993,18 @@ static ms_status r_annotation(void *ctx, const struct ms_annotation *a)
 	struct ms_window_now now;
 
 	/*
+	 * Windows first: one that starts or ends before event a->event_index, or at this mark,
+	 * has the state before what the mark does to the model (an empty_cache() mark empties it
+	 * here, where the recording frees the segments in the events after the mark).
+	 */
+	if (p->o->windows && p->syms && !p->err && !p->stopped &&
+	    ((p->err = ms_windows_before_event(&p->wins, a->event_index, window_now(p, &now))) ||
+	     (p->err = ms_windows_annotation(&p->wins, a->event_index,
+	                                     ms_symtab_get_str(p->syms, a->name)->s, a->stage,
+	                                     window_now(p, &now)))))
+		return p->err;
+
+	/*
 	 * A call the recorder marked (every device's cache): the model empties its cache here,
 	 * also where the recorded run had nothing to give back; the segment frees recorded after
 	 * the mark then match the model's own.
@@ -1069,11 +1081,6 @@ static ms_status r_annotation(void *ctx, const struct ms_annotation *a)
 			                                       p->o->n_use_on_oom_pools, code);
 		}
 	}
-	if (p->o->windows && p->syms && !p->err && !p->stopped &&
-	    (p->err = ms_windows_annotation(&p->wins, a->event_index,
-	                                    ms_symtab_get_str(p->syms, a->name)->s, a->stage,
-	                                    window_now(p, &now))))
-		return p->err;
 	return p->o->on_annotation ? p->o->on_annotation(p->o->ctx, a) : MS_OK;
 }
 

@@ -66,7 +66,7 @@ def test_budgets_and_table(tmp_path):
     assert len(rows) == 7, rows
     assert "seen only with pytest run under `memsnap record`" in out
     # the trace kept, and a page of each test over its budget
-    pages = sorted(os.listdir(tmp_path / "d"))
+    pages = sorted(re.sub(r"\.[0-9a-f]{8}\.", ".", p) for p in os.listdir(tmp_path / "d"))
     assert pages == ["memsnap-session.zst", "test_suite.py_test_leaks.device0.html",
                      "test_suite.py_test_oom_not_allowed.device0.html",
                      "test_suite.py_test_over_budget.device0.html"], pages
@@ -79,7 +79,8 @@ def test_baseline(tmp_path):
     assert code == 0 and "baseline written" in out, out
     b = json.load(open(base))
     assert b["tests"]["test_suite.py::test_small"]["0"] == {
-        "peak_allocated_bytes": 2 << 20, "peak_reserved_bytes": 20 << 20}, b
+        "peak_allocated_bytes": 2 << 20, "peak_reserved_bytes": 20 << 20,
+        "allocated_rise_bytes": 2 << 20, "reserved_rise_bytes": 20 << 20}, b
     # the same run again: within; twice the memory: over 10%, the run fails; a new test listed
     code, out = run(tmp_path, "--memsnap", "--memsnap-baseline", str(base), "-k",
                     "small or within")
@@ -94,9 +95,23 @@ def test_baseline(tmp_path):
     assert "not in the baseline (1): test_suite.py::test_leaks (device 0)" in out, out
 
 
+def test_skipped_and_malformed(tmp_path):
+    # a test skipped in its setup has no row; a baseline of the wrong shape is a usage error
+    code, out = run(tmp_path, "--memsnap", "-k", "small", env={"INNER_SKIP": "1"})
+    assert code == 0 and "test_small" not in out.split("GPU memory per test")[1], out
+    for bad in ('{"memsnap_baseline": 1, "tests": {"t": {"0": 7}}}',
+                '{"memsnap_baseline": 1, "tests": {"t": {"0": {"peak_reserved_bytes": "x"}}}}',
+                '{"tests": {}}'):
+        (tmp_path / "b.json").write_text(bad)
+        code, out = run(tmp_path, "--memsnap", "--memsnap-baseline", str(tmp_path / "b.json"))
+        assert code == 4 and "b.json" in out and "INTERNALERROR" not in out, out
+
+
 def test_usage_errors(tmp_path):
     code, out = run(tmp_path, "--memsnap-dir", str(tmp_path))
     assert code == 4 and "--memsnap-dir needs --memsnap" in out, out
+    code, out = run(tmp_path, "--memsnap-top", "2")
+    assert code == 4 and "--memsnap-top needs --memsnap" in out, out
     code, out = run(tmp_path, "--memsnap", "--memsnap-max-growth", "5")
     assert code == 4 and "--memsnap-max-growth needs --memsnap-baseline" in out, out
     (tmp_path / "bad.json").write_text("{")

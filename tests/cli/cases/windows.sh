@@ -28,3 +28,13 @@ echo "exit $?"
 	python3 -c 'import json,sys; print(json.load(sys.stdin)["windows"])'
 "$MEMSNAP" -q stats --from mark:nope "$s"
 echo "exit $?"
+# a window that starts where empty_cache() is marked has the state before the mark's release
+# (the recording frees the segments in the events after it), as stats reads it from the events
+e=testdata/snapshots/explain/empty_cache.zst
+"$MEMSNAP" -q replay --from 1182 --to 1194 "$e" | grep -o 'reserved [^;]*'
+"$MEMSNAP" -q stats --from 1182 --to 1194 "$e" | grep -o 'reserved .*'
+# torch.profiler's "ProfilerStep#N": the whole name where the trace has it; how many there are
+p=testdata/snapshots/explain/profiler.pickle.zst
+"$MEMSNAP" -q replay --from 'mark:ProfilerStep#1' --to 'mark:ProfilerStep#1' "$p" | grep -o 'events [0-9]* to [0-9]*'
+"$MEMSNAP" -q replay --to 'mark:Optimizer.step#AdamW.step#99' "$s" 2>&1
+"$MEMSNAP" -q replay --from 'mark:Optimizer.step#AdamW.step#3' --to 'mark:Optimizer.step#AdamW.step#2' "$s" 2>&1
