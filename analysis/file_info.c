@@ -84,8 +84,26 @@ static ms_status i_event(void *ctx, const struct ms_event *e)
 
 static ms_status i_ann(void *ctx, const struct ms_annotation *a)
 {
-	(void)a;
-	((struct ms_file_info *)ctx)->anns++;
+	struct ms_file_info *x = ctx;
+	struct ms_file_mark *m;
+	uint64_t *k;
+
+	x->anns++;
+	if (!(k = ms_u64map_get(&x->mark_of, a->name))) {
+		if (ms_grow(&x->marks, &x->cap_marks, x->n_marks + 1, sizeof(*x->marks)) ||
+		    ms_u64map_put(&x->mark_of, a->name, x->n_marks + 1))
+			return MS_ERR_NOMEM;
+		memset(&x->marks[x->n_marks], 0, sizeof(*x->marks));
+		x->marks[x->n_marks++].name = a->name;
+		k = ms_u64map_get(&x->mark_of, a->name);
+	}
+	m = &x->marks[*k - 1];
+	if (a->stage == MS_ANN_START)
+		m->starts++;
+	else if (a->stage == MS_ANN_END)
+		m->ends++;
+	else
+		m->points++;
 	return MS_OK;
 }
 
@@ -121,6 +139,8 @@ void ms_file_info_sink(struct ms_file_info *x, struct ms_sink *sink)
 void ms_file_info_release(struct ms_file_info *x)
 {
 	ms_u64map_release(&x->streams);
+	ms_u64map_release(&x->mark_of);
+	ms_free(x->marks);
 	ms_free(x->stream_list);
 	ms_arena_release(&x->arena);
 	memset(x, 0, sizeof(*x));

@@ -37,6 +37,17 @@ struct ms_file_info {
 	 * trace puts in one (memsnap's recordings, PyTorch 2.12+), the end-state segments */
 	uint8_t pool_seen[65536 / 8];
 	uint64_t n_pools, pool_events, pool_segs, pool_reserved;
+	/* the marks by name (string ids of syms), in order of first appearance: the windows'
+	 * mark:NAME (replay/window.h) */
+	struct ms_file_mark *marks;
+	size_t n_marks, cap_marks;
+	struct ms_u64map mark_of; /* name id -> index + 1 into marks */
+};
+
+/* The annotations of one name: phases' starts and ends, and point marks (steps too). */
+struct ms_file_mark {
+	uint32_t name;
+	uint64_t starts, ends, points;
 };
 
 /* The sink that fills x (zeroed by the caller) from a read of the file. */

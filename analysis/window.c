@@ -70,7 +70,7 @@ static ms_status open_window(struct ms_windows *ws, size_t k, uint64_t index,
 	w->peak_reserved = w->reserved_at_start;
 	w->peak_allocated = w->allocated_at_start;
 	w->allocated_at_peak_reserved = w->allocated_at_start;
-	w->peak_reserved_event = w->peak_allocated_event = index ? index - 1 : 0;
+	w->peak_reserved_event = w->peak_allocated_event = w->fullest_event = index ? index - 1 : 0;
 	if (st) {
 		ws->last_reserved_peak = st->reserved_peak;
 		ws->last_allocated_peak = st->allocated_peak;
@@ -245,16 +245,25 @@ void ms_windows_after_event(struct ms_windows *ws, uint64_t index, int counted, 
 		struct ms_window_figures *w = &ws->w[ws->open[i]];
 		w->events += counted != 0;
 		w->recorded_ooms += recorded_oom != 0;
-		if (rpeak > w->peak_reserved) {
+		/* a peak that the start held: at the first event inside that holds it too */
+		if (rpeak > w->peak_reserved ||
+		    (rpeak == w->peak_reserved && !w->reserved_peak_inside)) {
 			w->peak_reserved = rpeak;
-			w->peak_reserved_event = index;
+			w->peak_reserved_event = w->fullest_event = index;
+			w->allocated_at_peak_reserved = alloc;
+			w->reserved_peak_inside = 1;
+		} else if (res == w->peak_reserved && alloc > w->allocated_at_peak_reserved) {
+			/* the peak stands, with more allocated: the fullest moment of it */
+			w->fullest_event = index;
 			w->allocated_at_peak_reserved = alloc;
 		}
 		if (qpeak > w->peak_requested)
 			w->peak_requested = qpeak;
-		if (apeak > w->peak_allocated) {
+		if (apeak > w->peak_allocated ||
+		    (apeak == w->peak_allocated && !w->allocated_peak_inside)) {
 			w->peak_allocated = apeak;
 			w->peak_allocated_event = index;
+			w->allocated_peak_inside = 1;
 		}
 	}
 }
@@ -323,7 +332,9 @@ int ms_window_missing(const struct ms_windows_asked *a, const char *from_text, c
 			snprintf(msg, cap, "--from %s: the trace has %u such mark%s", from_text,
 			         w[0].from_marks, w[0].from_marks == 1 ? "" : "s");
 		else if (a->from.kind == MS_WINDOW_MARK)
-			snprintf(msg, cap, "--from %s: the trace has no such mark (%s%s)",
+			snprintf(msg, cap,
+			         "--from %s: the trace has no such mark (%s%s; memsnap info lists "
+			         "them)",
 			         from_text, seen[0] ? "its marks: " : "it has no marks", seen);
 		else
 			snprintf(msg, cap, "--from %s: the trace has %llu events", from_text,
@@ -335,8 +346,10 @@ int ms_window_missing(const struct ms_windows_asked *a, const char *from_text, c
 			snprintf(msg, cap, "--to %s: the trace has %u such mark%s", to_text,
 			         w[0].to_marks, w[0].to_marks == 1 ? "" : "s");
 		else if (a->to.kind == MS_WINDOW_MARK && !w[0].to_marks)
-			snprintf(msg, cap, "--to %s: the trace has no such mark (%s%s)", to_text,
-			         seen[0] ? "its marks: " : "it has no marks", seen);
+			snprintf(msg, cap,
+			         "--to %s: the trace has no such mark (%s%s; memsnap info lists "
+			         "them)",
+			         to_text, seen[0] ? "its marks: " : "it has no marks", seen);
 		else if (a->to.kind == MS_WINDOW_MARK)
 			snprintf(msg, cap, "--to %s: it comes before the window's start", to_text);
 		else

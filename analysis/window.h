@@ -61,13 +61,17 @@ struct ms_window_figures {
 	int closed;        /* its end was reached (0: the trace or the replay ended inside it) */
 	int replay_stopped_inside; /* the replay ran out of memory inside it */
 	uint64_t reserved_at_start, allocated_at_start;
-	uint64_t peak_reserved, peak_reserved_event; /* the event after which it was reached */
-	uint64_t allocated_at_peak_reserved;
+	/* the event after which it was reached: inside the window, or where no event inside held
+	 * as much, the one before it (the start's) */
+	uint64_t peak_reserved, peak_reserved_event;
+	/* the most allocated while the reserved peak stood, and the event after which it was */
+	uint64_t allocated_at_peak_reserved, fullest_event;
 	uint64_t peak_allocated, peak_allocated_event;
 	/* the bytes the program asked for (PyTorch's requested_bytes; allocated is rounded) */
 	uint64_t requested_at_start, peak_requested;
 	uint64_t recorded_ooms; /* the device's recorded OOMs inside it */
 	uint64_t events;        /* the device's events of PyTorch's allocator inside it */
+	int reserved_peak_inside, allocated_peak_inside; /* the peak's event is inside */
 	/* the one window (from..to): how many marks of its ends' names the trace has */
 	uint32_t from_marks, to_marks;
 };

@@ -57,6 +57,7 @@ struct ask {
 	uint64_t top;                    /* diff's rows a table */
 	unsigned given;                  /* the options given (1 << enum opt) */
 	struct ms_windows_asked windows; /* from=, to=, windows= (o.windows points here) */
+	int reserved_log;                /* explain and check read the first replay's */
 	const char *from, *to;           /* as given */
 };
 
@@ -363,6 +364,7 @@ static ms_status replay_device(const struct ms_file *in, const struct ask *a, ui
 	q.trace = in->t;
 	q.o = a->o;
 	q.o.device = dev;
+	q.o.reserved_log = a->reserved_log;
 	q.backend = MS_REPLAY_SIM;
 	memset(out, 0, sizeof(*out));
 	if ((s = ms_replay_request_run(&q, out, r, d)))
@@ -748,6 +750,7 @@ int ms_ask(ms_file *in, const char *question, const char *const *options, size_t
 		           "check; diff is ms_compare)",
 		           question);
 	rc = ask_options(question, options, n_options, &a, msg, cap);
+	a.reserved_log = fn == ask_explain || fn == ask_check;
 	if (!rc && !strcmp(question, "stats")) {
 		rc = ask_stats(in, &a, json, msg, cap);
 		ms_free(a.configs);

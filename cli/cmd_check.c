@@ -199,6 +199,7 @@ static void parse_flags(int argc, const char **argv, struct ms_replay_cli *c, st
 	if (n != 1)
 		ms_usage_error(opts, usage, n ? "one trace at a time" : "no trace given");
 	ms_replay_cli_check(c, opts, usage);
+	c->o.reserved_log = 1; /* the timeline of the markdown summary */
 	parse_format(opts, format, json, out);
 	if (out->junit && !out->junit[0])
 		ms_usage_error(opts, usage, "--junit takes a file");

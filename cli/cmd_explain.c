@@ -329,6 +329,7 @@ int cmd_explain(int argc, const char **argv)
 	if (n < 1)
 		ms_usage_error(opts, usage, "no trace given");
 	ms_replay_cli_check(&c, opts, usage);
+	c.o.reserved_log = 1; /* each step's most reserved, from the first replay */
 	ms_site_depth_set(site_depth, opts, usage);
 	if (json && n > 1) {
 		root = cJSON_CreateObject();

@@ -104,6 +104,27 @@ static void print_text(const char *path, const struct ms_file_info *x,
 	print_counts(x, si);
 }
 
+/* The marks by name (the windows' mark:NAME), the first few, with how many of each. */
+static void print_marks(const struct ms_file_info *x)
+{
+	size_t shown = x->n_marks < 6 ? x->n_marks : 6;
+
+	for (size_t i = 0; i < shown && x->syms; i++) {
+		const struct ms_file_mark *m = &x->marks[i];
+		printf("%s%s (",
+		       i ? ", " : "marks:        ", ms_symtab_get_str(x->syms, m->name)->s);
+		uint64_t phases = m->starts > m->ends ? m->starts : m->ends;
+		if (phases)
+			printf("%llu phase%s", (unsigned long long)phases, phases == 1 ? "" : "s");
+		if (m->points)
+			printf("%s%llu mark%s", phases ? ", " : "", (unsigned long long)m->points,
+			       m->points == 1 ? "" : "s");
+		printf(")");
+	}
+	if (shown && x->syms)
+		printf(x->n_marks > shown ? ", and %zu more names\n" : "\n", x->n_marks - shown);
+}
+
 /* The devices, events, streams, time, stacks, annotations, segments, pools and settings. */
 static void print_counts(const struct ms_file_info *x, const struct ms_source_info *si)
 {
@@ -154,6 +175,7 @@ static void print_counts(const struct ms_file_info *x, const struct ms_source_in
 	printf("stacks:       %llu events with a stack, %u distinct stacks\n",
 	       (unsigned long long)x->with_stack, x->syms ? ms_symtab_nstacks(x->syms) - 1 : 0);
 	printf("annotations:  %llu\n", (unsigned long long)x->anns);
+	print_marks(x);
 	if (x->segs || !x->meta.producer || strncmp(x->meta.producer, "memsnap-recorder", 16))
 		printf("segments:     %llu at the end (%s reserved)\n", (unsigned long long)x->segs,
 		       ms_format_size(b1, sizeof(b1), x->reserved));

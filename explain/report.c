@@ -569,7 +569,8 @@ static void peaks_of(struct ms_explain_report *r)
 		r->window.name = NULL;
 		r->reserved = w->peak_reserved;
 		r->allocated = w->allocated_at_peak_reserved;
-		r->peak_index = r->peak_first_index = w->peak_reserved_event;
+		r->peak_index = w->fullest_event;
+		r->peak_first_index = w->peak_reserved_event;
 		r->served_at_peak = 0;
 		r->apeak_bytes = w->peak_allocated;
 		r->apeak_index = w->peak_allocated_event;

@@ -25,6 +25,26 @@ static const char *comp_name(enum ms_compression c)
 	return c == MS_COMP_ZSTD ? "zstd" : c == MS_COMP_GZIP ? "gzip" : "none";
 }
 
+/* The marks by name, as the windows' mark:NAME takes them (at most 1000: marks_truncated). */
+static void marks_json(cJSON *o, const struct ms_file_info *x)
+{
+	cJSON *a = cJSON_AddArrayToObject(o, "marks");
+
+	for (size_t i = 0; a && i < x->n_marks && i < 1000; i++) {
+		const struct ms_file_mark *m = &x->marks[i];
+		cJSON *e = cJSON_CreateObject();
+		if (!e)
+			return;
+		cJSON_AddStringToObject(e, "name",
+		                        x->syms ? ms_symtab_get_str(x->syms, m->name)->s : "");
+		ms_json_u64(e, "starts", m->starts);
+		ms_json_u64(e, "ends", m->ends);
+		ms_json_u64(e, "points", m->points);
+		cJSON_AddItemToArray(a, e);
+	}
+	cJSON_AddBoolToObject(o, "marks_truncated", x->n_marks > 1000);
+}
+
 cJSON *ms_file_info_json(const char *path, const struct ms_file_info *x,
                          const struct ms_source_info *si, const struct ms_diag *d)
 {
@@ -100,6 +120,7 @@ cJSON *ms_file_info_json(const char *path, const struct ms_file_info *x,
 	ms_json_u64(o, "events_with_stack", (uint64_t)(x->with_stack));
 	cJSON_AddNumberToObject(o, "distinct_stacks", x->syms ? ms_symtab_nstacks(x->syms) - 1 : 0);
 	ms_json_u64(o, "annotations", (uint64_t)(x->anns));
+	marks_json(o, x);
 	ms_json_u64(o, "segments", (uint64_t)(x->segs));
 	ms_json_u64(o, "segments_reserved_bytes", (uint64_t)(x->reserved));
 	cJSON_AddStringToObject(o, "alloc_conf",

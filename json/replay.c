@@ -208,6 +208,7 @@ void ms_windows_json(cJSON *o, const struct ms_replay_result *r)
 		ms_json_u64(x, "peak_reserved_bytes", w->peak_reserved);
 		ms_json_u64(x, "peak_reserved_event", w->peak_reserved_event);
 		ms_json_u64(x, "allocated_bytes_at_peak_reserved", w->allocated_at_peak_reserved);
+		ms_json_u64(x, "fullest_at_peak_event", w->fullest_event);
 		ms_json_u64(x, "peak_allocated_bytes", w->peak_allocated);
 		ms_json_u64(x, "peak_allocated_event", w->peak_allocated_event);
 		ms_json_u64(x, "requested_bytes_at_start", w->requested_at_start);

@@ -964,7 +964,7 @@ static ms_status r_event(void *ctx, const struct ms_event *e)
 	default:
 		break;
 	}
-	if (!s && !p->o->no_segment_log)
+	if (!s && p->o->reserved_log)
 		log_reserved(p);
 	if (!s && p->o->windows && p->m)
 		ms_windows_after_event(&p->wins, p->index, 1, e->action == MS_ACT_OOM,

@@ -36,6 +36,7 @@ struct ms_replay_opts {
 	int no_hints;       /* do not reuse the recorded segment addresses */
 	int no_segment_log; /* leave result.produced and .recorded empty (they grow with the
 	                       trace; only verify and replay --json read them) */
+	int reserved_log;   /* keep result.reserved_log (explain's steps, check's timeline) */
 	/* the state before the first event (mid-run traces: rebuild.h), or NULL */
 	const struct ms_initial_state *init;
 	/*

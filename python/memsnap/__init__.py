@@ -112,7 +112,11 @@ def _load():
             except OSError:
                 continue
     else:
-        raise OSError(f"memsnap: libmemsnap_recorder.so.0 not found (MEMSNAP_LIBDIR={d})")
+        how = "$MEMSNAP_LIBDIR" if os.environ.get("MEMSNAP_LIBDIR") else "beside this package"
+        raise OSError(f"memsnap: libmemsnap_recorder.so.0 is neither in {d} nor in "
+                      f"{os.path.dirname(d)} ({how}) nor on the loader's path: set "
+                      "MEMSNAP_LIBDIR to the folder of libmemsnap_torch (P/lib/memsnap of an "
+                      "installation, lib/memsnap of a build)")
     lib.msr_options_init.argtypes = [ctypes.POINTER(_Options)]
     lib.msr_open.argtypes = [ctypes.c_char_p, ctypes.POINTER(_Options),
                              ctypes.POINTER(ctypes.c_void_p)]

@@ -281,13 +281,27 @@ class Session:
                     lines += self._why(f, where, checked)
                 return lines
         except memsnap.MemsnapError as e:
+            if "no allocator events" in str(e) and self._nothing_allocated():
+                return []  # recording, and PyTorch allocated nothing yet: 0 is measured
             if "no allocator events" in str(e):
-                return ["gpu_memory: memsnap recorded no GPU allocation up to this test's end, "
-                        "so its budget cannot be judged (does it use CUDA through PyTorch?)"]
+                return ["gpu_memory: memsnap is not recording PyTorch's allocations (CUDA is "
+                        "initialised, the recording did not begin), so the budget cannot be "
+                        "judged"]
             msg = str(e)
             for flag, kw in _FLAGS:
                 msg = msg.replace(flag, kw)
             return [f"gpu_memory: memsnap could not judge the budget: {msg}"]
+
+    def _nothing_allocated(self):
+        """Whether a trace without events says that nothing was allocated: the recorder
+        runs (or, for PyTorch, CUDA has not started, and it starts with it)."""
+        import memsnap
+        if memsnap.is_recording():
+            return True
+        if self.source == "torch":
+            import torch
+            return not torch.cuda.is_initialized()
+        return False
 
     def _why(self, f, where, checked):
         """What held the memory at the test's peak, as explain breaks it down; a page of it."""
@@ -456,6 +470,9 @@ class Session:
                       "`memsnap record`")
         if self.dir:
             tr.write_line(f"trace: {self.trace}")
+        if self.grown:
+            tr.write_line(f"memsnap: the run fails: {len(self.grown)} peak(s) grew over the "
+                          f"baseline by more than {self.max_growth:g}%", red=True, bold=True)
 
     def pytest_unconfigure(self, config):
         if self.tmp:
