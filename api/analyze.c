@@ -373,8 +373,7 @@ static ms_status replay_device(const struct ms_file *in, const struct ask *a, ui
 	    ms_window_missing(&a->windows, a->from, a->to, r->events_total,
 	                      r->ended_by_oom ? r->end_oom_index : UINT64_MAX, r->windows,
 	                      r->n_windows, r->window_marks_seen, why, sizeof(why)))
-		return ms__diag_set(d, MS_ERR_INVALID_ARG, -1, -1, "%s",
-		                    strncmp(why, "--", 2) ? why : why + 2);
+		return ms__diag_set(d, MS_ERR_INVALID_ARG, -1, -1, "%s", why);
 	return MS_OK;
 }
 
@@ -584,8 +583,7 @@ static cJSON *stats_of(const struct ms_file *in, const struct ask *a, int64_t de
 		if (ms_window_missing(&a->windows, a->from, a->to, r->window_events, UINT64_MAX,
 		                      r->windows, r->n_windows, r->window_marks_seen, why,
 		                      sizeof(why))) {
-			ms__diag_set(d, MS_ERR_INVALID_ARG, -1, -1, "%s",
-			             strncmp(why, "--", 2) ? why : why + 2);
+			ms__diag_set(d, MS_ERR_INVALID_ARG, -1, -1, "%s", why);
 			ms_stats_builder_free(b);
 			return NULL;
 		}
@@ -710,8 +708,81 @@ static int ask_options(const char *question, const char *const *options, size_t 
 	return rc;
 }
 
+/*
+ * The library's callers give options as name=value (limit=12GiB), not as the command's flags:
+ * the error messages, made once for both, are respelled for them where they name a flag (the
+ * answers stay the command's JSON, byte for byte). A flag is one where it begins a word (after
+ * a space, a bracket or a quote), never inside a path.
+ */
+static const struct {
+	const char *flag, *option;
+} spelled[] = {
+        {"--device-memory", "device_memory="},
+        {"--memory-fraction", "memory_fraction="},
+        {"--limit", "limit="},
+        {"--allow-oom", "allow_oom=true"},
+        {"--allow-cut-short", "allow_cut_short=true"},
+        {"--max-fragmentation", "max_fragmentation="},
+        {"--max-growth", "max_growth="},
+        {"--from", "from="},
+        {"--to", "to="},
+};
+
+/* s with the flags respelled, in a new string (free; NULL: out of memory). */
+static char *respell(const char *s)
+{
+	size_t len = strlen(s), n = 0;
+	char *out = malloc(len * 2 + 1); /* no respelling is twice its flag */
+
+	if (!out)
+		return NULL;
+	for (size_t i = 0; i < len;) {
+		size_t k = 0, fl = 0;
+		int word = i == 0 || strchr(" (\"`'", s[i - 1]);
+		for (; word && k < sizeof(spelled) / sizeof(spelled[0]); k++) {
+			fl = strlen(spelled[k].flag);
+			if (!strncmp(s + i, spelled[k].flag, fl) &&
+			    !(s[i + fl] >= 'a' && s[i + fl] <= 'z') && s[i + fl] != '-')
+				break;
+		}
+		if (word && k < sizeof(spelled) / sizeof(spelled[0])) {
+			size_t ol = strlen(spelled[k].option);
+			int takes = spelled[k].option[ol - 1] == '=';
+			/* "--limit 12GiB": "limit=12GiB"; "--limit settles it": "limit settles it"
+			 */
+			int value = takes && s[i + fl] == ' ' &&
+			            ((s[i + fl + 1] >= '0' && s[i + fl + 1] <= '9') ||
+			             !strncmp(s + i + fl + 1, "mark:", 5));
+			memcpy(out + n, spelled[k].option, ol - (takes && !value));
+			n += ol - (takes && !value);
+			i += fl + (value != 0);
+		} else {
+			out[n++] = s[i++];
+		}
+	}
+	out[n] = 0;
+	return out;
+}
+
+static int ask(ms_file *in, const char *question, const char *const *options, size_t n_options,
+               char **json, char *msg, size_t cap);
+
 int ms_ask(ms_file *in, const char *question, const char *const *options, size_t n_options,
            char **json, char *msg, size_t cap)
+{
+	int rc = ask(in, question, options, n_options, json, msg, cap);
+	char *r;
+
+	/* the answer is the command's JSON as it prints it: only the message is respelled */
+	if (msg && cap && msg[0] && (r = respell(msg))) {
+		snprintf(msg, cap, "%s", r);
+		free(r);
+	}
+	return rc;
+}
+
+static int ask(ms_file *in, const char *question, const char *const *options, size_t n_options,
+               char **json, char *msg, size_t cap)
 {
 	cJSON *(*fn)(const struct ms_file *, const struct ask *, uint32_t, int *, struct ms_diag *);
 	struct ask a;
@@ -841,8 +912,25 @@ static cJSON *compare_pair(const struct ms_file *const in[2], const struct ask *
 	return o;
 }
 
+static int compare(ms_file *a, ms_file *b, const char *const *options, size_t n_options,
+                   char **json, char *msg, size_t cap);
+
 int ms_compare(ms_file *a, ms_file *b, const char *const *options, size_t n_options, char **json,
                char *msg, size_t cap)
+{
+	int rc = compare(a, b, options, n_options, json, msg, cap);
+	char *r;
+
+	/* the answer is the command's JSON as it prints it: only the message is respelled */
+	if (msg && cap && msg[0] && (r = respell(msg))) {
+		snprintf(msg, cap, "%s", r);
+		free(r);
+	}
+	return rc;
+}
+
+static int compare(ms_file *a, ms_file *b, const char *const *options, size_t n_options,
+                   char **json, char *msg, size_t cap)
 {
 	const struct ms_file *in[2] = {a, b};
 	uint32_t *da = NULL, *db = NULL, *pa = NULL, *pb = NULL;

@@ -140,6 +140,13 @@ with memsnap.open(oom) as f:
         check(False, "a missing mark raises")
     except memsnap.MemsnapError as e:
         check(e.code == 1 and "no such mark" in str(e), "a missing mark: MemsnapError, code 1")
+    try:
+        f.replay(to=10 ** 9)
+        check(False, "an event past the end raises")
+    except memsnap.MemsnapError as e:
+        # the message names the option as given here, not the command's --to
+        check("to=1000000000: the trace has" in str(e) and "--to" not in str(e),
+              "errors name options as the library takes them: %s" % e)
 
 print("%d failed" % fails)
 sys.exit(1 if fails else 0)
