@@ -163,6 +163,8 @@ class Session:
         self.source = None
         self.seen = {}      # nodeid -> times its phase was opened
         self.ran = set()    # tests whose call ran (a test skipped or failed in setup did not)
+        self.failed = []    # (nodeid, n) of tests that failed on their own, without a budget
+        self.failed_why = {}  # nodeid -> what held the memory, the OOM's verdict inside it
         self.open = None    # (nodeid, n, device) of the phase open now
         self.budget = {}    # nodeid -> failure lines of its budget, where it failed
         self.rows = []      # per test and device, after the run
@@ -239,6 +241,8 @@ class Session:
         n = self.open[1]
         self._close()  # the window ends with the call (or with a setup that did not pass)
         mark = item.get_closest_marker("gpu_memory")
+        if call.when == "call" and rep.failed and mark is None:
+            self.failed.append((item.nodeid, n))  # explained after the run
         if call.when != "call" or mark is None:
             return
         lines = self._judge(item.nodeid, n, mark)
@@ -320,17 +324,10 @@ class Session:
         except Exception as e:  # noqa: BLE001 -- the budget's lines stand without it
             return out + [f"(explain could not break the peak down: {e})"]
         for dev, x in sorted(exp.items()):
-            cats = {k: v for k, v in (x.get("categories") or {}).items()
-                    if isinstance(v, int) and v > 0}
-            if cats:
-                out.append(f"device {dev}: at the test's peak: " +
-                           ", ".join(f"{k} {_size(v)}" for k, v in cats.items()))
+            out += self._breakdown(dev, x)
             note = x.get("categories_note")
             if note:
                 out.append(f"device {dev}: note: {note}")
-            for a in ((x.get("findings") or {}).get("largest_activations") or [])[:5]:
-                out.append(f"device {dev}:   {_size(a['bytes'])} in {a['allocations']} "
-                           f"allocation(s) at {a.get('label') or a.get('site') or '(no stack recorded: --memsnap-stacks)'}")
         return out
 
     # --- after the run -------------------------------------------------------------------------
@@ -359,11 +356,54 @@ class Session:
                                       allocated_rise_bytes=w["allocated_rise_bytes"],
                                       closed=w["closed"], from_event=w["from_event"],
                                       to_event=w["to_event"], events=r.get("events_total", 0)))
+        self._explain_failed()
         self._baseline(session)
         if self.save:
             self._save()
         self._pages()
         memsnap.stop()
+
+    def _explain_failed(self, most=5):
+        """For the first tests that failed on their own: explain over each one's window, the
+        verdict where the replay's first OOM lies inside it (a CUDA OOM the test died of),
+        and what held the memory at its peak."""
+        import memsnap
+        if not self.failed or not self.rows:
+            return
+        try:
+            f = memsnap.open(self.trace)
+        except memsnap.MemsnapError:
+            return
+        with f:
+            for test, n in self.failed[:most]:
+                where = f"mark:{PHASE}{test}#{n}"
+                try:
+                    exp = _per_device(f.explain(**{"from": where, "to": where}))
+                except memsnap.MemsnapError as e:
+                    self.failed_why[test] = [f"explain could not read it: {e}"]
+                    continue
+                lines = []
+                for dev, x in sorted(exp.items()):
+                    w, oom = x.get("window") or {}, x.get("oom") or {}
+                    if oom and w and w["from_event"] <= oom.get("event", -1) < w["to_event"]:
+                        lines.append(f"device {dev}: {x['verdict']}")
+                    lines += [ln for ln in self._breakdown(dev, x)]
+                self.failed_why[test] = lines
+        if len(self.failed) > most:
+            self.notes.append(f"{len(self.failed) - most} more failed tests not explained")
+
+    def _breakdown(self, dev, x):
+        """explain's categories at the window's peak and its largest activations' sites."""
+        out = []
+        cats = {k: v for k, v in (x.get("categories") or {}).items()
+                if isinstance(v, int) and v > 0}
+        if cats:
+            out.append(f"device {dev}: at the test's peak: " +
+                       ", ".join(f"{k} {_size(v)}" for k, v in cats.items()))
+        for a in ((x.get("findings") or {}).get("largest_activations") or [])[:5]:
+            out.append(f"device {dev}:   {_size(a['bytes'])} in {a['allocations']} "
+                       f"allocation(s) at {a.get('label') or a.get('site') or '(no stack recorded: --memsnap-stacks)'}")
+        return out
 
     def _key(self, row):
         return row["test"], str(row["device"])
@@ -453,6 +493,10 @@ class Session:
                 tr.write_line(f"({len(self.rows) - len(rows)} more; --memsnap-top N)")
         for test, lines in self.budget.items():
             tr.write_line(f"over budget: {test}: {lines[0]}")
+        for test, lines in self.failed_why.items():
+            tr.write_line(f"failed: {test}:")
+            for ln in lines:
+                tr.write_line(f"    {ln}")
         for g in self.grown:
             tr.write_line(f"grew over the baseline: {g}")
         for g in self.carried:

@@ -51,7 +51,11 @@ def test_budgets_and_table(tmp_path):
     code, out = run(tmp_path, "--memsnap", "--memsnap-dir", str(tmp_path / "d"))
     assert code == 1, out
     failed = sorted(re.findall(r"^FAILED \S+::(\w+)", out, re.M))
-    assert failed == ["test_leaks", "test_oom_not_allowed", "test_over_budget"], out
+    assert failed == ["test_dies_of_oom", "test_leaks", "test_oom_not_allowed",
+                      "test_over_budget"], out
+    # a test that failed on its own, of an OOM inside it: the verdict on that OOM
+    assert re.search(r"failed: test_suite.py::test_dies_of_oom:\n +device 0: Out of memory at "
+                     r"event \d+", out), out
     # what was exceeded, by how much, and the window's figures
     assert "device 0: peak reserved 120.00 MiB exceeds the budget of 64.00 MiB" in out
     assert "reserved 20.00 MiB at the start, peak 120.00 MiB (+100.00 MiB)" in out
@@ -63,7 +67,7 @@ def test_budgets_and_table(tmp_path):
     assert rows[0] == ("120.00 MiB", "100.00 MiB", "100.00 MiB", "100.00 MiB",
                        "test_over_budget"), rows
     assert ("20.00 MiB", "20.00 MiB", "2.00 MiB", "2.00 MiB", "test_small") in rows, rows
-    assert len(rows) == 8, rows
+    assert len(rows) == 9, rows
     assert ("0 bytes", "0 bytes", "0 bytes", "0 bytes", "test_before_any_event") in rows, rows
     assert "seen only with pytest run under `memsnap record`" in out
     # the trace kept, and a page of each test over its budget
