@@ -133,6 +133,9 @@ static void peaks(cJSON *root, const struct ms_explain_report *r)
 		cJSON_AddNullToObject(o, "time_s");
 	add_step(o, &r->x, r->peak_step);
 	add_str_or_null(o, "annotation", r->peak_annotation);
+	/* the sites whose allocations of every category hold the most there */
+	sites(cJSON_AddArrayToObject(o, "holders"), &t->syms, r->x.top_live, r->x.n_top_live,
+	      r->site_depth);
 	/* a trace that starts mid-run or is cut short: the job's peak may have been higher */
 	cJSON_AddBoolToObject(o, "is_lower_bound", f->rebuilt || f->cut_short);
 	/* the replay stopped at an OOM the recorded run did not have (exit code 3) */

@@ -400,7 +400,7 @@ class Session:
         if cats:
             out.append(f"device {dev}: at the test's peak: " +
                        ", ".join(f"{k} {_size(v)}" for k, v in cats.items()))
-        for a in ((x.get("findings") or {}).get("largest_activations") or [])[:5]:
+        for a in ((x.get("peak") or {}).get("holders") or [])[:5]:
             out.append(f"device {dev}:   {_size(a['bytes'])} in {a['allocations']} "
                        f"allocation(s) at {a.get('label') or a.get('site') or '(no stack recorded: --memsnap-stacks)'}")
         return out
