@@ -16,7 +16,8 @@ if ! "$py" -c 'import pytest' 2>/dev/null; then
 	echo "SKIP: no pytest (set PYTEST_PATH to an unpacked python3-pytest)"; exit 77
 fi
 cd "$here/pytest_suite" || exit 1
-"$py" -m pytest -p no:cacheprovider -q -rfE --memsnap --memsnap-dir "$out/dir" \
+# with Python stacks: the failures name the suite's own lines
+"$py" -m pytest -p no:cacheprovider -q -rfE --memsnap --memsnap-stacks --memsnap-dir "$out/dir" \
 	--memsnap-save-baseline "$out/baseline.json" test_gpu_suite.py >"$out/pytest.txt" 2>&1
 code=$?
 cat "$out/pytest.txt"
@@ -32,6 +33,9 @@ n=$(grep -c '^FAILED' "$out/pytest.txt")
 [ "$n" = 2 ] && pass "no other test fails" || fail "$n tests failed"
 grep -q 'peak reserved .* exceeds the budget of 256.00 MiB' "$out/pytest.txt" &&
 	pass "the reserved budget's line" || fail "no line for the reserved budget"
+grep -q 'allocation(s) at .*test_gpu_suite.py:[0-9]' "$out/pytest.txt" &&
+	pass "the holders at a failing test's peak are the suite's lines" ||
+	fail "no site of the suite in the failures"
 grep -q 'growth 8.00 MiB a step .* exceeds the budget of .* a step' "$out/pytest.txt" &&
 	pass "the growth budget's line" || fail "no line for the growth budget"
 # each test's peaks and start against PyTorch's own, byte for byte
