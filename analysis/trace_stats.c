@@ -302,7 +302,12 @@ static ms_status s_event(void *ctx, const struct ms_event *e)
 	uint64_t idx = b->index++;
 	ms_status s;
 
-	if (b->asked && (s = ms_windows_before_event(&b->wins, idx, win_now(b, &now))))
+	if (b->asked)
+		ms_windows_time(&b->wins, e->t_ns);
+	/* a time window is bounded by the counted device's events */
+	if (b->asked && (s = ms_windows_before_event(
+	                         &b->wins, idx, b->only < 0 || e->device == b->only ? e->t_ns : 0,
+	                         win_now(b, &now))))
 		return s;
 	if ((s = s_event_counted(b, e, idx)))
 		return s;

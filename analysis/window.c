@@ -2,10 +2,38 @@
 #include "analysis/window.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/alloc.h"
 #include "common/event.h"
+
+/* "1.5s", "200ms", "1500000us", "20ns": a time with its unit, into out. */
+static const char *time_end(const char *s, struct ms_window_end *out)
+{
+	static const struct {
+		const char *unit;
+		double ns;
+	} units[] = {{"ns", 1}, {"us", 1e3}, {"ms", 1e6}, {"s", 1e9}};
+	size_t num = strspn(s, "0123456789.");
+	char *end;
+	double v;
+
+	if (!num)
+		return "not an event's number, a time (1.5s, 200ms, 1500000us) nor mark:NAME";
+	v = strtod(s, &end);
+	if ((size_t)(end - s) != num)
+		return "not a number before the unit";
+	for (size_t k = 0; k < sizeof(units) / sizeof(units[0]); k++)
+		if (!strcmp(s + num, units[k].unit)) {
+			if (!(v * units[k].ns < 9.2e18))
+				return "time too large";
+			out->kind = MS_WINDOW_TIME;
+			out->t_ns = (uint64_t)(v * units[k].ns + 0.5);
+			return NULL;
+		}
+	return "a time's unit is s, ms, us or ns (1.5s, 200ms, 1500000us)";
+}
 
 const char *ms_window_end_parse(const char *s, struct ms_window_end *out)
 {
@@ -37,8 +65,10 @@ const char *ms_window_end_parse(const char *s, struct ms_window_end *out)
 		out->mark_len = len;
 		return NULL;
 	}
-	if (strspn(s, "0123456789") != strlen(s))
-		return "not an event's number nor mark:NAME";
+	if (strspn(s, "0123456789.") != strlen(s))
+		return time_end(s, out);
+	if (strchr(s, '.'))
+		return "a time needs its unit (1.5s, 200ms, 1500000us)";
 	if (strlen(s) > 19)
 		return "event number too large";
 	out->kind = MS_WINDOW_EVENT;
@@ -113,7 +143,18 @@ static void close_one(struct ms_windows *ws, size_t k, uint64_t index)
 		}
 }
 
-ms_status ms_windows_before_event(struct ms_windows *ws, uint64_t index,
+/* The event at index, of time t_ns (0: not one that bounds a time window), is past e. */
+static int reached(const struct ms_windows *ws, const struct ms_window_end *e, uint64_t index,
+                   int64_t t_ns)
+{
+	if (e->kind == MS_WINDOW_EVENT)
+		return index >= e->event;
+	if (e->kind == MS_WINDOW_TIME)
+		return t_ns && ws->timed && t_ns >= ws->t0 && (uint64_t)(t_ns - ws->t0) >= e->t_ns;
+	return 0;
+}
+
+ms_status ms_windows_before_event(struct ms_windows *ws, uint64_t index, int64_t t_ns,
                                   const struct ms_window_now *st)
 {
 	const struct ms_windows_asked *a = ws->asked;
@@ -124,13 +165,15 @@ ms_status ms_windows_before_event(struct ms_windows *ws, uint64_t index,
 	if ((s = one(ws)))
 		return s;
 	for (size_t k = 0; k < ws->n; k++) {
-		if (!ws->w[k].opened &&
+		if (!ws->w[k].opened && !ws->w[k].closed &&
 		    ((a->from.kind == MS_WINDOW_EDGE && index == 0) ||
-		     (a->from.kind == MS_WINDOW_EVENT && a->from.event == index)) &&
+		     (a->from.kind == MS_WINDOW_EVENT && a->from.event == index) ||
+		     (a->from.kind == MS_WINDOW_TIME && reached(ws, &a->from, index, t_ns))) &&
 		    (s = open_window(ws, k, index, st)))
 			return s;
-		if (ws->w[k].opened && !ws->w[k].closed && a->to.kind == MS_WINDOW_EVENT &&
-		    a->to.event == index)
+		if (ws->w[k].opened && !ws->w[k].closed &&
+		    ((a->to.kind == MS_WINDOW_EVENT && a->to.event == index) ||
+		     (a->to.kind == MS_WINDOW_TIME && reached(ws, &a->to, index, t_ns))))
 			close_one(ws, k, index);
 	}
 	return MS_OK;
@@ -278,8 +321,10 @@ void ms_windows_end(struct ms_windows *ws, uint64_t n, int stopped)
 		struct ms_window_figures *w = &ws->w[ws->open[i]];
 		w->to = n;
 		/* a window that runs to the trace's end closes there, unless the replay stopped */
+		/* a time past the last event's: the window runs to the end */
 		w->closed = !stopped && ws->asked->one &&
 		            (ws->asked->to.kind == MS_WINDOW_EDGE ||
+		             ws->asked->to.kind == MS_WINDOW_TIME ||
 		             (ws->asked->to.kind == MS_WINDOW_EVENT && ws->asked->to.event == n));
 		w->replay_stopped_inside = stopped;
 	}
@@ -298,6 +343,7 @@ void ms_windows_end(struct ms_windows *ws, uint64_t n, int stopped)
 	ws->n = 1;
 	ws->w[0].from_marks = ws->from_seen[0];
 	ws->w[0].to_marks = ws->to_seen[0];
+	ws->w[0].timed = ws->timed;
 }
 
 void ms_windows_take(struct ms_windows *ws, struct ms_window_figures **out, size_t *n, char *seen,
@@ -321,6 +367,8 @@ int ms_window_missing(const struct ms_windows_asked *a, const char *from_text, c
                       uint64_t events, uint64_t stopped_at, const struct ms_window_figures *w,
                       size_t n, const char *seen, char *msg, size_t cap)
 {
+	int timed = n && w[0].timed;
+
 	if (!a || !a->one)
 		return 0;
 	if (!n || !w[0].opened) {
@@ -336,6 +384,11 @@ int ms_window_missing(const struct ms_windows_asked *a, const char *from_text, c
 			         "--from %s: the trace has no such mark (%s%s; memsnap info lists "
 			         "them)",
 			         from_text, seen[0] ? "its marks: " : "it has no marks", seen);
+		else if (a->from.kind == MS_WINDOW_TIME)
+			snprintf(msg, cap, "--from %s: %s", from_text,
+			         timed ? "no event of the device that late (memsnap info says the "
+			                 "trace's time span)"
+			               : "the trace records no times");
 		else
 			snprintf(msg, cap, "--from %s: the trace has %llu events", from_text,
 			         (unsigned long long)events);
@@ -352,6 +405,10 @@ int ms_window_missing(const struct ms_windows_asked *a, const char *from_text, c
 			         to_text, seen[0] ? "its marks: " : "it has no marks", seen);
 		else if (a->to.kind == MS_WINDOW_MARK)
 			snprintf(msg, cap, "--to %s: it comes before the window's start", to_text);
+		else if (a->to.kind == MS_WINDOW_TIME && !timed)
+			snprintf(msg, cap, "--to %s: the trace records no times", to_text);
+		else if (a->to.kind == MS_WINDOW_TIME)
+			return 0; /* the window runs to the end: later than its last event */
 		else
 			snprintf(msg, cap, "--to %s: the trace has %llu events", to_text,
 			         (unsigned long long)events);

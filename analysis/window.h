@@ -29,12 +29,14 @@ enum ms_window_end_kind {
 	MS_WINDOW_EDGE = 0, /* the trace's first event (from) or past its last (to) */
 	MS_WINDOW_EVENT,    /* an event's number */
 	MS_WINDOW_MARK,     /* the nth annotation of a name */
+	MS_WINDOW_TIME,     /* a time from the trace's first event: its first event at or past */
 };
 
 /* One end of a window, as the user gives it (ms_window_end_parse). */
 struct ms_window_end {
 	enum ms_window_end_kind kind;
 	uint64_t event;
+	uint64_t t_ns;    /* MS_WINDOW_TIME: nanoseconds after the trace's first event */
 	const char *mark; /* not owned: points into the text parsed */
 	size_t mark_len;
 	uint32_t nth; /* from 1 */
@@ -44,7 +46,9 @@ struct ms_window_end {
 };
 
 /*
- * s as a window's end: an event's number ("1200"), or "mark:NAME" (the first annotation named
+ * s as a window's end: an event's number ("1200"), a time after the trace's first event with
+ * its unit ("1.5s", "200ms", "1500000us", "20ns": the window starts or ends before the first
+ * event at or past it), or "mark:NAME" (the first annotation named
  * NAME), "mark:NAME#N" (the Nth; where the trace has a mark named "NAME#N" itself, its first,
  * as torch.profiler names its steps "ProfilerStep#N"). From a mark, a window starts at a phase's
  * start or a mark of that name; to a mark, it ends at a phase's end or a mark of that name (counted
@@ -72,6 +76,7 @@ struct ms_window_figures {
 	uint64_t recorded_ooms; /* the device's recorded OOMs inside it */
 	uint64_t events;        /* the device's events of PyTorch's allocator inside it */
 	int reserved_peak_inside, allocated_peak_inside; /* the peak's event is inside */
+	int timed; /* the one window: the trace's events have times */
 	/* the one window (from..to): how many marks of its ends' names the trace has */
 	uint32_t from_marks, to_marks;
 };
@@ -100,6 +105,8 @@ struct ms_windows {
 	 */
 	int alt;
 	uint32_t from_seen[2], to_seen[2];
+	int64_t t0; /* the trace's first event's time (0: none seen yet) */
+	int timed;  /* an event with a time was seen */
 	/* the first names of marks seen (for a window's mark that is not there), "; "-joined */
 	char seen[256];
 	size_t n_seen;
@@ -109,10 +116,21 @@ struct ms_windows {
 };
 
 void ms_windows_init(struct ms_windows *ws, const struct ms_windows_asked *asked);
-/* Before event index: windows that start or end there. st: what is held now (NULL: nothing known
- * yet). */
-ms_status ms_windows_before_event(struct ms_windows *ws, uint64_t index,
+/*
+ * Before event index: windows that start or end there. t_ns: its time, where it may bound a
+ * time window (0: not this event: another device's, or a mark's place); st: what is held now
+ * (NULL: nothing known yet). ms_windows_time gives every event's time first.
+ */
+ms_status ms_windows_before_event(struct ms_windows *ws, uint64_t index, int64_t t_ns,
                                   const struct ms_window_now *st);
+/* Every event's time, as it comes (0: none): the trace's first sets where times count from. */
+static inline void ms_windows_time(struct ms_windows *ws, int64_t t_ns)
+{
+	if (t_ns && !ws->timed) {
+		ws->t0 = t_ns;
+		ws->timed = 1;
+	}
+}
 /* After event index (of the replayed device): the open windows' peaks. */
 void ms_windows_after_event(struct ms_windows *ws, uint64_t index, int counted, int recorded_oom,
                             const struct ms_window_now *st);

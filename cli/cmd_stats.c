@@ -177,9 +177,11 @@ int cmd_stats(int argc, const char **argv)
 	        MS_OPT_FRAMES(&frames),
 	        MS_OPT_SITE_DEPTH(&site_depth),
 	        MS_OPT_STRING(0, "from", &from, "WHERE",
-	                      "a window from here: an event's number, or mark:NAME[#N]"),
-	        MS_OPT_STRING(0, "to", &to, "WHERE",
-	                      "the window up to here (not included): an event, or mark:NAME[#N]"),
+	                      "a window from here: an event's number, a time (1.5s, 200ms), or "
+	                      "mark:NAME[#N]"),
+	        MS_OPT_STRING(
+	                0, "to", &to, "WHERE",
+	                "the window up to here (not included): an event, a time, or mark:NAME[#N]"),
 	        MS_OPT_STRING(0, "windows", &prefix, "PREFIX",
 	                      "a window for each phase whose name starts with PREFIX"),
 	        MS_OPT_END(),

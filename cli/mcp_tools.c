@@ -25,8 +25,8 @@ struct arg {
 #define A_CONF {"alloc_conf", "string", "PYTORCH_CUDA_ALLOC_CONF to replay with", NB}
 #define A_JOBS {"jobs", "integer", "threads (default: one per CPU)", 1, 1024}
 #define A_DEPTH {"site_depth", "integer", "frames that make a site (default 1)", 1, 64}
-#define A_FROM {"from", "string", "a window from here: an event's number, or \"mark:NAME\" (a phase's start), \"mark:NAME#N\" the Nth", NB}
-#define A_TO {"to", "string", "the window up to here, not included: an event's number, or \"mark:NAME\" (a phase's end)", NB}
+#define A_FROM {"from", "string", "a window from here: an event's number, a time after the first event (\"1.5s\", \"200ms\"), or \"mark:NAME\" (a phase's start), \"mark:NAME#N\" the Nth", NB}
+#define A_TO {"to", "string", "the window up to here, not included: an event's number, a time, or \"mark:NAME\" (a phase's end)", NB}
 #define A_WINDOWS {"windows", "string", "a window for each phase whose name starts with this (not with from or to)", NB}
 #define A_END {NULL, NULL, NULL, NB}
 /* clang-format on */

@@ -102,6 +102,24 @@ def main():
             if diff or (w["from_event"], w["to_event"]) != (lo, hi):
                 bad += 1
                 print("%s [%d, %d): memsnap, the arithmetic: %s" % (f, lo, hi, diff))
+        # a window by time: from the first event at or past T after the first event's time
+        ts = [e.get("time_us") for e in snap["device_traces"][0]]
+        if all(ts):
+            t0 = ts[0]
+            lo_t, hi_t = (ts[n // 4] - t0) * 1000, (ts[n // 2] - t0) * 1000
+            lo = next(i for i, t in enumerate(ts) if (t - t0) * 1000 >= lo_t)
+            hi = next(i for i, t in enumerate(ts) if (t - t0) * 1000 >= hi_t)
+            out = subprocess.run([memsnap, "-q", "replay", "--json", "--from", "%dns" % lo_t,
+                                  "--to", "%dus" % (hi_t // 1000), f], capture_output=True,
+                                 text=True)
+            w = json.loads(out.stdout)["windows"][0] if not out.returncode else {}
+            want = expect(start, after, lo, hi)
+            checked += 1
+            if (w.get("from_event"), w.get("to_event")) != (lo, hi) or any(
+                    w[k] != v for k, v in want.items()):
+                bad += 1
+                print("%s [%dns, %dus): memsnap %s, the arithmetic [%d, %d) %s" %
+                      (f, lo_t, hi_t // 1000, w, lo, hi, want))
         truth = f.split(".pickle")[0] + ".truth.json"
         if __import__("os").path.exists(truth):
             st = json.load(open(truth))["stats"]

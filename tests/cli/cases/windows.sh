@@ -38,3 +38,8 @@ p=testdata/snapshots/explain/profiler.pickle.zst
 "$MEMSNAP" -q replay --from 'mark:ProfilerStep#1' --to 'mark:ProfilerStep#1' "$p" | grep -o 'events [0-9]* to [0-9]*'
 "$MEMSNAP" -q replay --to 'mark:Optimizer.step#AdamW.step#99' "$s" 2>&1
 "$MEMSNAP" -q replay --from 'mark:Optimizer.step#AdamW.step#3' --to 'mark:Optimizer.step#AdamW.step#2' "$s" 2>&1
+# by time after the first event (a unit always given); no event between 2 s and 3 s here
+"$MEMSNAP" -q replay --from 7s "$s" | grep -o 'window events [0-9]* to [0-9]*'
+"$MEMSNAP" -q stats --from 2s --to 3000ms "$s" | grep -o 'window events [0-9]* to [0-9]*'
+"$MEMSNAP" -q replay --from 1.5 "$s" 2>&1 | head -1
+"$MEMSNAP" -q replay --from 100s "$s" 2>&1
