@@ -312,7 +312,8 @@ static ms_status s_event(void *ctx, const struct ms_event *e)
 	if ((s = s_event_counted(b, e, idx)))
 		return s;
 	if (b->asked && (b->only < 0 || e->device == b->only) && e->source == MS_SRC_TORCH)
-		ms_windows_after_event(&b->wins, idx, 1, e->action == MS_ACT_OOM, win_now(b, &now));
+		ms_windows_after_event(&b->wins, idx, e->t_ns, e->action == MS_ACT_OOM,
+		                       win_now(b, &now));
 	return MS_OK;
 }
 

@@ -260,9 +260,11 @@ ms_status ms_windows_annotation(struct ms_windows *ws, uint64_t index, const cha
 	return MS_OK;
 }
 
-void ms_windows_after_event(struct ms_windows *ws, uint64_t index, int counted, int recorded_oom,
+void ms_windows_after_event(struct ms_windows *ws, uint64_t index, int64_t t_ns, int recorded_oom,
                             const struct ms_window_now *st)
 {
+	int timed = t_ns && ws->timed && t_ns >= ws->t0;
+
 	uint64_t res, alloc, req, rpeak = 0, apeak = 0, qpeak = 0;
 
 	if (!st)
@@ -286,7 +288,13 @@ void ms_windows_after_event(struct ms_windows *ws, uint64_t index, int counted, 
 		apeak = alloc;
 	for (size_t i = 0; i < ws->n_open; i++) {
 		struct ms_window_figures *w = &ws->w[ws->open[i]];
-		w->events += counted != 0;
+		w->events++;
+		if (timed) {
+			w->last_t_ns = (uint64_t)(t_ns - ws->t0);
+			if (!w->timed_events)
+				w->first_t_ns = w->last_t_ns;
+			w->timed_events = 1;
+		}
 		w->recorded_ooms += recorded_oom != 0;
 		/* a peak that the start held: at the first event inside that holds it too */
 		if (rpeak > w->peak_reserved ||

@@ -77,6 +77,10 @@ struct ms_window_figures {
 	uint64_t events;        /* the device's events of PyTorch's allocator inside it */
 	int reserved_peak_inside, allocated_peak_inside; /* the peak's event is inside */
 	int timed; /* the one window: the trace's events have times */
+	/* the first and last of its events' times after the trace's first event (ns); timed_events:
+	 * whether any event inside had a time (else these are not set) */
+	int timed_events;
+	uint64_t first_t_ns, last_t_ns;
 	/* the one window (from..to): how many marks of its ends' names the trace has */
 	uint32_t from_marks, to_marks;
 };
@@ -131,8 +135,9 @@ static inline void ms_windows_time(struct ms_windows *ws, int64_t t_ns)
 		ws->timed = 1;
 	}
 }
-/* After event index (of the replayed device): the open windows' peaks. */
-void ms_windows_after_event(struct ms_windows *ws, uint64_t index, int counted, int recorded_oom,
+/* After event index (of the device counted), of time t_ns (0: none): the open windows' peaks
+ * and their events' times. */
+void ms_windows_after_event(struct ms_windows *ws, uint64_t index, int64_t t_ns, int recorded_oom,
                             const struct ms_window_now *st);
 /* An annotation before event index, named name, of stage (enum ms_ann_stage). */
 ms_status ms_windows_annotation(struct ms_windows *ws, uint64_t index, const char *name,

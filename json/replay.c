@@ -203,6 +203,15 @@ void ms_windows_json(cJSON *o, const struct ms_replay_result *r)
 		cJSON_AddBoolToObject(x, "closed", w->closed);
 		cJSON_AddBoolToObject(x, "replay_ended_by_oom_inside", w->replay_stopped_inside);
 		ms_json_u64(x, "events", w->events);
+		/* its events' times after the trace's first event (null: the trace has none) */
+		if (w->timed_events) {
+			cJSON_AddNumberToObject(x, "first_event_time_s",
+			                        (double)w->first_t_ns / 1e9);
+			cJSON_AddNumberToObject(x, "last_event_time_s", (double)w->last_t_ns / 1e9);
+		} else {
+			cJSON_AddNullToObject(x, "first_event_time_s");
+			cJSON_AddNullToObject(x, "last_event_time_s");
+		}
 		ms_json_u64(x, "reserved_bytes_at_start", w->reserved_at_start);
 		ms_json_u64(x, "allocated_bytes_at_start", w->allocated_at_start);
 		ms_json_u64(x, "peak_reserved_bytes", w->peak_reserved);

@@ -971,7 +971,7 @@ static ms_status r_event(void *ctx, const struct ms_event *e)
 	if (!s && p->o->reserved_log)
 		log_reserved(p);
 	if (!s && p->o->windows && p->m)
-		ms_windows_after_event(&p->wins, p->index, 1, e->action == MS_ACT_OOM,
+		ms_windows_after_event(&p->wins, p->index, e->t_ns, e->action == MS_ACT_OOM,
 		                       window_now(p, &now));
 	if (!s && p->o->on_event)
 		p->o->on_event(p->o->ctx, p->index, e, p->m);
