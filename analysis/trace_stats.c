@@ -527,11 +527,13 @@ static ms_status s_ann(void *ctx, const struct ms_annotation *a)
 	struct ms_window_now now;
 	ms_status s;
 
-	/* marks bound windows on whichever device they were made */
+	/* marks bound windows on whichever device they were made; a window that starts or ends
+	   before this mark's event does so first (as the replay has it) */
 	if (b->asked && b->syms &&
-	    (s = ms_windows_annotation(&b->wins, a->event_index,
-	                               ms_symtab_get_str(b->syms, a->name)->s, a->stage,
-	                               win_now(b, &now))))
+	    ((s = ms_windows_before_event(&b->wins, a->event_index, 0, win_now(b, &now))) ||
+	     (s = ms_windows_annotation(&b->wins, a->event_index,
+	                                ms_symtab_get_str(b->syms, a->name)->s, a->stage,
+	                                win_now(b, &now)))))
 		return s;
 	if (a->call == MS_CALL_DEVICE_MEMORY)
 		return device_memory_mark(b, a);

@@ -47,16 +47,14 @@ const char *ms_window_end_parse(const char *s, struct ms_window_end *out)
 		/* NAME#N where N is a number; a '#' followed by anything else is the name's */
 		if (hash && hash[1] && strspn(hash + 1, "0123456789") == strlen(hash + 1)) {
 			unsigned long long n = 0;
-			for (const char *c = hash + 1; *c; c++) {
+			for (const char *c = hash + 1; *c && n <= UINT32_MAX; c++)
 				n = n * 10 + (unsigned)(*c - '0');
-				if (n > UINT32_MAX)
-					return "mark:NAME#N: N too large";
+			/* "#0" or past 2^32: no count, the whole text a name (ProfilerStep#0) */
+			if (n && n <= UINT32_MAX && hash > name) {
+				out->nth = (uint32_t)n;
+				out->mark_whole_len = len;
+				len = (size_t)(hash - name);
 			}
-			if (!n)
-				return "mark:NAME#N counts from 1";
-			out->nth = (uint32_t)n;
-			out->mark_whole_len = len;
-			len = (size_t)(hash - name);
 		}
 		if (!len)
 			return "mark: without a name";
@@ -126,7 +124,7 @@ static ms_status one(struct ms_windows *ws)
 	if (ws->n)
 		return MS_OK;
 	ws->alt = a->from.mark_whole_len || a->to.mark_whole_len;
-	n = ws->alt ? 2 : 1;
+	n = ws->alt ? 4 : 1; /* each end as NAME#N or as the whole text: candidate bits 1, 2 */
 	if (ms_grow(&ws->w, &ws->cap, n, sizeof(*ws->w)))
 		return MS_ERR_NOMEM;
 	memset(ws->w, 0, n * sizeof(*ws->w));
@@ -179,7 +177,7 @@ ms_status ms_windows_before_event(struct ms_windows *ws, uint64_t index, int64_t
 	return MS_OK;
 }
 
-/* name is e's: its name (candidate 0), or the whole text where it ended in "#N" (1). */
+/* name is e's: its name (whole 0), or the whole text where it ended in "#N" (whole != 0). */
 static int named(const struct ms_window_end *e, size_t k, const char *name)
 {
 	size_t len = k && e->mark_whole_len ? e->mark_whole_len : e->mark_len;
@@ -187,7 +185,7 @@ static int named(const struct ms_window_end *e, size_t k, const char *name)
 	return e->kind == MS_WINDOW_MARK && strlen(name) == len && !memcmp(name, e->mark, len);
 }
 
-/* The Nth of e's marks, for candidate k: the whole text's first where it is that. */
+/* The Nth of e's marks (whole != 0: the whole text's first, where it is that). */
 static uint32_t nth(const struct ms_window_end *e, size_t k)
 {
 	return k && e->mark_whole_len ? 1 : e->nth;
@@ -227,12 +225,12 @@ ms_status ms_windows_annotation(struct ms_windows *ws, uint64_t index, const cha
 			return s;
 		note_seen(ws, name);
 		for (size_t k = 0; k < ws->n; k++) {
-			if (named(&a->from, k, name) && stage != MS_ANN_END &&
-			    ++ws->from_seen[k] == nth(&a->from, k) && !ws->w[k].opened &&
+			if (named(&a->from, k & 1, name) && stage != MS_ANN_END &&
+			    ++ws->from_seen[k] == nth(&a->from, k & 1) && !ws->w[k].opened &&
 			    (s = open_window(ws, k, index, st)))
 				return s;
-			if (named(&a->to, k, name) && stage != MS_ANN_START &&
-			    ++ws->to_seen[k] == nth(&a->to, k) && ws->w[k].opened &&
+			if (named(&a->to, k & 2, name) && stage != MS_ANN_START &&
+			    ++ws->to_seen[k] == nth(&a->to, k & 2) && ws->w[k].opened &&
 			    !ws->w[k].closed)
 				close_one(ws, k, index);
 		}
@@ -332,21 +330,25 @@ void ms_windows_end(struct ms_windows *ws, uint64_t n, int stopped)
 		/* a time past the last event's: the window runs to the end */
 		w->closed = !stopped && ws->asked->one &&
 		            (ws->asked->to.kind == MS_WINDOW_EDGE ||
-		             ws->asked->to.kind == MS_WINDOW_TIME ||
+		             (ws->asked->to.kind == MS_WINDOW_TIME && ws->timed) ||
 		             (ws->asked->to.kind == MS_WINDOW_EVENT && ws->asked->to.event == n));
 		w->replay_stopped_inside = stopped;
 	}
 	ws->n_open = 0;
 	if (!ws->asked || !ws->asked->one || !ws->n)
 		return;
-	/* the one window: the whole text as a mark's name where the trace has such a mark */
-	if (ws->alt && (ws->from_seen[1] || ws->to_seen[1])) {
-		ms_free(ws->w[0].name);
-		ws->w[0] = ws->w[1];
-		ws->from_seen[0] = ws->from_seen[1];
-		ws->to_seen[0] = ws->to_seen[1];
-	} else if (ws->alt) {
-		ms_free(ws->w[1].name);
+	/* the one window: each end the whole text as a mark's name where the trace has such a
+	   mark (candidate 1 counts the whole from-text, candidate 2 the whole to-text) */
+	if (ws->alt) {
+		size_t k = (ws->asked->from.mark_whole_len && ws->from_seen[1] ? 1 : 0) |
+		           (ws->asked->to.mark_whole_len && ws->to_seen[2] ? 2 : 0);
+		struct ms_window_figures keep = ws->w[k];
+		for (size_t i = 0; i < ws->n; i++)
+			if (i != k)
+				ms_free(ws->w[i].name);
+		ws->w[0] = keep;
+		ws->from_seen[0] = ws->from_seen[k];
+		ws->to_seen[0] = ws->to_seen[k];
 	}
 	ws->n = 1;
 	ws->w[0].from_marks = ws->from_seen[0];

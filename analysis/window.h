@@ -2,7 +2,8 @@
  * Windows of a run: stretches of a trace's events, bounded by event numbers or by the marks the
  * recording carries (its annotations: a phase's start and end, a mark, a step), and what was held
  * in each: the reserved, allocated and requested bytes at the window's start, their peaks inside
- * it (transient peaks within one event included), and the recorded OOMs inside it. The replay
+ * it (a peak reached within one event included where it is the run's highest so far: the model
+ * keeps no peak of its own per event), and the recorded OOMs inside it. The replay
  * feeds them its model's figures (replay.c), stats the trace's own (analysis/trace_stats.c).
  *
  * A window is [from, to): from the state before event `from` to the state before event `to`. A
@@ -49,7 +50,8 @@ struct ms_window_end {
  * s as a window's end: an event's number ("1200"), a time after the trace's first event with
  * its unit ("1.5s", "200ms", "1500000us", "20ns": the window starts or ends before the first
  * event at or past it), or "mark:NAME" (the first annotation named
- * NAME), "mark:NAME#N" (the Nth; where the trace has a mark named "NAME#N" itself, its first,
+ * NAME), "mark:NAME#N" (the Nth, N from 1; where the trace has a mark named "NAME#N" itself,
+ * its first; "NAME#0" is a name,
  * as torch.profiler names its steps "ProfilerStep#N"). From a mark, a window starts at a phase's
  * start or a mark of that name; to a mark, it ends at a phase's end or a mark of that name (counted
  * apart: the Nth phase NAME is "--from mark:NAME#N --to mark:NAME#N"). Returns NULL, or why s is
@@ -103,12 +105,12 @@ struct ms_windows {
 	size_t *open; /* indices into w of the windows open now */
 	size_t n_open, cap_open;
 	/*
-	 * The one window: w[0], and where an end names "NAME#N" w[1] too, the candidate of the
-	 * whole text as the name (which wins where the trace has such a mark); the marks of each
-	 * candidate's names seen so far.
+	 * The one window: w[0], and where an end names "NAME#N" w[1..3] too, the candidates of the
+	 * whole text as the from end's name (bit 1) and the to end's (bit 2), each winning where
+	 * the trace has such a mark; the marks of each candidate's names seen so far.
 	 */
 	int alt;
-	uint32_t from_seen[2], to_seen[2];
+	uint32_t from_seen[4], to_seen[4];
 	int64_t t0; /* the trace's first event's time (0: none seen yet) */
 	int timed;  /* an event with a time was seen */
 	/* the first names of marks seen (for a window's mark that is not there), "; "-joined */

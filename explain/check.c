@@ -79,7 +79,9 @@ ms_status ms_check_figures_of(const struct ms_trace *t, const struct ms_replay_o
 	timeline(r, f);
 	if (!t)
 		return MS_OK;
-	if (r->has_oom || r->recorded_ooms) {
+	if ((r->has_oom || r->recorded_ooms) &&
+	    (!f->windowed || (r->has_oom && r->first_oom.index >= f->window.from &&
+	                      r->first_oom.index < f->window.to))) {
 		struct ms_verdict v;
 		if ((s = ms_verdict_of_replay(t, o, r, lim, NULL, 0, &v))) {
 			ms_verdict_release(&v);

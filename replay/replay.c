@@ -1156,7 +1156,9 @@ static ms_status replay(const char *path, const struct ms_source *src, unsigned 
 		r->cut_short = !s && ms_source_cut_short(&si);
 	}
 	if (o->windows) {
-		ms_windows_end(&p.wins, r->events_total, p.stopped);
+		/* where the replay stopped (an OOM of its own), not the trace's last event */
+		ms_windows_end(&p.wins, r->ended_by_oom ? r->end_oom_index + 1 : r->events_total,
+		               r->ended_by_oom);
 		r->windows_asked = 1;
 		ms_windows_take(&p.wins, &r->windows, &r->n_windows, r->window_marks_seen,
 		                sizeof(r->window_marks_seen));

@@ -238,6 +238,9 @@ class Session:
             return
         if call.when == "call":
             self.ran.add(item.nodeid)
+            # a test run again (a rerun plugin): its last attempt is the one that counts
+            self.budget.pop(item.nodeid, None)
+            self.failed = [f for f in self.failed if f[0] != item.nodeid]
         n = self.open[1]
         self._close()  # the window ends with the call (or with a setup that did not pass)
         mark = item.get_closest_marker("gpu_memory")
@@ -271,6 +274,8 @@ class Session:
         for k, v in mark.kwargs.items():
             if k in _BUDGETS and v is not None:
                 opts[_BUDGETS[k]] = v
+        if not os.path.exists(self.trace) and self._nothing_allocated():
+            return []  # recording starts with CUDA, which has not started: 0 is measured
         try:
             memsnap.flush()
             with memsnap.open(self.trace) as f:
@@ -295,6 +300,8 @@ class Session:
             for flag, kw in _FLAGS:
                 msg = msg.replace(flag, kw)
             return [f"gpu_memory: memsnap could not judge the budget: {msg}"]
+        except OSError as e:  # the recorder could not write the trace
+            return [f"gpu_memory: memsnap could not judge the budget: {e}"]
 
     def _nothing_allocated(self):
         """Whether a trace without events says that nothing was allocated: the recorder
@@ -335,33 +342,46 @@ class Session:
     def pytest_sessionfinish(self, session, exitstatus):
         import memsnap
         self._close()
+        windows = {}
         try:
             memsnap.flush()
-            with memsnap.open(self.trace) as f:
-                windows = _per_device(f.replay(windows=PHASE))
+            if os.path.exists(self.trace) or not self._nothing_allocated():
+                with memsnap.open(self.trace) as f:
+                    windows = _per_device(f.replay(windows=PHASE))
+            else:
+                self.notes.append("no GPU allocation was recorded in the session")
         except memsnap.MemsnapError as e:
             if "no allocator events" in str(e):
                 self.notes.append("no GPU allocation was recorded in the session")
             else:
                 self.notes.append(f"the session's trace could not be read: {e}")
-            windows = {}
+        except OSError as e:
+            self.notes.append(f"the session's trace could not be written: {e}")
+        last = {}
         for dev, r in sorted(windows.items()):
             for w in r.get("windows", []):
                 if w["name"][len(PHASE):] not in self.ran:
                     continue  # skipped, or failed in its setup: it did not run
-                self.rows.append(dict(test=w["name"][len(PHASE):], device=dev,
+                last[(w["name"], dev)] = dict(test=w["name"][len(PHASE):], device=dev,
                                       peak_reserved_bytes=w["peak_reserved_bytes"],
                                       reserved_rise_bytes=w["reserved_rise_bytes"],
                                       peak_allocated_bytes=w["peak_allocated_bytes"],
                                       allocated_rise_bytes=w["allocated_rise_bytes"],
                                       closed=w["closed"], from_event=w["from_event"],
-                                      to_event=w["to_event"], events=r.get("events_total", 0)))
+                                      to_event=w["to_event"], events=r.get("events_total", 0))
+        self.rows = list(last.values())  # a test run again: its last run
         self._explain_failed()
         self._baseline(session)
-        if self.save:
-            self._save()
+        try:
+            if self.save:
+                self._save()
+        except OSError as e:
+            self.notes.append(f"no baseline written: {e}")
         self._pages()
-        memsnap.stop()
+        try:
+            memsnap.stop()
+        except OSError as e:
+            self.notes.append(f"the session's trace could not be finished: {e}")
 
     def _explain_failed(self, most=5):
         """For the first tests that failed on their own: explain over each one's window, the
@@ -519,5 +539,8 @@ class Session:
                           f"baseline by more than {self.max_growth:g}%", red=True, bold=True)
 
     def pytest_unconfigure(self, config):
+        import memsnap
+        if self._reopen in memsnap._on_start:
+            memsnap._on_start.remove(self._reopen)
         if self.tmp:
             shutil.rmtree(self.tmp, ignore_errors=True)

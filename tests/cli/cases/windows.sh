@@ -43,3 +43,10 @@ p=testdata/snapshots/explain/profiler.pickle.zst
 "$MEMSNAP" -q stats --from 2s --to 3000ms "$s" | grep -o 'window events [0-9]* to [0-9]*'
 "$MEMSNAP" -q replay --from 1.5 "$s" 2>&1 | head -1
 "$MEMSNAP" -q replay --from 100s "$s" 2>&1
+# each end on its own: a whole name ("ProfilerStep#1", "ProfilerStep#0") or NAME#N; a window the
+# replay runs out of memory inside ends where it stopped; a --to mark at the --from event
+"$MEMSNAP" -q replay --from 'mark:ProfilerStep#1' --to 'mark:Optimizer.step#AdamW.step#3' "$p" | grep -o 'window events [0-9]* to [0-9]*'
+"$MEMSNAP" -q stats --from 'mark:Optimizer.step#AdamW.step#2' --to 'mark:ProfilerStep#3' "$p" | grep -o 'window events [0-9]* to [0-9]*'
+"$MEMSNAP" -q replay --from 'mark:ProfilerStep#0' --to 'mark:ProfilerStep#0' "$p" | grep -o 'window events [0-9]* to [0-9]*'
+"$MEMSNAP" -q replay --limit 3GiB --from 100 "$s" | grep -o 'window events [0-9]* to [0-9]* ([^)]*)'
+"$MEMSNAP" -q stats --from 1156 --to 'mark:ProfilerStep#0#1' "$p" | grep -o 'window events [0-9]* to [0-9]*'
