@@ -38,7 +38,7 @@ struct ms_file_info {
 	uint8_t pool_seen[65536 / 8];
 	uint64_t n_pools, pool_events, pool_segs, pool_reserved;
 	/* the marks by name (string ids of syms), in order of first appearance: the windows'
-	 * mark:NAME (replay/window.h) */
+	 * mark:NAME (analysis/window.h) */
 	struct ms_file_mark *marks;
 	size_t n_marks, cap_marks;
 	struct ms_u64map mark_of; /* name id -> index + 1 into marks */

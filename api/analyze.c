@@ -764,6 +764,17 @@ static char *respell(const char *s)
 	return out;
 }
 
+/* The error message in msg respelled (the answer is the command's JSON as it prints it). */
+static void respell_message(char *msg, size_t cap)
+{
+	char *r;
+
+	if (msg && cap && msg[0] && (r = respell(msg))) {
+		snprintf(msg, cap, "%s", r);
+		free(r);
+	}
+}
+
 static int ask(ms_file *in, const char *question, const char *const *options, size_t n_options,
                char **json, char *msg, size_t cap);
 
@@ -771,13 +782,8 @@ int ms_ask(ms_file *in, const char *question, const char *const *options, size_t
            char **json, char *msg, size_t cap)
 {
 	int rc = ask(in, question, options, n_options, json, msg, cap);
-	char *r;
 
-	/* the answer is the command's JSON as it prints it: only the message is respelled */
-	if (msg && cap && msg[0] && (r = respell(msg))) {
-		snprintf(msg, cap, "%s", r);
-		free(r);
-	}
+	respell_message(msg, cap);
 	return rc;
 }
 
@@ -919,13 +925,8 @@ int ms_compare(ms_file *a, ms_file *b, const char *const *options, size_t n_opti
                char *msg, size_t cap)
 {
 	int rc = compare(a, b, options, n_options, json, msg, cap);
-	char *r;
 
-	/* the answer is the command's JSON as it prints it: only the message is respelled */
-	if (msg && cap && msg[0] && (r = respell(msg))) {
-		snprintf(msg, cap, "%s", r);
-		free(r);
-	}
+	respell_message(msg, cap);
 	return rc;
 }
 

@@ -1,4 +1,4 @@
-/* The replay commands' windows: --from, --to, --windows (replay/window.h). */
+/* The replay commands' windows: --from, --to, --windows (analysis/window.h). */
 #include <stdio.h>
 #include <string.h>
 

@@ -64,7 +64,7 @@ struct ms_explain_in {
 	 * copies' sites (a second moment of a trace whose peak is broken down whole) */
 	int state_only;
 	/* growth looked for at the step starts inside events [growth_from, growth_to) only (a
-	 * window: replay/window.h); both 0: all of them */
+	 * window: analysis/window.h); both 0: all of them */
 	uint64_t growth_from, growth_to;
 };
 

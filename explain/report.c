@@ -549,7 +549,7 @@ static void findings(struct ms_explain_report *r)
 }
 
 /* The moment broken down: the run's peak of reserved bytes, or the window's the replay
- * measured (replay/window.h). */
+ * measured (analysis/window.h). */
 static void peaks_of(struct ms_explain_report *r)
 {
 	const struct ms_replay_result *f = &r->first;

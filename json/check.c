@@ -5,6 +5,7 @@
 
 #include "common/json.h"
 #include "json/replay.h"
+#include "json/window.h"
 #include "replay/replay.h"
 
 cJSON *ms_check_json(const char *path, uint32_t device, const struct ms_check_budgets *b,
@@ -34,18 +35,8 @@ cJSON *ms_check_json(const char *path, uint32_t device, const struct ms_check_bu
 	else
 		cJSON_AddNullToObject(out, "verdict");
 	ms_json_limit_inferred(out, &f->lim);
-	if (f->windowed) { /* the figures above are the window's */
-		cJSON *w = cJSON_AddObjectToObject(out, "window");
-		ms_json_u64(w, "from_event", f->window.from);
-		ms_json_u64(w, "to_event", f->window.to);
-		cJSON_AddBoolToObject(w, "closed", f->window.closed);
-		ms_json_u64(w, "reserved_bytes_at_start", f->window.reserved_at_start);
-		ms_json_u64(w, "allocated_bytes_at_start", f->window.allocated_at_start);
-		ms_json_u64(w, "reserved_rise_bytes", f->reserved - f->window.reserved_at_start);
-		ms_json_u64(w, "allocated_rise_bytes", f->allocated - f->window.allocated_at_start);
-	} else {
-		cJSON_AddNullToObject(out, "window");
-	}
+	/* the figures above are the window's, where there is one */
+	ms_window_json_brief(out, f->windowed ? &f->window : NULL);
 	fails = cJSON_AddArrayToObject(out, "exceeded");
 	for (size_t i = 0; i < res->n_exceeded; i++)
 		cJSON_AddItemToArray(fails, cJSON_CreateString(res->exceeded[i]));

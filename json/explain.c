@@ -8,6 +8,7 @@
 #include "common/json.h"
 #include "explain/report.h"
 #include "json/verdict.h"
+#include "json/window.h"
 #include "parse/trace.h"
 #include "replay/site.h"
 
@@ -105,22 +106,10 @@ static void peaks(cJSON *root, const struct ms_explain_report *r)
 	const struct ms_trace *t = r->t;
 	const struct ms_replay_result *f = &r->first;
 	uint64_t at = r->peak_index;
-	cJSON *o, *w;
+	cJSON *o;
 
-	if (r->windowed) { /* the peaks below are the window's */
-		w = cJSON_AddObjectToObject(root, "window");
-		ms_json_u64(w, "from_event", r->window.from);
-		ms_json_u64(w, "to_event", r->window.to);
-		cJSON_AddBoolToObject(w, "closed", r->window.closed);
-		ms_json_u64(w, "reserved_bytes_at_start", r->window.reserved_at_start);
-		ms_json_u64(w, "allocated_bytes_at_start", r->window.allocated_at_start);
-		ms_json_u64(w, "reserved_rise_bytes",
-		            r->window.peak_reserved - r->window.reserved_at_start);
-		ms_json_u64(w, "allocated_rise_bytes",
-		            r->window.peak_allocated - r->window.allocated_at_start);
-	} else {
-		cJSON_AddNullToObject(root, "window");
-	}
+	/* the peaks below are the window's, where there is one */
+	ms_window_json_brief(root, r->windowed ? &r->window : NULL);
 	o = cJSON_AddObjectToObject(root, "peak");
 	ms_json_u64(o, "event", at);
 	ms_json_u64(o, "bytes", r->reserved);

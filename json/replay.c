@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "common/json.h"
+#include "json/window.h"
 #include "json/site.h"
 #include "json/verdict.h"
 #include "replay/device_cuda.h"
@@ -192,26 +193,9 @@ void ms_windows_json(cJSON *o, const struct ms_replay_result *r)
 		cJSON *x = cJSON_CreateObject();
 		if (!x)
 			return;
-		if (w->name)
-			cJSON_AddStringToObject(x, "name", w->name);
-		else
-			cJSON_AddNullToObject(x, "name");
-		cJSON_AddBoolToObject(x, "reached", w->opened);
-		ms_json_u64(x, "from_event", w->from);
-		ms_json_u64(x, "to_event", w->to);
-		/* open at the end: the trace, or the replay, ended inside it */
-		cJSON_AddBoolToObject(x, "closed", w->closed);
+		ms_window_json_head(x, w);
 		cJSON_AddBoolToObject(x, "replay_ended_by_oom_inside", w->replay_stopped_inside);
-		ms_json_u64(x, "events", w->events);
-		/* its events' times after the trace's first event (null: the trace has none) */
-		if (w->timed_events) {
-			cJSON_AddNumberToObject(x, "first_event_time_s",
-			                        (double)w->first_t_ns / 1e9);
-			cJSON_AddNumberToObject(x, "last_event_time_s", (double)w->last_t_ns / 1e9);
-		} else {
-			cJSON_AddNullToObject(x, "first_event_time_s");
-			cJSON_AddNullToObject(x, "last_event_time_s");
-		}
+		ms_window_json_span(x, w);
 		ms_json_u64(x, "reserved_bytes_at_start", w->reserved_at_start);
 		ms_json_u64(x, "allocated_bytes_at_start", w->allocated_at_start);
 		ms_json_u64(x, "peak_reserved_bytes", w->peak_reserved);

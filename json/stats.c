@@ -8,6 +8,7 @@
 #include "common/event.h"
 #include "common/json.h"
 #include "json/site.h"
+#include "json/window.h"
 #include "replay/site.h"
 #include "replay/site_rows.h"
 
@@ -86,24 +87,8 @@ static void windows_json(cJSON *o, const struct ms_trace_stats *r)
 		cJSON *x = cJSON_CreateObject();
 		if (!x)
 			return;
-		if (w->name)
-			cJSON_AddStringToObject(x, "name", w->name);
-		else
-			cJSON_AddNullToObject(x, "name");
-		cJSON_AddBoolToObject(x, "reached", w->opened);
-		ms_json_u64(x, "from_event", w->from);
-		ms_json_u64(x, "to_event", w->to);
-		cJSON_AddBoolToObject(x, "closed", w->closed);
-		ms_json_u64(x, "events", w->events);
-		/* its events' times after the trace's first event (null: the trace has none) */
-		if (w->timed_events) {
-			cJSON_AddNumberToObject(x, "first_event_time_s",
-			                        (double)w->first_t_ns / 1e9);
-			cJSON_AddNumberToObject(x, "last_event_time_s", (double)w->last_t_ns / 1e9);
-		} else {
-			cJSON_AddNullToObject(x, "first_event_time_s");
-			cJSON_AddNullToObject(x, "last_event_time_s");
-		}
+		ms_window_json_head(x, w);
+		ms_window_json_span(x, w);
 		ms_json_u64(x, "requested_bytes_at_start", w->requested_at_start);
 		ms_json_u64(x, "peak_requested_bytes", w->peak_requested);
 		ms_json_u64(x, "peak_requested_event", w->peak_allocated_event);
