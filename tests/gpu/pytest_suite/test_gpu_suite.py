@@ -1,5 +1,5 @@
-"""A GPU test suite for memsnap's pytest plugin (tests/gpu/pytest_plugin.sh runs it): tests
-within their budgets, one over its budget, one that leaks into the tests after it, one whose
+"""A GPU test suite for memsnap's pytest plugin (tests/gpu/pytest_plugin.sh runs it): a budget
+judged before CUDA starts, tests within their budgets, one over its budget, one that leaks into the tests after it, one whose
 steps keep more each step, and one that runs out of memory."""
 import pytest
 import torch
@@ -8,6 +8,12 @@ import memsnap
 
 MiB = 1 << 20
 _leaked = []
+
+
+@pytest.mark.gpu_memory(max_reserved="1MiB")
+def test_budget_before_cuda():
+    # CUDA has not started: PyTorch holds nothing, and the budget holds (0 bytes, measured)
+    assert not torch.cuda.is_initialized()
 
 
 def test_first_touch():
