@@ -1682,6 +1682,304 @@ def c_explain_lightning(cx):
     _lightning_gpt(cx, "32-true", at_end, seen)
 
 
+# ---------------------------------------------------------------------------------------------
+# generation jobs for `memsnap explain`'s inference categories: each truth holds the weights'
+# bytes counted from the model and, for each request, the KV cache's bytes computed from the
+# shapes (layers x batch x key-value heads x head size x tokens x 2 (keys and values) x dtype
+# size) and the request's wall-clock span (time.time_ns() // 1000, the clock of the trace's time_us)
+
+INFER_REQUESTS = [(1, 32, 48), (2, 64, 32), (4, 16, 64)]  # (batch, prompt tokens, new tokens)
+
+
+def weights_truth(model):
+    """The bytes of the model's CUDA parameters and buffers, each storage once (tied weights)."""
+    seen, n, nbytes = set(), 0, 0
+    for t in list(model.parameters()) + list(model.buffers()):
+        if not t.is_cuda:
+            continue
+        s = t.untyped_storage()
+        if s.data_ptr() in seen:
+            continue
+        seen.add(s.data_ptr())
+        n += 1
+        nbytes += s.nbytes()
+    return {"tensors": n, "bytes": nbytes}
+
+
+def now_us():
+    return time.time_ns() // 1000
+
+
+def _kv_shape(cfg):
+    heads = cfg.num_attention_heads
+    kv = getattr(cfg, "num_key_value_heads", None) or heads
+    return cfg.num_hidden_layers, kv, cfg.hidden_size // heads
+
+
+def _hf_generate_job(cx, model, cfg, dtype, cache, compile_graphs=False):
+    """Runs INFER_REQUESTS through model.generate (greedy, exactly new tokens each) and writes
+    the truth: per request the KV cache's bytes from the shapes, its span, memory_stats after."""
+    import torch
+    layers, kv_heads, head_dim = _kv_shape(cfg)
+    dsize = torch.empty((), dtype=dtype).element_size()
+    cx.truth["model"] = {"layers": layers, "kv_heads": kv_heads, "heads": cfg.num_attention_heads,
+                         "head_dim": head_dim, "dtype": str(dtype), "dtype_bytes": dsize,
+                         "cache": cache, "weights": weights_truth(model)}
+    kw = dict(do_sample=False, pad_token_id=0, eos_token_id=None)
+    if cache == "static":
+        kw["cache_implementation"] = "static"
+    # the cache's keys and values after each forward, from their shapes (no reference is kept)
+    seen = {}
+
+    def after_forward(module, args, kwargs, output):
+        pkv = getattr(output, "past_key_values", None)
+        ts = []
+        for layer in getattr(pkv, "layers", None) or []:
+            ts += [layer.keys, layer.values]
+        ts = [t for t in ts if torch.is_tensor(t) and t.is_cuda]
+        seen["shapes"] = sorted({tuple(t.shape) for t in ts})
+        seen["bytes"] = tensor_bytes(ts)
+        seen["tensors"] = len(ts)
+        seen["forwards"] = seen.get("forwards", 0) + 1
+
+    made = []  # a static cache's keys and values as its layers make them (in the first,
+    # uncompiled forward: the compiled ones would not run a hook's Python)
+    if cache == "static":
+        from transformers.cache_utils import StaticLayer
+        init = StaticLayer.lazy_initialization
+
+        def lazy_initialization(self, *a, **k):
+            r = init(self, *a, **k)
+            made.extend((tuple(t.shape), t.numel() * t.element_size())
+                        for t in (self.keys, self.values))
+            return r
+        StaticLayer.lazy_initialization = lazy_initialization
+        hook = None
+    else:
+        hook = model.register_forward_hook(after_forward, with_kwargs=True)
+    reqs = []
+    with torch.no_grad():
+        for i, (b, p, n) in enumerate(INFER_REQUESTS):
+            ids = torch.randint(1, cfg.vocab_size, (b, p), device="cuda")
+            mask = torch.ones_like(ids)
+            t0 = now_us()
+            out = model.generate(input_ids=ids, attention_mask=mask, max_new_tokens=n,
+                                 min_new_tokens=n, **kw)
+            torch.cuda.synchronize()
+            t1 = now_us()
+            assert out.shape == (b, p + n), out.shape
+            per_token = 2 * layers * b * kv_heads * head_dim * dsize
+            # the cache holds the prompt and every new token but the last (which is returned,
+            # not fed back): a dynamic one grows to that, a static one is made for at least
+            # that many tokens before the first (transformers keeps the longest length asked)
+            tokens = p + n - 1
+            if cache == "static":
+                seen = {"shapes": sorted({sh for sh, _ in made}),
+                        "bytes": sum(nb for _, nb in made), "tensors": len(made),
+                        "forwards": None}
+                made.clear()
+            assert seen["tensors"] == 2 * layers, seen
+            assert seen["bytes"] % per_token == 0, (seen, per_token)
+            if cache == "dynamic":
+                assert seen["bytes"] == per_token * tokens, (seen, per_token * tokens)
+            reqs.append({"request": i, "batch": b, "prompt_tokens": p, "new_tokens": n,
+                         "forwards": seen.pop("forwards"), "kv_tokens": tokens,
+                         "kv_bytes_per_token": per_token,
+                         "kv_cache_tokens": seen["bytes"] // per_token,
+                         "kv_cache_shapes": seen["shapes"], "kv_bytes": seen["bytes"],
+                         "start_us": t0, "end_us": t1, "stats_after": stats(0)})
+            del out, ids, mask
+            cx.truth["steps"] += 1
+    if hook is not None:
+        hook.remove()
+    cx.truth["requests"] = reqs
+    cx.truth["kv_peak_bytes"] = max(r["kv_bytes"] for r in reqs)
+    cx.truth["attn_implementation"] = getattr(model.config, "_attn_implementation", None)
+    cx.finish()
+
+
+def _hf_import():
+    try:
+        import transformers
+    except ImportError:
+        print("SKIP: transformers is not installed", flush=True)
+        sys.exit(SKIP)
+    return transformers
+
+
+@case("infer_gpt2_dynamic", "generation with transformers GPT2LMHeadModel (4 layers, n_embd 256, "
+      "4 heads: MHA, vocab 8192, random weights, fp32), model.generate with its dynamic cache "
+      "(greedy, exactly the new tokens asked), three requests (batch x prompt + new tokens: 1x32+48, "
+      "2x64+32, 4x16+64); history on from the start, Python stacks")
+def c_infer_gpt2_dynamic(cx):
+    import torch
+    tr = _hf_import()
+    from transformers import GPT2Config, GPT2LMHeadModel
+    torch.manual_seed(0)
+    cx.truth["transformers"] = tr.__version__
+    cx.history(enabled="all", context="all", stacks="python")
+    cfg = GPT2Config(vocab_size=8192, n_positions=512, n_embd=256, n_layer=4, n_head=4)
+    m = GPT2LMHeadModel(cfg).cuda().eval()
+    _hf_generate_job(cx, m, cfg, torch.float32, "dynamic")
+
+
+def _llama(dtype):
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+    torch.manual_seed(0)
+    cfg = LlamaConfig(vocab_size=8192, hidden_size=512, intermediate_size=1376,
+                      num_hidden_layers=4, num_attention_heads=8, num_key_value_heads=2,
+                      max_position_embeddings=512)
+    return cfg, LlamaForCausalLM(cfg).to(device="cuda", dtype=dtype).eval()
+
+
+@case("infer_llama_dynamic", "generation with transformers LlamaForCausalLM (4 layers, hidden 512, "
+      "8 heads of which 2 key-value: GQA, vocab 8192, random weights) in bf16 (built on the CPU, "
+      "then .to(cuda, bfloat16)), model.generate with its dynamic cache, the three requests of "
+      "infer_gpt2_dynamic; history on from the start, Python stacks")
+def c_infer_llama_dynamic(cx):
+    import torch
+    tr = _hf_import()
+    cx.truth["transformers"] = tr.__version__
+    cx.history(enabled="all", context="all", stacks="python")
+    cfg, m = _llama(torch.bfloat16)
+    _hf_generate_job(cx, m, cfg, torch.bfloat16, "dynamic")
+
+
+@case("infer_llama_static", "the bf16 GQA Llama of infer_llama_dynamic generating with "
+      "cache_implementation='static' (a cache made at the request's first forward for its "
+      "whole length and written in place; transformers compiles the decoding forward and runs "
+      "it under CUDA graphs), the same three requests; history on from the start, Python stacks, "
+      "compile_context=True")
+def c_infer_llama_static(cx):
+    import torch
+    tr = _hf_import()
+    cx.truth["transformers"] = tr.__version__
+    cx.history(enabled="all", context="all", stacks="python", compile_context=True)
+    cfg, m = _llama(torch.bfloat16)
+    _hf_generate_job(cx, m, cfg, torch.bfloat16, "static")
+
+
+def _paged_decoder(layers, d, heads, kv_heads, vocab, block, dtype):
+    """A small decoder in plain PyTorch whose keys and values live in a paged cache: blocks of
+    `block` tokens per layer, made as a request's sequence reaches them and released at its end
+    (the way vLLM-style servers hold a request's cache, one block table per request)."""
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+    hd = d // heads
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.norm1, self.norm2 = nn.RMSNorm(d), nn.RMSNorm(d)
+            self.q = nn.Linear(d, d, bias=False)
+            self.kv = nn.Linear(d, 2 * kv_heads * hd, bias=False)
+            self.o = nn.Linear(d, d, bias=False)
+            self.up = nn.Linear(d, 4 * d, bias=False)
+            self.down = nn.Linear(4 * d, d, bias=False)
+
+        def forward(self, x, cache, layer, pos):
+            b, s, _ = x.shape
+            h = self.norm1(x)
+            q = self.q(h).view(b, s, heads, hd).transpose(1, 2)
+            k, v = self.kv(h).view(b, s, 2, kv_heads, hd).unbind(2)
+            cache.write(layer, pos, k, v)
+            keys, values = cache.read(layer, pos + s)
+            a = F.scaled_dot_product_attention(q, keys, values, is_causal=s > 1, enable_gqa=True)
+            x = x + self.o(a.transpose(1, 2).reshape(b, s, d))
+            return x + self.down(F.gelu(self.up(self.norm2(x))))
+
+    class PagedKVCache:
+        def __init__(self, batch):
+            self.batch = batch
+            self.blocks = [[] for _ in range(layers)]  # per layer: [keys, values] per block
+
+        def allocate_kv_blocks(self, layer, tokens):
+            while len(self.blocks[layer]) * block < tokens:
+                self.blocks[layer].append(
+                    torch.empty(2, self.batch, block, kv_heads, hd, device="cuda", dtype=dtype))
+
+        def write(self, layer, pos, k, v):
+            self.allocate_kv_blocks(layer, pos + k.shape[1])
+            for t in range(k.shape[1]):
+                blk = self.blocks[layer][(pos + t) // block]
+                blk[0, :, (pos + t) % block] = k[:, t]
+                blk[1, :, (pos + t) % block] = v[:, t]
+
+        def read(self, layer, tokens):
+            kv = torch.cat(self.blocks[layer], dim=2)[:, :, :tokens]  # gathered for attention
+            return kv[0].transpose(1, 2), kv[1].transpose(1, 2)
+
+        def nbytes(self):
+            return tensor_bytes(t for bl in self.blocks for t in bl)
+
+    class Decoder(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.emb = nn.Embedding(vocab, d)
+            self.layers = nn.ModuleList(Block() for _ in range(layers))
+            self.norm = nn.RMSNorm(d)
+            self.head = nn.Linear(d, vocab, bias=False)
+
+        def forward(self, ids, cache, pos):
+            x = self.emb(ids)
+            for i, l in enumerate(self.layers):
+                x = l(x, cache, i, pos)
+            return self.head(self.norm(x[:, -1]))
+
+    return Decoder, PagedKVCache
+
+
+@case("infer_paged", "generation with a small decoder in plain PyTorch (4 layers, d 256, 8 heads "
+      "of which 2 key-value: GQA, vocab 8192, fp32) whose keys and values live in a paged cache: "
+      "blocks of 16 tokens per layer made as each request reaches them, released at its end; "
+      "the three requests of infer_gpt2_dynamic, greedy; history on from the start, Python stacks")
+def c_infer_paged(cx):
+    import torch
+    torch.manual_seed(0)
+    layers, d, heads, kv_heads, vocab, block, dtype = 4, 256, 8, 2, 8192, 16, torch.float32
+    cx.history(enabled="all", context="all", stacks="python")
+    Decoder, PagedKVCache = _paged_decoder(layers, d, heads, kv_heads, vocab, block, dtype)
+    m = Decoder().to(device="cuda", dtype=dtype).eval()
+    hd = d // heads
+    dsize = torch.empty((), dtype=dtype).element_size()
+    cx.truth["model"] = {"layers": layers, "kv_heads": kv_heads, "heads": heads, "head_dim": hd,
+                         "dtype": str(dtype), "dtype_bytes": dsize, "cache": "paged",
+                         "block_tokens": block, "weights": weights_truth(m)}
+    reqs = []
+    with torch.no_grad():
+        for i, (b, p, n) in enumerate(INFER_REQUESTS):
+            ids = torch.randint(1, vocab, (b, p), device="cuda")
+            t0 = now_us()
+            cache = PagedKVCache(b)
+            logits = m(ids, cache, 0)
+            pos = p
+            out = [logits.argmax(-1)]
+            for _ in range(n - 1):
+                logits = m(out[-1][:, None], cache, pos)
+                pos += 1
+                out.append(logits.argmax(-1))
+            torch.cuda.synchronize()
+            held = cache.nbytes()
+            del cache, logits
+            t1 = now_us()
+            per_token = 2 * layers * b * kv_heads * hd * dsize
+            tokens = p + n - 1
+            blocks = -(-tokens // block)
+            assert held == blocks * block * per_token, (held, blocks, per_token)
+            reqs.append({"request": i, "batch": b, "prompt_tokens": p, "new_tokens": n,
+                         "forwards": n, "kv_tokens": tokens, "kv_blocks_per_layer": blocks,
+                         "kv_bytes_per_token": per_token, "kv_bytes": blocks * block * per_token,
+                         "kv_bytes_measured": held, "start_us": t0, "end_us": t1,
+                         "stats_after": stats(0)})
+            del out, ids
+            cx.truth["steps"] += 1
+    cx.truth["requests"] = reqs
+    cx.truth["kv_peak_bytes"] = max(r["kv_bytes"] for r in reqs)
+    cx.finish()
+
+
 for _name in ("graph_pools", "compile_reduce_overhead", "mempool", "graph_step_adam",
               "decode_graphs", "mempool_custom_allocator"):
     _c = CASES[_name]
@@ -1702,7 +2000,8 @@ ORDER = ["ring_wrap", "late_history", "late_after_empty_cache", "state_only", "n
          "compile_reduce_overhead_expandable", "mempool_expandable", "graph_step_adam_expandable",
          "decode_graphs_expandable", "explain_adamw", "explain_sgd", "explain_leak",
          "explain_hf_gpt2", "explain_lightning", "explain_profiler", "explain_metadata", "explain_scopes", "explain_copies", "explain_llama",
-         "explain_empty_cache", "explain_frag_oom", "explain_frag_oom_expandable"] + list(SETTINGS)
+         "explain_empty_cache", "explain_frag_oom", "explain_frag_oom_expandable",
+         "infer_gpt2_dynamic", "infer_llama_dynamic", "infer_llama_static", "infer_paged"] + list(SETTINGS)
 assert sorted(ORDER) == sorted(CASES)
 
 
