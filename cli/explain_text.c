@@ -28,14 +28,32 @@ static const char *const cat_rule[MS_CAT_COUNT] = {
         "the trace was cut",
         "kept across optimizer steps: workspaces, inputs, caches, leaks",
         "not placed: from before the trace, or no optimizer steps to place it by",
+        "made before the first forward, alive at the last forward's start",
+        "grows by concatenation token by token, or kept across forwards and released (a "
+        "static or paged cache), or made by code that names a cache",
 };
+
+/* A generation job's rules where they differ from a training job's (explain/inference.h). */
+static const char *cat_rule_of(const struct ms_explain *x, unsigned k)
+{
+	if (!x->job || strcmp(x->job, "inference") != 0)
+		return cat_rule[k];
+	if (k == MS_CAT_ACTIVATIONS)
+		return "made in a forward, alive at fewer than two forwards' starts";
+	if (k == MS_CAT_OTHER)
+		return "kept across forwards or to the end: workspaces, inputs, what the job keeps";
+	if (k == MS_CAT_UNPLACED)
+		return "allocated before the trace began";
+	return cat_rule[k];
+}
 
 /* Parameters, gradients and optimizer state where optimizer steps are found but no parameter:
  * nothing of them is told, and their bytes are in other (said on a line of its own; without
  * optimizer steps a note says it once). */
 static int state_not_told(const struct ms_explain *x, unsigned k)
 {
-	return x->n_optimizer_steps && !ms_explain_cat_told(x, k);
+	return x->n_optimizer_steps && !ms_explain_cat_told(x, k) &&
+	       (k == MS_CAT_PARAMETERS || k == MS_CAT_GRADIENTS || k == MS_CAT_OPTIMIZER_STATE);
 }
 
 void ms_explain_print_cats(const struct ms_explain *x, uint64_t allocated, uint64_t served,
@@ -44,9 +62,11 @@ void ms_explain_print_cats(const struct ms_explain *x, uint64_t allocated, uint6
 {
 	char b[32];
 	int64_t rd = ms_explain_rounding(x, allocated - served);
-	for (unsigned k = 0; k < MS_CAT_COUNT; k++) {
-		/* without optimizer steps only what could not be placed has bytes */
-		if (!x->cat_bytes[k] && (k == MS_CAT_UNPLACED || !x->n_optimizer_steps))
+	for (unsigned o = 0; o < MS_CAT_COUNT; o++) {
+		unsigned k = ms_explain_cat_order[o];
+		/* a category of another kind of job, or nothing to place by: no line */
+		if (!x->cat_bytes[k] && (k == MS_CAT_UNPLACED || !ms_explain_cat_told(x, k)) &&
+		    !state_not_told(x, k))
 			continue;
 		/* no parameters found: gradients and optimizer state are not told either */
 		if (k == MS_CAT_GRADIENTS && x->gradients_not_told) {
@@ -79,8 +99,9 @@ void ms_explain_print_cats(const struct ms_explain *x, uint64_t allocated, uint6
 		       : k == MS_CAT_PARAMETERS && x->gradients_not_told
 		               ? "kept from before the first optimizer step through the last, made "
 		                 "by torch.nn or FSDP2's fully_shard"
-		       : k == MS_CAT_OTHER && !x->parameter_blocks ? OTHER_NO_PARAMETERS
-		                                                   : cat_rule[k]);
+		       : k == MS_CAT_OTHER && !x->parameter_blocks && x->n_optimizer_steps
+		               ? OTHER_NO_PARAMETERS
+		               : cat_rule_of(x, k));
 	}
 	if (rd >= 0) {
 		printf("    %-16s %11s                allocated beyond the bytes asked for "
@@ -140,7 +161,8 @@ void ms_explain_print_cats_line(const struct ms_explain *x, uint64_t served)
 {
 	char b[32];
 	int any = 0;
-	for (unsigned k = 0; k < MS_CAT_COUNT; k++) {
+	for (unsigned o = 0; o < MS_CAT_COUNT; o++) {
+		unsigned k = ms_explain_cat_order[o];
 		if (!x->cat_bytes[k])
 			continue;
 		printf("%s%s %s", any ? ", " : "", ms_explain_cat_name(k),
@@ -244,9 +266,62 @@ static void print_peak(const struct ms_explain_report *r, const char *label)
 		                        : "");
 }
 
+/* A generation job: its forwards, weights, KV cache, each category's peak and the requests. */
+static void print_inference(const struct ms_explain_report *r)
+{
+	const struct ms_explain *x = &r->x;
+	const struct ms_explain_inference *f = &x->inference;
+	char b1[32], b2[32], b3[32], b4[32];
+
+	if (!x->job || strcmp(x->job, "inference") != 0)
+		return;
+	printf("\n  a generation job: %zu forwards (from %s), no backward, no optimizer steps; "
+	       "weights %s in %llu allocations\n",
+	       f->n_forwards, f->forwards_from, ms_format_size(b1, sizeof(b1), f->weight_bytes),
+	       (unsigned long long)f->weight_blocks);
+	printf("  each category at its own peak:");
+	for (unsigned o = 0, any = 0; o < MS_CAT_COUNT; o++) {
+		unsigned k = ms_explain_cat_order[o];
+		if (!ms_explain_cat_told(x, k) || (k == MS_CAT_UNPLACED && !x->cat_peak[k].bytes))
+			continue;
+		printf("%s %s %s (event %llu)", any++ ? "," : "", ms_explain_cat_name(k),
+		       ms_format_size(b1, sizeof(b1), x->cat_peak[k].bytes),
+		       (unsigned long long)x->cat_peak[k].event);
+	}
+	printf("\n");
+	if (!f->n_requests) {
+		printf("  requests: none found (no KV cache: nothing grows by concatenation or is "
+		       "kept across forwards and released)\n");
+		return;
+	}
+	printf("  requests (each a span in which the KV cache holds bytes; the prompt is its first "
+	       "forward):\n");
+	printf("    request  first event  forwards  prompt peak  decode peak   KV cache  "
+	       "KV per token\n");
+	for (size_t i = 0; i < f->n_requests; i++) {
+		const struct ms_explain_request *q = &f->requests[i];
+		char tok[32];
+		if (q->per_token_told)
+			snprintf(tok, sizeof(tok), "%s%s", q->kv_bytes_per_token < 0 ? "-" : "",
+			         ms_format_size(b4, sizeof(b4),
+			                        (uint64_t)(q->kv_bytes_per_token < 0
+			                                           ? -q->kv_bytes_per_token
+			                                           : q->kv_bytes_per_token)));
+		else
+			snprintf(tok, sizeof(tok), "-");
+		printf("    %7zu  %11llu  %8u  %11s  %11s  %9s  %12s%s\n", i + 1,
+		       (unsigned long long)q->first_event, q->forwards,
+		       ms_format_size(b1, sizeof(b1), q->prompt_peak),
+		       q->forwards >= 2 ? ms_format_size(b2, sizeof(b2), q->decode_peak) : "-",
+		       ms_format_size(b3, sizeof(b3), q->kv_peak), tok,
+		       q->released ? "" : "  (held at the end)");
+	}
+}
+
 void ms_explain_print(const struct ms_explain_report *r, const char *label)
 {
 	print_peak(r, label);
+	print_inference(r);
 	ms_explain_print_steps(r);
 	ms_explain_print_end(r);
 	if (r->has_oom)

@@ -6,13 +6,21 @@
 
 #include "common/alloc.h"
 #include "common/hash.h"
+#include "explain/inference.h"
+#include "explain/lives.h"
 #include "parse/trace.h"
 #include "replay/site.h"
 
-#define NONE UINT64_MAX
+#define NONE MS_LIFE_NONE
 
 static const char *const cat_names[MS_CAT_COUNT] = {
-        "parameters", "gradients", "optimizer_state", "activations", "other", "unplaced",
+        "parameters", "gradients", "optimizer_state", "activations",
+        "other",      "unplaced",  "weights",         "kv_cache",
+};
+
+const unsigned ms_explain_cat_order[MS_CAT_COUNT] = {
+        MS_CAT_PARAMETERS, MS_CAT_GRADIENTS,   MS_CAT_OPTIMIZER_STATE, MS_CAT_WEIGHTS,
+        MS_CAT_KV_CACHE,   MS_CAT_ACTIVATIONS, MS_CAT_OTHER,           MS_CAT_UNPLACED,
 };
 
 const char *ms_explain_cat_name(unsigned cat)
@@ -22,27 +30,21 @@ const char *ms_explain_cat_name(unsigned cat)
 
 int ms_explain_cat_told(const struct ms_explain *x, unsigned cat)
 {
+	int inference = x->job && strcmp(x->job, "inference") == 0;
+
 	if (cat == MS_CAT_UNPLACED)
 		return 1;
+	if (inference)
+		return cat == MS_CAT_WEIGHTS || cat == MS_CAT_KV_CACHE ||
+		       cat == MS_CAT_ACTIVATIONS || cat == MS_CAT_OTHER;
+	if (cat == MS_CAT_WEIGHTS || cat == MS_CAT_KV_CACHE)
+		return 0;
 	if (cat == MS_CAT_ACTIVATIONS || cat == MS_CAT_OTHER)
 		return x->n_optimizer_steps != 0; /* without them all is unplaced */
 	if (cat == MS_CAT_GRADIENTS && x->gradients_not_told)
 		return 0;
 	return x->n_optimizer_steps && x->parameter_blocks;
 }
-
-/* An allocation of the device: its events' indices in the whole trace, free NONE if never. */
-struct blk {
-	uint64_t size, a, f;
-	uint32_t stack;
-	uint8_t cat;
-	uint8_t before;     /* freed in the trace, allocated before it */
-	uint8_t param_cand; /* kept through the optimizer steps, allocated by torch.nn code */
-	uint8_t grad;       /* matched as a gradient at some step */
-	uint8_t in_window;  /* allocated inside an optimizer step */
-	/* the optimizer steps whose start it is alive at: [k_lo, k_hi) (windows_alive) */
-	uint32_t k_lo, k_hi;
-};
 
 struct window {
 	uint64_t s, e; /* first event inside, first event after */
@@ -52,7 +54,7 @@ struct ex {
 	const struct ms_trace *t;
 	const struct ms_explain_in *in;
 	struct ms_explain *x;
-	struct blk *b;
+	struct ms_life *b;
 	size_t n, cap;
 	struct window *w;
 	size_t nw, capw;
@@ -75,16 +77,17 @@ struct ex {
  * the end, where the trace's end state holds them (a trace that starts mid-run).
  */
 struct ms_explain_lives {
-	struct blk *b;
+	struct ms_life *b;
 	size_t n, cap;
 	int has_stacks;
 };
 
-static ms_status add_life(struct ms_explain_lives *l, const struct blk *b)
+static ms_status add_life(struct ms_explain_lives *l, const struct ms_life *b)
 {
 	if (ms_grow(&l->b, &l->cap, l->n + 1, sizeof(*l->b)))
 		return MS_ERR_NOMEM;
-	l->b[l->n++] = *b;
+	l->b[l->n] = *b;
+	l->b[l->n++].until = NONE; /* no category change, until a pass finds one */
 	return MS_OK;
 }
 
@@ -99,11 +102,11 @@ static ms_status lifetimes(const struct ms_trace *t, uint32_t device, struct ms_
 		if (e->device != device || e->source != MS_SRC_TORCH)
 			continue;
 		if (e->action == MS_ACT_ALLOC) {
-			struct blk b = {.size = e->size,
-			                .a = i,
-			                .f = NONE,
-			                .stack = e->stack,
-			                .cat = MS_CAT_UNPLACED};
+			struct ms_life b = {.size = e->size,
+			                    .a = i,
+			                    .f = NONE,
+			                    .stack = e->stack,
+			                    .cat = MS_CAT_UNPLACED};
 			x->has_stacks |= e->stack != 0;
 			if (!(s = add_life(x, &b)))
 				s = ms_u64map_put(&live, e->addr, x->n - 1);
@@ -116,11 +119,11 @@ static ms_status lifetimes(const struct ms_trace *t, uint32_t device, struct ms_
 			} else if (!(k = ms_u64map_get(&gone, e->addr)) || *k == 2) {
 				/* allocated before the trace: alive from its start (once: a second
 				 * free with no alloc between says nothing more) */
-				struct blk b = {.size = e->size,
-				                .f = i,
-				                .stack = e->stack,
-				                .cat = MS_CAT_UNPLACED,
-				                .before = 1};
+				struct ms_life b = {.size = e->size,
+				                    .f = i,
+				                    .stack = e->stack,
+				                    .cat = MS_CAT_UNPLACED,
+				                    .before = 1};
 				if (!(s = add_life(x, &b)))
 					s = ms_u64map_put(&gone, e->addr, 1);
 			}
@@ -140,11 +143,11 @@ static ms_status lifetimes(const struct ms_trace *t, uint32_t device, struct ms_
 			continue;
 		for (uint32_t j = 0; j < sg->n_blocks && !s; j++) {
 			const struct ms_block *k = &t->blocks[t->seg_block0[g] + j];
-			struct blk b = {.size = k->requested_size ? k->requested_size : k->size,
-			                .f = NONE,
-			                .stack = k->stack,
-			                .cat = MS_CAT_UNPLACED,
-			                .before = 1};
+			struct ms_life b = {.size = k->requested_size ? k->requested_size : k->size,
+			                    .f = NONE,
+			                    .stack = k->stack,
+			                    .cat = MS_CAT_UNPLACED,
+			                    .before = 1};
 			uint64_t *how = ms_u64map_get(&gone, k->addr);
 			/* a block freed in the trace whose free still waits on its streams
 			   (record_stream) is that block, not one from before the trace */
@@ -864,13 +867,19 @@ static size_t window_of(const struct ex *x, uint64_t i)
 }
 
 /* Whether b is part of the state broken down (explain.h, peak_index and before). */
-static int in_state(const struct ex *x, const struct blk *b)
+static int in_state(const struct ex *x, const struct ms_life *b)
 {
 	uint64_t p = x->in->peak_index;
 
 	if (x->in->before)
 		return b->a < p && (b->f == NONE || b->f >= p);
 	return b->a <= p && (b->f == NONE || b->f > p);
+}
+
+/* b's category in the state broken down */
+static unsigned state_cat(const struct ex *x, const struct ms_life *b)
+{
+	return ms_life_cat_at(b, x->in->before ? x->in->peak_index - 1 : x->in->peak_index);
 }
 
 /* Count of the sizes in a map size -> count. */
@@ -888,7 +897,7 @@ static ms_status count_add(struct ms_u64map *m, uint64_t size, int64_t d)
 static void windows_alive(struct ex *x)
 {
 	for (size_t i = 0; i < x->n; i++) {
-		struct blk *b = &x->b[i];
+		struct ms_life *b = &x->b[i];
 		b->k_lo = b->before ? 0 : windows_up_to(x, b->a);
 		b->k_hi = b->f == NONE ? (uint32_t)x->nw : windows_up_to(x, b->f);
 		if (b->k_hi < b->k_lo)
@@ -916,7 +925,7 @@ static int user_made(struct ex *x, uint32_t stack)
 	return x->user_of[stack];
 }
 
-static int grad_candidate(struct ex *x, const struct blk *b)
+static int grad_candidate(struct ex *x, const struct ms_life *b)
 {
 	return !b->before && !b->param_cand && b->cat != MS_CAT_OPTIMIZER_STATE &&
 	       !user_made(x, b->stack);
@@ -935,7 +944,7 @@ static ms_status categorize_state(struct ex *x)
 
 	windows_alive(x);
 	for (size_t i = 0; i < x->n; i++) {
-		struct blk *b = &x->b[i];
+		struct ms_life *b = &x->b[i];
 		size_t k;
 		if (b->before)
 			continue;
@@ -997,7 +1006,7 @@ static ms_status categorize_state(struct ex *x)
 		uint64_t bytes = 0;
 		ms_u64map_clear(&took);
 		for (size_t e = first_of[k]; e < first_of[k + 1]; e++) {
-			struct blk *b = &x->b[entries[e]];
+			struct ms_life *b = &x->b[entries[e]];
 			uint64_t *have = ms_u64map_get(&cand, b->size), *t, *nd;
 			if (!have)
 				continue;
@@ -1040,7 +1049,7 @@ static ms_status categorize_state(struct ex *x)
 	/* the parameters: the earliest candidates of each size, as many as gradients need (all of
 	 * them where no gradient was told) */
 	for (size_t i = 0; i < x->n; i++) {
-		struct blk *b = &x->b[i];
+		struct ms_life *b = &x->b[i];
 		uint64_t *nd;
 		if (!b->param_cand)
 			continue;
@@ -1075,7 +1084,7 @@ static ms_status categorize_state(struct ex *x)
 		        "parameter's size, are not placed either";
 	}
 	for (size_t i = 0; i < x->n; i++) {
-		struct blk *b = &x->b[i];
+		struct ms_life *b = &x->b[i];
 		if (b->grad && !r->parameter_blocks)
 			b->grad = 0; /* no parameter to be the gradient of */
 		if (b->grad) {
@@ -1134,7 +1143,7 @@ static void categorize_rest(struct ex *x)
 	uint64_t last_end = x->nw ? x->w[x->nw - 1].e : 0;
 
 	for (size_t i = 0; i < x->n; i++) {
-		struct blk *b = &x->b[i];
+		struct ms_life *b = &x->b[i];
 		if (b->before || b->cat != MS_CAT_UNPLACED)
 			continue;
 		if (!x->nw)
@@ -1146,6 +1155,89 @@ static void categorize_rest(struct ex *x)
 		}
 		b->cat = b->k_hi - b->k_lo >= 2 || b->f == NONE ? MS_CAT_OTHER : MS_CAT_ACTIVATIONS;
 	}
+}
+
+/* An allocation whose category changes (lives.h's until), at that event. */
+struct move {
+	uint64_t until;
+	uint32_t i;
+};
+
+static int by_until(const void *a, const void *b)
+{
+	uint64_t x = ((const struct move *)a)->until, y = ((const struct move *)b)->until;
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * Each category's own peak over the trace, sweeping the events: an allocation counts from its
+ * allocation to the program's free (as the state broken down counts it), those from before the
+ * trace from its start.
+ */
+static ms_status cat_peaks(struct ex *x)
+{
+	struct ms_explain *r = x->x;
+	uint64_t cur[MS_CAT_COUNT] = {0};
+	uint32_t *of_event;
+	struct move *moves = NULL;
+	size_t n_moves = 0, m = 0;
+	const uint64_t n_ev = x->t->n_events;
+
+	if (!(of_event = ms_malloc((n_ev ? n_ev : 1) * sizeof(*of_event))))
+		return MS_ERR_NOMEM;
+	/* the allocations whose category changes (lives.h's until), by the event it changes at */
+	for (size_t i = 0; i < x->n; i++)
+		n_moves += x->b[i].until != NONE;
+	if (n_moves && !(moves = ms_malloc(n_moves * sizeof(*moves)))) {
+		ms_free(of_event);
+		return MS_ERR_NOMEM;
+	}
+	for (size_t i = 0; i < x->n; i++)
+		if (x->b[i].until != NONE)
+			moves[m++] = (struct move){x->b[i].until, (uint32_t)i};
+	qsort(moves, n_moves, sizeof(*moves), by_until);
+	m = 0;
+	memset(of_event, 0xff, (n_ev ? n_ev : 1) * sizeof(*of_event));
+	for (size_t i = 0; i < x->n; i++) {
+		const struct ms_life *b = &x->b[i];
+		if (b->before)
+			cur[b->cat] += b->size;
+		else
+			of_event[b->a] = (uint32_t)i;
+		if (b->f != NONE)
+			of_event[b->f] = (uint32_t)i;
+		/* a category change at another allocation's event: found at that event */
+	}
+	for (unsigned c = 0; c < MS_CAT_COUNT; c++)
+		r->cat_peak[c] = (struct ms_explain_cat_peak){cur[c], 0};
+	for (uint64_t e = 0; e < n_ev; e++) {
+		uint32_t k = of_event[e];
+		const struct ms_life *b;
+		unsigned c;
+		for (; m < n_moves && moves[m].until <= e; m++) {
+			const struct ms_life *v = &x->b[moves[m].i];
+			if (v->f != NONE && v->f <= v->until)
+				continue; /* freed first: no change */
+			cur[v->cat] -= cur[v->cat] > v->size ? v->size : cur[v->cat];
+			cur[v->cat_after] += v->size;
+		}
+		if (k == UINT32_MAX)
+			continue;
+		b = &x->b[k];
+		if (b->a == e && !b->before) {
+			c = ms_life_cat_at(b, e);
+			cur[c] += b->size;
+		} else {
+			c = ms_life_cat_at(b, e - 1);
+			cur[c] -= cur[c] > b->size ? b->size : cur[c];
+			continue;
+		}
+		if (cur[c] > r->cat_peak[c].bytes)
+			r->cat_peak[c] = (struct ms_explain_cat_peak){cur[c], e};
+	}
+	ms_free(of_event);
+	ms_free(moves);
+	return MS_OK;
 }
 
 /* Each step's peak of allocated bytes, sweeping the events. */
@@ -1303,7 +1395,7 @@ static ms_status growth(struct ex *x)
 	}
 	x->x->growth_steps = np;
 	for (size_t i = 0; i < x->n && !s; i++) {
-		const struct blk *b = &x->b[i];
+		const struct ms_life *b = &x->b[i];
 		uint32_t frame, k_lo, k_hi;
 		uint64_t *ri;
 		struct row *w;
@@ -1404,7 +1496,7 @@ static ms_status top_sites(struct ex *x, enum site_set set, struct ms_explain_si
 	ms_status s = MS_OK;
 
 	for (size_t i = 0; i < x->n; i++) {
-		const struct blk *b = &x->b[i];
+		const struct ms_life *b = &x->b[i];
 		uint32_t frame;
 		uint64_t *ri;
 		if (!in_state(x, b) ||
@@ -1470,7 +1562,7 @@ static void categories_asked(struct ex *x)
 	for (size_t i = 0; i < in->n_cat_query; i++)
 		in->cat_of[i] = -1;
 	for (size_t i = 0; i < x->n && q < in->n_cat_query; i++) {
-		const struct blk *b = &x->b[i];
+		const struct ms_life *b = &x->b[i];
 		if (b->before)
 			continue;
 		while (q < in->n_cat_query && in->cat_query[q] < b->a)
@@ -1513,30 +1605,37 @@ ms_status ms_explain_run(const struct ms_explain_in *in, struct ms_explain *out)
 	if ((s = take_lives(&x)) || (s = windows_and_steps(&x)))
 		goto out;
 	if (x.nw) {
+		out->job = "training";
 		if ((s = categorize_state(&x)))
 			goto out;
 	} else {
-		out->why_uncategorized = "the trace has no optimizer steps (PyTorch annotates each "
-		                         "Optimizer.step in a "
-		                         "snapshot recorded with history; memsnap's Python "
-		                         "recorder marks them too): "
-		                         "parameters, gradients, optimizer state and activations "
-		                         "cannot be told apart";
+		struct ms_infer_in ii = {.t = x.t,
+		                         .device = in->device,
+		                         .b = x.b,
+		                         .n = x.n,
+		                         .has_stacks = out->has_stacks,
+		                         .steps = x.bounds,
+		                         .n_steps = x.nb,
+		                         .steps_from = out->steps_from};
+		out->job = "";
+		if ((s = ms_infer_categorize(&ii, out)))
+			goto out;
 	}
 	categorize_rest(&x);
 	categories_asked(&x);
 	for (size_t i = 0; i < x.n; i++) {
-		const struct blk *b = &x.b[i];
+		const struct ms_life *b = &x.b[i];
 		if (in_state(&x, b)) {
-			out->cat_bytes[b->cat] += b->size;
-			out->cat_blocks[b->cat]++;
+			unsigned c = state_cat(&x, b);
+			out->cat_bytes[c] += b->size;
+			out->cat_blocks[c]++;
 		}
 	}
 	if (in->state_only) {
 		s = top_sites(&x, SITES_ALL, out->top_live, &out->n_top_live);
 		goto out;
 	}
-	if ((s = step_peaks(&x)) || (s = growth(&x)) ||
+	if ((s = step_peaks(&x)) || (s = cat_peaks(&x)) || (s = growth(&x)) ||
 	    (s = top_sites(&x, SITES_ACTIVATIONS, out->top_activations, &out->n_top_activations)) ||
 	    (s = top_sites(&x, SITES_ALL, out->top_live, &out->n_top_live)))
 		goto out;
@@ -1577,6 +1676,9 @@ void ms_explain_release(struct ms_explain *x)
 		return;
 	ms_free(x->steps);
 	ms_free(x->growth);
+	ms_free(x->inference.requests);
+	x->inference.requests = NULL;
+	x->inference.n_requests = 0;
 	x->steps = NULL;
 	x->growth = NULL;
 	x->n_steps = x->n_growth = 0;

@@ -36,8 +36,13 @@ enum ms_explain_cat {
 	MS_CAT_ACTIVATIONS,
 	MS_CAT_OTHER,
 	MS_CAT_UNPLACED,
+	MS_CAT_WEIGHTS,  /* a generation job's (inference.h) */
+	MS_CAT_KV_CACHE, /* a generation job's */
 	MS_CAT_COUNT
 };
+/* The categories in the order reports list them: a training job's, a generation job's, then
+ * those of both. */
+extern const unsigned ms_explain_cat_order[MS_CAT_COUNT];
 /* "parameters", ..., as the JSON names them. */
 const char *ms_explain_cat_name(unsigned cat);
 
@@ -104,9 +109,49 @@ struct ms_explain_site {
 };
 #define MS_EXPLAIN_TOP_SITES 5
 
+/* A request of a generation job: a span in which its KV cache holds bytes. */
+struct ms_explain_request {
+	uint64_t first_event; /* its first forward's first event */
+	uint64_t end_event;   /* the event its cache was all released at (released) or the last */
+	int released;         /* 0: the trace ends with its cache held */
+	uint32_t forwards;    /* forwards begun in it: the prompt's, then one a token */
+	/* the bytes its allocations asked for, at their highest: in its first forward (the
+	 * prompt), in the rest (decoding; 0 with one forward) */
+	uint64_t prompt_peak, decode_peak;
+	uint64_t kv_peak;           /* its KV cache at its largest */
+	uint64_t kv_after_prompt;   /* ... at its second forward's start (0: one forward) */
+	uint64_t kv_at_last;        /* ... at its last forward's start */
+	int per_token_told;         /* 3 forwards or more */
+	int64_t kv_bytes_per_token; /* (kv_at_last - kv_after_prompt) / (forwards - 2) */
+};
+
+/* What explain found of a generation job (inference.h). */
+struct ms_explain_inference {
+	uint64_t first_forward; /* event */
+	size_t n_forwards;
+	const char *forwards_from; /* "module calls", or the steps' steps_from */
+	uint64_t weight_bytes, weight_blocks;
+	/* KV cache allocations by rule: concatenation chains, kept and released, named a cache */
+	uint64_t kv_concat_blocks, kv_kept_blocks, kv_named_blocks;
+	uint64_t kv_concat_chains;
+	struct ms_explain_request *requests;
+	size_t n_requests;
+};
+
+/* A category's own peak over the trace: its bytes at their highest, first at event. */
+struct ms_explain_cat_peak {
+	uint64_t bytes, event;
+};
+
 struct ms_explain {
+	/* "training" (optimizer steps), "inference" (forwards, no backward, no optimizer steps:
+	 * inference.h) or "" (neither told) */
+	const char *job;
 	uint64_t cat_bytes[MS_CAT_COUNT]; /* live at peak_index, by category */
 	uint64_t cat_blocks[MS_CAT_COUNT];
+	/* each category's own peak over the whole trace (not computed where state_only) */
+	struct ms_explain_cat_peak cat_peak[MS_CAT_COUNT];
+	struct ms_explain_inference inference; /* job "inference" */
 	/* the sets found, whole: what the model and the optimizer hold (gradients: the most alive
 	 * at one optimizer step's start) */
 	uint64_t parameter_bytes, gradient_bytes, optimizer_state_bytes;
@@ -160,9 +205,10 @@ struct ms_explain {
 	size_t n_top_copies;
 };
 
-/* Whether category cat could be told in x: every one but unplaced needs optimizer steps (without
- * them all is unplaced), and parameters, gradients and optimizer state the parameters found
- * too (their bytes are otherwise in other or unplaced, and a 0 would be a count of nothing). */
+/* Whether category cat could be told in x: a training job's need optimizer steps, and
+ * parameters, gradients and optimizer state the parameters found too (their bytes are otherwise
+ * in other or unplaced, and a 0 would be a count of nothing); a generation job's (weights,
+ * kv_cache, activations, other) need its forwards; unplaced always is. */
 int ms_explain_cat_told(const struct ms_explain *x, unsigned cat);
 
 /* The categories' bytes at the state broken down, together: the bytes its allocations asked for. */

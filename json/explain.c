@@ -25,11 +25,13 @@ static void cats(cJSON *parent, const struct ms_explain *x, uint64_t allocated, 
 	int exceed;
 
 	allocated -= served;
-	for (unsigned k = 0; k < MS_CAT_COUNT; k++)
+	for (unsigned o2 = 0; o2 < MS_CAT_COUNT; o2++) {
+		unsigned k = ms_explain_cat_order[o2];
 		if (!ms_explain_cat_told(x, k))
 			cJSON_AddNullToObject(o, ms_explain_cat_name(k)); /* not told */
 		else
 			ms_json_u64(o, ms_explain_cat_name(k), x->cat_bytes[k]);
+	}
 	rd = ms_explain_rounding(x, allocated);
 	exceed = rd < 0 && (uint64_t)-rd > allocated / 100;
 	/* beyond what frees waiting for their streams explain, rounding is no figure at all */
@@ -100,6 +102,82 @@ static void add_str_or_null(cJSON *o, const char *key, const char *s)
 		cJSON_AddNullToObject(o, key);
 }
 
+/* Each category's own peak over the whole trace, null where the category is not told. */
+static void cat_peaks(cJSON *root, const struct ms_explain *x)
+{
+	cJSON *o = cJSON_AddObjectToObject(root, "category_peaks");
+
+	for (unsigned o2 = 0; o2 < MS_CAT_COUNT; o2++) {
+		unsigned k = ms_explain_cat_order[o2];
+		cJSON *p;
+		if (!ms_explain_cat_told(x, k)) {
+			cJSON_AddNullToObject(o, ms_explain_cat_name(k));
+			continue;
+		}
+		p = cJSON_AddObjectToObject(o, ms_explain_cat_name(k));
+		ms_json_u64(p, "bytes", x->cat_peak[k].bytes);
+		ms_json_u64(p, "event", x->cat_peak[k].event);
+	}
+}
+
+/* A generation job's forwards, weights, KV cache and requests (explain/inference.h); null for
+ * any other job. */
+static void event_time(cJSON *o, const char *key, const struct ms_trace *t, uint64_t i)
+{
+	if (i < t->n_events && t->events[i].t_ns && ms_trace_first_time(t))
+		cJSON_AddNumberToObject(o, key,
+		                        (double)(t->events[i].t_ns - ms_trace_first_time(t)) / 1e9);
+	else /* the trace records no times */
+		cJSON_AddNullToObject(o, key);
+}
+
+static void inference(cJSON *root, const struct ms_trace *t, const struct ms_explain *x)
+{
+	const struct ms_explain_inference *f = &x->inference;
+	cJSON *o, *a;
+
+	if (!x->job || strcmp(x->job, "inference") != 0) {
+		cJSON_AddNullToObject(root, "inference");
+		return;
+	}
+	o = cJSON_AddObjectToObject(root, "inference");
+	cJSON_AddStringToObject(o, "forwards_from", f->forwards_from);
+	ms_json_u64(o, "forwards", f->n_forwards);
+	ms_json_u64(o, "first_forward_event", f->first_forward);
+	a = cJSON_AddObjectToObject(o, "weights");
+	ms_json_u64(a, "bytes", f->weight_bytes);
+	ms_json_u64(a, "allocations", f->weight_blocks);
+	a = cJSON_AddObjectToObject(o, "kv_cache_rules");
+	ms_json_u64(a, "concatenated_allocations", f->kv_concat_blocks);
+	ms_json_u64(a, "concatenation_chains", f->kv_concat_chains);
+	ms_json_u64(a, "kept_and_released_allocations", f->kv_kept_blocks);
+	ms_json_u64(a, "named_cache_allocations", f->kv_named_blocks);
+	a = cJSON_AddArrayToObject(o, "requests");
+	for (size_t i = 0; i < f->n_requests; i++) {
+		const struct ms_explain_request *q = &f->requests[i];
+		cJSON *rq = cJSON_CreateObject();
+		cJSON_AddNumberToObject(rq, "request", (double)(i + 1));
+		ms_json_u64(rq, "first_event", q->first_event);
+		ms_json_u64(rq, "end_event", q->end_event);
+		event_time(rq, "first_time_s", t, q->first_event);
+		event_time(rq, "end_time_s", t, q->end_event);
+		cJSON_AddBoolToObject(rq, "released", q->released);
+		cJSON_AddNumberToObject(rq, "forwards", q->forwards);
+		ms_json_u64(rq, "prompt_peak_requested_bytes", q->prompt_peak);
+		ms_json_u64_known(rq, "decode_peak_requested_bytes", q->forwards >= 2,
+		                  q->decode_peak);
+		ms_json_u64(rq, "kv_cache_peak_bytes", q->kv_peak);
+		ms_json_u64_known(rq, "kv_cache_after_prompt_bytes", q->forwards >= 2,
+		                  q->kv_after_prompt);
+		if (q->per_token_told)
+			cJSON_AddNumberToObject(rq, "kv_cache_bytes_per_token",
+			                        (double)q->kv_bytes_per_token);
+		else
+			cJSON_AddNullToObject(rq, "kv_cache_bytes_per_token");
+		cJSON_AddItemToArray(a, rq);
+	}
+}
+
 /* The peak of reserved bytes and the allocated peak, where it is another moment. */
 static void peaks(cJSON *root, const struct ms_explain_report *r)
 {
@@ -130,6 +208,7 @@ static void peaks(cJSON *root, const struct ms_explain_report *r)
 	/* the replay stopped at an OOM the recorded run did not have (exit code 3) */
 	cJSON_AddBoolToObject(root, "replay_ended_by_oom", f->ended_by_oom);
 	cats(root, &r->x, r->allocated, r->served_at_peak, r->cached, r->outside, r->outside_how);
+	cat_peaks(root, &r->x);
 	cJSON_AddStringToObject(root, "outside_pytorch_is",
 	                        r->outside_how == MS_OUTSIDE_MEASURED   ? "measured"
 	                        : r->outside_how == MS_OUTSIDE_RAW_ONLY ? "raw_calls_only"
@@ -226,11 +305,13 @@ static void live_at_end(cJSON *root, const struct ms_explain_report *r)
 	cJSON_AddBoolToObject(o, "exceeds_allocated", r->end_exceeds);
 	ms_json_u64(o, "allocations", r->end_blocks);
 	c = cJSON_AddObjectToObject(o, "categories");
-	for (unsigned k = 0; k < MS_CAT_COUNT; k++)
+	for (unsigned o2 = 0; o2 < MS_CAT_COUNT; o2++) {
+		unsigned k = ms_explain_cat_order[o2];
 		if (!ms_explain_cat_told(e, k))
 			cJSON_AddNullToObject(c, ms_explain_cat_name(k));
 		else
 			ms_json_u64(c, ms_explain_cat_name(k), e->cat_bytes[k]);
+	}
 	ms_json_u64_known(o, "growing_sites_bytes_at_last_step", x->growth_steps != 0,
 	                  r->growing_bytes);
 	ms_json_u64_known(o, "growing_sites_bytes", x->growth_steps != 0, r->growing_bytes_at_end);
@@ -335,8 +416,10 @@ cJSON *ms_explain_report_json(const struct ms_explain_report *r, const char *pat
 	cJSON_AddBoolToObject(root, "trace_cut_short", r->t->cut_short);
 	/* the one line a postmortem opens with (verdict.h) */
 	cJSON_AddStringToObject(root, "verdict", r->vd.headline);
+	add_str_or_null(root, "job", r->x.job);
 	peaks(root, r);
 	state(root, r);
+	inference(root, r->t, &r->x);
 	steps(root, r);
 	live_at_end(root, r);
 	findings(cJSON_AddObjectToObject(root, "findings"), r);

@@ -400,7 +400,8 @@ static void diagnosis_json(struct ms_jsonw *w, const struct ms_report_diagnosis 
 	key_u64(w, "allocated", g->allocated);
 	ms_jsonw_key(w, "categories");
 	ms_jsonw_arr_begin(w);
-	for (unsigned k = 0; k < 6; k++) {
+	for (unsigned o = 0; o < MS_CAT_COUNT; o++) {
+		unsigned k = ms_explain_cat_order[o];
 		ms_jsonw_arr_begin(w);
 		ms_jsonw_cstr(w, ms_explain_cat_name(k));
 		ms_jsonw_u64(w, g->cat_bytes[k]);
@@ -440,6 +441,7 @@ static void diagnosis_json(struct ms_jsonw *w, const struct ms_report_diagnosis 
 	key_cstr(w, "steps_scope", g->steps_scope);
 	ms_jsonw_key(w, "has_stacks");
 	ms_jsonw_bool(w, g->has_stacks);
+	key_cstr(w, "job", g->job ? g->job : "");
 	key_u64(w, "steps_before_trace", g->steps_before_trace);
 	ms_jsonw_key(w, "steps"); /* [first event, peak requested, its event] each */
 	ms_jsonw_arr_begin(w);

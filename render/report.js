@@ -192,8 +192,16 @@
 			activations: 'an iteration\'s own: freed before the next optimizer step, or held when it ran out',
 			other: g.model ? 'kept across optimizer steps: workspaces, inputs, caches, leaks'
 				: 'kept across optimizer steps or to the end: workspaces, inputs, caches, leaks, and gradients and optimizer state (no parameters to tell them by)',
-			unplaced: 'not placed: from before the trace, or no optimizer steps to place it by'
+			unplaced: g.job === 'inference' ? 'allocated before the trace began'
+				: 'not placed: from before the trace, or no optimizer steps to place it by',
+			weights: 'made before the first forward, alive at the last forward\'s start',
+			kv_cache: 'grows by concatenation token by token, or kept across forwards and released (a static or paged cache), or made by code that names a cache'
 		};
+		if (g.job === 'inference') {
+			rules.activations = 'made in a forward, alive at fewer than two forwards\' starts';
+			rules.other = 'kept across forwards or to the end: workspaces, inputs, what the job keeps';
+		}
+		var told = {weights: 1, kv_cache: 1, activations: 1, other: 1};
 		dg.appendChild(text(document.createElement('p'), 'At event ' + g.event + ', the most ' +
 			'allocated while reserved memory stood at its peak (' + (D.mid_run ? 'at least ' : '') +
 			fmt(g.reserved) + '): ' +
@@ -214,7 +222,8 @@
 			if (g.optimizer_steps && !g.model && state[c[0]])
 				row(['-', '', c[0], 'not told: no parameters found; what there is of it ' +
 					'is in other or unplaced']);
-			else if (c[1] || (g.optimizer_steps && c[0] !== 'unplaced'))
+			else if (c[1] || (g.optimizer_steps && (state[c[0]] || c[0] === 'activations' ||
+				c[0] === 'other')) || (g.job === 'inference' && told[c[0]]))
 				row([fmt(c[1]), String(c[2]), c[0], rules[c[0]]]);
 		});
 		if (g.rounding >= 0)
@@ -565,8 +574,9 @@
 		}
 		var NB = B.first.length, WFROM = D.window[0], WTO = D.window[1], FD = D.fine;
 		var CAT_NAMES = ['parameters', 'gradients', 'optimizer state', 'activations', 'other',
-			'unplaced'];
-		var CAT_COLOR = ['#4e79a7', '#f28e2b', '#e15759', '#76b7b2', '#b07aa1', '#9c755f'];
+			'unplaced', 'weights', 'KV cache'];
+		var CAT_COLOR = ['#4e79a7', '#f28e2b', '#e15759', '#76b7b2', '#b07aa1', '#9c755f',
+			'#59a14f', '#edc948'];
 		var SITE_COLOR = ['#4e79a7', '#f28e2b', '#e15759', '#76b7b2', '#59a14f', '#edc948',
 			'#b07aa1', '#ff9da7', '#9c755f', '#499894', '#d37295', '#86bcb6', '#8cd17d', '#f1ce63'];
 		var hasCat = B.cat.some(function (c) { return c >= 0; });

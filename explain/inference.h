@@ -1,0 +1,56 @@
+/*
+ * What holds a generation job's memory: a device with no optimizer steps and no backward pass,
+ * its allocations placed by their lifetimes against the job's forwards (docs/EXPLAIN.md):
+ *
+ *   weights      made before the first forward and alive at the last forward's start
+ *   kv_cache     grows by concatenation: each allocation replaces a smaller one made before
+ *                it, freed before the device's next allocation, by the same number of bytes
+ *                as the link before or after it (a dynamic cache's torch.cat, token by
+ *                token); or kept across two forwards' starts or more and made in a forward
+ *                (a module's call, where there are stacks), then released before the end (a
+ *                static cache made for a request, a paged cache's blocks); or kept across two
+ *                forwards' starts or more by code whose Python frame names a cache (a file or
+ *                function with "cache" in its name, outside torch and Python's library)
+ *   activations  made from the first forward on, alive at fewer than two forwards' starts
+ *   other        the rest: workspaces, inputs, what the job keeps to its end
+ *   unplaced     allocated before the trace began
+ *
+ * The source of a concatenation, once its result is made, is counted as activations until it
+ * is freed: the cache is the newer tensor.
+ *
+ * Forwards are a module's calls where the trace has stacks (an allocation under
+ * Module._call_impl after one outside any), else the steps explain found (repetition,
+ * annotations, scopes). Requests are the spans in which the KV cache holds bytes.
+ */
+#ifndef MEMSNAP_EXPLAIN_INFERENCE_H
+#define MEMSNAP_EXPLAIN_INFERENCE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "explain/explain.h"
+#include "memsnap/memsnap.h"
+
+struct ms_life;
+
+struct ms_infer_in {
+	const struct ms_trace *t;
+	uint32_t device;
+	struct ms_life *b; /* categorized in place */
+	size_t n;
+	int has_stacks;
+	/* explain's steps (their first events, ascending) and where they came from */
+	const uint64_t *steps;
+	size_t n_steps;
+	const char *steps_from;
+};
+
+/*
+ * Places the allocations where the device is a generation job's, into x->inference and each
+ * allocation's category; x->job becomes "inference". Where it is not (a backward pass, or no
+ * forwards to place them by), nothing is placed and x->why_uncategorized says why.
+ * @return MS_OK or MS_ERR_NOMEM.
+ */
+ms_status ms_infer_categorize(const struct ms_infer_in *in, struct ms_explain *x);
+
+#endif

@@ -1,0 +1,111 @@
+#!/usr/bin/env python3
+"""explain's inference categories judged by what generation jobs counted themselves.
+
+usage: inference.py MEMSNAP DIR
+For each DIR/NAME.truth.json (scripts/record_snapshots.py's infer_* cases: the weights' bytes
+counted from the model, each request's KV cache measured from its tensors' shapes, its span on
+the trace's clock), runs `MEMSNAP explain --json` on DIR/NAME.pickle.zst (PyTorch's snapshot)
+and DIR/NAME.zst (memsnap's recording of the same run) and checks:
+  - the job is told a generation job, with one request per request the job served;
+  - weights (found whole, and at the peak) within 1% of the model's bytes;
+  - the KV cache's own peak within 5% of the largest request's cache, and each request's
+    within 5% of its own;
+  - each request's growth per token: for a dynamic cache the bytes of one token's keys and
+    values (2 x layers x batch x key-value heads x head size x dtype size), for a static one 0,
+    for a paged one the blocks made between the prompt and the last forward's start over its
+    tokens; its forwards, where the job counted them (eager forwards);
+  - in the snapshot, each request's span inside the job's own (start_us, end_us).
+Exit 1 on any failure.
+"""
+import json
+import math
+import os
+import subprocess
+import sys
+
+fails = 0
+
+
+def check(ok, what):
+    global fails
+    print(("PASS " if ok else "FAIL: ") + what)
+    fails += not ok
+
+
+def near(a, b, tol):
+    return a is not None and b is not None and abs(a - b) <= tol * max(abs(b), 1)
+
+
+def expected_per_token(t, q):
+    m = t["model"]
+    if m["cache"] == "static":
+        return 0
+    if m["cache"] == "dynamic":
+        return q["kv_bytes_per_token"]
+    blk = m["block_tokens"]
+    p, f = q["prompt_tokens"], q["forwards"]
+    grown = math.ceil((p + f - 2) / blk) - math.ceil(p / blk)
+    return grown * blk * q["kv_bytes_per_token"] // (f - 2)
+
+
+def judge(ms, d, name):
+    t = json.load(open(os.path.join(d, name + ".truth.json")))
+    for ext in ("pickle.zst", "zst"):
+        path = os.path.join(d, f"{name}.{ext}")
+        if not os.path.exists(path):
+            continue
+        r = json.loads(subprocess.run([ms, "explain", "--json", path], capture_output=True,
+                                      text=True, check=True).stdout)
+        tag = f"{name}.{ext}"
+        inf = r.get("inference")
+        check(r.get("job") == "inference" and inf is not None, f"{tag}: a generation job")
+        if not inf:
+            continue
+        w = t["model"]["weights"]["bytes"]
+        check(near(inf["weights"]["bytes"], w, 0.01),
+              f"{tag}: weights {inf['weights']['bytes']} vs the model's {w}")
+        check(near(r["categories"]["weights"], w, 0.01),
+              f"{tag}: weights at the peak {r['categories']['weights']} vs {w}")
+        kvp = r["category_peaks"]["kv_cache"]["bytes"]
+        check(near(kvp, t["kv_peak_bytes"], 0.05),
+              f"{tag}: KV cache peak {kvp} vs {t['kv_peak_bytes']}")
+        reqs = inf["requests"]
+        check(len(reqs) == len(t["requests"]),
+              f"{tag}: {len(reqs)} requests vs {len(t['requests'])}")
+        first_us = t["content"]["entry_time_us_first_last"][0]
+        for q, tq in zip(reqs, t["requests"]):
+            i = tq["request"] + 1
+            check(near(q["kv_cache_peak_bytes"], tq["kv_bytes"], 0.05),
+                  f"{tag}: request {i} KV cache {q['kv_cache_peak_bytes']} vs {tq['kv_bytes']}")
+            if tq["forwards"] is not None:
+                check(q["forwards"] == tq["forwards"],
+                      f"{tag}: request {i} forwards {q['forwards']} vs {tq['forwards']}")
+                want = expected_per_token(t, tq)
+                got = q["kv_cache_bytes_per_token"]
+                check(near(got, want, 0.05), f"{tag}: request {i} KV per token {got} vs {want}")
+            else:  # compiled forwards: the cache is made once, it does not grow
+                got = q["kv_cache_bytes_per_token"]
+                check(got == expected_per_token(t, tq),
+                      f"{tag}: request {i} KV per token {got} vs 0 (made once)")
+            if ext == "pickle.zst":
+                a = first_us + q["first_time_s"] * 1e6
+                b = first_us + q["end_time_s"] * 1e6
+                check(tq["start_us"] - 5 <= a <= b <= tq["end_us"] + 5,
+                      f"{tag}: request {i} span {a:.0f}..{b:.0f} in the job's "
+                      f"{tq['start_us']}..{tq['end_us']}")
+
+
+def main():
+    ms, d = sys.argv[1], sys.argv[2]
+    names = sorted(f[:-len(".truth.json")] for f in os.listdir(d) if f.endswith(".truth.json"))
+    if not names:
+        print(f"FAIL: no truth files in {d}")
+        return 1
+    for n in names:
+        judge(ms, d, n)
+    print(f"{fails} failed")
+    return 1 if fails else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
