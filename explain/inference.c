@@ -51,6 +51,12 @@ static int has_cache_word(const char *s)
 	return 0;
 }
 
+static int ends_with_py(const char *file)
+{
+	size_t n = strlen(file);
+	return n > 3 && strcmp(file + n - 3, ".py") == 0;
+}
+
 /* A Python file of torch's or of Python's own library (site-packages are neither). */
 static int torch_or_stdlib(const char *file)
 {
@@ -85,7 +91,7 @@ static uint8_t stack_flags(struct inf *f, uint32_t stack)
 			fl |= F_BACKWARD;
 		if (!file[0] && strstr(name, "::") && strstr(name, "orkspace"))
 			fl |= F_WORKSPACE;
-		if (file[0] && !torch_or_stdlib(file) &&
+		if (ends_with_py(file) && !torch_or_stdlib(file) &&
 		    (has_cache_word(name) || has_cache_word(base ? base + 1 : file)))
 			fl |= F_CACHE;
 	}
@@ -419,6 +425,15 @@ ms_status ms_infer_categorize(const struct ms_infer_in *in, struct ms_explain *x
 	if (f.ns >= 2) {
 		x->inference.forwards_from = "module calls";
 		first_forward = f.starts[0];
+	} else if (f.ns == 1) {
+		/* a single forward: what it keeps may be saved for a backward the trace does not
+		 * hold (autograd on), or a generation's one step; nothing tells them apart */
+		x->why_uncategorized =
+		        "the trace has no optimizer steps and a single forward (one module call at "
+		        "the top): what it keeps cannot be told from activations saved for a "
+		        "backward the trace does not hold";
+		s = MS_OK;
+		goto out;
 	} else if (in->n_steps >= 2) {
 		f.ns = 0;
 		if (ms_grow(&f.starts, &f.caps, in->n_steps, sizeof(*f.starts)))
