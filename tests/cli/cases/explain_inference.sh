@@ -1,0 +1,20 @@
+# Generation jobs: weights, KV cache, activations and the requests (docs/EXPLAIN.md, "Generation
+# jobs"). GPT-2 with transformers' dynamic cache (PyTorch's snapshot) and the paged cache
+# (memsnap's recording of the same run); their figures against the jobs' own counts are
+# judge_inference's. Then a single forward (eight Linear layers called one after another by a
+# loop outside any module) is no generation job, and says why.
+d=testdata/snapshots/inference
+"$MEMSNAP" -q explain "$d/gpt2_dynamic.pickle.zst" | sed -n '2,/^$/p;/^  a generation job/,/^$/p'
+"$MEMSNAP" -q explain "$d/paged.zst" | sed -n '/^  a generation job/,/^$/p'
+"$MEMSNAP" -q explain --json "$d/llama_static.pickle.zst" | python3 -c '
+import json, sys
+r = json.load(sys.stdin)
+i = r["inference"]
+print(r["job"], i["forwards_from"], i["forwards"], i["kv_cache_rules"])
+print({k: v for k, v in r["category_peaks"].items() if v})
+for q in i["requests"]:
+    print({k: q[k] for k in ("forwards", "kv_cache_peak_bytes", "kv_cache_bytes_per_token", "released")})'
+"$MEMSNAP" -q explain --json testdata/snapshots/explain/copies.pickle.zst | python3 -c '
+import json, sys
+r = json.load(sys.stdin)
+print(r["job"], r["inference"], r["categories"]["weights"], r["categories_note"])'
