@@ -1228,7 +1228,7 @@ static ms_status cat_peaks(struct ex *x)
 			c = ms_life_cat_at(b, e);
 			cur[c] += b->size;
 		} else {
-			c = ms_life_cat_at(b, e - 1);
+			c = e ? ms_life_cat_at(b, e - 1) : b->cat;
 			cur[c] -= cur[c] > b->size ? b->size : cur[c];
 			continue;
 		}

@@ -30,7 +30,7 @@ struct ms_life {
 /* Its category at event i (after the event: what the state after i holds it as). */
 static inline unsigned ms_life_cat_at(const struct ms_life *b, uint64_t i)
 {
-	return i >= b->until ? b->cat_after : b->cat;
+	return b->until != MS_LIFE_NONE && i >= b->until ? b->cat_after : b->cat;
 }
 
 #endif
