@@ -144,7 +144,12 @@ void ms_explain_print_steps(const struct ms_explain_report *r)
 		       x->gradients_not_told ? "not told"
 		                             : ms_format_size(b2, sizeof(b2), x->gradient_bytes),
 		       ms_format_size(b3, sizeof(b3), x->optimizer_state_bytes));
-	if (x->n_steps) {
+	if (x->job && !strcmp(x->job, "inference") && x->inference.n_requests) {
+		/* a generation job's requests take the steps' place (--json has both) */
+		printf("\n  steps: %zu found (%s); the requests above take their place (--json "
+		       "has them)\n",
+		       x->n_steps, x->steps_from[0] ? x->steps_from : "none");
+	} else if (x->n_steps) {
 		print_step_table(r);
 	} else {
 		printf("\n  steps: none found (no step annotations, no optimizer steps, no "
