@@ -103,7 +103,8 @@ static void categories(const struct ms_diff *d)
 
 	printf("\nwhat each peak is made of (memsnap explain's categories):\n    %12s %12s %12s\n",
 	       "a", "b", "change");
-	for (unsigned k = 0; k < MS_CAT_COUNT; k++) {
+	for (unsigned o = 0; o < MS_CAT_COUNT; o++) {
+		unsigned k = ms_explain_cat_order[o];
 		uint64_t a = d->cat[k][0], b = d->cat[k][1];
 		int ta = d->told[k][0], tb = d->told[k][1];
 		if (!((a && ta) || (b && tb) || ta != tb)) /* a 0 told against one untold too */
@@ -125,6 +126,27 @@ static void categories(const struct ms_diff *d)
 	for (int w = 0; w < 2; w++)
 		if (d->s[w].x.why_uncategorized[0])
 			printf("    (%s: %s)\n", w ? "b" : "a", d->s[w].x.why_uncategorized);
+}
+
+/* Each peak by compile context, where either run records any. */
+static void contexts(const struct ms_diff *d)
+{
+	char b1[32], b2[32], b3[48];
+
+	if (!d->n_contexts)
+		return;
+	printf("\neach peak by compile context (torch.compile's regions; N/A: outside them):\n"
+	       "    %12s %12s %12s\n",
+	       "a", "b", "change");
+	for (size_t i = 0; i < d->n_contexts; i++) {
+		const struct ms_diff_row *r = &d->contexts[i];
+		printf("    %12s %12s %12s  %s\n", size_if(b1, sizeof(b1), r->in[0], r->a),
+		       size_if(b2, sizeof(b2), r->in[1], r->b),
+		       r->in[0] && r->in[1]
+		               ? signed_size(b3, sizeof(b3), (int64_t)r->b - (int64_t)r->a)
+		               : "-",
+		       r->name);
+	}
 }
 
 /* Each step's peak, the largest changes first (steps only one run has after those). */
@@ -183,6 +205,7 @@ void ms_diff_print(const struct ms_diff *d, const char *la, const char *lb, size
 	ran_with(d);
 	peaks(d, la, lb);
 	categories(d);
+	contexts(d);
 	steps(d, top);
 	table("bytes live at each run's peak, by allocation site (largest changes first):",
 	      d->sites, d->n_sites, top, frames);

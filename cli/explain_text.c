@@ -207,6 +207,20 @@ static void breakdown(const struct ms_explain_report *r, const char *label)
 	       ms_format_size(b2, sizeof(b2), allocated));
 	ms_explain_print_cats(x, allocated, r->served_at_peak, r->cached, r->outside,
 	                      r->outside_how, r->outside_mark);
+	if (x->n_contexts) {
+		printf("  by compile context (torch.compile's regions; N/A: outside them):");
+		for (size_t i = 0; i < x->n_contexts && i < 5; i++)
+			printf("%s %s %s (%llu)", i ? "," : "",
+			       x->contexts[i].before ? "(before the trace)"
+			       : x->contexts[i].name
+			               ? ms_symtab_get_str(&t->syms, x->contexts[i].name)->s
+			               : "N/A",
+			       ms_format_size(b1, sizeof(b1), x->contexts[i].bytes),
+			       (unsigned long long)x->contexts[i].blocks);
+		if (x->n_contexts > 5)
+			printf(", and %zu more (--json has them)", x->n_contexts - 5);
+		printf("\n");
+	}
 }
 
 /* The verdict, the peak and its notes. */

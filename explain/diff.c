@@ -179,6 +179,55 @@ static ms_status step_table(struct ms_diff *d)
 	return MS_OK;
 }
 
+static int row_by_change(const void *a, const void *b)
+{
+	uint64_t x = ms_diff_row_change(a), y = ms_diff_row_change(b);
+	if (x != y)
+		return x < y ? 1 : -1;
+	return strcmp(((const struct ms_diff_row *)a)->name, ((const struct ms_diff_row *)b)->name);
+}
+
+/* Each peak by compile context, matched by name (allocations from before a trace: apart). */
+static ms_status context_table(struct ms_diff *d)
+{
+	size_t cap = 0;
+
+	if (!d->s[0].x.n_contexts && !d->s[1].x.n_contexts)
+		return MS_OK;
+	for (int w = 0; w < 2; w++) {
+		const struct ms_explain *x = &d->s[w].x;
+		for (size_t i = 0; i < x->n_contexts; i++) {
+			const struct ms_explain_context *c = &x->contexts[i];
+			char name[512];
+			struct ms_diff_row *r = NULL;
+			snprintf(name, sizeof(name), "%s",
+			         c->before ? "(before the trace)"
+			         : c->name ? ms_symtab_get_str(d->s[w].syms, c->name)->s
+			                   : "N/A");
+			for (size_t k = 0; k < d->n_contexts && !r; k++)
+				if (!strcmp(d->contexts[k].name, name))
+					r = &d->contexts[k];
+			if (!r) {
+				if (ms_grow(&d->contexts, &cap, d->n_contexts + 1,
+				            sizeof(*d->contexts)))
+					return MS_ERR_NOMEM;
+				r = &d->contexts[d->n_contexts++];
+				memset(r, 0, sizeof(*r));
+				memcpy(r->name, name, sizeof(r->name));
+				/* a run that records contexts has 0 bytes of one it lacks */
+				r->in[0] = d->s[0].x.n_contexts != 0;
+				r->in[1] = d->s[1].x.n_contexts != 0;
+			}
+			if (w)
+				r->b += c->bytes;
+			else
+				r->a += c->bytes;
+		}
+	}
+	qsort(d->contexts, d->n_contexts, sizeof(*d->contexts), row_by_change);
+	return MS_OK;
+}
+
 static void categories(struct ms_diff *d)
 {
 	for (unsigned k = 0; k < MS_CAT_COUNT; k++)
@@ -387,8 +436,9 @@ ms_status ms_diff_run(struct ms_diff_input in[2], uint32_t frames, uint32_t dept
 		return s;
 	ran_with(d);
 	categories(d);
-	if (!(s = step_table(d)) && !(s = site_table(d, frames, depth)))
-		s = annotation_table(d);
+	if (!(s = step_table(d)) && !(s = site_table(d, frames, depth)) &&
+	    !(s = annotation_table(d)))
+		s = context_table(d);
 	return s;
 }
 
@@ -404,6 +454,7 @@ void ms_diff_release(struct ms_diff *d)
 	ms_free(d->steps_by_change);
 	ms_free(d->sites);
 	ms_free(d->anns);
+	ms_free(d->contexts);
 	memset(d, 0, sizeof(*d));
 }
 

@@ -95,6 +95,10 @@ struct ms_diff {
 	size_t *steps_by_change;          /* indices into steps, the largest changes first */
 	struct ms_diff_row *sites, *anns; /* the largest changes first */
 	size_t n_sites, n_anns;
+	/* each peak by compile context, where either run records any (in[w]: the run records
+	 * compile contexts); the largest changes first */
+	struct ms_diff_row *contexts;
+	size_t n_contexts;
 };
 
 /*

@@ -1157,6 +1157,55 @@ static void categorize_rest(struct ex *x)
 	}
 }
 
+static int context_cmp(const void *a, const void *b)
+{
+	const struct ms_explain_context *x = a, *y = b;
+	if (x->bytes != y->bytes)
+		return x->bytes < y->bytes ? 1 : -1;
+	return x->name < y->name ? -1 : x->name > y->name;
+}
+
+/* The state by compile context (Mosaic's breakdown), where the trace records any. */
+static ms_status by_context(struct ex *x)
+{
+	struct ms_explain *r = x->x;
+	struct ms_u64map at = MS_U64MAP_INIT;
+	size_t cap = 0;
+	int any = 0;
+
+	for (size_t i = 0; i < x->n && !any; i++)
+		any = !x->b[i].before && x->t->events[x->b[i].a].compile_context != 0;
+	if (!any)
+		return MS_OK;
+	for (size_t i = 0; i < x->n; i++) {
+		const struct ms_life *b = &x->b[i];
+		uint32_t name = b->before ? 0 : x->t->events[b->a].compile_context;
+		/* key: the context's name, and apart those from before the trace */
+		uint64_t key = b->before ? UINT64_MAX - 1 : name, *k;
+		struct ms_explain_context *c;
+		if (!in_state(x, b))
+			continue;
+		if (!(k = ms_u64map_get(&at, key))) {
+			if (ms_grow(&r->contexts, &cap, r->n_contexts + 1, sizeof(*r->contexts)) ||
+			    ms_u64map_put(&at, key, r->n_contexts)) {
+				ms_u64map_release(&at);
+				return MS_ERR_NOMEM;
+			}
+			r->contexts[r->n_contexts] =
+			        (struct ms_explain_context){.name = name, .before = b->before};
+			k = ms_u64map_get(&at, key);
+			r->n_contexts++;
+		}
+		c = &r->contexts[*k];
+		c->bytes += b->size;
+		c->blocks++;
+	}
+	ms_u64map_release(&at);
+	if (r->n_contexts > 1)
+		qsort(r->contexts, r->n_contexts, sizeof(*r->contexts), context_cmp);
+	return MS_OK;
+}
+
 /* An allocation whose category changes (lives.h's until), at that event. */
 struct move {
 	uint64_t until;
@@ -1631,6 +1680,8 @@ ms_status ms_explain_run(const struct ms_explain_in *in, struct ms_explain *out)
 			out->cat_blocks[c]++;
 		}
 	}
+	if ((s = by_context(&x)))
+		goto out;
 	if (in->state_only) {
 		s = top_sites(&x, SITES_ALL, out->top_live, &out->n_top_live);
 		goto out;
@@ -1677,6 +1728,9 @@ void ms_explain_release(struct ms_explain *x)
 	ms_free(x->steps);
 	ms_free(x->growth);
 	ms_free(x->inference.requests);
+	ms_free(x->contexts);
+	x->contexts = NULL;
+	x->n_contexts = 0;
 	x->inference.requests = NULL;
 	x->inference.n_requests = 0;
 	x->steps = NULL;

@@ -138,6 +138,13 @@ struct ms_explain_inference {
 	size_t n_requests;
 };
 
+/* The allocations of one compile context (torch.compile's region) in the state broken down. */
+struct ms_explain_context {
+	uint32_t name; /* string id; 0: "N/A", outside compiled regions */
+	int before;    /* allocated before the trace: its context not known (name 0) */
+	uint64_t bytes, blocks;
+};
+
 /* A category's own peak over the trace: its bytes at their highest, first at event. */
 struct ms_explain_cat_peak {
 	uint64_t bytes, event;
@@ -152,6 +159,11 @@ struct ms_explain {
 	/* each category's own peak over the whole trace (not computed where state_only) */
 	struct ms_explain_cat_peak cat_peak[MS_CAT_COUNT];
 	struct ms_explain_inference inference; /* job "inference" */
+	/* the state by compile context, most bytes first; n_contexts 0 where no allocation of the
+	 * device's trace was made in a compiled region (a trace recorded without
+	 * compile_context=True has none) */
+	struct ms_explain_context *contexts;
+	size_t n_contexts;
 	/* the sets found, whole: what the model and the optimizer hold (gradients: the most alive
 	 * at one optimizer step's start) */
 	uint64_t parameter_bytes, gradient_bytes, optimizer_state_bytes;

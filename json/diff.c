@@ -53,7 +53,8 @@ static void categories(cJSON *out, const struct ms_diff *d)
 {
 	cJSON *o = cJSON_AddObjectToObject(out, "categories");
 
-	for (unsigned k = 0; k < MS_CAT_COUNT; k++) {
+	for (unsigned o2 = 0; o2 < MS_CAT_COUNT; o2++) {
+		unsigned k = ms_explain_cat_order[o2];
 		int told[2] = {d->told[k][0], d->told[k][1]};
 		pair(o, ms_explain_cat_name(k), told, d->cat[k]);
 	}
@@ -62,6 +63,28 @@ static void categories(cJSON *out, const struct ms_diff *d)
 		cJSON *c = cJSON_AddObjectToObject(o, k ? "cached_free" : "rounding");
 		ms_json_i64(c, "a", v[0]);
 		ms_json_i64(c, "b", v[1]);
+	}
+}
+
+/* Each peak by compile context: null where neither run records any; a run's null where it
+ * records none. */
+static void contexts(cJSON *out, const struct ms_diff *d)
+{
+	cJSON *arr;
+
+	if (!d->n_contexts) {
+		cJSON_AddNullToObject(out, "compile_contexts");
+		return;
+	}
+	arr = cJSON_AddArrayToObject(out, "compile_contexts");
+	for (size_t i = 0; i < d->n_contexts; i++) {
+		const struct ms_diff_row *r = &d->contexts[i];
+		cJSON *o = cJSON_CreateObject();
+		int told[2] = {r->in[0], r->in[1]};
+		uint64_t v[2] = {r->a, r->b};
+		cJSON_AddStringToObject(o, "context", r->name);
+		pair(o, "bytes", told, v);
+		cJSON_AddItemToArray(arr, o);
 	}
 }
 
@@ -117,6 +140,7 @@ cJSON *ms_diff_json(const struct ms_diff *d, size_t top, uint32_t frames)
 	ran_with(out, d);
 	peaks(out, d);
 	categories(out, d);
+	contexts(out, d);
 	steps(out, d);
 	table(out, "sites", d->sites, d->n_sites, top, frames);
 	table(out, "annotations", d->anns, d->n_anns, top, frames);

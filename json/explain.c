@@ -120,6 +120,30 @@ static void cat_peaks(cJSON *root, const struct ms_explain *x)
 	}
 }
 
+/* The state by compile context: null where the trace records none. */
+static void contexts(cJSON *root, const struct ms_symtab *y, const struct ms_explain *x)
+{
+	cJSON *a;
+
+	if (!x->n_contexts) {
+		cJSON_AddNullToObject(root, "compile_contexts");
+		return;
+	}
+	a = cJSON_AddArrayToObject(root, "compile_contexts");
+	for (size_t i = 0; i < x->n_contexts; i++) {
+		const struct ms_explain_context *c = &x->contexts[i];
+		cJSON *o = cJSON_CreateObject();
+		if (c->before) /* allocated before the trace: not known */
+			cJSON_AddNullToObject(o, "context");
+		else
+			cJSON_AddStringToObject(o, "context",
+			                        c->name ? ms_symtab_get_str(y, c->name)->s : "N/A");
+		ms_json_u64(o, "bytes", c->bytes);
+		ms_json_u64(o, "allocations", c->blocks);
+		cJSON_AddItemToArray(a, o);
+	}
+}
+
 /* A generation job's forwards, weights, KV cache and requests (explain/inference.h); null for
  * any other job. */
 static void event_time(cJSON *o, const char *key, const struct ms_trace *t, uint64_t i)
@@ -209,6 +233,7 @@ static void peaks(cJSON *root, const struct ms_explain_report *r)
 	cJSON_AddBoolToObject(root, "replay_ended_by_oom", f->ended_by_oom);
 	cats(root, &r->x, r->allocated, r->served_at_peak, r->cached, r->outside, r->outside_how);
 	cat_peaks(root, &r->x);
+	contexts(root, &t->syms, &r->x);
 	cJSON_AddStringToObject(root, "outside_pytorch_is",
 	                        r->outside_how == MS_OUTSIDE_MEASURED   ? "measured"
 	                        : r->outside_how == MS_OUTSIDE_RAW_ONLY ? "raw_calls_only"

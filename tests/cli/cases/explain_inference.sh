@@ -18,3 +18,26 @@ for q in i["requests"]:
 import json, sys
 r = json.load(sys.stdin)
 print(r["job"], r["inference"], r["categories"]["weights"], r["categories_note"])'
+# Compile contexts at the peak (transformers compiles the static cache's decoding forward;
+# recorded with compile_context=True), against Python's own walk over the pickle: the bytes asked
+# for by the allocations alive after the peak's event, by their entries' compile_context.
+"$MEMSNAP" -q explain --json "$d/llama_static.pickle.zst" >"$TMPDIR/x.json"
+zstd -qdc "$d/llama_static.pickle.zst" >"$TMPDIR/s.pickle"
+python3 - "$TMPDIR/s.pickle" "$TMPDIR/x.json" <<'PY'
+import collections, json, pickle, sys
+tr = pickle.load(open(sys.argv[1], "rb"))["device_traces"][0]
+x = json.load(open(sys.argv[2]))
+p = x["peak"]["event"]
+live = {}
+for e in tr[:p + 1]:
+    if e["action"] == "alloc":
+        live[e["addr"]] = (e["size"], e.get("compile_context", "N/A"))
+    elif e["action"] == "free_requested":
+        live.pop(e["addr"], None)
+want = collections.Counter()
+for size, ctx in live.values():
+    want[ctx] += size
+got = {c["context"]: c["bytes"] for c in x["compile_contexts"]}
+print("compile contexts at event", p, dict(sorted(got.items())),
+      "ok" if got == dict(want) else "DIFFERS from the pickle's " + str(dict(want)))
+PY
