@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "analysis/trace_stats.h"
+#include "analysis/user_cats.h"
 #include "common/symtab.h"
 
 struct ms_stats_view {
@@ -18,10 +19,11 @@ struct ms_stats_view {
 	int64_t only;   /* the device read alone, -1: every device */
 	const struct ms_symtab *syms;
 	const struct ms_trace_stats *r;
-	int cut_short;       /* the events end before the run did */
-	size_t top;          /* the length of the top lists */
-	uint32_t frames;     /* what --frames shows of a site (replay/site.h) */
-	uint32_t site_depth; /* sites are labelled at it */
+	int cut_short;                        /* the events end before the run did */
+	size_t top;                           /* the length of the top lists */
+	uint32_t frames;                      /* what --frames shows of a site (replay/site.h) */
+	uint32_t site_depth;                  /* sites are labelled at it */
+	const struct ms_user_cats *user_cats; /* the user's categories at the peak, or NULL */
 };
 
 /* How the memory outside PyTorch is known (docs/EXPLAIN.md's outside_pytorch_is). */

@@ -415,7 +415,7 @@ static cJSON *ask_explain(const struct ms_file *in, const struct ask *a, uint32_
 	}
 	/* the report owns the first replay from here */
 	if (!ms_explain_report_run(in->t, &out.o, &first, &out.lim, a->jobs, a->site_depth, NULL,
-	                           &rep, d)) {
+	                           NULL, &rep, d)) {
 		o = ms_explain_report_json(&rep, in->path);
 		*flags |= rep.first.ended_by_oom;
 		if (!o)
@@ -597,7 +597,8 @@ static cJSON *stats_of(const struct ms_file *in, const struct ask *a, int64_t de
 		                          ms_source_cut_short(&in->si),
 		                          top,
 		                          MS_FRAMES_USER,
-		                          a->site_depth};
+		                          a->site_depth,
+		                          NULL};
 		if (!(o = ms_stats_json(&v)))
 			ms__diag_set(d, MS_ERR_NOMEM, -1, -1, "out of memory");
 		/* the peak a row is set against the others' median with; 0: no allocation */
@@ -901,7 +902,8 @@ static cJSON *compare_pair(const struct ms_file *const in[2], const struct ask *
 	memset(di, 0, sizeof(di));
 	for (int w = 0; w < 2 && !s; w++) {
 		s = replay_device(in[w], a, dev[w], &out[w], &r[w], d);
-		di[w] = (struct ms_diff_input){in[w]->path, in[w]->t, dev[w], &r[w], out[w].lim};
+		di[w] = (struct ms_diff_input){in[w]->path, in[w]->t,   dev[w],
+		                               &r[w],       out[w].lim, NULL};
 	}
 	if (!s && !(s = ms_diff_run(di, MS_FRAMES_USER, a->site_depth, &x))) {
 		if (!(o = ms_diff_json(&x, (size_t)a->top, MS_FRAMES_USER)))

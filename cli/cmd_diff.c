@@ -21,6 +21,7 @@
 static const char *const usage[] = {
         "memsnap diff [--top N] [--json] [--frames user|all|N] [--site-depth N] [replay options] "
         "<a> <b>",
+        "             [--category NAME=REGEX]... [--categories FILE]",
         "",
         "What changed from run A to run B: the peaks of the allocator replay (reserved,",
         "allocated, requested, segments, retries), what each peak is made of (memsnap",
@@ -74,6 +75,7 @@ static int diff_pair(struct ms_replay_cli *c, const char *const path[2], uint32_
 	in[0].device = da;
 	in[1].path = path[1];
 	in[1].device = db;
+	in[0].user_cats = in[1].user_cats = ms_user_cats_opt();
 	if (replay_side(c, &in[0], &r[0]) || replay_side(c, &in[1], &r[1])) {
 		ms_replay_result_release(&r[0]);
 		ms_replay_result_release(&r[1]);
@@ -114,7 +116,8 @@ static void say_unpaired(const char *const path[2], const uint32_t *da, size_t n
 int cmd_diff(int argc, const char **argv)
 {
 	struct ms_replay_cli c;
-	struct ms_opt opts[MS_REPLAY_OPTS_MAX + 4];
+	struct ms_opt opts[MS_REPLAY_OPTS_MAX + 6];
+	struct ms_user_cats_args ucats = {0};
 	struct ms_frames_opt frames = {0};
 	const char *path[2];
 	int site_depth = 1, n, json = 0, rc = MS_EXIT_OK;
@@ -130,6 +133,11 @@ int cmd_diff(int argc, const char **argv)
 	opts[k++] = (struct ms_opt)MS_OPT_U64(0, "top", &top, "N", "rows per table (default 10)");
 	opts[k++] = (struct ms_opt)MS_OPT_FRAMES(&frames);
 	opts[k++] = (struct ms_opt)MS_OPT_SITE_DEPTH(&site_depth);
+	{
+		struct ms_opt uc[] = {MS_USER_CATS_OPTS(&ucats)};
+		opts[k++] = uc[0];
+		opts[k++] = uc[1];
+	}
 	opts[k] = (struct ms_opt)MS_OPT_END();
 	n = ms_parse_options(argc, argv, opts, usage);
 	if (n != 2)
@@ -139,6 +147,7 @@ int cmd_diff(int argc, const char **argv)
 		ms_usage_error(opts, usage, "--top must be 1 to 100000");
 	ms_frames_opt_check(&frames, opts, usage);
 	ms_site_depth_set(site_depth, opts, usage);
+	ms_user_cats_set(&ucats, opts, usage);
 	path[0] = argv[0];
 	path[1] = argv[1];
 	if (ms_same_file(path[0], path[1]))

@@ -28,10 +28,11 @@
 static const char *const usage[] = {
         "memsnap explain [--limit N | --memory-fraction F] [--device-memory N] [--device D]",
         "                [--alloc-conf CONF] [--jobs N] [--site-depth N] [--request SIZE]",
-        "                [--json] <trace>...",
+        "                [--category NAME=REGEX]... [--categories FILE] [--json] <trace>...",
         "",
         "What a trace's memory is made of and what to change. At the peak of reserved memory:",
-        "parameters, gradients, optimizer state, activations, other memory kept across steps,",
+        "parameters, gradients, optimizer state (a training job), weights and KV cache (a",
+        "generation job), your own --category, activations, other memory kept across steps,",
         "memory cached but free, and memory outside PyTorch where the trace records it, each",
         "placed by a rule it names (docs/EXPLAIN.md); the steps and their peaks; the sites whose",
         "memory grows from step to step; the OOM, if the replay runs out, and whether the demand",
@@ -77,7 +78,8 @@ static int explain_one(struct ms_replay_cli *c, const char *path, const struct m
 		ms_explain_ahead_release(&ahead);
 		return MS_EXIT_ERROR;
 	}
-	s = ms_explain_report_run(t, &c->o, &first, &lim, jobs, ms_site_depth(), &ahead, &r, &d);
+	s = ms_explain_report_run(t, &c->o, &first, &lim, jobs, ms_site_depth(), ms_user_cats_opt(),
+	                          &ahead, &r, &d);
 	ms_explain_ahead_release(&ahead);
 	if (s) {
 		ms_explain_report_release(&r);
@@ -306,7 +308,8 @@ int cmd_explain(int argc, const char **argv)
 	struct ms_replay_cli c;
 	int n, json = 0, rc = MS_EXIT_OK;
 	uint64_t jobs = 0, request = 0;
-	struct ms_opt opts[MS_REPLAY_OPTS_MAX + 3 + MS_REPLAY_WINDOW_OPTS];
+	struct ms_opt opts[MS_REPLAY_OPTS_MAX + 5 + MS_REPLAY_WINDOW_OPTS];
+	struct ms_user_cats_args ucats = {0};
 	int site_depth = 1;
 	struct rank_row *rows = NULL;
 	size_t nrows = 0, caprows = 0, k;
@@ -319,6 +322,11 @@ int cmd_explain(int argc, const char **argv)
 	opts[k++] = (struct ms_opt)MS_OPT_U64('j', "jobs", &jobs, "N",
 	                                      "threads for the replays (default: CPUs)");
 	opts[k++] = (struct ms_opt)MS_OPT_SITE_DEPTH(&site_depth);
+	{
+		struct ms_opt uc[] = {MS_USER_CATS_OPTS(&ucats)};
+		opts[k++] = uc[0];
+		opts[k++] = uc[1];
+	}
 	opts[k++] = (struct ms_opt)MS_OPT_SIZE(0, "request", &request, "SIZE",
 	                                       "a snapshot without a trace: the request that "
 	                                       "failed, judged against its end state");
@@ -331,6 +339,7 @@ int cmd_explain(int argc, const char **argv)
 	ms_replay_cli_check(&c, opts, usage);
 	c.o.reserved_log = 1; /* each step's most reserved, from the first replay */
 	ms_site_depth_set(site_depth, opts, usage);
+	ms_user_cats_set(&ucats, opts, usage);
 	if (json && n > 1) {
 		root = cJSON_CreateObject();
 		ms_json_schema(root);

@@ -19,7 +19,7 @@ static const char *const usage[] = {
         "memsnap render [--format html|csv|txt|dot|svg] [--at peak|oom|end|EVENT] [-o FILE]",
         "               [--alloc-conf S] [--limit N | --memory-fraction F] [--device-memory N]",
         "               [--device D] [--from N] [--to N] [--detail N] [--frames user|all|N]",
-        "               [--site-depth N] <trace>",
+        "               [--site-depth N] [--category NAME=REGEX]... [--categories FILE] <trace>",
         "",
         "Replay a trace with memsnap's allocator model and draw what happened. --format html",
         "(the default for -o FILE.html) writes one self-contained page for postmortems: memory",
@@ -114,11 +114,12 @@ static int choose_device(struct ms_replay_cli *c, const char *path, uint32_t **d
 static const char *render_args(int argc, const char **argv, struct ms_replay_cli *c,
                                struct ms_render_ask *a)
 {
-	struct ms_opt opts[MS_REPLAY_OPTS_MAX + 10];
+	struct ms_opt opts[MS_REPLAY_OPTS_MAX + 12];
 	struct ms_frames_opt frames = {0};
 	const char *format = NULL, *at = NULL, *out = NULL, *moment;
 	uint64_t event = 0, detail = 2000, from = 0, to = UINT64_MAX; /* UINT64_MAX: the end */
 	int n, json = 0, no_whatif = 0, site_depth = 1;
+	struct ms_user_cats_args ucats = {0};
 
 	ms_replay_cli_init(c, opts, &json);
 	ms_opts_drop(opts, "backend");
@@ -144,6 +145,11 @@ static const char *render_args(int argc, const char **argv, struct ms_replay_cli
 	                                         "write here (default: standard output)");
 	opts[n++] = (struct ms_opt)MS_OPT_FRAMES(&frames);
 	opts[n++] = (struct ms_opt)MS_OPT_SITE_DEPTH(&site_depth);
+	{
+		struct ms_opt uc[] = {MS_USER_CATS_OPTS(&ucats)};
+		opts[n++] = uc[0];
+		opts[n++] = uc[1];
+	}
 	opts[n] = (struct ms_opt)MS_OPT_END();
 	n = ms_parse_options(argc, argv, opts, usage);
 	if (n != 1)
@@ -152,6 +158,7 @@ static const char *render_args(int argc, const char **argv, struct ms_replay_cli
 	ms_output_refuse_inputs(out, "-o", argv, 1);
 	ms_frames_opt_check(&frames, opts, usage);
 	ms_site_depth_set(site_depth, opts, usage);
+	ms_user_cats_set(&ucats, opts, usage);
 	if (!format) {
 		format = !out || !strcmp(out, "-")                               ? "txt"
 		         : ms_ends_with(out, ".dot") || ms_ends_with(out, ".gv") ? "dot"
@@ -200,8 +207,12 @@ static const char *render_args(int argc, const char **argv, struct ms_replay_cli
 	}
 
 	*a = (struct ms_render_ask){
-	        format, at,    moment,
-	        out,    event, {(size_t)detail, no_whatif, from, to, frames.n, ms_site_depth()}};
+	        format,
+	        at,
+	        moment,
+	        out,
+	        event,
+	        {(size_t)detail, no_whatif, from, to, frames.n, ms_site_depth(), ms_user_cats_opt()}};
 	return argv[0];
 }
 

@@ -26,6 +26,7 @@
 static const char *const usage[] = {
         "memsnap stats [--json] [--top N] [--device D] <file>...",
         "              [--jobs N] [--frames user|all|N] [--site-depth N]",
+        "              [--category NAME=REGEX]... [--categories FILE]",
         "",
         "From the trace alone: peak requested bytes (PyTorch's requested_bytes.all.peak)",
         "with the event, time and annotation where it happened; allocations still live",
@@ -165,6 +166,7 @@ int cmd_stats(int argc, const char **argv)
 	int site_depth = 1;
 	const char *from = NULL, *to = NULL, *prefix = NULL;
 	struct ms_windows_asked wa;
+	struct ms_user_cats_args ucats = {0};
 	const struct ms_opt opts[] = {
 	        MS_OPT_BOOL(0, "json", &json,
 	                    "print JSON (an object; an array for several files or devices)"),
@@ -176,6 +178,7 @@ int cmd_stats(int argc, const char **argv)
 	                   "only device D of each file (default: each device with events)"),
 	        MS_OPT_FRAMES(&frames),
 	        MS_OPT_SITE_DEPTH(&site_depth),
+	        MS_USER_CATS_OPTS(&ucats),
 	        MS_OPT_STRING(0, "from", &from, "WHERE",
 	                      "a window from here: an event's number, a time (1.5s, 200ms), or "
 	                      "mark:NAME[#N]"),
@@ -198,6 +201,7 @@ int cmd_stats(int argc, const char **argv)
 		ms_usage_error(opts, usage, "--device must be 0 to 65535");
 	ms_frames_opt_check(&frames, opts, usage);
 	ms_site_depth_set(site_depth, opts, usage);
+	ms_user_cats_set(&ucats, opts, usage);
 	windows_asked(opts, from, to, prefix, &wa);
 	if (!(reads = ms_calloc((size_t)n, sizeof(*reads))))
 		ms_die(MS_EXIT_ERROR, "out of memory");

@@ -103,6 +103,12 @@ static void categories(const struct ms_diff *d)
 
 	printf("\nwhat each peak is made of (memsnap explain's categories):\n    %12s %12s %12s\n",
 	       "a", "b", "change");
+	for (size_t u = 0; u < ms_user_cats_count(d->user_cats); u++)
+		printf("    %12s %12s %12s  %s (yours: %s)\n",
+		       ms_format_size(b1, sizeof(b1), d->user[u][0]),
+		       ms_format_size(b2, sizeof(b2), d->user[u][1]),
+		       signed_size(b3, sizeof(b3), (int64_t)d->user[u][1] - (int64_t)d->user[u][0]),
+		       ms_user_cats_name(d->user_cats, u), ms_user_cats_pattern(d->user_cats, u));
 	for (unsigned o = 0; o < MS_CAT_COUNT; o++) {
 		unsigned k = ms_explain_cat_order[o];
 		uint64_t a = d->cat[k][0], b = d->cat[k][1];

@@ -62,6 +62,14 @@ void ms_explain_print_cats(const struct ms_explain *x, uint64_t allocated, uint6
 {
 	char b[32];
 	int64_t rd = ms_explain_rounding(x, allocated - served);
+	for (size_t u = 0; u < x->n_user; u++)
+		printf("    %-16s %11s  %6llu %-6s  yours: a frame matches %s (before memsnap's "
+		       "rules)\n",
+		       ms_user_cats_name(x->user_cats, u),
+		       ms_format_size(b, sizeof(b), x->user_bytes[u]),
+		       (unsigned long long)x->user_blocks[u],
+		       x->user_blocks[u] == 1 ? "block" : "blocks",
+		       ms_user_cats_pattern(x->user_cats, u));
 	for (unsigned o = 0; o < MS_CAT_COUNT; o++) {
 		unsigned k = ms_explain_cat_order[o];
 		/* a category of another kind of job, or nothing to place by: no line */
@@ -161,6 +169,13 @@ void ms_explain_print_cats_line(const struct ms_explain *x, uint64_t served)
 {
 	char b[32];
 	int any = 0;
+	for (size_t u = 0; u < x->n_user; u++) {
+		if (!x->user_bytes[u])
+			continue;
+		printf("%s%s %s", any ? ", " : "", ms_user_cats_name(x->user_cats, u),
+		       ms_format_size(b, sizeof(b), x->user_bytes[u]));
+		any = 1;
+	}
 	for (unsigned o = 0; o < MS_CAT_COUNT; o++) {
 		unsigned k = ms_explain_cat_order[o];
 		if (!x->cat_bytes[k])
@@ -294,7 +309,11 @@ static void print_inference(const struct ms_explain_report *r)
 	       f->n_forwards, f->forwards_from, ms_format_size(b1, sizeof(b1), f->weight_bytes),
 	       (unsigned long long)f->weight_blocks);
 	printf("  each category at its own peak:");
-	for (unsigned o = 0, any = 0; o < MS_CAT_COUNT; o++) {
+	for (size_t u = 0; u < x->n_user; u++)
+		printf("%s %s %s (event %llu)", u ? "," : "", ms_user_cats_name(x->user_cats, u),
+		       ms_format_size(b1, sizeof(b1), x->user_peak[u].bytes),
+		       (unsigned long long)x->user_peak[u].event);
+	for (unsigned o = 0, any = x->n_user != 0; o < MS_CAT_COUNT; o++) {
 		unsigned k = ms_explain_cat_order[o];
 		if (!ms_explain_cat_told(x, k) || (k == MS_CAT_UNPLACED && !x->cat_peak[k].bytes))
 			continue;

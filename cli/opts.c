@@ -79,6 +79,13 @@ static void set_value(const struct ms_opt *o, const char *arg, const struct ms_o
 	case MS_OPT_T_STRING:
 		*(const char **)o->value = arg;
 		break;
+	case MS_OPT_T_LIST: {
+		struct ms_opt_list *l = o->value;
+		if (l->n == MS_OPT_LIST_MAX)
+			ms_usage_error(opts, usage, "--%s is given more than %d times",
+			               o->long_name, MS_OPT_LIST_MAX);
+		l->v[l->n++] = arg;
+	} break;
 	case MS_OPT_T_SIZE: {
 		const char *why = ms_size_parse(arg, o->value);
 		if (!why && !*(uint64_t *)o->value)

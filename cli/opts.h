@@ -14,7 +14,14 @@ enum ms_opt_type {
 	MS_OPT_T_STRING,
 	MS_OPT_T_SIZE,
 	MS_OPT_T_U64,
-	MS_OPT_T_INT
+	MS_OPT_T_INT,
+	MS_OPT_T_LIST /* a string option given any number of times: struct ms_opt_list */
+};
+
+#define MS_OPT_LIST_MAX 64
+struct ms_opt_list {
+	const char *v[MS_OPT_LIST_MAX];
+	size_t n;
 };
 
 struct ms_opt {
@@ -46,6 +53,10 @@ struct ms_opt {
 #define MS_OPT_INT(s, l, v, a, h)           \
 	{                                   \
 		MS_OPT_T_INT, s, l, v, a, h \
+	}
+#define MS_OPT_LIST(s, l, v, a, h)           \
+	{                                    \
+		MS_OPT_T_LIST, s, l, v, a, h \
 	}
 #define MS_OPT_END()                                    \
 	{                                               \

@@ -47,6 +47,38 @@ uint32_t ms_site_depth(void)
 	return g_site_depth;
 }
 
+/* The command's categories: made once, kept to its exit. */
+static struct ms_user_cats *g_user_cats;
+
+void ms_user_cats_set(const struct ms_user_cats_args *a, const struct ms_opt *opts,
+                      const char *const *usage)
+{
+	char err[1400];
+	ms_status s = MS_OK;
+
+	if (!a->specs.n && !a->file)
+		return;
+	if (!(g_user_cats = ms_user_cats_new()))
+		ms_die(MS_EXIT_ERROR, "out of memory");
+	for (size_t i = 0; i < a->specs.n && !s; i++)
+		s = ms_user_cats_add(g_user_cats, a->specs.v[i], err, sizeof(err));
+	if (s == MS_ERR_INVALID_ARG)
+		ms_usage_error(opts, usage, "--category: %s", err);
+	if (!s && a->file)
+		s = ms_user_cats_load(g_user_cats, a->file, err, sizeof(err));
+	if (s == MS_ERR_NOMEM)
+		ms_die(MS_EXIT_ERROR, "out of memory");
+	if (s == MS_ERR_IO)
+		ms_die(MS_EXIT_ERROR, "--categories: %s", err);
+	if (s)
+		ms_usage_error(opts, usage, "--categories: %s", err);
+}
+
+const struct ms_user_cats *ms_user_cats_opt(void)
+{
+	return g_user_cats;
+}
+
 void ms_site_label(const struct ms_symtab *y, uint32_t stack, char *buf, size_t cap)
 {
 	ms_stack_label_depth(y, stack, g_site_depth, buf, cap);

@@ -6,6 +6,7 @@
 #define MEMSNAP_CLI_SITES_H
 
 #include "analysis/trace_stats.h"
+#include "analysis/user_cats.h"
 #include "cli/opts.h"
 #include "common/buf.h"
 #include "common/symtab.h"
@@ -42,6 +43,26 @@ void ms_frames_opt_check(struct ms_frames_opt *f, const struct ms_opt *opts,
 /* Check *depth (1 to 64, else a usage error, exit 2) and make it the site depth. */
 void ms_site_depth_set(int depth, const struct ms_opt *opts, const char *const *usage);
 uint32_t ms_site_depth(void);
+
+/* The user's categories (analysis/user_cats.h): --category NAME=REGEX (repeatable) and
+ * --categories FILE, two entries of a command's option table. */
+struct ms_user_cats_args {
+	struct ms_opt_list specs;
+	const char *file;
+};
+#define MS_USER_CATS_OPTS(a)                                                                \
+	MS_OPT_LIST(0, "category", &(a)->specs, "NAME=REGEX",                               \
+	            "a category of your own: allocations one of whose frames (\"file:line " \
+	            "function\") the extended regular expression matches; repeatable, the " \
+	            "first that matches wins, over memsnap's own categories"),              \
+	        MS_OPT_STRING(0, "categories", &(a)->file, "FILE",                          \
+	                      "categories of your own, a NAME=REGEX a line (# comments)")
+/* Make the command's categories of a (a usage error exits 2; a file that cannot be read exits
+ * 1). */
+void ms_user_cats_set(const struct ms_user_cats_args *a, const struct ms_opt *opts,
+                      const char *const *usage);
+/* The command's categories, or NULL where none were given. */
+const struct ms_user_cats *ms_user_cats_opt(void);
 
 /* The label of a stack's site at the site depth (ms_stack_label_depth). */
 void ms_site_label(const struct ms_symtab *y, uint32_t stack, char *buf, size_t cap);

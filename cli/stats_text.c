@@ -22,11 +22,16 @@ static struct ms_site_row *block_rows(const struct ms_stats_read *j, size_t *n)
 /* The job as the library shows it (analysis/stats_view.h). */
 struct ms_stats_view ms_stats_view_of(const struct ms_stats_read *j)
 {
-	return (struct ms_stats_view){j->path,        j->device,
-	                              j->only,        ms_stats_read_syms(j),
-	                              j->r,           ms_source_cut_short(&j->si),
-	                              j->top,         j->frames,
-	                              ms_site_depth()};
+	return (struct ms_stats_view){j->path,
+	                              j->device,
+	                              j->only,
+	                              ms_stats_read_syms(j),
+	                              j->r,
+	                              ms_source_cut_short(&j->si),
+	                              j->top,
+	                              j->frames,
+	                              ms_site_depth(),
+	                              ms_user_cats_opt()};
 }
 
 static void print_alloc(const struct ms_stats_read *j, const struct ms_stats_alloc *a)
@@ -286,6 +291,19 @@ static void print_end(const struct ms_stats_read *j)
 	printf("  largest allocations:\n");
 	for (size_t i = 0; i < r->n_largest; i++)
 		print_alloc(j, &r->largest[i]);
+	if (ms_user_cats_count(ms_user_cats_opt())) {
+		const struct ms_user_cats *u = ms_user_cats_opt();
+		uint64_t bytes[MS_USER_CATS_MAX + 1], count[MS_USER_CATS_MAX + 1];
+		size_t nu = ms_user_cats_count(u);
+		ms_user_cats_sum_sites(u, ms_stats_read_syms(j), j->r->sites, j->r->n_sites, bytes,
+		                       count);
+		printf("  your categories at the peak (bytes live, allocations):\n");
+		for (size_t i = 0; i <= nu; i++)
+			printf("    %12s %7llu  %s%s%s\n", ms_format_size(b1, sizeof(b1), bytes[i]),
+			       (unsigned long long)count[i],
+			       i < nu ? ms_user_cats_name(u, i) : "(none of them)",
+			       i < nu ? ": " : "", i < nu ? ms_user_cats_pattern(u, i) : "");
+	}
 	printf("  top sites at the peak (bytes live, allocations):\n");
 	{
 		size_t nrows;

@@ -230,6 +230,9 @@ static ms_status context_table(struct ms_diff *d)
 
 static void categories(struct ms_diff *d)
 {
+	for (size_t u = 0; u < d->s[0].x.n_user; u++)
+		for (int w = 0; w < 2; w++)
+			d->user[u][w] = d->s[w].x.user_bytes[u];
 	for (unsigned k = 0; k < MS_CAT_COUNT; k++)
 		for (int w = 0; w < 2; w++) {
 			d->cat[k][w] = d->s[w].x.cat_bytes[k];
@@ -380,7 +383,8 @@ static void ran_with(struct ms_diff *d)
 }
 
 /* A run's stats at its device, what its peak is made of, and what it ran with. */
-static ms_status side_run(struct ms_diff_side *s, const struct ms_trace *t)
+static ms_status side_run(struct ms_diff_side *s, const struct ms_trace *t,
+                          const struct ms_user_cats *user_cats)
 {
 	struct ms_explain_in in;
 	struct ms_sink sink;
@@ -398,6 +402,7 @@ static ms_status side_run(struct ms_diff_side *s, const struct ms_trace *t)
 	memset(&in, 0, sizeof(in));
 	in.t = t;
 	in.device = s->device;
+	in.user_cats = user_cats;
 	in.peak_index = s->r.fullest_at_peak_index;
 	in.allocated_at_peak = s->r.allocated_at_peak_reserved - s->r.served_oom_at_peak_reserved;
 	if ((st = ms_explain_run(&in, &s->x)))
@@ -431,10 +436,11 @@ ms_status ms_diff_run(struct ms_diff_input in[2], uint32_t frames, uint32_t dept
 		memset(in[w].r, 0, sizeof(*in[w].r));
 	}
 	for (int w = 0; w < 2 && !s; w++)
-		s = side_run(&d->s[w], in[w].t);
+		s = side_run(&d->s[w], in[w].t, in[w].user_cats);
 	if (s)
 		return s;
 	ran_with(d);
+	d->user_cats = in[0].user_cats;
 	categories(d);
 	if (!(s = step_table(d)) && !(s = site_table(d, frames, depth)) &&
 	    !(s = annotation_table(d)))

@@ -27,8 +27,9 @@ struct ms_diff_input {
 	const char *path;
 	const struct ms_trace *t; /* the trace whole (kept alive by the caller) */
 	uint32_t device;
-	struct ms_replay_result *r; /* its replay, moved into the diff (left zeroed) */
-	struct ms_limit_range lim;  /* the limit inferred, where one was */
+	struct ms_replay_result *r;           /* its replay, moved into the diff (left zeroed) */
+	struct ms_limit_range lim;            /* the limit inferred, where one was */
+	const struct ms_user_cats *user_cats; /* the user's categories, or NULL */
 };
 
 struct ms_diff_side {
@@ -87,6 +88,9 @@ struct ms_diff {
 	/* the categories at each peak: cat[k][w]; told[k][w] where run w could tell category k */
 	uint64_t cat[MS_CAT_COUNT][2];
 	uint8_t told[MS_CAT_COUNT][2];
+	/* the user's categories at each peak (both runs' the same: in[0].user_cats) */
+	const struct ms_user_cats *user_cats;
+	uint64_t user[MS_USER_CATS_MAX][2];
 	/* the rest of each peak's reserved bytes: allocated beyond the categories' requested bytes
 	 * (below 0 while frees wait for their streams), and cached free */
 	int64_t rounding[2], cached_free[2];

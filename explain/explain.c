@@ -63,6 +63,7 @@ struct ex {
 	int8_t *nn_of;   /* stack id -> 1 if a frame is torch.nn's, 0 if not, -1 not known yet */
 	int8_t *user_of; /* stack id -> 1 if its site is the program's code, 0 if not, -1 not yet */
 	int8_t *copy_of; /* stack id -> 1 if a copying operator made it, 0 if not, -1 not known */
+	int8_t *ucat_of; /* stack id -> the user's category (-1: none); NULL without them */
 	uint32_t *site_of; /* stack id -> its site key (site_frame) + 1, 0 not known yet */
 	/* at a site depth past 1: chains of frames (by their hash) -> key, and each key's deepest
 	 * frame */
@@ -882,6 +883,12 @@ static unsigned state_cat(const struct ex *x, const struct ms_life *b)
 	return ms_life_cat_at(b, x->in->before ? x->in->peak_index - 1 : x->in->peak_index);
 }
 
+/* The user's category of b (-1: none): it wins over the rules. */
+static int user_cat(const struct ex *x, const struct ms_life *b)
+{
+	return x->ucat_of ? x->ucat_of[b->stack] : -1;
+}
+
 /* Count of the sizes in a map size -> count. */
 static ms_status count_add(struct ms_u64map *m, uint64_t size, int64_t d)
 {
@@ -1226,7 +1233,7 @@ static int by_until(const void *a, const void *b)
 static ms_status cat_peaks(struct ex *x)
 {
 	struct ms_explain *r = x->x;
-	uint64_t cur[MS_CAT_COUNT] = {0};
+	uint64_t cur[MS_CAT_COUNT + MS_USER_CATS_MAX] = {0};
 	uint32_t *of_event;
 	struct move *moves = NULL;
 	size_t n_moves = 0, m = 0;
@@ -1250,7 +1257,8 @@ static ms_status cat_peaks(struct ex *x)
 	for (size_t i = 0; i < x->n; i++) {
 		const struct ms_life *b = &x->b[i];
 		if (b->before)
-			cur[b->cat] += b->size;
+			cur[user_cat(x, b) >= 0 ? MS_CAT_COUNT + (unsigned)user_cat(x, b)
+			                        : b->cat] += b->size;
 		else
 			of_event[b->a] = (uint32_t)i;
 		if (b->f != NONE)
@@ -1259,14 +1267,16 @@ static ms_status cat_peaks(struct ex *x)
 	}
 	for (unsigned c = 0; c < MS_CAT_COUNT; c++)
 		r->cat_peak[c] = (struct ms_explain_cat_peak){cur[c], 0};
+	for (unsigned c = 0; c < MS_USER_CATS_MAX; c++)
+		r->user_peak[c] = (struct ms_explain_cat_peak){cur[MS_CAT_COUNT + c], 0};
 	for (uint64_t e = 0; e < n_ev; e++) {
 		uint32_t k = of_event[e];
 		const struct ms_life *b;
 		unsigned c;
 		for (; m < n_moves && moves[m].until <= e; m++) {
 			const struct ms_life *v = &x->b[moves[m].i];
-			if (v->f != NONE && v->f <= v->until)
-				continue; /* freed first: no change */
+			if ((v->f != NONE && v->f <= v->until) || user_cat(x, v) >= 0)
+				continue; /* freed first, or the user's: no change */
 			cur[v->cat] -= cur[v->cat] > v->size ? v->size : cur[v->cat];
 			cur[v->cat_after] += v->size;
 		}
@@ -1275,14 +1285,23 @@ static ms_status cat_peaks(struct ex *x)
 		b = &x->b[k];
 		if (b->a == e && !b->before) {
 			c = ms_life_cat_at(b, e);
-			cur[c] += b->size;
 		} else {
 			c = e ? ms_life_cat_at(b, e - 1) : b->cat;
+		}
+		if (user_cat(x, b) >= 0)
+			c = MS_CAT_COUNT + (unsigned)user_cat(x, b);
+		if (b->a != e || b->before) {
 			cur[c] -= cur[c] > b->size ? b->size : cur[c];
 			continue;
 		}
-		if (cur[c] > r->cat_peak[c].bytes)
+		cur[c] += b->size;
+		if (c >= MS_CAT_COUNT) {
+			if (cur[c] > r->user_peak[c - MS_CAT_COUNT].bytes)
+				r->user_peak[c - MS_CAT_COUNT] =
+				        (struct ms_explain_cat_peak){cur[c], e};
+		} else if (cur[c] > r->cat_peak[c].bytes) {
 			r->cat_peak[c] = (struct ms_explain_cat_peak){cur[c], e};
+		}
 	}
 	ms_free(of_event);
 	ms_free(moves);
@@ -1616,8 +1635,10 @@ static void categories_asked(struct ex *x)
 			continue;
 		while (q < in->n_cat_query && in->cat_query[q] < b->a)
 			q++;
-		if (q < in->n_cat_query && in->cat_query[q] == b->a)
-			in->cat_of[q++] = (int8_t)b->cat;
+		if (q < in->n_cat_query && in->cat_query[q] == b->a) {
+			int u = user_cat(x, b);
+			in->cat_of[q++] = (int8_t)(u >= 0 ? MS_CAT_COUNT + u : b->cat);
+		}
 	}
 }
 
@@ -1671,11 +1692,23 @@ ms_status ms_explain_run(const struct ms_explain_in *in, struct ms_explain *out)
 			goto out;
 	}
 	categorize_rest(&x);
+	out->user_cats = in->user_cats;
+	if ((out->n_user = ms_user_cats_count(in->user_cats)) &&
+	    !(x.ucat_of = ms_user_cats_of_stacks(in->user_cats, &in->t->syms))) {
+		s = MS_ERR_NOMEM;
+		goto out;
+	}
 	categories_asked(&x);
 	for (size_t i = 0; i < x.n; i++) {
 		const struct ms_life *b = &x.b[i];
 		if (in_state(&x, b)) {
+			int u = user_cat(&x, b);
 			unsigned c = state_cat(&x, b);
+			if (u >= 0) {
+				out->user_bytes[u] += b->size;
+				out->user_blocks[u]++;
+				continue;
+			}
 			out->cat_bytes[c] += b->size;
 			out->cat_blocks[c]++;
 		}
@@ -1706,6 +1739,7 @@ out:
 	ms_free(x.nn_of);
 	ms_free(x.copy_of);
 	ms_free(x.user_of);
+	ms_free(x.ucat_of);
 	ms_free(x.site_of);
 	ms_free(x.chain_frame);
 	ms_u64map_release(&x.chain_key);
@@ -1718,6 +1752,8 @@ uint64_t ms_explain_requested(const struct ms_explain *x)
 
 	for (unsigned k = 0; k < MS_CAT_COUNT; k++)
 		sum += x->cat_bytes[k];
+	for (size_t k = 0; k < x->n_user; k++)
+		sum += x->user_bytes[k];
 	return sum;
 }
 

@@ -25,6 +25,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "analysis/user_cats.h"
 #include "memsnap/memsnap.h"
 
 struct ms_trace;
@@ -71,6 +72,10 @@ struct ms_explain_in {
 	/* growth looked for at the step starts inside events [growth_from, growth_to) only (a
 	 * window: analysis/window.h); both 0: all of them */
 	uint64_t growth_from, growth_to;
+	/* optional: the user's categories (analysis/user_cats.h), which win over the rules: an
+	 * allocation one of them matches is counted in it (user_bytes), not in cat_bytes, and
+	 * cat_of gives MS_CAT_COUNT + its index */
+	const struct ms_user_cats *user_cats;
 };
 
 /* The allocations of one device of a trace with their lifetimes, shared read-only by passes. */
@@ -164,6 +169,12 @@ struct ms_explain {
 	 * compile_context=True has none) */
 	struct ms_explain_context *contexts;
 	size_t n_contexts;
+	/* the user's categories (ms_explain_in.user_cats, borrowed): at the state, and each at its
+	 * own peak */
+	const struct ms_user_cats *user_cats;
+	size_t n_user;
+	uint64_t user_bytes[MS_USER_CATS_MAX], user_blocks[MS_USER_CATS_MAX];
+	struct ms_explain_cat_peak user_peak[MS_USER_CATS_MAX];
 	/* the sets found, whole: what the model and the optimizer hold (gradients: the most alive
 	 * at one optimizer step's start) */
 	uint64_t parameter_bytes, gradient_bytes, optimizer_state_bytes;
@@ -223,7 +234,8 @@ struct ms_explain {
  * kv_cache, activations, other) need its forwards; unplaced always is. */
 int ms_explain_cat_told(const struct ms_explain *x, unsigned cat);
 
-/* The categories' bytes at the state broken down, together: the bytes its allocations asked for. */
+/* The categories' bytes at the state broken down (the user's among them), together: the bytes its
+ * allocations asked for. */
 uint64_t ms_explain_requested(const struct ms_explain *x);
 
 /* @return MS_OK or MS_ERR_NOMEM. Release with ms_explain_release. */

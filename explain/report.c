@@ -275,6 +275,7 @@ static ms_status states(struct ms_explain_report *r)
 	in.t = r->t;
 	in.device = r->device;
 	in.site_depth = r->site_depth;
+	in.user_cats = r->user_cats;
 	in.peak_index = r->peak_index;
 	in.allocated_at_peak = r->allocated - r->served_at_peak;
 	if ((s = ms_explain_lives_new(r->t, r->device, &lives)))
@@ -581,8 +582,10 @@ static void peaks_of(struct ms_explain_report *r)
 
 ms_status ms_explain_report_run(const struct ms_trace *t, const struct ms_replay_opts *o,
                                 struct ms_replay_result *first, const struct ms_limit_range *lim,
-                                unsigned jobs, uint32_t site_depth, struct ms_explain_ahead *ahead,
-                                struct ms_explain_report *r, struct ms_diag *d)
+                                unsigned jobs, uint32_t site_depth,
+                                const struct ms_user_cats *user_cats,
+                                struct ms_explain_ahead *ahead, struct ms_explain_report *r,
+                                struct ms_diag *d)
 {
 	struct rows_job rows;
 	ms_status s;
@@ -592,6 +595,7 @@ ms_status ms_explain_report_run(const struct ms_trace *t, const struct ms_replay
 	r->o = *o;
 	r->device = (uint32_t)o->device;
 	r->site_depth = site_depth;
+	r->user_cats = user_cats;
 	r->first = *first;
 	memset(first, 0, sizeof(*first));
 	r->lim = *lim;

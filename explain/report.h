@@ -40,7 +40,8 @@ struct ms_explain_rec {
 struct ms_explain_report {
 	const struct ms_trace *t; /* borrowed */
 	uint32_t device;
-	uint32_t site_depth;           /* sites are labelled at it (replay/site.h) */
+	uint32_t site_depth;                  /* sites are labelled at it (replay/site.h) */
+	const struct ms_user_cats *user_cats; /* the user's categories, or NULL */
 	struct ms_replay_opts o;       /* the options replayed with, the recorded limit filled in */
 	struct ms_replay_result first; /* the replay under o (owned) */
 	struct ms_limit_range lim;     /* its limit, where inferred */
@@ -121,8 +122,10 @@ void ms_explain_ahead_release(struct ms_explain_ahead *a);
  */
 ms_status ms_explain_report_run(const struct ms_trace *t, const struct ms_replay_opts *o,
                                 struct ms_replay_result *first, const struct ms_limit_range *lim,
-                                unsigned jobs, uint32_t site_depth, struct ms_explain_ahead *ahead,
-                                struct ms_explain_report *r, struct ms_diag *d);
+                                unsigned jobs, uint32_t site_depth,
+                                const struct ms_user_cats *user_cats,
+                                struct ms_explain_ahead *ahead, struct ms_explain_report *r,
+                                struct ms_diag *d);
 void ms_explain_report_release(struct ms_explain_report *r);
 
 /* The step an event lies in (1-based), 0 if before the first. */

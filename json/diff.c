@@ -51,7 +51,24 @@ static void peaks(cJSON *out, const struct ms_diff *d)
 
 static void categories(cJSON *out, const struct ms_diff *d)
 {
-	cJSON *o = cJSON_AddObjectToObject(out, "categories");
+	cJSON *o;
+	size_t nu = ms_user_cats_count(d->user_cats);
+
+	if (nu) { /* the user's, by name: a and b */
+		cJSON *u = cJSON_AddArrayToObject(out, "user_categories");
+		for (size_t k = 0; k < nu; k++) {
+			cJSON *c = cJSON_CreateObject();
+			int told[2] = {1, 1};
+			cJSON_AddStringToObject(c, "name", ms_user_cats_name(d->user_cats, k));
+			cJSON_AddStringToObject(c, "pattern",
+			                        ms_user_cats_pattern(d->user_cats, k));
+			pair(c, "bytes", told, d->user[k]);
+			cJSON_AddItemToArray(u, c);
+		}
+	} else {
+		cJSON_AddNullToObject(out, "user_categories");
+	}
+	o = cJSON_AddObjectToObject(out, "categories");
 
 	for (unsigned o2 = 0; o2 < MS_CAT_COUNT; o2++) {
 		unsigned k = ms_explain_cat_order[o2];

@@ -120,6 +120,29 @@ static void cat_peaks(cJSON *root, const struct ms_explain *x)
 	}
 }
 
+/* The user's categories: at the state and each at its own peak; null where none were given. */
+static void user_cats(cJSON *root, const struct ms_explain *x)
+{
+	cJSON *a;
+
+	if (!x->n_user) {
+		cJSON_AddNullToObject(root, "user_categories");
+		return;
+	}
+	a = cJSON_AddArrayToObject(root, "user_categories");
+	for (size_t u = 0; u < x->n_user; u++) {
+		cJSON *o = cJSON_CreateObject(), *p;
+		cJSON_AddStringToObject(o, "name", ms_user_cats_name(x->user_cats, u));
+		cJSON_AddStringToObject(o, "pattern", ms_user_cats_pattern(x->user_cats, u));
+		ms_json_u64(o, "bytes", x->user_bytes[u]);
+		ms_json_u64(o, "allocations", x->user_blocks[u]);
+		p = cJSON_AddObjectToObject(o, "peak");
+		ms_json_u64(p, "bytes", x->user_peak[u].bytes);
+		ms_json_u64(p, "event", x->user_peak[u].event);
+		cJSON_AddItemToArray(a, o);
+	}
+}
+
 /* The state by compile context: null where the trace records none. */
 static void contexts(cJSON *root, const struct ms_symtab *y, const struct ms_explain *x)
 {
@@ -233,6 +256,7 @@ static void peaks(cJSON *root, const struct ms_explain_report *r)
 	cJSON_AddBoolToObject(root, "replay_ended_by_oom", f->ended_by_oom);
 	cats(root, &r->x, r->allocated, r->served_at_peak, r->cached, r->outside, r->outside_how);
 	cat_peaks(root, &r->x);
+	user_cats(root, &r->x);
 	contexts(root, &t->syms, &r->x);
 	cJSON_AddStringToObject(root, "outside_pytorch_is",
 	                        r->outside_how == MS_OUTSIDE_MEASURED   ? "measured"

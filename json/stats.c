@@ -178,6 +178,30 @@ cJSON *ms_stats_json(const struct ms_stats_view *v)
 	a = cJSON_AddArrayToObject(o, "largest_allocations");
 	for (size_t i = 0; i < r->n_largest; i++)
 		cJSON_AddItemToArray(a, alloc_json(v, &r->largest[i]));
+	/* the user's categories at the peak: null where none were given */
+	if (ms_user_cats_count(v->user_cats)) {
+		uint64_t bytes[MS_USER_CATS_MAX + 1], count[MS_USER_CATS_MAX + 1];
+		size_t nu = ms_user_cats_count(v->user_cats);
+		ms_user_cats_sum_sites(v->user_cats, v->syms, r->sites, r->n_sites, bytes, count);
+		a = cJSON_AddArrayToObject(o, "user_categories_at_peak");
+		for (size_t i = 0; i <= nu; i++) {
+			cJSON *c = cJSON_CreateObject();
+			if (i < nu) {
+				cJSON_AddStringToObject(c, "name",
+				                        ms_user_cats_name(v->user_cats, i));
+				cJSON_AddStringToObject(c, "pattern",
+				                        ms_user_cats_pattern(v->user_cats, i));
+			} else { /* what none of them matches */
+				cJSON_AddNullToObject(c, "name");
+				cJSON_AddNullToObject(c, "pattern");
+			}
+			ms_json_u64(c, "bytes", bytes[i]);
+			ms_json_u64(c, "allocations", count[i]);
+			cJSON_AddItemToArray(a, c);
+		}
+	} else {
+		cJSON_AddNullToObject(o, "user_categories_at_peak");
+	}
 	/* by site, as the text groups them (stack_id: the group's first stack) */
 	a = cJSON_AddArrayToObject(o, "top_sites_at_peak");
 	{

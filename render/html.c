@@ -392,12 +392,26 @@ static void bands_json(struct ms_jsonw *w, const struct ms_report *rep)
 	ms_jsonw_arr_end(w);
 }
 
-static void diagnosis_json(struct ms_jsonw *w, const struct ms_report_diagnosis *g)
+static void diagnosis_json(struct ms_jsonw *w, const struct ms_report_diagnosis *g,
+                           const struct ms_user_cats *user_cats)
 {
 	ms_jsonw_obj_begin(w);
 	key_u64(w, "event", g->event);
 	key_u64(w, "reserved", g->reserved);
 	key_u64(w, "allocated", g->allocated);
+	/* the user's: [name, bytes, allocations, pattern], in their order (band categories
+	 * MS_CAT_COUNT + i) */
+	ms_jsonw_key(w, "user_categories");
+	ms_jsonw_arr_begin(w);
+	for (size_t k = 0; k < g->n_user; k++) {
+		ms_jsonw_arr_begin(w);
+		ms_jsonw_cstr(w, ms_user_cats_name(user_cats, k));
+		ms_jsonw_u64(w, g->user_bytes[k]);
+		ms_jsonw_u64(w, g->user_blocks[k]);
+		ms_jsonw_cstr(w, ms_user_cats_pattern(user_cats, k));
+		ms_jsonw_arr_end(w);
+	}
+	ms_jsonw_arr_end(w);
 	ms_jsonw_key(w, "categories");
 	ms_jsonw_arr_begin(w);
 	for (unsigned o = 0; o < MS_CAT_COUNT; o++) {
@@ -540,7 +554,7 @@ static ms_status data_json(const struct ms_report *rep, const struct ms_whatif_r
 	moments_json(&w, rep);
 	ms_jsonw_key(&w, "diagnosis");
 	if (rep->diag.has)
-		diagnosis_json(&w, &rep->diag);
+		diagnosis_json(&w, &rep->diag, rep->user_cats);
 	else
 		ms_jsonw_null(&w);
 	ms_jsonw_key(&w, "oom");

@@ -77,6 +77,7 @@ ms_status ms_page_write(const struct ms_source *src, const struct ms_trace *t,
 	        .buckets = pg->detail,
 	        .frames = pg->frames,
 	        .site_depth = pg->site_depth,
+	        .user_cats = pg->user_cats,
 	        .from = pg->from,
 	        .to = pg->to,
 	        .limit_inferred = lim->inferred,
@@ -274,6 +275,7 @@ void ms_page_together_write(const struct ms_source *src, const struct ms_trace *
 	                              .buckets = pg->detail,
 	                              .frames = pg->frames,
 	                              .site_depth = pg->site_depth,
+	                              .user_cats = pg->user_cats,
 	                              .find_peak = 1};
 	asked.peak_gate = first_pass_gate;
 	asked.peak_gate_ctx = &f;

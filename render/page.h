@@ -24,6 +24,7 @@ struct ms_page_opts {
 	int no_whatif;
 	uint64_t from, to; /* events [from, to); to is past the first pass's last event or set */
 	uint32_t frames, site_depth;
+	const struct ms_user_cats *user_cats; /* --category, --categories: or NULL */
 };
 
 /* The whole page, its data alone (ms_render_html_devices), or its timeline as CSV. */

@@ -649,6 +649,7 @@ ms_status ms_report_collect(const struct ms_report_input *in, struct ms_report *
 	/* a trace in memory has its table; one streamed from its file fills ours */
 	rep->syms = in->trace ? &in->trace->syms : &rep->own_syms;
 	rep->site_depth = in->site_depth;
+	rep->user_cats = in->user_cats;
 	if (in->to && in->to < hi)
 		hi = in->to;
 	if (lo >= hi) {
@@ -861,6 +862,7 @@ ms_status ms_report_diagnose(struct ms_report *rep, const struct ms_trace *t,
 	in.t = t;
 	in.device = rep->device;
 	in.site_depth = depth;
+	in.user_cats = rep->user_cats;
 	in.peak_index = first->fullest_at_peak_index;
 	in.allocated_at_peak =
 	        first->allocated_at_peak_reserved - first->served_oom_at_peak_reserved;
@@ -885,6 +887,11 @@ ms_status ms_report_diagnose(struct ms_report *rep, const struct ms_trace *t,
 	for (unsigned k = 0; k < MS_CAT_COUNT; k++) {
 		g->cat_bytes[k] = x.cat_bytes[k];
 		g->cat_blocks[k] = x.cat_blocks[k];
+	}
+	g->n_user = x.n_user;
+	for (size_t k = 0; k < x.n_user; k++) {
+		g->user_bytes[k] = x.user_bytes[k];
+		g->user_blocks[k] = x.user_blocks[k];
 	}
 	/* a recorded OOM's request the replay served at the peak is no allocation of the trace */
 	g->oom_request = first->served_oom_at_peak_reserved;

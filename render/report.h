@@ -118,6 +118,9 @@ struct ms_report_diagnosis {
 	int has;
 	uint64_t event, reserved, allocated;
 	uint64_t cat_bytes[MS_CAT_COUNT], cat_blocks[MS_CAT_COUNT]; /* by enum ms_explain_cat */
+	/* the user's categories (report's user_cats), which win over the rules */
+	size_t n_user;
+	uint64_t user_bytes[MS_USER_CATS_MAX], user_blocks[MS_USER_CATS_MAX];
 	int64_t rounding;
 	uint64_t oom_request; /* a recorded OOM's request the replay served at the peak */
 	uint64_t parameter_bytes, gradient_bytes, optimizer_state_bytes;
@@ -162,7 +165,8 @@ struct ms_report {
 		MS_OUTSIDE_RAW_ONLY = 1, /* the raw CUDA calls the interposer saw: a lower bound */
 		MS_OUTSIDE_MEASURED = 2, /* the recorder's cudaMemGetInfo marks, with raw calls */
 	} outside_is;
-	uint32_t site_depth; /* its sites' depth, as ms_report_input's */
+	uint32_t site_depth;                  /* its sites' depth, as ms_report_input's */
+	const struct ms_user_cats *user_cats; /* as ms_report_input's */
 	/* the replay */
 	uint32_t device;
 	char alloc_conf[512];
@@ -257,7 +261,8 @@ struct ms_report_input {
 	size_t moments;                       /* segment maps besides peak and OOM; 0: 48 */
 	uint32_t frames;     /* frames the segment map's tooltips show with a site; 0: the site */
 	uint32_t site_depth; /* sites at this depth (replay/site.h); 0 or 1: the site frame alone */
-	uint64_t from, to;   /* the window of events drawn; to = 0: to the end */
+	const struct ms_user_cats *user_cats; /* the user's categories, or NULL */
+	uint64_t from, to;                    /* the window of events drawn; to = 0: to the end */
 	/* the limit was inferred from the recorded OOMs, between limit_lo and limit_hi: the page
 	 * says so wherever a verdict rests on it */
 	int limit_inferred;

@@ -217,6 +217,10 @@
 			db.appendChild(tr);
 		};
 		var state = {parameters: 1, gradients: 1, optimizer_state: 1};
+		(g.user_categories || []).forEach(function (c) {
+			row([fmt(c[1]), String(c[2]), c[0], 'yours: a frame matches ' + c[3] +
+				' (before memsnap\'s rules)']);
+		});
 		g.categories.forEach(function (c) {
 			/* optimizer steps but no parameters found: the three are not told (not 0) */
 			if (g.optimizer_steps && !g.model && state[c[0]])
@@ -577,6 +581,13 @@
 			'unplaced', 'weights', 'KV cache'];
 		var CAT_COLOR = ['#4e79a7', '#f28e2b', '#e15759', '#76b7b2', '#b07aa1', '#9c755f',
 			'#59a14f', '#edc948'];
+		/* the user's categories follow memsnap's (band categories 8 + i) */
+		var USER_COLOR = ['#ff9da7', '#499894', '#d37295', '#86bcb6', '#8cd17d', '#f1ce63',
+			'#a0cbe8', '#ffbe7d'];
+		((D.diagnosis && D.diagnosis.user_categories) || []).forEach(function (c, i) {
+			CAT_NAMES.push(c[0]);
+			CAT_COLOR.push(USER_COLOR[i % USER_COLOR.length]);
+		});
 		var SITE_COLOR = ['#4e79a7', '#f28e2b', '#e15759', '#76b7b2', '#59a14f', '#edc948',
 			'#b07aa1', '#ff9da7', '#9c755f', '#499894', '#d37295', '#86bcb6', '#8cd17d', '#f1ce63'];
 		var hasCat = B.cat.some(function (c) { return c >= 0; });
