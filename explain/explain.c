@@ -1251,7 +1251,8 @@ static ms_status cat_peaks(struct ex *x)
 	for (size_t i = 0; i < x->n; i++)
 		if (x->b[i].until != NONE)
 			moves[m++] = (struct move){x->b[i].until, (uint32_t)i};
-	qsort(moves, n_moves, sizeof(*moves), by_until);
+	if (n_moves)
+		qsort(moves, n_moves, sizeof(*moves), by_until);
 	m = 0;
 	memset(of_event, 0xff, (n_ev ? n_ev : 1) * sizeof(*of_event));
 	for (size_t i = 0; i < x->n; i++) {
