@@ -305,9 +305,11 @@ static ms_status s_event(void *ctx, const struct ms_event *e)
 	if (b->asked)
 		ms_windows_time(&b->wins, e->t_ns);
 	/* a time window is bounded by the counted device's events */
-	if (b->asked && (s = ms_windows_before_event(
-	                         &b->wins, idx, b->only < 0 || e->device == b->only ? e->t_ns : 0,
-	                         win_now(b, &now))))
+	if (b->asked &&
+	    (s = ms_windows_before_event(
+	             &b->wins, idx, b->only < 0 || e->device == b->only ? e->t_ns : 0,
+	             (b->only < 0 || e->device == b->only) && e->source == MS_SRC_TORCH ? e : NULL,
+	             win_now(b, &now))))
 		return s;
 	if ((s = s_event_counted(b, e, idx)))
 		return s;
@@ -530,7 +532,7 @@ static ms_status s_ann(void *ctx, const struct ms_annotation *a)
 	/* marks bound windows on whichever device they were made; a window that starts or ends
 	   before this mark's event does so first (as the replay has it) */
 	if (b->asked && b->syms &&
-	    ((s = ms_windows_before_event(&b->wins, a->event_index, 0, win_now(b, &now))) ||
+	    ((s = ms_windows_before_event(&b->wins, a->event_index, 0, NULL, win_now(b, &now))) ||
 	     (s = ms_windows_annotation(&b->wins, a->event_index,
 	                                ms_symtab_get_str(b->syms, a->name)->s, a->stage,
 	                                win_now(b, &now)))))
@@ -694,8 +696,10 @@ static void windows_finish(struct ms_stats_builder *b)
 		struct ms_window_figures *w = &r->windows[i];
 		w->requested_at_start = w->requested_at_start - WIN_BASE + pre;
 		w->peak_requested = w->peak_requested - WIN_BASE + pre;
+		w->requested_at_end = w->requested_at_end - WIN_BASE + pre;
 		w->reserved_at_start = w->reserved_at_start - WIN_BASE + res_end;
 		w->peak_reserved = w->peak_reserved - WIN_BASE + res_end;
+		w->reserved_at_end = w->reserved_at_end - WIN_BASE + res_end;
 		/* less reserved than requested: the file's segments do not hold its blocks (an
 		   end state that is not the events' own), so reserved is not known */
 		if (w->requested_at_start > w->reserved_at_start ||
@@ -706,9 +710,11 @@ static void windows_finish(struct ms_stats_builder *b)
 		struct ms_window_figures *w = &r->windows[i];
 		w->allocated_at_start = w->requested_at_start;
 		w->peak_allocated = w->peak_requested;
+		w->allocated_at_end = w->requested_at_end;
 		w->allocated_at_peak_reserved = 0;
 		if (!r->windows_reserved_known)
-			w->reserved_at_start = w->peak_reserved = w->peak_reserved_event = 0;
+			w->reserved_at_start = w->peak_reserved = w->peak_reserved_event =
+			        w->reserved_at_end = 0;
 	}
 }
 

@@ -57,9 +57,10 @@ ms_status ms_user_cats_add(struct ms_user_cats *u, const char *spec, char *err, 
 		return MS_ERR_INVALID_ARG;
 	}
 	if (!name_ok(spec, n)) {
-		snprintf(err, cap,
-		         "a category's name is 1 to %d letters, digits, '_', '-' or '.', not '%.*s'",
-		         MS_USER_CAT_NAME_MAX - 1, (int)(n > 80 ? 80 : n), spec);
+		snprintf(
+		        err, cap,
+		        "a category's name is 1 to %d letters, digits, '_', '-' or '.', not '%.*s'",
+		        MS_USER_CAT_NAME_MAX - 1, (int)(n > 80 ? 80 : n), spec);
 		return MS_ERR_INVALID_ARG;
 	}
 	for (size_t i = 0; i < u->n; i++)
@@ -181,9 +182,9 @@ int8_t *ms_user_cats_of_stacks(const struct ms_user_cats *u, const struct ms_sym
 }
 
 void ms_user_cats_sum_sites(const struct ms_user_cats *u, const struct ms_symtab *y,
-                                 const struct ms_stats_site *sites, size_t n,
-                                 uint64_t bytes[MS_USER_CATS_MAX + 1],
-                                 uint64_t count[MS_USER_CATS_MAX + 1])
+                            const struct ms_stats_site *sites, size_t n,
+                            uint64_t bytes[MS_USER_CATS_MAX + 1],
+                            uint64_t count[MS_USER_CATS_MAX + 1])
 {
 	size_t nu = ms_user_cats_count(u);
 

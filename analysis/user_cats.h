@@ -16,7 +16,7 @@
 
 struct ms_symtab;
 
-#define MS_USER_CATS_MAX 32
+#define MS_USER_CATS_MAX     32
 #define MS_USER_CAT_NAME_MAX 64
 
 struct ms_user_cats;
@@ -26,9 +26,9 @@ struct ms_user_cats *ms_user_cats_new(void);
 void ms_user_cats_free(struct ms_user_cats *u);
 
 /*
- * Adds "NAME=REGEX". @return MS_OK, MS_ERR_NOMEM, or MS_ERR_INVALID_ARG with err saying what is wrong
- * (no '=', an empty or duplicate name, a name with other than letters, digits, '_', '-' and '.',
- * too many categories, an expression regcomp refuses).
+ * Adds "NAME=REGEX". @return MS_OK, MS_ERR_NOMEM, or MS_ERR_INVALID_ARG with err saying what is
+ * wrong (no '=', an empty or duplicate name, a name with other than letters, digits, '_', '-' and
+ * '.', too many categories, an expression regcomp refuses).
  */
 ms_status ms_user_cats_add(struct ms_user_cats *u, const char *spec, char *err, size_t cap);
 /* Adds each line of a file. @return as ms_user_cats_add (err names the file and the line), or
@@ -54,8 +54,8 @@ int8_t *ms_user_cats_of_stacks(const struct ms_user_cats *u, const struct ms_sym
  */
 struct ms_stats_site;
 void ms_user_cats_sum_sites(const struct ms_user_cats *u, const struct ms_symtab *y,
-                                 const struct ms_stats_site *sites, size_t n,
-                                 uint64_t bytes[MS_USER_CATS_MAX + 1],
-                                 uint64_t count[MS_USER_CATS_MAX + 1]);
+                            const struct ms_stats_site *sites, size_t n,
+                            uint64_t bytes[MS_USER_CATS_MAX + 1],
+                            uint64_t count[MS_USER_CATS_MAX + 1]);
 
 #endif

@@ -35,11 +35,54 @@ static const char *time_end(const char *s, struct ms_window_end *out)
 	return "a time's unit is s, ms, us or ns (1.5s, 200ms, 1500000us)";
 }
 
+/* "alloc:ADDRESS[#N]" or "free:ADDRESS[#N]" (kind) past its prefix, into out. */
+static const char *alloc_end(const char *s, enum ms_window_end_kind kind, struct ms_window_end *out)
+{
+	const char *hash = strchr(s, '#');
+	size_t len = hash ? (size_t)(hash - s) : strlen(s);
+	int hex = len > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X');
+	const char *digits = hex ? "0123456789abcdefABCDEF" : "0123456789";
+	const char *p = hex ? s + 2 : s;
+	size_t n = len - (size_t)(p - s);
+	uint64_t v = 0;
+
+	if (!n || strspn(p, digits) < n)
+		return kind == MS_WINDOW_ALLOC
+		               ? "alloc: takes an address, 0x-prefixed hexadecimal "
+		                 "or decimal (alloc:0x7f3a00)"
+		               : "free: takes an address, 0x-prefixed hexadecimal or "
+		                 "decimal (free:0x7f3a00)";
+	for (size_t i = 0; i < n; i++) {
+		unsigned d = (unsigned)(p[i] <= '9' ? p[i] - '0' : (p[i] | 0x20) - 'a' + 10);
+		if (v > (UINT64_MAX - d) / (hex ? 16 : 10))
+			return "address too large";
+		v = v * (hex ? 16 : 10) + d;
+	}
+	out->nth = 1;
+	if (hash) {
+		unsigned long long k = 0;
+		if (!hash[1] || strspn(hash + 1, "0123456789") != strlen(hash + 1))
+			return "ADDRESS#N takes a count N from 1";
+		for (const char *c = hash + 1; *c && k <= UINT32_MAX; c++)
+			k = k * 10 + (unsigned)(*c - '0');
+		if (!k || k > UINT32_MAX)
+			return "ADDRESS#N takes a count N from 1";
+		out->nth = (uint32_t)k;
+	}
+	out->kind = kind;
+	out->addr = v;
+	return NULL;
+}
+
 const char *ms_window_end_parse(const char *s, struct ms_window_end *out)
 {
 	memset(out, 0, sizeof(*out));
 	if (!s || !*s)
 		return "empty: an event's number, or mark:NAME";
+	if (!strncmp(s, "alloc:", 6))
+		return alloc_end(s + 6, MS_WINDOW_ALLOC, out);
+	if (!strncmp(s, "free:", 5))
+		return alloc_end(s + 5, MS_WINDOW_FREE, out);
 	if (!strncmp(s, "mark:", 5)) {
 		const char *name = s + 5, *hash = strrchr(name, '#');
 		size_t len = strlen(name);
@@ -90,10 +133,14 @@ static ms_status open_window(struct ms_windows *ws, size_t k, uint64_t index,
 		return MS_ERR_NOMEM;
 	ws->open[ws->n_open++] = k;
 	w->opened = 1;
+	w->at = ws->asked && ws->asked->at;
 	w->from = index;
 	w->reserved_at_start = st ? st->reserved : 0;
 	w->allocated_at_start = st ? st->allocated : 0;
 	w->requested_at_start = w->peak_requested = st ? st->requested : 0;
+	w->reserved_at_end = w->reserved_at_start;
+	w->allocated_at_end = w->allocated_at_start;
+	w->requested_at_end = w->requested_at_start;
 	/* no event inside yet: the peaks are the start's, the state after the event before */
 	w->peak_reserved = w->reserved_at_start;
 	w->peak_allocated = w->allocated_at_start;
@@ -152,26 +199,42 @@ static int reached(const struct ms_windows *ws, const struct ms_window_end *e, u
 	return 0;
 }
 
+/* Whether e is the allocation (or completed free) end asks for: the nth at its address (*seen
+ * counts them). */
+static int alloc_reached(const struct ms_window_end *end, const struct ms_event *e, uint32_t *seen)
+{
+	if (!e || e->addr != end->addr ||
+	    !((end->kind == MS_WINDOW_ALLOC && e->action == MS_ACT_ALLOC) ||
+	      (end->kind == MS_WINDOW_FREE && e->action == MS_ACT_FREE_COMPLETED)))
+		return 0;
+	return ++*seen == end->nth;
+}
+
 ms_status ms_windows_before_event(struct ms_windows *ws, uint64_t index, int64_t t_ns,
-                                  const struct ms_window_now *st)
+                                  const struct ms_event *e, const struct ms_window_now *st)
 {
 	const struct ms_windows_asked *a = ws->asked;
+	int from_alloc, to_alloc;
 	ms_status s;
 
 	if (!a->one)
 		return MS_OK;
 	if ((s = one(ws)))
 		return s;
+	from_alloc = alloc_reached(&a->from, e, &ws->from_allocs);
+	to_alloc = alloc_reached(&a->to, e, &ws->to_allocs);
 	for (size_t k = 0; k < ws->n; k++) {
 		if (!ws->w[k].opened && !ws->w[k].closed &&
 		    ((a->from.kind == MS_WINDOW_EDGE && index == 0) ||
 		     (a->from.kind == MS_WINDOW_EVENT && a->from.event == index) ||
-		     (a->from.kind == MS_WINDOW_TIME && reached(ws, &a->from, index, t_ns))) &&
+		     (a->from.kind == MS_WINDOW_TIME && reached(ws, &a->from, index, t_ns)) ||
+		     from_alloc) &&
 		    (s = open_window(ws, k, index, st)))
 			return s;
 		if (ws->w[k].opened && !ws->w[k].closed &&
 		    ((a->to.kind == MS_WINDOW_EVENT && a->to.event == index) ||
-		     (a->to.kind == MS_WINDOW_TIME && reached(ws, &a->to, index, t_ns))))
+		     (a->to.kind == MS_WINDOW_TIME && reached(ws, &a->to, index, t_ns)) ||
+		     to_alloc))
 			close_one(ws, k, index);
 	}
 	return MS_OK;
@@ -287,6 +350,9 @@ void ms_windows_after_event(struct ms_windows *ws, uint64_t index, int64_t t_ns,
 	for (size_t i = 0; i < ws->n_open; i++) {
 		struct ms_window_figures *w = &ws->w[ws->open[i]];
 		w->events++;
+		w->reserved_at_end = res;
+		w->allocated_at_end = alloc;
+		w->requested_at_end = req;
 		if (timed) {
 			w->last_t_ns = (uint64_t)(t_ns - ws->t0);
 			if (!w->timed_events)
@@ -315,6 +381,10 @@ void ms_windows_after_event(struct ms_windows *ws, uint64_t index, int64_t t_ns,
 			w->allocated_peak_inside = 1;
 		}
 	}
+	/* the moment after one event (--at): its window ends right after it */
+	if (ws->asked && ws->asked->at)
+		while (ws->n_open)
+			close_window(ws, 0, index + 1);
 }
 
 void ms_windows_end(struct ms_windows *ws, uint64_t n, int stopped)
@@ -328,7 +398,7 @@ void ms_windows_end(struct ms_windows *ws, uint64_t n, int stopped)
 		w->to = n;
 		/* a window that runs to the trace's end closes there, unless the replay stopped */
 		/* a time past the last event's: the window runs to the end */
-		w->closed = !stopped && ws->asked->one &&
+		w->closed = !stopped && ws->asked->one && !ws->asked->at &&
 		            (ws->asked->to.kind == MS_WINDOW_EDGE ||
 		             (ws->asked->to.kind == MS_WINDOW_TIME && ws->timed) ||
 		             (ws->asked->to.kind == MS_WINDOW_EVENT && ws->asked->to.event == n));
@@ -378,29 +448,35 @@ int ms_window_missing(const struct ms_windows_asked *a, const char *from_text, c
                       size_t n, const char *seen, char *msg, size_t cap)
 {
 	int timed = n && w[0].timed;
+	const char *fo = a && a->at ? "--at" : "--from";
 
 	if (!a || !a->one)
 		return 0;
 	if (!n || !w[0].opened) {
 		if (stopped_at != UINT64_MAX)
 			snprintf(msg, cap,
-			         "--from %s: the replay ran out of memory at event %llu, before it",
+			         "%s %s: the replay ran out of memory at event %llu, before it", fo,
 			         from_text, (unsigned long long)stopped_at);
 		else if (a->from.kind == MS_WINDOW_MARK && n && w[0].from_marks)
-			snprintf(msg, cap, "--from %s: the trace has %u such mark%s", from_text,
+			snprintf(msg, cap, "%s %s: the trace has %u such mark%s", fo, from_text,
 			         w[0].from_marks, w[0].from_marks == 1 ? "" : "s");
 		else if (a->from.kind == MS_WINDOW_MARK)
 			snprintf(msg, cap,
-			         "--from %s: the trace has no such mark (%s%s; memsnap info lists "
+			         "%s %s: the trace has no such mark (%s%s; memsnap info lists "
 			         "them)",
-			         from_text, seen[0] ? "its marks: " : "it has no marks", seen);
+			         fo, from_text, seen[0] ? "its marks: " : "it has no marks", seen);
+		else if (a->from.kind == MS_WINDOW_ALLOC || a->from.kind == MS_WINDOW_FREE)
+			snprintf(msg, cap, "%s %s: the device has no such %s (%s)", fo, from_text,
+			         a->from.kind == MS_WINDOW_ALLOC ? "allocation" : "completed free",
+			         a->from.nth > 1 ? "fewer at that address"
+			                         : "none at that address");
 		else if (a->from.kind == MS_WINDOW_TIME)
-			snprintf(msg, cap, "--from %s: %s", from_text,
+			snprintf(msg, cap, "%s %s: %s", fo, from_text,
 			         timed ? "no event of the device that late (memsnap info says the "
 			                 "trace's time span)"
 			               : "the trace records no times");
 		else
-			snprintf(msg, cap, "--from %s: the trace has %llu events", from_text,
+			snprintf(msg, cap, "%s %s: the trace has %llu events", fo, from_text,
 			         (unsigned long long)events);
 		return 1;
 	}
@@ -415,6 +491,11 @@ int ms_window_missing(const struct ms_windows_asked *a, const char *from_text, c
 			         to_text, seen[0] ? "its marks: " : "it has no marks", seen);
 		else if (a->to.kind == MS_WINDOW_MARK)
 			snprintf(msg, cap, "--to %s: it comes before the window's start", to_text);
+		else if (a->to.kind == MS_WINDOW_ALLOC || a->to.kind == MS_WINDOW_FREE)
+			snprintf(msg, cap,
+			         "--to %s: the device has no such %s after the window's start",
+			         to_text,
+			         a->to.kind == MS_WINDOW_ALLOC ? "allocation" : "completed free");
 		else if (a->to.kind == MS_WINDOW_TIME && !timed)
 			snprintf(msg, cap, "--to %s: the trace records no times", to_text);
 		else if (a->to.kind == MS_WINDOW_TIME)

@@ -31,6 +31,8 @@ enum ms_window_end_kind {
 	MS_WINDOW_EVENT,    /* an event's number */
 	MS_WINDOW_MARK,     /* the nth annotation of a name */
 	MS_WINDOW_TIME,     /* a time from the trace's first event: its first event at or past */
+	MS_WINDOW_ALLOC,    /* the nth allocation at an address, of the device */
+	MS_WINDOW_FREE,     /* the nth free (completed) at an address, of the device */
 };
 
 /* One end of a window, as the user gives it (ms_window_end_parse). */
@@ -40,7 +42,8 @@ struct ms_window_end {
 	uint64_t t_ns;    /* MS_WINDOW_TIME: nanoseconds after the trace's first event */
 	const char *mark; /* not owned: points into the text parsed */
 	size_t mark_len;
-	uint32_t nth; /* from 1 */
+	uint32_t nth;  /* from 1 */
+	uint64_t addr; /* MS_WINDOW_ALLOC, MS_WINDOW_FREE */
 	/* the text ended in "#N": the whole of it (mark_whole_len bytes) may be a mark's name too
 	 * (torch.profiler's "ProfilerStep#3"); where the trace has a mark so named, that is it */
 	size_t mark_whole_len;
@@ -52,10 +55,12 @@ struct ms_window_end {
  * event at or past it), or "mark:NAME" (the first annotation named
  * NAME), "mark:NAME#N" (the Nth, N from 1; where the trace has a mark named "NAME#N" itself,
  * its first; "NAME#0" is a name,
- * as torch.profiler names its steps "ProfilerStep#N"). From a mark, a window starts at a phase's
- * start or a mark of that name; to a mark, it ends at a phase's end or a mark of that name (counted
- * apart: the Nth phase NAME is "--from mark:NAME#N --to mark:NAME#N"). Returns NULL, or why s is
- * not one.
+ * as torch.profiler names its steps "ProfilerStep#N"), or "alloc:ADDRESS" (the first allocation
+ * at ADDRESS, 0x-prefixed hexadecimal or decimal; "alloc:ADDRESS#N" the Nth, N from 1: the window
+ * starts or ends before it), "free:ADDRESS[#N]" (the same of the frees completed at ADDRESS). From
+ * a mark, a window starts at a phase's start or a mark of that name; to a mark, it ends at a
+ * phase's end or a mark of that name (counted apart: the Nth phase NAME is "--from mark:NAME#N --to
+ * mark:NAME#N"). Returns NULL, or why s is not one.
  */
 const char *ms_window_end_parse(const char *s, struct ms_window_end *out);
 
@@ -64,6 +69,7 @@ struct ms_window_figures {
 	char *name;        /* the phase's name (windows by phase), else NULL; owned */
 	uint64_t from, to; /* events [from, to); to: the events replayed where it never closed */
 	int opened;        /* its start was reached */
+	int at;            /* the moment after one event (--at): its figures are the end's */
 	int closed;        /* its end was reached (0: the trace or the replay ended inside it) */
 	int replay_stopped_inside; /* the replay ran out of memory inside it */
 	uint64_t reserved_at_start, allocated_at_start;
@@ -75,6 +81,8 @@ struct ms_window_figures {
 	uint64_t peak_allocated, peak_allocated_event;
 	/* the bytes the program asked for (PyTorch's requested_bytes; allocated is rounded) */
 	uint64_t requested_at_start, peak_requested;
+	/* what was held after its last event (its start's, with none inside) */
+	uint64_t reserved_at_end, allocated_at_end, requested_at_end;
 	uint64_t recorded_ooms; /* the device's recorded OOMs inside it */
 	uint64_t events;        /* the device's events of PyTorch's allocator inside it */
 	int reserved_peak_inside, allocated_peak_inside; /* the peak's event is inside */
@@ -93,6 +101,9 @@ struct ms_window_figures {
  */
 struct ms_windows_asked {
 	int one; /* the window from..to */
+	/* the one window is the moment after from's event (--at): from..the event after it; to is
+	 * an edge */
+	int at;
 	struct ms_window_end from, to;
 	const char *prefix; /* non-NULL: a window for each phase so named */
 };
@@ -111,6 +122,8 @@ struct ms_windows {
 	 */
 	int alt;
 	uint32_t from_seen[4], to_seen[4];
+	/* the allocations at the ends' addresses seen so far (MS_WINDOW_ALLOC) */
+	uint32_t from_allocs, to_allocs;
 	int64_t t0; /* the trace's first event's time (0: none seen yet) */
 	int timed;  /* an event with a time was seen */
 	/* the first names of marks seen (for a window's mark that is not there), "; "-joined */
@@ -124,11 +137,13 @@ struct ms_windows {
 void ms_windows_init(struct ms_windows *ws, const struct ms_windows_asked *asked);
 /*
  * Before event index: windows that start or end there. t_ns: its time, where it may bound a
- * time window (0: not this event: another device's, or a mark's place); st: what is held now
- * (NULL: nothing known yet). ms_windows_time gives every event's time first.
+ * time window (0: not this event: another device's, or a mark's place); e: the event, where it
+ * is one of the device's allocator events (an allocation may bound a window), else NULL; st:
+ * what is held now (NULL: nothing known yet). ms_windows_time gives every event's time first.
  */
+struct ms_event;
 ms_status ms_windows_before_event(struct ms_windows *ws, uint64_t index, int64_t t_ns,
-                                  const struct ms_window_now *st);
+                                  const struct ms_event *e, const struct ms_window_now *st);
 /* Every event's time, as it comes (0: none): the trace's first sets where times count from. */
 static inline void ms_windows_time(struct ms_windows *ws, int64_t t_ns)
 {

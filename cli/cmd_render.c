@@ -195,14 +195,24 @@ static const char *render_args(int argc, const char **argv, struct ms_replay_cli
 		ms_die(MS_EXIT_ERROR, "this memsnap was built without Graphviz (libgvc): use "
 		                      "--format dot and run `dot -Tsvg`");
 	moment = at;
-	if (at && strcmp(at, "peak") && strcmp(at, "oom") && strcmp(at, "end")) {
+	if (at && (!strncmp(at, "alloc:", 6) || !strncmp(at, "free:", 5))) {
+		/* the moment after an allocation (or a completed free): found by the first pass */
+		const char *why = ms_window_end_parse(at, &c->windows.from);
+		if (why)
+			ms_usage_error(opts, usage, "--at '%s': %s", at, why);
+		c->windows.one = c->windows.at = 1;
+		c->win_at = at;
+		moment = "event";
+	} else if (at && strcmp(at, "peak") && strcmp(at, "oom") && strcmp(at, "end")) {
 		char *end;
 		errno = 0;
 		event = strtoull(at, &end, 10);
 		if (!*at || *end || errno || *at == '-')
-			ms_usage_error(opts, usage,
-			               "--at must be peak, oom, end or an event number, not '%s'",
-			               at);
+			ms_usage_error(
+			        opts, usage,
+			        "--at must be peak, oom, end, an event number, alloc:ADDRESS[#N] "
+			        "or free:ADDRESS[#N], not '%s'",
+			        at);
 		moment = "event";
 	}
 

@@ -27,6 +27,7 @@ static const char *const usage[] = {
         "memsnap stats [--json] [--top N] [--device D] <file>...",
         "              [--jobs N] [--frames user|all|N] [--site-depth N]",
         "              [--category NAME=REGEX]... [--categories FILE]",
+        "              [--from WHERE] [--to WHERE] [--windows PREFIX] [--at WHERE]",
         "",
         "From the trace alone: peak requested bytes (PyTorch's requested_bytes.all.peak)",
         "with the event, time and annotation where it happened; allocations still live",
@@ -124,11 +125,20 @@ static void print_windows(const struct ms_stats_read *j)
 
 /* --from, --to, --windows into *a (usage errors where they are not windows). */
 static void windows_asked(const struct ms_opt *opts, const char *from, const char *to,
-                          const char *prefix, struct ms_windows_asked *a)
+                          const char *prefix, const char *at, struct ms_windows_asked *a)
 {
 	const char *why;
 
 	memset(a, 0, sizeof(*a));
+	if (at && (from || to || prefix))
+		ms_usage_error(opts, usage,
+		               "--at is one moment: it takes no --from, --to or --windows");
+	if (at) {
+		a->one = a->at = 1;
+		if ((why = ms_window_end_parse(at, &a->from)))
+			ms_usage_error(opts, usage, "--at '%s': %s", at, why);
+		return;
+	}
 	if (prefix && (from || to))
 		ms_usage_error(opts, usage, "--windows takes no --from or --to");
 	if (prefix && !*prefix)
@@ -164,7 +174,7 @@ int cmd_stats(int argc, const char **argv)
 	uint64_t top = 10, jobs = 0, device = UINT64_MAX;
 	struct ms_frames_opt frames = {0};
 	int site_depth = 1;
-	const char *from = NULL, *to = NULL, *prefix = NULL;
+	const char *from = NULL, *to = NULL, *prefix = NULL, *at = NULL;
 	struct ms_windows_asked wa;
 	struct ms_user_cats_args ucats = {0};
 	const struct ms_opt opts[] = {
@@ -187,6 +197,9 @@ int cmd_stats(int argc, const char **argv)
 	                "the window up to here (not included): an event, a time, or mark:NAME[#N]"),
 	        MS_OPT_STRING(0, "windows", &prefix, "PREFIX",
 	                      "a window for each phase whose name starts with PREFIX"),
+	        MS_OPT_STRING(0, "at", &at, "WHERE",
+	                      "the moment right after one event: an event's number, a time, "
+	                      "mark:NAME[#N], alloc:ADDRESS[#N] or free:ADDRESS[#N]"),
 	        MS_OPT_END(),
 	};
 	struct ms_stats_read *reads, *all;
@@ -202,7 +215,7 @@ int cmd_stats(int argc, const char **argv)
 	ms_frames_opt_check(&frames, opts, usage);
 	ms_site_depth_set(site_depth, opts, usage);
 	ms_user_cats_set(&ucats, opts, usage);
-	windows_asked(opts, from, to, prefix, &wa);
+	windows_asked(opts, from, to, prefix, at, &wa);
 	if (!(reads = ms_calloc((size_t)n, sizeof(*reads))))
 		ms_die(MS_EXIT_ERROR, "out of memory");
 	nfiles = 0;
@@ -221,7 +234,7 @@ int cmd_stats(int argc, const char **argv)
 		reads[i].top = (size_t)top;
 		reads[i].only = device == UINT64_MAX ? -1 : (int64_t)device;
 		reads[i].frames = frames.n;
-		reads[i].windows = from || to || prefix ? &wa : NULL;
+		reads[i].windows = from || to || prefix || at ? &wa : NULL;
 	}
 	nth = jobs ? (size_t)jobs : (size_t)ms_cpus_usable();
 	if (nth < 1)
@@ -241,7 +254,7 @@ int cmd_stats(int argc, const char **argv)
 		} else if (all[i].s) {
 			ms_report(all[i].path, all[i].s, &all[i].d);
 			rc = MS_EXIT_ERROR;
-		} else if (window_missing(&all[i], &wa, from, to)) {
+		} else if (window_missing(&all[i], &wa, at ? at : from, to)) {
 			rc = MS_EXIT_ERROR;
 		} else if (i == 0 || all[i].path != all[i - 1].path) {
 			ms_report_warnings(all[i].path, &all[i].d);

@@ -199,18 +199,29 @@ static void breakdown(const struct ms_explain_report *r, const char *label)
 	size_t ps = r->peak_step;
 	char b1[32], b2[32];
 
-	if (r->windowed)
+	if (r->windowed && r->window.at)
+		printf("%s: the moment after event %llu (a window of that one event): reserved %s "
+		       "before it, allocated %s\n",
+		       label, (unsigned long long)r->window.from,
+		       ms_format_size(b1, sizeof(b1), r->window.reserved_at_start),
+		       ms_format_size(b2, sizeof(b2), r->window.allocated_at_start));
+	else if (r->windowed)
 		printf("%s: the window of events %llu to %llu%s: reserved %s at its start, "
 		       "allocated %s\n",
 		       label, (unsigned long long)r->window.from, (unsigned long long)r->window.to,
 		       r->window.closed ? "" : " (open at the end)",
 		       ms_format_size(b1, sizeof(b1), r->window.reserved_at_start),
 		       ms_format_size(b2, sizeof(b2), r->window.allocated_at_start));
-	printf("%s: %speak %s%s reserved (first at event %llu); at event %llu", label,
-	       r->windowed ? "the window's " : "",
-	       first->rebuilt || first->cut_short ? "at least " : "",
-	       ms_format_size(b1, sizeof(b1), reserved), (unsigned long long)r->peak_first_index,
-	       (unsigned long long)at);
+	if (r->windowed && r->window.at)
+		printf("%s: %s%s reserved after event %llu", label,
+		       first->rebuilt || first->cut_short ? "at least " : "",
+		       ms_format_size(b1, sizeof(b1), reserved), (unsigned long long)at);
+	else
+		printf("%s: %speak %s%s reserved (first at event %llu); at event %llu", label,
+		       r->windowed ? "the window's " : "",
+		       first->rebuilt || first->cut_short ? "at least " : "",
+		       ms_format_size(b1, sizeof(b1), reserved),
+		       (unsigned long long)r->peak_first_index, (unsigned long long)at);
 	if (ps) /* steps from repetition may be a model's layers: said as found */
 		printf(" (%s %zu of %zu)", x->steps_by_repetition ? "repetition" : "step",
 		       ps + x->steps_before_trace, x->n_steps + x->steps_before_trace);
@@ -218,7 +229,8 @@ static void breakdown(const struct ms_explain_report *r, const char *label)
 		printf(" in \"%s\"", r->peak_annotation);
 	if (at < t->n_events && t->events[at].t_ns && ms_trace_first_time(t))
 		printf(", %.3f s in", (double)(t->events[at].t_ns - ms_trace_first_time(t)) / 1e9);
-	printf(", the most allocated while it stood, %s:\n",
+	printf(r->windowed && r->window.at ? ", allocated %s:\n"
+	                                   : ", the most allocated while it stood, %s:\n",
 	       ms_format_size(b2, sizeof(b2), allocated));
 	ms_explain_print_cats(x, allocated, r->served_at_peak, r->cached, r->outside,
 	                      r->outside_how, r->outside_mark);

@@ -178,9 +178,21 @@ int ms_render_moment(struct ms_replay_cli *c, const char *path, const struct ms_
 	int windowed, oom_in, rc;
 	ms_status s;
 
-	/* pass 1: the whole replay (the limit inference and a mid-run rebuild happen here) */
+	/* pass 1: the whole replay (the limit inference and a mid-run rebuild happen here); an
+	   allocation's moment (--at alloc:ADDRESS) is found in it */
+	if (c->win_at)
+		c->o.windows = &c->windows;
 	if (ms_replay_cli_run_reported(c, path, &r, &lim))
 		return MS_EXIT_ERROR;
+	if (c->win_at) {
+		if (ms_replay_cli_window_found(c, path, &r)) {
+			ms_replay_result_release(&r);
+			ms_replay_cli_release(c);
+			return MS_EXIT_ERROR;
+		}
+		event = r.windows[0].from;
+		c->o.windows = NULL;
+	}
 	if (!r.events_replayed)
 		return ms_render_no_events(c, path, &r);
 	/* the window: events [from, to) */

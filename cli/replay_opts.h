@@ -33,13 +33,13 @@ struct ms_replay_cli {
 	const char *warned_path; /* the input whose reading's warning was said (once a file) */
 	int cuda;                /* --backend cuda */
 	/* --from, --to, --windows (ms_replay_cli_window_opts): the windows asked, o.windows */
-	const char *win_from, *win_to, *win_prefix;
+	const char *win_from, *win_to, *win_prefix, *win_at;
 	struct ms_windows_asked windows;
 };
 
 /* The window options (--from, --to, --windows) into opts at *k, for the commands that take
  * them; ms_replay_cli_check reads them. */
-#define MS_REPLAY_WINDOW_OPTS 3
+#define MS_REPLAY_WINDOW_OPTS 4
 void ms_replay_cli_window_opts(struct ms_replay_cli *c, struct ms_opt *opts, size_t *k);
 /* The windows r measured, a line each (nothing where none was asked). */
 void ms_replay_cli_print_windows(const char *lbl, const struct ms_replay_result *r);

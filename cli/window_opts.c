@@ -18,6 +18,11 @@ void ms_replay_cli_window_opts(struct ms_replay_cli *c, struct ms_opt *opts, siz
 	opts[(*k)++] = (struct ms_opt)MS_OPT_STRING(
 	        0, "windows", &c->win_prefix, "PREFIX",
 	        "a window for each phase whose name starts with PREFIX (its start to its end)");
+	opts[(*k)++] = (struct ms_opt)MS_OPT_STRING(
+	        0, "at", &c->win_at, "WHERE",
+	        "the moment right after one event: an event's number, a time, mark:NAME[#N], or "
+	        "alloc:ADDRESS[#N] or free:ADDRESS[#N] (the Nth allocation, or completed free, at "
+	        "that address)");
 }
 
 /* --from, --to, --windows into c->windows (usage errors where they are not windows). */
@@ -28,10 +33,20 @@ void ms_replay_cli_check_windows(struct ms_replay_cli *c, const struct ms_opt *o
 	const char *why;
 
 	memset(a, 0, sizeof(*a));
-	if (!c->win_from && !c->win_to && !c->win_prefix)
+	if (!c->win_from && !c->win_to && !c->win_prefix && !c->win_at)
 		return;
 	if (c->win_prefix && (c->win_from || c->win_to))
 		ms_usage_error(opts, usage, "--windows takes no --from or --to");
+	if (c->win_at && (c->win_from || c->win_to || c->win_prefix))
+		ms_usage_error(opts, usage,
+		               "--at is one moment: it takes no --from, --to or --windows");
+	if (c->win_at) {
+		a->one = a->at = 1;
+		if ((why = ms_window_end_parse(c->win_at, &a->from)))
+			ms_usage_error(opts, usage, "--at '%s': %s", c->win_at, why);
+		c->o.windows = a;
+		return;
+	}
 	if (c->win_prefix) {
 		if (!c->win_prefix[0])
 			ms_usage_error(opts, usage, "--windows: an empty prefix");
@@ -57,9 +72,9 @@ int ms_replay_cli_window_found(const struct ms_replay_cli *c, const char *path,
 	char msg[512];
 
 	if (!c->o.windows ||
-	    !ms_window_missing(&c->windows, c->win_from, c->win_to, r->events_total,
-	                       r->ended_by_oom ? r->end_oom_index : UINT64_MAX, r->windows,
-	                       r->n_windows, r->window_marks_seen, msg, sizeof(msg)))
+	    !ms_window_missing(&c->windows, c->win_at ? c->win_at : c->win_from, c->win_to,
+	                       r->events_total, r->ended_by_oom ? r->end_oom_index : UINT64_MAX,
+	                       r->windows, r->n_windows, r->window_marks_seen, msg, sizeof(msg)))
 		return MS_EXIT_OK;
 	ms_error("%s: %s", path, msg);
 	return MS_EXIT_ERROR;

@@ -576,6 +576,11 @@ static void peaks_of(struct ms_explain_report *r)
 		r->apeak_bytes = w->peak_allocated;
 		r->apeak_index = w->peak_allocated_event;
 		r->apeak_served = 0;
+		if (w->at) { /* the moment after its event, not the most of before and after */
+			r->reserved = w->reserved_at_end;
+			r->allocated = r->apeak_bytes = w->allocated_at_end;
+			r->peak_index = r->peak_first_index = r->apeak_index = w->from;
+		}
 	}
 	r->cached = r->reserved > r->allocated ? r->reserved - r->allocated : 0;
 }

@@ -206,6 +206,9 @@ void ms_windows_json(cJSON *o, const struct ms_replay_result *r)
 		ms_json_u64(x, "peak_allocated_event", w->peak_allocated_event);
 		ms_json_u64(x, "requested_bytes_at_start", w->requested_at_start);
 		ms_json_u64(x, "peak_requested_bytes", w->peak_requested);
+		ms_json_u64(x, "reserved_bytes_at_end", w->reserved_at_end);
+		ms_json_u64(x, "allocated_bytes_at_end", w->allocated_at_end);
+		ms_json_u64(x, "requested_bytes_at_end", w->requested_at_end);
 		ms_json_u64(x, "reserved_rise_bytes", w->peak_reserved - w->reserved_at_start);
 		ms_json_u64(x, "allocated_rise_bytes", w->peak_allocated - w->allocated_at_start);
 		ms_json_u64(x, "recorded_ooms", w->recorded_ooms);

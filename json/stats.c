@@ -93,6 +93,8 @@ static void windows_json(cJSON *o, const struct ms_trace_stats *r)
 		ms_json_u64(x, "peak_requested_bytes", w->peak_requested);
 		ms_json_u64(x, "peak_requested_event", w->peak_allocated_event);
 		ms_json_u64(x, "requested_rise_bytes", w->peak_requested - w->requested_at_start);
+		ms_json_u64(x, "requested_bytes_at_end", w->requested_at_end);
+		ms_json_u64_known(x, "reserved_bytes_at_end", res, w->reserved_at_end);
 		ms_json_u64_known(x, "reserved_bytes_at_start", res, w->reserved_at_start);
 		ms_json_u64_known(x, "peak_reserved_bytes", res, w->peak_reserved);
 		ms_json_u64_known(x, "peak_reserved_event", res, w->peak_reserved_event);

@@ -840,9 +840,11 @@ static ms_status r_event(void *ctx, const struct ms_event *e)
 	if (p->o->windows)
 		ms_windows_time(&p->wins, e->t_ns);
 	/* a time window is bounded by the replayed device's events */
-	if (p->o->windows && (p->err = ms_windows_before_event(
-	                              &p->wins, p->index, e->device == p->o->device ? e->t_ns : 0,
-	                              window_now(p, &now))))
+	if (p->o->windows &&
+	    (p->err = ms_windows_before_event(
+	             &p->wins, p->index, e->device == p->o->device ? e->t_ns : 0,
+	             e->device == p->o->device && e->source == MS_SRC_TORCH ? e : NULL,
+	             window_now(p, &now))))
 		return p->err;
 	if (p->o->snap && p->index > p->o->snap_index) {
 		/* the event asked for was another device's: the state after it is this one's */
@@ -1002,7 +1004,8 @@ static ms_status r_annotation(void *ctx, const struct ms_annotation *a)
 	 * here, where the recording frees the segments in the events after the mark).
 	 */
 	if (p->o->windows && p->syms && !p->err && !p->stopped &&
-	    ((p->err = ms_windows_before_event(&p->wins, a->event_index, 0, window_now(p, &now))) ||
+	    ((p->err = ms_windows_before_event(&p->wins, a->event_index, 0, NULL,
+	                                       window_now(p, &now))) ||
 	     (p->err = ms_windows_annotation(&p->wins, a->event_index,
 	                                     ms_symtab_get_str(p->syms, a->name)->s, a->stage,
 	                                     window_now(p, &now)))))

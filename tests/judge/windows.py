@@ -10,7 +10,8 @@ after any event inside it.
 
 usage: windows.py MEMSNAP FILE...
 Checks three windows a file against `MEMSNAP replay --json --from A --to B` (the model) and
-`MEMSNAP stats --json --from A --to B` (the trace read alone); where the file has a
+`MEMSNAP stats --json --from A --to B` (the trace read alone), with the figures after their last
+event, and one moment (--at E: the state after event E) of each; where the file has a
 truth file beside it (FILE's stem + .truth.json: PyTorch's memory_stats, recorded), the window of
 the whole trace's allocated and reserved peaks against PyTorch's. Exit 1 on any difference.
 """
@@ -61,11 +62,13 @@ def series(snap):
 
 def expect(start, after, lo, hi):
     at = after[lo - 1] if lo else start
+    end = after[hi - 1] if hi > lo else at
     pr, pa = at
     for r, a in after[lo:hi]:
         pr, pa = max(pr, r), max(pa, a)
     return {"reserved_bytes_at_start": at[0], "requested_bytes_at_start": at[1],
-            "peak_reserved_bytes": pr, "peak_requested_bytes": pa}
+            "peak_reserved_bytes": pr, "peak_requested_bytes": pa,
+            "reserved_bytes_at_end": end[0], "requested_bytes_at_end": end[1]}
 
 
 def main():
@@ -102,6 +105,26 @@ def main():
             if diff or (w["from_event"], w["to_event"]) != (lo, hi):
                 bad += 1
                 print("%s [%d, %d): memsnap, the arithmetic: %s" % (f, lo, hi, diff))
+        # a moment: the state after one event (--at), by event and by the allocation there
+        for e in (n // 3, (2 * n) // 3):
+            want = expect(start, after, e, e + 1)
+            tr = snap["device_traces"][0]
+            ats = [str(e)]
+            if tr[e]["action"] == "alloc":
+                k = sum(1 for x in tr[:e + 1] if x["action"] == "alloc" and x["addr"] == tr[e]["addr"])
+                ats.append("alloc:%#x#%d" % (tr[e]["addr"], k))
+            for at in ats:
+                for cmd in ("replay", "stats"):
+                    out = subprocess.run([memsnap, "-q", cmd, "--json", "--at", at, f],
+                                         capture_output=True, text=True)
+                    w = json.loads(out.stdout)["windows"][0] if not out.returncode else {}
+                    checked += 1
+                    got = {k: w.get(k) for k in ("reserved_bytes_at_end", "requested_bytes_at_end")}
+                    if (w.get("from_event"), w.get("to_event")) != (e, e + 1) or any(
+                            got[k] != want[k] for k in got):
+                        bad += 1
+                        print("%s %s --at %s: %s, the arithmetic after %d: %s" %
+                              (f, cmd, at, got, e, want))
         # a window by time: from the first event at or past T after the first event's time
         ts = [e.get("time_us") for e in snap["device_traces"][0]]
         if all(ts):
