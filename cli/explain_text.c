@@ -158,9 +158,10 @@ void ms_explain_print_sites(const struct ms_symtab *y, const struct ms_explain_s
 	for (size_t k = 0; k < n; k++) {
 		char site[512], b[32];
 		ms_site_label(y, s[k].stack, site, sizeof(site));
-		printf("    %11s in %llu allocation%s: %s\n",
+		printf("    %11s in %llu allocation%s: %s%s\n",
 		       ms_format_size(b, sizeof(b), s[k].bytes), (unsigned long long)s[k].blocks,
-		       s[k].blocks == 1 ? "" : "s", site);
+		       s[k].blocks == 1 ? "" : "s",
+		       s[k].backward ? "made in backward, for the forward at " : "", site);
 	}
 }
 

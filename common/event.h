@@ -59,6 +59,10 @@ struct ms_event {
 	uint32_t stack;           /* stack id, 0 = none */
 	uint32_t user_metadata;   /* string id, 0 = "" */
 	uint32_t compile_context; /* string id, 0 = "N/A" (PyTorch's default) */
+	/* forward_frames (PyTorch's main branch): for an allocation made in backward, where its
+	 * tensor was made in forward, as a stack of frames each one of its strings (the frame's
+	 * name; no file, line 0); 0 = none */
+	uint32_t fwd_stack;
 	uint16_t device;
 	uint16_t pool;  /* the memory pool, as ms_pool_code(); MS_POOL_UNKNOWN where not recorded */
 	uint8_t action; /* enum ms_action */

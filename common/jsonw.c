@@ -76,9 +76,9 @@ void ms_jsonw_arr_end(struct ms_jsonw *w)
 	close_(w, ']');
 }
 
-static void raw_str(struct ms_jsonw *w, const char *s, size_t n)
+/* s escaped, without its quotes */
+static void raw_body(struct ms_jsonw *w, const char *s, size_t n)
 {
-	fputc('"', w->f);
 	for (size_t i = 0; i < n; i++) {
 		unsigned char c = (unsigned char)s[i];
 		switch (c) {
@@ -107,6 +107,21 @@ static void raw_str(struct ms_jsonw *w, const char *s, size_t n)
 				fputc(c, w->f);
 		}
 	}
+}
+
+static void raw_str(struct ms_jsonw *w, const char *s, size_t n)
+{
+	fputc('"', w->f);
+	raw_body(w, s, n);
+	fputc('"', w->f);
+}
+
+void ms_jsonw_str_parts(struct ms_jsonw *w, const char *const *parts, size_t n)
+{
+	sep(w);
+	fputc('"', w->f);
+	for (size_t i = 0; i < n; i++)
+		raw_body(w, parts[i], strlen(parts[i]));
 	fputc('"', w->f);
 }
 

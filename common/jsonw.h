@@ -25,6 +25,8 @@ void ms_jsonw_arr_end(struct ms_jsonw *w);
 void ms_jsonw_key(struct ms_jsonw *w, const char *k);
 void ms_jsonw_str(struct ms_jsonw *w, const char *s, size_t n);
 void ms_jsonw_cstr(struct ms_jsonw *w, const char *s);
+/* One string, the parts one after the other. */
+void ms_jsonw_str_parts(struct ms_jsonw *w, const char *const *parts, size_t n);
 void ms_jsonw_u64(struct ms_jsonw *w, uint64_t v);
 void ms_jsonw_i64(struct ms_jsonw *w, int64_t v);
 void ms_jsonw_f64(struct ms_jsonw *w, double v);

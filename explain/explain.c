@@ -1566,8 +1566,8 @@ static ms_status top_sites(struct ex *x, enum site_set set, struct ms_explain_si
 
 	for (size_t i = 0; i < x->n; i++) {
 		const struct ms_life *b = &x->b[i];
-		uint32_t frame;
-		uint64_t *ri;
+		uint32_t frame, fwd;
+		uint64_t *ri, key;
 		if (!in_state(x, b) ||
 		    (set == SITES_COPIES && !copy_stack(x, b->stack, &r->copies_told)) ||
 		    (set == SITES_ACTIVATIONS && b->cat != MS_CAT_ACTIVATIONS))
@@ -1576,18 +1576,22 @@ static ms_status top_sites(struct ex *x, enum site_set set, struct ms_explain_si
 			r->copy_bytes += b->size;
 			r->copy_blocks++;
 		}
-		if ((frame = site_frame(x, b->stack)) == UINT32_MAX) {
+		/* made in backward, where the snapshot says where in forward: that site's */
+		fwd = b->before ? 0 : x->t->events[b->a].fwd_stack;
+		if ((frame = site_frame(x, fwd ? fwd : b->stack)) == UINT32_MAX) {
 			s = MS_ERR_NOMEM;
 			goto out;
 		}
-		if (!(ri = ms_u64map_get(&row_of, frame))) {
+		key = (uint64_t)frame | (fwd ? UINT64_C(1) << 32 : 0);
+		if (!(ri = ms_u64map_get(&row_of, key))) {
 			if (ms_grow(&rows, &cap, nrows + 1, sizeof(*rows)) ||
-			    ms_u64map_put(&row_of, frame, nrows)) {
+			    ms_u64map_put(&row_of, key, nrows)) {
 				s = MS_ERR_NOMEM;
 				goto out;
 			}
-			rows[nrows] = (struct ms_explain_site){b->stack, frame, 0, 0};
-			ri = ms_u64map_get(&row_of, frame);
+			rows[nrows] = (struct ms_explain_site){fwd ? fwd : b->stack, frame, 0, 0,
+			                                       fwd != 0};
+			ri = ms_u64map_get(&row_of, key);
 			nrows++;
 		}
 		rows[*ri].bytes += b->size;

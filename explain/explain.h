@@ -107,10 +107,13 @@ struct ms_explain_growth {
 	uint64_t bytes_at_end; /* of its blocks, those never freed: live at the end */
 };
 
-/* A site's activations alive at the peak. */
+/* A site's allocations alive at the peak. */
 struct ms_explain_site {
 	uint32_t stack, frame; /* as in ms_explain_growth */
 	uint64_t bytes, blocks;
+	/* made in backward: stack and frame are where their tensors were made in forward (the
+	 * snapshot's forward_frames, PyTorch's main branch) */
+	int backward;
 };
 #define MS_EXPLAIN_TOP_SITES 5
 

@@ -434,6 +434,7 @@ static ms_status event_record(struct rd *r, unsigned type, const struct evf *f)
 
 	MS_TRY(begin(r));
 	e.action = (uint8_t)(type - MS_REC_EVENT);
+	e.fwd_stack = 0; /* memsnap's recordings carry no forward frames */
 	for (int i = 1; i < EVF_MAX; i++)
 		if ((f->kind[i] == 4 && i != 3) || (f->kind[i] == 5 && i != 2))
 			b = 1;

@@ -80,6 +80,8 @@ static void sites(cJSON *a, const struct ms_symtab *y, const struct ms_explain_s
 	for (size_t k = 0; k < n; k++) {
 		cJSON *o = cJSON_CreateObject();
 		site(o, y, s[k].stack, s[k].frame, depth);
+		/* made in backward: the site is where forward made its tensor (forward_frames) */
+		cJSON_AddBoolToObject(o, "made_in_backward", s[k].backward);
 		ms_json_u64(o, "bytes", s[k].bytes);
 		ms_json_u64(o, "allocations", s[k].blocks);
 		cJSON_AddItemToArray(a, o);

@@ -67,7 +67,7 @@ static inline int same_rare(const struct ms_event *a, const struct ms_event *b)
 {
 	return a->stream == b->stream && a->device == b->device && a->pool == b->pool &&
 	       a->source == b->source && a->user_metadata == b->user_metadata &&
-	       a->compile_context == b->compile_context;
+	       a->compile_context == b->compile_context && a->fwd_stack == b->fwd_stack;
 }
 
 ms_status ms_event_pack_add(struct ms_event_pack *p, const struct ms_event *e)
@@ -102,12 +102,13 @@ ms_status ms_event_pack_add(struct ms_event_pack *p, const struct ms_event *e)
 	w = put_field(w, e->stack, lk);
 	if (rare) {
 		unsigned lm = bytes_of(e->stream), lu = bytes_of(e->user_metadata),
-		         lc = bytes_of(e->compile_context);
+		         lc = bytes_of(e->compile_context), lf = bytes_of(e->fwd_stack);
 		w[0] = (unsigned char)(lm | lu << 4);
-		w[1] = (unsigned char)lc;
+		w[1] = (unsigned char)(lc | lf << 4);
 		w = put_field(w + 2, e->stream, lm);
 		w = put_field(w, e->user_metadata, lu);
 		w = put_field(w, e->compile_context, lc);
+		w = put_field(w, e->fwd_stack, lf);
 		ms_store_le32(w, (uint32_t)e->device | (uint32_t)e->pool << 16);
 		w[4] = e->source;
 		w += 5;
@@ -121,6 +122,7 @@ ms_status ms_event_pack_add(struct ms_event_pack *p, const struct ms_event *e)
 		p->prev.stream = e->stream;
 		p->prev.user_metadata = e->user_metadata;
 		p->prev.compile_context = e->compile_context;
+		p->prev.fwd_stack = e->fwd_stack;
 		p->prev.device = e->device;
 		p->prev.pool = e->pool;
 		p->prev.source = e->source;
@@ -181,6 +183,8 @@ size_t ms_event_pack_read(struct ms_event_pack_reader *rd, struct ms_event *out,
 			prev.user_metadata = (uint32_t)x;
 			r = get_field(r, l2 & 15, &x);
 			prev.compile_context = (uint32_t)x;
+			r = get_field(r, l2 >> 4, &x);
+			prev.fwd_stack = (uint32_t)x;
 			dp = ms_load_le32(r);
 			prev.device = (uint16_t)dp;
 			prev.pool = (uint16_t)(dp >> 16);
@@ -190,6 +194,7 @@ size_t ms_event_pack_read(struct ms_event_pack_reader *rd, struct ms_event *out,
 		e->stream = prev.stream;
 		e->user_metadata = prev.user_metadata;
 		e->compile_context = prev.compile_context;
+		e->fwd_stack = prev.fwd_stack;
 		e->device = prev.device;
 		e->pool = prev.pool;
 		e->source = prev.source;

@@ -1305,8 +1305,8 @@ static inline __attribute__((always_inline)) int put_index(unsigned char op,
 
 static const unsigned char put_op[256] = {[OP_MEMOIZE] = 1, [OP_BINPUT] = 1, [OP_LONG_BINPUT] = 1};
 static const uint32_t slot_bit[MS_PK_SLOTS + 1] = {
-        1u << 0, 1u << 1,  1u << 2,  1u << 3,  1u << 4,  1u << 5,  1u << 6,  1u << 7, 1u << 8,
-        1u << 9, 1u << 10, 1u << 11, 1u << 12, 1u << 13, 1u << 14, 1u << 15, 0};
+        1u << 0, 1u << 1,  1u << 2,  1u << 3,  1u << 4,  1u << 5,  1u << 6,  1u << 7,  1u << 8,
+        1u << 9, 1u << 10, 1u << 11, 1u << 12, 1u << 13, 1u << 14, 1u << 15, 1u << 16, 0};
 
 /*
  * A put at *ipp of (type, payload) that an item reader does: at the next index (as Python's

@@ -118,7 +118,7 @@ ms_status ms_pickle_stream_lists(struct ms_pickle *p, const char *key, ms_pk_ite
  * wrong; of an item left nothing is done that the machine, reading it, does not redo the same
  * way (memo slots past its count written, strings interned) or that is not taken back.
  */
-#define MS_PK_SLOTS 16 /* keys an item reader wants, by slot */
+#define MS_PK_SLOTS 17 /* keys an item reader wants, by slot */
 #define MS_PK_BATCH 32 /* items ms_pk_items reads at most in one call */
 struct ms_pk_item {
 	uint32_t list;    /* its list (ms_pk_item_fn's list) */

@@ -132,6 +132,27 @@ static void event(struct ms_jsonw *w, const struct ms_symtab *y, const struct ms
 		ms_jsonw_key(w, "frames");
 		frames(w, y, e->stack);
 	}
+	if (e->fwd_stack) { /* as PyTorch's main branch writes it: a list of strings */
+		size_t n;
+		const uint32_t *fr = ms_symtab_get_stack(y, e->fwd_stack, &n);
+		ms_jsonw_key(w, "forward_frames");
+		ms_jsonw_arr_begin(w);
+		for (size_t i = 0; i < n; i++) {
+			const struct ms_frame *f = &y->frames[fr[i]];
+			const char *file = ms_symtab_get_str(y, f->file)->s;
+			char line[16];
+			const char *parts[5] = {file, ":", line, ":",
+			                        ms_symtab_get_str(y, f->name)->s};
+			if (!file[0]) {
+				str_id(w, y, f->name);
+				continue;
+			}
+			/* "FILE:LINE:NAME", as the string was read */
+			snprintf(line, sizeof(line), "%u", f->line);
+			ms_jsonw_str_parts(w, parts, 5);
+		}
+		ms_jsonw_arr_end(w);
+	}
 	ms_jsonw_obj_end(w);
 }
 

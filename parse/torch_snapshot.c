@@ -37,13 +37,15 @@ enum key_id {
 	K_SOURCE,
 	K_POOL_ID,           /* 2.12: read only to tell the release */
 	K_INTERNAL_METADATA, /* 2.15: likewise */
+	K_FORWARD_FRAMES,    /* main: where a backward allocation's tensor was made in forward */
 	K_COUNT
 };
 static const char *const key_names[K_COUNT] = {
-        "action",  "addr",    "device_free",     "size",
-        "stream",  "time_us", "compile_context", "user_metadata",
-        "frames",  "name",    "filename",        "line",
-        "time_ns", "source",  "pool_id",         "internal_metadata",
+        "action",         "addr",    "device_free",     "size",
+        "stream",         "time_us", "compile_context", "user_metadata",
+        "frames",         "name",    "filename",        "line",
+        "time_ns",        "source",  "pool_id",         "internal_metadata",
+        "forward_frames",
 };
 
 /* Keys of segments and their blocks (and legacy history entries), mapped in one pass. */
@@ -390,6 +392,69 @@ static ms_status map_frames(struct ms_snapmap *m, const struct ms_pk_val *fr, ui
 }
 
 /*
+ * A forward frame's string as memory_viz shows a frame, "FILE:LINE:NAME" (the first ":digits:"
+ * splits it), into fd; else the whole string is the frame's name (no file, line 0).
+ */
+static ms_status string_frame(struct ms_snapmap *m, uint32_t vid, struct ms_frame *fd)
+{
+	const struct ms_str *s = ms_symtab_get_str(ms_pickle_strings(m->vm), vid);
+
+	memset(fd, 0, sizeof(*fd));
+	for (size_t i = 1; i + 2 < s->len; i++) {
+		size_t j = i + 1;
+		uint64_t line = 0;
+		if (s->s[i] != ':')
+			continue;
+		while (j < s->len && s->s[j] >= '0' && s->s[j] <= '9' && line <= UINT32_MAX)
+			line = line * 10 + (uint64_t)(s->s[j++] - '0');
+		/* the line as written again: no leading zero (else the string is kept whole) */
+		if (j == i + 1 || j >= s->len || s->s[j] != ':' || line > UINT32_MAX ||
+		    (s->s[i + 1] == '0' && j > i + 2))
+			continue;
+		fd->line = (uint32_t)line;
+		MS_TRY(ms_symtab_str(m->syms, s->s, i, &fd->file));
+		return ms_symtab_str(m->syms, s->s + j + 1, s->len - j - 1, &fd->name);
+	}
+	return map_str(m, vid, &fd->name);
+}
+
+/*
+ * forward_frames (a list of strings, PyTorch's main branch) -> a stack of those frames
+ * (string_frame); cached in the list's aux as frames lists are.
+ */
+static ms_status map_string_frames(struct ms_snapmap *m, const struct ms_pk_val *fr,
+                                   uint32_t *stack)
+{
+	struct ms_pk_obj *l;
+
+	*stack = 0;
+	if (!fr || fr->type == MS_PK_NONE)
+		return MS_OK;
+	if (fr->type != MS_PK_LIST && fr->type != MS_PK_TUPLE)
+		return MS_ERR_FORMAT;
+	l = fr->v.o;
+	if (l->aux) {
+		*stack = l->aux - 1;
+		return MS_OK;
+	}
+	if (l->n == 0)
+		return MS_OK;
+	if (l->n > m->tmp_cap && ms_grow(&m->tmp, &m->tmp_cap, l->n, sizeof(uint32_t)))
+		return MS_ERR_NOMEM;
+	for (uint32_t i = 0; i < l->n; i++) {
+		struct ms_frame fd;
+		if (l->items[i].type != MS_PK_STR)
+			return MS_ERR_FORMAT;
+		MS_TRY(string_frame(m, l->items[i].v.str, &fd));
+		MS_TRY(ms_symtab_frame(m->syms, &fd, &m->tmp[i]));
+	}
+	MS_TRY(ms_symtab_stack(m->syms, m->tmp, l->n, stack));
+	if (*stack < UINT32_MAX)
+		l->aux = *stack + 1;
+	return MS_OK;
+}
+
+/*
  * An entry whose action is no allocator event (2.14's "annotate" of a live allocation, the
  * record_function scopes that 2024's nightly builds wrote as "user_defined") or one this reader
  * does not know (a later release's): skipped, counted, its name kept for the warning.
@@ -421,7 +486,7 @@ static ms_status snapmap_fields(void *ctx, uint32_t device, const struct ms_pk_v
 	ms_status s;
 	uint64_t gidx = m->n_events;
 
-	ep->user_metadata = ep->compile_context = ep->stack = 0;
+	ep->user_metadata = ep->compile_context = ep->stack = ep->fwd_stack = 0;
 	m->keys_seen |= present;
 	v = FIELD(K_ACTION);
 	if (!v || v->type != MS_PK_STR)
@@ -483,6 +548,15 @@ static ms_status snapmap_fields(void *ctx, uint32_t device, const struct ms_pk_v
 		if (s)
 			return s;
 		/* its stack id is cached in aux: the frames themselves are needed no more */
+		if (v->type != MS_PK_NONE && v->v.o->aux)
+			ms_pk_release(m->vm, v->v.o);
+	}
+	if ((v = FIELD(K_FORWARD_FRAMES))) {
+		s = map_string_frames(m, v, &ep->fwd_stack);
+		if (s == MS_ERR_FORMAT)
+			return entry_err(m, gidx, offset, "bad 'forward_frames'");
+		if (s)
+			return s;
 		if (v->type != MS_PK_NONE && v->v.o->aux)
 			ms_pk_release(m->vm, v->v.o);
 	}

@@ -369,6 +369,7 @@ static void bands_json(struct ms_jsonw *w, const struct ms_report *rep)
 	BAND("addr", b->bands[i].addr);
 	BAND("site", rep->band_site[i]);
 	BAND("stack", rep->band_stack[i]);
+	BAND("fwd", rep->band_fwd[i]);
 	BAND("cat", rep->band_cat[i]);
 #undef BAND
 	ms_jsonw_obj_end(w);

@@ -527,6 +527,7 @@ static void band_sites(struct builder *l)
 
 	if (!(rep->band_site = ms_malloc((n ? n : 1) * sizeof(*rep->band_site))) ||
 	    !(rep->band_stack = ms_malloc((n ? n : 1) * sizeof(*rep->band_stack))) ||
+	    !(rep->band_fwd = ms_malloc((n ? n : 1) * sizeof(*rep->band_fwd))) ||
 	    !(rep->band_cat = ms_malloc(n ? n : 1))) {
 		l->nomem = 1;
 		return;
@@ -536,6 +537,26 @@ static void band_sites(struct builder *l)
 		rep->band_site[i] = site_of(l, rep->bands.bands[i].stack);
 }
 
+/* Stack st's index in band_stacks, added where new (seen: stack -> index); -1: none. */
+static int32_t band_stack_index(struct builder *l, struct ms_u64map *seen, size_t *cap, uint32_t st)
+{
+	struct ms_report *rep = l->rep;
+	const uint64_t *v;
+
+	if (!st || !rep->syms || st >= ms_symtab_nstacks(rep->syms))
+		return -1;
+	if ((v = ms_u64map_get(seen, st)))
+		return (int32_t)*v;
+	if (ms_grow(&rep->band_stacks, cap, rep->n_band_stacks + 1, sizeof(*rep->band_stacks)) ||
+	    ms_u64map_put(seen, st, rep->n_band_stacks)) {
+		l->nomem = 1;
+		return -1;
+	}
+	memset(&rep->band_stacks[rep->n_band_stacks], 0, sizeof(*rep->band_stacks));
+	stack_of(l, rep->syms, st, &rep->band_stacks[rep->n_band_stacks]);
+	return (int32_t)rep->n_band_stacks++;
+}
+
 static void band_stacks(struct builder *l)
 {
 	struct ms_report *rep = l->rep;
@@ -543,24 +564,12 @@ static void band_stacks(struct builder *l)
 	size_t n = rep->bands.n_bands, cap = 0;
 
 	for (size_t i = 0; i < n && !l->nomem; i++) {
-		uint32_t st = rep->bands.bands[i].stack;
-		const uint64_t *v;
-		rep->band_stack[i] = -1;
-		if (!st || !rep->syms || st >= ms_symtab_nstacks(rep->syms))
-			continue;
-		if ((v = ms_u64map_get(&seen, st))) {
-			rep->band_stack[i] = (int32_t)*v;
-			continue;
-		}
-		if (ms_grow(&rep->band_stacks, &cap, rep->n_band_stacks + 1,
-		            sizeof(*rep->band_stacks)) ||
-		    ms_u64map_put(&seen, st, rep->n_band_stacks)) {
-			l->nomem = 1;
-			break;
-		}
-		memset(&rep->band_stacks[rep->n_band_stacks], 0, sizeof(*rep->band_stacks));
-		stack_of(l, rep->syms, st, &rep->band_stacks[rep->n_band_stacks]);
-		rep->band_stack[i] = (int32_t)rep->n_band_stacks++;
+		uint64_t first = rep->bands.bands[i].first;
+		rep->band_stack[i] = band_stack_index(l, &seen, &cap, rep->bands.bands[i].stack);
+		rep->band_fwd[i] = rep->trace && first < rep->trace->n_events
+		                           ? band_stack_index(l, &seen, &cap,
+		                                              rep->trace->events[first].fwd_stack)
+		                           : -1;
 	}
 	ms_u64map_release(&seen);
 }
@@ -648,6 +657,7 @@ ms_status ms_report_collect(const struct ms_report_input *in, struct ms_report *
 		goto out;
 	/* a trace in memory has its table; one streamed from its file fills ours */
 	rep->syms = in->trace ? &in->trace->syms : &rep->own_syms;
+	rep->trace = in->trace;
 	rep->site_depth = in->site_depth;
 	rep->user_cats = in->user_cats;
 	if (in->to && in->to < hi)
@@ -838,6 +848,7 @@ void ms_report_release(struct ms_report *rep)
 	ms_free(rep->band_stacks);
 	ms_free(rep->band_site);
 	ms_free(rep->band_stack);
+	ms_free(rep->band_fwd);
 	ms_free(rep->band_cat);
 	ms_free(rep->diag.steps);
 	ms_bands_release(&rep->bands);

@@ -237,6 +237,10 @@ struct ms_report {
 	struct ms_bands bands;
 	int64_t *band_site;
 	int32_t *band_stack;
+	/* each band's forward frames (made in backward: where forward made its tensor; a trace
+	 * read whole only), its index in band_stacks or -1 */
+	int32_t *band_fwd;
+	const struct ms_trace *trace; /* the trace read whole, or NULL (streamed) */
 	int8_t *band_cat;
 	struct ms_report_stack *band_stacks;
 	size_t n_band_stacks;

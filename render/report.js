@@ -822,7 +822,9 @@
 				(B.last[i] >= 0 ? ', freed at event ' + B.last[i] : ', not freed in the window') +
 				(B.cat[i] >= 0 ? ' (' + CAT_NAMES[B.cat[i]] + ')' : '') +
 				'\naddress 0x' + B.addr[i].toString(16) +
-				(st ? '\n' + stackText(st) : B.site[i] >= 0 ? '\n' + site(B.site[i]) : '\nno stack recorded');
+				(st ? '\n' + stackText(st) : B.site[i] >= 0 ? '\n' + site(B.site[i]) : '\nno stack recorded') +
+				(B.fwd && B.fwd[i] >= 0 ? '\nmade in backward; forward made its tensor at:\n' +
+					stackText(D.band_stacks[B.fwd[i]]) : '');
 		}
 		bc.addEventListener('mousemove', function (e) {
 			var i = bandAt(e);
@@ -918,6 +920,10 @@
 			/* whether the hovered band had a stack to show, and showed it */
 			document.body.dataset.selftestBandsStack = B.stack[pick] < 0 ? 'none' :
 				said.split('\n').length > 3 ? 'shown' : 'missing';
+			/* a band made in backward shows where forward made its tensor (forward_frames) */
+			var fw = B.fwd ? B.fwd.findIndex(function (v) { return v >= 0; }) : -1;
+			document.body.dataset.selftestBandsForward = fw < 0 ? 'none' :
+				bandText(fw).indexOf('forward made its tensor at:') > 0 ? 'shown' : 'missing';
 			return said.indexOf(', allocated at event ' + B.first[pick] + ',') > 0 && stack &&
 				selectedBand === pick ? 'hover-shows-stack-click-selects' : 'hover-or-click-failed';
 		};

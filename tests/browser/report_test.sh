@@ -40,7 +40,8 @@ if [ "$(python3 "$here/page_requests.py" "$tmp/net-bad.json" | wc -l)" != 2 ]; t
 fi
 # gpt_train_with_nccl: a trace with memory outside PyTorch (its own timeline series); graph_pools:
 # private pools (theirs)
-for name in dynamic_oom gpt_train multistream gpt_train_with_nccl pools/graph_pools; do
+for name in dynamic_oom gpt_train multistream gpt_train_with_nccl pools/graph_pools \
+	explain/forward_frames; do
 	src=$(ls "$root"/testdata/snapshots/$name.pickle* "$root"/testdata/traces/$name.zst 2>/dev/null | head -1)
 	base=${name##*/}
 	html="$art/$base.html"
@@ -75,6 +76,11 @@ for name in dynamic_oom gpt_train multistream gpt_train_with_nccl pools/graph_po
 		n=$("$memsnap" -q explain --json "$src" | python3 -c 'import json, sys; print(len(json.load(sys.stdin)["steps"]))')
 		{ grep -q ">$n steps (from " "$tmp/dom.html" && grep -q '<table id="steps">' "$tmp/dom.html" &&
 			grep -q ' (the peak)</td>' "$tmp/dom.html"; } || problems+=" no-steps-table"
+	fi
+	# a backward allocation's hover says where forward made its tensor (forward_frames)
+	if [ "$name" = explain/forward_frames ] &&
+		! grep -q 'data-selftest-bands-forward="shown"' "$tmp/dom.html"; then
+		problems+=" forward-frames-not-shown"
 	fi
 	if [ "$name" = pools/graph_pools ] && ! grep -q 'reserved, private pools' "$tmp/dom.html"; then
 		problems+=" no-private-pools-series"
