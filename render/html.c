@@ -370,6 +370,7 @@ static void bands_json(struct ms_jsonw *w, const struct ms_report *rep)
 	BAND("site", rep->band_site[i]);
 	BAND("stack", rep->band_stack[i]);
 	BAND("fwd", rep->band_fwd[i]);
+	BAND("ctx", rep->n_band_ctx_names ? rep->band_ctx[i] : -1);
 	BAND("cat", rep->band_cat[i]);
 #undef BAND
 	ms_jsonw_obj_end(w);
@@ -390,6 +391,19 @@ static void bands_json(struct ms_jsonw *w, const struct ms_report *rep)
 	ms_jsonw_arr_begin(w);
 	for (size_t i = 0; i < rep->n_band_stacks; i++)
 		stack_json(w, &rep->band_stacks[i]);
+	ms_jsonw_arr_end(w);
+	/* the compile contexts the bands' ctx refer to ("N/A": outside compiled regions); null
+	   where the trace records none */
+	ms_jsonw_key(w, "band_compile_contexts");
+	if (!rep->n_band_ctx_names) {
+		ms_jsonw_null(w);
+		return;
+	}
+	ms_jsonw_arr_begin(w);
+	for (size_t i = 0; i < rep->n_band_ctx_names; i++)
+		ms_jsonw_cstr(w, rep->band_ctx_names[i]
+		                         ? ms_symtab_get_str(rep->syms, rep->band_ctx_names[i])->s
+		                         : "N/A");
 	ms_jsonw_arr_end(w);
 }
 

@@ -528,6 +528,7 @@ static void band_sites(struct builder *l)
 	if (!(rep->band_site = ms_malloc((n ? n : 1) * sizeof(*rep->band_site))) ||
 	    !(rep->band_stack = ms_malloc((n ? n : 1) * sizeof(*rep->band_stack))) ||
 	    !(rep->band_fwd = ms_malloc((n ? n : 1) * sizeof(*rep->band_fwd))) ||
+	    !(rep->band_ctx = ms_malloc((n ? n : 1) * sizeof(*rep->band_ctx))) ||
 	    !(rep->band_cat = ms_malloc(n ? n : 1))) {
 		l->nomem = 1;
 		return;
@@ -563,14 +564,37 @@ static void band_stacks(struct builder *l)
 	struct ms_u64map seen = MS_U64MAP_INIT; /* stack -> index in band_stacks */
 	size_t n = rep->bands.n_bands, cap = 0;
 
+	struct ms_u64map ctx_of = MS_U64MAP_INIT; /* compile context -> index in its names */
+	size_t cap_ctx = 0;
+	int any_ctx = 0;
+
 	for (size_t i = 0; i < n && !l->nomem; i++) {
 		uint64_t first = rep->bands.bands[i].first;
+		const struct ms_event *e = rep->trace && first < rep->trace->n_events
+		                                   ? &rep->trace->events[first]
+		                                   : NULL;
+		const uint64_t *k;
 		rep->band_stack[i] = band_stack_index(l, &seen, &cap, rep->bands.bands[i].stack);
-		rep->band_fwd[i] = rep->trace && first < rep->trace->n_events
-		                           ? band_stack_index(l, &seen, &cap,
-		                                              rep->trace->events[first].fwd_stack)
-		                           : -1;
+		rep->band_fwd[i] = e ? band_stack_index(l, &seen, &cap, e->fwd_stack) : -1;
+		rep->band_ctx[i] = -1;
+		if (!e)
+			continue;
+		any_ctx |= e->compile_context != 0;
+		if (!(k = ms_u64map_get(&ctx_of, e->compile_context))) {
+			if (ms_grow(&rep->band_ctx_names, &cap_ctx, rep->n_band_ctx_names + 1,
+			            sizeof(*rep->band_ctx_names)) ||
+			    ms_u64map_put(&ctx_of, e->compile_context, rep->n_band_ctx_names)) {
+				l->nomem = 1;
+				break;
+			}
+			rep->band_ctx_names[rep->n_band_ctx_names++] = e->compile_context;
+			k = ms_u64map_get(&ctx_of, e->compile_context);
+		}
+		rep->band_ctx[i] = (int32_t)*k;
 	}
+	if (!any_ctx) /* no compile context recorded: nothing to colour by */
+		rep->n_band_ctx_names = 0;
+	ms_u64map_release(&ctx_of);
 	ms_u64map_release(&seen);
 }
 
@@ -849,6 +873,8 @@ void ms_report_release(struct ms_report *rep)
 	ms_free(rep->band_site);
 	ms_free(rep->band_stack);
 	ms_free(rep->band_fwd);
+	ms_free(rep->band_ctx);
+	ms_free(rep->band_ctx_names);
 	ms_free(rep->band_cat);
 	ms_free(rep->diag.steps);
 	ms_bands_release(&rep->bands);

@@ -240,6 +240,11 @@ struct ms_report {
 	/* each band's forward frames (made in backward: where forward made its tensor; a trace
 	 * read whole only), its index in band_stacks or -1 */
 	int32_t *band_fwd;
+	/* each band's compile context (torch.compile's region: a trace read whole only), its index
+	 * in band_ctx_names (string ids; 0: "N/A"); n_band_ctx_names 0 where no band has one */
+	int32_t *band_ctx;
+	uint32_t *band_ctx_names;
+	size_t n_band_ctx_names;
 	const struct ms_trace *trace; /* the trace read whole, or NULL (streamed) */
 	int8_t *band_cat;
 	struct ms_report_stack *band_stacks;

@@ -608,8 +608,12 @@
 			if (r < SITE_COLOR.length) siteColour[st] = SITE_COLOR[r];
 			else nOtherSites++;
 		});
+		var CTX = D.band_compile_contexts;
 		function colourOf(i) {
 			if (colourBy === 'category') return B.cat[i] >= 0 ? CAT_COLOR[B.cat[i]] : '#999';
+			if (colourBy === 'context')
+				return B.ctx[i] < 0 ? '#999' : CTX[B.ctx[i]] === 'N/A' ? '#c7c7c7'
+					: SITE_COLOR[B.ctx[i] % SITE_COLOR.length];
 			if (B.site[i] >= 0) return siteColour[B.site[i]] || OTHER_SITES;
 			/* without a site (no stacks recorded): a colour per allocation, as memory_viz */
 			return SITE_COLOR[i % SITE_COLOR.length];
@@ -637,6 +641,13 @@
 				var have = {};
 				B.cat.forEach(function (c) { have[c] = 1; });
 				CAT_NAMES.forEach(function (n, k) { if (have[k]) items.push([CAT_COLOR[k], n]); });
+			} else if (colourBy === 'context') {
+				var seenCtx = {};
+				B.ctx.forEach(function (c) { seenCtx[c] = 1; });
+				CTX.forEach(function (n, k) {
+					if (seenCtx[k]) items.push([n === 'N/A' ? '#c7c7c7' : SITE_COLOR[k % SITE_COLOR.length],
+						n === 'N/A' ? 'outside compiled regions' : n]);
+				});
 			} else {
 				/* the sites with a colour, most bytes first, and the others together */
 				sitesByBytes.slice(0, SITE_COLOR.length).forEach(function (st) {
@@ -853,6 +864,7 @@
 		});
 		var sel = $('bands-colour');
 		if (!hasCat) sel.querySelector('option[value=category]').disabled = true;
+		if (!CTX) sel.querySelector('option[value=context]').disabled = true;
 		sel.value = colourBy;
 		sel.addEventListener('change', function () {
 			colourBy = sel.value;
@@ -924,6 +936,20 @@
 			var fw = B.fwd ? B.fwd.findIndex(function (v) { return v >= 0; }) : -1;
 			document.body.dataset.selftestBandsForward = fw < 0 ? 'none' :
 				bandText(fw).indexOf('forward made its tensor at:') > 0 ? 'shown' : 'missing';
+			/* coloured by compile context, the legend names the compiled regions */
+			if (CTX) {
+				var was2 = colourBy;
+				colourBy = 'context';
+				legend();
+				var lg = $('bands-legend').textContent;
+				colourBy = was2;
+				legend();
+				document.body.dataset.selftestBandsContext = CTX.some(function (n) {
+					return n !== 'N/A' && lg.indexOf(n) >= 0;
+				}) ? 'coloured' : 'missing';
+			} else {
+				document.body.dataset.selftestBandsContext = 'none';
+			}
 			return said.indexOf(', allocated at event ' + B.first[pick] + ',') > 0 && stack &&
 				selectedBand === pick ? 'hover-shows-stack-click-selects' : 'hover-or-click-failed';
 		};

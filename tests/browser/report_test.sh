@@ -41,7 +41,7 @@ fi
 # gpt_train_with_nccl: a trace with memory outside PyTorch (its own timeline series); graph_pools:
 # private pools (theirs)
 for name in dynamic_oom gpt_train multistream gpt_train_with_nccl pools/graph_pools \
-	explain/forward_frames; do
+	explain/forward_frames inference/llama_static; do
 	src=$(ls "$root"/testdata/snapshots/$name.pickle* "$root"/testdata/traces/$name.zst 2>/dev/null | head -1)
 	base=${name##*/}
 	html="$art/$base.html"
@@ -78,6 +78,11 @@ for name in dynamic_oom gpt_train multistream gpt_train_with_nccl pools/graph_po
 			grep -q ' (the peak)</td>' "$tmp/dom.html"; } || problems+=" no-steps-table"
 	fi
 	# a backward allocation's hover says where forward made its tensor (forward_frames)
+	# coloured by compile context on request, the legend names the compiled regions
+	if [ "$name" = inference/llama_static ] &&
+		! grep -q 'data-selftest-bands-context="coloured"' "$tmp/dom.html"; then
+		problems+=" compile-contexts-not-coloured"
+	fi
 	if [ "$name" = explain/forward_frames ] &&
 		! grep -q 'data-selftest-bands-forward="shown"' "$tmp/dom.html"; then
 		problems+=" forward-frames-not-shown"
