@@ -14,6 +14,7 @@ struct slot {
 	struct ms_stats_alloc a;
 	uint8_t state; /* 0 free slot, 1 live, 2 free requested */
 	uint16_t pool; /* its private pool's code, or MS_POOL_DEFAULT (default or not told) */
+	uint32_t ctx;  /* its compile context's index in the builder's ctx tables */
 	uint32_t next_free;
 };
 
@@ -41,6 +42,14 @@ struct ms_stats_builder {
 	uint32_t *dirty_list;
 	size_t n_dirty, cap_dirty_list;
 	size_t max_stack;
+	/* bytes and allocations live per compile context now, and at the last peak: ctx_name[i]
+	 * the i-th context's string id (0: "N/A"); last_ctx caches the last one looked up */
+	uint32_t *ctx_name;
+	uint64_t *ctx_bytes, *ctx_cnt, *ctx_snap_bytes, *ctx_snap_cnt;
+	size_t n_ctx, cap_ctx[5];
+	struct ms_u64map ctx_of;
+	uint32_t last_ctx_name, last_ctx;
+	int ctx_seen; /* an allocation made in a compiled region */
 	/* open annotations, innermost last */
 	uint32_t *ann;
 	size_t n_ann, cap_ann;
@@ -164,6 +173,13 @@ void ms_stats_builder_free(struct ms_stats_builder *b)
 	ms_free(b->r.live_top);
 	ms_free(b->r.largest);
 	ms_free(b->r.sites);
+	ms_free(b->r.contexts);
+	ms_free(b->ctx_name);
+	ms_free(b->ctx_bytes);
+	ms_free(b->ctx_cnt);
+	ms_free(b->ctx_snap_bytes);
+	ms_free(b->ctx_snap_cnt);
+	ms_u64map_release(&b->ctx_of);
 	ms_free(b->r.block_sites);
 	ms_free(b->r.pools);
 	ms_free(b->r.pools_requested);
@@ -212,6 +228,37 @@ static int grow_zero(void *arr, size_t *cap, size_t need, size_t elem)
 	return 0;
 }
 
+/* The index of compile context name in the ctx tables, added where new (UINT32_MAX: out of
+ * memory). */
+static uint32_t ctx_index(struct ms_stats_builder *b, uint32_t name)
+{
+	uint64_t *k;
+	size_t n = b->n_ctx + 1;
+
+	if (b->n_ctx && name == b->last_ctx_name)
+		return b->last_ctx;
+	if (!(k = ms_u64map_get(&b->ctx_of, name))) {
+		if (ms_grow(&b->ctx_name, &b->cap_ctx[0], n, sizeof(*b->ctx_name)) ||
+		    grow_zero(&b->ctx_bytes, &b->cap_ctx[1], n, sizeof(uint64_t)) ||
+		    grow_zero(&b->ctx_cnt, &b->cap_ctx[2], n, sizeof(uint64_t)) ||
+		    grow_zero(&b->ctx_snap_bytes, &b->cap_ctx[3], n, sizeof(uint64_t)) ||
+		    grow_zero(&b->ctx_snap_cnt, &b->cap_ctx[4], n, sizeof(uint64_t)) ||
+		    ms_u64map_put(&b->ctx_of, name, b->n_ctx))
+			return UINT32_MAX;
+		b->ctx_name[b->n_ctx++] = name;
+		k = ms_u64map_get(&b->ctx_of, name);
+	}
+	b->last_ctx_name = name;
+	b->last_ctx = (uint32_t)*k;
+	return b->last_ctx;
+}
+
+static void ctx_add(struct ms_stats_builder *b, uint32_t ctx, int64_t bytes, int cnt)
+{
+	b->ctx_bytes[ctx] += (uint64_t)bytes;
+	b->ctx_cnt[ctx] += (uint64_t)(int64_t)cnt;
+}
+
 static ms_status stack_add(struct ms_stats_builder *b, uint32_t stack, int64_t bytes, int cnt)
 {
 	if (grow_zero(&b->by_stack, &b->cap_stack, (size_t)stack + 1, sizeof(uint64_t)) ||
@@ -244,6 +291,10 @@ static ms_status snapshot_peak(struct ms_stats_builder *b)
 		b->dirty[s] = 0;
 	}
 	b->n_dirty = 0;
+	if (b->n_ctx) {
+		memcpy(b->ctx_snap_bytes, b->ctx_bytes, b->n_ctx * sizeof(uint64_t));
+		memcpy(b->ctx_snap_cnt, b->ctx_cnt, b->n_ctx * sizeof(uint64_t));
+	}
 	return MS_OK;
 }
 
@@ -383,6 +434,7 @@ static ms_status s_event_counted(struct ms_stats_builder *b, const struct ms_eve
 			b->cur_dev[old->a.device] -= old->a.size;
 			if ((s = stack_add(b, old->a.stack, -(int64_t)old->a.size, -1)))
 				return s;
+			ctx_add(b, old->ctx, -(int64_t)old->a.size, -1);
 			old->state = 0;
 			old->next_free = b->free_head;
 			b->free_head = (uint32_t)oldk + 1;
@@ -400,6 +452,10 @@ static ms_status s_event_counted(struct ms_stats_builder *b, const struct ms_eve
 		b->cur_dev[e->device] += e->size;
 		if ((s = stack_add(b, e->stack, (int64_t)e->size, 1)))
 			return s;
+		if ((sl->ctx = ctx_index(b, e->compile_context)) == UINT32_MAX)
+			return MS_ERR_NOMEM;
+		b->ctx_seen |= e->compile_context != 0;
+		ctx_add(b, sl->ctx, (int64_t)e->size, 1);
 		if (b->cur_dev[e->device] > b->r.devices[e->device].peak_requested) {
 			b->r.devices[e->device].peak_requested = b->cur_dev[e->device];
 			b->r.devices[e->device].peak_index = idx;
@@ -452,6 +508,7 @@ static ms_status s_event_counted(struct ms_stats_builder *b, const struct ms_eve
 		b->cur_dev[e->device] -= b->slots[k].a.size;
 		if ((s = stack_add(b, b->slots[k].a.stack, -(int64_t)b->slots[k].a.size, -1)))
 			return s;
+		ctx_add(b, b->slots[k].ctx, -(int64_t)b->slots[k].a.size, -1);
 		b->slots[k].state = 0;
 		b->slots[k].next_free = b->free_head;
 		b->free_head = (uint32_t)k + 1;
@@ -746,6 +803,15 @@ static int site_desc(const void *x, const void *y)
 	return a->stack < b->stack ? -1 : a->stack > b->stack;
 }
 
+static int context_desc(const void *x, const void *y)
+{
+	const struct ms_stats_context *a = x, *b = y;
+
+	if (a->bytes != b->bytes)
+		return a->bytes < b->bytes ? 1 : -1;
+	return a->name < b->name ? -1 : a->name > b->name;
+}
+
 /* Bytes of stack st at the peak: the trace's, and those from before it still live at its end. */
 static uint64_t site_bytes(const struct ms_stats_builder *b, size_t st)
 {
@@ -794,6 +860,26 @@ const struct ms_trace_stats *ms_stats_builder_result(struct ms_stats_builder *b)
 	}
 	qsort(r->live_top, r->n_live_top, sizeof(*r->live_top), by_size_desc);
 	qsort(r->largest, r->n_largest, sizeof(*r->largest), by_size_desc);
+	/* the peak by compile context, where the trace has allocations in compiled regions; the
+	   blocks from before a mid-run trace (live then too) in a row of their own */
+	if (b->ctx_seen && b->r.n_allocs) {
+		uint64_t pre_bytes = 0, pre_cnt = 0;
+		for (size_t st = 0; st < b->cap_pre; st++) {
+			pre_bytes += b->pre[st].bytes;
+			pre_cnt += b->pre[st].count;
+		}
+		r->contexts = ms_calloc(b->n_ctx + 1, sizeof(*r->contexts));
+		for (size_t i = 0; r->contexts && i < b->n_ctx; i++)
+			if (b->ctx_snap_bytes[i] || b->ctx_snap_cnt[i])
+				r->contexts[r->n_contexts++] = (struct ms_stats_context){
+				        b->ctx_name[i], 0, b->ctx_snap_bytes[i],
+				        b->ctx_snap_cnt[i]};
+		if (r->contexts && pre_cnt)
+			r->contexts[r->n_contexts++] =
+			        (struct ms_stats_context){0, 1, pre_bytes, pre_cnt};
+		if (r->n_contexts > 1)
+			qsort(r->contexts, r->n_contexts, sizeof(*r->contexts), context_desc);
+	}
 	/* sites at the peak: every stack with bytes live then, with the blocks allocated before a
 	   mid-run trace that are still live at its end (live then too) */
 	for (size_t st = 0; st < b->cap_snap || st < b->cap_pre; st++)

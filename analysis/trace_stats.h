@@ -18,6 +18,13 @@ struct ms_stats_alloc {
 	uint16_t device;
 };
 
+/* The bytes live at the peak of one compile context (torch.compile's region). */
+struct ms_stats_context {
+	uint32_t name; /* string id; 0: "N/A", outside compiled regions */
+	int before;    /* allocated before the trace: its context not known */
+	uint64_t bytes, count;
+};
+
 struct ms_stats_site {
 	uint32_t stack; /* 0 = allocations without a stack */
 	uint64_t bytes, count;
@@ -86,6 +93,10 @@ struct ms_trace_stats {
 	size_t n_live_top, n_largest;
 	struct ms_stats_site *sites; /* every stack live at the peak, by bytes, largest first */
 	size_t n_sites;
+	/* the peak by compile context, most bytes first; none where no allocation of the trace was
+	 * made in a compiled region */
+	struct ms_stats_context *contexts;
+	size_t n_contexts;
 	uint64_t unmatched_frees; /* frees of addresses never allocated in the trace */
 	uint64_t recorded_ooms,
 	        first_oom_index; /* the trace's oom entries, and the first's event */

@@ -291,6 +291,18 @@ static void print_end(const struct ms_stats_read *j)
 	printf("  largest allocations:\n");
 	for (size_t i = 0; i < r->n_largest; i++)
 		print_alloc(j, &r->largest[i]);
+	if (j->r->n_contexts) {
+		printf("  by compile context at the peak (torch.compile's regions; N/A: outside "
+		       "them):\n");
+		for (size_t i = 0; i < j->r->n_contexts; i++) {
+			const struct ms_stats_context *c = &j->r->contexts[i];
+			printf("    %12s %7llu  %s\n", ms_format_size(b1, sizeof(b1), c->bytes),
+			       (unsigned long long)c->count,
+			       c->before ? "(from before the trace: not known)"
+			       : c->name ? ms_symtab_get_str(ms_stats_read_syms(j), c->name)->s
+			                 : "N/A");
+		}
+	}
 	if (ms_user_cats_count(ms_user_cats_opt())) {
 		const struct ms_user_cats *u = ms_user_cats_opt();
 		uint64_t bytes[MS_USER_CATS_MAX + 1], count[MS_USER_CATS_MAX + 1];

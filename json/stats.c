@@ -180,6 +180,25 @@ cJSON *ms_stats_json(const struct ms_stats_view *v)
 	a = cJSON_AddArrayToObject(o, "largest_allocations");
 	for (size_t i = 0; i < r->n_largest; i++)
 		cJSON_AddItemToArray(a, alloc_json(v, &r->largest[i]));
+	/* the peak by compile context: null where the trace records none */
+	if (r->n_contexts) {
+		a = cJSON_AddArrayToObject(o, "compile_contexts_at_peak");
+		for (size_t i = 0; i < r->n_contexts; i++) {
+			const struct ms_stats_context *c = &r->contexts[i];
+			cJSON *x2 = cJSON_CreateObject();
+			if (c->before)
+				cJSON_AddNullToObject(x2, "context");
+			else
+				cJSON_AddStringToObject(
+				        x2, "context",
+				        c->name ? ms_symtab_get_str(v->syms, c->name)->s : "N/A");
+			ms_json_u64(x2, "bytes", c->bytes);
+			ms_json_u64(x2, "allocations", c->count);
+			cJSON_AddItemToArray(a, x2);
+		}
+	} else {
+		cJSON_AddNullToObject(o, "compile_contexts_at_peak");
+	}
 	/* the user's categories at the peak: null where none were given */
 	if (ms_user_cats_count(v->user_cats)) {
 		uint64_t bytes[MS_USER_CATS_MAX + 1], count[MS_USER_CATS_MAX + 1];

@@ -31,6 +31,12 @@ got = {c["context"]: c["bytes"] for c in r["compile_contexts"] or [] if c["conte
 ok = got == EXPECTED
 print(("PASS" if ok else "FAIL:"), "compile contexts at the peak", got, "vs Mosaic's", EXPECTED)
 
+s = json.loads(subprocess.run([sys.argv[1], "stats", "--json", sys.argv[2]], check=True,
+                              capture_output=True, text=True).stdout)
+got = {c["context"]: c["bytes"] for c in s["compile_contexts_at_peak"] or [] if c["context"]}
+ok = ok and got == EXPECTED
+print(("PASS" if got == EXPECTED else "FAIL:"), "stats: compile contexts at the peak", got)
+
 CUSTOM = {"all_allocations": 2255398132, "specific_pattern": 0}
 r = json.loads(subprocess.run([sys.argv[1], "explain", "--json", "--category", "all_allocations=.*",
                                "--category", "specific_pattern=nonexistent_pattern", sys.argv[2]],

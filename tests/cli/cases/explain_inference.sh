@@ -41,3 +41,22 @@ got = {c["context"]: c["bytes"] for c in x["compile_contexts"]}
 print("compile contexts at event", p, dict(sorted(got.items())),
       "ok" if got == dict(want) else "DIFFERS from the pickle's " + str(dict(want)))
 PY
+# stats: at its own peak of requested bytes (a block counts until its free completes)
+"$MEMSNAP" -q stats --json "$d/llama_static.pickle.zst" >"$TMPDIR/st.json"
+python3 - "$TMPDIR/s.pickle" "$TMPDIR/st.json" <<'PY'
+import collections, json, pickle, sys
+tr = pickle.load(open(sys.argv[1], "rb"))["device_traces"][0]
+st = json.load(open(sys.argv[2]))
+p = st["peak_requested_index"]
+live = {}
+for e in tr[:p + 1]:
+    if e["action"] == "alloc":
+        live[e["addr"]] = (e["size"], e.get("compile_context", "N/A"))
+    elif e["action"] == "free_completed":
+        live.pop(e["addr"], None)
+want = collections.Counter()
+for size, ctx in live.values():
+    want[ctx] += size
+got = {c["context"]: c["bytes"] for c in st["compile_contexts_at_peak"]}
+print("stats: compile contexts at event", p, "ok" if got == dict(want) else "DIFFERS")
+PY
