@@ -59,7 +59,16 @@ struct ask {
 	struct ms_windows_asked windows; /* from=, to=, windows= (o.windows points here) */
 	int reserved_log;                /* explain and check read the first replay's */
 	const char *from, *to;           /* as given */
+	struct ms_user_cats *user_cats;  /* category=, categories= (NULL: none) */
 };
+
+static void ask_release(struct ask *a)
+{
+	ms_free(a->configs);
+	ms_user_cats_free(a->user_cats);
+	a->configs = NULL;
+	a->user_cats = NULL;
+}
 
 /* The options, and which questions take them (as the commands take their flags). */
 enum opt {
@@ -83,6 +92,9 @@ enum opt {
 	O_FROM,
 	O_TO,
 	O_WINDOWS,
+	O_AT,
+	O_CATEGORY,
+	O_CATEGORIES,
 	O_N
 };
 static const char *const opt_name[O_N] = {"device",
@@ -104,25 +116,29 @@ static const char *const opt_name[O_N] = {"device",
                                           "top",
                                           "from",
                                           "to",
-                                          "windows"};
+                                          "windows",
+                                          "at",
+                                          "category",
+                                          "categories"};
 #define CHECK_OPTS                                                                           \
 	(1u << O_MAX_RESERVED | 1u << O_MAX_ALLOCATED | 1u << O_MAX_FRAG | 1u << O_MAX_GPS | \
 	 1u << O_BASELINE | 1u << O_MAX_GROWTH | 1u << O_ALLOW_OOM | 1u << O_ALLOW_CUT)
 #define REPLAY_OPTS \
 	(1u << O_DEVICE | 1u << O_LIMIT | 1u << O_FRACTION | 1u << O_DEVMEM | 1u << O_CONF)
-#define WINDOW_OPTS (1u << O_FROM | 1u << O_TO)
+#define WINDOW_OPTS   (1u << O_FROM | 1u << O_TO | 1u << O_AT)
+#define CATEGORY_OPTS (1u << O_CATEGORY | 1u << O_CATEGORIES)
 static const struct {
 	const char *q;
 	unsigned takes;
 } questions[] = {
         {"info", 0},
-        {"stats", 1u << O_DEVICE | 1u << O_DEPTH | WINDOW_OPTS | 1u << O_WINDOWS},
+        {"stats", 1u << O_DEVICE | 1u << O_DEPTH | WINDOW_OPTS | 1u << O_WINDOWS | CATEGORY_OPTS},
         {"replay", REPLAY_OPTS | WINDOW_OPTS | 1u << O_WINDOWS},
         {"verify", REPLAY_OPTS},
-        {"explain", REPLAY_OPTS | WINDOW_OPTS | 1u << O_JOBS | 1u << O_DEPTH},
+        {"explain", REPLAY_OPTS | WINDOW_OPTS | 1u << O_JOBS | 1u << O_DEPTH | CATEGORY_OPTS},
         {"whatif", (REPLAY_OPTS & ~(1u << O_CONF)) | 1u << O_JOBS | 1u << O_CONFIG},
         {"check", REPLAY_OPTS | CHECK_OPTS | WINDOW_OPTS},
-        {"diff", REPLAY_OPTS | 1u << O_DEPTH | 1u << O_TOP},
+        {"diff", REPLAY_OPTS | 1u << O_DEPTH | 1u << O_TOP | CATEGORY_OPTS},
 };
 
 static int say(char *msg, size_t cap, int rc, const char *fmt, ...) MS_PRINTF(4, 5);
@@ -281,6 +297,25 @@ static int option(struct ask *a, const char *opt, unsigned takes, char *msg, siz
 		a->windows.one = 1;
 		*(IS("from") ? &a->from : &a->to) = v;
 		a->o.windows = &a->windows;
+	} else if (IS("at")) { /* the moment right after one event */
+		if ((why = ms_window_end_parse(v, &a->windows.from)))
+			return say(msg, cap, ASK_USAGE, "option '%s': %s", opt, why);
+		a->windows.one = a->windows.at = 1;
+		a->from = v;
+		a->o.windows = &a->windows;
+	} else if (IS("category") || IS("categories")) {
+		char why2[1400];
+		ms_status s;
+		if (!a->user_cats && !(a->user_cats = ms_user_cats_new()))
+			return say(msg, cap, ASK_ERROR, "out of memory");
+		s = IS("category") ? ms_user_cats_add(a->user_cats, v, why2, sizeof(why2))
+		                   : ms_user_cats_load(a->user_cats, v, why2, sizeof(why2));
+		if (s == MS_ERR_NOMEM)
+			return say(msg, cap, ASK_ERROR, "out of memory");
+		if (s)
+			return say(msg, cap, s == MS_ERR_IO ? ASK_ERROR : ASK_USAGE,
+			           "option '%s=': %s", IS("category") ? "category" : "categories",
+			           why2);
 	} else if (IS("windows")) {
 		if (!*v)
 			return say(msg, cap, ASK_USAGE, "option 'windows=': an empty prefix");
@@ -414,8 +449,8 @@ static cJSON *ask_explain(const struct ms_file *in, const struct ask *a, uint32_
 		return NULL;
 	}
 	/* the report owns the first replay from here */
-	if (!ms_explain_report_run(in->t, &out.o, &first, &out.lim, a->jobs, a->site_depth, NULL,
-	                           NULL, &rep, d)) {
+	if (!ms_explain_report_run(in->t, &out.o, &first, &out.lim, a->jobs, a->site_depth,
+	                           a->user_cats, NULL, &rep, d)) {
 		o = ms_explain_report_json(&rep, in->path);
 		*flags |= rep.first.ended_by_oom;
 		if (!o)
@@ -598,7 +633,7 @@ static cJSON *stats_of(const struct ms_file *in, const struct ask *a, int64_t de
 		                          top,
 		                          MS_FRAMES_USER,
 		                          a->site_depth,
-		                          NULL};
+		                          a->user_cats};
 		if (!(o = ms_stats_json(&v)))
 			ms__diag_set(d, MS_ERR_NOMEM, -1, -1, "out of memory");
 		/* the peak a row is set against the others' median with; 0: no allocation */
@@ -702,7 +737,9 @@ static int ask_options(const char *question, const char *const *options, size_t 
 	if (!rc && (a->given & 1u << O_LIMIT) && (a->given & 1u << O_FRACTION))
 		rc = say(msg, cap, ASK_USAGE, "limit and memory_fraction exclude each other");
 	if (!rc && (a->given & 1u << O_WINDOWS) && (a->given & WINDOW_OPTS))
-		rc = say(msg, cap, ASK_USAGE, "windows takes no from or to");
+		rc = say(msg, cap, ASK_USAGE, "windows takes no from, to or at");
+	if (!rc && (a->given & 1u << O_AT) && (a->given & (1u << O_FROM | 1u << O_TO)))
+		rc = say(msg, cap, ASK_USAGE, "at is one moment: it takes no from or to");
 	if (!rc && a->windows.from.kind == MS_WINDOW_EVENT &&
 	    a->windows.to.kind == MS_WINDOW_EVENT && a->windows.to.event < a->windows.from.event)
 		rc = say(msg, cap, ASK_USAGE, "to comes before from");
@@ -727,6 +764,9 @@ static const struct {
         {"--max-growth", "max_growth="},
         {"--from", "from="},
         {"--to", "to="},
+        {"--at", "at="},
+        {"--categories", "categories="},
+        {"--category", "category="},
 };
 
 /* s with the flags respelled, in a new string (free; NULL: out of memory). */
@@ -831,7 +871,7 @@ static int ask(ms_file *in, const char *question, const char *const *options, si
 	a.reserved_log = fn == ask_explain || fn == ask_check;
 	if (!rc && !strcmp(question, "stats")) {
 		rc = ask_stats(in, &a, json, msg, cap);
-		ms_free(a.configs);
+		ask_release(&a);
 		return rc;
 	}
 	if (!rc && fn == ask_explain && ms_trace_no_allocations(in->t))
@@ -842,7 +882,7 @@ static int ask(ms_file *in, const char *question, const char *const *options, si
 	if (!rc)
 		rc = devices(in, &a, &devs, &nd, msg, cap);
 	if (rc) {
-		ms_free(a.configs);
+		ask_release(&a);
 		return rc;
 	}
 	for (size_t k = 0; k < nd; k++) {
@@ -854,7 +894,7 @@ static int ask(ms_file *in, const char *question, const char *const *options, si
 			    d.msg[0] ? d.msg : "out of memory");
 			cJSON_Delete(root);
 			ms_free(devs);
-			ms_free(a.configs);
+			ask_release(&a);
 			return ASK_ERROR;
 		}
 		if (nd == 1) {
@@ -871,7 +911,7 @@ static int ask(ms_file *in, const char *question, const char *const *options, si
 		cJSON_AddItemToObject(byd, key, o);
 	}
 	ms_free(devs);
-	ms_free(a.configs);
+	ask_release(&a);
 	/* verify over several devices: whether all of them are identical, as the command says */
 	if (fn == ask_verify && byd)
 		cJSON_AddBoolToObject(root, "identical", !(flags & 2));
@@ -903,7 +943,7 @@ static cJSON *compare_pair(const struct ms_file *const in[2], const struct ask *
 	for (int w = 0; w < 2 && !s; w++) {
 		s = replay_device(in[w], a, dev[w], &out[w], &r[w], d);
 		di[w] = (struct ms_diff_input){in[w]->path, in[w]->t,   dev[w],
-		                               &r[w],       out[w].lim, NULL};
+		                               &r[w],       out[w].lim, a->user_cats};
 	}
 	if (!s && !(s = ms_diff_run(di, MS_FRAMES_USER, a->site_depth, &x))) {
 		if (!(o = ms_diff_json(&x, (size_t)a->top, MS_FRAMES_USER)))
@@ -987,6 +1027,6 @@ done:
 	ms_free(db);
 	ms_free(pa);
 	ms_free(pb);
-	ms_free(q.configs);
+	ask_release(&q);
 	return rc;
 }

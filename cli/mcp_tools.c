@@ -28,12 +28,14 @@ struct arg {
 #define A_FROM {"from", "string", "a window from here: an event's number, a time after the first event (\"1.5s\", \"200ms\"), or \"mark:NAME\" (a phase's start), \"mark:NAME#N\" the Nth", NB}
 #define A_TO {"to", "string", "the window up to here, not included: an event's number, a time, or \"mark:NAME\" (a phase's end)", NB}
 #define A_WINDOWS {"windows", "string", "a window for each phase whose name starts with this (not with from or to)", NB}
+#define A_AT {"at", "string", "the moment right after one event (not with from or to): an event's number, a time, \"mark:NAME\", \"alloc:0xADDRESS\" (the first allocation there; \"#N\" the Nth) or \"free:0xADDRESS\"", NB}
+#define A_CATS {"categories", "object", "categories of your own: {name: extended regular expression}, matched on an allocation's frames written \"file:line function\"; the first that matches wins, over memsnap's own", NB}
 #define A_END {NULL, NULL, NULL, NB}
 /* clang-format on */
 
 static const struct tool {
 	const char *name, *question, *what;
-	struct arg args[16];
+	struct arg args[20];
 } tools[] = {
         {"info",
          "info",
@@ -43,12 +45,12 @@ static const struct tool {
          "stats",
          "Peaks, the top allocation sites at the peak, what is live at the end; windows of the "
          "run from the trace alone.",
-         {A_DEVICE, A_DEPTH, A_FROM, A_TO, A_WINDOWS, A_END}},
+         {A_DEVICE, A_DEPTH, A_FROM, A_TO, A_WINDOWS, A_AT, A_CATS, A_END}},
         {"replay",
          "replay",
          "Replay the trace against memsnap's model of PyTorch's CUDA caching allocator: OOMs, "
          "peaks, retries, who held the memory at an OOM; each window's peaks and rise.",
-         {A_DEVICE, A_REPLAY, A_CONF, A_FROM, A_TO, A_WINDOWS, A_END}},
+         {A_DEVICE, A_REPLAY, A_CONF, A_FROM, A_TO, A_WINDOWS, A_AT, A_END}},
         {"verify",
          "verify",
          "Whether the replay's segments equal the recorded ones.",
@@ -58,7 +60,7 @@ static const struct tool {
          "What holds the memory at the peak and at an OOM (parameters, gradients, optimizer "
          "state, activations), what grows, the verdict on an OOM's cause, the settings that "
          "would have helped, each replayed.",
-         {A_DEVICE, A_REPLAY, A_CONF, A_JOBS, A_DEPTH, A_FROM, A_TO, A_END}},
+         {A_DEVICE, A_REPLAY, A_CONF, A_JOBS, A_DEPTH, A_FROM, A_TO, A_AT, A_CATS, A_END}},
         {"whatif",
          "whatif",
          "Replay under several allocator settings: which avoids the OOM, the peak under each, "
@@ -89,6 +91,7 @@ static const struct tool {
           {"allow_cut_short", "boolean", "pass a trace whose recording was cut short", NB},
           A_FROM,
           A_TO,
+          A_AT,
           A_END}},
         {"diff",
          "diff",
@@ -99,6 +102,7 @@ static const struct tool {
           A_CONF,
           A_DEPTH,
           {"top", "integer", "rows a table (default 10)", 1, 100000},
+          A_CATS,
           A_END}},
         {"render",
          NULL,
@@ -134,6 +138,9 @@ static cJSON *tool_schema(const struct tool *t)
 		if (!strcmp(a->type, "array"))
 			cJSON_AddStringToObject(cJSON_AddObjectToObject(p, "items"), "type",
 			                        "string");
+		if (!strcmp(a->type, "object")) /* {name: string} */
+			cJSON_AddStringToObject(cJSON_AddObjectToObject(p, "additionalProperties"),
+			                        "type", "string");
 		if (a->lo <= a->hi) {
 			cJSON_AddNumberToObject(p, "minimum", a->lo);
 			cJSON_AddNumberToObject(p, "maximum", a->hi);
@@ -221,6 +228,28 @@ static int options_of(const cJSON *args, char opts[][1100], size_t cap, size_t *
 			                "for "
 			                "memsnap's matrix)"),
 			       -1;
+		if (!strcmp(a->string,
+		            "categories")) { /* {name: regex}: category=NAME=REGEX each */
+			if (!cJSON_IsObject(a))
+				return snprintf(why, why_cap,
+				                "categories: an object {name: regular expression}"),
+				       -1;
+			cJSON_ArrayForEach(c, a)
+			{
+				if (*n == cap || !cJSON_IsString(c) ||
+				    strlen(c->string) + strlen(c->valuestring) + 11 >
+				            sizeof(opts[0]))
+					return snprintf(why, why_cap,
+					                "categories: {name: regular expression} "
+					                "strings, at "
+					                "most %zu",
+					                cap),
+					       -1;
+				snprintf(opts[(*n)++], sizeof(opts[0]), "category=%s=%s", c->string,
+				         c->valuestring);
+			}
+			continue;
+		}
 		if (!strcmp(a->string, "configs")) {
 			cJSON_ArrayForEach(c, a)
 			{

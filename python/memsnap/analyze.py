@@ -102,6 +102,9 @@ def _options(device, options):
             continue
         if name == "configs":
             out += [f"config={_value('configs', c)}" for c in v]
+        elif name == "categories" and isinstance(v, dict):
+            # your own categories, {name: regular expression}, in their order
+            out += [f"category={k}={_value('categories', r)}" for k, r in v.items()]
         else:
             out.append(f"{name}={_value(name, v)}")
     return out

@@ -148,5 +148,29 @@ with memsnap.open(oom) as f:
         check("to=1000000000: the trace has" in str(e) and "--to" not in str(e),
               "errors name options as the library takes them: %s" % e)
 
+# at=, your own categories (categories={name: regex}) and the generation job's answers, the
+# command's JSON byte for byte
+gen = os.path.join(T, "inference", "gpt2_dynamic.pickle.zst")
+with memsnap.open(gen) as f:
+    x = f.explain(categories={"cache": "cache_utils"}, at="alloc:0x7fb75ffce200#2")
+    rc, cmd = cli("explain", "--json", "--category", "cache=cache_utils", "--at",
+                  "alloc:0x7fb75ffce200#2", gen)
+    check(x == cmd and x["window"]["from_event"] == 68 and x["job"] == "inference" and
+          x["user_categories"][0]["name"] == "cache",
+          "explain(at=, categories=) is the command's answer")
+    s = f.stats(category="gen=generation/utils")
+    check(s["user_categories_at_peak"][0]["name"] == "gen", "stats(category=)")
+    try:
+        f.explain(category="no equals sign")
+        check(False, "a bad category raises")
+    except memsnap.MemsnapError as e:
+        check(e.code == 2 and "category=" in str(e) and "--category" not in str(e),
+              "a bad category: MemsnapError, code 2, named as the library takes it: %s" % e)
+    try:
+        f.stats(at="alloc:0x1#2", to="5")
+        check(False, "at with to raises")
+    except memsnap.MemsnapError as e:
+        check(e.code == 2, "at with to: MemsnapError, code 2")
+
 print("%d failed" % fails)
 sys.exit(1 if fails else 0)

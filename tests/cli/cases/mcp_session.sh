@@ -11,6 +11,7 @@ page = os.path.join(tmp, "page.html")
 fifo = os.path.join(tmp, "fifo")
 os.mkfifo(fifo)
 two = "testdata/snapshots/devices/two_devices.pickle.zst"
+gen = "testdata/snapshots/inference/gpt2_dynamic.pickle.zst"
 calls = [
     ("info", {"path": snap}, ["info", "--json", snap]),
     ("stats", {"path": snap, "device": 0}, ["stats", "--json", "--device", "0", snap]),
@@ -20,6 +21,9 @@ calls = [
     ("check", {"path": snap, "max_peak_reserved": "10GiB", "allow_oom": True},
      ["check", "--json", "--max-peak-reserved", "10GiB", "--allow-oom", snap]),
     ("diff", {"path": ddp0, "other": ddp1}, ["diff", "--json", ddp0, ddp1]),
+    # the moment after an allocation, and categories of one's own
+    ("explain", {"path": gen, "at": "alloc:0x7fb75ffce200#2", "categories": {"cache": "cache_utils"}},
+     ["explain", "--json", "--at", "alloc:0x7fb75ffce200#2", "--category", "cache=cache_utils", gen]),
 ]
 msgs = [{"jsonrpc": "2.0", "id": 1, "method": "initialize",
          "params": {"protocolVersion": "2025-06-18", "capabilities": {},
