@@ -99,23 +99,37 @@ ms_status ms_user_cats_load(struct ms_user_cats *u, const char *path, char *err,
 	char line[4096];
 	unsigned no = 0;
 	ms_status s = MS_OK;
+	int c = 0;
 
 	if (!f) {
 		snprintf(err, cap, "%s: %s", path, strerror(errno));
 		return MS_ERR_IO;
 	}
-	while (!s && fgets(line, sizeof(line), f)) {
-		size_t n = strlen(line);
+	/* a line at a time, read byte by byte: a NUL byte or an overlong line is said, never
+	 * read on without end (/dev/zero) */
+	while (!s && c != EOF) {
+		size_t n = 0;
 		char why[600];
 		no++;
-		if (n == sizeof(line) - 1 && line[n - 1] != '\n') {
-			snprintf(err, cap, "%s:%u: the line is longer than %zu bytes", path, no,
-			         sizeof(line) - 2);
-			s = MS_ERR_INVALID_ARG;
-			break;
+		while ((c = getc(f)) != EOF && c != '\n') {
+			if (!c) {
+				snprintf(err, cap,
+				         "%s:%u: a NUL byte: not a text file of NAME=REGEX lines",
+				         path, no);
+				fclose(f);
+				return MS_ERR_INVALID_ARG;
+			}
+			if (n == sizeof(line) - 1) {
+				snprintf(err, cap, "%s:%u: the line is longer than %zu bytes", path,
+				         no, sizeof(line) - 1);
+				fclose(f);
+				return MS_ERR_INVALID_ARG;
+			}
+			line[n++] = (char)c;
 		}
-		while (n && (line[n - 1] == '\n' || line[n - 1] == '\r'))
-			line[--n] = 0;
+		while (n && line[n - 1] == '\r')
+			n--;
+		line[n] = 0;
 		if (!n || line[0] == '#')
 			continue;
 		if ((s = ms_user_cats_add(u, line, why, sizeof(why))) == MS_ERR_INVALID_ARG)

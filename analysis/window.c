@@ -118,6 +118,15 @@ const char *ms_window_end_parse(const char *s, struct ms_window_end *out)
 	return NULL;
 }
 
+const char *ms_window_ends_cross(const struct ms_window_end *from, const struct ms_window_end *to)
+{
+	if (from->kind == MS_WINDOW_EVENT && to->kind == MS_WINDOW_EVENT && to->event < from->event)
+		return "--to comes before --from";
+	if (from->kind == MS_WINDOW_TIME && to->kind == MS_WINDOW_TIME && to->t_ns < from->t_ns)
+		return "--to is a time before --from's";
+	return NULL;
+}
+
 void ms_windows_init(struct ms_windows *ws, const struct ms_windows_asked *asked)
 {
 	memset(ws, 0, sizeof(*ws));
@@ -503,6 +512,18 @@ int ms_window_missing(const struct ms_windows_asked *a, const char *from_text, c
 		else
 			snprintf(msg, cap, "--to %s: the trace has %llu events", to_text,
 			         (unsigned long long)events);
+		return 1;
+	}
+	/* an allocation (or a free) that ends the window at or before its start: the ends cross
+	   (a phase between marks, or a stretch of time without events, may be empty) */
+	if (w[0].closed && !a->at && w[0].to <= w[0].from &&
+	    (a->from.kind == MS_WINDOW_ALLOC || a->from.kind == MS_WINDOW_FREE ||
+	     a->to.kind == MS_WINDOW_ALLOC || a->to.kind == MS_WINDOW_FREE)) {
+		snprintf(
+		        msg, cap,
+		        "--to %s: the window holds no event (its end comes at or before its start, "
+		        "event %llu)",
+		        to_text ? to_text : "", (unsigned long long)w[0].from);
 		return 1;
 	}
 	return 0;

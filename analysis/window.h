@@ -63,6 +63,9 @@ struct ms_window_end {
  * mark:NAME#N"). Returns NULL, or why s is not one.
  */
 const char *ms_window_end_parse(const char *s, struct ms_window_end *out);
+/* Why ends from and to cannot make a window (a `to` before `from`, both events or both
+ * times), or NULL. */
+const char *ms_window_ends_cross(const struct ms_window_end *from, const struct ms_window_end *to);
 
 /* What the model held in one window. */
 struct ms_window_figures {

@@ -740,8 +740,7 @@ static int ask_options(const char *question, const char *const *options, size_t 
 		rc = say(msg, cap, ASK_USAGE, "windows takes no from, to or at");
 	if (!rc && (a->given & 1u << O_AT) && (a->given & (1u << O_FROM | 1u << O_TO)))
 		rc = say(msg, cap, ASK_USAGE, "at is one moment: it takes no from or to");
-	if (!rc && a->windows.from.kind == MS_WINDOW_EVENT &&
-	    a->windows.to.kind == MS_WINDOW_EVENT && a->windows.to.event < a->windows.from.event)
+	if (!rc && ms_window_ends_cross(&a->windows.from, &a->windows.to))
 		rc = say(msg, cap, ASK_USAGE, "to comes before from");
 	return rc;
 }

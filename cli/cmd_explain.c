@@ -254,6 +254,19 @@ static int explain_file(struct ms_replay_cli *c, const char *path, unsigned jobs
 		return MS_EXIT_ERROR;
 	}
 	if (ms_trace_no_allocations(t)) {
+		/* an end state alone: no event to place a window or a moment at, no stack of a
+		   trace's allocation to match a category on */
+		if (c->o.windows) {
+			ms_error("%s: a snapshot without a trace: %s needs its events (it has 0)",
+			         path, c->win_at ? "--at" : "--from/--to");
+			ms_replay_cli_forget(path);
+			return MS_EXIT_ERROR;
+		}
+		if (ms_user_cats_opt())
+			ms_note("%s: a snapshot without a trace: --category is not applied to its "
+			        "end "
+			        "state",
+			        path);
 		rc = explain_end_states(c, path, t, json, request, jout);
 		ms_replay_cli_forget(path);
 		return rc;

@@ -149,8 +149,7 @@ static void windows_asked(const struct ms_opt *opts, const char *from, const cha
 		ms_usage_error(opts, usage, "--from '%s': %s", from, why);
 	if (to && (why = ms_window_end_parse(to, &a->to)))
 		ms_usage_error(opts, usage, "--to '%s': %s", to, why);
-	if (a->from.kind == MS_WINDOW_EVENT && a->to.kind == MS_WINDOW_EVENT &&
-	    a->to.event < a->from.event)
+	if (ms_window_ends_cross(&a->from, &a->to))
 		ms_usage_error(opts, usage, "--to %s comes before --from %s", to, from);
 }
 

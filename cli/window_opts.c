@@ -57,11 +57,9 @@ void ms_replay_cli_check_windows(struct ms_replay_cli *c, const struct ms_opt *o
 			ms_usage_error(opts, usage, "--from '%s': %s", c->win_from, why);
 		if (c->win_to && (why = ms_window_end_parse(c->win_to, &a->to)))
 			ms_usage_error(opts, usage, "--to '%s': %s", c->win_to, why);
-		if (a->from.kind == MS_WINDOW_EVENT && a->to.kind == MS_WINDOW_EVENT &&
-		    a->to.event < a->from.event)
-			ms_usage_error(opts, usage, "--to %llu comes before --from %llu",
-			               (unsigned long long)a->to.event,
-			               (unsigned long long)a->from.event);
+		if (ms_window_ends_cross(&a->from, &a->to))
+			ms_usage_error(opts, usage, "--to %s comes before --from %s", c->win_to,
+			               c->win_from);
 	}
 	c->o.windows = a;
 }

@@ -57,12 +57,18 @@ static int ends_with_py(const char *file)
 	return n > 3 && strcmp(file + n - 3, ".py") == 0;
 }
 
-/* A Python file of torch's or of Python's own library (site-packages are neither). */
+/* A Python file of torch's or of Python's own library: past an installation's last
+ * "-packages/", the torch package; else a "/torch/" directory (a source tree) or Python's
+ * lib/python3.x (a virtual environment under /opt/torch/ holds other packages too). */
 static int torch_or_stdlib(const char *file)
 {
-	if (strstr(file, "/torch/"))
-		return 1;
-	return strstr(file, "/lib/python3") && !strstr(file, "-packages/");
+	const char *p = NULL, *q = file;
+
+	while ((q = strstr(q, "-packages/")))
+		p = q += 10;
+	if (p)
+		return !strncmp(p, "torch/", 6);
+	return strstr(file, "/torch/") || strstr(file, "/lib/python3");
 }
 
 static uint8_t stack_flags(struct inf *f, uint32_t stack)
@@ -258,16 +264,29 @@ static ms_status chains(struct inf *f)
 static void place(struct inf *f, uint64_t first_forward)
 {
 	struct ms_life *b = f->in->b;
-	uint64_t last_start = f->starts[f->ns - 1];
+	uint64_t last_start = f->starts[f->ns - 1], teardown = NONE;
 	struct ms_explain_inference *r = &f->x->inference;
+
+	/* the program's teardown: from the first free of its weights (a recording that runs to
+	   the program's exit frees them, and what was kept with them, there); what is released
+	   then was not released by the job */
+	for (size_t i = 0; i < f->in->n; i++) {
+		const struct ms_life *l = &b[i];
+		if (!l->before && l->a < first_forward && l->f != NONE && l->f > last_start &&
+		    l->f < teardown)
+			teardown = l->f;
+	}
 
 	for (size_t i = 0; i < f->in->n; i++) {
 		struct ms_life *l = &b[i];
 		uint8_t fl = stack_flags(f, l->stack);
 		size_t crossed;
+		int kept_to_end;
 		if (l->before || l->cat == MS_CAT_KV_CACHE)
 			continue;
-		crossed = starts_crossed(f, l->a, l->f);
+		/* freed in the teardown: kept by the job to its end */
+		kept_to_end = l->f == NONE || l->f >= teardown;
+		crossed = starts_crossed(f, l->a, kept_to_end ? NONE : l->f);
 		if (crossed >= 2 && (fl & F_CACHE) && !(fl & F_WORKSPACE)) {
 			l->cat = MS_CAT_KV_CACHE;
 			r->kv_named_blocks++;
@@ -283,13 +302,13 @@ static void place(struct inf *f, uint64_t first_forward)
 			}
 			continue;
 		}
-		if (crossed >= 2 && l->f != NONE && !(fl & F_WORKSPACE) &&
+		if (crossed >= 2 && !kept_to_end && !(fl & F_WORKSPACE) &&
 		    (!f->in->has_stacks || (fl & F_CALL))) {
 			l->cat = MS_CAT_KV_CACHE;
 			r->kv_kept_blocks++;
 			continue;
 		}
-		l->cat = crossed >= 2 || l->f == NONE ? MS_CAT_OTHER : MS_CAT_ACTIVATIONS;
+		l->cat = crossed >= 2 || kept_to_end ? MS_CAT_OTHER : MS_CAT_ACTIVATIONS;
 	}
 }
 

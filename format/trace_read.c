@@ -311,7 +311,7 @@ static int in_window(const struct rd *r)
  * 2 a negative integer, 3 anything else (a malformed field), 4 true (size field only),
  * 5 a one-integer array [k] (daddr field only).
  */
-#define EVF_MAX 11
+#define EVF_MAX 12
 struct evf {
 	uint8_t kind[EVF_MAX];
 	uint64_t u[EVF_MAX];
@@ -434,7 +434,7 @@ static ms_status event_record(struct rd *r, unsigned type, const struct evf *f)
 
 	MS_TRY(begin(r));
 	e.action = (uint8_t)(type - MS_REC_EVENT);
-	e.fwd_stack = 0; /* memsnap's recordings carry no forward frames */
+	e.fwd_stack = 0;
 	for (int i = 1; i < EVF_MAX; i++)
 		if ((f->kind[i] == 4 && i != 3) || (f->kind[i] == 5 && i != 2))
 			b = 1;
@@ -481,6 +481,9 @@ static ms_status event_record(struct rd *r, unsigned type, const struct evf *f)
 		return BADREC(r, "EVENT (bad pool)");
 	r->pool = (uint16_t)v;
 	e.pool = r->pool;
+	v = evf_u64(f, 11, 0, &b); /* 1.5: forward_frames' stack */
+	if (map_id(r->map_stack, r->n_stack, v, &e.fwd_stack))
+		return BADREC(r, "EVENT (bad forward stack)");
 	if (e.action == MS_ACT_ALLOC && r->addr != UINT64_MAX &&
 	    ms_u64map_put(&r->live, r->addr, r->size))
 		return MS_ERR_NOMEM;

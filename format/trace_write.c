@@ -384,7 +384,9 @@ ms_status ms_writer_event(struct ms_writer *w, const struct ms_event *e)
 	MS_TRY(sync_defs(w));
 	MS_TRY(stream_index(w, e->stream, &sidx));
 	/* trailing fields equal to their defaults are left out */
-	if (e->pool != w->pool)
+	if (e->fwd_stack)
+		nf = 12;
+	else if (e->pool != w->pool)
 		nf = 11;
 	else if (e->source)
 		nf = 10;
@@ -444,6 +446,8 @@ ms_status ms_writer_event(struct ms_writer *w, const struct ms_event *e)
 		PK(msgpack_pack_uint8(pk, e->source));
 	if (nf > 10)
 		PK(msgpack_pack_uint16(pk, e->pool));
+	if (nf > 11)
+		PK(msgpack_pack_uint32(pk, e->fwd_stack));
 	w->t = tk;
 	w->addr = e->addr;
 	w->size = e->size;

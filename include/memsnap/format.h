@@ -6,7 +6,7 @@
 #define MEMSNAP_FORMAT_H
 
 #define MS_FORMAT_MAJOR 1
-#define MS_FORMAT_MINOR 4
+#define MS_FORMAT_MINOR 5
 
 #define MS_HEADER_FRAME_MAGIC 0x184D2A5DU /* zstd skippable frame holding the header */
 #define MS_FOOTER_FRAME_MAGIC 0x184D2A5EU /* zstd skippable frame holding the footer */

@@ -203,12 +203,12 @@ Test(format, version_gates_and_record_classes)
 	cr_assert(strstr(d.msg, "record type 50"), "%s", d.msg);
 
 	/* unknown optional type 100 with extra fields, then an alloc event with extra trailing
-	 * fields */
+	 * fields (past the 1.5 forward stack, 0 here) */
 	d = (struct ms_diag)MS_DIAG_INIT;
 	p = handmade(1, 0,
 	             PRE "\x93\x64\x01\x02"
-	                 "\x9c\x10\x00\x05\x07\x00\x00\x00\x00\x00\x00\x09\x09",
-	             sizeof(PRE) - 1 + 4 + 13);
+	                 "\x9d\x10\x00\x05\x07\x00\x00\x00\x00\x00\x00\x09\x00\x09",
+	             sizeof(PRE) - 1 + 4 + 14);
 	cr_assert_eq(ms_trace_load(p, NULL, &t, &si, &d), MS_OK, "%s", d.msg);
 	cr_assert_eq(si.zst.skipped_optional, 1);
 	cr_assert_eq(t->n_events, 1);
@@ -272,7 +272,8 @@ Test(format, released_versions_load)
 	                                    "v1.1/recorded_h100_expandable.zst",
 	                                    "v1.2/two_devices.zst",
 	                                    "v1.3/recorded_graph_pools.zst",
-	                                    "v1.4/expandable_not_recorded.zst"};
+	                                    "v1.4/expandable_not_recorded.zst",
+	                                    "v1.5/forward_frames.zst"};
 	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
 		char path[512];
 		struct ms_trace *t;

@@ -60,3 +60,16 @@ for size, ctx in live.values():
 got = {c["context"]: c["bytes"] for c in st["compile_contexts_at_peak"]}
 print("stats: compile contexts at event", p, "ok" if got == dict(want) else "DIFFERS")
 PY
+# Logits a loop keeps in a list are kept, not a KV cache, whether the file is a snapshot (they
+# are alive at its end) or a recording that runs to the program's exit (they are freed in its
+# teardown, with the weights): both give the same categories, the leak in other.
+for f in testdata/snapshots/explain/scopes.pickle.zst testdata/snapshots/explain/scopes.zst; do
+	"$MEMSNAP" -q explain --json "$f" | python3 -c '
+import json, sys
+r = json.load(sys.stdin)
+leak = json.load(open("testdata/snapshots/explain/scopes.truth.json"))["leak"]["bytes"]
+c = r["categories"]
+print(sys.argv[1].split("/")[-1], r["job"], "kv_cache", c["kv_cache"], "requests",
+      len(r["inference"]["requests"]), "| the kept logits in other:",
+      "ok" if c["other"] >= leak else "DIFFERS")' "$f"
+done

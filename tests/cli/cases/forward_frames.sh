@@ -33,3 +33,15 @@ print("alive at the peak, made in backward:", sum(e["size"] for e in held), "byt
       "| their sites among the strings", "ok" if all(r["site"] in sites for r in rows) else "DIFFERS")
 PY
 "$MEMSNAP" -q explain "$f" | grep -m2 'made in backward'
+# kept by memsnap's own format too (1.5's forward_stack): the bundled conversion, and this
+# conversion again, back to JSON, string for string
+"$MEMSNAP" -q convert "$f" -o "$TMPDIR/s.zst"
+for z in "$TMPDIR/s.zst" testdata/traces/v1.5/forward_frames.zst; do
+	"$MEMSNAP" -q convert "$z" -o "$TMPDIR/z.json"
+	python3 - "$TMPDIR/s.pickle" "$TMPDIR/z.json" <<'PY'
+import json, pickle, sys
+a = [e.get("forward_frames") for e in pickle.load(open(sys.argv[1], "rb"))["device_traces"][0]]
+b = [e.get("forward_frames") for e in json.load(open(sys.argv[2]))["device_traces"][0]]
+print("through .zst:", "ok" if a == b else "DIFFERS")
+PY
+done
