@@ -62,11 +62,11 @@ static const char *alloc_end(const char *s, enum ms_window_end_kind kind, struct
 	if (hash) {
 		unsigned long long k = 0;
 		if (!hash[1] || strspn(hash + 1, "0123456789") != strlen(hash + 1))
-			return "ADDRESS#N takes a count N from 1";
+			return "ADDRESS#N takes a count N from 1 to 4294967295";
 		for (const char *c = hash + 1; *c && k <= UINT32_MAX; c++)
 			k = k * 10 + (unsigned)(*c - '0');
 		if (!k || k > UINT32_MAX)
-			return "ADDRESS#N takes a count N from 1";
+			return "ADDRESS#N takes a count N from 1 to 4294967295";
 		out->nth = (uint32_t)k;
 	}
 	out->kind = kind;

@@ -28,6 +28,7 @@
 static const char *const usage[] = {
         "memsnap explain [--limit N | --memory-fraction F] [--device-memory N] [--device D]",
         "                [--alloc-conf CONF] [--jobs N] [--site-depth N] [--request SIZE]",
+        "                [--from WHERE] [--to WHERE] [--at WHERE]",
         "                [--category NAME=REGEX]... [--categories FILE] [--json] <trace>...",
         "",
         "What a trace's memory is made of and what to change. At the peak of reserved memory:",

@@ -16,7 +16,8 @@
 #include "render/render.h"
 
 static const char *const usage[] = {
-        "memsnap render [--format html|csv|txt|dot|svg] [--at peak|oom|end|EVENT] [-o FILE]",
+        "memsnap render [--format html|csv|txt|dot|svg] [--at peak|oom|end|EVENT|alloc:ADDR] [-o "
+        "FILE]",
         "               [--alloc-conf S] [--limit N | --memory-fraction F] [--device-memory N]",
         "               [--device D] [--from N] [--to N] [--detail N] [--frames user|all|N]",
         "               [--site-depth N] [--category NAME=REGEX]... [--categories FILE] <trace>",
@@ -139,8 +140,10 @@ static const char *render_args(int argc, const char **argv, struct ms_replay_cli
 	opts[n++] = (struct ms_opt)MS_OPT_U64(0, "to", &to, "N", "... up to event N, exclusive");
 	opts[n++] = (struct ms_opt)MS_OPT_BOOL(0, "no-whatif", &no_whatif,
 	                                       "html: no what-if table at an OOM (faster)");
-	opts[n++] = (struct ms_opt)MS_OPT_STRING(0, "at", &at, "WHEN",
-	                                         "peak, oom, end or an event number");
+	opts[n++] = (struct ms_opt)MS_OPT_STRING(
+	        0, "at", &at, "WHEN",
+	        "peak, oom, end, an event number, or right after alloc:ADDRESS[#N] or "
+	        "free:ADDRESS[#N] (the Nth allocation or completed free there)");
 	opts[n++] = (struct ms_opt)MS_OPT_STRING('o', "output", &out, "FILE",
 	                                         "write here (default: standard output)");
 	opts[n++] = (struct ms_opt)MS_OPT_FRAMES(&frames);

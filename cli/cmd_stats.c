@@ -189,11 +189,13 @@ int cmd_stats(int argc, const char **argv)
 	        MS_OPT_SITE_DEPTH(&site_depth),
 	        MS_USER_CATS_OPTS(&ucats),
 	        MS_OPT_STRING(0, "from", &from, "WHERE",
-	                      "a window from here: an event's number, a time (1.5s, 200ms), or "
-	                      "mark:NAME[#N]"),
+	                      "a window from here: an event's number, a time (1.5s, 200ms), "
+	                      "mark:NAME[#N], or alloc:ADDRESS[#N] / free:ADDRESS[#N] (an "
+	                      "allocation, a completed free)"),
 	        MS_OPT_STRING(
 	                0, "to", &to, "WHERE",
-	                "the window up to here (not included): an event, a time, or mark:NAME[#N]"),
+	                "the window up to here (not included): an event, a time, mark:NAME[#N], "
+	                "alloc:ADDRESS[#N] or free:ADDRESS[#N]"),
 	        MS_OPT_STRING(0, "windows", &prefix, "PREFIX",
 	                      "a window for each phase whose name starts with PREFIX"),
 	        MS_OPT_STRING(0, "at", &at, "WHERE",

@@ -323,16 +323,24 @@ static void print_inference(const struct ms_explain_report *r)
 	       (unsigned long long)f->weight_blocks);
 	printf("  each category at its own peak:");
 	for (size_t u = 0; u < x->n_user; u++)
-		printf("%s %s %s (event %llu)", u ? "," : "", ms_user_cats_name(x->user_cats, u),
-		       ms_format_size(b1, sizeof(b1), x->user_peak[u].bytes),
-		       (unsigned long long)x->user_peak[u].event);
+		if (x->user_peak[u].bytes)
+			printf("%s %s %s (event %llu)", u ? "," : "",
+			       ms_user_cats_name(x->user_cats, u),
+			       ms_format_size(b1, sizeof(b1), x->user_peak[u].bytes),
+			       (unsigned long long)x->user_peak[u].event);
+		else
+			printf("%s %s never held a byte", u ? "," : "",
+			       ms_user_cats_name(x->user_cats, u));
 	for (unsigned o = 0, any = x->n_user != 0; o < MS_CAT_COUNT; o++) {
 		unsigned k = ms_explain_cat_order[o];
 		if (!ms_explain_cat_told(x, k) || (k == MS_CAT_UNPLACED && !x->cat_peak[k].bytes))
 			continue;
-		printf("%s %s %s (event %llu)", any++ ? "," : "", ms_explain_cat_name(k),
-		       ms_format_size(b1, sizeof(b1), x->cat_peak[k].bytes),
-		       (unsigned long long)x->cat_peak[k].event);
+		if (!x->cat_peak[k].bytes)
+			printf("%s %s never held a byte", any++ ? "," : "", ms_explain_cat_name(k));
+		else
+			printf("%s %s %s (event %llu)", any++ ? "," : "", ms_explain_cat_name(k),
+			       ms_format_size(b1, sizeof(b1), x->cat_peak[k].bytes),
+			       (unsigned long long)x->cat_peak[k].event);
 	}
 	printf("\n");
 	if (!f->n_requests) {
@@ -343,7 +351,7 @@ static void print_inference(const struct ms_explain_report *r)
 	printf("  requests (each a span in which the KV cache holds bytes; the prompt is its first "
 	       "forward):\n");
 	printf("    request  first event  forwards  prompt peak  decode peak   KV cache  "
-	       "KV per token\n");
+	       "KV added/token\n");
 	for (size_t i = 0; i < f->n_requests; i++) {
 		const struct ms_explain_request *q = &f->requests[i];
 		char tok[32];
@@ -355,7 +363,7 @@ static void print_inference(const struct ms_explain_report *r)
 			                                           : q->kv_bytes_per_token)));
 		else
 			snprintf(tok, sizeof(tok), "-");
-		printf("    %7zu  %11llu  %8u  %11s  %11s  %9s  %12s%s\n", i + 1,
+		printf("    %7zu  %11llu  %8u  %11s  %11s  %9s  %14s%s\n", i + 1,
 		       (unsigned long long)q->first_event, q->forwards,
 		       ms_format_size(b1, sizeof(b1), q->prompt_peak),
 		       q->forwards >= 2 ? ms_format_size(b2, sizeof(b2), q->decode_peak) : "-",

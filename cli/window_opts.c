@@ -11,10 +11,12 @@ void ms_replay_cli_window_opts(struct ms_replay_cli *c, struct ms_opt *opts, siz
 {
 	opts[(*k)++] = (struct ms_opt)MS_OPT_STRING(
 	        0, "from", &c->win_from, "WHERE",
-	        "a window from here: an event's number, a time (1.5s, 200ms), or mark:NAME[#N]");
+	        "a window from here: an event's number, a time (1.5s, 200ms), mark:NAME[#N], or "
+	        "alloc:ADDRESS[#N] / free:ADDRESS[#N] (an allocation, a completed free)");
 	opts[(*k)++] = (struct ms_opt)MS_OPT_STRING(
 	        0, "to", &c->win_to, "WHERE",
-	        "the window up to here (not included): an event, a time, or mark:NAME[#N]");
+	        "the window up to here (not included): an event, a time, mark:NAME[#N], "
+	        "alloc:ADDRESS[#N] or free:ADDRESS[#N]");
 	opts[(*k)++] = (struct ms_opt)MS_OPT_STRING(
 	        0, "windows", &c->win_prefix, "PREFIX",
 	        "a window for each phase whose name starts with PREFIX (its start to its end)");

@@ -118,7 +118,8 @@ static void cat_peaks(cJSON *root, const struct ms_explain *x)
 		}
 		p = cJSON_AddObjectToObject(o, ms_explain_cat_name(k));
 		ms_json_u64(p, "bytes", x->cat_peak[k].bytes);
-		ms_json_u64(p, "event", x->cat_peak[k].event);
+		/* a category that never held a byte has no moment of its peak */
+		ms_json_u64_known(p, "event", x->cat_peak[k].bytes != 0, x->cat_peak[k].event);
 	}
 }
 
@@ -140,7 +141,7 @@ static void user_cats(cJSON *root, const struct ms_explain *x)
 		ms_json_u64(o, "allocations", x->user_blocks[u]);
 		p = cJSON_AddObjectToObject(o, "peak");
 		ms_json_u64(p, "bytes", x->user_peak[u].bytes);
-		ms_json_u64(p, "event", x->user_peak[u].event);
+		ms_json_u64_known(p, "event", x->user_peak[u].bytes != 0, x->user_peak[u].event);
 		cJSON_AddItemToArray(a, o);
 	}
 }
