@@ -21,7 +21,7 @@
 static const char *const usage[] = {
         "memsnap diff [--top N] [--json] [--frames user|all|N] [--site-depth N] [replay options] "
         "<a> <b>",
-        "             [--category NAME=REGEX]... [--categories FILE]",
+        "             [--at WHERE] [--category NAME=REGEX]... [--categories FILE]",
         "",
         "What changed from run A to run B: the peaks of the allocator replay (reserved,",
         "allocated, requested, segments, retries), what each peak is made of (memsnap",
@@ -51,6 +51,8 @@ static int replay_side(struct ms_replay_cli *c, struct ms_diff_input *in,
 		ms_report(in->path, st, &d);
 		return -1;
 	}
+	if (ms_replay_cli_window_found(c, in->path, r)) /* --at: the event is in this run */
+		return -1;
 	/* a cut trace is compared as far as it goes: said, once a file */
 	if (c->warned_path != in->path)
 		ms_report_warnings(in->path, &d);
@@ -116,7 +118,8 @@ static void say_unpaired(const char *const path[2], const uint32_t *da, size_t n
 int cmd_diff(int argc, const char **argv)
 {
 	struct ms_replay_cli c;
-	struct ms_opt opts[MS_REPLAY_OPTS_MAX + 6];
+	struct ms_opt opts[MS_REPLAY_OPTS_MAX + 7];
+	const char *at = NULL;
 	struct ms_user_cats_args ucats = {0};
 	struct ms_frames_opt frames = {0};
 	const char *path[2];
@@ -133,6 +136,10 @@ int cmd_diff(int argc, const char **argv)
 	opts[k++] = (struct ms_opt)MS_OPT_U64(0, "top", &top, "N", "rows per table (default 10)");
 	opts[k++] = (struct ms_opt)MS_OPT_FRAMES(&frames);
 	opts[k++] = (struct ms_opt)MS_OPT_SITE_DEPTH(&site_depth);
+	opts[k++] = (struct ms_opt)MS_OPT_STRING(
+	        0, "at", &at, "WHERE",
+	        "compare what each run held right after one event (in each run its own): an "
+	        "event's number, a time, mark:NAME[#N], alloc:ADDRESS[#N] or free:ADDRESS[#N]");
 	{
 		struct ms_opt uc[] = {MS_USER_CATS_OPTS(&ucats)};
 		opts[k++] = uc[0];
@@ -148,6 +155,14 @@ int cmd_diff(int argc, const char **argv)
 	ms_frames_opt_check(&frames, opts, usage);
 	ms_site_depth_set(site_depth, opts, usage);
 	ms_user_cats_set(&ucats, opts, usage);
+	if (at) {
+		const char *why = ms_window_end_parse(at, &c.windows.from);
+		if (why)
+			ms_usage_error(opts, usage, "--at '%s': %s", at, why);
+		c.windows.one = c.windows.at = 1;
+		c.win_at = at;
+		c.o.windows = &c.windows;
+	}
 	path[0] = argv[0];
 	path[1] = argv[1];
 	if (ms_same_file(path[0], path[1]))

@@ -101,8 +101,16 @@ static void categories(const struct ms_diff *d)
 {
 	char b1[32], b2[32], b3[48];
 
-	printf("\nwhat each peak is made of (memsnap explain's categories):\n    %12s %12s %12s\n",
-	       "a", "b", "change");
+	if (d->at)
+		printf("\nwhat each run held right after --at's event (%llu in a, %llu in b; "
+		       "memsnap "
+		       "explain's categories):\n    %12s %12s %12s\n",
+		       (unsigned long long)d->at_event[0], (unsigned long long)d->at_event[1], "a",
+		       "b", "change");
+	else
+		printf("\nwhat each peak is made of (memsnap explain's categories):\n    %12s %12s "
+		       "%12s\n",
+		       "a", "b", "change");
 	for (size_t u = 0; u < ms_user_cats_count(d->user_cats); u++)
 		printf("    %12s %12s %12s  %s (yours: %s)\n",
 		       ms_format_size(b1, sizeof(b1), d->user[u][0]),

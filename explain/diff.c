@@ -244,9 +244,17 @@ static void categories(struct ms_diff *d)
 		const struct ms_replay_result *r = &d->s[w].r;
 		/* a recorded OOM's request served at the peak is no allocation of the trace */
 		int64_t alloc = (int64_t)r->allocated_at_peak_reserved;
-		d->rounding[w] = alloc - (int64_t)r->served_oom_at_peak_reserved -
-		                 (int64_t)ms_explain_requested(&d->s[w].x);
-		d->cached_free[w] = (int64_t)r->stats.reserved_bytes[0].peak - alloc;
+		int64_t served = (int64_t)r->served_oom_at_peak_reserved;
+		int64_t reserved = r->stats.reserved_bytes[0].peak;
+		if (r->n_windows && r->windows[0].at) { /* right after the event asked */
+			alloc = (int64_t)r->windows[0].allocated_at_end;
+			reserved = (int64_t)r->windows[0].reserved_at_end;
+			served = 0;
+			d->at = 1;
+			d->at_event[w] = r->windows[0].from;
+		}
+		d->rounding[w] = alloc - served - (int64_t)ms_explain_requested(&d->s[w].x);
+		d->cached_free[w] = reserved - alloc;
 	}
 }
 
@@ -405,6 +413,10 @@ static ms_status side_run(struct ms_diff_side *s, const struct ms_trace *t,
 	in.user_cats = user_cats;
 	in.peak_index = s->r.fullest_at_peak_index;
 	in.allocated_at_peak = s->r.allocated_at_peak_reserved - s->r.served_oom_at_peak_reserved;
+	if (s->r.n_windows && s->r.windows[0].at) { /* the moment asked (--at) */
+		in.peak_index = s->r.windows[0].from;
+		in.allocated_at_peak = s->r.windows[0].allocated_at_end;
+	}
 	if ((st = ms_explain_run(&in, &s->x)))
 		return st;
 	s->has_x = 1;

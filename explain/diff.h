@@ -88,6 +88,10 @@ struct ms_diff {
 	/* the categories at each peak: cat[k][w]; told[k][w] where run w could tell category k */
 	uint64_t cat[MS_CAT_COUNT][2];
 	uint8_t told[MS_CAT_COUNT][2];
+	/* the moment compared instead of the peaks (--at: each run's replay window asked for one):
+	 * 1 and each run's event; the categories are those right after it */
+	int at;
+	uint64_t at_event[2];
 	/* the user's categories at each peak (both runs' the same: in[0].user_cats) */
 	const struct ms_user_cats *user_cats;
 	uint64_t user[MS_USER_CATS_MAX][2];

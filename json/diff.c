@@ -156,6 +156,14 @@ cJSON *ms_diff_json(const struct ms_diff *d, size_t top, uint32_t frames)
 	cJSON_AddBoolToObject(out, "b_cut_short", d->s[1].cut_short);
 	ran_with(out, d);
 	peaks(out, d);
+	/* the moment compared (--at), or null: the peaks */
+	if (d->at) {
+		cJSON *m = cJSON_AddObjectToObject(out, "at");
+		ms_json_u64(m, "a_event", d->at_event[0]);
+		ms_json_u64(m, "b_event", d->at_event[1]);
+	} else {
+		cJSON_AddNullToObject(out, "at");
+	}
 	categories(out, d);
 	contexts(out, d);
 	steps(out, d);

@@ -59,3 +59,12 @@ echo "exit $?: $(sed 's/^[^:]*: [^:]*: //' "$TMPDIR/e")"
 echo "exit $?: $(head -1 "$TMPDIR/e")"
 "$MEMSNAP" explain --at 5 --from 3 "$f" >/dev/null 2>"$TMPDIR/e"
 echo "exit $?: $(head -1 "$TMPDIR/e")"
+# diff --at: what each run held right after its own such event, here PyTorch's snapshot against
+# memsnap's recording of the same run (the recording's events number the raw CUDA calls too)
+g=testdata/snapshots/inference/gpt2_dynamic
+"$MEMSNAP" -q diff --json --at "alloc:0x7fb75ffce200#2" "$g.pickle.zst" "$g.zst" | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+c = d["categories"]
+print("diff --at: events", d["at"]["a_event"], d["at"]["b_event"], "| the same categories:",
+      all(v["a"] == v["b"] for v in c.values()))'
