@@ -472,6 +472,29 @@ static void diagnosis_json(struct ms_jsonw *w, const struct ms_report_diagnosis 
 	ms_jsonw_bool(w, g->has_stacks);
 	key_cstr(w, "job", g->job ? g->job : "");
 	key_u64(w, "steps_before_trace", g->steps_before_trace);
+	/* a generation job's requests: [first event, forwards, prompt peak, decode peak (null with
+	 * one forward), KV cache peak, KV added a token (null under 3 forwards), released] each */
+	ms_jsonw_key(w, "requests");
+	ms_jsonw_arr_begin(w);
+	for (size_t k = 0; k < g->n_requests; k++) {
+		const struct ms_explain_request *q = &g->requests[k];
+		ms_jsonw_arr_begin(w);
+		ms_jsonw_u64(w, q->first_event);
+		ms_jsonw_u64(w, q->forwards);
+		ms_jsonw_u64(w, q->prompt_peak);
+		if (q->forwards >= 2)
+			ms_jsonw_u64(w, q->decode_peak);
+		else
+			ms_jsonw_null(w);
+		ms_jsonw_u64(w, q->kv_peak);
+		if (q->per_token_told)
+			ms_jsonw_i64(w, q->kv_bytes_per_token);
+		else
+			ms_jsonw_null(w);
+		ms_jsonw_bool(w, q->released);
+		ms_jsonw_arr_end(w);
+	}
+	ms_jsonw_arr_end(w);
 	ms_jsonw_key(w, "steps"); /* [first event, peak requested, its event] each */
 	ms_jsonw_arr_begin(w);
 	for (size_t k = 0; k < g->n_steps; k++) {

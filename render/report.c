@@ -877,6 +877,7 @@ void ms_report_release(struct ms_report *rep)
 	ms_free(rep->band_ctx_names);
 	ms_free(rep->band_cat);
 	ms_free(rep->diag.steps);
+	ms_free(rep->diag.requests);
 	ms_bands_release(&rep->bands);
 	ms_symtab_release(&rep->site_labels);
 	ms_symtab_release(&rep->frames);
@@ -966,6 +967,14 @@ ms_status ms_report_diagnose(struct ms_report *rep, const struct ms_trace *t,
 		memcpy(g->steps, x.steps, x.n_steps * sizeof(*g->steps));
 		g->n_steps = x.n_steps;
 	}
+	if (x.inference.n_requests &&
+	    (g->requests = ms_malloc(x.inference.n_requests * sizeof(*g->requests)))) {
+		memcpy(g->requests, x.inference.requests,
+		       x.inference.n_requests * sizeof(*g->requests));
+		g->n_requests = x.inference.n_requests;
+	}
+	s = (x.n_steps && !g->steps) || (x.inference.n_requests && !g->requests) ? MS_ERR_NOMEM
+	                                                                         : MS_OK;
 	ms_explain_release(&x);
-	return x.n_steps && !g->steps ? MS_ERR_NOMEM : MS_OK;
+	return s;
 }

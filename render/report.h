@@ -141,6 +141,9 @@ struct ms_report_diagnosis {
 		uint32_t blocks_first, blocks_last; /* as many: larger shapes, not more kept */
 	} growth[MS_REPORT_GROWTH];
 	size_t n_growth;
+	/* a generation job's requests (explain.h), owned */
+	struct ms_explain_request *requests;
+	size_t n_requests;
 	/* the steps (explain.h), owned; numbered after steps_before_trace */
 	const char *steps_from; /* static: "step annotations", ..., or "" */
 	char steps_scope[128];  /* "record_function scopes": the scope's name */

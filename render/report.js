@@ -266,7 +266,29 @@
 					'repetition: where they are a model\'s layers in one pass, growth is what ' +
 					'the pass keeps, such as activations for its backward, not a leak.' : '')
 				: 'Nothing grows from step to step.'));
-		if (g.steps.length) {
+		if (g.requests && g.requests.length) {
+			/* a generation job: its requests in the steps' place, as memsnap explain gives them */
+			dg.appendChild(text(document.createElement('p'), g.requests.length + ' request' +
+				(g.requests.length === 1 ? '' : 's') + ' (each a span in which the KV cache holds ' +
+				'bytes; the prompt is its first forward):'));
+			var rqTable = document.createElement('table');
+			rqTable.id = 'requests';
+			rqTable.innerHTML = '<thead><tr><th>request</th><th>first event</th><th>forwards</th>' +
+				'<th>prompt peak</th><th>decode peak</th><th>KV cache</th><th>KV added a token</th>' +
+				'</tr></thead>';
+			var rqBody = document.createElement('tbody');
+			g.requests.forEach(function (q, k) {
+				var tr = document.createElement('tr');
+				[String(k + 1) + (q[6] ? '' : ' (held at the end)'), String(q[0]), String(q[1]),
+					fmt(q[2]), q[3] === null ? '-' : fmt(q[3]), fmt(q[4]),
+					q[5] === null ? '-' : (q[5] < 0 ? '-' + fmt(-q[5]) : fmt(q[5]))].forEach(function (c) {
+					tr.appendChild(text(document.createElement('td'), c));
+				});
+				rqBody.appendChild(tr);
+			});
+			rqTable.appendChild(rqBody);
+			dg.appendChild(rqTable);
+		} else if (g.steps.length) {
 			/* the steps as memsnap explain lists them: all where few, else the first, the
 			   last, the peak's and the highest peaks */
 			var SP = g.steps, stepShown = {}, peakStep = -1;

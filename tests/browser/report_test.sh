@@ -83,6 +83,12 @@ for name in dynamic_oom gpt_train multistream gpt_train_with_nccl pools/graph_po
 		! grep -q 'data-selftest-bands-context="coloured"' "$tmp/dom.html"; then
 		problems+=" compile-contexts-not-coloured"
 	fi
+	# a generation job's page gives its requests, as memsnap explain does, and its weights
+	if [ "$name" = inference/llama_static ] &&
+		! { grep -q '<table id="requests">' "$tmp/dom.html" &&
+			grep -q '<td>weights</td>' "$tmp/dom.html" && grep -q '<td>kv_cache</td>' "$tmp/dom.html"; }; then
+		problems+=" no-requests-or-inference-categories"
+	fi
 	if [ "$name" = explain/forward_frames ] &&
 		! grep -q 'data-selftest-bands-forward="shown"' "$tmp/dom.html"; then
 		problems+=" forward-frames-not-shown"
