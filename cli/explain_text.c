@@ -223,9 +223,18 @@ static void breakdown(const struct ms_explain_report *r, const char *label)
 		       first->rebuilt || first->cut_short ? "at least " : "",
 		       ms_format_size(b1, sizeof(b1), reserved),
 		       (unsigned long long)r->peak_first_index, (unsigned long long)at);
-	if (ps) /* steps from repetition may be a model's layers: said as found */
+	if (x->job && !strcmp(x->job, "inference") && ms_explain_forward_of(x, at)) {
+		/* a generation job: its forward and request, not the steps repetition found */
+		size_t rq = ms_explain_request_of(x, at);
+		printf(" (forward %zu of %zu", ms_explain_forward_of(x, at),
+		       x->inference.n_forwards);
+		if (rq)
+			printf(", request %zu", rq);
+		printf(")");
+	} else if (ps) { /* steps from repetition may be a model's layers: said as found */
 		printf(" (%s %zu of %zu)", x->steps_by_repetition ? "repetition" : "step",
 		       ps + x->steps_before_trace, x->n_steps + x->steps_before_trace);
+	}
 	if (r->peak_annotation)
 		printf(" in \"%s\"", r->peak_annotation);
 	if (at < t->n_events && t->events[at].t_ns && ms_trace_first_time(t))

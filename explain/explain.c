@@ -1751,6 +1751,30 @@ out:
 	return s;
 }
 
+size_t ms_explain_forward_of(const struct ms_explain *x, uint64_t i)
+{
+	const uint64_t *s = x->inference.forward_starts;
+	size_t lo = 0, hi = s ? x->inference.n_forwards : 0;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (s[mid] <= i)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+size_t ms_explain_request_of(const struct ms_explain *x, uint64_t i)
+{
+	for (size_t k = 0; k < x->inference.n_requests; k++)
+		if (i >= x->inference.requests[k].first_event &&
+		    i <= x->inference.requests[k].end_event)
+			return k + 1;
+	return 0;
+}
+
 uint64_t ms_explain_requested(const struct ms_explain *x)
 {
 	uint64_t sum = 0;
@@ -1769,6 +1793,8 @@ void ms_explain_release(struct ms_explain *x)
 	ms_free(x->steps);
 	ms_free(x->growth);
 	ms_free(x->inference.requests);
+	ms_free(x->inference.forward_starts);
+	x->inference.forward_starts = NULL;
 	ms_free(x->contexts);
 	x->contexts = NULL;
 	x->n_contexts = 0;

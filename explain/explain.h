@@ -144,6 +144,7 @@ struct ms_explain_inference {
 	uint64_t kv_concat_chains;
 	struct ms_explain_request *requests;
 	size_t n_requests;
+	uint64_t *forward_starts; /* the forwards' first events, n_forwards of them (owned) */
 };
 
 /* The allocations of one compile context (torch.compile's region) in the state broken down. */
@@ -240,6 +241,11 @@ int ms_explain_cat_told(const struct ms_explain *x, unsigned cat);
 /* The categories' bytes at the state broken down (the user's among them), together: the bytes its
  * allocations asked for. */
 uint64_t ms_explain_requested(const struct ms_explain *x);
+
+/* A generation job's forward event i lies in (1-based; 0: before the first), and its request
+ * (1-based; 0: none holds it). */
+size_t ms_explain_forward_of(const struct ms_explain *x, uint64_t i);
+size_t ms_explain_request_of(const struct ms_explain *x, uint64_t i);
 
 /* @return MS_OK or MS_ERR_NOMEM. Release with ms_explain_release. */
 ms_status ms_explain_run(const struct ms_explain_in *in, struct ms_explain *out);

@@ -491,6 +491,8 @@ ms_status ms_infer_categorize(const struct ms_infer_in *in, struct ms_explain *x
 	if ((s = requests(&f)))
 		goto out;
 	x->job = "inference";
+	x->inference.forward_starts = f.starts; /* kept: the forwards' first events */
+	f.starts = NULL;
 	s = MS_OK;
 	goto out;
 nomem:

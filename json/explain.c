@@ -181,7 +181,8 @@ static void event_time(cJSON *o, const char *key, const struct ms_trace *t, uint
 		cJSON_AddNullToObject(o, key);
 }
 
-static void inference(cJSON *root, const struct ms_trace *t, const struct ms_explain *x)
+static void inference(cJSON *root, const struct ms_trace *t, const struct ms_explain *x,
+                      uint64_t peak)
 {
 	const struct ms_explain_inference *f = &x->inference;
 	cJSON *o, *a;
@@ -194,6 +195,9 @@ static void inference(cJSON *root, const struct ms_trace *t, const struct ms_exp
 	cJSON_AddStringToObject(o, "forwards_from", f->forwards_from);
 	ms_json_u64(o, "forwards", f->n_forwards);
 	ms_json_u64(o, "first_forward_event", f->first_forward);
+	/* the forward and the request the state broken down lies in (0: none) */
+	ms_json_u64(o, "peak_forward", ms_explain_forward_of(x, peak));
+	ms_json_u64(o, "peak_request", ms_explain_request_of(x, peak));
 	a = cJSON_AddObjectToObject(o, "weights");
 	ms_json_u64(a, "bytes", f->weight_bytes);
 	ms_json_u64(a, "allocations", f->weight_blocks);
@@ -471,7 +475,7 @@ cJSON *ms_explain_report_json(const struct ms_explain_report *r, const char *pat
 	add_str_or_null(root, "job", r->x.job);
 	peaks(root, r);
 	state(root, r);
-	inference(root, r->t, &r->x);
+	inference(root, r->t, &r->x, r->peak_index);
 	steps(root, r);
 	live_at_end(root, r);
 	findings(cJSON_AddObjectToObject(root, "findings"), r);

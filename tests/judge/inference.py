@@ -14,7 +14,8 @@ and DIR/NAME.zst (memsnap's recording of the same run) and checks:
     values (2 x layers x batch x key-value heads x head size x dtype size), for a static one 0,
     for a paged one the blocks made between the prompt and the last forward's start over its
     tokens; its forwards, where the job counted them (eager forwards);
-  - in the snapshot, each request's span inside the job's own (start_us, end_us).
+  - in the snapshot, each request's span inside the job's own (start_us, end_us), and the
+    peak's request the one whose span holds the peak's time.
 Exit 1 on any failure.
 """
 import json
@@ -73,6 +74,12 @@ def judge(ms, d, name):
         check(len(reqs) == len(t["requests"]),
               f"{tag}: {len(reqs)} requests vs {len(t['requests'])}")
         first_us = t["content"]["entry_time_us_first_last"][0]
+        if ext == "pickle.zst":  # the peak's request: the job's own span that holds its time
+            at = first_us + r["peak"]["time_s"] * 1e6
+            want = next((q["request"] + 1 for q in t["requests"]
+                         if q["start_us"] - 5 <= at <= q["end_us"] + 5), 0)
+            check(inf["peak_request"] == want,
+                  f"{tag}: the peak in request {inf['peak_request']} vs the job's {want}")
         for q, tq in zip(reqs, t["requests"]):
             i = tq["request"] + 1
             check(near(q["kv_cache_peak_bytes"], tq["kv_bytes"], 0.05),
