@@ -230,6 +230,16 @@ ms_status ms_windows_before_event(struct ms_windows *ws, uint64_t index, int64_t
 		return MS_OK;
 	if ((s = one(ws)))
 		return s;
+	/* the moment after one event (--at): its window ends before the next event, of any device
+	   (the device's own next one may come much later) */
+	if (a->at) {
+		for (size_t i = 0; i < ws->n_open;) {
+			if (ws->w[ws->open[i]].from < index)
+				close_window(ws, i, index);
+			else
+				i++;
+		}
+	}
 	from_alloc = alloc_reached(&a->from, e, &ws->from_allocs);
 	to_alloc = alloc_reached(&a->to, e, &ws->to_allocs);
 	for (size_t k = 0; k < ws->n; k++) {
@@ -390,10 +400,6 @@ void ms_windows_after_event(struct ms_windows *ws, uint64_t index, int64_t t_ns,
 			w->allocated_peak_inside = 1;
 		}
 	}
-	/* the moment after one event (--at): its window ends right after it */
-	if (ws->asked && ws->asked->at)
-		while (ws->n_open)
-			close_window(ws, 0, index + 1);
 }
 
 void ms_windows_end(struct ms_windows *ws, uint64_t n, int stopped)
@@ -407,8 +413,8 @@ void ms_windows_end(struct ms_windows *ws, uint64_t n, int stopped)
 		w->to = n;
 		/* a window that runs to the trace's end closes there, unless the replay stopped */
 		/* a time past the last event's: the window runs to the end */
-		w->closed = !stopped && ws->asked->one && !ws->asked->at &&
-		            (ws->asked->to.kind == MS_WINDOW_EDGE ||
+		w->closed = !stopped && ws->asked->one &&
+		            (ws->asked->at || ws->asked->to.kind == MS_WINDOW_EDGE ||
 		             (ws->asked->to.kind == MS_WINDOW_TIME && ws->timed) ||
 		             (ws->asked->to.kind == MS_WINDOW_EVENT && ws->asked->to.event == n));
 		w->replay_stopped_inside = stopped;

@@ -236,13 +236,12 @@ static int options_of(const cJSON *args, char opts[][1100], size_t cap, size_t *
 				       -1;
 			cJSON_ArrayForEach(c, a)
 			{
-				if (*n == cap || !cJSON_IsString(c) ||
+				if (*n == cap || !cJSON_IsString(c) || strchr(c->string, '=') ||
 				    strlen(c->string) + strlen(c->valuestring) + 11 >
 				            sizeof(opts[0]))
 					return snprintf(why, why_cap,
 					                "categories: {name: regular expression} "
-					                "strings, at "
-					                "most %zu",
+					                "strings, names without '=', at most %zu",
 					                cap),
 					       -1;
 				snprintf(opts[(*n)++], sizeof(opts[0]), "category=%s=%s", c->string,

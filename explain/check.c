@@ -64,11 +64,16 @@ ms_status ms_check_figures_of(const struct ms_trace *t, const struct ms_replay_o
 		f->windowed = 1;
 		f->window = *w;
 		f->window.name = NULL;
-		f->reserved = w->peak_reserved;
-		f->allocated = w->peak_allocated;
-		f->waste = f->reserved ? (double)(f->reserved - w->allocated_at_peak_reserved) /
-		                                 (double)f->reserved
-		                       : 0.0;
+		f->reserved = w->at ? w->reserved_at_end : w->peak_reserved;
+		f->allocated = w->at ? w->allocated_at_end : w->peak_allocated;
+		/* a moment (--at): what was held right after its event, not the most of before and
+		   after */
+		f->waste =
+		        f->reserved
+		                ? (double)(f->reserved - (w->at ? w->allocated_at_end
+		                                                : w->allocated_at_peak_reserved)) /
+		                          (double)f->reserved
+		                : 0.0;
 		f->oom = w->replay_stopped_inside;
 		f->recorded_ooms = w->recorded_ooms;
 		f->recorded_oom_index = UINT64_MAX;

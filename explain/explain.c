@@ -1280,6 +1280,9 @@ static ms_status cat_peaks(struct ex *x)
 				continue; /* freed first, or the user's: no change */
 			cur[v->cat] -= cur[v->cat] > v->size ? v->size : cur[v->cat];
 			cur[v->cat_after] += v->size;
+			if (cur[v->cat_after] > r->cat_peak[v->cat_after].bytes)
+				r->cat_peak[v->cat_after] = (struct ms_explain_cat_peak){
+				        cur[v->cat_after], moves[m].until};
 		}
 		if (k == UINT32_MAX)
 			continue;
@@ -1570,7 +1573,8 @@ static ms_status top_sites(struct ex *x, enum site_set set, struct ms_explain_si
 		uint64_t *ri, key;
 		if (!in_state(x, b) ||
 		    (set == SITES_COPIES && !copy_stack(x, b->stack, &r->copies_told)) ||
-		    (set == SITES_ACTIVATIONS && b->cat != MS_CAT_ACTIVATIONS))
+		    (set == SITES_ACTIVATIONS &&
+		     (state_cat(x, b) != MS_CAT_ACTIVATIONS || user_cat(x, b) >= 0)))
 			continue;
 		if (copies) {
 			r->copy_bytes += b->size;

@@ -351,8 +351,8 @@ static ms_status requests(struct inf *f)
 	for (uint64_t e = 0; e < t->n_events; e++) {
 		uint32_t k = f->of_event[e];
 		const struct ms_life *l;
-		if (next < f->ns && f->starts[next] == e)
-			kv_at[next++] = kv; /* before its first allocation */
+		while (next < f->ns && f->starts[next] <= e) /* steps may start at one event */
+			kv_at[next++] = kv;                  /* before its first allocation */
 		if (k == NO_LIFE)
 			continue;
 		l = &b[k];
@@ -362,7 +362,7 @@ static ms_status requests(struct inf *f)
 			if (p != NO_LIFE && b[p].until == e && b[p].f > e)
 				kv -= b[p].size; /* its source, from now on */
 			if (l->cat == MS_CAT_KV_CACHE) {
-				if (!kv) {
+				if (!q) { /* (not kv: a chain's source was just taken off it) */
 					size_t fw = forward_of(f, e);
 					if (ms_grow(&r->requests, &capr, r->n_requests + 1,
 					            sizeof(*r->requests)))
@@ -395,8 +395,10 @@ static ms_status requests(struct inf *f)
 	for (size_t i = 0; i < r->n_requests; i++) {
 		struct ms_explain_request *rq = &r->requests[i];
 		size_t k0 = forward_of(f, rq->first_event), k1 = forward_of(f, rq->end_event) + 1;
-		if (k0 == SIZE_MAX)
-			continue; /* before the first forward: no forwards of its own */
+		if (k0 == SIZE_MAX && k1 == 0)
+			continue;   /* all before the first forward: no forwards of its own */
+		if (k0 == SIZE_MAX) /* a cache made before the first forward: from that one */
+			k0 = 0;
 		rq->forwards = (uint32_t)(k1 - k0);
 		rq->prompt_peak = peak[k0];
 		for (size_t k = k0 + 1; k < k1; k++)
