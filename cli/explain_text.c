@@ -330,7 +330,7 @@ static void print_inference(const struct ms_explain_report *r)
 	       "weights %s in %llu allocations\n",
 	       f->n_forwards, f->forwards_from, ms_format_size(b1, sizeof(b1), f->weight_bytes),
 	       (unsigned long long)f->weight_blocks);
-	printf("  each category at its own peak:");
+	printf("  each category at its own peak%s:", r->windowed ? " over the whole trace" : "");
 	for (size_t u = 0; u < x->n_user; u++)
 		if (x->user_peak[u].bytes)
 			printf("%s %s %s (event %llu)", u ? "," : "",
@@ -372,12 +372,14 @@ static void print_inference(const struct ms_explain_report *r)
 			                                           : q->kv_bytes_per_token)));
 		else
 			snprintf(tok, sizeof(tok), "-");
-		printf("    %7zu  %11llu  %8u  %11s  %11s  %9s  %14s%s\n", i + 1,
+		printf("    %7zu  %11llu  %8u  %11s  %11s  %9s  %14s%s%s\n", i + 1,
 		       (unsigned long long)q->first_event, q->forwards,
-		       ms_format_size(b1, sizeof(b1), q->prompt_peak),
+		       q->began_before_trace ? "-" : ms_format_size(b1, sizeof(b1), q->prompt_peak),
 		       q->forwards >= 2 ? ms_format_size(b2, sizeof(b2), q->decode_peak) : "-",
 		       ms_format_size(b3, sizeof(b3), q->kv_peak), tok,
-		       q->released ? "" : "  (held at the end)");
+		       q->released ? "" : "  (held at the end)",
+		       q->began_before_trace ? "  (begun before the trace: its prompt not in it)"
+		                             : "");
 	}
 }
 

@@ -120,9 +120,12 @@ struct ms_explain_site {
 /* A request of a generation job: a span in which its KV cache holds bytes. */
 struct ms_explain_request {
 	uint64_t first_event; /* its first forward's first event */
-	uint64_t end_event;   /* the event its cache was all released at (released) or the last */
-	int released;         /* 0: the trace ends with its cache held */
-	uint32_t forwards;    /* forwards begun in it: the prompt's, then one a token */
+	/* the trace starts mid-run inside it (its first request, with blocks from before the
+	 * trace): its first forward may be a token's, not the prompt's; prompt figures unknown */
+	int began_before_trace;
+	uint64_t end_event; /* the event its cache was all released at (released) or the last */
+	int released;       /* 0: the trace ends with its cache held */
+	uint32_t forwards;  /* forwards begun in it: the prompt's, then one a token */
 	/* the bytes its allocations asked for, at their highest: in its first forward (the
 	 * prompt), in the rest (decoding; 0 with one forward) */
 	uint64_t prompt_peak, decode_peak;

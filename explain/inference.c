@@ -342,12 +342,16 @@ static ms_status requests(struct inf *f)
 	struct ms_explain_request *q = NULL;
 	ms_status s = MS_ERR_NOMEM;
 
+	int mid_run = 0;
+
 	if (!(kv_at = ms_calloc(f->ns, sizeof(*kv_at))) ||
 	    !(peak = ms_calloc(f->ns, sizeof(*peak))))
 		goto out;
 	for (size_t i = 0; i < f->in->n; i++)
-		if (b[i].before)
+		if (b[i].before) {
 			total += b[i].size;
+			mid_run = 1;
+		}
 	for (uint64_t e = 0; e < t->n_events; e++) {
 		uint32_t k = f->of_event[e];
 		const struct ms_life *l;
@@ -395,6 +399,10 @@ static ms_status requests(struct inf *f)
 	for (size_t i = 0; i < r->n_requests; i++) {
 		struct ms_explain_request *rq = &r->requests[i];
 		size_t k0 = forward_of(f, rq->first_event), k1 = forward_of(f, rq->end_event) + 1;
+		/* a trace that starts mid-run, in its first request: what came before is not known
+		 */
+		if (!i && rq->first_event <= f->starts[0] && mid_run)
+			rq->began_before_trace = 1;
 		if (k0 == SIZE_MAX && k1 == 0)
 			continue;   /* all before the first forward: no forwards of its own */
 		if (k0 == SIZE_MAX) /* a cache made before the first forward: from that one */

@@ -216,13 +216,16 @@ static void inference(cJSON *root, const struct ms_trace *t, const struct ms_exp
 		event_time(rq, "first_time_s", t, q->first_event);
 		event_time(rq, "end_time_s", t, q->end_event);
 		cJSON_AddBoolToObject(rq, "released", q->released);
+		/* begun before a trace that starts mid-run: its first forward may be a token's */
+		cJSON_AddBoolToObject(rq, "began_before_trace", q->began_before_trace);
 		cJSON_AddNumberToObject(rq, "forwards", q->forwards);
-		ms_json_u64(rq, "prompt_peak_requested_bytes", q->prompt_peak);
+		ms_json_u64_known(rq, "prompt_peak_requested_bytes", !q->began_before_trace,
+		                  q->prompt_peak);
 		ms_json_u64_known(rq, "decode_peak_requested_bytes", q->forwards >= 2,
 		                  q->decode_peak);
 		ms_json_u64(rq, "kv_cache_peak_bytes", q->kv_peak);
-		ms_json_u64_known(rq, "kv_cache_after_prompt_bytes", q->forwards >= 2,
-		                  q->kv_after_prompt);
+		ms_json_u64_known(rq, "kv_cache_after_prompt_bytes",
+		                  q->forwards >= 2 && !q->began_before_trace, q->kv_after_prompt);
 		if (q->per_token_told)
 			cJSON_AddNumberToObject(rq, "kv_cache_bytes_per_token",
 			                        (double)q->kv_bytes_per_token);

@@ -73,3 +73,11 @@ print(sys.argv[1].split("/")[-1], r["job"], "kv_cache", c["kv_cache"], "requests
       len(r["inference"]["requests"]), "| the kept logits in other:",
       "ok" if c["other"] >= leak else "DIFFERS")' "$f"
 done
+# a trace cut in the middle of the third request (convert --from/--to): that request began
+# before it, so its first forward is a token's, and its prompt figures are not known (null)
+"$MEMSNAP" -q convert "$d/gpt2_dynamic.pickle.zst" --from 40000 --to 70000 -o "$TMPDIR/cut.zst"
+"$MEMSNAP" -q explain --json "$TMPDIR/cut.zst" | python3 -c '
+import json, sys
+q = json.load(sys.stdin)["inference"]["requests"][0]
+print("cut mid-request:", q["began_before_trace"], q["prompt_peak_requested_bytes"],
+      q["kv_cache_after_prompt_bytes"], q["kv_cache_bytes_per_token"])'
