@@ -104,6 +104,17 @@ static void print_windows(const struct ms_stats_read *j)
 		printf("windows: no phase whose name starts with that prefix\n");
 	for (size_t i = 0; i < r->n_windows; i++) {
 		const struct ms_window_figures *w = &r->windows[i];
+		if (w->at) { /* --at: the moment, not a stretch */
+			printf("right after event %llu (--at): requested %s",
+			       (unsigned long long)w->from,
+			       ms_format_size(b1, sizeof(b1), w->requested_at_end));
+			if (r->windows_reserved_known)
+				printf(", reserved %s",
+				       ms_format_size(b2, sizeof(b2), w->reserved_at_end));
+			printf(" (before it: requested %s)\n",
+			       ms_format_size(b3, sizeof(b3), w->requested_at_start));
+			continue;
+		}
 		printf("window %s%s%sevents %llu to %llu%s: requested %s at its start, peak %s "
 		       "(+%s)",
 		       w->name ? "'" : "", w->name ? w->name : "", w->name ? "' " : "",
