@@ -250,11 +250,7 @@ static void peaks(cJSON *root, const struct ms_explain_report *r)
 	ms_json_u64(o, "bytes", r->reserved);
 	ms_json_u64(o, "allocated_bytes", r->allocated);
 	ms_json_u64(o, "reserved_first_event", r->peak_first_index);
-	if (at < t->n_events && t->events[at].t_ns && ms_trace_first_time(t))
-		cJSON_AddNumberToObject(
-		        o, "time_s", (double)(t->events[at].t_ns - ms_trace_first_time(t)) / 1e9);
-	else /* the trace records no times */
-		cJSON_AddNullToObject(o, "time_s");
+	event_time(o, "time_s", t, at);
 	add_step(o, &r->x, r->peak_step);
 	add_str_or_null(o, "annotation", r->peak_annotation);
 	/* the sites whose allocations of every category hold the most there */
