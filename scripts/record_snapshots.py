@@ -1980,6 +1980,176 @@ def c_infer_paged(cx):
     cx.finish()
 
 
+def _count_forwards(model, seen):
+    """A hook on the model's top-level calls: seen["forwards"] counts them; seen["bytes"] and
+    seen["tensors"] take the keys and values of the cache the call returns (from their shapes;
+    no reference is kept)."""
+    import torch
+
+    def after_forward(module, args, kwargs, output):
+        seen["forwards"] = seen.get("forwards", 0) + 1
+        pkv = getattr(output, "past_key_values", None)
+        ts = []
+        for layer in getattr(pkv, "layers", None) or []:
+            ts += [layer.keys, layer.values]
+        ts = [t for t in ts if torch.is_tensor(t) and t.is_cuda]
+        if ts:
+            seen["bytes"], seen["tensors"] = tensor_bytes(ts), len(ts)
+    return model.register_forward_hook(after_forward, with_kwargs=True)
+
+
+EVAL_REQUESTS = [(2, 32, 24), (1, 48, 16)]  # (batch, prompt tokens, new tokens)
+
+
+@case("train_eval", "a training job with evaluation loops: transformers GPT2LMHeadModel (4 layers, "
+      "n_embd 256, 4 heads, vocab 8192, fp32), AdamW; two rounds of 4 training steps (batch "
+      "4 x 128) each followed by an evaluation under torch.no_grad: 2 validation batches (4 x 128, "
+      "use_cache=False) and two model.generate requests with the dynamic cache (1: batch 2, 32 + "
+      "24 new tokens; 2: batch 1, 48 + 16); history on from the start, Python stacks. The truth "
+      "holds the parameter, gradient and optimizer-state bytes and, for each evaluation, its "
+      "span, its forwards and each request's KV cache from the cache's shapes")
+def c_train_eval(cx):
+    import torch
+    tr = _hf_import()
+    from transformers import GPT2Config, GPT2LMHeadModel
+    torch.manual_seed(0)
+    cx.truth["transformers"] = tr.__version__
+    cx.history(enabled="all", context="all", stacks="python")
+    cfg = GPT2Config(vocab_size=8192, n_positions=512, n_embd=256, n_layer=4, n_head=4)
+    m = GPT2LMHeadModel(cfg).cuda()
+    opt = torch.optim.AdamW(m.parameters(), lr=1e-4)
+    layers, kv_heads, head_dim = _kv_shape(cfg)
+    seen = {}
+    hook = _count_forwards(m, seen)
+    loops, grad_bytes, grad_tensors = [], 0, 0
+    kw = dict(do_sample=False, pad_token_id=0, eos_token_id=None)
+    for rnd in range(2):
+        m.train()
+        for i in range(4):
+            ids = torch.randint(0, cfg.vocab_size, (4, 128), device="cuda")
+            out = m(input_ids=ids, labels=ids)
+            out.loss.backward()
+            gs = [p.grad for p in m.parameters() if p.grad is not None]
+            grad_bytes, grad_tensors = tensor_bytes(gs), len(gs)
+            del gs
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+            out.loss.item()
+            del out, ids
+            cx.truth["steps"] += 1
+        m.eval()
+        seen.clear()
+        t0 = now_us()
+        reqs = []
+        with torch.no_grad():
+            for v in range(2):
+                ids = torch.randint(0, cfg.vocab_size, (4, 128), device="cuda")
+                out = m(input_ids=ids, labels=ids, use_cache=False)
+                out.loss.item()
+                del out, ids
+            val_forwards = seen.get("forwards", 0)
+            for i, (b, p, n) in enumerate(EVAL_REQUESTS):
+                seen.clear()
+                ids = torch.randint(1, cfg.vocab_size, (b, p), device="cuda")
+                mask = torch.ones_like(ids)
+                r0 = now_us()
+                out = m.generate(input_ids=ids, attention_mask=mask, max_new_tokens=n,
+                                 min_new_tokens=n, **kw)
+                torch.cuda.synchronize()
+                r1 = now_us()
+                assert out.shape == (b, p + n), out.shape
+                per_token = 2 * layers * b * kv_heads * head_dim * 4
+                tokens = p + n - 1
+                assert seen["bytes"] == per_token * tokens, (seen, per_token * tokens)
+                reqs.append({"request": i, "batch": b, "prompt_tokens": p, "new_tokens": n,
+                             "forwards": seen["forwards"], "kv_tokens": tokens,
+                             "kv_bytes_per_token": per_token, "kv_bytes": seen["bytes"],
+                             "start_us": r0, "end_us": r1})
+                del out, ids, mask
+        torch.cuda.synchronize()
+        loops.append({"round": rnd, "start_us": t0, "end_us": now_us(),
+                      "validation_forwards": val_forwards,
+                      "forwards": val_forwards + sum(r["forwards"] for r in reqs),
+                      "requests": reqs, "kv_peak_bytes": max(r["kv_bytes"] for r in reqs)})
+    hook.remove()
+    model_truth(cx, m, opt, [])
+    cx.truth["model"].update({"gradient_tensors": grad_tensors, "gradient_bytes": grad_bytes,
+                              "weights": weights_truth(m)})
+    cx.truth["eval_loops"] = loops
+    cx.finish()
+
+
+STATIC_KEPT_REQUESTS = [(2, 32, 32), (2, 64, 24), (2, 16, 48)]
+
+
+@case("infer_static_kept", "the bf16 GQA Llama of infer_llama_dynamic serving three requests "
+      "(batch 2: 32 + 32 new tokens, 64 + 24, 16 + 48) through one transformers StaticCache made "
+      "for 128 tokens before the first and kept across all three (cache.reset() between), eager "
+      "(generate's disable_compile=True); history on from the start, Python stacks. The truth "
+      "holds the weights, the cache's bytes as its layers made them, and each request's span and "
+      "forwards")
+def c_infer_static_kept(cx):
+    import torch
+    tr = _hf_import()
+    from transformers import StaticCache
+    from transformers.cache_utils import StaticLayer
+    cx.truth["transformers"] = tr.__version__
+    cx.history(enabled="all", context="all", stacks="python")
+    cfg, m = _llama(torch.bfloat16)
+    layers, kv_heads, head_dim = _kv_shape(cfg)
+    made = []
+    init = StaticLayer.lazy_initialization
+
+    def lazy_initialization(self, *a, **k):
+        r = init(self, *a, **k)
+        made.extend((tuple(t.shape), t.numel() * t.element_size())
+                    for t in (self.keys, self.values))
+        return r
+    StaticLayer.lazy_initialization = lazy_initialization
+    try:
+        cache = StaticCache(config=cfg, max_cache_len=128)
+    except TypeError:
+        cache = StaticCache(config=cfg, max_batch_size=2, max_cache_len=128, device="cuda",
+                            dtype=torch.bfloat16)
+    seen = {}
+    hook = _count_forwards(m, seen)
+    kw = dict(do_sample=False, pad_token_id=0, eos_token_id=None, disable_compile=True)
+    reqs = []
+    with torch.no_grad():
+        for i, (b, p, n) in enumerate(STATIC_KEPT_REQUESTS):
+            seen.clear()
+            ids = torch.randint(1, cfg.vocab_size, (b, p), device="cuda")
+            mask = torch.ones_like(ids)
+            t0 = now_us()
+            out = m.generate(input_ids=ids, attention_mask=mask, max_new_tokens=n,
+                             min_new_tokens=n, past_key_values=cache, **kw)
+            torch.cuda.synchronize()
+            t1 = now_us()
+            assert out.shape == (b, p + n), out.shape
+            reqs.append({"request": i, "batch": b, "prompt_tokens": p, "new_tokens": n,
+                         "forwards": seen.get("forwards"), "kv_tokens": p + n - 1,
+                         "kv_bytes_per_token": 2 * layers * b * kv_heads * head_dim * 2,
+                         "start_us": t0, "end_us": t1})
+            cache.reset()
+            del out, ids, mask
+            cx.truth["steps"] += 1
+    hook.remove()
+    StaticLayer.lazy_initialization = init
+    assert len(made) == 2 * layers, made
+    kv = sum(nb for _, nb in made)
+    for r in reqs:
+        r["kv_bytes"] = kv  # the one cache, made for 128 tokens, holds every request
+    cx.truth["model"] = {"layers": layers, "kv_heads": kv_heads, "heads": cfg.num_attention_heads,
+                         "head_dim": head_dim, "dtype": "torch.bfloat16", "dtype_bytes": 2,
+                         "cache": "static_kept", "cache_tokens": 128,
+                         "kv_cache_shapes": sorted({sh for sh, _ in made}),
+                         "weights": weights_truth(m)}
+    cx.truth["requests"] = reqs
+    cx.truth["kv_peak_bytes"] = kv
+    del cache
+    cx.finish()
+
+
 for _name in ("graph_pools", "compile_reduce_overhead", "mempool", "graph_step_adam",
               "decode_graphs", "mempool_custom_allocator"):
     _c = CASES[_name]
@@ -2001,7 +2171,7 @@ ORDER = ["ring_wrap", "late_history", "late_after_empty_cache", "state_only", "n
          "decode_graphs_expandable", "explain_adamw", "explain_sgd", "explain_leak",
          "explain_hf_gpt2", "explain_lightning", "explain_profiler", "explain_metadata", "explain_scopes", "explain_copies", "explain_llama",
          "explain_empty_cache", "explain_frag_oom", "explain_frag_oom_expandable",
-         "infer_gpt2_dynamic", "infer_llama_dynamic", "infer_llama_static", "infer_paged"] + list(SETTINGS)
+         "infer_gpt2_dynamic", "infer_llama_dynamic", "infer_llama_static", "infer_paged", "train_eval", "infer_static_kept"] + list(SETTINGS)
 assert sorted(ORDER) == sorted(CASES)
 
 
