@@ -36,6 +36,9 @@ static const char *const cat_rule[MS_CAT_COUNT] = {
 /* A generation job's rules where they differ from a training job's (explain/inference.h). */
 static const char *cat_rule_of(const struct ms_explain *x, unsigned k)
 {
+	if (k == MS_CAT_KV_CACHE && x->job && !strcmp(x->job, "training"))
+		return "made in an evaluation loop: grows by concatenation token by token, or kept "
+		       "across its forwards and released in it, or made by code that names a cache";
 	if (!x->job || strcmp(x->job, "inference") != 0)
 		return cat_rule[k];
 	if (k == MS_CAT_ACTIVATIONS)
@@ -317,12 +320,14 @@ static void print_peak(const struct ms_explain_report *r, const char *label)
 		                        : "");
 }
 
+static void print_requests(const struct ms_explain_inference *f, const char *indent);
+
 /* A generation job: its forwards, weights, KV cache, each category's peak and the requests. */
 static void print_inference(const struct ms_explain_report *r)
 {
 	const struct ms_explain *x = &r->x;
 	const struct ms_explain_inference *f = &x->inference;
-	char b1[32], b2[32], b3[32], b4[32];
+	char b1[32];
 
 	if (!x->job || strcmp(x->job, "inference") != 0)
 		return;
@@ -359,8 +364,51 @@ static void print_inference(const struct ms_explain_report *r)
 	}
 	printf("  requests (each a span in which the KV cache holds bytes; the prompt is its first "
 	       "forward):\n");
-	printf("    request  first event  forwards  prompt peak  decode peak   KV cache  "
-	       "KV added/token\n");
+	print_requests(f, "    ");
+}
+
+/* A training job's evaluation loops (explain/inference.h): each one's span, forwards and peak,
+ * and its requests; the first few, --json has all. */
+static void print_eval_loops(const struct ms_explain_report *r)
+{
+	const struct ms_explain *x = &r->x;
+	char b1[32];
+	size_t shown = x->n_eval_loops < 3 ? x->n_eval_loops : 3;
+
+	if (!x->n_eval_loops)
+		return;
+	printf("\n  evaluation loops: %zu (forwards with no backward and no optimizer step "
+	       "between them; their KV cache by the generation rules)\n",
+	       x->n_eval_loops);
+	for (size_t i = 0; i < shown; i++) {
+		const struct ms_explain_eval_loop *lp = &x->eval_loops[i];
+		printf("    loop %zu: events %llu to %llu, %zu forwards, peak %s requested at "
+		       "event "
+		       "%llu; ",
+		       i + 1, (unsigned long long)lp->first_event,
+		       (unsigned long long)lp->end_event, lp->forwards.n_forwards,
+		       ms_format_size(b1, sizeof(b1), lp->peak_requested),
+		       (unsigned long long)lp->peak_event);
+		if (!lp->forwards.n_requests) {
+			printf("no requests (no KV cache)\n");
+			continue;
+		}
+		printf("%zu request%s:\n", lp->forwards.n_requests,
+		       lp->forwards.n_requests == 1 ? "" : "s");
+		print_requests(&lp->forwards, "      ");
+	}
+	if (shown < x->n_eval_loops)
+		printf("    and %zu more (--json has them)\n", x->n_eval_loops - shown);
+}
+
+/* The requests' table of a generation job or an evaluation loop, each line after indent. */
+static void print_requests(const struct ms_explain_inference *f, const char *indent)
+{
+	char b1[32], b2[32], b3[32], b4[32];
+
+	printf("%srequest  first event  forwards  prompt peak  decode peak   KV cache  "
+	       "KV added/token\n",
+	       indent);
 	for (size_t i = 0; i < f->n_requests; i++) {
 		const struct ms_explain_request *q = &f->requests[i];
 		char tok[32];
@@ -372,7 +420,7 @@ static void print_inference(const struct ms_explain_report *r)
 			                                           : q->kv_bytes_per_token)));
 		else
 			snprintf(tok, sizeof(tok), "-");
-		printf("    %7zu  %11llu  %8u  %11s  %11s  %9s  %14s%s%s\n", i + 1,
+		printf("%s%7zu  %11llu  %8u  %11s  %11s  %9s  %14s%s%s\n", indent, i + 1,
 		       (unsigned long long)q->first_event, q->forwards,
 		       q->began_before_trace ? "-" : ms_format_size(b1, sizeof(b1), q->prompt_peak),
 		       q->forwards >= 2 ? ms_format_size(b2, sizeof(b2), q->decode_peak) : "-",
@@ -388,6 +436,7 @@ void ms_explain_print(const struct ms_explain_report *r, const char *label)
 	print_peak(r, label);
 	print_inference(r);
 	ms_explain_print_steps(r);
+	print_eval_loops(r);
 	ms_explain_print_end(r);
 	if (r->has_oom)
 		ms_explain_print_oom(r);

@@ -37,7 +37,9 @@ int ms_explain_cat_told(const struct ms_explain *x, unsigned cat)
 	if (inference)
 		return cat == MS_CAT_WEIGHTS || cat == MS_CAT_KV_CACHE ||
 		       cat == MS_CAT_ACTIVATIONS || cat == MS_CAT_OTHER;
-	if (cat == MS_CAT_WEIGHTS || cat == MS_CAT_KV_CACHE)
+	if (cat == MS_CAT_KV_CACHE) /* a training job's evaluation loops' */
+		return x->n_eval_loops != 0;
+	if (cat == MS_CAT_WEIGHTS)
 		return 0;
 	if (cat == MS_CAT_ACTIVATIONS || cat == MS_CAT_OTHER)
 		return x->n_optimizer_steps != 0; /* without them all is unplaced */
@@ -1164,6 +1166,31 @@ static void categorize_rest(struct ex *x)
 	}
 }
 
+static uint64_t death_event(const struct ex *x);
+
+/* A training job's evaluation loops (inference.h), their KV cache placed before the rest. */
+static ms_status eval_loops(struct ex *x)
+{
+	uint64_t *opt = ms_malloc(x->nw * sizeof(*opt));
+	ms_status s;
+
+	if (!opt)
+		return MS_ERR_NOMEM;
+	for (size_t i = 0; i < x->nw; i++)
+		opt[i] = x->w[i].s;
+	struct ms_infer_in ii = {.t = x->t,
+	                         .device = x->in->device,
+	                         .b = x->b,
+	                         .n = x->n,
+	                         .has_stacks = x->x->has_stacks,
+	                         .opt_starts = opt,
+	                         .n_opt = x->nw,
+	                         .ends_in_iteration = death_event(x) != NONE || x->t->cut_short};
+	s = ms_infer_eval_loops(&ii, x->x);
+	ms_free(opt);
+	return s;
+}
+
 static int context_cmp(const void *a, const void *b)
 {
 	const struct ms_explain_context *x = a, *y = b;
@@ -1659,7 +1686,7 @@ ms_status ms_explain_run(const struct ms_explain_in *in, struct ms_explain *out)
 	memset(out, 0, sizeof(*out));
 	memset(&x, 0, sizeof(x));
 	out->optimizer[0] = 0;
-	out->steps_from = out->why_uncategorized = "";
+	out->steps_from = out->why_uncategorized = out->eval_loops_why = "";
 	x.t = in->t;
 	x.in = in;
 	x.x = out;
@@ -1685,7 +1712,7 @@ ms_status ms_explain_run(const struct ms_explain_in *in, struct ms_explain *out)
 		goto out;
 	if (x.nw) {
 		out->job = "training";
-		if ((s = categorize_state(&x)))
+		if ((s = categorize_state(&x)) || (s = eval_loops(&x)))
 			goto out;
 	} else {
 		struct ms_infer_in ii = {.t = x.t,
@@ -1798,6 +1825,13 @@ void ms_explain_release(struct ms_explain *x)
 	ms_free(x->growth);
 	ms_free(x->inference.requests);
 	ms_free(x->inference.forward_starts);
+	for (size_t i = 0; i < x->n_eval_loops; i++) {
+		ms_free(x->eval_loops[i].forwards.requests);
+		ms_free(x->eval_loops[i].forwards.forward_starts);
+	}
+	ms_free(x->eval_loops);
+	x->eval_loops = NULL;
+	x->n_eval_loops = 0;
 	x->inference.forward_starts = NULL;
 	ms_free(x->contexts);
 	x->contexts = NULL;

@@ -150,6 +150,14 @@ struct ms_explain_inference {
 	uint64_t *forward_starts; /* the forwards' first events, n_forwards of them (owned) */
 };
 
+/* A training job's evaluation loop (inference.h): its forwards, KV cache and requests as a
+ * generation job's (no weights: the parameters are the training rules'), and its span. */
+struct ms_explain_eval_loop {
+	struct ms_explain_inference forwards;
+	uint64_t first_event, end_event;     /* its first forward's first event; its last event */
+	uint64_t peak_requested, peak_event; /* the bytes allocations asked for, at their highest */
+};
+
 /* The allocations of one compile context (torch.compile's region) in the state broken down. */
 struct ms_explain_context {
 	uint32_t name; /* string id; 0: "N/A", outside compiled regions */
@@ -171,6 +179,12 @@ struct ms_explain {
 	/* each category's own peak over the whole trace (not computed where state_only) */
 	struct ms_explain_cat_peak cat_peak[MS_CAT_COUNT];
 	struct ms_explain_inference inference; /* job "inference" */
+	/* job "training": its evaluation loops, where looked for (eval_loops_looked; else
+	 * eval_loops_why says why) */
+	struct ms_explain_eval_loop *eval_loops;
+	size_t n_eval_loops;
+	int eval_loops_looked;
+	const char *eval_loops_why;
 	/* the state by compile context, most bytes first; n_contexts 0 where no allocation of the
 	 * device's trace was made in a compiled region (a trace recorded without
 	 * compile_context=True has none) */

@@ -18,15 +18,22 @@ enum {
 	F_BACKWARD = 2,  /* a backward pass: Tensor.backward, torch.autograd */
 	F_WORKSPACE = 4, /* a C++ frame of a library's workspace (cuBLAS, cuDNN) */
 	F_CACHE = 8,     /* a Python frame of the program's or a library's naming a cache */
+	F_PYTHON = 16,   /* a Python frame at all */
 	FLAGS_KNOWN = 128,
 };
 
 struct inf {
 	const struct ms_infer_in *in;
 	struct ms_explain *x;
-	uint8_t *flags;   /* stack id -> F_* */
-	uint64_t *starts; /* forwards' first events, ascending */
+	struct ms_explain_inference *r; /* the figures of the forwards looked at */
+	uint8_t *flags;                 /* stack id -> F_* */
+	uint64_t *starts;               /* forwards' first events, ascending */
 	size_t ns, caps;
+	/* the span looked at: events [e_lo, e_hi), the allocations made in it among lives
+	 * [i_lo, i_hi); opens_trace: its first forward is the trace's */
+	uint64_t e_lo, e_hi;
+	size_t i_lo, i_hi;
+	int opens_trace;
 	uint32_t *pred;     /* life -> the life its concatenation replaced (NO_LIFE: none) */
 	uint32_t *of_event; /* event -> the life allocated or freed there (NO_LIFE: none) */
 };
@@ -97,6 +104,8 @@ static uint8_t stack_flags(struct inf *f, uint32_t stack)
 			fl |= F_BACKWARD;
 		if (!file[0] && strstr(name, "::") && strstr(name, "orkspace"))
 			fl |= F_WORKSPACE;
+		if (ends_with_py(file))
+			fl |= F_PYTHON;
 		if (ends_with_py(file) && !torch_or_stdlib(file) &&
 		    (has_cache_word(name) || has_cache_word(base ? base + 1 : file)))
 			fl |= F_CACHE;
@@ -203,10 +212,10 @@ static ms_status chains(struct inf *f)
 
 	if (!(delta = ms_calloc(n ? n : 1, sizeof(*delta))))
 		return MS_ERR_NOMEM;
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = f->i_lo; i < f->i_hi; i++) {
 		uint64_t next = t->n_events, best = 0;
 		uint32_t pick = NO_LIFE;
-		if (b[i].before)
+		if (b[i].before || b[i].cat != MS_CAT_UNPLACED)
 			continue;
 		for (size_t j = i + 1; j < n; j++) /* the device's next allocation */
 			if (!b[j].before) {
@@ -221,7 +230,8 @@ static ms_status chains(struct inf *f)
 			if (k == NO_LIFE)
 				continue;
 			a = &b[k];
-			if (a->f != e || a->before || a->a >= b[i].a || a->size >= b[i].size)
+			if (a->f != e || a->before || a->a >= b[i].a || a->a < f->e_lo ||
+			    a->size >= b[i].size || a->cat != MS_CAT_UNPLACED)
 				continue;
 			if (a->size > best) {
 				best = a->size;
@@ -233,19 +243,19 @@ static ms_status chains(struct inf *f)
 			delta[i] = b[i].size - b[pick].size;
 		}
 	}
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = f->i_lo; i < f->i_hi; i++) {
 		uint32_t a = f->pred[i], z;
 		if (a == NO_LIFE || f->pred[a] == NO_LIFE || delta[a] != delta[i])
 			continue;
 		z = f->pred[a];
 		if (b[z].cat != MS_CAT_KV_CACHE) { /* a chain's first: its start */
-			f->x->inference.kv_concat_chains++;
+			f->r->kv_concat_chains++;
 			b[z].cat = MS_CAT_KV_CACHE;
 		}
 		b[a].cat = b[i].cat = MS_CAT_KV_CACHE;
 	}
 	/* each member replaced by the next is the concatenation's source from then on */
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = f->i_lo; i < f->i_hi; i++) {
 		uint32_t a = f->pred[i];
 		if (a == NO_LIFE || b[i].cat != MS_CAT_KV_CACHE || b[a].cat != MS_CAT_KV_CACHE) {
 			f->pred[i] = NO_LIFE;
@@ -254,8 +264,8 @@ static ms_status chains(struct inf *f)
 		b[a].until = b[i].a;
 		b[a].cat_after = MS_CAT_ACTIVATIONS;
 	}
-	for (size_t i = 0; i < n; i++)
-		f->x->inference.kv_concat_blocks += b[i].cat == MS_CAT_KV_CACHE;
+	for (size_t i = f->i_lo; i < f->i_hi; i++)
+		f->r->kv_concat_blocks += !b[i].before && b[i].cat == MS_CAT_KV_CACHE;
 	ms_free(delta);
 	return MS_OK;
 }
@@ -265,7 +275,7 @@ static void place(struct inf *f, uint64_t first_forward)
 {
 	struct ms_life *b = f->in->b;
 	uint64_t last_start = f->starts[f->ns - 1], teardown = NONE;
-	struct ms_explain_inference *r = &f->x->inference;
+	struct ms_explain_inference *r = f->r;
 
 	/* the program's teardown: from the first free of its weights (a recording that runs to
 	   the program's exit frees them, and what was kept with them, there); what is released
@@ -328,16 +338,16 @@ static size_t forward_of(const struct inf *f, uint64_t i)
 }
 
 /*
- * The requests: sweeping the events, the spans in which the KV cache holds bytes, each from the
- * forward its first cache allocation was made in to the event its cache was all released at;
- * their forwards, the peaks of their prompt's forward and of the rest, and their cache.
+ * The requests: sweeping the span's events, the spans in which the KV cache holds bytes, each
+ * from the forward its first cache allocation was made in to the event its cache was all
+ * released at; their forwards, the peaks of their prompt's forward and of the rest, and their
+ * cache. The span's own peak of requested bytes into *span_peak, first at *span_peak_event.
  */
-static ms_status requests(struct inf *f)
+static ms_status requests(struct inf *f, uint64_t *span_peak, uint64_t *span_peak_event)
 {
-	const struct ms_trace *t = f->in->t;
 	const struct ms_life *b = f->in->b;
-	struct ms_explain_inference *r = &f->x->inference;
-	uint64_t kv = 0, total = 0, last_ev = 0, *kv_at = NULL, *peak = NULL;
+	struct ms_explain_inference *r = f->r;
+	uint64_t kv = 0, total = 0, last_ev = f->e_lo, *kv_at = NULL, *peak = NULL;
 	size_t next = 0, capr = 0;
 	struct ms_explain_request *q = NULL;
 	ms_status s = MS_ERR_NOMEM;
@@ -347,12 +357,16 @@ static ms_status requests(struct inf *f)
 	if (!(kv_at = ms_calloc(f->ns, sizeof(*kv_at))) ||
 	    !(peak = ms_calloc(f->ns, sizeof(*peak))))
 		goto out;
-	for (size_t i = 0; i < f->in->n; i++)
-		if (b[i].before) {
-			total += b[i].size;
+	for (size_t i = 0; i < f->in->n; i++) { /* alive as the span begins */
+		const struct ms_life *l = &b[i];
+		if (l->before)
 			mid_run = 1;
-		}
-	for (uint64_t e = 0; e < t->n_events; e++) {
+		if ((l->before || l->a < f->e_lo) && (l->f == NONE || l->f >= f->e_lo))
+			total += l->size;
+	}
+	*span_peak = total;
+	*span_peak_event = f->e_lo;
+	for (uint64_t e = f->e_lo; e < f->e_hi; e++) {
 		uint32_t k = f->of_event[e];
 		const struct ms_life *l;
 		while (next < f->ns && f->starts[next] <= e) /* steps may start at one event */
@@ -393,6 +407,10 @@ static ms_status requests(struct inf *f)
 			q->kv_peak = kv;
 		if (next && total > peak[next - 1])
 			peak[next - 1] = total;
+		if (total > *span_peak) {
+			*span_peak = total;
+			*span_peak_event = e;
+		}
 	}
 	if (q)
 		q->end_event = last_ev;
@@ -401,7 +419,7 @@ static ms_status requests(struct inf *f)
 		size_t k0 = forward_of(f, rq->first_event), k1 = forward_of(f, rq->end_event) + 1;
 		/* a trace that starts mid-run, in its first request: what came before is not known
 		 */
-		if (!i && rq->first_event <= f->starts[0] && mid_run)
+		if (!i && rq->first_event <= f->starts[0] && mid_run && f->opens_trace)
 			rq->began_before_trace = 1;
 		if (k0 == SIZE_MAX && k1 == 0)
 			continue;   /* all before the first forward: no forwards of its own */
@@ -428,10 +446,36 @@ out:
 	return s;
 }
 
+/* The indices the rules look lives up by: each life's concatenation source, each event's life. */
+static ms_status index_lives(struct inf *f)
+{
+	const struct ms_infer_in *in = f->in;
+
+	f->pred = ms_malloc((in->n ? in->n : 1) * sizeof(*f->pred));
+	f->of_event = ms_malloc((in->t->n_events ? in->t->n_events : 1) * sizeof(*f->of_event));
+	if (!f->pred || !f->of_event)
+		return MS_ERR_NOMEM;
+	memset(f->pred, 0xff, (in->n ? in->n : 1) * sizeof(*f->pred));
+	memset(f->of_event, 0xff, (in->t->n_events ? in->t->n_events : 1) * sizeof(*f->of_event));
+	for (size_t i = 0; i < in->n; i++) {
+		const struct ms_life *l = &in->b[i];
+		if (!l->before)
+			f->of_event[l->a] = (uint32_t)i;
+		if (l->f != NONE)
+			f->of_event[l->f] = (uint32_t)i;
+	}
+	return MS_OK;
+}
+
 ms_status ms_infer_categorize(const struct ms_infer_in *in, struct ms_explain *x)
 {
-	struct inf f = {.in = in, .x = x};
-	uint64_t first_forward = NONE;
+	struct inf f = {.in = in,
+	                .x = x,
+	                .r = &x->inference,
+	                .e_hi = in->t->n_events,
+	                .i_hi = in->n,
+	                .opens_trace = 1};
+	uint64_t first_forward = NONE, pk, pe;
 	ms_status s = MS_ERR_NOMEM;
 
 	memset(&x->inference, 0, sizeof(x->inference));
@@ -482,23 +526,10 @@ ms_status ms_infer_categorize(const struct ms_infer_in *in, struct ms_explain *x
 	}
 	x->inference.first_forward = first_forward;
 	x->inference.n_forwards = f.ns;
-	f.pred = ms_malloc((in->n ? in->n : 1) * sizeof(*f.pred));
-	f.of_event = ms_malloc((in->t->n_events ? in->t->n_events : 1) * sizeof(*f.of_event));
-	if (!f.pred || !f.of_event)
-		goto nomem;
-	memset(f.pred, 0xff, (in->n ? in->n : 1) * sizeof(*f.pred));
-	memset(f.of_event, 0xff, (in->t->n_events ? in->t->n_events : 1) * sizeof(*f.of_event));
-	for (size_t i = 0; i < in->n; i++) {
-		const struct ms_life *l = &in->b[i];
-		if (!l->before)
-			f.of_event[l->a] = (uint32_t)i;
-		if (l->f != NONE)
-			f.of_event[l->f] = (uint32_t)i;
-	}
-	if ((s = chains(&f)))
+	if ((s = index_lives(&f)) || (s = chains(&f)))
 		goto out;
 	place(&f, first_forward);
-	if ((s = requests(&f)))
+	if ((s = requests(&f, &pk, &pe)))
 		goto out;
 	x->job = "inference";
 	x->inference.forward_starts = f.starts; /* kept: the forwards' first events */
@@ -510,6 +541,169 @@ nomem:
 out:
 	ms_free(f.flags);
 	ms_free(f.starts);
+	ms_free(f.pred);
+	ms_free(f.of_event);
+	return s;
+}
+
+/*
+ * An evaluation loop's own rules: of what it makes, the KV cache (chains, kept across two of its
+ * forwards' starts and released in it, or named a cache); the rest is left to the training
+ * rules.
+ */
+static void place_eval(struct inf *f)
+{
+	struct ms_life *b = f->in->b;
+
+	for (size_t i = f->i_lo; i < f->i_hi; i++) {
+		struct ms_life *l = &b[i];
+		uint8_t fl;
+		int kept_on;
+		size_t crossed;
+		if (l->before || l->cat != MS_CAT_UNPLACED)
+			continue;
+		fl = stack_flags(f, l->stack);
+		if (fl & F_WORKSPACE)
+			continue;
+		kept_on = l->f == NONE || l->f >= f->e_hi; /* kept past the loop */
+		crossed = starts_crossed(f, l->a, kept_on ? NONE : l->f);
+		if (crossed < 2)
+			continue;
+		if (fl & F_CACHE) {
+			l->cat = MS_CAT_KV_CACHE;
+			f->r->kv_named_blocks++;
+		} else if (!kept_on && (fl & F_CALL)) {
+			l->cat = MS_CAT_KV_CACHE;
+			f->r->kv_kept_blocks++;
+		}
+	}
+}
+
+/* One loop, forwards [k0, k1] of all: its rules, requests and figures into lp. */
+static ms_status eval_loop(struct inf *f, const uint64_t *all, size_t n_all, size_t k0, size_t k1,
+                           struct ms_explain_eval_loop *lp)
+{
+	const struct ms_life *b = f->in->b;
+	ms_status s;
+
+	memset(lp, 0, sizeof(*lp));
+	f->r = &lp->forwards;
+	f->r->first_forward = all[k0];
+	f->r->forwards_from = "module calls";
+	f->r->n_forwards = k1 - k0 + 1;
+	if (!(f->r->forward_starts = ms_malloc(f->r->n_forwards * sizeof(*all))))
+		return MS_ERR_NOMEM;
+	memcpy(f->r->forward_starts, all + k0, f->r->n_forwards * sizeof(*all));
+	f->starts = f->r->forward_starts;
+	f->ns = f->r->n_forwards;
+	f->e_lo = all[k0];
+	f->e_hi = k1 + 1 < n_all ? all[k1 + 1] : f->in->t->n_events;
+	f->opens_trace = k0 == 0;
+	while (f->i_lo < f->in->n && (b[f->i_lo].before || b[f->i_lo].a < f->e_lo))
+		f->i_lo++;
+	for (f->i_hi = f->i_lo; f->i_hi < f->in->n; f->i_hi++)
+		if (!b[f->i_hi].before && b[f->i_hi].a >= f->e_hi)
+			break;
+	if ((s = chains(f)))
+		return s;
+	place_eval(f);
+	if ((s = requests(f, &lp->peak_requested, &lp->peak_event)))
+		return s;
+	lp->first_event = f->e_lo;
+	lp->end_event = f->e_hi - 1;
+	return MS_OK;
+}
+
+ms_status ms_infer_eval_loops(const struct ms_infer_in *in, struct ms_explain *x)
+{
+	struct inf f = {.in = in, .x = x};
+	uint8_t *training = NULL;
+	uint64_t *all = NULL;
+	size_t n_all, cap = 0, o = 0;
+	int any_backward = 0;
+	ms_status s = MS_ERR_NOMEM;
+
+	x->eval_loops_looked = 0;
+	if (!in->has_stacks) {
+		x->eval_loops_why = "the trace has no stacks: a forward (a module's call) and a "
+		                    "backward pass cannot be told from its allocations";
+		return MS_OK;
+	}
+	if (!(f.flags = ms_calloc(ms_symtab_nstacks(&in->t->syms) + 1, 1)))
+		return MS_ERR_NOMEM;
+	if ((s = starts_from_calls(&f)))
+		goto out;
+	all = f.starts;
+	n_all = f.ns;
+	f.starts = NULL;
+	s = MS_ERR_NOMEM;
+	if (!(training = ms_calloc(n_all ? n_all : 1, 1)))
+		goto out;
+	/* a forward is training's where a backward allocation or an optimizer step lies between
+	   its start and the next forward's: one under Tensor.backward, or one without a Python
+	   frame in a trace with stacks (made off Python's thread: the autograd engine's, whose
+	   allocations carry no frames) */
+	f.starts = all;
+	f.ns = n_all;
+	for (size_t i = 0; i < in->n; i++) {
+		const struct ms_life *l = &in->b[i];
+		size_t k;
+		uint8_t fl;
+		if (l->before)
+			continue;
+		fl = stack_flags(&f, l->stack);
+		if ((fl & F_PYTHON) && !(fl & F_BACKWARD))
+			continue;
+		any_backward = 1;
+		if ((k = forward_of(&f, l->a)) != SIZE_MAX)
+			training[k] = 1;
+	}
+	for (size_t i = 0; i < in->n_opt; i++) {
+		size_t k = forward_of(&f, in->opt_starts[i]);
+		if (k != SIZE_MAX)
+			training[k] = 1;
+	}
+	f.starts = NULL;
+	f.ns = 0;
+	if (!any_backward) {
+		x->eval_loops_why = "the trace's stacks show no backward pass: its training "
+		                    "forwards cannot be told from evaluation";
+		s = MS_OK;
+		goto out;
+	}
+	x->eval_loops_looked = 1;
+	if ((s = index_lives(&f)))
+		goto out;
+	for (size_t k = 0; k < n_all;) {
+		size_t k1 = k, start = k;
+		if (training[k]) {
+			k++;
+			continue;
+		}
+		while (k1 + 1 < n_all && !training[k1 + 1])
+			k1++;
+		k = k1 + 1;
+		/* where the job died or the trace was cut, its last forward may be a training
+		   iteration's that never reached its backward */
+		if (k1 + 1 == n_all && in->ends_in_iteration && k1-- == start)
+			break;
+		if (k1 == start) /* one forward: nothing of a loop to tell by */
+			continue;
+		if (ms_grow(&x->eval_loops, &cap, o + 1, sizeof(*x->eval_loops))) {
+			s = MS_ERR_NOMEM;
+			goto out;
+		}
+		x->n_eval_loops = ++o;
+		if ((s = eval_loop(&f, all, n_all, start, k1, &x->eval_loops[o - 1])))
+			goto out;
+	}
+	f.starts = NULL; /* the last loop's own forwards: x owns them */
+	s = MS_OK;
+out:
+	f.starts = NULL;
+	ms_free(all);
+	ms_free(training);
+	ms_free(f.flags);
 	ms_free(f.pred);
 	ms_free(f.of_event);
 	return s;

@@ -43,6 +43,10 @@ struct ms_infer_in {
 	const uint64_t *steps;
 	size_t n_steps;
 	const char *steps_from;
+	/* a training job's optimizer steps' first events, ascending (ms_infer_eval_loops) */
+	const uint64_t *opt_starts;
+	size_t n_opt;
+	int ends_in_iteration; /* the job died, or the trace was cut, after its last forward */
 };
 
 /*
@@ -52,5 +56,18 @@ struct ms_infer_in {
  * @return MS_OK or MS_ERR_NOMEM.
  */
 ms_status ms_infer_categorize(const struct ms_infer_in *in, struct ms_explain *x);
+
+/*
+ * A training job's evaluation loops: runs of two forwards (module calls) or more with no
+ * backward allocation and no optimizer step between one's start and the next's (where the job
+ * died or the trace was cut, less its last forward: an iteration that never reached its
+ * backward). Of what a loop makes,
+ * the KV cache is placed by the rules above (concatenation chains; kept across two of its
+ * forwards' starts, made in a forward and released in the loop; named a cache); the rest is
+ * left to the training rules. Into x->eval_loops with their requests; without stacks, or where
+ * the stacks show no backward pass, none are looked for and x->eval_loops_why says why.
+ * @return MS_OK or MS_ERR_NOMEM.
+ */
+ms_status ms_infer_eval_loops(const struct ms_infer_in *in, struct ms_explain *x);
 
 #endif

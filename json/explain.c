@@ -181,6 +181,9 @@ static void event_time(cJSON *o, const char *key, const struct ms_trace *t, uint
 		cJSON_AddNullToObject(o, key);
 }
 
+static void kv_and_requests(cJSON *o, const struct ms_trace *t,
+                            const struct ms_explain_inference *f);
+
 static void inference(cJSON *root, const struct ms_trace *t, const struct ms_explain *x,
                       uint64_t peak)
 {
@@ -201,7 +204,44 @@ static void inference(cJSON *root, const struct ms_trace *t, const struct ms_exp
 	a = cJSON_AddObjectToObject(o, "weights");
 	ms_json_u64(a, "bytes", f->weight_bytes);
 	ms_json_u64(a, "allocations", f->weight_blocks);
-	a = cJSON_AddObjectToObject(o, "kv_cache_rules");
+	kv_and_requests(o, t, f);
+}
+
+/* A training job's evaluation loops; null for any other job. */
+static void eval_loops(cJSON *root, const struct ms_trace *t, const struct ms_explain *x)
+{
+	cJSON *o, *a;
+
+	if (!x->job || strcmp(x->job, "training") != 0) {
+		cJSON_AddNullToObject(root, "eval_loops");
+		return;
+	}
+	o = cJSON_AddObjectToObject(root, "eval_loops");
+	cJSON_AddBoolToObject(o, "looked_for", x->eval_loops_looked);
+	add_str_or_null(o, "why_not", x->eval_loops_looked ? "" : x->eval_loops_why);
+	a = cJSON_AddArrayToObject(o, "loops");
+	for (size_t i = 0; i < x->n_eval_loops; i++) {
+		const struct ms_explain_eval_loop *lp = &x->eval_loops[i];
+		cJSON *l = cJSON_CreateObject();
+		cJSON_AddNumberToObject(l, "loop", (double)(i + 1));
+		ms_json_u64(l, "first_event", lp->first_event);
+		ms_json_u64(l, "end_event", lp->end_event);
+		event_time(l, "first_time_s", t, lp->first_event);
+		event_time(l, "end_time_s", t, lp->end_event);
+		ms_json_u64(l, "forwards", lp->forwards.n_forwards);
+		ms_json_u64(l, "peak_requested_bytes", lp->peak_requested);
+		ms_json_u64(l, "peak_event", lp->peak_event);
+		kv_and_requests(l, t, &lp->forwards);
+		cJSON_AddItemToArray(a, l);
+	}
+}
+
+/* The KV cache's rules and the requests of a generation job or an evaluation loop. */
+static void kv_and_requests(cJSON *o, const struct ms_trace *t,
+                            const struct ms_explain_inference *f)
+{
+	cJSON *a = cJSON_AddObjectToObject(o, "kv_cache_rules");
+
 	ms_json_u64(a, "concatenated_allocations", f->kv_concat_blocks);
 	ms_json_u64(a, "concatenation_chains", f->kv_concat_chains);
 	ms_json_u64(a, "kept_and_released_allocations", f->kv_kept_blocks);
@@ -475,6 +515,7 @@ cJSON *ms_explain_report_json(const struct ms_explain_report *r, const char *pat
 	peaks(root, r);
 	state(root, r);
 	inference(root, r->t, &r->x, r->peak_index);
+	eval_loops(root, r->t, &r->x);
 	steps(root, r);
 	live_at_end(root, r);
 	findings(cJSON_AddObjectToObject(root, "findings"), r);

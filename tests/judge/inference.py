@@ -16,6 +16,10 @@ and DIR/NAME.zst (memsnap's recording of the same run) and checks:
     tokens; its forwards, where the job counted them (eager forwards);
   - in the snapshot, each request's span inside the job's own (start_us, end_us), and the
     peak's request the one whose span holds the peak's time.
+A truth with eval_loops (the train_eval case: a training job that evaluates between its
+optimizer steps) is judged as a training job: its parameters within 1% of the model's, one
+evaluation loop per evaluation the job ran, each with the job's forwards, starting inside the
+job's own span of it and holding its requests, which are judged as above.
 Exit 1 on any failure.
 """
 import json
@@ -39,14 +43,66 @@ def near(a, b, tol):
 
 def expected_per_token(t, q):
     m = t["model"]
-    if m["cache"] == "static":
+    cache = m.get("cache", "dynamic")  # an evaluation loop's generate: the dynamic cache
+    if cache in ("static", "static_kept"):
         return 0
-    if m["cache"] == "dynamic":
+    if cache == "dynamic":
         return q["kv_bytes_per_token"]
     blk = m["block_tokens"]
     p, f = q["prompt_tokens"], q["forwards"]
     grown = math.ceil((p + f - 2) / blk) - math.ceil(p / blk)
     return grown * blk * q["kv_bytes_per_token"] // (f - 2)
+
+
+def judge_requests(t, tag, ext, reqs, truth_reqs, first_us):
+    check(len(reqs) == len(truth_reqs), f"{tag}: {len(reqs)} requests vs {len(truth_reqs)}")
+    for q, tq in zip(reqs, truth_reqs):
+        i = tq["request"] + 1
+        check(near(q["kv_cache_peak_bytes"], tq["kv_bytes"], 0.05),
+              f"{tag}: request {i} KV cache {q['kv_cache_peak_bytes']} vs {tq['kv_bytes']}")
+        if tq["forwards"] is not None:
+            check(q["forwards"] == tq["forwards"],
+                  f"{tag}: request {i} forwards {q['forwards']} vs {tq['forwards']}")
+            want = expected_per_token(t, tq)
+            got = q["kv_cache_bytes_per_token"]
+            check(near(got, want, 0.05), f"{tag}: request {i} KV per token {got} vs {want}")
+        else:  # compiled forwards: the cache is made once, it does not grow
+            got = q["kv_cache_bytes_per_token"]
+            check(got == expected_per_token(t, tq),
+                  f"{tag}: request {i} KV per token {got} vs 0 (made once)")
+        if ext == "pickle.zst":
+            a = first_us + q["first_time_s"] * 1e6
+            b = first_us + q["end_time_s"] * 1e6
+            check(tq["start_us"] - 5 <= a <= b <= tq["end_us"] + 5,
+                  f"{tag}: request {i} span {a:.0f}..{b:.0f} in the job's "
+                  f"{tq['start_us']}..{tq['end_us']}")
+
+
+def judge_training(t, tag, ext, r):
+    first_us = t["content"]["entry_time_us_first_last"][0]
+    check(r.get("job") == "training", f"{tag}: a training job")
+    p = t["model"]["parameter_bytes"]
+    got = r["categories"]["parameters"]
+    check(near(got, p, 0.01), f"{tag}: parameters {got} vs the model's {p}")
+    ev = r.get("eval_loops") or {}
+    loops = ev.get("loops") or []
+    check(len(loops) == len(t["eval_loops"]),
+          f"{tag}: {len(loops)} evaluation loops vs {len(t['eval_loops'])}")
+    kvp = (r["category_peaks"].get("kv_cache") or {}).get("bytes")
+    want = max(lp["kv_peak_bytes"] for lp in t["eval_loops"])
+    check(near(kvp, want, 0.05), f"{tag}: KV cache peak {kvp} vs {want}")
+    for lp, tl in zip(loops, t["eval_loops"]):
+        n = tl["round"] + 1
+        check(lp["forwards"] == tl["forwards"],
+              f"{tag}: loop {n} forwards {lp['forwards']} vs {tl['forwards']}")
+        if ext == "pickle.zst":
+            a = first_us + lp["first_time_s"] * 1e6
+            b = first_us + lp["end_time_s"] * 1e6
+            last = tl["requests"][-1]["end_us"]
+            check(tl["start_us"] - 5 <= a <= tl["end_us"] + 5 and b >= last - 5,
+                  f"{tag}: loop {n} span {a:.0f}..{b:.0f} begins in the job's "
+                  f"{tl['start_us']}..{tl['end_us']} and holds its requests (to {last})")
+        judge_requests(t, f"{tag}: loop {n}", ext, lp["requests"], tl["requests"], first_us)
 
 
 def judge(ms, d, name):
@@ -58,6 +114,9 @@ def judge(ms, d, name):
         r = json.loads(subprocess.run([ms, "explain", "--json", path], capture_output=True,
                                       text=True, check=True).stdout)
         tag = f"{name}.{ext}"
+        if "eval_loops" in t:
+            judge_training(t, tag, ext, r)
+            continue
         inf = r.get("inference")
         check(r.get("job") == "inference" and inf is not None, f"{tag}: a generation job")
         if not inf:
@@ -71,8 +130,6 @@ def judge(ms, d, name):
         check(near(kvp, t["kv_peak_bytes"], 0.05),
               f"{tag}: KV cache peak {kvp} vs {t['kv_peak_bytes']}")
         reqs = inf["requests"]
-        check(len(reqs) == len(t["requests"]),
-              f"{tag}: {len(reqs)} requests vs {len(t['requests'])}")
         first_us = t["content"]["entry_time_us_first_last"][0]
         if ext == "pickle.zst":  # the peak's request: the job's own span that holds its time
             at = first_us + r["peak"]["time_s"] * 1e6
@@ -80,26 +137,7 @@ def judge(ms, d, name):
                          if q["start_us"] - 5 <= at <= q["end_us"] + 5), 0)
             check(inf["peak_request"] == want,
                   f"{tag}: the peak in request {inf['peak_request']} vs the job's {want}")
-        for q, tq in zip(reqs, t["requests"]):
-            i = tq["request"] + 1
-            check(near(q["kv_cache_peak_bytes"], tq["kv_bytes"], 0.05),
-                  f"{tag}: request {i} KV cache {q['kv_cache_peak_bytes']} vs {tq['kv_bytes']}")
-            if tq["forwards"] is not None:
-                check(q["forwards"] == tq["forwards"],
-                      f"{tag}: request {i} forwards {q['forwards']} vs {tq['forwards']}")
-                want = expected_per_token(t, tq)
-                got = q["kv_cache_bytes_per_token"]
-                check(near(got, want, 0.05), f"{tag}: request {i} KV per token {got} vs {want}")
-            else:  # compiled forwards: the cache is made once, it does not grow
-                got = q["kv_cache_bytes_per_token"]
-                check(got == expected_per_token(t, tq),
-                      f"{tag}: request {i} KV per token {got} vs 0 (made once)")
-            if ext == "pickle.zst":
-                a = first_us + q["first_time_s"] * 1e6
-                b = first_us + q["end_time_s"] * 1e6
-                check(tq["start_us"] - 5 <= a <= b <= tq["end_us"] + 5,
-                      f"{tag}: request {i} span {a:.0f}..{b:.0f} in the job's "
-                      f"{tq['start_us']}..{tq['end_us']}")
+        judge_requests(t, tag, ext, reqs, t["requests"], first_us)
 
 
 def main():
