@@ -420,14 +420,20 @@ static void print_requests(const struct ms_explain_inference *f, const char *ind
 			                                           : q->kv_bytes_per_token)));
 		else
 			snprintf(tok, sizeof(tok), "-");
-		printf("%s%7zu  %11llu  %8u  %11s  %11s  %9s  %14s%s%s\n", indent, i + 1,
+		printf("%s%7zu  %11llu  %8u  %11s  %11s  %9s  %14s%s%s%s\n", indent, i + 1,
 		       (unsigned long long)q->first_event, q->forwards,
 		       q->began_before_trace ? "-" : ms_format_size(b1, sizeof(b1), q->prompt_peak),
 		       q->forwards >= 2 ? ms_format_size(b2, sizeof(b2), q->decode_peak) : "-",
 		       ms_format_size(b3, sizeof(b3), q->kv_peak), tok,
 		       q->released ? "" : "  (held at the end)",
 		       q->began_before_trace ? "  (begun before the trace: its prompt not in it)"
-		                             : "");
+		                             : "",
+		       q->may_be_several
+		               ? "\n    its cache was made in its first forward and kept, "
+		                 "not grown, through every other: one request or several "
+		                 "that reuse the cache (a static cache kept across requests, "
+		                 "blocks made once) cannot be told apart"
+		               : "");
 	}
 }
 

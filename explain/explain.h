@@ -134,6 +134,10 @@ struct ms_explain_request {
 	uint64_t kv_at_last;        /* ... at its last forward's start */
 	int per_token_told;         /* 3 forwards or more */
 	int64_t kv_bytes_per_token; /* (kv_at_last - kv_after_prompt) / (forwards - 2) */
+	/* the job's (or loop's) only request, its cache made in the first forward and kept, not
+	 * grown, through the last: one request or several reusing the cache (a static cache kept
+	 * across requests, a server's blocks made once) cannot be told apart */
+	int may_be_several;
 };
 
 /* What explain found of a generation job (inference.h). */

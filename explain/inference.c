@@ -438,6 +438,11 @@ static ms_status requests(struct inf *f, uint64_t *span_peak, uint64_t *span_pea
 			        ((int64_t)rq->kv_at_last - (int64_t)rq->kv_after_prompt) /
 			        (int64_t)(rq->forwards - 2);
 		}
+		/* the only request, its cache made in the first forward and kept, not grown,
+		   across all the others: a cache several requests reuse looks the same */
+		rq->may_be_several = r->n_requests == 1 && k0 == 0 && k1 == f->ns &&
+		                     rq->forwards >= 3 && rq->kv_at_last == rq->kv_after_prompt &&
+		                     rq->kv_at_last == rq->kv_peak;
 	}
 	s = MS_OK;
 out:

@@ -258,6 +258,8 @@ static void kv_and_requests(cJSON *o, const struct ms_trace *t,
 		cJSON_AddBoolToObject(rq, "released", q->released);
 		/* begun before a trace that starts mid-run: its first forward may be a token's */
 		cJSON_AddBoolToObject(rq, "began_before_trace", q->began_before_trace);
+		/* a cache made once and kept through every forward: one request or several */
+		cJSON_AddBoolToObject(rq, "may_be_several", q->may_be_several);
 		cJSON_AddNumberToObject(rq, "forwards", q->forwards);
 		ms_json_u64_known(rq, "prompt_peak_requested_bytes", !q->began_before_trace,
 		                  q->prompt_peak);

@@ -20,6 +20,9 @@ A truth with eval_loops (the train_eval case: a training job that evaluates betw
 optimizer steps) is judged as a training job: its parameters within 1% of the model's, one
 evaluation loop per evaluation the job ran, each with the job's forwards, starting inside the
 job's own span of it and holding its requests, which are judged as above.
+A truth whose cache is static_kept (one cache made before the first request and reused by all)
+expects one span said to be one request or several (may_be_several), with all the job's
+forwards, the cache's bytes and no growth per token.
 Exit 1 on any failure.
 """
 import json
@@ -78,6 +81,21 @@ def judge_requests(t, tag, ext, reqs, truth_reqs, first_us):
                   f"{tq['start_us']}..{tq['end_us']}")
 
 
+def judge_kept(t, tag, reqs):
+    """One cache made before the first request and reused by all: the allocations cannot tell
+    the requests apart, so one span that says so, with every forward and the cache's bytes."""
+    fw = sum(q["forwards"] for q in t["requests"])
+    check(len(reqs) == 1 and reqs[0]["may_be_several"],
+          f"{tag}: one span said to be one request or several ({len(reqs)} found)")
+    if reqs:
+        q = reqs[0]
+        check(q["forwards"] == fw, f"{tag}: its forwards {q['forwards']} vs the job's {fw}")
+        check(near(q["kv_cache_peak_bytes"], t["kv_peak_bytes"], 0.05),
+              f"{tag}: its KV cache {q['kv_cache_peak_bytes']} vs {t['kv_peak_bytes']}")
+        check(q["kv_cache_bytes_per_token"] == 0,
+              f"{tag}: KV per token {q['kv_cache_bytes_per_token']} vs 0 (made once)")
+
+
 def judge_training(t, tag, ext, r):
     first_us = t["content"]["entry_time_us_first_last"][0]
     check(r.get("job") == "training", f"{tag}: a training job")
@@ -130,6 +148,9 @@ def judge(ms, d, name):
         check(near(kvp, t["kv_peak_bytes"], 0.05),
               f"{tag}: KV cache peak {kvp} vs {t['kv_peak_bytes']}")
         reqs = inf["requests"]
+        if t["model"]["cache"] == "static_kept":
+            judge_kept(t, tag, reqs)
+            continue
         first_us = t["content"]["entry_time_us_first_last"][0]
         if ext == "pickle.zst":  # the peak's request: the job's own span that holds its time
             at = first_us + r["peak"]["time_s"] * 1e6

@@ -1,0 +1,23 @@
+# A training job's evaluation loops (docs/EXPLAIN.md, "Evaluation loops in training jobs"): GPT-2
+# trained with AdamW and evaluated twice between its optimizer steps (validation batches, then
+# generate with the dynamic cache); the loops' figures against the job's own counts are
+# judge_inference's. Then a cache made once and reused by three requests: one span that says it may
+# be several. A trace without stacks looks for no loops and says why; a training iteration that
+# died in its forward is no loop.
+d=testdata/snapshots/inference
+"$MEMSNAP" -q explain "$d/train_eval.zst" | sed -n '/^    kv_cache/p;/^  evaluation loops/,/^$/p'
+"$MEMSNAP" -q explain "$d/llama_static_kept.pickle.zst" | sed -n '/^  requests/,/^$/p'
+"$MEMSNAP" -q explain --json testdata/snapshots/gpt_train.pickle.zst | python3 -c '
+import json, sys
+r = json.load(sys.stdin)
+print(r["job"], r["eval_loops"], r["categories"]["kv_cache"])'
+"$MEMSNAP" -q explain --json testdata/snapshots/dynamic_oom.pickle | python3 -c '
+import json, sys
+r = json.load(sys.stdin)
+print(r["job"], r["eval_loops"])'
+# rank 1 of a DDP job died in its fifth iteration's forward: that forward, with no backward after
+# it, is the iteration that never reached its backward, not an evaluation loop
+"$MEMSNAP" -q explain --json testdata/snapshots/verdicts/ddp_rank1.pickle.zst | python3 -c '
+import json, sys
+r = json.load(sys.stdin)
+print(r["job"], r["eval_loops"], r["oom"]["event"] is not None)'
