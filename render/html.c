@@ -473,7 +473,8 @@ static void diagnosis_json(struct ms_jsonw *w, const struct ms_report_diagnosis 
 	key_cstr(w, "job", g->job ? g->job : "");
 	key_u64(w, "steps_before_trace", g->steps_before_trace);
 	/* a generation job's requests: [first event, forwards, prompt peak, decode peak (null with
-	 * one forward), KV cache peak, KV added a token (null under 3 forwards), released] each */
+	 * one forward), KV cache peak, KV added a token (null under 3 forwards), released, may be
+	 * several requests] each */
 	ms_jsonw_key(w, "requests");
 	ms_jsonw_arr_begin(w);
 	for (size_t k = 0; k < g->n_requests; k++) {
@@ -492,6 +493,23 @@ static void diagnosis_json(struct ms_jsonw *w, const struct ms_report_diagnosis 
 		else
 			ms_jsonw_null(w);
 		ms_jsonw_bool(w, q->released);
+		ms_jsonw_bool(w, q->may_be_several);
+		ms_jsonw_arr_end(w);
+	}
+	ms_jsonw_arr_end(w);
+	/* a training job's evaluation loops: [first event, last event, forwards, peak requested,
+	 * requests, largest request's KV cache] each */
+	ms_jsonw_key(w, "eval_loops");
+	ms_jsonw_arr_begin(w);
+	for (size_t k = 0; k < g->n_eval_loops; k++) {
+		const struct ms_report_eval_loop *lp = &g->eval_loops[k];
+		ms_jsonw_arr_begin(w);
+		ms_jsonw_u64(w, lp->first_event);
+		ms_jsonw_u64(w, lp->end_event);
+		ms_jsonw_u64(w, lp->forwards);
+		ms_jsonw_u64(w, lp->peak_requested);
+		ms_jsonw_u64(w, lp->n_requests);
+		ms_jsonw_u64(w, lp->kv_peak);
 		ms_jsonw_arr_end(w);
 	}
 	ms_jsonw_arr_end(w);

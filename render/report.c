@@ -878,6 +878,7 @@ void ms_report_release(struct ms_report *rep)
 	ms_free(rep->band_cat);
 	ms_free(rep->diag.steps);
 	ms_free(rep->diag.requests);
+	ms_free(rep->diag.eval_loops);
 	ms_bands_release(&rep->bands);
 	ms_symtab_release(&rep->site_labels);
 	ms_symtab_release(&rep->frames);
@@ -973,8 +974,25 @@ ms_status ms_report_diagnose(struct ms_report *rep, const struct ms_trace *t,
 		       x.inference.n_requests * sizeof(*g->requests));
 		g->n_requests = x.inference.n_requests;
 	}
-	s = (x.n_steps && !g->steps) || (x.inference.n_requests && !g->requests) ? MS_ERR_NOMEM
-	                                                                         : MS_OK;
+	if (x.n_eval_loops && (g->eval_loops = ms_calloc(x.n_eval_loops, sizeof(*g->eval_loops)))) {
+		for (size_t k = 0; k < x.n_eval_loops; k++) {
+			const struct ms_explain_eval_loop *lp = &x.eval_loops[k];
+			struct ms_report_eval_loop *o = &g->eval_loops[k];
+			o->first_event = lp->first_event;
+			o->end_event = lp->end_event;
+			o->forwards = lp->forwards.n_forwards;
+			o->peak_requested = lp->peak_requested;
+			o->n_requests = lp->forwards.n_requests;
+			for (size_t q = 0; q < o->n_requests; q++)
+				if (lp->forwards.requests[q].kv_peak > o->kv_peak)
+					o->kv_peak = lp->forwards.requests[q].kv_peak;
+		}
+		g->n_eval_loops = x.n_eval_loops;
+	}
+	s = (x.n_steps && !g->steps) || (x.inference.n_requests && !g->requests) ||
+	                    (x.n_eval_loops && !g->eval_loops)
+	            ? MS_ERR_NOMEM
+	            : MS_OK;
 	ms_explain_release(&x);
 	return s;
 }

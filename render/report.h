@@ -144,6 +144,13 @@ struct ms_report_diagnosis {
 	/* a generation job's requests (explain.h), owned */
 	struct ms_explain_request *requests;
 	size_t n_requests;
+	/* a training job's evaluation loops (explain.h): their span, forwards, peak, requests and
+	 * the KV cache's largest request, owned */
+	struct ms_report_eval_loop {
+		uint64_t first_event, end_event, forwards, peak_requested, kv_peak;
+		size_t n_requests;
+	} * eval_loops;
+	size_t n_eval_loops;
 	/* the steps (explain.h), owned; numbered after steps_before_trace */
 	const char *steps_from; /* static: "step annotations", ..., or "" */
 	char steps_scope[128];  /* "record_function scopes": the scope's name */

@@ -279,7 +279,10 @@
 			var rqBody = document.createElement('tbody');
 			g.requests.forEach(function (q, k) {
 				var tr = document.createElement('tr');
-				[String(k + 1) + (q[6] ? '' : ' (held at the end)'), String(q[0]), String(q[1]),
+				[String(k + 1) + (q[6] ? '' : ' (held at the end)') +
+					(q[7] ? ' (one request or several: its cache was made in its first ' +
+						'forward and kept, not grown, through every other)' : ''),
+					String(q[0]), String(q[1]),
 					fmt(q[2]), q[3] === null ? '-' : fmt(q[3]), fmt(q[4]),
 					q[5] === null ? '-' : (q[5] < 0 ? '-' + fmt(-q[5]) : fmt(q[5]))].forEach(function (c) {
 					tr.appendChild(text(document.createElement('td'), c));
@@ -323,6 +326,28 @@
 			});
 			stepTable.appendChild(stepBody);
 			dg.appendChild(stepTable);
+		}
+		if (g.eval_loops && g.eval_loops.length) {
+			/* a training job's evaluation loops, as memsnap explain gives them */
+			dg.appendChild(text(document.createElement('p'), g.eval_loops.length +
+				' evaluation loop' + (g.eval_loops.length === 1 ? '' : 's') + ' (forwards with ' +
+				'no backward and no optimizer step between them; their KV cache by the ' +
+				'generation rules; memsnap explain lists their requests):'));
+			var evTable = document.createElement('table');
+			evTable.id = 'eval-loops';
+			evTable.innerHTML = '<thead><tr><th>loop</th><th>events</th><th>forwards</th>' +
+				'<th>peak requested</th><th>requests</th><th>largest KV cache</th></tr></thead>';
+			var evBody = document.createElement('tbody');
+			g.eval_loops.forEach(function (l, k) {
+				var tr = document.createElement('tr');
+				[String(k + 1), l[0] + ' to ' + l[1], String(l[2]), fmt(l[3]), String(l[4]),
+					l[4] ? fmt(l[5]) : '-'].forEach(function (c) {
+					tr.appendChild(text(document.createElement('td'), c));
+				});
+				evBody.appendChild(tr);
+			});
+			evTable.appendChild(evBody);
+			dg.appendChild(evTable);
 		}
 	}
 	if (D.oom) {

@@ -41,7 +41,7 @@ fi
 # gpt_train_with_nccl: a trace with memory outside PyTorch (its own timeline series); graph_pools:
 # private pools (theirs)
 for name in dynamic_oom gpt_train multistream gpt_train_with_nccl pools/graph_pools \
-	explain/forward_frames inference/llama_static; do
+	explain/forward_frames inference/llama_static inference/train_eval; do
 	src=$(ls "$root"/testdata/snapshots/$name.pickle* "$root"/testdata/traces/$name.zst 2>/dev/null | head -1)
 	base=${name##*/}
 	html="$art/$base.html"
@@ -88,6 +88,13 @@ for name in dynamic_oom gpt_train multistream gpt_train_with_nccl pools/graph_po
 		! { grep -q '<table id="requests">' "$tmp/dom.html" &&
 			grep -q '<td>weights</td>' "$tmp/dom.html" && grep -q '<td>kv_cache</td>' "$tmp/dom.html"; }; then
 		problems+=" no-requests-or-inference-categories"
+	fi
+	# a training job that evaluates between its optimizer steps: its loops, as memsnap explain
+	# finds them
+	if [ "$name" = inference/train_eval ]; then
+		n=$("$memsnap" -q explain --json "$src" | python3 -c 'import json, sys; print(len(json.load(sys.stdin)["eval_loops"]["loops"]))')
+		{ grep -q ">$n evaluation loops (" "$tmp/dom.html" &&
+			grep -q '<table id="eval-loops">' "$tmp/dom.html"; } || problems+=" no-eval-loops-table"
 	fi
 	if [ "$name" = explain/forward_frames ] &&
 		! grep -q 'data-selftest-bands-forward="shown"' "$tmp/dom.html"; then
