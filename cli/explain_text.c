@@ -235,8 +235,11 @@ static void breakdown(const struct ms_explain_report *r, const char *label)
 			printf(", request %zu", rq);
 		printf(")");
 	} else if (ps) { /* steps from repetition may be a model's layers: said as found */
-		printf(" (%s %zu of %zu)", x->steps_by_repetition ? "repetition" : "step",
+		printf(" (%s %zu of %zu", x->steps_by_repetition ? "repetition" : "step",
 		       ps + x->steps_before_trace, x->n_steps + x->steps_before_trace);
+		if (ms_explain_eval_loop_of(x, at))
+			printf(", evaluation loop %zu", ms_explain_eval_loop_of(x, at));
+		printf(")");
 	}
 	if (r->peak_annotation)
 		printf(" in \"%s\"", r->peak_annotation);

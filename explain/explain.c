@@ -1806,6 +1806,14 @@ size_t ms_explain_request_of(const struct ms_explain *x, uint64_t i)
 	return 0;
 }
 
+size_t ms_explain_eval_loop_of(const struct ms_explain *x, uint64_t i)
+{
+	for (size_t k = 0; k < x->n_eval_loops; k++)
+		if (i >= x->eval_loops[k].first_event && i <= x->eval_loops[k].end_event)
+			return k + 1;
+	return 0;
+}
+
 uint64_t ms_explain_requested(const struct ms_explain *x)
 {
 	uint64_t sum = 0;

@@ -267,6 +267,8 @@ uint64_t ms_explain_requested(const struct ms_explain *x);
  * (1-based; 0: none holds it). */
 size_t ms_explain_forward_of(const struct ms_explain *x, uint64_t i);
 size_t ms_explain_request_of(const struct ms_explain *x, uint64_t i);
+/* A training job's evaluation loop event i lies in (1-based; 0: none). */
+size_t ms_explain_eval_loop_of(const struct ms_explain *x, uint64_t i);
 
 /* @return MS_OK or MS_ERR_NOMEM. Release with ms_explain_release. */
 ms_status ms_explain_run(const struct ms_explain_in *in, struct ms_explain *out);

@@ -294,6 +294,10 @@ static void peaks(cJSON *root, const struct ms_explain_report *r)
 	ms_json_u64(o, "reserved_first_event", r->peak_first_index);
 	event_time(o, "time_s", t, at);
 	add_step(o, &r->x, r->peak_step);
+	if (ms_explain_eval_loop_of(&r->x, at))
+		ms_json_u64(o, "eval_loop", ms_explain_eval_loop_of(&r->x, at));
+	else
+		cJSON_AddNullToObject(o, "eval_loop");
 	add_str_or_null(o, "annotation", r->peak_annotation);
 	/* the sites whose allocations of every category hold the most there */
 	sites(cJSON_AddArrayToObject(o, "holders"), &t->syms, r->x.top_live, r->x.n_top_live,
