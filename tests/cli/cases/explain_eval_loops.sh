@@ -21,4 +21,4 @@ print(r["job"], r["eval_loops"])'
 import json, sys
 r = json.load(sys.stdin)
 print(r["job"], r["eval_loops"], r["oom"]["event"] is not None)'
-"$MEMSNAP" -q explain --at 5000 testdata/snapshots/inference/train_eval.pickle.zst | sed -n 2p
+"$MEMSNAP" -q explain --at 5000 testdata/snapshots/inference/train_eval.pickle.zst | sed -n 3p
