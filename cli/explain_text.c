@@ -338,6 +338,11 @@ static void print_inference(const struct ms_explain_report *r)
 	       "weights %s in %llu allocations\n",
 	       f->n_forwards, f->forwards_from, ms_format_size(b1, sizeof(b1), f->weight_bytes),
 	       (unsigned long long)f->weight_blocks);
+	if (f->graphs)
+		printf("  note: the job captured CUDA graphs: a forward replayed from one "
+		       "allocates "
+		       "nothing, so the forwards counted here and in the requests are the eager "
+		       "ones\n");
 	printf("  each category at its own peak%s:", r->windowed ? " over the whole trace" : "");
 	for (size_t u = 0; u < x->n_user; u++)
 		if (x->user_peak[u].bytes)

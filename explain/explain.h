@@ -145,6 +145,9 @@ struct ms_explain_inference {
 	uint64_t first_forward; /* event */
 	size_t n_forwards;
 	const char *forwards_from; /* "module calls", or the steps' steps_from */
+	/* the job captured CUDA graphs (their code is in its stacks): a forward replayed from one
+	 * allocates nothing, so the forwards counted are the eager ones */
+	int graphs;
 	uint64_t weight_bytes, weight_blocks;
 	/* KV cache allocations by rule: concatenation chains, kept and released, named a cache */
 	uint64_t kv_concat_blocks, kv_kept_blocks, kv_named_blocks;

@@ -19,6 +19,7 @@ enum {
 	F_WORKSPACE = 4, /* a C++ frame of a library's workspace (cuBLAS, cuDNN) */
 	F_CACHE = 8,     /* a Python frame of the program's or a library's naming a cache */
 	F_PYTHON = 16,   /* a Python frame at all */
+	F_GRAPHS = 32,   /* CUDA graphs' code: torch.cuda.graphs, inductor's cudagraph trees */
 	FLAGS_KNOWN = 128,
 };
 
@@ -106,6 +107,8 @@ static uint8_t stack_flags(struct inf *f, uint32_t stack)
 			fl |= F_WORKSPACE;
 		if (ends_with_py(file))
 			fl |= F_PYTHON;
+		if (strstr(file, "cudagraph_trees.py") || strstr(file, "torch/cuda/graphs.py"))
+			fl |= F_GRAPHS;
 		if (ends_with_py(file) && !torch_or_stdlib(file) &&
 		    (has_cache_word(name) || has_cache_word(base ? base + 1 : file)))
 			fl |= F_CACHE;
@@ -531,6 +534,8 @@ ms_status ms_infer_categorize(const struct ms_infer_in *in, struct ms_explain *x
 	}
 	x->inference.first_forward = first_forward;
 	x->inference.n_forwards = f.ns;
+	for (size_t i = 0; i < in->n && !x->inference.graphs; i++)
+		x->inference.graphs = (stack_flags(&f, in->b[i].stack) & F_GRAPHS) != 0;
 	if ((s = index_lives(&f)) || (s = chains(&f)))
 		goto out;
 	place(&f, first_forward);
@@ -625,7 +630,7 @@ ms_status ms_infer_eval_loops(const struct ms_infer_in *in, struct ms_explain *x
 	uint8_t *training = NULL;
 	uint64_t *all = NULL;
 	size_t n_all, cap = 0, o = 0;
-	int any_backward = 0;
+	int any_backward = 0, graphs = 0;
 	ms_status s = MS_ERR_NOMEM;
 
 	x->eval_loops_looked = 0;
@@ -679,6 +684,8 @@ ms_status ms_infer_eval_loops(const struct ms_infer_in *in, struct ms_explain *x
 	x->eval_loops_looked = 1;
 	if ((s = index_lives(&f)))
 		goto out;
+	for (size_t i = 0; i < in->n && !graphs; i++)
+		graphs = (stack_flags(&f, in->b[i].stack) & F_GRAPHS) != 0;
 	for (size_t k = 0; k < n_all;) {
 		size_t k1 = k, start = k;
 		if (training[k]) {
@@ -701,6 +708,7 @@ ms_status ms_infer_eval_loops(const struct ms_infer_in *in, struct ms_explain *x
 		x->n_eval_loops = ++o;
 		if ((s = eval_loop(&f, all, n_all, start, k1, &x->eval_loops[o - 1])))
 			goto out;
+		x->eval_loops[o - 1].forwards.graphs = graphs;
 	}
 	f.starts = NULL; /* the last loop's own forwards: x owns them */
 	s = MS_OK;

@@ -197,6 +197,8 @@ static void inference(cJSON *root, const struct ms_trace *t, const struct ms_exp
 	o = cJSON_AddObjectToObject(root, "inference");
 	cJSON_AddStringToObject(o, "forwards_from", f->forwards_from);
 	ms_json_u64(o, "forwards", f->n_forwards);
+	/* replayed CUDA graphs allocate nothing: their forwards are not among those counted */
+	cJSON_AddBoolToObject(o, "eager_forwards_only", f->graphs);
 	ms_json_u64(o, "first_forward_event", f->first_forward);
 	/* the forward and the request the state broken down lies in (0: none) */
 	ms_json_u64(o, "peak_forward", ms_explain_forward_of(x, peak));
@@ -229,6 +231,7 @@ static void eval_loops(cJSON *root, const struct ms_trace *t, const struct ms_ex
 		event_time(l, "first_time_s", t, lp->first_event);
 		event_time(l, "end_time_s", t, lp->end_event);
 		ms_json_u64(l, "forwards", lp->forwards.n_forwards);
+		cJSON_AddBoolToObject(l, "eager_forwards_only", lp->forwards.graphs);
 		ms_json_u64(l, "peak_requested_bytes", lp->peak_requested);
 		ms_json_u64(l, "peak_event", lp->peak_event);
 		kv_and_requests(l, t, &lp->forwards);

@@ -10,7 +10,7 @@ d=testdata/snapshots/inference
 import json, sys
 r = json.load(sys.stdin)
 i = r["inference"]
-print(r["job"], i["forwards_from"], i["forwards"], i["kv_cache_rules"])
+print(r["job"], i["forwards_from"], i["forwards"], i["eager_forwards_only"], i["kv_cache_rules"])
 print({k: v for k, v in r["category_peaks"].items() if v})
 for q in i["requests"]:
     print({k: q[k] for k in ("forwards", "kv_cache_peak_bytes", "kv_cache_bytes_per_token", "released")})'
