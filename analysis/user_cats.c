@@ -33,6 +33,13 @@ void ms_user_cats_free(struct ms_user_cats *u)
 	ms_free(u);
 }
 
+/* The names the reports give their own rows (explain's categories and the rest of the state, as
+ * its JSON keys them): a user's category of the same name would make two rows of one name. */
+static const char *const builtin[] = {"parameters",  "gradients",       "optimizer_state",
+                                      "weights",     "kv_cache",        "activations",
+                                      "other",       "unplaced",        "rounding",
+                                      "cached_free", "outside_pytorch", "recorded_oom_request"};
+
 static int name_ok(const char *s, size_t n)
 {
 	if (!n || n >= MS_USER_CAT_NAME_MAX)
@@ -63,6 +70,13 @@ ms_status ms_user_cats_add(struct ms_user_cats *u, const char *spec, char *err, 
 		        MS_USER_CAT_NAME_MAX - 1, (int)(n > 80 ? 80 : n), spec);
 		return MS_ERR_INVALID_ARG;
 	}
+	for (size_t i = 0; i < sizeof(builtin) / sizeof(*builtin); i++)
+		if (strlen(builtin[i]) == n && !memcmp(builtin[i], spec, n)) {
+			snprintf(err, cap,
+			         "'%s' is one of memsnap's own categories: give yours another name",
+			         builtin[i]);
+			return MS_ERR_INVALID_ARG;
+		}
 	for (size_t i = 0; i < u->n; i++)
 		if (strlen(u->name[i]) == n && !memcmp(u->name[i], spec, n)) {
 			snprintf(err, cap, "category '%s' is given twice", u->name[i]);

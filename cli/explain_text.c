@@ -37,8 +37,9 @@ static const char *const cat_rule[MS_CAT_COUNT] = {
 static const char *cat_rule_of(const struct ms_explain *x, unsigned k)
 {
 	if (k == MS_CAT_KV_CACHE && x->job && !strcmp(x->job, "training"))
-		return "made in an evaluation loop: grows by concatenation token by token, or kept "
-		       "across its forwards and released in it, or made by code that names a cache";
+		return "made in an evaluation loop: grows by concatenation token by token, or made "
+		       "by "
+		       "code that names a cache and kept across its forwards";
 	if (!x->job || strcmp(x->job, "inference") != 0)
 		return cat_rule[k];
 	if (k == MS_CAT_ACTIVATIONS)
@@ -240,6 +241,8 @@ static void breakdown(const struct ms_explain_report *r, const char *label)
 		if (ms_explain_eval_loop_of(x, at))
 			printf(", evaluation loop %zu", ms_explain_eval_loop_of(x, at));
 		printf(")");
+	} else if (ms_explain_eval_loop_of(x, at)) {
+		printf(" (evaluation loop %zu)", ms_explain_eval_loop_of(x, at));
 	}
 	if (r->peak_annotation)
 		printf(" in \"%s\"", r->peak_annotation);
@@ -334,10 +337,18 @@ static void print_inference(const struct ms_explain_report *r)
 
 	if (!x->job || strcmp(x->job, "inference") != 0)
 		return;
-	printf("\n  a generation job: %zu forwards (from %s), no backward, no optimizer steps; "
-	       "weights %s in %llu allocations\n",
-	       f->n_forwards, f->forwards_from, ms_format_size(b1, sizeof(b1), f->weight_bytes),
-	       (unsigned long long)f->weight_blocks);
+	printf("\n  a generation job: %zu forwards (from %s), no backward, no optimizer steps; ",
+	       f->n_forwards, f->forwards_from);
+	if (f->weights_not_told)
+		printf("weights not told: the trace starts after the model was loaded (%s "
+		       "allocated "
+		       "before it and kept to the last forward is unplaced, the weights among "
+		       "it)\n",
+		       ms_format_size(b1, sizeof(b1), f->before_kept_bytes));
+	else
+		printf("weights %s in %llu allocations\n",
+		       ms_format_size(b1, sizeof(b1), f->weight_bytes),
+		       (unsigned long long)f->weight_blocks);
 	if (f->graphs)
 		printf("  note: the job captured CUDA graphs: a forward replayed from one "
 		       "allocates "
@@ -385,8 +396,8 @@ static void print_eval_loops(const struct ms_explain_report *r)
 
 	if (!x->n_eval_loops)
 		return;
-	printf("\n  evaluation loops: %zu (forwards with no backward and no optimizer step "
-	       "between them; their KV cache by the generation rules)\n",
+	printf("\n  evaluation loops: %zu (forwards with no backward after them and "
+	       "nothing kept for one; their KV cache by the generation rules)\n",
 	       x->n_eval_loops);
 	for (size_t i = 0; i < shown; i++) {
 		const struct ms_explain_eval_loop *lp = &x->eval_loops[i];
@@ -428,20 +439,21 @@ static void print_requests(const struct ms_explain_inference *f, const char *ind
 			                                           : q->kv_bytes_per_token)));
 		else
 			snprintf(tok, sizeof(tok), "-");
-		printf("%s%7zu  %11llu  %8u  %11s  %11s  %9s  %14s%s%s%s\n", indent, i + 1,
+		printf("%s%7zu  %11llu  %8u  %11s  %11s  %9s  %14s%s%s\n", indent, i + 1,
 		       (unsigned long long)q->first_event, q->forwards,
 		       q->began_before_trace ? "-" : ms_format_size(b1, sizeof(b1), q->prompt_peak),
 		       q->forwards >= 2 ? ms_format_size(b2, sizeof(b2), q->decode_peak) : "-",
 		       ms_format_size(b3, sizeof(b3), q->kv_peak), tok,
 		       q->released ? "" : "  (held at the end)",
 		       q->began_before_trace ? "  (begun before the trace: its prompt not in it)"
-		                             : "",
-		       q->may_be_several
-		               ? "\n    its cache was made in its first forward and kept, "
-		                 "not grown, through every other: one request or several "
-		                 "that reuse the cache (a static cache kept across requests, "
-		                 "blocks made once) cannot be told apart"
-		               : "");
+		                             : "");
+		if (q->may_be_several)
+			printf("%sits cache was made in its first forward and kept, not grown, "
+			       "through "
+			       "every other: one request or several that reuse the cache (a static "
+			       "cache kept across requests, blocks made once) cannot be told "
+			       "apart\n",
+			       indent);
 	}
 }
 

@@ -129,11 +129,13 @@ struct ms_explain_request {
 	/* the bytes its allocations asked for, at their highest: in its first forward (the
 	 * prompt), in the rest (decoding; 0 with one forward) */
 	uint64_t prompt_peak, decode_peak;
-	uint64_t kv_peak;           /* its KV cache at its largest */
-	uint64_t kv_after_prompt;   /* ... at its second forward's start (0: one forward) */
-	uint64_t kv_at_last;        /* ... at its last forward's start */
-	int per_token_told;         /* 3 forwards or more */
-	int64_t kv_bytes_per_token; /* (kv_at_last - kv_after_prompt) / (forwards - 2) */
+	uint64_t kv_peak;         /* its KV cache at its largest */
+	uint64_t kv_after_prompt; /* ... at its second forward's start (0: one forward) */
+	uint64_t kv_at_last;      /* ... at its last forward's start */
+	int per_token_told;       /* 3 forwards or more (4 begun before the trace) */
+	/* (kv_at_last - kv_after_prompt) / (forwards - 2); begun before the trace, from the third
+	 * forward's start */
+	int64_t kv_bytes_per_token;
 	/* the job's (or loop's) only request, its cache made in the first forward and kept, not
 	 * grown, through the last: one request or several reusing the cache (a static cache kept
 	 * across requests, a server's blocks made once) cannot be told apart */
@@ -149,6 +151,11 @@ struct ms_explain_inference {
 	 * allocates nothing, so the forwards counted are the eager ones */
 	int graphs;
 	uint64_t weight_bytes, weight_blocks;
+	/* allocated before the trace and alive at the last forward's start (unplaced) */
+	uint64_t before_kept_bytes;
+	/* no weights made in the trace, but bytes kept from before it: the trace starts after the
+	 * model was loaded, its weights among those (weights not told) */
+	int weights_not_told;
 	/* KV cache allocations by rule: concatenation chains, kept and released, named a cache */
 	uint64_t kv_concat_blocks, kv_kept_blocks, kv_named_blocks;
 	uint64_t kv_concat_chains;

@@ -11,6 +11,8 @@
 
 #define NONE    MS_LIFE_NONE
 #define NO_LIFE UINT32_MAX
+/* without stacks, the most a concatenation chain may grow by a link and be no cache */
+#define CHAIN_FLOOR 128
 
 /* What a stack shows, found once a stack (flags; FLAGS_KNOWN once looked at). */
 enum {
@@ -35,6 +37,7 @@ struct inf {
 	uint64_t e_lo, e_hi;
 	size_t i_lo, i_hi;
 	int opens_trace;
+	int by_chains;      /* forwards from the concatenation chains (no stacks) */
 	uint32_t *pred;     /* life -> the life its concatenation replaced (NO_LIFE: none) */
 	uint32_t *of_event; /* event -> the life allocated or freed there (NO_LIFE: none) */
 };
@@ -105,8 +108,9 @@ static uint8_t stack_flags(struct inf *f, uint32_t stack)
 			fl |= F_BACKWARD;
 		if (!file[0] && strstr(name, "::") && strstr(name, "orkspace"))
 			fl |= F_WORKSPACE;
-		if (ends_with_py(file))
-			fl |= F_PYTHON;
+		if (ends_with_py(file) || (file[0] == '<' && file[strlen(file) - 1] == '>'))
+			fl |= F_PYTHON; /* a file, or code given as a string ("<string>", "<stdin>")
+			                 */
 		if (strstr(file, "cudagraph_trees.py") || strstr(file, "torch/cuda/graphs.py"))
 			fl |= F_GRAPHS;
 		if (ends_with_py(file) && !torch_or_stdlib(file) &&
@@ -202,53 +206,78 @@ static uint64_t first_forward_by_lifetimes(const struct inf *f, uint64_t last_st
 }
 
 /*
+ * The allocation life i replaced, as a concatenation's result replaces its source (NO_LIFE:
+ * none): made before it in the span, smaller, freed after its allocation and before the
+ * device's next one; the largest of such. With stacks, i is made in a module's call.
+ */
+static uint32_t replaced(struct inf *f, size_t i)
+{
+	const struct ms_life *b = f->in->b;
+	uint64_t next = f->in->t->n_events, best = 0;
+	uint32_t pick = NO_LIFE;
+
+	if (b[i].before || b[i].cat != MS_CAT_UNPLACED)
+		return NO_LIFE;
+	if (f->in->has_stacks && !(stack_flags(f, b[i].stack) & F_CALL))
+		return NO_LIFE;                   /* a cache is written in a forward */
+	for (size_t j = i + 1; j < f->in->n; j++) /* the device's next allocation */
+		if (!b[j].before) {
+			next = b[j].a;
+			break;
+		}
+	for (uint64_t e = b[i].a + 1; e < next; e++) {
+		uint32_t k = f->of_event[e];
+		const struct ms_life *a;
+		if (k == NO_LIFE)
+			continue;
+		a = &b[k];
+		if (a->f != e || a->before || a->a >= b[i].a || a->a < f->e_lo ||
+		    a->size >= b[i].size || a->cat != MS_CAT_UNPLACED)
+			continue;
+		if (a->size > best) {
+			best = a->size;
+			pick = k;
+		}
+	}
+	return pick;
+}
+
+/*
  * Concatenation chains: an allocation B and the one A it replaced (made before B, smaller, freed
  * after B's allocation and before the device's next one; the largest of such); a link whose
  * growth equals the link's before it makes all three the cache's.
  */
 static ms_status chains(struct inf *f)
 {
-	const struct ms_trace *t = f->in->t;
 	struct ms_life *b = f->in->b;
 	size_t n = f->in->n;
-	uint64_t *delta;
+	uint64_t *delta, max_delta = 0;
 
 	if (!(delta = ms_calloc(n ? n : 1, sizeof(*delta))))
 		return MS_ERR_NOMEM;
 	for (size_t i = f->i_lo; i < f->i_hi; i++) {
-		uint64_t next = t->n_events, best = 0;
-		uint32_t pick = NO_LIFE;
-		if (b[i].before || b[i].cat != MS_CAT_UNPLACED)
-			continue;
-		for (size_t j = i + 1; j < n; j++) /* the device's next allocation */
-			if (!b[j].before) {
-				next = b[j].a;
-				break;
-			}
-		if (f->in->has_stacks && !(stack_flags(f, b[i].stack) & F_CALL))
-			continue; /* a cache is written in a forward */
-		for (uint64_t e = b[i].a + 1; e < next; e++) {
-			uint32_t k = f->of_event[e];
-			const struct ms_life *a;
-			if (k == NO_LIFE)
-				continue;
-			a = &b[k];
-			if (a->f != e || a->before || a->a >= b[i].a || a->a < f->e_lo ||
-			    a->size >= b[i].size || a->cat != MS_CAT_UNPLACED)
-				continue;
-			if (a->size > best) {
-				best = a->size;
-				pick = k;
-			}
-		}
+		uint32_t pick = replaced(f, i);
 		if (pick != NO_LIFE) {
 			f->pred[i] = pick;
 			delta[i] = b[i].size - b[pick].size;
 		}
 	}
+	/* without stacks a token's ids and mask grow by concatenation too (generate's torch.cat):
+	   a chain that grows by CHAIN_FLOOR bytes a link or less, or by less than an eighth of the
+	   largest chain's links, is not a cache (one token's keys of one layer are key-value
+	   heads x head size x dtype size a sequence: 256 bytes or more in the smallest models;
+	   its ids 8 bytes a sequence) */
+	for (size_t i = f->i_lo; i < f->i_hi && !f->in->has_stacks; i++) {
+		uint32_t a = f->pred[i];
+		if (a != NO_LIFE && f->pred[a] != NO_LIFE && delta[a] == delta[i] &&
+		    delta[i] > max_delta)
+			max_delta = delta[i];
+	}
 	for (size_t i = f->i_lo; i < f->i_hi; i++) {
 		uint32_t a = f->pred[i], z;
 		if (a == NO_LIFE || f->pred[a] == NO_LIFE || delta[a] != delta[i])
+			continue;
+		if (!f->in->has_stacks && (delta[i] <= CHAIN_FLOOR || delta[i] < max_delta / 8))
 			continue;
 		z = f->pred[a];
 		if (b[z].cat != MS_CAT_KV_CACHE) { /* a chain's first: its start */
@@ -273,6 +302,47 @@ static ms_status chains(struct inf *f)
 	return MS_OK;
 }
 
+/*
+ * Without stacks, forwards from the KV cache's concatenation chains (chains() first): each link
+ * is one token's forward. A request's first chain (the earliest head once the previous
+ * request's first chain is all freed: its first layer's keys) gives its forwards, each starting
+ * at that chain's link; its other chains (the other layers' keys and values) are its too.
+ */
+static ms_status starts_from_chains(struct inf *f)
+{
+	const struct ms_life *b = f->in->b;
+	size_t n = f->in->n;
+	uint32_t *succ;
+	uint64_t ref_end = 0; /* where the current request's first chain is all freed */
+	int any = 0;
+	ms_status s = MS_OK;
+
+	if (!(succ = ms_malloc((n ? n : 1) * sizeof(*succ))))
+		return MS_ERR_NOMEM;
+	memset(succ, 0xff, (n ? n : 1) * sizeof(*succ));
+	for (size_t i = 0; i < n; i++)
+		if (f->pred[i] != NO_LIFE)
+			succ[f->pred[i]] = (uint32_t)i;
+	f->ns = 0;
+	for (size_t h = 0; h < n && !s; h++) { /* heads in allocation order */
+		uint32_t m, last = (uint32_t)h;
+		if (b[h].before || b[h].cat != MS_CAT_KV_CACHE || f->pred[h] != NO_LIFE ||
+		    succ[h] == NO_LIFE || (any && (ref_end == NONE || b[h].a < ref_end)))
+			continue;
+		for (m = (uint32_t)h; m != NO_LIFE; last = m, m = succ[m]) {
+			if (ms_grow(&f->starts, &f->caps, f->ns + 1, sizeof(*f->starts))) {
+				s = MS_ERR_NOMEM;
+				break;
+			}
+			f->starts[f->ns++] = b[m].a;
+		}
+		ref_end = b[last].f;
+		any = 1;
+	}
+	ms_free(succ);
+	return s;
+}
+
 /* The rest of the rules, in inference.h's order. */
 static void place(struct inf *f, uint64_t first_forward)
 {
@@ -295,6 +365,8 @@ static void place(struct inf *f, uint64_t first_forward)
 		uint8_t fl = stack_flags(f, l->stack);
 		size_t crossed;
 		int kept_to_end;
+		if (l->before && (l->f == NONE || l->f > last_start))
+			r->before_kept_bytes += l->size;
 		if (l->before || l->cat == MS_CAT_KV_CACHE)
 			continue;
 		/* freed in the teardown: kept by the job to its end */
@@ -315,7 +387,9 @@ static void place(struct inf *f, uint64_t first_forward)
 			}
 			continue;
 		}
-		if (crossed >= 2 && !kept_to_end && !(fl & F_WORKSPACE) &&
+		/* (forwards from chains begin mid-forward: a request's inputs and its prompt's
+		   first allocations lie before its first, and nothing tells them apart) */
+		if (crossed >= 2 && !kept_to_end && !(fl & F_WORKSPACE) && !f->by_chains &&
 		    (!f->in->has_stacks || (fl & F_CALL))) {
 			l->cat = MS_CAT_KV_CACHE;
 			r->kv_kept_blocks++;
@@ -397,7 +471,9 @@ static ms_status requests(struct inf *f, uint64_t *span_peak, uint64_t *span_pea
 			}
 			total += l->size;
 		} else if (l->f == e) {
-			if (ms_life_cat_at(l, e) == MS_CAT_KV_CACHE)
+			/* (a cache an earlier span made is that span's) */
+			if (ms_life_cat_at(l, e) == MS_CAT_KV_CACHE && !l->before &&
+			    l->a >= f->e_lo && kv >= l->size)
 				kv -= l->size;
 			total -= l->size;
 			if (q && !kv) {
@@ -419,7 +495,8 @@ static ms_status requests(struct inf *f, uint64_t *span_peak, uint64_t *span_pea
 		q->end_event = last_ev;
 	for (size_t i = 0; i < r->n_requests; i++) {
 		struct ms_explain_request *rq = &r->requests[i];
-		size_t k0 = forward_of(f, rq->first_event), k1 = forward_of(f, rq->end_event) + 1;
+		size_t k0 = forward_of(f, rq->first_event), k1 = forward_of(f, rq->end_event) + 1,
+		       kb;
 		/* a trace that starts mid-run, in its first request: what came before is not known
 		 */
 		if (!i && rq->first_event <= f->starts[0] && mid_run && f->opens_trace)
@@ -435,11 +512,14 @@ static ms_status requests(struct inf *f, uint64_t *span_peak, uint64_t *span_pea
 				rq->decode_peak = peak[k];
 		rq->kv_after_prompt = k1 - k0 >= 2 ? kv_at[k0 + 1] : 0;
 		rq->kv_at_last = kv_at[k1 - 1];
-		if (rq->forwards >= 3) {
+		/* the growth a token from the second forward's start to the last's; begun before
+		   the trace, from the third's: a trace that starts mid-forward holds the rest of
+		   that forward's links as whole tensors (their sources are from before it) */
+		kb = k0 + (rq->began_before_trace ? 2 : 1);
+		if (k1 >= kb + 2) {
 			rq->per_token_told = 1;
-			rq->kv_bytes_per_token =
-			        ((int64_t)rq->kv_at_last - (int64_t)rq->kv_after_prompt) /
-			        (int64_t)(rq->forwards - 2);
+			rq->kv_bytes_per_token = ((int64_t)rq->kv_at_last - (int64_t)kv_at[kb]) /
+			                         (int64_t)(k1 - 1 - kb);
 		}
 		/* the only request, its cache made in the first forward and kept, not grown,
 		   across all the others: a cache several requests reuse looks the same */
@@ -503,7 +583,22 @@ ms_status ms_infer_categorize(const struct ms_infer_in *in, struct ms_explain *x
 		}
 	if (in->has_stacks && (s = starts_from_calls(&f)))
 		goto out;
-	if (f.ns >= 2) {
+	if (!in->has_stacks) { /* the KV cache's chains, where it grows by them, give forwards */
+		if ((s = index_lives(&f)) || (s = chains(&f)) || (s = starts_from_chains(&f)))
+			goto out;
+		f.by_chains = f.ns >= 2;
+		if (!f.by_chains) /* placed anew below */
+			for (size_t i = 0; i < in->n; i++) {
+				in->b[i].cat = MS_CAT_UNPLACED;
+				in->b[i].until = NONE;
+			}
+	}
+	if (f.by_chains) {
+		x->inference.forwards_from = "concatenation chains";
+		first_forward = first_forward_by_lifetimes(&f, f.starts[f.ns - 1]);
+		if (first_forward == NONE || first_forward > f.starts[0])
+			first_forward = f.starts[0];
+	} else if (f.ns >= 2) {
 		x->inference.forwards_from = "module calls";
 		first_forward = f.starts[0];
 	} else if (f.ns == 1) {
@@ -528,17 +623,34 @@ ms_status ms_infer_categorize(const struct ms_infer_in *in, struct ms_explain *x
 	} else {
 		x->why_uncategorized =
 		        "the trace has no optimizer steps and no forwards to place its allocations "
-		        "by (no module's calls in its stacks, no steps repeated or marked)";
+		        "by (no module's calls in its stacks, no KV cache growing by "
+		        "concatenation, "
+		        "no steps repeated or marked; a recording with Python stacks tells a "
+		        "module's calls: memsnap record --stacks python)";
 		s = MS_OK;
 		goto out;
 	}
 	x->inference.first_forward = first_forward;
 	x->inference.n_forwards = f.ns;
+	if (!f.by_chains) { /* else done */
+		memset(&x->inference.kv_concat_blocks, 0, sizeof(x->inference.kv_concat_blocks));
+		x->inference.kv_concat_chains = 0;
+	}
 	for (size_t i = 0; i < in->n && !x->inference.graphs; i++)
 		x->inference.graphs = (stack_flags(&f, in->b[i].stack) & F_GRAPHS) != 0;
-	if ((s = index_lives(&f)) || (s = chains(&f)))
-		goto out;
+	if (!f.by_chains) {
+		ms_free(f.pred);
+		ms_free(f.of_event);
+		f.pred = NULL;
+		f.of_event = NULL;
+		if ((s = index_lives(&f)) || (s = chains(&f)))
+			goto out;
+	}
 	place(&f, first_forward);
+	/* a trace that starts after the model was loaded: its weights are among what was
+	   allocated before it */
+	x->inference.weights_not_told =
+	        !x->inference.weight_bytes && x->inference.before_kept_bytes;
 	if ((s = requests(&f, &pk, &pe)))
 		goto out;
 	x->job = "inference";
@@ -557,9 +669,9 @@ out:
 }
 
 /*
- * An evaluation loop's own rules: of what it makes, the KV cache (chains, kept across two of its
- * forwards' starts and released in it, or named a cache); the rest is left to the training
- * rules.
+ * An evaluation loop's own rules: of what it makes, the KV cache (chains, or kept across two of
+ * its forwards' starts by code that names a cache); the rest is left to the training rules. Not
+ * "kept and released" alone: a validation keeps its batches' outputs for a metric the same way.
  */
 static void place_eval(struct inf *f)
 {
@@ -582,9 +694,6 @@ static void place_eval(struct inf *f)
 		if (fl & F_CACHE) {
 			l->cat = MS_CAT_KV_CACHE;
 			f->r->kv_named_blocks++;
-		} else if (!kept_on && (fl & F_CALL)) {
-			l->cat = MS_CAT_KV_CACHE;
-			f->r->kv_kept_blocks++;
 		}
 	}
 }
@@ -624,12 +733,89 @@ static ms_status eval_loop(struct inf *f, const uint64_t *all, size_t n_all, siz
 	return MS_OK;
 }
 
+/* Whether an allocation made from event last on continues a concatenation chain of the run
+ * begun at event first: it replaced one that replaced another, by the same growth. */
+static int goes_on(struct inf *f, uint64_t first, uint64_t last)
+{
+	const struct ms_life *b = f->in->b;
+
+	f->e_lo = first;
+	for (size_t i = 0; i < f->in->n; i++) {
+		uint32_t p, q;
+		if (b[i].before || b[i].a < last || (p = replaced(f, i)) == NO_LIFE ||
+		    (q = replaced(f, p)) == NO_LIFE)
+			continue;
+		if (b[i].size - b[p].size == b[p].size - b[q].size)
+			return 1;
+	}
+	return 0;
+}
+
+/* The first of sorted v[0..n) at or past e (n: none). */
+static size_t first_at(const uint64_t *v, size_t n, uint64_t e)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (v[mid] < e)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/*
+ * A forward is training's too where a module's call in it made something kept for a backward:
+ * alive at the next backward allocation after its start (bw: their events, ascending) and freed
+ * in that backward, before the next forward's start or optimizer step (an iteration that calls
+ * several modules one after another, its encoder and its decoder, saves the first ones'
+ * activations for the backward that follows the last). What an evaluation makes is freed before
+ * the next training forward.
+ */
+static ms_status kept_for_backward(struct inf *f, const uint64_t *bw, size_t n_bw,
+                                   uint8_t *training)
+{
+	const struct ms_infer_in *in = f->in;
+	uint64_t *from, *to; /* each forward's next backward allocation, and that backward's end */
+
+	if (!(from = ms_malloc(f->ns * sizeof(*from))) || !(to = ms_malloc(f->ns * sizeof(*to)))) {
+		ms_free(from);
+		return MS_ERR_NOMEM;
+	}
+	for (size_t k = 0; k < f->ns; k++) {
+		size_t j = first_at(bw, n_bw, f->starts[k]), o;
+		from[k] = to[k] = NONE;
+		if (training[k] || j == n_bw)
+			continue;
+		from[k] = bw[j];
+		j = first_at(f->starts, f->ns, bw[j] + 1);
+		to[k] = j < f->ns ? f->starts[j] : in->t->n_events;
+		o = first_at(in->opt_starts, in->n_opt, from[k] + 1);
+		if (o < in->n_opt && in->opt_starts[o] < to[k])
+			to[k] = in->opt_starts[o];
+	}
+	for (size_t i = 0; i < in->n; i++) {
+		const struct ms_life *l = &in->b[i];
+		size_t k;
+		if (l->before || l->f == NONE || (k = forward_of(f, l->a)) == SIZE_MAX ||
+		    from[k] == NONE || !(stack_flags(f, l->stack) & F_CALL))
+			continue; /* (made in a module's call: an input is made before one) */
+		if (l->a < from[k] && l->f >= from[k] && l->f < to[k])
+			training[k] = 1;
+	}
+	ms_free(from);
+	ms_free(to);
+	return MS_OK;
+}
+
 ms_status ms_infer_eval_loops(const struct ms_infer_in *in, struct ms_explain *x)
 {
 	struct inf f = {.in = in, .x = x};
 	uint8_t *training = NULL;
-	uint64_t *all = NULL;
-	size_t n_all, cap = 0, o = 0;
+	uint64_t *all = NULL, *bw = NULL;
+	size_t n_all, cap = 0, o = 0, n_bw = 0, cap_bw = 0;
 	int any_backward = 0, graphs = 0;
 	ms_status s = MS_ERR_NOMEM;
 
@@ -641,8 +827,10 @@ ms_status ms_infer_eval_loops(const struct ms_infer_in *in, struct ms_explain *x
 	}
 	if (!(f.flags = ms_calloc(ms_symtab_nstacks(&in->t->syms) + 1, 1)))
 		return MS_ERR_NOMEM;
-	if ((s = starts_from_calls(&f)))
+	if ((s = starts_from_calls(&f))) {
+		ms_free(f.starts);
 		goto out;
+	}
 	all = f.starts;
 	n_all = f.ns;
 	f.starts = NULL;
@@ -664,15 +852,15 @@ ms_status ms_infer_eval_loops(const struct ms_infer_in *in, struct ms_explain *x
 		fl = stack_flags(&f, l->stack);
 		if ((fl & F_PYTHON) && !(fl & F_BACKWARD))
 			continue;
-		any_backward = 1;
+		if (ms_grow(&bw, &cap_bw, n_bw + 1, sizeof(*bw)))
+			goto out;
+		bw[n_bw++] = l->a;
 		if ((k = forward_of(&f, l->a)) != SIZE_MAX)
 			training[k] = 1;
 	}
-	for (size_t i = 0; i < in->n_opt; i++) {
-		size_t k = forward_of(&f, in->opt_starts[i]);
-		if (k != SIZE_MAX)
-			training[k] = 1;
-	}
+	any_backward = n_bw != 0;
+	if (any_backward && (s = kept_for_backward(&f, bw, n_bw, training)))
+		goto out;
 	f.starts = NULL;
 	f.ns = 0;
 	if (!any_backward) {
@@ -696,8 +884,10 @@ ms_status ms_infer_eval_loops(const struct ms_infer_in *in, struct ms_explain *x
 			k1++;
 		k = k1 + 1;
 		/* where the job died or the trace was cut, its last forward may be a training
-		   iteration's that never reached its backward */
-		if (k1 + 1 == n_all && in->ends_in_iteration && k1-- == start)
+		   iteration's that never reached its backward, unless it goes on with the run's
+		   concatenation chains (a generation cut mid-request) */
+		if (k1 + 1 == n_all && in->ends_in_iteration && !goes_on(&f, all[start], all[k1]) &&
+		    k1-- == start)
 			break;
 		if (k1 == start) /* one forward: nothing of a loop to tell by */
 			continue;
@@ -715,6 +905,7 @@ ms_status ms_infer_eval_loops(const struct ms_infer_in *in, struct ms_explain *x
 out:
 	f.starts = NULL;
 	ms_free(all);
+	ms_free(bw);
 	ms_free(training);
 	ms_free(f.flags);
 	ms_free(f.pred);

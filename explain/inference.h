@@ -19,8 +19,10 @@
  * is freed: the cache is the newer tensor.
  *
  * Forwards are a module's calls where the trace has stacks (an allocation under
- * Module._call_impl after one outside any), else the steps explain found (repetition,
- * annotations, scopes). Requests are the spans in which the KV cache holds bytes.
+ * Module._call_impl after one outside any); without stacks, the links of the KV cache's
+ * concatenation chains (one a token; a chain of a token's ids, growing by CHAIN_FLOOR bytes or
+ * less, is none), else the steps explain found (repetition, annotations, scopes). Requests are the
+ * spans in which the KV cache holds bytes.
  */
 #ifndef MEMSNAP_EXPLAIN_INFERENCE_H
 #define MEMSNAP_EXPLAIN_INFERENCE_H
@@ -59,13 +61,14 @@ ms_status ms_infer_categorize(const struct ms_infer_in *in, struct ms_explain *x
 
 /*
  * A training job's evaluation loops: runs of two forwards (module calls) or more with no
- * backward allocation and no optimizer step between one's start and the next's (where the job
- * died or the trace was cut, less its last forward: an iteration that never reached its
- * backward). Of what a loop makes,
- * the KV cache is placed by the rules above (concatenation chains; kept across two of its
- * forwards' starts, made in a forward and released in the loop; named a cache); the rest is
- * left to the training rules. Into x->eval_loops with their requests; without stacks, or where
- * the stacks show no backward pass, none are looked for and x->eval_loops_why says why.
+ * backward allocation between one's start and the next's, and nothing made in them kept for the
+ * backward that follows (where the job died or the trace was cut, less its last forward: an
+ * iteration that never reached its backward). Of what a loop makes, the KV cache is placed by
+ * two of the rules above (concatenation chains; kept across two of its forwards' starts by code
+ * that names a cache: "kept and released" alone is also a validation's outputs kept for a
+ * metric); the rest is left to the training rules. Into x->eval_loops with their requests; without
+ * stacks, or where the stacks show no backward pass, none are looked for and x->eval_loops_why says
+ * why.
  * @return MS_OK or MS_ERR_NOMEM.
  */
 ms_status ms_infer_eval_loops(const struct ms_infer_in *in, struct ms_explain *x);

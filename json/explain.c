@@ -204,7 +204,9 @@ static void inference(cJSON *root, const struct ms_trace *t, const struct ms_exp
 	ms_json_u64(o, "peak_forward", ms_explain_forward_of(x, peak));
 	ms_json_u64(o, "peak_request", ms_explain_request_of(x, peak));
 	a = cJSON_AddObjectToObject(o, "weights");
-	ms_json_u64(a, "bytes", f->weight_bytes);
+	/* null: not told (the trace starts after the model was loaded) */
+	ms_json_u64_known(a, "bytes", !f->weights_not_told, f->weight_bytes);
+	ms_json_u64(a, "allocated_before_trace_kept_bytes", f->before_kept_bytes);
 	ms_json_u64(a, "allocations", f->weight_blocks);
 	kv_and_requests(o, t, f);
 }

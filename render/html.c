@@ -471,10 +471,12 @@ static void diagnosis_json(struct ms_jsonw *w, const struct ms_report_diagnosis 
 	ms_jsonw_key(w, "has_stacks");
 	ms_jsonw_bool(w, g->has_stacks);
 	key_cstr(w, "job", g->job ? g->job : "");
+	ms_jsonw_key(w, "eager_forwards_only");
+	ms_jsonw_bool(w, g->eager_forwards_only);
 	key_u64(w, "steps_before_trace", g->steps_before_trace);
 	/* a generation job's requests: [first event, forwards, prompt peak, decode peak (null with
 	 * one forward), KV cache peak, KV added a token (null under 3 forwards), released, may be
-	 * several requests] each */
+	 * several requests, begun before the trace (its prompt peak null)] each */
 	ms_jsonw_key(w, "requests");
 	ms_jsonw_arr_begin(w);
 	for (size_t k = 0; k < g->n_requests; k++) {
@@ -482,7 +484,10 @@ static void diagnosis_json(struct ms_jsonw *w, const struct ms_report_diagnosis 
 		ms_jsonw_arr_begin(w);
 		ms_jsonw_u64(w, q->first_event);
 		ms_jsonw_u64(w, q->forwards);
-		ms_jsonw_u64(w, q->prompt_peak);
+		if (q->began_before_trace)
+			ms_jsonw_null(w);
+		else
+			ms_jsonw_u64(w, q->prompt_peak);
 		if (q->forwards >= 2)
 			ms_jsonw_u64(w, q->decode_peak);
 		else
@@ -494,6 +499,7 @@ static void diagnosis_json(struct ms_jsonw *w, const struct ms_report_diagnosis 
 			ms_jsonw_null(w);
 		ms_jsonw_bool(w, q->released);
 		ms_jsonw_bool(w, q->may_be_several);
+		ms_jsonw_bool(w, q->began_before_trace);
 		ms_jsonw_arr_end(w);
 	}
 	ms_jsonw_arr_end(w);

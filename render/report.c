@@ -963,6 +963,7 @@ ms_status ms_report_diagnose(struct ms_report *rep, const struct ms_trace *t,
 	snprintf(g->steps_scope, sizeof(g->steps_scope), "%s", x.steps_scope);
 	g->has_stacks = x.has_stacks;
 	g->job = x.job;
+	g->eager_forwards_only = x.inference.graphs;
 	g->steps_before_trace = x.steps_before_trace;
 	if (x.n_steps && (g->steps = ms_malloc(x.n_steps * sizeof(*g->steps)))) {
 		memcpy(g->steps, x.steps, x.n_steps * sizeof(*g->steps));

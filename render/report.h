@@ -152,10 +152,11 @@ struct ms_report_diagnosis {
 	} * eval_loops;
 	size_t n_eval_loops;
 	/* the steps (explain.h), owned; numbered after steps_before_trace */
-	const char *steps_from; /* static: "step annotations", ..., or "" */
-	char steps_scope[128];  /* "record_function scopes": the scope's name */
-	int has_stacks;         /* the trace's allocations have stacks (torch.nn's told) */
-	const char *job;        /* explain's: "training", "inference" or "" */
+	const char *steps_from;  /* static: "step annotations", ..., or "" */
+	char steps_scope[128];   /* "record_function scopes": the scope's name */
+	int has_stacks;          /* the trace's allocations have stacks (torch.nn's told) */
+	int eager_forwards_only; /* a generation job that captured CUDA graphs (explain.h) */
+	const char *job;         /* explain's: "training", "inference" or "" */
 	struct ms_explain_step *steps;
 	size_t n_steps, steps_before_trace;
 };

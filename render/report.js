@@ -270,7 +270,9 @@
 			/* a generation job: its requests in the steps' place, as memsnap explain gives them */
 			dg.appendChild(text(document.createElement('p'), g.requests.length + ' request' +
 				(g.requests.length === 1 ? '' : 's') + ' (each a span in which the KV cache holds ' +
-				'bytes; the prompt is its first forward):'));
+				'bytes; the prompt is its first forward)' + (g.eager_forwards_only ? '; the job ' +
+				'captured CUDA graphs: a forward replayed from one allocates nothing, so the ' +
+				'forwards counted are the eager ones' : '') + ':'));
 			var rqTable = document.createElement('table');
 			rqTable.id = 'requests';
 			rqTable.innerHTML = '<thead><tr><th>request</th><th>first event</th><th>forwards</th>' +
@@ -281,9 +283,10 @@
 				var tr = document.createElement('tr');
 				[String(k + 1) + (q[6] ? '' : ' (held at the end)') +
 					(q[7] ? ' (one request or several: its cache was made in its first ' +
-						'forward and kept, not grown, through every other)' : ''),
+						'forward and kept, not grown, through every other)' : '') +
+					(q[8] ? ' (begun before the trace: its prompt not in it)' : ''),
 					String(q[0]), String(q[1]),
-					fmt(q[2]), q[3] === null ? '-' : fmt(q[3]), fmt(q[4]),
+					q[2] === null ? '-' : fmt(q[2]), q[3] === null ? '-' : fmt(q[3]), fmt(q[4]),
 					q[5] === null ? '-' : (q[5] < 0 ? '-' + fmt(-q[5]) : fmt(q[5]))].forEach(function (c) {
 					tr.appendChild(text(document.createElement('td'), c));
 				});
@@ -331,7 +334,7 @@
 			/* a training job's evaluation loops, as memsnap explain gives them */
 			dg.appendChild(text(document.createElement('p'), g.eval_loops.length +
 				' evaluation loop' + (g.eval_loops.length === 1 ? '' : 's') + ' (forwards with ' +
-				'no backward and no optimizer step between them; their KV cache by the ' +
+				'no backward after them and nothing kept for one; their KV cache by the ' +
 				'generation rules; memsnap explain lists their requests):'));
 			var evTable = document.createElement('table');
 			evTable.id = 'eval-loops';

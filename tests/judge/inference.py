@@ -23,13 +23,18 @@ job's own span of it and holding its requests, which are judged as above.
 A truth whose cache is static_kept (one cache made before the first request and reused by all)
 expects one span said to be one request or several (may_be_several), with all the job's
 forwards, the cache's bytes and no growth per token.
+Each snapshot is judged again with its frames taken out (what a recording without stacks
+holds): a dynamic cache's jobs by the same checks, their forwards from the cache's concatenation
+chains; the others must say they cannot be told.
 Exit 1 on any failure.
 """
 import json
 import math
 import os
+import pickle
 import subprocess
 import sys
+import tempfile
 
 fails = 0
 
@@ -123,15 +128,56 @@ def judge_training(t, tag, ext, r):
         judge_requests(t, f"{tag}: loop {n}", ext, lp["requests"], tl["requests"], first_us)
 
 
-def judge(ms, d, name):
+def stripped(d, name, tmp):
+    """The snapshot with every frame taken out: what a recording without stacks holds."""
+    raw = subprocess.run(["zstd", "-qdc", os.path.join(d, name + ".pickle.zst")],
+                         capture_output=True, check=True).stdout
+    snap = pickle.loads(raw)
+    for tr in snap["device_traces"]:
+        for e in tr:
+            e["frames"] = []
+    for seg in snap["segments"]:
+        for b in seg.get("blocks", []):
+            b["frames"] = []
+    path = os.path.join(tmp, name + ".nostacks.pickle")
+    with open(path, "wb") as f:
+        pickle.dump(snap, f)
+    return path
+
+
+def judge_stripped(t, tag, r):
+    """Without stacks: a dynamic cache's chains give the forwards, judged as with stacks; other
+    jobs say what cannot be told."""
+    if "eval_loops" in t:
+        ev = r.get("eval_loops") or {}
+        check(r.get("job") == "training" and ev.get("looked_for") is False and ev.get("why_not"),
+              f"{tag}: a training job whose evaluation loops are not looked for, and why")
+        return False
+    if t["model"]["cache"] == "dynamic":
+        inf = r.get("inference") or {}
+        check(inf.get("forwards_from") == "concatenation chains",
+              f"{tag}: forwards from the KV cache's chains ({inf.get('forwards_from')})")
+        return True
+    check(r.get("job") is None and r.get("categories_note"),
+          f"{tag}: not told, and why ({(r.get('categories_note') or '')[:60]})")
+    return False
+
+
+def judge(ms, d, name, tmp):
     t = json.load(open(os.path.join(d, name + ".truth.json")))
-    for ext in ("pickle.zst", "zst"):
+    for ext in ("pickle.zst", "zst", "nostacks"):
         path = os.path.join(d, f"{name}.{ext}")
+        if ext == "nostacks":
+            path = stripped(d, name, tmp)
         if not os.path.exists(path):
             continue
         r = json.loads(subprocess.run([ms, "explain", "--json", path], capture_output=True,
                                       text=True, check=True).stdout)
         tag = f"{name}.{ext}"
+        if ext == "nostacks":
+            if not judge_stripped(t, tag, r):
+                continue
+            ext = "pickle.zst"  # the same times as the snapshot's
         if "eval_loops" in t:
             judge_training(t, tag, ext, r)
             continue
@@ -168,7 +214,8 @@ def main():
         print(f"FAIL: no truth files in {d}")
         return 1
     for n in names:
-        judge(ms, d, n)
+        with tempfile.TemporaryDirectory() as tmp:
+            judge(ms, d, n, tmp)
     print(f"{fails} failed")
     return 1 if fails else 0
 

@@ -52,7 +52,7 @@ PY
 "$MEMSNAP" -q diff --category 'cache=cache_utils' "$d/llama_dynamic.pickle.zst" \
 	"$d/llama_static.pickle.zst" | sed -n '/what each peak/,/^$/p' | sed -n 1,3p
 # bad categories: one line, exit 2 (a file that cannot be read: exit 1)
-for a in 'x' '=y' 'a b=c' 'n=(' 'n=' ; do
+for a in 'x' '=y' 'a b=c' 'n=(' 'n=' 'parameters=adam' 'kv_cache=x'; do
 	"$MEMSNAP" explain --category "$a" "$f" >/dev/null 2>"$TMPDIR/e"
 	echo "--category '$a': exit $?: $(head -1 "$TMPDIR/e")"
 done
