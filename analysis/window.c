@@ -32,6 +32,8 @@ static const char *time_end(const char *s, struct ms_window_end *out)
 			out->t_ns = (uint64_t)(v * units[k].ns + 0.5);
 			return NULL;
 		}
+	if (s[num] == '#')
+		return "#N counts an address's allocations: alloc:ADDRESS#N or free:ADDRESS#N";
 	return "a time's unit is s, ms, us or ns (1.5s, 200ms, 1500000us)";
 }
 

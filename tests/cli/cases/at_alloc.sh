@@ -57,6 +57,8 @@ print("replay: events", w["from_event"], "to", w["to_event"], "closed", w["close
 echo "exit $?: $(sed 's/^[^:]*: [^:]*: //' "$TMPDIR/e")"
 "$MEMSNAP" stats --at "alloc:0x12#0" "$f" >/dev/null 2>"$TMPDIR/e"
 echo "exit $?: $(head -1 "$TMPDIR/e")"
+"$MEMSNAP" stats --at "1234#2" "$f" >/dev/null 2>"$TMPDIR/e"
+echo "exit $?: $(head -1 "$TMPDIR/e")"
 "$MEMSNAP" explain --at 5 --from 3 "$f" >/dev/null 2>"$TMPDIR/e"
 echo "exit $?: $(head -1 "$TMPDIR/e")"
 # diff --at: what each run held right after its own such event, here PyTorch's snapshot against
