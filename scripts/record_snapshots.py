@@ -2237,9 +2237,12 @@ def main():
     ap.add_argument("--out", default="snapshots-out")
     ap.add_argument("--list", action="store_true", help="list the cases and exit")
     ap.add_argument("--memsnap", metavar="BIN",
-                    help="also record each case with `BIN record --stacks python` in the same "
+                    help="also record each case with `BIN record --stacks STACKS` in the same "
                          "process, into DIR/NAME.zst: the events PyTorch's trace tracker saw, "
                          "each with its pool")
+    ap.add_argument("--record-stacks", choices=("python", "none"),
+                    default=os.environ.get("MEMSNAP_RECORD_STACKS", "python"),
+                    help="the stacks `BIN record` takes (default python; MEMSNAP_RECORD_STACKS)")
     ap.add_argument("--deadline", type=float, default=540,
                     help="seconds after which no further case is started (default 540)")
     ap.add_argument("--child", help=argparse.SUPPRESS)
@@ -2288,7 +2291,7 @@ def main():
                     cmd = [sys.executable, HERE, "--child", n, "--out", a.out]
                     if a.memsnap:
                         cmd = [a.memsnap, "record", "-o", os.path.join(a.out, n + ".zst"),
-                               "--stacks", "python", "--"] + cmd
+                               "--stacks", a.record_stacks, "--"] + cmd
                     r = subprocess.run(cmd,
                                        env=dict(os.environ, PYTHONUNBUFFERED="1", **env),
                                        stdout=lf, stderr=subprocess.STDOUT, timeout=c["timeout"])
