@@ -23,6 +23,8 @@ job's own span of it and holding its requests, which are judged as above.
 A truth whose cache is static_kept (one cache made before the first request and reused by all)
 expects one span said to be one request or several (may_be_several), with all the job's
 forwards, the cache's bytes and no growth per token.
+NAME_nostacks.zst (no snapshot beside it) is memsnap's recording of the job without stacks
+(`memsnap record --stacks none`), judged as the snapshots without frames below.
 Each snapshot is judged again with its frames taken out (what a recording without stacks
 holds): a dynamic cache's jobs by the same checks, their forwards from the cache's concatenation
 chains; the others must say they cannot be told.
@@ -168,6 +170,8 @@ def judge(ms, d, name, tmp):
     for ext in ("pickle.zst", "zst", "nostacks"):
         path = os.path.join(d, f"{name}.{ext}")
         if ext == "nostacks":
+            if not os.path.exists(os.path.join(d, name + ".pickle.zst")):
+                continue
             path = stripped(d, name, tmp)
         if not os.path.exists(path):
             continue
@@ -178,6 +182,8 @@ def judge(ms, d, name, tmp):
             if not judge_stripped(t, tag, r):
                 continue
             ext = "pickle.zst"  # the same times as the snapshot's
+        elif name.endswith("_nostacks") and not judge_stripped(t, tag, r):
+            continue  # recorded by `memsnap record --stacks none`
         if "eval_loops" in t:
             judge_training(t, tag, ext, r)
             continue
