@@ -333,18 +333,18 @@ static void print_inference(const struct ms_explain_report *r)
 {
 	const struct ms_explain *x = &r->x;
 	const struct ms_explain_inference *f = &x->inference;
-	char b1[32];
+	char b1[32], b2[32];
 
 	if (!x->job || strcmp(x->job, "inference") != 0)
 		return;
 	printf("\n  a generation job: %zu forwards (from %s), no backward, no optimizer steps; ",
 	       f->n_forwards, f->forwards_from);
 	if (f->weights_not_told)
-		printf("weights not told: the trace starts after the model was loaded (%s "
-		       "allocated "
-		       "before it and kept to the last forward is unplaced, the weights among "
-		       "it)\n",
-		       ms_format_size(b1, sizeof(b1), f->before_kept_bytes));
+		printf("weights not told: the trace starts after the model was loaded, or while "
+		       "it was (%s allocated before it and kept to the last forward is unplaced, "
+		       "weights among it; %s made in the trace)\n",
+		       ms_format_size(b1, sizeof(b1), f->before_kept_bytes),
+		       ms_format_size(b2, sizeof(b2), f->weight_bytes));
 	else
 		printf("weights %s in %llu allocations\n",
 		       ms_format_size(b1, sizeof(b1), f->weight_bytes),

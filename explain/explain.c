@@ -1185,7 +1185,9 @@ static ms_status eval_loops(struct ex *x)
 	                         .has_stacks = x->x->has_stacks,
 	                         .opt_starts = opt,
 	                         .n_opt = x->nw,
-	                         .ends_in_iteration = death_event(x) != NONE || x->t->cut_short};
+	                         .run_end = death_event(x) != NONE ? death_event(x)
+	                                    : x->t->cut_short      ? x->t->n_events
+	                                                           : NONE};
 	s = ms_infer_eval_loops(&ii, x->x);
 	ms_free(opt);
 	return s;

@@ -153,8 +153,8 @@ struct ms_explain_inference {
 	uint64_t weight_bytes, weight_blocks;
 	/* allocated before the trace and alive at the last forward's start (unplaced) */
 	uint64_t before_kept_bytes;
-	/* no weights made in the trace, but bytes kept from before it: the trace starts after the
-	 * model was loaded, its weights among those (weights not told) */
+	/* bytes kept from before the trace: it starts after the model was loaded, or while it was,
+	 * its weights all or some among those (weights not told; weight_bytes: those made in it) */
 	int weights_not_told;
 	/* KV cache allocations by rule: concatenation chains, kept and released, named a cache */
 	uint64_t kv_concat_blocks, kv_kept_blocks, kv_named_blocks;

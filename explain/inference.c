@@ -497,10 +497,17 @@ static ms_status requests(struct inf *f, uint64_t *span_peak, uint64_t *span_pea
 		struct ms_explain_request *rq = &r->requests[i];
 		size_t k0 = forward_of(f, rq->first_event), k1 = forward_of(f, rq->end_event) + 1,
 		       kb;
-		/* a trace that starts mid-run, in its first request: what came before is not known
-		 */
-		if (!i && rq->first_event <= f->starts[0] && mid_run && f->opens_trace)
-			rq->began_before_trace = 1;
+		/* a trace that starts mid-run inside its first request: in its first forwards it
+		   frees what was allocated before it (the cache's tensors its concatenations
+		   replace); a trace that starts between requests frees nothing of it there */
+		if (!i && rq->first_event <= f->starts[0] && mid_run && f->opens_trace) {
+			size_t k2 = forward_of(f, rq->first_event) + 2;
+			uint64_t until = k2 < f->ns ? f->starts[k2] : rq->end_event;
+			for (size_t j = 0; j < f->in->n && !rq->began_before_trace; j++)
+				rq->began_before_trace = b[j].before && b[j].f != NONE &&
+				                         b[j].f >= rq->first_event &&
+				                         b[j].f < until;
+		}
 		if (k0 == SIZE_MAX && k1 == 0)
 			continue;   /* all before the first forward: no forwards of its own */
 		if (k0 == SIZE_MAX) /* a cache made before the first forward: from that one */
@@ -647,10 +654,9 @@ ms_status ms_infer_categorize(const struct ms_infer_in *in, struct ms_explain *x
 			goto out;
 	}
 	place(&f, first_forward);
-	/* a trace that starts after the model was loaded: its weights are among what was
-	   allocated before it */
-	x->inference.weights_not_told =
-	        !x->inference.weight_bytes && x->inference.before_kept_bytes;
+	/* a trace that starts after the model was loaded, or while it was: its weights are
+	   among what was allocated before it, all or some */
+	x->inference.weights_not_told = x->inference.before_kept_bytes != 0;
 	if ((s = requests(&f, &pk, &pe)))
 		goto out;
 	x->job = "inference";
@@ -730,6 +736,15 @@ static ms_status eval_loop(struct inf *f, const uint64_t *all, size_t n_all, siz
 		return s;
 	lp->first_event = f->e_lo;
 	lp->end_event = f->e_hi - 1;
+	if (k1 + 1 == n_all) { /* the last: to its own last event, not a recording's exit */
+		lp->end_event = f->e_lo;
+		for (size_t i = f->i_lo; i < f->i_hi; i++) {
+			const struct ms_life *l = &b[i];
+			uint64_t last = l->f != NONE ? l->f : l->a;
+			if (!l->before && last > lp->end_event)
+				lp->end_event = last;
+		}
+	}
 	return MS_OK;
 }
 
@@ -751,62 +766,52 @@ static int goes_on(struct inf *f, uint64_t first, uint64_t last)
 	return 0;
 }
 
-/* The first of sorted v[0..n) at or past e (n: none). */
-static size_t first_at(const uint64_t *v, size_t n, uint64_t e)
-{
-	size_t lo = 0, hi = n;
-
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		if (v[mid] < e)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
-}
-
 /*
- * A forward is training's too where a module's call in it made something kept for a backward:
- * alive at the next backward allocation after its start (bw: their events, ascending) and freed
- * in that backward, before the next forward's start or optimizer step (an iteration that calls
- * several modules one after another, its encoder and its decoder, saves the first ones'
- * activations for the backward that follows the last). What an evaluation makes is freed before
- * the next training forward.
+ * A forward is training's too where a module's call in it made something still alive at the
+ * start of the iteration's last forward (the next one with a backward allocation in its span):
+ * the iteration's earlier calls (an encoder before its decoder, teachers before the student, a
+ * model before its loss module) hand their outputs on to it. What an evaluation makes is freed
+ * before training goes on; kept to the trace's end, or by code that names a cache, it says
+ * nothing (a workspace, a cache the next evaluation uses). After the last training forward, the
+ * forwards whose calls made something alive at the trace's end (or where the job died: at event
+ * end; else NONE) are an iteration that never reached its backward (the job died in it, or the
+ * trace ends in it), unless they go on with a concatenation chain (a generation cut
+ * mid-request).
  */
-static ms_status kept_for_backward(struct inf *f, const uint64_t *bw, size_t n_bw,
-                                   uint8_t *training)
+static ms_status part_of_iteration(struct inf *f, uint8_t *training, uint64_t end)
 {
 	const struct ms_infer_in *in = f->in;
-	uint64_t *from, *to; /* each forward's next backward allocation, and that backward's end */
+	uint64_t *next, nt = NONE; /* each forward's next training forward's start */
+	size_t tail = f->ns;       /* the first forward after the last training one */
+	int cut_iteration;
 
-	if (!(from = ms_malloc(f->ns * sizeof(*from))) || !(to = ms_malloc(f->ns * sizeof(*to)))) {
-		ms_free(from);
+	if (!(next = ms_malloc((f->ns ? f->ns : 1) * sizeof(*next))))
 		return MS_ERR_NOMEM;
+	for (size_t k = f->ns; k-- > 0;) {
+		next[k] = nt;
+		if (training[k])
+			nt = f->starts[k];
+		else if (nt == NONE)
+			tail = k;
 	}
-	for (size_t k = 0; k < f->ns; k++) {
-		size_t j = first_at(bw, n_bw, f->starts[k]), o;
-		from[k] = to[k] = NONE;
-		if (training[k] || j == n_bw)
-			continue;
-		from[k] = bw[j];
-		j = first_at(f->starts, f->ns, bw[j] + 1);
-		to[k] = j < f->ns ? f->starts[j] : in->t->n_events;
-		o = first_at(in->opt_starts, in->n_opt, from[k] + 1);
-		if (o < in->n_opt && in->opt_starts[o] < to[k])
-			to[k] = in->opt_starts[o];
-	}
+	cut_iteration = tail < f->ns && !goes_on(f, f->starts[tail], f->starts[f->ns - 1]);
 	for (size_t i = 0; i < in->n; i++) {
 		const struct ms_life *l = &in->b[i];
 		size_t k;
-		if (l->before || l->f == NONE || (k = forward_of(f, l->a)) == SIZE_MAX ||
-		    from[k] == NONE || !(stack_flags(f, l->stack) & F_CALL))
-			continue; /* (made in a module's call: an input is made before one) */
-		if (l->a < from[k] && l->f >= from[k] && l->f < to[k])
-			training[k] = 1;
+		uint8_t fl;
+		if (l->before || (k = forward_of(f, l->a)) == SIZE_MAX || training[k])
+			continue;
+		fl = stack_flags(f, l->stack);
+		if (!(fl & F_CALL) || (fl & F_CACHE))
+			continue; /* (an input is made before a call; a named cache is kept on) */
+		if (next[k] != NONE
+		            ? l->f != NONE && l->f > next[k]
+		            : cut_iteration &&
+		                      (end == NONE ? l->f == NONE
+		                                   : l->a <= end && (l->f == NONE || l->f > end)))
+			training[k] = 2; /* (2: not a training forward's start for next[]) */
 	}
-	ms_free(from);
-	ms_free(to);
+	ms_free(next);
 	return MS_OK;
 }
 
@@ -814,8 +819,8 @@ ms_status ms_infer_eval_loops(const struct ms_infer_in *in, struct ms_explain *x
 {
 	struct inf f = {.in = in, .x = x};
 	uint8_t *training = NULL;
-	uint64_t *all = NULL, *bw = NULL;
-	size_t n_all, cap = 0, o = 0, n_bw = 0, cap_bw = 0;
+	uint64_t *all = NULL;
+	size_t n_all, cap = 0, o = 0, n_bw = 0;
 	int any_backward = 0, graphs = 0;
 	ms_status s = MS_ERR_NOMEM;
 
@@ -852,26 +857,22 @@ ms_status ms_infer_eval_loops(const struct ms_infer_in *in, struct ms_explain *x
 		fl = stack_flags(&f, l->stack);
 		if ((fl & F_PYTHON) && !(fl & F_BACKWARD))
 			continue;
-		if (ms_grow(&bw, &cap_bw, n_bw + 1, sizeof(*bw)))
-			goto out;
-		bw[n_bw++] = l->a;
+		n_bw++;
 		if ((k = forward_of(&f, l->a)) != SIZE_MAX)
 			training[k] = 1;
 	}
 	any_backward = n_bw != 0;
-	if (any_backward && (s = kept_for_backward(&f, bw, n_bw, training)))
-		goto out;
-	f.starts = NULL;
-	f.ns = 0;
 	if (!any_backward) {
 		x->eval_loops_why = "the trace's stacks show no backward pass: its training "
 		                    "forwards cannot be told from evaluation";
 		s = MS_OK;
 		goto out;
 	}
-	x->eval_loops_looked = 1;
-	if ((s = index_lives(&f)))
+	if ((s = index_lives(&f)) || (s = part_of_iteration(&f, training, in->run_end)))
 		goto out;
+	f.starts = NULL;
+	f.ns = 0;
+	x->eval_loops_looked = 1;
 	for (size_t i = 0; i < in->n && !graphs; i++)
 		graphs = (stack_flags(&f, in->b[i].stack) & F_GRAPHS) != 0;
 	for (size_t k = 0; k < n_all;) {
@@ -883,12 +884,6 @@ ms_status ms_infer_eval_loops(const struct ms_infer_in *in, struct ms_explain *x
 		while (k1 + 1 < n_all && !training[k1 + 1])
 			k1++;
 		k = k1 + 1;
-		/* where the job died or the trace was cut, its last forward may be a training
-		   iteration's that never reached its backward, unless it goes on with the run's
-		   concatenation chains (a generation cut mid-request) */
-		if (k1 + 1 == n_all && in->ends_in_iteration && !goes_on(&f, all[start], all[k1]) &&
-		    k1-- == start)
-			break;
 		if (k1 == start) /* one forward: nothing of a loop to tell by */
 			continue;
 		if (ms_grow(&x->eval_loops, &cap, o + 1, sizeof(*x->eval_loops))) {
@@ -905,7 +900,6 @@ ms_status ms_infer_eval_loops(const struct ms_infer_in *in, struct ms_explain *x
 out:
 	f.starts = NULL;
 	ms_free(all);
-	ms_free(bw);
 	ms_free(training);
 	ms_free(f.flags);
 	ms_free(f.pred);

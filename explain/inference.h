@@ -48,7 +48,9 @@ struct ms_infer_in {
 	/* a training job's optimizer steps' first events, ascending (ms_infer_eval_loops) */
 	const uint64_t *opt_starts;
 	size_t n_opt;
-	int ends_in_iteration; /* the job died, or the trace was cut, after its last forward */
+	/* where the job died (its OOM's event) or the trace was cut (its event count); else
+	 * MS_LIFE_NONE */
+	uint64_t run_end;
 };
 
 /*
@@ -61,14 +63,16 @@ ms_status ms_infer_categorize(const struct ms_infer_in *in, struct ms_explain *x
 
 /*
  * A training job's evaluation loops: runs of two forwards (module calls) or more with no
- * backward allocation between one's start and the next's, and nothing made in them kept for the
- * backward that follows (where the job died or the trace was cut, less its last forward: an
- * iteration that never reached its backward). Of what a loop makes, the KV cache is placed by
- * two of the rules above (concatenation chains; kept across two of its forwards' starts by code
- * that names a cache: "kept and released" alone is also a validation's outputs kept for a
- * metric); the rest is left to the training rules. Into x->eval_loops with their requests; without
- * stacks, or where the stacks show no backward pass, none are looked for and x->eval_loops_why says
- * why.
+ * backward allocation between one's start and the next's, none of whose calls made something
+ * still alive when the next training forward starts (an iteration's earlier calls hand their
+ * outputs on to its last), and, where the job died or the trace was cut, none holding what was
+ * alive at the end (the iteration that never reached its backward; a generation cut
+ * mid-request goes on with its chains). Of what a loop makes, the KV cache is placed by two of
+ * the rules above (concatenation chains; kept across two of its forwards' starts by code that
+ * names a cache: "kept and released" alone is also a validation's outputs kept for a metric);
+ * the rest is left to the training rules. Into x->eval_loops with their requests; without
+ * stacks, or where the stacks show no backward pass, none are looked for and x->eval_loops_why
+ * says why.
  * @return MS_OK or MS_ERR_NOMEM.
  */
 ms_status ms_infer_eval_loops(const struct ms_infer_in *in, struct ms_explain *x);

@@ -207,7 +207,7 @@ static void inference(cJSON *root, const struct ms_trace *t, const struct ms_exp
 	/* null: not told (the trace starts after the model was loaded) */
 	ms_json_u64_known(a, "bytes", !f->weights_not_told, f->weight_bytes);
 	ms_json_u64(a, "allocated_before_trace_kept_bytes", f->before_kept_bytes);
-	ms_json_u64(a, "allocations", f->weight_blocks);
+	ms_json_u64_known(a, "allocations", !f->weights_not_told, f->weight_blocks);
 	kv_and_requests(o, t, f);
 }
 

@@ -16,6 +16,10 @@ evaluation forward makes a token outside any module and a temporary under a modu
   eval_kept_outputs.json     2 iterations, a validation of 5 batches keeping each batch's logits
                              (made in the module's call) for a metric, then 1 iteration: a loop of
                              5 forwards, and no KV cache
+  eval_then_oom.json         2 iterations, an evaluation of 3 forwards, then an iteration that
+                             calls three modules and runs out of memory in the third, before its
+                             backward: a loop of 3 forwards (the dying iteration's calls hold
+                             their activations at the OOM: no evaluation)
   eval_cache_across.json     2 iterations, an evaluation of 4 forwards whose first makes a cache
                              (in cache_utils.py) kept past the loop, 1 iteration, an evaluation
                              of 4 whose first frees it and makes another, 1 iteration: each loop's
@@ -90,6 +94,18 @@ class Job:
         for b in grads + [x] + outside:
             self.free(b)
 
+    def dies(self, calls):
+        """An iteration that runs out of memory in its last call's forward."""
+        self.alloc(4096, OUTSIDE)
+        for k in range(calls):
+            self.alloc(64 << 10, call("forward", f"/home/u/module{k}.py"))
+            if k + 1 < calls:
+                self.alloc(4096, OUTSIDE)
+        self.t += 10
+        self.events.append({"action": "oom", "addr": 0, "size": 1 << 40, "stream": 0,
+                            "time_us": self.t, "device_free": 1 << 30,
+                            "frames": call("forward", f"/home/u/module{calls - 1}.py")})
+
     def evaluate(self, n, keep_outputs=False, cache=None, free_cache=None):
         outs = []
         for i in range(n):
@@ -131,6 +147,9 @@ def main():
     j = Job()
     j.train(), j.train(), j.evaluate(5, keep_outputs=True), j.train()
     j.write(os.path.join(out, "eval_kept_outputs.json"))
+    j = Job()
+    j.train(), j.train(), j.evaluate(3), j.dies(3)
+    j.write(os.path.join(out, "eval_then_oom.json"))
     j = Job()
     j.train(), j.train(), j.evaluate(4, cache="c1"), j.train()
     j.evaluate(4, free_cache="c1", cache="c2"), j.train()

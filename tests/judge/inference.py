@@ -23,6 +23,10 @@ job's own span of it and holding its requests, which are judged as above.
 A truth whose cache is static_kept (one cache made before the first request and reused by all)
 expects one span said to be one request or several (may_be_several), with all the job's
 forwards, the cache's bytes and no growth per token.
+The two dynamic-cache snapshots are judged again from entries 40, 1000 and 17520 on (a trace
+that starts mid-run: in the weights' loading, in the first request, between requests): the
+weights are not told, each request left keeps its growth a token, and the first is said to
+begin before the trace exactly where some of the forwards the job counted lie before the cut.
 NAME_nostacks.zst (no snapshot beside it) is memsnap's recording of the job without stacks
 (`memsnap record --stacks none`), judged as the snapshots without frames below.
 Each snapshot is judged again with its frames taken out (what a recording without stacks
@@ -165,6 +169,42 @@ def judge_stripped(t, tag, r):
     return False
 
 
+def judge_mid_run(ms, d, name, t, tmp):
+    """A dynamic-cache job's snapshot whose trace starts mid-run: its first N entries taken out
+    (PyTorch's ring buffer keeps the last entries; history turned on late). The weights are not
+    told; each request still in it keeps its growth a token; the first is said to begin before
+    the trace exactly where some of the forwards the job counted lie before the cut."""
+    raw = subprocess.run(["zstd", "-qdc", os.path.join(d, name + ".pickle.zst")],
+                         capture_output=True, check=True).stdout
+    whole = pickle.loads(raw)
+    for n in (40, 1000, 17520):
+        snap = dict(whole, device_traces=[whole["device_traces"][0][n:]])
+        cut_us = snap["device_traces"][0][0]["time_us"]
+        path = os.path.join(tmp, f"{name}.from{n}.pickle")
+        with open(path, "wb") as f:
+            pickle.dump(snap, f)
+        r = json.loads(subprocess.run([ms, "-q", "explain", "--json", path],
+                                      capture_output=True, text=True, check=True).stdout)
+        tag = f"{name} from entry {n}"
+        inf = r.get("inference") or {}
+        check(r.get("job") == "inference" and inf["weights"]["bytes"] is None,
+              f"{tag}: a generation job whose weights are not told")
+        left = [q for q in t["requests"] if q["end_us"] > cut_us]
+        reqs = inf.get("requests", [])
+        check(len(reqs) == len(left), f"{tag}: {len(reqs)} requests vs {len(left)} in the trace")
+        for q, tq in zip(reqs, left):
+            # begun before the trace exactly where some of its forwards lie before the cut
+            began = q["forwards"] < tq["forwards"]
+            check(q["began_before_trace"] == began,
+                  f"{tag}: request {tq['request'] + 1} begun before the trace "
+                  f"{q['began_before_trace']}, {q['forwards']} of its {tq['forwards']} "
+                  f"forwards in it")
+            got = q["kv_cache_bytes_per_token"]
+            check(got == tq["kv_bytes_per_token"],
+                  f"{tag}: request {tq['request'] + 1} KV per token {got} vs "
+                  f"{tq['kv_bytes_per_token']}")
+
+
 def judge(ms, d, name, tmp):
     t = json.load(open(os.path.join(d, name + ".truth.json")))
     for ext in ("pickle.zst", "zst", "nostacks"):
@@ -222,6 +262,9 @@ def main():
     for n in names:
         with tempfile.TemporaryDirectory() as tmp:
             judge(ms, d, n, tmp)
+            if n in ("gpt2_dynamic", "llama_dynamic"):
+                judge_mid_run(ms, d, n, json.load(open(os.path.join(d, n + ".truth.json"))),
+                              tmp)
     print(f"{fails} failed")
     return 1 if fails else 0
 

@@ -6,7 +6,8 @@
 # died in its forward is no loop. Then crafted jobs (scripts/gen_eval_edge.py): three top-level
 # modules an iteration give no loop; Lightning's iterations inside Optimizer.step give loops of 3
 # and 2 forwards; a validation's outputs kept for a metric are no KV cache; a cache kept from one
-# loop into the next is each loop's own.
+# loop into the next is each loop's own; an evaluation of 3 forwards, then an iteration that runs
+# out of memory in its third module's forward, gives one loop of 3.
 d=testdata/snapshots/inference
 "$MEMSNAP" -q explain "$d/train_eval.zst" | sed -n '/^    kv_cache/p;/^  evaluation loops/,/^$/p'
 "$MEMSNAP" -q explain "$d/llama_static_kept.pickle.zst" | sed -n '/^  requests/,/^$/p'
@@ -25,7 +26,7 @@ import json, sys
 r = json.load(sys.stdin)
 print(r["job"], r["eval_loops"], r["oom"]["event"] is not None)'
 "$MEMSNAP" -q explain --at 5000 testdata/snapshots/inference/train_eval.pickle.zst | sed -n 3p
-for f in two_calls lightning kept_outputs cache_across; do
+for f in two_calls lightning kept_outputs cache_across then_oom; do
 	"$MEMSNAP" -q explain --json "testdata/snapshots/edge/eval_$f.json" | python3 -c '
 import json, sys
 r = json.load(sys.stdin)
