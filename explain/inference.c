@@ -617,6 +617,14 @@ ms_status ms_infer_categorize(const struct ms_infer_in *in, struct ms_explain *x
 		        "backward the trace does not hold";
 		s = MS_OK;
 		goto out;
+	} else if (in->has_stacks && in->n_steps >= 2) {
+		/* stacks without a module's call: no model ran under torch.nn, so the steps found
+		   are no forwards (a loop of plain tensors) */
+		x->why_uncategorized =
+		        "the trace has no optimizer steps, and its stacks show no module's call: "
+		        "no forwards to place its allocations by (its steps are not a model's)";
+		s = MS_OK;
+		goto out;
 	} else if (in->n_steps >= 2) {
 		f.ns = 0;
 		if (ms_grow(&f.starts, &f.caps, in->n_steps, sizeof(*f.starts)))

@@ -81,3 +81,9 @@ import json, sys
 q = json.load(sys.stdin)["inference"]["requests"][0]
 print("cut mid-request:", q["began_before_trace"], q["prompt_peak_requested_bytes"],
       q["kv_cache_after_prompt_bytes"], q["kv_cache_bytes_per_token"])'
+# A loop of plain tensors (torch.empty, no model) recorded with stacks: its repeated steps are no
+# forwards, since the stacks show no module's call; no generation job.
+"$MEMSNAP" -q explain --json testdata/snapshots/pools/mempool_on_oom.pickle.zst | python3 -c '
+import json, sys
+r = json.load(sys.stdin)
+print(r["job"], r["inference"], r["steps_from"], r["categories_note"])'
