@@ -21,8 +21,8 @@
  * Forwards are a module's calls where the trace has stacks (an allocation under
  * Module._call_impl after one outside any); without stacks, the links of the KV cache's
  * concatenation chains (one a token; a chain of a token's ids, growing by CHAIN_FLOOR bytes or
- * less, is none), else the steps explain found (repetition, annotations, scopes). Requests are the
- * spans in which the KV cache holds bytes.
+ * less, is none), else the steps explain found (repetition, annotations, scopes); stacks with no
+ * module's call tell no forwards. Requests are the spans in which the KV cache holds bytes.
  */
 #ifndef MEMSNAP_EXPLAIN_INFERENCE_H
 #define MEMSNAP_EXPLAIN_INFERENCE_H
