@@ -35,7 +35,8 @@ int ms_explain_cat_told(const struct ms_explain *x, unsigned cat)
 	if (cat == MS_CAT_UNPLACED)
 		return 1;
 	if (inference)
-		return (cat == MS_CAT_WEIGHTS && !x->inference.weights_not_told) ||
+		return (cat == MS_CAT_WEIGHTS &&
+		        !(x->inference.weights_not_told && !x->inference.weight_blocks)) ||
 		       cat == MS_CAT_KV_CACHE || cat == MS_CAT_ACTIVATIONS || cat == MS_CAT_OTHER;
 	if (cat == MS_CAT_KV_CACHE) /* a training job's evaluation loops' */
 		return x->n_eval_loops != 0;

@@ -37,7 +37,10 @@ struct inf {
 	uint64_t e_lo, e_hi;
 	size_t i_lo, i_hi;
 	int opens_trace;
-	int by_chains;      /* forwards from the concatenation chains (no stacks) */
+	int by_chains; /* forwards from the concatenation chains (no stacks) */
+	/* requests()' running total: the bytes allocated before event total_ev, swept on from
+	 * span to span (before_total: those allocated before the trace; index_lives) */
+	uint64_t total, total_ev, before_total;
 	uint32_t *pred;     /* life -> the life its concatenation replaced (NO_LIFE: none) */
 	uint32_t *of_event; /* event -> the life allocated or freed there (NO_LIFE: none) */
 };
@@ -313,7 +316,7 @@ static ms_status starts_from_chains(struct inf *f)
 	const struct ms_life *b = f->in->b;
 	size_t n = f->in->n;
 	uint32_t *succ;
-	uint64_t ref_end = 0; /* where the current request's first chain is all freed */
+	uint64_t ref_end = 0; /* the current request's first chain's last link */
 	int any = 0;
 	ms_status s = MS_OK;
 
@@ -327,7 +330,7 @@ static ms_status starts_from_chains(struct inf *f)
 	for (size_t h = 0; h < n && !s; h++) { /* heads in allocation order */
 		uint32_t m, last = (uint32_t)h;
 		if (b[h].before || b[h].cat != MS_CAT_KV_CACHE || f->pred[h] != NO_LIFE ||
-		    succ[h] == NO_LIFE || (any && (ref_end == NONE || b[h].a < ref_end)))
+		    succ[h] == NO_LIFE || (any && b[h].a < ref_end))
 			continue;
 		for (m = (uint32_t)h; m != NO_LIFE; last = m, m = succ[m]) {
 			if (ms_grow(&f->starts, &f->caps, f->ns + 1, sizeof(*f->starts))) {
@@ -336,7 +339,7 @@ static ms_status starts_from_chains(struct inf *f)
 			}
 			f->starts[f->ns++] = b[m].a;
 		}
-		ref_end = b[last].f;
+		ref_end = b[last].a;
 		any = 1;
 	}
 	ms_free(succ);
@@ -434,13 +437,21 @@ static ms_status requests(struct inf *f, uint64_t *span_peak, uint64_t *span_pea
 	if (!(kv_at = ms_calloc(f->ns, sizeof(*kv_at))) ||
 	    !(peak = ms_calloc(f->ns, sizeof(*peak))))
 		goto out;
-	for (size_t i = 0; i < f->in->n; i++) { /* alive as the span begins */
-		const struct ms_life *l = &b[i];
-		if (l->before)
-			mid_run = 1;
-		if ((l->before || l->a < f->e_lo) && (l->f == NONE || l->f >= f->e_lo))
-			total += l->size;
+	mid_run = f->before_total != 0;
+	if (f->total_ev > f->e_lo) { /* spans ascend; a new sweep starts over */
+		f->total_ev = 0;
+		f->total = f->before_total;
 	}
+	for (; f->total_ev < f->e_lo; f->total_ev++) { /* alive as the span begins */
+		uint32_t k = f->of_event[f->total_ev];
+		if (k == NO_LIFE)
+			continue;
+		if (b[k].a == f->total_ev && !b[k].before)
+			f->total += b[k].size;
+		else if (b[k].f == f->total_ev)
+			f->total -= b[k].size;
+	}
+	total = f->total;
 	*span_peak = total;
 	*span_peak_event = f->e_lo;
 	for (uint64_t e = f->e_lo; e < f->e_hi; e++) {
@@ -501,7 +512,8 @@ static ms_status requests(struct inf *f, uint64_t *span_peak, uint64_t *span_pea
 		   frees what was allocated before it (the cache's tensors its concatenations
 		   replace); a trace that starts between requests frees nothing of it there */
 		if (!i && rq->first_event <= f->starts[0] && mid_run && f->opens_trace) {
-			size_t k2 = forward_of(f, rq->first_event) + 2;
+			size_t k0b = forward_of(f, rq->first_event);
+			size_t k2 = (k0b == SIZE_MAX ? 0 : k0b) + 2;
 			uint64_t until = k2 < f->ns ? f->starts[k2] : rq->end_event;
 			for (size_t j = 0; j < f->in->n && !rq->began_before_trace; j++)
 				rq->began_before_trace = b[j].before && b[j].f != NONE &&
@@ -552,13 +564,17 @@ static ms_status index_lives(struct inf *f)
 		return MS_ERR_NOMEM;
 	memset(f->pred, 0xff, (in->n ? in->n : 1) * sizeof(*f->pred));
 	memset(f->of_event, 0xff, (in->t->n_events ? in->t->n_events : 1) * sizeof(*f->of_event));
+	f->before_total = f->total_ev = 0;
 	for (size_t i = 0; i < in->n; i++) {
 		const struct ms_life *l = &in->b[i];
+		if (l->before)
+			f->before_total += l->size;
 		if (!l->before)
 			f->of_event[l->a] = (uint32_t)i;
 		if (l->f != NONE)
 			f->of_event[l->f] = (uint32_t)i;
 	}
+	f->total = f->before_total;
 	return MS_OK;
 }
 
@@ -663,8 +679,10 @@ ms_status ms_infer_categorize(const struct ms_infer_in *in, struct ms_explain *x
 	}
 	place(&f, first_forward);
 	/* a trace that starts after the model was loaded, or while it was: its weights are
-	   among what was allocated before it, all or some */
-	x->inference.weights_not_told = x->inference.before_kept_bytes != 0;
+	   among what was allocated before it, all or some (where that is more than 1% of those
+	   found: the weights' own tolerance) */
+	x->inference.weights_not_told =
+	        x->inference.before_kept_bytes > x->inference.weight_bytes / 100;
 	if ((s = requests(&f, &pk, &pe)))
 		goto out;
 	x->job = "inference";
@@ -744,14 +762,16 @@ static ms_status eval_loop(struct inf *f, const uint64_t *all, size_t n_all, siz
 		return s;
 	lp->first_event = f->e_lo;
 	lp->end_event = f->e_hi - 1;
-	if (k1 + 1 == n_all) { /* the last: to its own last event, not a recording's exit */
+	if (k1 + 1 == n_all) { /* the last: to its last allocation or request's end, not a
+		                  recording's exit, which frees what it kept */
 		lp->end_event = f->e_lo;
-		for (size_t i = f->i_lo; i < f->i_hi; i++) {
-			const struct ms_life *l = &b[i];
-			uint64_t last = l->f != NONE ? l->f : l->a;
-			if (!l->before && last > lp->end_event)
-				lp->end_event = last;
-		}
+		for (size_t i = f->i_lo; i < f->i_hi; i++)
+			if (!b[i].before && b[i].a > lp->end_event)
+				lp->end_event = b[i].a;
+		if (lp->forwards.n_requests &&
+		    lp->forwards.requests[lp->forwards.n_requests - 1].end_event > lp->end_event)
+			lp->end_event =
+			        lp->forwards.requests[lp->forwards.n_requests - 1].end_event;
 	}
 	return MS_OK;
 }
@@ -780,11 +800,10 @@ static int goes_on(struct inf *f, uint64_t first, uint64_t last)
  * the iteration's earlier calls (an encoder before its decoder, teachers before the student, a
  * model before its loss module) hand their outputs on to it. What an evaluation makes is freed
  * before training goes on; kept to the trace's end, or by code that names a cache, it says
- * nothing (a workspace, a cache the next evaluation uses). After the last training forward, the
- * forwards whose calls made something alive at the trace's end (or where the job died: at event
- * end; else NONE) are an iteration that never reached its backward (the job died in it, or the
- * trace ends in it), unless they go on with a concatenation chain (a generation cut
- * mid-request).
+ * nothing (a workspace, a cache the next evaluation uses). Where the job died or the trace was
+ * cut (at event end; else NONE), the forwards after the last training one whose calls made
+ * something alive at end are an iteration that never reached its backward, unless they go on
+ * with a concatenation chain (a generation cut mid-request).
  */
 static ms_status part_of_iteration(struct inf *f, uint8_t *training, uint64_t end)
 {
@@ -802,7 +821,8 @@ static ms_status part_of_iteration(struct inf *f, uint8_t *training, uint64_t en
 		else if (nt == NONE)
 			tail = k;
 	}
-	cut_iteration = tail < f->ns && !goes_on(f, f->starts[tail], f->starts[f->ns - 1]);
+	cut_iteration =
+	        end != NONE && tail < f->ns && !goes_on(f, f->starts[tail], f->starts[f->ns - 1]);
 	for (size_t i = 0; i < in->n; i++) {
 		const struct ms_life *l = &in->b[i];
 		size_t k;
@@ -812,11 +832,8 @@ static ms_status part_of_iteration(struct inf *f, uint8_t *training, uint64_t en
 		fl = stack_flags(f, l->stack);
 		if (!(fl & F_CALL) || (fl & F_CACHE))
 			continue; /* (an input is made before a call; a named cache is kept on) */
-		if (next[k] != NONE
-		            ? l->f != NONE && l->f > next[k]
-		            : cut_iteration &&
-		                      (end == NONE ? l->f == NONE
-		                                   : l->a <= end && (l->f == NONE || l->f > end)))
+		if (next[k] != NONE ? l->f != NONE && l->f > next[k]
+		                    : cut_iteration && l->a <= end && (l->f == NONE || l->f > end))
 			training[k] = 2; /* (2: not a training forward's start for next[]) */
 	}
 	ms_free(next);

@@ -19,7 +19,8 @@ and DIR/NAME.zst (memsnap's recording of the same run) and checks:
 A truth with eval_loops (the train_eval case: a training job that evaluates between its
 optimizer steps) is judged as a training job: its parameters within 1% of the model's, one
 evaluation loop per evaluation the job ran, each with the job's forwards, starting inside the
-job's own span of it and holding its requests, which are judged as above.
+job's own span of it and ending no earlier than its last request, its requests judged as above
+(each inside the job's own span of it).
 A truth whose cache is static_kept (one cache made before the first request and reused by all)
 expects one span said to be one request or several (may_be_several), with all the job's
 forwards, the cache's bytes and no growth per token.
@@ -127,10 +128,10 @@ def judge_training(t, tag, ext, r):
         if ext == "pickle.zst":
             a = first_us + lp["first_time_s"] * 1e6
             b = first_us + lp["end_time_s"] * 1e6
-            last = tl["requests"][-1]["end_us"]
-            check(tl["start_us"] - 5 <= a <= tl["end_us"] + 5 and b >= last - 5,
+            last = first_us + lp["requests"][-1]["end_time_s"] * 1e6 if lp["requests"] else a
+            check(tl["start_us"] - 5 <= a <= tl["end_us"] + 5 and b >= last,
                   f"{tag}: loop {n} span {a:.0f}..{b:.0f} begins in the job's "
-                  f"{tl['start_us']}..{tl['end_us']} and holds its requests (to {last})")
+                  f"{tl['start_us']}..{tl['end_us']} and holds its requests (to {last:.0f})")
         judge_requests(t, f"{tag}: loop {n}", ext, lp["requests"], tl["requests"], first_us)
 
 
