@@ -1802,7 +1802,7 @@ size_t ms_explain_forward_of(const struct ms_explain *x, uint64_t i)
 
 size_t ms_explain_request_of(const struct ms_explain *x, uint64_t i)
 {
-	for (size_t k = 0; k < x->inference.n_requests; k++)
+	for (size_t k = x->inference.n_requests; k-- > 0;) /* the newest, where they overlap */
 		if (i >= x->inference.requests[k].first_event &&
 		    i <= x->inference.requests[k].end_event)
 			return k + 1;

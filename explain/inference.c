@@ -427,16 +427,24 @@ static ms_status requests(struct inf *f, uint64_t *span_peak, uint64_t *span_pea
 {
 	const struct ms_life *b = f->in->b;
 	struct ms_explain_inference *r = f->r;
-	uint64_t kv = 0, total = 0, last_ev = f->e_lo, *kv_at = NULL, *peak = NULL;
-	size_t next = 0, capr = 0;
-	struct ms_explain_request *q = NULL;
+	uint64_t total = 0, last_ev = f->e_lo, *kv_at = NULL, *peak = NULL;
+	uint64_t *kvr = NULL;    /* each request's KV cache now */
+	uint32_t *req_of = NULL; /* life -> its request (NO_LIFE: none) */
+	uint8_t *head = NULL;    /* life -> a concatenation chain's first */
+	size_t next = 0, capr = 0, capk = 0, cur = SIZE_MAX; /* cur: the newest request open */
 	ms_status s = MS_ERR_NOMEM;
 
 	int mid_run = 0;
 
 	if (!(kv_at = ms_calloc(f->ns, sizeof(*kv_at))) ||
-	    !(peak = ms_calloc(f->ns, sizeof(*peak))))
+	    !(peak = ms_calloc(f->ns, sizeof(*peak))) ||
+	    !(req_of = ms_malloc((f->in->n ? f->in->n : 1) * sizeof(*req_of))) ||
+	    !(head = ms_calloc(f->in->n ? f->in->n : 1, 1)))
 		goto out;
+	memset(req_of, 0xff, (f->in->n ? f->in->n : 1) * sizeof(*req_of));
+	for (size_t i = f->i_lo; i < f->i_hi; i++)
+		if (f->pred[i] != NO_LIFE && f->pred[f->pred[i]] == NO_LIFE)
+			head[f->pred[i]] = 1;
 	mid_run = f->before_total != 0;
 	if (f->total_ev > f->e_lo) { /* spans ascend; a new sweep starts over */
 		f->total_ev = 0;
@@ -455,46 +463,65 @@ static ms_status requests(struct inf *f, uint64_t *span_peak, uint64_t *span_pea
 	*span_peak = total;
 	*span_peak_event = f->e_lo;
 	for (uint64_t e = f->e_lo; e < f->e_hi; e++) {
-		uint32_t k = f->of_event[e];
+		uint32_t k = f->of_event[e], rr = NO_LIFE;
 		const struct ms_life *l;
 		while (next < f->ns && f->starts[next] <= e) /* steps may start at one event */
-			kv_at[next++] = kv;                  /* before its first allocation */
+			kv_at[next++] = cur != SIZE_MAX ? kvr[cur] : 0; /* before its first alloc */
 		if (k == NO_LIFE)
 			continue;
 		l = &b[k];
 		last_ev = e;
 		if (l->a == e && !l->before) {
 			uint32_t p = f->pred[k];
-			if (p != NO_LIFE && b[p].until == e && b[p].f > e)
-				kv -= b[p].size; /* its source, from now on */
+			if (p != NO_LIFE && b[p].until == e && b[p].f > e && req_of[p] != NO_LIFE &&
+			    kvr[req_of[p]] >= b[p].size)
+				kvr[req_of[p]] -= b[p].size; /* its source, from now on */
 			if (l->cat == MS_CAT_KV_CACHE) {
-				if (!q) { /* (not kv: a chain's source was just taken off it) */
-					size_t fw = forward_of(f, e);
+				size_t fw = forward_of(f, e);
+				rr = p != NO_LIFE ? req_of[p] : NO_LIFE;
+				/* a new request where none is open, or where a chain begins after
+				   the open one's first forward (its cache may still be held: an
+				   output kept with it; a trace that starts mid-forward begins the
+				   chains of its first request over two) */
+				if (rr == NO_LIFE &&
+				    (cur == SIZE_MAX ||
+				     (head[k] && fw != SIZE_MAX &&
+				      fw > forward_of(f, r->requests[cur].first_event) +
+				                      (cur == 0 && mid_run && f->opens_trace)))) {
+					struct ms_explain_request *q;
 					if (ms_grow(&r->requests, &capr, r->n_requests + 1,
-					            sizeof(*r->requests)))
+					            sizeof(*r->requests)) ||
+					    ms_grow(&kvr, &capk, r->n_requests + 1, sizeof(*kvr)))
 						goto out;
-					q = &r->requests[r->n_requests++];
+					q = &r->requests[r->n_requests];
 					memset(q, 0, sizeof(*q));
 					q->first_event = fw == SIZE_MAX ? e : f->starts[fw];
 					q->end_event = NONE;
+					kvr[r->n_requests] = 0;
+					cur = r->n_requests++;
 				}
-				kv += l->size;
+				if (rr == NO_LIFE)
+					rr = (uint32_t)cur;
+				req_of[k] = rr;
+				kvr[rr] += l->size;
 			}
 			total += l->size;
 		} else if (l->f == e) {
 			/* (a cache an earlier span made is that span's) */
 			if (ms_life_cat_at(l, e) == MS_CAT_KV_CACHE && !l->before &&
-			    l->a >= f->e_lo && kv >= l->size)
-				kv -= l->size;
-			total -= l->size;
-			if (q && !kv) {
-				q->end_event = e;
-				q->released = 1;
-				q = NULL;
+			    l->a >= f->e_lo && (rr = req_of[k]) != NO_LIFE && kvr[rr] >= l->size) {
+				kvr[rr] -= l->size;
+				if (!kvr[rr] && r->requests[rr].end_event == NONE) {
+					r->requests[rr].end_event = e;
+					r->requests[rr].released = 1;
+					if (rr == cur)
+						cur = SIZE_MAX;
+				}
 			}
+			total -= l->size;
 		}
-		if (q && kv > q->kv_peak)
-			q->kv_peak = kv;
+		if (rr != NO_LIFE && kvr[rr] > r->requests[rr].kv_peak)
+			r->requests[rr].kv_peak = kvr[rr];
 		if (next && total > peak[next - 1])
 			peak[next - 1] = total;
 		if (total > *span_peak) {
@@ -502,12 +529,17 @@ static ms_status requests(struct inf *f, uint64_t *span_peak, uint64_t *span_pea
 			*span_peak_event = e;
 		}
 	}
-	if (q)
-		q->end_event = last_ev;
+	for (size_t i = 0; i < r->n_requests; i++)
+		if (r->requests[i].end_event == NONE)
+			r->requests[i].end_event = last_ev;
 	for (size_t i = 0; i < r->n_requests; i++) {
 		struct ms_explain_request *rq = &r->requests[i];
 		size_t k0 = forward_of(f, rq->first_event), k1 = forward_of(f, rq->end_event) + 1,
 		       kb;
+		/* its forwards end where the next request's begin (its cache may be held on) */
+		if (i + 1 < r->n_requests && forward_of(f, rq[1].first_event) + 1 < k1 + 1 &&
+		    forward_of(f, rq[1].first_event) != SIZE_MAX)
+			k1 = forward_of(f, rq[1].first_event);
 		/* a trace that starts mid-run inside its first request: in its first forwards it
 		   frees what was allocated before it (the cache's tensors its concatenations
 		   replace); a trace that starts between requests frees nothing of it there */
@@ -550,6 +582,9 @@ static ms_status requests(struct inf *f, uint64_t *span_peak, uint64_t *span_pea
 out:
 	ms_free(kv_at);
 	ms_free(peak);
+	ms_free(kvr);
+	ms_free(req_of);
+	ms_free(head);
 	return s;
 }
 

@@ -22,7 +22,9 @@
  * Module._call_impl after one outside any); without stacks, the links of the KV cache's
  * concatenation chains (one a token; a chain of a token's ids, growing by CHAIN_FLOOR bytes or
  * less, is none), else the steps explain found (repetition, annotations, scopes); stacks with no
- * module's call tell no forwards. Requests are the spans in which the KV cache holds bytes.
+ * module's call tell no forwards. Requests are the spans in which their KV cache holds bytes;
+ * a concatenation chain begun after the open request's first forward begins the next one, its
+ * cache its own where the last one's is still held.
  */
 #ifndef MEMSNAP_EXPLAIN_INFERENCE_H
 #define MEMSNAP_EXPLAIN_INFERENCE_H

@@ -28,6 +28,9 @@ The two dynamic-cache snapshots are judged again from entries 40, 1000 and 17520
 that starts mid-run: in the weights' loading, in the first request, between requests): the
 weights are not told, each request left keeps its growth a token, and the first is said to
 begin before the trace exactly where some of the forwards the job counted lie before the cut.
+They are judged once more with their first request's cache tensors freed after the second
+request's end instead (a generate output kept with its cache until the next
+returns): still three requests, each with the job's forwards, KV cache and growth a token.
 NAME_nostacks.zst (no snapshot beside it) is memsnap's recording of the job without stacks
 (`memsnap record --stacks none`), judged as the snapshots without frames below.
 Each snapshot is judged again with its frames taken out (what a recording without stacks
@@ -206,6 +209,54 @@ def judge_mid_run(ms, d, name, t, tmp):
                   f"{tq['kv_bytes_per_token']}")
 
 
+def judge_held(ms, d, name, t, tmp):
+    """The job as if its first request's output were kept, with its cache, until the second
+    request returned (generate(..., return_dict_in_generate=True) assigned in a loop): request
+    1's cache tensors are freed after request 2's end instead, under addresses of their own.
+    The three requests stay three, each with the job's forwards, KV cache and growth a token."""
+    raw = subprocess.run(["zstd", "-qdc", os.path.join(d, name + ".pickle.zst")],
+                         capture_output=True, check=True).stdout
+    snap = pickle.loads(raw)
+    tr = snap["device_traces"][0]
+    r0, r1 = t["requests"][0], t["requests"][1]
+    made = {}  # address -> index of its alloc entry in request 1
+    for i, e in enumerate(tr):
+        if e["action"] == "alloc" and r0["start_us"] <= e["time_us"] <= r0["end_us"]:
+            made[e["addr"]] = i
+    last = max(tr[i]["time_us"] for i in made.values())  # its last allocation: then it ends
+    cache = {math.prod(sh) * t["model"]["dtype_bytes"] for sh in r0["kv_cache_shapes"]}
+    held = [i for i, e in enumerate(tr)  # its cache's tensors, as they were at its end
+            if e["action"] in ("free_requested", "free_completed") and e["addr"] in made and
+            made[e["addr"]] < i and last < e["time_us"] < r1["start_us"] and e["size"] in cache]
+    moved = {}
+    for n, i in enumerate(held):
+        e = tr[i]
+        addr = moved.setdefault(e["addr"], 0x7e0000000000 + 0x100000 * len(moved))
+        tr[made[e["addr"]]]["addr"] = addr
+        e["addr"] = addr
+        e["time_us"] = r1["end_us"] + 1 + n
+    after = [i for i, e in enumerate(tr) if e["time_us"] <= r1["end_us"]][-1] + 1
+    keep = [e for i, e in enumerate(tr) if i not in set(held)]
+    pos = sum(1 for i in range(after) if i not in set(held))
+    snap["device_traces"][0] = keep[:pos] + [tr[i] for i in held] + keep[pos:]
+    path = os.path.join(tmp, name + ".held.pickle")
+    with open(path, "wb") as f:
+        pickle.dump(snap, f)
+    r = json.loads(subprocess.run([ms, "-q", "explain", "--json", path], capture_output=True,
+                                  text=True, check=True).stdout)
+    tag = f"{name} with request 1's cache held into request 2 ({len(held)} frees moved)"
+    reqs = (r.get("inference") or {}).get("requests", [])
+    check(len(held) > 0 and len(reqs) == len(t["requests"]),
+          f"{tag}: {len(reqs)} requests vs {len(t['requests'])}")
+    for q, tq in zip(reqs, t["requests"]):
+        i = tq["request"] + 1
+        check(q["forwards"] == tq["forwards"] and near(q["kv_cache_peak_bytes"], tq["kv_bytes"], 0.05)
+              and q["kv_cache_bytes_per_token"] == tq["kv_bytes_per_token"],
+              f"{tag}: request {i} forwards {q['forwards']}, KV cache {q['kv_cache_peak_bytes']}, "
+              f"a token {q['kv_cache_bytes_per_token']} vs {tq['forwards']}, {tq['kv_bytes']}, "
+              f"{tq['kv_bytes_per_token']}")
+
+
 def judge(ms, d, name, tmp):
     t = json.load(open(os.path.join(d, name + ".truth.json")))
     for ext in ("pickle.zst", "zst", "nostacks"):
@@ -264,8 +315,9 @@ def main():
         with tempfile.TemporaryDirectory() as tmp:
             judge(ms, d, n, tmp)
             if n in ("gpt2_dynamic", "llama_dynamic"):
-                judge_mid_run(ms, d, n, json.load(open(os.path.join(d, n + ".truth.json"))),
-                              tmp)
+                truth = json.load(open(os.path.join(d, n + ".truth.json")))
+                judge_mid_run(ms, d, n, truth, tmp)
+                judge_held(ms, d, n, truth, tmp)
     print(f"{fails} failed")
     return 1 if fails else 0
 
