@@ -346,6 +346,18 @@ static ms_status starts_from_chains(struct inf *f)
 	return s;
 }
 
+/* Chains that gave no forwards (fewer than two starts): what chains() placed, taken back. */
+static void undo_chains(struct inf *f)
+{
+	for (size_t i = 0; i < f->in->n; i++) {
+		f->in->b[i].cat = MS_CAT_UNPLACED;
+		f->in->b[i].until = NONE;
+	}
+	memset(f->pred, 0xff, (f->in->n ? f->in->n : 1) * sizeof(*f->pred));
+	f->r->kv_concat_blocks = f->r->kv_concat_chains = 0;
+	f->ns = 0;
+}
+
 /* The rest of the rules, in inference.h's order. */
 static void place(struct inf *f, uint64_t first_forward)
 {
@@ -639,17 +651,14 @@ ms_status ms_infer_categorize(const struct ms_infer_in *in, struct ms_explain *x
 			s = MS_OK;
 			goto out;
 		}
-	if (in->has_stacks && (s = starts_from_calls(&f)))
+	if ((s = index_lives(&f)) || (in->has_stacks && (s = starts_from_calls(&f))))
 		goto out;
 	if (!in->has_stacks) { /* the KV cache's chains, where it grows by them, give forwards */
-		if ((s = index_lives(&f)) || (s = chains(&f)) || (s = starts_from_chains(&f)))
+		if ((s = chains(&f)) || (s = starts_from_chains(&f)))
 			goto out;
 		f.by_chains = f.ns >= 2;
-		if (!f.by_chains) /* placed anew below */
-			for (size_t i = 0; i < in->n; i++) {
-				in->b[i].cat = MS_CAT_UNPLACED;
-				in->b[i].until = NONE;
-			}
+		if (!f.by_chains)
+			undo_chains(&f);
 	}
 	if (f.by_chains) {
 		x->inference.forwards_from = "concatenation chains";
@@ -698,20 +707,10 @@ ms_status ms_infer_categorize(const struct ms_infer_in *in, struct ms_explain *x
 	}
 	x->inference.first_forward = first_forward;
 	x->inference.n_forwards = f.ns;
-	if (!f.by_chains) { /* else done */
-		memset(&x->inference.kv_concat_blocks, 0, sizeof(x->inference.kv_concat_blocks));
-		x->inference.kv_concat_chains = 0;
-	}
 	for (size_t i = 0; i < in->n && !x->inference.graphs; i++)
 		x->inference.graphs = (stack_flags(&f, in->b[i].stack) & F_GRAPHS) != 0;
-	if (!f.by_chains) {
-		ms_free(f.pred);
-		ms_free(f.of_event);
-		f.pred = NULL;
-		f.of_event = NULL;
-		if ((s = index_lives(&f)) || (s = chains(&f)))
-			goto out;
-	}
+	if (!f.by_chains && (s = chains(&f)))
+		goto out;
 	place(&f, first_forward);
 	/* a trace that starts after the model was loaded, or while it was: its weights are
 	   among what was allocated before it, all or some (where that is more than 1% of those

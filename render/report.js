@@ -25,6 +25,20 @@
 	}
 	function $(id) { return document.getElementById(id); }
 	function text(node, s) { node.textContent = s; return node; }
+	/* A table of text: its id, its column heads and its rows (arrays of strings). */
+	function textTable(id, heads, rows) {
+		var t = document.createElement('table'), head = document.createElement('tr');
+		var body = document.createElement('tbody');
+		t.id = id;
+		heads.forEach(function (h) { head.appendChild(text(document.createElement('th'), h)); });
+		t.appendChild(document.createElement('thead')).appendChild(head);
+		rows.forEach(function (r) {
+			var tr = body.appendChild(document.createElement('tr'));
+			r.forEach(function (c) { tr.appendChild(text(document.createElement('td'), c)); });
+		});
+		t.appendChild(body);
+		return t;
+	}
 	function site(i) { return i >= 0 ? D.sites[i] : ''; }
 	/* frame i of D.frames as memsnap prints it: "name (file:line)", "name (file)", "name" */
 	function frameLabel(i) {
@@ -273,27 +287,17 @@
 				'bytes; the prompt is its first forward)' + (g.eager_forwards_only ? '; the job ' +
 				'captured CUDA graphs: a forward replayed from one allocates nothing, so the ' +
 				'forwards counted are the eager ones' : '') + ':'));
-			var rqTable = document.createElement('table');
-			rqTable.id = 'requests';
-			rqTable.innerHTML = '<thead><tr><th>request</th><th>first event</th><th>forwards</th>' +
-				'<th>prompt peak</th><th>decode peak</th><th>KV cache</th><th>KV added a token</th>' +
-				'</tr></thead>';
-			var rqBody = document.createElement('tbody');
-			g.requests.forEach(function (q, k) {
-				var tr = document.createElement('tr');
-				[String(k + 1) + (q[6] ? '' : ' (held at the end)') +
-					(q[7] ? ' (one request or several: its cache was made in its first ' +
-						'forward and kept, not grown, through every other)' : '') +
-					(q[8] ? ' (begun before the trace: its prompt not in it)' : ''),
-					String(q[0]), String(q[1]),
-					q[2] === null ? '-' : fmt(q[2]), q[3] === null ? '-' : fmt(q[3]), fmt(q[4]),
-					q[5] === null ? '-' : (q[5] < 0 ? '-' + fmt(-q[5]) : fmt(q[5]))].forEach(function (c) {
-					tr.appendChild(text(document.createElement('td'), c));
-				});
-				rqBody.appendChild(tr);
-			});
-			rqTable.appendChild(rqBody);
-			dg.appendChild(rqTable);
+			dg.appendChild(textTable('requests', ['request', 'first event', 'forwards',
+				'prompt peak', 'decode peak', 'KV cache', 'KV added a token'],
+				g.requests.map(function (q, k) {
+					return [String(k + 1) + (q[6] ? '' : ' (held at the end)') +
+						(q[7] ? ' (one request or several: its cache was made in its first ' +
+							'forward and kept, not grown, through every other)' : '') +
+						(q[8] ? ' (begun before the trace: its prompt not in it)' : ''),
+						String(q[0]), String(q[1]),
+						q[2] === null ? '-' : fmt(q[2]), q[3] === null ? '-' : fmt(q[3]), fmt(q[4]),
+						q[5] === null ? '-' : (q[5] < 0 ? '-' + fmt(-q[5]) : fmt(q[5]))];
+				})));
 		} else if (g.steps.length) {
 			/* the steps as memsnap explain lists them: all where few, else the first, the
 			   last, the peak's and the highest peaks */
@@ -313,22 +317,11 @@
 				(g.steps_from === 'repetition' ? '; what repeats may be a loop\'s iterations or, in one pass, a model\'s layers' : '') +
 				(SP.length > 12 ? '; the first, the last, the peak\'s and the highest shown' : '') +
 				': the most the trace\'s allocations asked for at once in each.'));
-			var stepTable = document.createElement('table');
-			stepTable.id = 'steps';
-			stepTable.innerHTML = '<thead><tr><th>step</th><th>first event</th>' +
-				'<th>peak requested</th><th>at event</th></tr></thead>';
-			var stepBody = document.createElement('tbody');
-			SP.forEach(function (s, k) {
-				if (!stepShown[k]) return;
-				var tr = document.createElement('tr');
-				[String(k + 1 + g.steps_before_trace) + (k === peakStep ? ' (the peak)' : ''),
-					String(s[0]), fmt(s[1]), String(s[2])].forEach(function (c) {
-					tr.appendChild(text(document.createElement('td'), c));
-				});
-				stepBody.appendChild(tr);
-			});
-			stepTable.appendChild(stepBody);
-			dg.appendChild(stepTable);
+			dg.appendChild(textTable('steps', ['step', 'first event', 'peak requested',
+				'at event'], SP.map(function (s, k) {
+					return [String(k + 1 + g.steps_before_trace) + (k === peakStep ? ' (the peak)' : ''),
+						String(s[0]), fmt(s[1]), String(s[2])];
+				}).filter(function (r, k) { return stepShown[k]; })));
 		}
 		if (g.eval_loops && g.eval_loops.length) {
 			/* a training job's evaluation loops, as memsnap explain gives them */
@@ -336,21 +329,12 @@
 				' evaluation loop' + (g.eval_loops.length === 1 ? '' : 's') + ' (forwards with ' +
 				'no backward after them and nothing kept for one; their KV cache by the ' +
 				'generation rules; memsnap explain lists their requests):'));
-			var evTable = document.createElement('table');
-			evTable.id = 'eval-loops';
-			evTable.innerHTML = '<thead><tr><th>loop</th><th>events</th><th>forwards</th>' +
-				'<th>peak requested</th><th>requests</th><th>largest KV cache</th></tr></thead>';
-			var evBody = document.createElement('tbody');
-			g.eval_loops.forEach(function (l, k) {
-				var tr = document.createElement('tr');
-				[String(k + 1), l[0] + ' to ' + l[1], String(l[2]), fmt(l[3]), String(l[4]),
-					l[4] ? fmt(l[5]) : '-'].forEach(function (c) {
-					tr.appendChild(text(document.createElement('td'), c));
-				});
-				evBody.appendChild(tr);
-			});
-			evTable.appendChild(evBody);
-			dg.appendChild(evTable);
+			dg.appendChild(textTable('eval-loops', ['loop', 'events', 'forwards',
+				'peak requested', 'requests', 'largest KV cache'],
+				g.eval_loops.map(function (l, k) {
+					return [String(k + 1), l[0] + ' to ' + l[1], String(l[2]), fmt(l[3]),
+						String(l[4]), l[4] ? fmt(l[5]) : '-'];
+				})));
 		}
 	}
 	if (D.oom) {

@@ -1716,6 +1716,43 @@ def _kv_shape(cfg):
     return cfg.num_hidden_layers, kv, cfg.hidden_size // heads
 
 
+def _count_forwards(model, seen):
+    """A hook on the model's top-level calls: seen["forwards"] counts them; seen["bytes"],
+    seen["tensors"] and seen["shapes"] take the keys and values of the cache the call returns
+    (from their shapes; no reference is kept)."""
+    import torch
+
+    def after_forward(module, args, kwargs, output):
+        seen["forwards"] = seen.get("forwards", 0) + 1
+        pkv = getattr(output, "past_key_values", None)
+        ts = []
+        for layer in getattr(pkv, "layers", None) or []:
+            ts += [layer.keys, layer.values]
+        ts = [t for t in ts if torch.is_tensor(t) and t.is_cuda]
+        if ts:
+            seen["bytes"], seen["tensors"] = tensor_bytes(ts), len(ts)
+            seen["shapes"] = sorted({tuple(t.shape) for t in ts})
+    return model.register_forward_hook(after_forward, with_kwargs=True)
+
+
+def _static_layers_made(made):
+    """Appends to made (shape, bytes) of each static cache layer's keys and values as
+    transformers' StaticLayer makes them; returns the function that undoes it."""
+    from transformers.cache_utils import StaticLayer
+    init = StaticLayer.lazy_initialization
+
+    def lazy_initialization(self, *a, **k):
+        r = init(self, *a, **k)
+        made.extend((tuple(t.shape), t.numel() * t.element_size())
+                    for t in (self.keys, self.values))
+        return r
+    StaticLayer.lazy_initialization = lazy_initialization
+
+    def undo():
+        StaticLayer.lazy_initialization = init
+    return undo
+
+
 def _hf_generate_job(cx, model, cfg, dtype, cache, compile_graphs=False):
     """Runs INFER_REQUESTS through model.generate (greedy, exactly new tokens each) and writes
     the truth: per request the KV cache's bytes from the shapes, its span, memory_stats after."""
@@ -1730,33 +1767,14 @@ def _hf_generate_job(cx, model, cfg, dtype, cache, compile_graphs=False):
         kw["cache_implementation"] = "static"
     # the cache's keys and values after each forward, from their shapes (no reference is kept)
     seen = {}
-
-    def after_forward(module, args, kwargs, output):
-        pkv = getattr(output, "past_key_values", None)
-        ts = []
-        for layer in getattr(pkv, "layers", None) or []:
-            ts += [layer.keys, layer.values]
-        ts = [t for t in ts if torch.is_tensor(t) and t.is_cuda]
-        seen["shapes"] = sorted({tuple(t.shape) for t in ts})
-        seen["bytes"] = tensor_bytes(ts)
-        seen["tensors"] = len(ts)
-        seen["forwards"] = seen.get("forwards", 0) + 1
-
     made = []  # a static cache's keys and values as its layers make them (in the first,
     # uncompiled forward: the compiled ones would not run a hook's Python)
     if cache == "static":
-        from transformers.cache_utils import StaticLayer
-        init = StaticLayer.lazy_initialization
-
-        def lazy_initialization(self, *a, **k):
-            r = init(self, *a, **k)
-            made.extend((tuple(t.shape), t.numel() * t.element_size())
-                        for t in (self.keys, self.values))
-            return r
-        StaticLayer.lazy_initialization = lazy_initialization
+        undo = _static_layers_made(made)
         hook = None
     else:
-        hook = model.register_forward_hook(after_forward, with_kwargs=True)
+        undo = None
+        hook = _count_forwards(model, seen)
     reqs = []
     with torch.no_grad():
         for i, (b, p, n) in enumerate(INFER_REQUESTS):
@@ -1792,6 +1810,8 @@ def _hf_generate_job(cx, model, cfg, dtype, cache, compile_graphs=False):
             cx.truth["steps"] += 1
     if hook is not None:
         hook.remove()
+    if undo is not None:
+        undo()
     cx.truth["requests"] = reqs
     cx.truth["kv_peak_bytes"] = max(r["kv_bytes"] for r in reqs)
     cx.truth["attn_implementation"] = getattr(model.config, "_attn_implementation", None)
@@ -1980,24 +2000,6 @@ def c_infer_paged(cx):
     cx.finish()
 
 
-def _count_forwards(model, seen):
-    """A hook on the model's top-level calls: seen["forwards"] counts them; seen["bytes"] and
-    seen["tensors"] take the keys and values of the cache the call returns (from their shapes;
-    no reference is kept)."""
-    import torch
-
-    def after_forward(module, args, kwargs, output):
-        seen["forwards"] = seen.get("forwards", 0) + 1
-        pkv = getattr(output, "past_key_values", None)
-        ts = []
-        for layer in getattr(pkv, "layers", None) or []:
-            ts += [layer.keys, layer.values]
-        ts = [t for t in ts if torch.is_tensor(t) and t.is_cuda]
-        if ts:
-            seen["bytes"], seen["tensors"] = tensor_bytes(ts), len(ts)
-    return model.register_forward_hook(after_forward, with_kwargs=True)
-
-
 EVAL_REQUESTS = [(2, 32, 24), (1, 48, 16)]  # (batch, prompt tokens, new tokens)
 
 
@@ -2092,20 +2094,12 @@ def c_infer_static_kept(cx):
     import torch
     tr = _hf_import()
     from transformers import StaticCache
-    from transformers.cache_utils import StaticLayer
     cx.truth["transformers"] = tr.__version__
     cx.history(enabled="all", context="all", stacks="python")
     cfg, m = _llama(torch.bfloat16)
     layers, kv_heads, head_dim = _kv_shape(cfg)
     made = []
-    init = StaticLayer.lazy_initialization
-
-    def lazy_initialization(self, *a, **k):
-        r = init(self, *a, **k)
-        made.extend((tuple(t.shape), t.numel() * t.element_size())
-                    for t in (self.keys, self.values))
-        return r
-    StaticLayer.lazy_initialization = lazy_initialization
+    undo = _static_layers_made(made)
     try:
         cache = StaticCache(config=cfg, max_cache_len=128)
     except TypeError:
@@ -2134,7 +2128,7 @@ def c_infer_static_kept(cx):
             del out, ids, mask
             cx.truth["steps"] += 1
     hook.remove()
-    StaticLayer.lazy_initialization = init
+    undo()
     assert len(made) == 2 * layers, made
     kv = sum(nb for _, nb in made)
     for r in reqs:
